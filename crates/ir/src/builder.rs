@@ -1,0 +1,296 @@
+//! A builder with one method per opcode, so that code that emits IR (the
+//! front end, the AD passes, tests) reads like the IR it produces.
+//!
+//! ```
+//! use adze_ir::{Function, FuncBuilder, Param, Signature, Type};
+//! let sig = Signature { params: vec![Param::new("x", Type::F64)], results: vec![Type::F64] };
+//! let mut func = Function::new("square", sig);
+//! let mut b = FuncBuilder::new(&mut func);
+//! let entry = b.create_entry_block();
+//! b.switch_to_block(entry);
+//! let x = b.func.params()[0];
+//! let y = b.fmul(x, x);
+//! b.ret(&[y]);
+//! assert_eq!(func.to_string().lines().count(), 5);
+//! ```
+
+use crate::entities::{Block, FuncId, Inst, Value};
+use crate::function::Function;
+use crate::instructions::{AutodiffSpec, BlockCall, CmpCond, InstData, Opcode};
+use crate::types::Type;
+
+/// Appends instructions at the end of the current block.
+pub struct FuncBuilder<'f> {
+    pub func: &'f mut Function,
+    block: Option<Block>,
+}
+
+impl<'f> FuncBuilder<'f> {
+    pub fn new(func: &'f mut Function) -> FuncBuilder<'f> {
+        FuncBuilder { func, block: None }
+    }
+
+    /// Creates the entry block with one parameter per signature parameter and
+    /// places it first in the layout.
+    pub fn create_entry_block(&mut self) -> Block {
+        let block = self.func.dfg.make_block();
+        let tys: Vec<Type> = self.func.sig.param_types().collect();
+        for ty in tys {
+            self.func.dfg.append_block_param(block, ty);
+        }
+        self.func.layout.append_block(block);
+        block
+    }
+
+    /// Creates a block and appends it to the layout.
+    pub fn create_block(&mut self) -> Block {
+        let block = self.func.dfg.make_block();
+        self.func.layout.append_block(block);
+        block
+    }
+
+    pub fn append_block_param(&mut self, block: Block, ty: Type) -> Value {
+        self.func.dfg.append_block_param(block, ty)
+    }
+
+    pub fn switch_to_block(&mut self, block: Block) {
+        self.block = Some(block);
+    }
+
+    pub fn current_block(&self) -> Option<Block> {
+        self.block
+    }
+
+    /// Has the current block been terminated?
+    pub fn is_terminated(&self) -> bool {
+        self.block
+            .and_then(|b| self.func.layout.last_inst(b))
+            .is_some_and(|i| self.func.dfg.inst(i).opcode().is_terminator())
+    }
+
+    /// Appends an instruction with the given result types.
+    pub fn build(&mut self, data: InstData, result_types: &[Type]) -> Inst {
+        let block = self.block.expect("no current block");
+        let inst = self.func.dfg.make_inst(data, result_types);
+        self.func.layout.append_inst(inst, block);
+        inst
+    }
+
+    fn build1(&mut self, data: InstData, ty: Type) -> Value {
+        let inst = self.build(data, &[ty]);
+        self.func.dfg.first_result(inst)
+    }
+
+    pub fn fconst(&mut self, x: f64) -> Value {
+        self.build1(InstData::fconst(x), Type::F64)
+    }
+
+    pub fn iconst(&mut self, x: i64) -> Value {
+        self.build1(InstData::IConst { imm: x }, Type::I64)
+    }
+
+    pub fn bconst(&mut self, x: bool) -> Value {
+        self.build1(InstData::BConst { imm: x }, Type::Bool)
+    }
+
+    /// A one-operand opcode with a fixed signature (`fneg`, `sin`, `len`, ...).
+    pub fn unary(&mut self, op: Opcode, arg: Value) -> Value {
+        let ty = fixed_result(op);
+        self.build1(InstData::Unary { op, arg }, ty)
+    }
+
+    /// A two-operand opcode with a fixed signature (`fadd`, `pow`, `load`, ...).
+    pub fn binary(&mut self, op: Opcode, a: Value, b: Value) -> Value {
+        let ty = fixed_result(op);
+        self.build1(InstData::Binary { op, args: [a, b] }, ty)
+    }
+
+    pub fn fadd(&mut self, a: Value, b: Value) -> Value {
+        self.binary(Opcode::Fadd, a, b)
+    }
+
+    pub fn fsub(&mut self, a: Value, b: Value) -> Value {
+        self.binary(Opcode::Fsub, a, b)
+    }
+
+    pub fn fmul(&mut self, a: Value, b: Value) -> Value {
+        self.binary(Opcode::Fmul, a, b)
+    }
+
+    pub fn fdiv(&mut self, a: Value, b: Value) -> Value {
+        self.binary(Opcode::Fdiv, a, b)
+    }
+
+    pub fn fneg(&mut self, a: Value) -> Value {
+        self.unary(Opcode::Fneg, a)
+    }
+
+    pub fn iadd(&mut self, a: Value, b: Value) -> Value {
+        self.binary(Opcode::Iadd, a, b)
+    }
+
+    pub fn isub(&mut self, a: Value, b: Value) -> Value {
+        self.binary(Opcode::Isub, a, b)
+    }
+
+    pub fn imul(&mut self, a: Value, b: Value) -> Value {
+        self.binary(Opcode::Imul, a, b)
+    }
+
+    pub fn sitof(&mut self, a: Value) -> Value {
+        self.unary(Opcode::Sitof, a)
+    }
+
+    pub fn not(&mut self, a: Value) -> Value {
+        self.unary(Opcode::Not, a)
+    }
+
+    pub fn powi(&mut self, arg: Value, exp: i32) -> Value {
+        self.build1(InstData::Powi { arg, exp }, Type::F64)
+    }
+
+    pub fn fcmp(&mut self, cond: CmpCond, a: Value, b: Value) -> Value {
+        self.build1(
+            InstData::Cmp {
+                op: Opcode::Fcmp,
+                cond,
+                args: [a, b],
+            },
+            Type::Bool,
+        )
+    }
+
+    pub fn icmp(&mut self, cond: CmpCond, a: Value, b: Value) -> Value {
+        self.build1(
+            InstData::Cmp {
+                op: Opcode::Icmp,
+                cond,
+                args: [a, b],
+            },
+            Type::Bool,
+        )
+    }
+
+    pub fn select(&mut self, c: Value, a: Value, b: Value) -> Value {
+        let ty = self.func.dfg.value_type(a);
+        self.build1(
+            InstData::Ternary {
+                op: Opcode::Select,
+                args: [c, a, b],
+            },
+            ty,
+        )
+    }
+
+    pub fn len(&mut self, array: Value) -> Value {
+        self.unary(Opcode::Len, array)
+    }
+
+    pub fn load(&mut self, array: Value, index: Value) -> Value {
+        self.binary(Opcode::Load, array, index)
+    }
+
+    pub fn store(&mut self, array: Value, index: Value, x: Value) -> Inst {
+        self.build(
+            InstData::Ternary {
+                op: Opcode::Store,
+                args: [array, index, x],
+            },
+            &[],
+        )
+    }
+
+    pub fn zeros(&mut self, len: Value, name: impl Into<String>) -> Value {
+        self.build1(
+            InstData::Zeros {
+                len,
+                name: name.into(),
+            },
+            Type::Array,
+        )
+    }
+
+    pub fn fill(&mut self, array: Value, x: Value) -> Inst {
+        self.build(
+            InstData::Binary {
+                op: Opcode::Fill,
+                args: [array, x],
+            },
+            &[],
+        )
+    }
+
+    /// A call; the caller supplies the callee's result types.
+    pub fn call(&mut self, func: FuncId, args: &[Value], result_types: &[Type]) -> Inst {
+        self.build(
+            InstData::Call {
+                func,
+                args: args.to_vec(),
+            },
+            result_types,
+        )
+    }
+
+    /// An `autodiff` request; see [`crate::Module::autodiff_result_types`].
+    pub fn autodiff(&mut self, spec: AutodiffSpec, args: &[Value], result_types: &[Type]) -> Inst {
+        self.build(
+            InstData::Autodiff {
+                spec: Box::new(spec),
+                args: args.to_vec(),
+            },
+            result_types,
+        )
+    }
+
+    pub fn jump(&mut self, block: Block, args: &[Value]) -> Inst {
+        self.build(
+            InstData::Jump {
+                dest: BlockCall {
+                    block,
+                    args: args.to_vec(),
+                },
+            },
+            &[],
+        )
+    }
+
+    pub fn brif(
+        &mut self,
+        cond: Value,
+        then_block: Block,
+        then_args: &[Value],
+        else_block: Block,
+        else_args: &[Value],
+    ) -> Inst {
+        self.build(
+            InstData::Brif {
+                cond,
+                then_dest: BlockCall {
+                    block: then_block,
+                    args: then_args.to_vec(),
+                },
+                else_dest: BlockCall {
+                    block: else_block,
+                    args: else_args.to_vec(),
+                },
+            },
+            &[],
+        )
+    }
+
+    pub fn ret(&mut self, values: &[Value]) -> Inst {
+        self.build(
+            InstData::Return {
+                args: values.to_vec(),
+            },
+            &[],
+        )
+    }
+}
+
+fn fixed_result(op: Opcode) -> Type {
+    match op.fixed_signature() {
+        Some((_, Some(ty))) => ty,
+        _ => panic!("{op} has no fixed single result"),
+    }
+}

@@ -1,0 +1,180 @@
+//! The data-flow graph: what each instruction, value and block *is*,
+//! independent of where it sits (that is [`crate::Layout`]'s job).
+
+use crate::entities::{Block, Inst, Value};
+use crate::instructions::InstData;
+use crate::types::Type;
+use cranelift_entity::{PrimaryMap, SecondaryMap};
+
+/// Where a value comes from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ValueDef {
+    /// Result number `num` of `inst`.
+    Result { inst: Inst, num: usize },
+    /// Parameter number `num` of `block`.
+    Param { block: Block, num: usize },
+    /// Not defined by anything: a number reserved by the text parser, or a
+    /// value whose definition was removed. Using one is a verifier error.
+    Detached,
+}
+
+#[derive(Clone, Debug)]
+struct ValueData {
+    ty: Type,
+    def: ValueDef,
+}
+
+/// Per-block data: the block's parameters, in order.
+#[derive(Clone, Debug, Default)]
+pub struct BlockData {
+    pub params: Vec<Value>,
+}
+
+/// Instructions, values and blocks of one function.
+#[derive(Clone, Debug, Default)]
+pub struct DataFlowGraph {
+    insts: PrimaryMap<Inst, InstData>,
+    results: SecondaryMap<Inst, Vec<Value>>,
+    values: PrimaryMap<Value, ValueData>,
+    blocks: PrimaryMap<Block, BlockData>,
+}
+
+impl DataFlowGraph {
+    // ---- instructions ----
+
+    /// Creates an instruction (not yet placed in the layout) with results of
+    /// the given types.
+    pub fn make_inst(&mut self, data: InstData, result_types: &[Type]) -> Inst {
+        let inst = self.insts.push(data);
+        let results = result_types
+            .iter()
+            .enumerate()
+            .map(|(num, &ty)| {
+                self.values.push(ValueData {
+                    ty,
+                    def: ValueDef::Result { inst, num },
+                })
+            })
+            .collect();
+        self.results[inst] = results;
+        inst
+    }
+
+    pub fn inst(&self, inst: Inst) -> &InstData {
+        &self.insts[inst]
+    }
+
+    pub fn inst_mut(&mut self, inst: Inst) -> &mut InstData {
+        &mut self.insts[inst]
+    }
+
+    pub fn inst_results(&self, inst: Inst) -> &[Value] {
+        &self.results[inst]
+    }
+
+    /// The single result of `inst`; panics if it has not exactly one.
+    pub fn first_result(&self, inst: Inst) -> Value {
+        let r = &self.results[inst];
+        assert_eq!(r.len(), 1, "{inst} has {} results", r.len());
+        r[0]
+    }
+
+    pub fn num_insts(&self) -> usize {
+        self.insts.len()
+    }
+
+    /// Every instruction ever created, placed in the layout or not.
+    pub fn insts(&self) -> impl Iterator<Item = (Inst, &InstData)> {
+        self.insts.iter()
+    }
+
+    // ---- values ----
+
+    pub fn value_type(&self, v: Value) -> Type {
+        self.values[v].ty
+    }
+
+    pub fn value_def(&self, v: Value) -> &ValueDef {
+        &self.values[v].def
+    }
+
+    /// Is `v` a valid entity number of this function?
+    pub fn value_is_valid(&self, v: Value) -> bool {
+        self.values.is_valid(v)
+    }
+
+    pub fn num_values(&self) -> usize {
+        self.values.len()
+    }
+
+    /// Creates a value with no definition (see [`ValueDef::Detached`]).
+    pub fn make_detached_value(&mut self, ty: Type) -> Value {
+        self.values.push(ValueData {
+            ty,
+            def: ValueDef::Detached,
+        })
+    }
+
+    /// Gives a detached value a definition as result `num` of `inst`. Used by
+    /// the text parser, which preserves value numbers.
+    pub fn attach_result(&mut self, v: Value, ty: Type, inst: Inst, num: usize) {
+        self.values[v] = ValueData {
+            ty,
+            def: ValueDef::Result { inst, num },
+        };
+    }
+
+    /// Gives a detached value a definition as parameter `num` of `block`.
+    pub fn attach_param(&mut self, v: Value, ty: Type, block: Block, num: usize) {
+        self.values[v] = ValueData {
+            ty,
+            def: ValueDef::Param { block, num },
+        };
+    }
+
+    /// Creates an instruction whose results are the given (detached) values.
+    pub fn make_inst_with_results(&mut self, data: InstData, results: &[(Value, Type)]) -> Inst {
+        let inst = self.insts.push(data);
+        for (num, &(v, ty)) in results.iter().enumerate() {
+            self.attach_result(v, ty, inst, num);
+        }
+        self.results[inst] = results.iter().map(|&(v, _)| v).collect();
+        inst
+    }
+
+    // ---- blocks ----
+
+    pub fn make_block(&mut self) -> Block {
+        self.blocks.push(BlockData::default())
+    }
+
+    pub fn num_blocks(&self) -> usize {
+        self.blocks.len()
+    }
+
+    pub fn block_is_valid(&self, b: Block) -> bool {
+        self.blocks.is_valid(b)
+    }
+
+    pub fn block_params(&self, block: Block) -> &[Value] {
+        &self.blocks[block].params
+    }
+
+    /// Appends a new parameter of type `ty` to `block`.
+    pub fn append_block_param(&mut self, block: Block, ty: Type) -> Value {
+        let num = self.blocks[block].params.len();
+        let v = self.values.push(ValueData {
+            ty,
+            def: ValueDef::Param { block, num },
+        });
+        self.blocks[block].params.push(v);
+        v
+    }
+
+    /// Appends an existing detached value as a parameter of `block`.
+    pub fn attach_block_param(&mut self, block: Block, v: Value, ty: Type) {
+        let num = self.blocks[block].params.len();
+        self.attach_param(v, ty, block, num);
+        self.blocks[block].params.push(v);
+    }
+}

@@ -1,0 +1,114 @@
+//! The layout: the order of blocks in a function and of instructions in each
+//! block. What an instruction computes lives in [`crate::DataFlowGraph`].
+//!
+//! Invariant: an instruction is in at most one block, and `inst_block` agrees
+//! with the block lists. The first block is the entry block.
+
+use crate::entities::{Block, Inst};
+use cranelift_entity::packed_option::PackedOption;
+use cranelift_entity::SecondaryMap;
+
+#[derive(Clone, Debug, Default)]
+pub struct Layout {
+    blocks: Vec<Block>,
+    insts: SecondaryMap<Block, Vec<Inst>>,
+    inst_block: SecondaryMap<Inst, PackedOption<Block>>,
+    block_inserted: SecondaryMap<Block, bool>,
+}
+
+impl Layout {
+    /// Blocks in layout order.
+    pub fn blocks(&self) -> &[Block] {
+        &self.blocks
+    }
+
+    pub fn entry_block(&self) -> Option<Block> {
+        self.blocks.first().copied()
+    }
+
+    pub fn is_block_inserted(&self, block: Block) -> bool {
+        self.block_inserted[block]
+    }
+
+    /// Appends `block` at the end of the layout.
+    pub fn append_block(&mut self, block: Block) {
+        assert!(!self.block_inserted[block], "{block} is already in the layout");
+        self.block_inserted[block] = true;
+        self.blocks.push(block);
+    }
+
+    /// Inserts `block` right after `after`.
+    pub fn insert_block_after(&mut self, block: Block, after: Block) {
+        assert!(!self.block_inserted[block], "{block} is already in the layout");
+        let pos = self.block_position(after).expect("anchor block not in layout");
+        self.block_inserted[block] = true;
+        self.blocks.insert(pos + 1, block);
+    }
+
+    /// Removes `block` and all its instructions from the layout.
+    pub fn remove_block(&mut self, block: Block) {
+        if let Some(pos) = self.block_position(block) {
+            self.blocks.remove(pos);
+        }
+        self.block_inserted[block] = false;
+        for inst in std::mem::take(&mut self.insts[block]) {
+            self.inst_block[inst] = None.into();
+        }
+    }
+
+    fn block_position(&self, block: Block) -> Option<usize> {
+        self.blocks.iter().position(|&b| b == block)
+    }
+
+    /// Instructions of `block`, in order.
+    pub fn block_insts(&self, block: Block) -> &[Inst] {
+        &self.insts[block]
+    }
+
+    /// The last instruction of `block`, normally its terminator.
+    pub fn last_inst(&self, block: Block) -> Option<Inst> {
+        self.insts[block].last().copied()
+    }
+
+    /// The block holding `inst`, if it is placed.
+    pub fn inst_block(&self, inst: Inst) -> Option<Block> {
+        self.inst_block[inst].expand()
+    }
+
+    pub fn append_inst(&mut self, inst: Inst, block: Block) {
+        assert!(self.inst_block[inst].is_none(), "{inst} is already placed");
+        self.insts[block].push(inst);
+        self.inst_block[inst] = block.into();
+    }
+
+    /// Inserts `inst` at position `index` of `block`.
+    pub fn insert_inst(&mut self, inst: Inst, block: Block, index: usize) {
+        assert!(self.inst_block[inst].is_none(), "{inst} is already placed");
+        self.insts[block].insert(index, inst);
+        self.inst_block[inst] = block.into();
+    }
+
+    /// Removes `inst` from its block.
+    pub fn remove_inst(&mut self, inst: Inst) {
+        if let Some(block) = self.inst_block[inst].take() {
+            self.insts[block].retain(|&i| i != inst);
+        }
+    }
+
+    /// Moves the instructions of `block` from position `index` on into the
+    /// (empty, inserted) block `to`. Used to split a block at a call.
+    pub fn split_block(&mut self, block: Block, index: usize, to: Block) {
+        let tail = self.insts[block].split_off(index);
+        for &inst in &tail {
+            self.inst_block[inst] = to.into();
+        }
+        self.insts[to].extend(tail);
+    }
+
+    /// Every placed instruction in layout order, with its block.
+    pub fn insts(&self) -> impl Iterator<Item = (Block, Inst)> + '_ {
+        self.blocks
+            .iter()
+            .flat_map(move |&b| self.insts[b].iter().map(move |&i| (b, i)))
+    }
+}

@@ -1,0 +1,43 @@
+//! The adze IR: a small SSA intermediate representation with block parameters,
+//! in the manner of Cranelift.
+//!
+//! - Entities ([`Value`], [`Block`], [`Inst`], [`FuncId`], [`Region`]) are
+//!   `u32` newtypes indexing arenas (`cranelift-entity`).
+//! - A [`Function`] keeps what instructions are ([`DataFlowGraph`]) apart from
+//!   where they are ([`Layout`]), plus its signature and metadata
+//!   ([`FuncMeta`]: inline hint, custom rules) and its rule regions.
+//! - A [`Module`] holds functions in a deterministic (creation) order.
+//! - [`semantics`] defines every scalar operation once; [`runtime`] holds the
+//!   values and errors every executor shares.
+//! - The text format: `Display` prints ([`write`]), [`parse`] reads it back;
+//!   print → parse → print is the identity.
+//! - [`verify`] checks every invariant listed in its module doc.
+//!
+//! Architecture invariant: this crate knows nothing of the `.adz` language,
+//! of the AD passes or of the JIT.
+
+pub mod builder;
+pub mod dfg;
+pub mod entities;
+pub mod function;
+pub mod instructions;
+pub mod layout;
+pub mod module;
+pub mod parse;
+pub mod runtime;
+pub mod semantics;
+pub mod types;
+pub mod verify;
+pub mod write;
+
+pub use builder::FuncBuilder;
+pub use dfg::{BlockData, DataFlowGraph, ValueDef};
+pub use entities::{Block, FuncId, Inst, Region, Value};
+pub use function::{FuncMeta, Function, InlineHint, Param, RegionData, Rules, Signature};
+pub use instructions::{
+    ArgActivity, AutodiffSpec, BlockCall, CmpCond, InstData, Mode, Opcode, RetActivity,
+};
+pub use layout::Layout;
+pub use module::Module;
+pub use runtime::{Limits, Outcome, RunError, TrapKind, Val};
+pub use types::Type;

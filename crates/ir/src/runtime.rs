@@ -1,0 +1,216 @@
+//! Run-time values, limits and errors shared by every executor of the IR
+//! (the interpreter and the JIT), so that their results and their errors can
+//! be compared for equality.
+
+use crate::function::Signature;
+use crate::types::Type;
+use std::fmt;
+
+/// An argument or a result of a call from Rust into IR code.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Val {
+    F64(f64),
+    I64(i64),
+    Bool(bool),
+    Array(Vec<f64>),
+}
+
+impl Val {
+    pub fn ty(&self) -> Type {
+        match self {
+            Val::F64(_) => Type::F64,
+            Val::I64(_) => Type::I64,
+            Val::Bool(_) => Type::Bool,
+            Val::Array(_) => Type::Array,
+        }
+    }
+
+    /// Equality that compares f64 bit patterns, except that every NaN equals
+    /// every NaN (NaN payloads are not part of adze's semantics).
+    pub fn bit_eq(&self, other: &Val) -> bool {
+        fn f(a: f64, b: f64) -> bool {
+            (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
+        }
+        match (self, other) {
+            (Val::F64(a), Val::F64(b)) => f(*a, *b),
+            (Val::I64(a), Val::I64(b)) => a == b,
+            (Val::Bool(a), Val::Bool(b)) => a == b,
+            (Val::Array(a), Val::Array(b)) => {
+                a.len() == b.len() && a.iter().zip(b).all(|(x, y)| f(*x, *y))
+            }
+            _ => false,
+        }
+    }
+}
+
+impl fmt::Display for Val {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Val::F64(x) => write!(f, "{x:?}"),
+            Val::I64(x) => write!(f, "{x}"),
+            Val::Bool(x) => write!(f, "{x}"),
+            Val::Array(xs) => {
+                f.write_str("[")?;
+                for (i, x) in xs.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{x:?}")?;
+                }
+                f.write_str("]")
+            }
+        }
+    }
+}
+
+/// What a call returns: the function's results, and the final value of every
+/// argument (arrays hold their final contents; scalars are unchanged).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Outcome {
+    pub results: Vec<Val>,
+    pub args: Vec<Val>,
+}
+
+impl Outcome {
+    /// Bitwise equality in the sense of [`Val::bit_eq`].
+    pub fn bit_eq(&self, other: &Outcome) -> bool {
+        self.results.len() == other.results.len()
+            && self.args.len() == other.args.len()
+            && self.results.iter().zip(&other.results).all(|(a, b)| a.bit_eq(b))
+            && self.args.iter().zip(&other.args).all(|(a, b)| a.bit_eq(b))
+    }
+}
+
+/// Limits that every executor enforces identically.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// Maximum depth of nested calls, the outermost call counting as 1.
+    pub max_call_depth: u32,
+    /// Maximum length of a `zeros` array.
+    pub max_array_len: i64,
+}
+
+impl Default for Limits {
+    fn default() -> Limits {
+        Limits {
+            max_call_depth: 1000,
+            max_array_len: MAX_ARRAY_LEN,
+        }
+    }
+}
+
+/// Default upper bound on `zeros(n)`: 2^28 elements (2 GiB).
+pub const MAX_ARRAY_LEN: i64 = 1 << 28;
+
+/// Why a run stopped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TrapKind {
+    IndexOutOfBounds {
+        array: String,
+        index: i64,
+        len: i64,
+    },
+    DivisionByZero,
+    DivisionOverflow,
+    /// `zeros(n)` with `n < 0` or `n` above the limit.
+    BadArrayLength {
+        len: i64,
+    },
+    /// The call depth limit was reached (runaway recursion).
+    CallDepthExceeded {
+        limit: u32,
+    },
+    /// An array and its shadow differ in length.
+    ShadowLengthMismatch {
+        array: String,
+        shadow: String,
+    },
+    /// The arguments of the outermost call do not match the signature.
+    BadArguments(String),
+    /// The code uses something this executor does not support (for example
+    /// an `autodiff` request that no AD pass has lowered).
+    Unsupported(String),
+}
+
+impl fmt::Display for TrapKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TrapKind::IndexOutOfBounds { array, index, len } => write!(
+                f,
+                "index {index} is out of bounds for array `{array}` of length {len}"
+            ),
+            TrapKind::DivisionByZero => f.write_str("integer division by zero"),
+            TrapKind::DivisionOverflow => {
+                f.write_str("integer division overflow (i64::MIN / -1)")
+            }
+            TrapKind::BadArrayLength { len } => write!(
+                f,
+                "cannot allocate an array of length {len} (must be between 0 and {MAX_ARRAY_LEN})"
+            ),
+            TrapKind::CallDepthExceeded { limit } => write!(
+                f,
+                "call depth limit of {limit} exceeded (runaway recursion?)"
+            ),
+            TrapKind::ShadowLengthMismatch { array, shadow } => write!(
+                f,
+                "array `{array}` and its shadow `{shadow}` have different lengths"
+            ),
+            TrapKind::BadArguments(msg) => f.write_str(msg),
+            TrapKind::Unsupported(msg) => f.write_str(msg),
+        }
+    }
+}
+
+/// A run-time error: what happened, and in which function.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("in function `{func}`: {kind}")]
+pub struct RunError {
+    pub func: String,
+    pub kind: TrapKind,
+}
+
+impl RunError {
+    pub fn new(func: impl Into<String>, kind: TrapKind) -> RunError {
+        RunError {
+            func: func.into(),
+            kind,
+        }
+    }
+}
+
+/// Checks the arguments of an outermost call against `sig`.
+pub fn check_args(func: &str, sig: &Signature, args: &[Val]) -> Result<(), RunError> {
+    if args.len() != sig.params.len() {
+        return Err(RunError::new(
+            func,
+            TrapKind::BadArguments(format!(
+                "expected {} argument(s), got {}",
+                sig.params.len(),
+                args.len()
+            )),
+        ));
+    }
+    for (p, a) in sig.params.iter().zip(args) {
+        if p.ty != a.ty() {
+            return Err(RunError::new(
+                func,
+                TrapKind::BadArguments(format!(
+                    "argument `{}` must be {}, got {}",
+                    p.name,
+                    type_description(p.ty),
+                    type_description(a.ty())
+                )),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn type_description(ty: Type) -> &'static str {
+    match ty {
+        Type::F64 => "an f64",
+        Type::I64 => "an i64",
+        Type::Bool => "a bool",
+        Type::Array => "an array",
+    }
+}

@@ -1,0 +1,51 @@
+//! Value types of the IR.
+
+use std::fmt;
+
+/// The type of an SSA value.
+///
+/// Arrays are `f64` arrays passed by reference as (pointer, length); whether a
+/// function may write an array parameter is part of its [`crate::Signature`],
+/// not of the value's type. Array values only ever come from entry-block
+/// parameters and `zeros`: they never flow through other block parameters, so
+/// every array value dominates all its uses (the verifier checks this).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Type {
+    F64,
+    I64,
+    Bool,
+    Array,
+}
+
+impl Type {
+    /// The keyword of the text format.
+    pub fn name(self) -> &'static str {
+        match self {
+            Type::F64 => "f64",
+            Type::I64 => "i64",
+            Type::Bool => "bool",
+            Type::Array => "arr",
+        }
+    }
+
+    /// Parses a text-format type keyword.
+    pub fn from_name(s: &str) -> Option<Type> {
+        Some(match s {
+            "f64" => Type::F64,
+            "i64" => Type::I64,
+            "bool" => Type::Bool,
+            "arr" => Type::Array,
+            _ => return None,
+        })
+    }
+
+    pub fn is_scalar(self) -> bool {
+        self != Type::Array
+    }
+}
+
+impl fmt::Display for Type {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}

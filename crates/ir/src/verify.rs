@@ -1,0 +1,1 @@
+//! IR verifier (in progress).
