@@ -105,12 +105,9 @@ impl Rules {
 
     /// `(mode, rule)` pairs that are present, forward first.
     pub fn iter(&self) -> impl Iterator<Item = (Mode, FuncId)> {
-        [
-            (Mode::Forward, self.forward),
-            (Mode::Reverse, self.reverse),
-        ]
-        .into_iter()
-        .filter_map(|(m, r)| r.map(|r| (m, r)))
+        [(Mode::Forward, self.forward), (Mode::Reverse, self.reverse)]
+            .into_iter()
+            .filter_map(|(m, r)| r.map(|r| (m, r)))
     }
 }
 

@@ -369,26 +369,65 @@ pub struct AutodiffSpec {
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum InstData {
     /// `fconst`, stored as IEEE bits so that instructions can be hashed.
-    FConst { bits: u64 },
-    IConst { imm: i64 },
-    BConst { imm: bool },
+    FConst {
+        bits: u64,
+    },
+    IConst {
+        imm: i64,
+    },
+    BConst {
+        imm: bool,
+    },
     /// One operand: `fneg`, `ineg`, `not`, `sitof`, `len`, unary intrinsics.
-    Unary { op: Opcode, arg: Value },
+    Unary {
+        op: Opcode,
+        arg: Value,
+    },
     /// Two operands: arithmetic, binary intrinsics, `load`, `fill`.
-    Binary { op: Opcode, args: [Value; 2] },
+    Binary {
+        op: Opcode,
+        args: [Value; 2],
+    },
     /// Three operands: `select`, `store`.
-    Ternary { op: Opcode, args: [Value; 3] },
-    Powi { arg: Value, exp: i32 },
+    Ternary {
+        op: Opcode,
+        args: [Value; 3],
+    },
+    Powi {
+        arg: Value,
+        exp: i32,
+    },
     /// `fcmp` or `icmp`.
-    Cmp { op: Opcode, cond: CmpCond, args: [Value; 2] },
+    Cmp {
+        op: Opcode,
+        cond: CmpCond,
+        args: [Value; 2],
+    },
     /// `zeros n, "name"`; the name is the array's source-level name, used in
     /// error messages.
-    Zeros { len: Value, name: String },
-    Call { func: FuncId, args: Vec<Value> },
-    Autodiff { spec: Box<AutodiffSpec>, args: Vec<Value> },
-    Jump { dest: BlockCall },
-    Brif { cond: Value, then_dest: BlockCall, else_dest: BlockCall },
-    Return { args: Vec<Value> },
+    Zeros {
+        len: Value,
+        name: String,
+    },
+    Call {
+        func: FuncId,
+        args: Vec<Value>,
+    },
+    Autodiff {
+        spec: Box<AutodiffSpec>,
+        args: Vec<Value>,
+    },
+    Jump {
+        dest: BlockCall,
+    },
+    Brif {
+        cond: Value,
+        then_dest: BlockCall,
+        else_dest: BlockCall,
+    },
+    Return {
+        args: Vec<Value>,
+    },
 }
 
 impl InstData {

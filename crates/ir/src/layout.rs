@@ -32,15 +32,23 @@ impl Layout {
 
     /// Appends `block` at the end of the layout.
     pub fn append_block(&mut self, block: Block) {
-        assert!(!self.block_inserted[block], "{block} is already in the layout");
+        assert!(
+            !self.block_inserted[block],
+            "{block} is already in the layout"
+        );
         self.block_inserted[block] = true;
         self.blocks.push(block);
     }
 
     /// Inserts `block` right after `after`.
     pub fn insert_block_after(&mut self, block: Block, after: Block) {
-        assert!(!self.block_inserted[block], "{block} is already in the layout");
-        let pos = self.block_position(after).expect("anchor block not in layout");
+        assert!(
+            !self.block_inserted[block],
+            "{block} is already in the layout"
+        );
+        let pos = self
+            .block_position(after)
+            .expect("anchor block not in layout");
         self.block_inserted[block] = true;
         self.blocks.insert(pos + 1, block);
     }

@@ -9,7 +9,7 @@
 //! - A [`Module`] holds functions in a deterministic (creation) order.
 //! - [`semantics`] defines every scalar operation once; [`runtime`] holds the
 //!   values and errors every executor shares.
-//! - The text format: `Display` prints ([`write`]), [`parse`] reads it back;
+//! - The text format: `Display` prints ([`write`](mod@write)), [`parse`] reads it back;
 //!   print → parse → print is the identity.
 //! - [`verify`] checks every invariant listed in its module doc.
 //!

@@ -82,7 +82,7 @@ impl Module {
     }
 
     /// The result types of an `autodiff` request (see `docs/ir.md`):
-    /// - forward, `dual`: the callee's results, then one tangent per result;
+    /// - forward, `dual`: the callee's results, then one tangent per f64 result;
     /// - forward, `const`: nothing;
     /// - reverse: the adjoint of each `active` argument, in argument order.
     pub fn autodiff_result_types(&self, spec: &AutodiffSpec) -> Vec<Type> {
@@ -90,7 +90,7 @@ impl Module {
         match (spec.mode, spec.ret) {
             (Mode::Forward, RetActivity::Dual) => {
                 let mut tys = callee.sig.results.clone();
-                tys.extend(callee.sig.results.iter().copied());
+                tys.extend(callee.sig.results.iter().filter(|&&t| t == Type::F64));
                 tys
             }
             (Mode::Forward, _) => Vec::new(),

@@ -76,7 +76,11 @@ impl Outcome {
     pub fn bit_eq(&self, other: &Outcome) -> bool {
         self.results.len() == other.results.len()
             && self.args.len() == other.args.len()
-            && self.results.iter().zip(&other.results).all(|(a, b)| a.bit_eq(b))
+            && self
+                .results
+                .iter()
+                .zip(&other.results)
+                .all(|(a, b)| a.bit_eq(b))
             && self.args.iter().zip(&other.args).all(|(a, b)| a.bit_eq(b))
     }
 }
@@ -140,9 +144,7 @@ impl fmt::Display for TrapKind {
                 "index {index} is out of bounds for array `{array}` of length {len}"
             ),
             TrapKind::DivisionByZero => f.write_str("integer division by zero"),
-            TrapKind::DivisionOverflow => {
-                f.write_str("integer division overflow (i64::MIN / -1)")
-            }
+            TrapKind::DivisionOverflow => f.write_str("integer division overflow (i64::MIN / -1)"),
             TrapKind::BadArrayLength { len } => write!(
                 f,
                 "cannot allocate an array of length {len} (must be between 0 and {MAX_ARRAY_LEN})"

@@ -228,8 +228,14 @@ mod tests {
 
     #[test]
     fn integer_division_traps() {
-        assert_eq!(binary_i64(Opcode::Idiv, 1, 0), Err(TrapKind::DivisionByZero));
-        assert_eq!(binary_i64(Opcode::Irem, 1, 0), Err(TrapKind::DivisionByZero));
+        assert_eq!(
+            binary_i64(Opcode::Idiv, 1, 0),
+            Err(TrapKind::DivisionByZero)
+        );
+        assert_eq!(
+            binary_i64(Opcode::Irem, 1, 0),
+            Err(TrapKind::DivisionByZero)
+        );
         assert_eq!(
             binary_i64(Opcode::Idiv, i64::MIN, -1),
             Err(TrapKind::DivisionOverflow)

@@ -1,1 +1,1031 @@
-//! IR verifier (in progress).
+//! The verifier: checks every invariant of the IR, so that a pass that
+//! produces invalid IR is caught right after it runs
+//! ([`verify_after_pass`] names the pass in the error).
+//!
+//! Checks, per function:
+//! - **Signature and metadata.** Results are scalars. Each rule is a function
+//!   of the module whose signature agrees with the owner's
+//!   ([`rule_signature`]; reverse-rule shadows must be `mut`).
+//! - **Structure.** Blocks and instructions referenced by the layout exist;
+//!   each instruction is placed once; instruction results and block
+//!   parameters are defined where they are listed. A defined function's
+//!   entry block has the signature's parameter types. Every placed block ends
+//!   in exactly one terminator, with none before the end.
+//! - **Control flow.** Branch targets exist, are in the layout and are not the
+//!   entry block; block-call arguments match the target's parameters in
+//!   number and type; the `brif` condition is `bool`.
+//! - **Values.** Every use names an existing value that is defined (not
+//!   detached), whose definition is placed and dominates the use (dominators
+//!   by the Cooper–Harvey–Kennedy iterative algorithm). Uses in unreachable
+//!   blocks are type-checked, but dominance is not checked for them.
+//! - **Types.** An instruction's format fits its opcode; operand and result
+//!   types follow [`Opcode::fixed_signature`]; `select` takes a `bool` and two
+//!   operands of one scalar type; `call` arguments and results match the
+//!   callee's signature; `return` values match the function's results.
+//! - **`autodiff`.** One activity per callee parameter, consistent with the
+//!   mode (forward: `dual`/`const`/`dup` and return `dual`/`const`; reverse:
+//!   `active`/`const`/`dup` and return `active`/`const`), `dual`/`active`
+//!   only on `f64` parameters, `dup` only on arrays, the number of values
+//!   equal to the sum of the activities' arities, value types matching, and
+//!   results equal to [`Module::autodiff_result_types`].
+//! - **Arrays.** Array values come only from entry-block parameters and
+//!   `zeros` (never from other block parameters or `select`). `store` and
+//!   `fill` write only writable arrays ([`Function::array_is_writable`]); so
+//!   does passing an array to a `mut` parameter of a callee, and the shadow
+//!   of a `dup` argument in reverse mode (it accumulates adjoints) or in
+//!   forward mode for a `mut` parameter.
+//! - **Regions.** The callee exists and the region's arguments and results
+//!   match its signature; rules are checked as for functions; arguments and
+//!   results are defined values; the region has blocks, all in the layout;
+//!   the parent, if any, is another region and parents form no cycle.
+//!
+//! The verifier never panics, whatever entity numbers it finds; when the
+//! layout refers to blocks or instructions that do not exist, it reports that
+//! and stops checking the function.
+
+use crate::dfg::ValueDef;
+use crate::entities::{Block, FuncId, Inst, Region, Value};
+use crate::function::{Function, Param, Rules, Signature};
+use crate::instructions::{
+    ArgActivity, AutodiffSpec, BlockCall, InstData, Mode, Opcode, RetActivity,
+};
+use crate::module::Module;
+use crate::types::Type;
+use crate::write::{write_function, write_inst};
+use cranelift_entity::EntityRef;
+use std::fmt;
+
+/// What a verifier error is attached to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum AnyEntity {
+    /// The function header: signature and rules.
+    Function,
+    Block(Block),
+    Inst(Inst),
+    Region(Region),
+}
+
+/// One broken invariant.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VerifierError {
+    /// The function's name (without `@`).
+    pub func: String,
+    /// `header`, `block2`, `region0` or the printed instruction.
+    pub location: String,
+    pub entity: AnyEntity,
+    pub message: String,
+}
+
+impl fmt::Display for VerifierError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "@{}: {}: {}", self.func, self.location, self.message)
+    }
+}
+
+/// Every error found, with the failing functions printed with the errors
+/// inline (`; error: ...` after the line at fault).
+#[derive(Clone, Debug, Default)]
+pub struct VerifierErrors {
+    pub errors: Vec<VerifierError>,
+    /// The pass after which the IR was verified, if known.
+    pub pass: Option<String>,
+    listing: String,
+}
+
+impl VerifierErrors {
+    pub fn is_empty(&self) -> bool {
+        self.errors.is_empty()
+    }
+
+    pub fn len(&self) -> usize {
+        self.errors.len()
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &VerifierError> {
+        self.errors.iter()
+    }
+
+    /// Does any error message contain `text`? (For tests.)
+    pub fn contains(&self, text: &str) -> bool {
+        self.errors.iter().any(|e| e.message.contains(text))
+    }
+
+    /// Records that `pass` produced this IR.
+    pub fn with_pass(mut self, pass: &str) -> VerifierErrors {
+        self.pass = Some(pass.to_string());
+        self
+    }
+
+    /// The failing functions, printed with the errors inline.
+    pub fn listing(&self) -> &str {
+        &self.listing
+    }
+
+    fn append(&mut self, other: VerifierErrors) {
+        self.errors.extend(other.errors);
+        if !other.listing.is_empty() {
+            if !self.listing.is_empty() {
+                self.listing.push('\n');
+            }
+            self.listing.push_str(&other.listing);
+        }
+    }
+}
+
+impl fmt::Display for VerifierErrors {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.pass {
+            Some(pass) => writeln!(f, "pass `{pass}` produced invalid IR:")?,
+            None => writeln!(f, "invalid IR:")?,
+        }
+        for e in &self.errors {
+            writeln!(f, "{e}")?;
+        }
+        if !self.listing.is_empty() {
+            write!(f, "\n{}", self.listing)?;
+        }
+        Ok(())
+    }
+}
+
+impl std::error::Error for VerifierErrors {}
+
+/// Verifies one function of `module`.
+pub fn verify_function(module: &Module, id: FuncId) -> Result<(), VerifierErrors> {
+    if !module.is_valid(id) {
+        return Err(VerifierErrors {
+            errors: vec![VerifierError {
+                func: id.to_string(),
+                location: "header".to_string(),
+                entity: AnyEntity::Function,
+                message: format!("{id} is not a function of the module"),
+            }],
+            ..VerifierErrors::default()
+        });
+    }
+    let func = module.func(id);
+    let mut v = Verifier {
+        module,
+        func,
+        errors: Vec::new(),
+        pos: Vec::new(),
+        doms: Doms::default(),
+        printable: true,
+    };
+    v.run();
+    if v.errors.is_empty() {
+        Ok(())
+    } else {
+        Err(v.into_errors())
+    }
+}
+
+/// Verifies every function of `module`.
+pub fn verify_module(module: &Module) -> Result<(), VerifierErrors> {
+    let mut all = VerifierErrors::default();
+    for id in module.ids() {
+        if let Err(e) = verify_function(module, id) {
+            all.append(e);
+        }
+    }
+    if all.is_empty() {
+        Ok(())
+    } else {
+        Err(all)
+    }
+}
+
+/// Verifies `module` after `pass` ran; errors say which pass produced the
+/// invalid IR.
+pub fn verify_after_pass(module: &Module, pass: &str) -> Result<(), VerifierErrors> {
+    verify_module(module).map_err(|e| e.with_pass(pass))
+}
+
+/// The signature a `mode` rule of a function with signature `owner` must
+/// have (the verifier compares types, and `mut` where it is required).
+///
+/// - Forward: for each parameter `p`, `p` then its tangent (`p.t`, `f64` for
+///   an `f64` parameter, `arr` for an array, none for `i64`/`bool`); results:
+///   the owner's results, then one `f64` tangent per `f64` result.
+/// - Reverse: the owner's parameters with a `mut arr` shadow (`p.adj`) after
+///   each array parameter, then one `f64` cotangent (`rN.adj`) per `f64`
+///   result; results: one `f64` adjoint per `f64` parameter, in order.
+pub fn rule_signature(owner: &Signature, mode: Mode) -> Signature {
+    let mut sig = Signature::default();
+    match mode {
+        Mode::Forward => {
+            for p in &owner.params {
+                sig.params.push(p.clone());
+                if matches!(p.ty, Type::F64 | Type::Array) {
+                    sig.params.push(Param::new(format!("{}.t", p.name), p.ty));
+                }
+            }
+            sig.results = owner.results.clone();
+            sig.results
+                .extend(owner.results.iter().filter(|&&t| t == Type::F64));
+        }
+        Mode::Reverse => {
+            for p in &owner.params {
+                sig.params.push(p.clone());
+                if p.ty == Type::Array {
+                    sig.params
+                        .push(Param::mutable_array(format!("{}.adj", p.name)));
+                }
+            }
+            for (i, _) in owner
+                .results
+                .iter()
+                .enumerate()
+                .filter(|r| *r.1 == Type::F64)
+            {
+                sig.params.push(Param::new(format!("r{i}.adj"), Type::F64));
+            }
+            sig.results = owner
+                .params
+                .iter()
+                .filter(|p| p.ty == Type::F64)
+                .map(|_| Type::F64)
+                .collect();
+        }
+    }
+    sig
+}
+
+// ---------------------------------------------------------------- dominators
+
+/// Reachability and immediate dominators, indexed by block number.
+#[derive(Default)]
+struct Doms {
+    entry: Option<Block>,
+    /// Reverse post-order number of each reachable block.
+    rpo: Vec<Option<usize>>,
+    idom: Vec<Option<Block>>,
+}
+
+impl Doms {
+    /// Cooper, Harvey and Kennedy, "A Simple, Fast Dominance Algorithm".
+    fn compute(entry: Block, succs: &[Vec<Block>]) -> Doms {
+        let n = succs.len();
+        let mut doms = Doms {
+            entry: Some(entry),
+            rpo: vec![None; n],
+            idom: vec![None; n],
+        };
+        if entry.index() >= n {
+            return doms;
+        }
+        // Iterative depth-first search for a post-order.
+        let mut visited = vec![false; n];
+        let mut post = Vec::new();
+        let mut stack = vec![(entry, 0usize)];
+        visited[entry.index()] = true;
+        while let Some((b, i)) = stack.pop() {
+            if let Some(&s) = succs[b.index()].get(i) {
+                stack.push((b, i + 1));
+                if !visited[s.index()] {
+                    visited[s.index()] = true;
+                    stack.push((s, 0));
+                }
+            } else {
+                post.push(b);
+            }
+        }
+        let order: Vec<Block> = post.into_iter().rev().collect();
+        for (i, b) in order.iter().enumerate() {
+            doms.rpo[b.index()] = Some(i);
+        }
+        let mut preds = vec![Vec::new(); n];
+        for &b in &order {
+            for &s in &succs[b.index()] {
+                preds[s.index()].push(b);
+            }
+        }
+        doms.idom[entry.index()] = Some(entry);
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for &b in order.iter().skip(1) {
+                let mut new: Option<Block> = None;
+                for &p in &preds[b.index()] {
+                    if doms.idom[p.index()].is_some() {
+                        new = Some(match new {
+                            None => p,
+                            Some(q) => doms.intersect(p, q),
+                        });
+                    }
+                }
+                if new.is_some() && doms.idom[b.index()] != new {
+                    doms.idom[b.index()] = new;
+                    changed = true;
+                }
+            }
+        }
+        doms
+    }
+
+    fn rpo(&self, b: Block) -> usize {
+        self.rpo.get(b.index()).copied().flatten().unwrap_or(0)
+    }
+
+    fn idom(&self, b: Block) -> Block {
+        self.idom.get(b.index()).copied().flatten().unwrap_or(b)
+    }
+
+    fn intersect(&self, mut a: Block, mut b: Block) -> Block {
+        while a != b {
+            while self.rpo(a) > self.rpo(b) {
+                a = self.idom(a);
+            }
+            while self.rpo(b) > self.rpo(a) {
+                b = self.idom(b);
+            }
+        }
+        a
+    }
+
+    fn reachable(&self, b: Block) -> bool {
+        self.rpo.get(b.index()).copied().flatten().is_some()
+    }
+
+    /// Does `a` dominate `b` (reflexively)? `b` must be reachable.
+    fn dominates(&self, a: Block, b: Block) -> bool {
+        let mut x = b;
+        loop {
+            if x == a {
+                return true;
+            }
+            let up = self.idom(x);
+            if Some(x) == self.entry || !self.reachable(x) || up == x {
+                return false;
+            }
+            x = up;
+        }
+    }
+}
+
+// ---------------------------------------------------------------- checks
+
+struct Verifier<'a> {
+    module: &'a Module,
+    func: &'a Function,
+    errors: Vec<(AnyEntity, String)>,
+    /// Position of each placed instruction in its block, by instruction number.
+    pos: Vec<usize>,
+    doms: Doms,
+    /// Can the function be printed (no dangling block or instruction in the
+    /// layout)?
+    printable: bool,
+}
+
+impl Verifier<'_> {
+    fn report(&mut self, at: AnyEntity, message: String) {
+        self.errors.push((at, message));
+    }
+
+    /// The type of `v` if it exists and is defined; `None` otherwise (the
+    /// use check reports it).
+    fn ty(&self, v: Value) -> Option<Type> {
+        let dfg = &self.func.dfg;
+        if !dfg.value_is_valid(v) {
+            return None;
+        }
+        let defined = match *dfg.value_def(v) {
+            ValueDef::Detached => false,
+            ValueDef::Result { inst, .. } => inst.index() < dfg.num_insts(),
+            ValueDef::Param { block, .. } => dfg.block_is_valid(block),
+        };
+        defined.then(|| dfg.value_type(v))
+    }
+
+    fn expect_type(&mut self, at: AnyEntity, what: &str, v: Value, want: Type) {
+        if let Some(t) = self.ty(v) {
+            if t != want {
+                self.report(at, format!("{what} {v} has type {t}, expected {want}"));
+            }
+        }
+    }
+
+    fn expect_writable(&mut self, at: AnyEntity, what: &str, v: Value) {
+        if self.ty(v) == Some(Type::Array) && !self.func.array_is_writable(v) {
+            let name = self.func.array_name(v);
+            self.report(
+                at,
+                format!("{what}: `{name}` ({v}) is not writable (neither a `mut` parameter nor a `zeros` array)"),
+            );
+        }
+    }
+
+    fn run(&mut self) {
+        let func = self.func;
+        for (i, ty) in func.sig.results.iter().enumerate() {
+            if !ty.is_scalar() {
+                self.report(
+                    AnyEntity::Function,
+                    format!("result {i} has type {ty}: function results are scalars"),
+                );
+            }
+        }
+        self.check_rules(AnyEntity::Function, &func.sig, &func.meta.rules);
+        if !self.check_structure() {
+            self.printable = false;
+            return;
+        }
+        self.check_entry();
+        self.compute_doms();
+        for &block in func.layout.blocks() {
+            for (idx, &inst) in func.layout.block_insts(block).iter().enumerate() {
+                self.check_inst(block, idx, inst);
+            }
+        }
+        self.check_regions();
+    }
+
+    /// Entities of the layout exist and agree with the DFG; blocks are
+    /// terminated. Returns false when checking further could index out of
+    /// bounds.
+    fn check_structure(&mut self) -> bool {
+        let (dfg, layout) = (&self.func.dfg, &self.func.layout);
+        self.pos = vec![usize::MAX; dfg.num_insts()];
+        let mut ok = true;
+        for &block in layout.blocks() {
+            if !dfg.block_is_valid(block) {
+                let msg = format!("the layout holds {block}, which does not exist");
+                self.report(AnyEntity::Function, msg);
+                ok = false;
+                continue;
+            }
+            for (num, &p) in dfg.block_params(block).iter().enumerate() {
+                if !dfg.value_is_valid(p) {
+                    self.report(
+                        AnyEntity::Block(block),
+                        format!("parameter {p} does not exist"),
+                    );
+                    ok = false;
+                } else if *dfg.value_def(p) != (ValueDef::Param { block, num }) {
+                    let msg = format!("parameter {p} is not defined as parameter {num} of {block}");
+                    self.report(AnyEntity::Block(block), msg);
+                }
+            }
+            let insts = layout.block_insts(block);
+            for (idx, &inst) in insts.iter().enumerate() {
+                if inst.index() >= dfg.num_insts() {
+                    let msg = format!("the layout holds {inst}, which does not exist");
+                    self.report(AnyEntity::Block(block), msg);
+                    ok = false;
+                    continue;
+                }
+                if self.pos[inst.index()] != usize::MAX || layout.inst_block(inst) != Some(block) {
+                    let msg = format!("{inst} is placed more than once");
+                    self.report(AnyEntity::Block(block), msg);
+                    ok = false;
+                }
+                self.pos[inst.index()] = idx;
+                for (num, &r) in dfg.inst_results(inst).iter().enumerate() {
+                    if !dfg.value_is_valid(r) {
+                        self.report(
+                            AnyEntity::Block(block),
+                            format!("result {r} does not exist"),
+                        );
+                        ok = false;
+                    } else if *dfg.value_def(r) != (ValueDef::Result { inst, num }) {
+                        let msg = format!("result {r} is defined elsewhere");
+                        self.report(AnyEntity::Inst(inst), msg);
+                    }
+                }
+                let is_term = dfg.inst(inst).opcode().is_terminator();
+                if is_term && idx + 1 < insts.len() {
+                    let msg = "a terminator must be the last instruction of its block".to_string();
+                    self.report(AnyEntity::Inst(inst), msg);
+                }
+            }
+            let ends = layout
+                .last_inst(block)
+                .filter(|i| i.index() < dfg.num_insts());
+            if !ends.is_some_and(|i| dfg.inst(i).opcode().is_terminator()) {
+                let msg = format!("{block} does not end in a terminator");
+                self.report(AnyEntity::Block(block), msg);
+            }
+        }
+        ok
+    }
+
+    fn check_entry(&mut self) {
+        let Some(entry) = self.func.entry_block() else {
+            return;
+        };
+        let params = self.func.dfg.block_params(entry);
+        let sig = &self.func.sig.params;
+        if params.len() != sig.len() {
+            let msg = format!(
+                "the entry block has {} parameters, the signature has {}",
+                params.len(),
+                sig.len()
+            );
+            self.report(AnyEntity::Block(entry), msg);
+            return;
+        }
+        for (&v, p) in params.iter().zip(sig) {
+            let what = format!("entry parameter `{}`", p.name);
+            self.expect_type(AnyEntity::Block(entry), &what, v, p.ty);
+        }
+        for &block in self.func.layout.blocks().iter().skip(1) {
+            for &p in self.func.dfg.block_params(block) {
+                if self.ty(p) == Some(Type::Array) {
+                    let msg = format!(
+                        "parameter {p} has type arr: arrays only come from entry-block parameters and `zeros`"
+                    );
+                    self.report(AnyEntity::Block(block), msg);
+                }
+            }
+        }
+    }
+
+    fn compute_doms(&mut self) {
+        let (dfg, layout) = (&self.func.dfg, &self.func.layout);
+        let mut succs = vec![Vec::new(); dfg.num_blocks()];
+        for &block in layout.blocks() {
+            for &inst in layout.block_insts(block) {
+                for dest in dfg.inst(inst).destinations() {
+                    let b = dest.block;
+                    if dfg.block_is_valid(b) && layout.is_block_inserted(b) {
+                        succs[block.index()].push(b);
+                    }
+                }
+            }
+        }
+        if let Some(entry) = self.func.entry_block() {
+            self.doms = Doms::compute(entry, &succs);
+        }
+    }
+
+    /// Checks that `v`, used by `inst` (at `idx` in `block`), is defined and
+    /// dominates the use.
+    fn check_use(&mut self, block: Block, idx: usize, inst: Inst, v: Value) {
+        let (dfg, layout) = (&self.func.dfg, &self.func.layout);
+        let at = AnyEntity::Inst(inst);
+        if !dfg.value_is_valid(v) {
+            return self.report(at, format!("uses {v}, which does not exist"));
+        }
+        let def_block = match *dfg.value_def(v) {
+            ValueDef::Detached => {
+                return self.report(at, format!("uses {v}, which is never defined"));
+            }
+            ValueDef::Result { inst: d, .. } => match layout.inst_block(d) {
+                None => {
+                    let msg = format!("uses {v}, whose instruction is not in the layout");
+                    return self.report(at, msg);
+                }
+                Some(db) if db == block => {
+                    if self.pos.get(d.index()).is_some_and(|&p| p >= idx) {
+                        return self.report(at, format!("uses {v} before its definition"));
+                    }
+                    return;
+                }
+                Some(db) => db,
+            },
+            ValueDef::Param { block: pb, .. } => {
+                if !layout.is_block_inserted(pb) {
+                    let msg = format!("uses {v}, a parameter of {pb}, which is not in the layout");
+                    return self.report(at, msg);
+                }
+                pb
+            }
+        };
+        if self.doms.reachable(block) && !self.doms.dominates(def_block, block) {
+            let msg =
+                format!("uses {v}, whose definition in {def_block} does not dominate {block}");
+            self.report(at, msg);
+        }
+    }
+
+    fn expect_results(&mut self, inst: Inst, want: &[Type]) {
+        let at = AnyEntity::Inst(inst);
+        let results = self.func.dfg.inst_results(inst);
+        if results.len() != want.len() {
+            let msg = format!("has {} result(s), expected {}", results.len(), want.len());
+            return self.report(at, msg);
+        }
+        for (&r, &t) in results.iter().zip(want) {
+            self.expect_type(at, "result", r, t);
+        }
+    }
+
+    fn check_inst(&mut self, block: Block, idx: usize, inst: Inst) {
+        let data = self.func.dfg.inst(inst);
+        let at = AnyEntity::Inst(inst);
+        let mut uses = Vec::new();
+        data.for_each_use(|v| uses.push(v));
+        for v in uses {
+            self.check_use(block, idx, inst, v);
+        }
+        let op = data.opcode();
+        let arity = op.fixed_signature().map(|(args, _)| args.len());
+        let format_ok = match data {
+            InstData::Unary { op, .. } => {
+                arity == Some(1) && !matches!(op, Opcode::Powi | Opcode::Zeros)
+            }
+            InstData::Binary { op, .. } => {
+                arity == Some(2) && !matches!(op, Opcode::Fcmp | Opcode::Icmp)
+            }
+            InstData::Ternary { op, .. } => matches!(op, Opcode::Select | Opcode::Store),
+            InstData::Cmp { op, .. } => matches!(op, Opcode::Fcmp | Opcode::Icmp),
+            _ => true,
+        };
+        if !format_ok {
+            return self.report(
+                at,
+                format!("`{op}` cannot be stored in this instruction format"),
+            );
+        }
+        match data {
+            InstData::FConst { .. } => self.expect_results(inst, &[Type::F64]),
+            InstData::IConst { .. } => self.expect_results(inst, &[Type::I64]),
+            InstData::BConst { .. } => self.expect_results(inst, &[Type::Bool]),
+            InstData::Ternary {
+                op: Opcode::Select,
+                args: [c, a, b],
+            } => {
+                self.expect_type(at, "condition", *c, Type::Bool);
+                let (ta, tb) = (self.ty(*a), self.ty(*b));
+                if ta == Some(Type::Array) || tb == Some(Type::Array) {
+                    self.report(at, "arrays cannot flow through `select`".to_string());
+                } else if let (Some(ta), Some(tb)) = (ta, tb) {
+                    if ta != tb {
+                        let msg =
+                            format!("operands {a}: {ta} and {b}: {tb} of `select` differ in type");
+                        self.report(at, msg);
+                    }
+                    self.expect_results(inst, &[ta]);
+                }
+            }
+            InstData::Call { func: callee, args } => self.check_call(inst, *callee, args),
+            InstData::Autodiff { spec, args } => self.check_autodiff(inst, spec, args),
+            InstData::Jump { dest } => self.check_block_call(inst, dest),
+            InstData::Brif {
+                cond,
+                then_dest,
+                else_dest,
+            } => {
+                self.expect_type(at, "condition", *cond, Type::Bool);
+                self.check_block_call(inst, then_dest);
+                self.check_block_call(inst, else_dest);
+            }
+            InstData::Return { args } => {
+                let want = &self.func.sig.results;
+                if args.len() != want.len() {
+                    let msg = format!(
+                        "returns {} value(s), the signature has {} result(s)",
+                        args.len(),
+                        want.len()
+                    );
+                    return self.report(at, msg);
+                }
+                for (i, (&v, &t)) in args.iter().zip(want).enumerate() {
+                    self.expect_type(at, &format!("returned value {i}"), v, t);
+                }
+            }
+            _ => {
+                if let Some((arg_tys, res)) = op.fixed_signature() {
+                    for (i, (&v, &t)) in data.args().iter().zip(arg_tys).enumerate() {
+                        self.expect_type(at, &format!("operand {i}"), v, t);
+                    }
+                    let res: Vec<Type> = res.into_iter().collect();
+                    self.expect_results(inst, &res);
+                }
+                if matches!(op, Opcode::Store | Opcode::Fill) {
+                    self.expect_writable(at, &format!("`{op}` target"), data.args()[0]);
+                }
+            }
+        }
+    }
+
+    fn check_call(&mut self, inst: Inst, callee: FuncId, args: &[Value]) {
+        let at = AnyEntity::Inst(inst);
+        if !self.module.is_valid(callee) {
+            return self.report(at, format!("calls {callee}, which does not exist"));
+        }
+        let f = self.module.func(callee);
+        if args.len() != f.sig.params.len() {
+            let msg = format!(
+                "passes {} argument(s), @{} takes {}",
+                args.len(),
+                f.name,
+                f.sig.params.len()
+            );
+            self.report(at, msg);
+        } else {
+            for (&v, p) in args.iter().zip(&f.sig.params) {
+                let what = format!("argument for parameter `{}`", p.name);
+                self.expect_type(at, &what, v, p.ty);
+                if p.mutable {
+                    let what = format!("argument for `mut` parameter `{}`", p.name);
+                    self.expect_writable(at, &what, v);
+                }
+            }
+        }
+        self.expect_results(inst, &f.sig.results);
+    }
+
+    fn check_autodiff(&mut self, inst: Inst, spec: &AutodiffSpec, args: &[Value]) {
+        let at = AnyEntity::Inst(inst);
+        if !self.module.is_valid(spec.func) {
+            return self.report(
+                at,
+                format!("differentiates {}, which does not exist", spec.func),
+            );
+        }
+        let f = self.module.func(spec.func);
+        let (mode, ret) = (spec.mode, spec.ret);
+        let ret_ok = match mode {
+            Mode::Forward => matches!(ret, RetActivity::Dual | RetActivity::Const),
+            Mode::Reverse => matches!(ret, RetActivity::Active | RetActivity::Const),
+        };
+        if !ret_ok {
+            let msg = format!(
+                "return activity `{}` is not allowed in {mode} mode",
+                ret.name()
+            );
+            self.report(at, msg);
+        }
+        if spec.args.len() != f.sig.params.len() {
+            let msg = format!(
+                "gives {} activities, @{} has {} parameter(s)",
+                spec.args.len(),
+                f.name,
+                f.sig.params.len()
+            );
+            return self.report(at, msg);
+        }
+        let arity: usize = spec.args.iter().map(|a| a.arity()).sum();
+        if args.len() != arity {
+            let msg = format!("the activities take {arity} value(s), found {}", args.len());
+            return self.report(at, msg);
+        }
+        let mut rest = args;
+        for (p, &act) in f.sig.params.iter().zip(&spec.args) {
+            let (vals, tail) = rest.split_at(act.arity());
+            rest = tail;
+            let name = act.name();
+            let allowed = match act {
+                ArgActivity::Const => true,
+                ArgActivity::Dual => mode == Mode::Forward,
+                ArgActivity::Active => mode == Mode::Reverse,
+                ArgActivity::Dup => true,
+            };
+            if !allowed {
+                let msg = format!(
+                    "`{name}` (parameter `{}`) is not allowed in {mode} mode",
+                    p.name
+                );
+                self.report(at, msg);
+            }
+            let fits = match act {
+                ArgActivity::Const => true,
+                ArgActivity::Dual | ArgActivity::Active => p.ty == Type::F64,
+                ArgActivity::Dup => p.ty == Type::Array,
+            };
+            if !fits {
+                let want = if act == ArgActivity::Dup {
+                    "arr"
+                } else {
+                    "f64"
+                };
+                let msg = format!(
+                    "`{name}` applies to {want} parameters, but `{}` is {}",
+                    p.name, p.ty
+                );
+                self.report(at, msg);
+                continue;
+            }
+            self.expect_type(at, &format!("argument for `{}`", p.name), vals[0], p.ty);
+            if p.mutable {
+                let what = format!("argument for `mut` parameter `{}`", p.name);
+                self.expect_writable(at, &what, vals[0]);
+            }
+            if let Some(&shadow) = vals.get(1) {
+                let what = format!(
+                    "{} of `{}`",
+                    if act == ArgActivity::Dup {
+                        "shadow"
+                    } else {
+                        "tangent"
+                    },
+                    p.name
+                );
+                self.expect_type(at, &what, shadow, p.ty);
+                if act == ArgActivity::Dup && (mode == Mode::Reverse || p.mutable) {
+                    self.expect_writable(at, &what, shadow);
+                }
+            }
+        }
+        let want = self.module.autodiff_result_types(spec);
+        self.expect_results(inst, &want);
+    }
+
+    fn check_block_call(&mut self, inst: Inst, call: &BlockCall) {
+        let (dfg, layout) = (&self.func.dfg, &self.func.layout);
+        let at = AnyEntity::Inst(inst);
+        let b = call.block;
+        if !dfg.block_is_valid(b) {
+            return self.report(at, format!("branches to {b}, which does not exist"));
+        }
+        if !layout.is_block_inserted(b) {
+            self.report(at, format!("branches to {b}, which is not in the layout"));
+        } else if Some(b) == self.func.entry_block() {
+            self.report(at, format!("branches to the entry block {b}"));
+        }
+        let params = dfg.block_params(b);
+        if params.len() != call.args.len() {
+            let msg = format!(
+                "passes {} argument(s) to {b}, which takes {}",
+                call.args.len(),
+                params.len()
+            );
+            return self.report(at, msg);
+        }
+        for (i, (&v, &p)) in call.args.iter().zip(params).enumerate() {
+            if dfg.value_is_valid(p) {
+                let want = dfg.value_type(p);
+                self.expect_type(at, &format!("argument {i} to {b}"), v, want);
+            }
+        }
+    }
+
+    /// The rules of a function or region agree with the signature `owner`.
+    fn check_rules(&mut self, at: AnyEntity, owner: &Signature, rules: &Rules) {
+        for (mode, rule) in rules.iter() {
+            if !self.module.is_valid(rule) {
+                self.report(at, format!("the {mode} rule {rule} does not exist"));
+                continue;
+            }
+            let want = rule_signature(owner, mode);
+            let r = self.module.func(rule);
+            let types = |s: &Signature| -> String {
+                let ps: Vec<String> = s
+                    .params
+                    .iter()
+                    .map(|p| {
+                        format!(
+                            "{}{}",
+                            if p.mutable && p.ty == Type::Array {
+                                "mut "
+                            } else {
+                                ""
+                            },
+                            p.ty
+                        )
+                    })
+                    .collect();
+                let rs: Vec<&str> = s.results.iter().map(|t| t.name()).collect();
+                format!("({}) -> ({})", ps.join(", "), rs.join(", "))
+            };
+            let params_ok = r.sig.params.len() == want.params.len()
+                && r.sig
+                    .params
+                    .iter()
+                    .zip(&want.params)
+                    .all(|(p, w)| p.ty == w.ty && (p.mutable || !w.mutable));
+            if !params_ok || r.sig.results != want.results {
+                let msg = format!(
+                    "the {mode} rule @{} has signature {}, expected {}",
+                    r.name,
+                    types(&r.sig),
+                    types(&want)
+                );
+                self.report(at, msg);
+            }
+        }
+    }
+
+    fn check_regions(&mut self) {
+        let func = self.func;
+        for (region, data) in func.regions.iter() {
+            let at = AnyEntity::Region(region);
+            if !self.module.is_valid(data.callee) {
+                self.report(at, format!("the callee {} does not exist", data.callee));
+            } else {
+                let callee = self.module.func(data.callee);
+                let ptys: Vec<Type> = callee.sig.param_types().collect();
+                self.check_region_values(at, "argument", &data.args, &ptys);
+                self.check_region_values(at, "result", &data.results, &callee.sig.results);
+                self.check_rules(at, &callee.sig, &data.rules);
+            }
+            if data.blocks.is_empty() {
+                self.report(at, "a region has at least one block".to_string());
+            }
+            for &b in &data.blocks {
+                if !func.dfg.block_is_valid(b) || !func.layout.is_block_inserted(b) {
+                    self.report(at, format!("{b} is not in the layout"));
+                }
+            }
+            if let Some(parent) = data.parent {
+                if !func.regions.is_valid(parent) {
+                    self.report(at, format!("the parent {parent} does not exist"));
+                    continue;
+                }
+                // Walk the parent chain; more steps than regions means a cycle.
+                let mut r = Some(parent);
+                for _ in 0..=func.regions.len() {
+                    r = r.and_then(|r| func.regions.get(r)).and_then(|d| d.parent);
+                }
+                if parent == region || r.is_some() {
+                    self.report(at, "region parents form a cycle".to_string());
+                }
+            }
+        }
+    }
+
+    fn check_region_values(&mut self, at: AnyEntity, what: &str, vals: &[Value], want: &[Type]) {
+        if vals.len() != want.len() {
+            let msg = format!(
+                "has {} {what}(s), the callee has {}",
+                vals.len(),
+                want.len()
+            );
+            self.report(at, msg);
+        }
+        for (i, &v) in vals.iter().enumerate() {
+            let dfg = &self.func.dfg;
+            if !dfg.value_is_valid(v) || *dfg.value_def(v) == ValueDef::Detached {
+                self.report(at, format!("{what} {v} is not a defined value"));
+            } else if let Some(&t) = want.get(i) {
+                self.expect_type(at, what, v, t);
+            }
+        }
+    }
+
+    // ------------------------------------------------------------ reporting
+
+    fn into_errors(self) -> VerifierErrors {
+        let func = self.func;
+        let location = |at: AnyEntity| -> String {
+            match at {
+                AnyEntity::Function => "header".to_string(),
+                AnyEntity::Block(b) => b.to_string(),
+                AnyEntity::Region(r) => r.to_string(),
+                AnyEntity::Inst(i) => {
+                    let mut s = String::new();
+                    if self.printable && write_inst(&mut s, func, i, Some(self.module)).is_ok() {
+                        s
+                    } else {
+                        i.to_string()
+                    }
+                }
+            }
+        };
+        let errors = self
+            .errors
+            .iter()
+            .map(|(at, message)| VerifierError {
+                func: func.name.clone(),
+                location: location(*at),
+                entity: *at,
+                message: message.clone(),
+            })
+            .collect();
+        let listing = if self.printable {
+            self.listing()
+        } else {
+            String::new()
+        };
+        VerifierErrors {
+            errors,
+            pass: None,
+            listing,
+        }
+    }
+
+    /// The function printed with `; error: ...` after each line at fault.
+    fn listing(&self) -> String {
+        let func = self.func;
+        let mut text = String::new();
+        if write_function(&mut text, func, Some(self.module)).is_err() {
+            return String::new();
+        }
+        // The entity printed on each line, in the printer's order.
+        let mut line_of = vec![AnyEntity::Function];
+        line_of.extend(func.regions.keys().map(AnyEntity::Region));
+        for &b in func.layout.blocks() {
+            line_of.push(AnyEntity::Block(b));
+            line_of.extend(
+                func.layout
+                    .block_insts(b)
+                    .iter()
+                    .map(|&i| AnyEntity::Inst(i)),
+            );
+        }
+        let lines: Vec<&str> = text.lines().collect();
+        let mut out = String::new();
+        for (n, line) in lines.iter().enumerate() {
+            out.push_str(line);
+            out.push('\n');
+            let at = line_of.get(n).copied();
+            for (e, msg) in &self.errors {
+                if Some(*e) == at {
+                    out.push_str(&format!("    ; error: {msg}\n"));
+                }
+            }
+        }
+        out
+    }
+}

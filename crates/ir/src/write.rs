@@ -50,18 +50,20 @@ impl Names<'_> {
 }
 
 /// Writes one function in the text format.
-pub fn write_function(
-    w: &mut dyn Write,
-    func: &Function,
-    module: Option<&Module>,
-) -> fmt::Result {
+pub fn write_function(w: &mut dyn Write, func: &Function, module: Option<&Module>) -> fmt::Result {
     let names = Names(module);
     write!(w, "function @{}(", func.name)?;
     for (i, p) in func.sig.params.iter().enumerate() {
         if i > 0 {
             w.write_str(", ")?;
         }
-        write!(w, "{}: {}{}", p.name, if p.mutable { "mut " } else { "" }, p.ty)?;
+        write!(
+            w,
+            "{}: {}{}",
+            p.name,
+            if p.mutable { "mut " } else { "" },
+            p.ty
+        )?;
     }
     w.write_str(")")?;
     match func.sig.results.as_slice() {
