@@ -220,6 +220,16 @@ impl<'f> FuncBuilder<'f> {
         )
     }
 
+    /// Pushes a scalar onto the tape.
+    pub fn push(&mut self, x: Value) -> Inst {
+        self.build(InstData::Push { arg: x }, &[])
+    }
+
+    /// Pops a scalar of type `ty` from the tape.
+    pub fn pop(&mut self, ty: Type) -> Value {
+        self.build1(InstData::Pop { ty }, ty)
+    }
+
     /// A call; the caller supplies the callee's result types.
     pub fn call(&mut self, func: FuncId, args: &[Value], result_types: &[Type]) -> Inst {
         self.build(

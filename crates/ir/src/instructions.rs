@@ -122,6 +122,14 @@ opcodes! {
     /// `fill a, x`: sets every element.
     Fill = "fill": [Array, F64] -> none;
 
+    /// `push v`: pushes a scalar onto the tape, a last-in-first-out stack
+    /// that lives for one outermost call. Reverse mode records values here
+    /// in the forward sweep and reads them back in the reverse sweep.
+    Push = "push": [] -> poly;
+    /// `v = pop f64`: pops the value pushed last; its type is an immediate
+    /// and must be the type that was pushed. Popping an empty tape traps.
+    Pop = "pop": [] -> poly;
+
     /// `v1, v2 = call @f(args..)`
     Call = "call": [] -> poly;
     /// `vs = autodiff forward dual @f(dual v1, v2, const v3)`: a derivative
@@ -191,7 +199,18 @@ impl Opcode {
         use Opcode::*;
         matches!(
             self,
-            Idiv | Irem | Load | Store | Zeros | Fill | Call | Autodiff | Jump | Brif | Return
+            Idiv | Irem
+                | Load
+                | Store
+                | Zeros
+                | Fill
+                | Push
+                | Pop
+                | Call
+                | Autodiff
+                | Jump
+                | Brif
+                | Return
         )
     }
 }
@@ -409,6 +428,14 @@ pub enum InstData {
         len: Value,
         name: String,
     },
+    /// `push v`
+    Push {
+        arg: Value,
+    },
+    /// `v = pop ty`
+    Pop {
+        ty: Type,
+    },
     Call {
         func: FuncId,
         args: Vec<Value>,
@@ -446,6 +473,8 @@ impl InstData {
             | InstData::Cmp { op, .. } => *op,
             InstData::Powi { .. } => Opcode::Powi,
             InstData::Zeros { .. } => Opcode::Zeros,
+            InstData::Push { .. } => Opcode::Push,
+            InstData::Pop { .. } => Opcode::Pop,
             InstData::Call { .. } => Opcode::Call,
             InstData::Autodiff { .. } => Opcode::Autodiff,
             InstData::Jump { .. } => Opcode::Jump,
@@ -460,11 +489,13 @@ impl InstData {
             InstData::FConst { .. }
             | InstData::IConst { .. }
             | InstData::BConst { .. }
+            | InstData::Pop { .. }
             | InstData::Jump { .. } => &[],
             InstData::Unary { arg, .. } | InstData::Powi { arg, .. } => std::slice::from_ref(arg),
             InstData::Binary { args, .. } | InstData::Cmp { args, .. } => args,
             InstData::Ternary { args, .. } => args,
             InstData::Zeros { len, .. } => std::slice::from_ref(len),
+            InstData::Push { arg } => std::slice::from_ref(arg),
             InstData::Brif { cond, .. } => std::slice::from_ref(cond),
             InstData::Call { args, .. }
             | InstData::Autodiff { args, .. }
@@ -478,11 +509,13 @@ impl InstData {
             InstData::FConst { .. }
             | InstData::IConst { .. }
             | InstData::BConst { .. }
+            | InstData::Pop { .. }
             | InstData::Jump { .. } => &mut [],
             InstData::Unary { arg, .. } | InstData::Powi { arg, .. } => std::slice::from_mut(arg),
             InstData::Binary { args, .. } | InstData::Cmp { args, .. } => args,
             InstData::Ternary { args, .. } => args,
             InstData::Zeros { len, .. } => std::slice::from_mut(len),
+            InstData::Push { arg } => std::slice::from_mut(arg),
             InstData::Brif { cond, .. } => std::slice::from_mut(cond),
             InstData::Call { args, .. }
             | InstData::Autodiff { args, .. }

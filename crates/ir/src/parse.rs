@@ -908,6 +908,17 @@ impl<'m> Body<'m> {
                 let name = c.string()?;
                 (InstData::Zeros { len, name }, Known(vec![Type::Array]))
             }
+            Opcode::Push => {
+                let arg = self.value(c)?;
+                (InstData::Push { arg }, Known(Vec::new()))
+            }
+            Opcode::Pop => {
+                let (w, pos) = c.word("a type")?;
+                let ty = Type::from_name(w)
+                    .filter(|t| t.is_scalar())
+                    .ok_or_else(|| err(pos, format!("`pop` needs a scalar type, found `{w}`")))?;
+                (InstData::Pop { ty }, Known(vec![ty]))
+            }
             Opcode::Call => {
                 let (name, pos) = c.func_name()?;
                 let func = lookup(self.module, name, pos)?;

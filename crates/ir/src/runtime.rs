@@ -129,6 +129,9 @@ pub enum TrapKind {
         array: String,
         shadow: String,
     },
+    /// `pop` on an empty tape, or of another type than was pushed: a bug in
+    /// the pass that emitted the code.
+    TapeMismatch,
     /// The arguments of the outermost call do not match the signature.
     BadArguments(String),
     /// The code uses something this executor does not support (for example
@@ -157,6 +160,9 @@ impl fmt::Display for TrapKind {
                 f,
                 "array `{array}` and its shadow `{shadow}` have different lengths"
             ),
+            TrapKind::TapeMismatch => {
+                f.write_str("internal error: `pop` found an empty tape or a value of another type")
+            }
             TrapKind::BadArguments(msg) => f.write_str(msg),
             TrapKind::Unsupported(msg) => f.write_str(msg),
         }

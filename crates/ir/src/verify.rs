@@ -658,6 +658,18 @@ impl Verifier<'_> {
                     self.expect_results(inst, &[ta]);
                 }
             }
+            InstData::Push { arg } => {
+                if self.ty(*arg) == Some(Type::Array) {
+                    self.report(at, "arrays cannot be pushed on the tape".to_string());
+                }
+                self.expect_results(inst, &[]);
+            }
+            InstData::Pop { ty } => {
+                if !ty.is_scalar() {
+                    self.report(at, "arrays cannot be popped from the tape".to_string());
+                }
+                self.expect_results(inst, &[*ty]);
+            }
             InstData::Call { func: callee, args } => self.check_call(inst, *callee, args),
             InstData::Autodiff { spec, args } => self.check_autodiff(inst, spec, args),
             InstData::Jump { dest } => self.check_block_call(inst, dest),

@@ -1,0 +1,964 @@
+//! Translation of one adze IR function (and of the entry trampoline) to
+//! Cranelift IR.
+//!
+//! The IR is already SSA with block parameters, so blocks map 1:1 to
+//! Cranelift blocks with parameters and values map 1:1 to Cranelift values
+//! (an array value maps to a `(ptr, len)` pair). Blocks are translated in
+//! reverse postorder from the entry, so every value is translated before its
+//! uses; unreachable blocks are skipped.
+//!
+//! Every function gets, besides the translated IR blocks:
+//! - a prologue in the Cranelift entry block: load the call depth, load the
+//!   allocation mark (functions containing `zeros` only), check the depth
+//!   limit, check the native stack pointer against `Ctx::stack_limit`, store
+//!   `depth + 1`, and set each `zeros` slot to -1;
+//! - one small cold block per trap site, which calls
+//!   `adze_trap(ctx, site, a, b)` and jumps to `trap_exit`;
+//! - a cold `trap_exit` block that frees this frame's arrays, restores the
+//!   depth and returns status 1. A nonzero status after an internal call
+//!   branches straight to `trap_exit`.
+//!
+//! Bounds checks that cannot fail are left out (see
+//! `Translator::element_addr`): AD tapes index constant-length `zeros`
+//! arrays with constants, and one check block per access made big
+//! straight-line functions compile several times slower.
+
+use crate::rt::{SiteKind, TrapSite, DEPTH_OFFSET, LIVE_OFFSET, STACK_LIMIT_OFFSET};
+use crate::JitError;
+use adze_ir::{
+    Block as IrBlock, CmpCond, FuncId as IrFuncId, Function, InstData, Limits, Opcode, Type,
+    Value as IrValue, ValueDef,
+};
+use cranelift_codegen::entity::EntityRef;
+use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::immediates::Ieee64;
+use cranelift_codegen::ir::{
+    self as cl, AbiParam, BlockArg, FuncRef, InstBuilder, MemFlagsData, StackSlotData,
+    StackSlotKind,
+};
+use cranelift_frontend::FunctionBuilder;
+use cranelift_jit::JITModule;
+use cranelift_module::{FuncId as ClFuncId, Module as _};
+use std::collections::HashMap;
+
+/// Status returned by generated functions when a trap was recorded.
+const TRAPPED: i64 = 1;
+
+/// Cranelift type of a scalar IR type.
+pub(crate) fn scalar_type(ty: Type) -> Option<cl::Type> {
+    match ty {
+        Type::F64 => Some(cl::types::F64),
+        Type::I64 => Some(cl::types::I64),
+        Type::Bool => Some(cl::types::I8),
+        Type::Array => None,
+    }
+}
+
+/// The Cranelift signature of a compiled IR function:
+/// `(ctx: ptr, params.., out: ptr) -> i32`, arrays as `(ptr, i64)`.
+pub(crate) fn clif_signature(
+    jm: &JITModule,
+    ptr: cl::Type,
+    params: impl Iterator<Item = Type>,
+) -> cl::Signature {
+    let mut sig = jm.make_signature();
+    sig.params.push(AbiParam::new(ptr));
+    for ty in params {
+        match scalar_type(ty) {
+            Some(t) => sig.params.push(AbiParam::new(t)),
+            None => {
+                sig.params.push(AbiParam::new(ptr));
+                sig.params.push(AbiParam::new(cl::types::I64));
+            }
+        }
+    }
+    sig.params.push(AbiParam::new(ptr));
+    sig.returns.push(AbiParam::new(cl::types::I32));
+    sig
+}
+
+/// What the translator needs to know about the module being compiled.
+pub(crate) struct Env<'a> {
+    pub module: &'a adze_ir::Module,
+    /// Cranelift ids of the compiled IR functions.
+    pub funcs: &'a HashMap<IrFuncId, ClFuncId>,
+    /// Cranelift ids of imported symbols, by symbol name.
+    pub imports: &'a HashMap<&'static str, ClFuncId>,
+    /// Symbol name of each intrinsic called out of line.
+    pub intrinsics: &'a HashMap<Opcode, &'static str>,
+    pub limits: Limits,
+    pub ptr: cl::Type,
+}
+
+/// A translated IR value.
+#[derive(Copy, Clone)]
+enum Slot {
+    Scalar(cl::Value),
+    Array { ptr: cl::Value, len: cl::Value },
+}
+
+/// The type tag of a tape entry, checked by `adze_pop`.
+fn tape_tag(ty: Type) -> i64 {
+    match ty {
+        Type::F64 => 0,
+        Type::I64 => 1,
+        Type::Bool => 2,
+        Type::Array => 3,
+    }
+}
+
+fn flags() -> MemFlagsData {
+    MemFlagsData::trusted()
+}
+
+struct Translator<'a, 'b> {
+    b: FunctionBuilder<'b>,
+    env: &'a Env<'a>,
+    jm: &'a mut JITModule,
+    func: &'a Function,
+    sites: &'a mut Vec<TrapSite>,
+    vals: Vec<Option<Slot>>,
+    blocks: HashMap<IrBlock, cl::Block>,
+    refs: HashMap<ClFuncId, FuncRef>,
+    ctx: cl::Value,
+    out: cl::Value,
+    depth: cl::Value,
+    mark: Option<cl::Value>,
+    trap_fn: FuncRef,
+    trap_exit: cl::Block,
+    results_slot: Option<cl::StackSlot>,
+    /// One 8-byte slot per `zeros` instruction: the `Ctx::allocs` index of
+    /// the array it made last in this frame, or -1 (see `rt::adze_alloc`).
+    zeros_slot: Option<cl::StackSlot>,
+    /// Offset of each `zeros` instruction's slot in `zeros_slot`.
+    zeros: HashMap<adze_ir::Inst, i32>,
+    /// Per array, the largest constant index proven in bounds in the current
+    /// IR block.
+    proven_max: HashMap<IrValue, i64>,
+    /// (array, index) pairs checked in the current IR block.
+    proven_pairs: std::collections::HashSet<(IrValue, IrValue)>,
+}
+
+/// Translates `func` into the (cleared) Cranelift function `clif`.
+pub(crate) fn translate_function(
+    env: &Env<'_>,
+    jm: &mut JITModule,
+    fctx: &mut cranelift_frontend::FunctionBuilderContext,
+    clif: &mut cl::Function,
+    func: &Function,
+    sites: &mut Vec<TrapSite>,
+) -> Result<(), JitError> {
+    let unsupported = |what: String| JitError::Unsupported {
+        func: func.name.clone(),
+        what,
+    };
+    let entry = func
+        .entry_block()
+        .ok_or_else(|| unsupported("a function without a body".into()))?;
+    let order = reverse_postorder(func, entry);
+    for &blk in &order {
+        for dest in terminator_dests(func, blk) {
+            if dest == entry {
+                return Err(unsupported("a branch to the entry block".into()));
+            }
+        }
+    }
+    let zeros: HashMap<adze_ir::Inst, i32> = order
+        .iter()
+        .flat_map(|&blk| func.layout.block_insts(blk).iter().copied())
+        .filter(|&i| matches!(func.dfg.inst(i), InstData::Zeros { .. }))
+        .enumerate()
+        .map(|(k, i)| (i, 8 * k as i32))
+        .collect();
+    let has_zeros = !zeros.is_empty();
+    let max_results = order
+        .iter()
+        .flat_map(|&blk| func.layout.block_insts(blk).iter())
+        .filter_map(|&i| match func.dfg.inst(i) {
+            InstData::Call { .. } => Some(func.dfg.inst_results(i).len()),
+            _ => None,
+        })
+        .max()
+        .unwrap_or(0);
+
+    clif.signature = clif_signature(jm, env.ptr, func.sig.param_types());
+    let mut b = FunctionBuilder::new(clif, fctx);
+    let cl_entry = b.create_block();
+    b.append_block_params_for_function_params(cl_entry);
+    b.switch_to_block(cl_entry);
+    let params = b.block_params(cl_entry).to_vec();
+    let ctx = params[0];
+    let out = params[params.len() - 1];
+
+    let trap_id = *env
+        .imports
+        .get("adze_trap")
+        .ok_or_else(|| JitError::Codegen {
+            func: func.name.clone(),
+            message: "symbol `adze_trap` is not registered".into(),
+        })?;
+    let trap_fn = jm.declare_func_in_func(trap_id, b.func);
+    let trap_exit = b.create_block();
+    b.set_cold_block(trap_exit);
+
+    // Prologue: depth check.
+    let depth = b.ins().load(cl::types::I64, flags(), ctx, DEPTH_OFFSET);
+    let mark = has_zeros.then(|| b.ins().load(cl::types::I64, flags(), ctx, LIVE_OFFSET));
+    let results_slot = (max_results > 0).then(|| {
+        b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            (8 * max_results) as u32,
+            3,
+        ))
+    });
+
+    let zeros_slot = has_zeros.then(|| {
+        b.create_sized_stack_slot(StackSlotData::new(
+            StackSlotKind::ExplicitSlot,
+            8 * zeros.len() as u32,
+            3,
+        ))
+    });
+
+    let mut t = Translator {
+        b,
+        env,
+        jm,
+        func,
+        sites,
+        vals: vec![None; func.dfg.num_values()],
+        blocks: HashMap::new(),
+        refs: HashMap::new(),
+        ctx,
+        out,
+        depth,
+        mark,
+        trap_fn,
+        trap_exit,
+        results_slot,
+        zeros_slot,
+        zeros,
+        proven_max: HashMap::new(),
+        proven_pairs: Default::default(),
+    };
+    let limit = env.limits.max_call_depth;
+    let over =
+        t.b.ins()
+            .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, depth, i64::from(limit));
+    let zero = t.b.ins().iconst(cl::types::I64, 0);
+    t.trap_if(
+        over,
+        SiteKind::CallDepthExceeded { limit },
+        Some(zero),
+        Some(zero),
+    );
+    // Native stack check (see `Compiled::call`).
+    let sp = t.b.ins().get_stack_pointer(env.ptr);
+    let lim = t.b.ins().load(env.ptr, flags(), ctx, STACK_LIMIT_OFFSET);
+    let low = t.b.ins().icmp(IntCC::UnsignedLessThan, sp, lim);
+    t.trap_if(low, SiteKind::StackExhausted, Some(zero), Some(zero));
+    let d1 = t.b.ins().iadd_imm_s(depth, 1);
+    t.b.ins().store(flags(), d1, ctx, DEPTH_OFFSET);
+    if let Some(ss) = t.zeros_slot {
+        let none = t.b.ins().iconst(cl::types::I64, -1);
+        for k in 0..t.zeros.len() {
+            t.b.ins().stack_store(env.ptr, none, ss, 8 * k as i32);
+        }
+    }
+
+    // Map the entry block's parameters.
+    let mut k = 1;
+    for &v in func.params() {
+        let slot = if func.dfg.value_type(v) == Type::Array {
+            let s = Slot::Array {
+                ptr: params[k],
+                len: params[k + 1],
+            };
+            k += 2;
+            s
+        } else {
+            k += 1;
+            Slot::Scalar(params[k - 1])
+        };
+        t.vals[v.index()] = Some(slot);
+    }
+
+    // Create the other blocks with their parameters.
+    for &blk in &order[1..] {
+        let cb = t.b.create_block();
+        for &p in func.dfg.block_params(blk) {
+            let ty = func.dfg.value_type(p);
+            let cty = scalar_type(ty).ok_or_else(|| {
+                unsupported(format!("an array parameter of the non-entry block {blk}"))
+            })?;
+            let cv = t.b.append_block_param(cb, cty);
+            t.vals[p.index()] = Some(Slot::Scalar(cv));
+        }
+        t.blocks.insert(blk, cb);
+    }
+
+    for (n, &blk) in order.iter().enumerate() {
+        if n > 0 {
+            let cb = t.blocks[&blk];
+            t.b.switch_to_block(cb);
+        }
+        t.proven_max.clear();
+        t.proven_pairs.clear();
+        for &inst in func.layout.block_insts(blk) {
+            t.inst(inst)?;
+        }
+        if !func
+            .layout
+            .last_inst(blk)
+            .is_some_and(|i| func.dfg.inst(i).opcode().is_terminator())
+        {
+            return Err(JitError::Codegen {
+                func: func.name.clone(),
+                message: format!("{blk} does not end with a terminator"),
+            });
+        }
+    }
+
+    // The shared trap paths.
+    t.b.switch_to_block(trap_exit);
+    t.epilogue()?;
+    let status = t.b.ins().iconst(cl::types::I32, TRAPPED);
+    t.b.ins().return_(&[status]);
+
+    t.b.seal_all_blocks();
+    let cfg = t.jm.target_config();
+    t.b.finalize(cfg);
+    Ok(())
+}
+
+/// Builds the entry trampoline
+/// `fn(ctx: *mut Ctx, args: *const u64, results: *mut u64) -> i32`, which
+/// unpacks 8-byte argument slots (f64 bits, i64, bool as 0/1, array = pointer
+/// slot then length slot), calls `root` with `results` as its out-pointer and
+/// returns its status.
+pub(crate) fn translate_trampoline(
+    env: &Env<'_>,
+    jm: &mut JITModule,
+    fctx: &mut cranelift_frontend::FunctionBuilderContext,
+    clif: &mut cl::Function,
+    root: IrFuncId,
+) -> Result<(), JitError> {
+    let rootf = env.module.func(root);
+    let ptr = env.ptr;
+    let mut sig = jm.make_signature();
+    sig.params.extend([AbiParam::new(ptr); 3]);
+    sig.returns.push(AbiParam::new(cl::types::I32));
+    clif.signature = sig;
+    let mut b = FunctionBuilder::new(clif, fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let p = b.block_params(entry).to_vec();
+    let (ctx, args, results) = (p[0], p[1], p[2]);
+    let mut call_args = vec![ctx];
+    let mut off = 0i32;
+    for ty in rootf.sig.param_types() {
+        match ty {
+            Type::F64 => call_args.push(b.ins().load(cl::types::F64, flags(), args, off)),
+            Type::I64 => call_args.push(b.ins().load(cl::types::I64, flags(), args, off)),
+            Type::Bool => {
+                let w = b.ins().load(cl::types::I64, flags(), args, off);
+                call_args.push(b.ins().ireduce(cl::types::I8, w));
+            }
+            Type::Array => {
+                call_args.push(b.ins().load(ptr, flags(), args, off));
+                off += 8;
+                call_args.push(b.ins().load(cl::types::I64, flags(), args, off));
+            }
+        }
+        off += 8;
+    }
+    call_args.push(results);
+    let callee = env.funcs.get(&root).ok_or_else(|| JitError::Codegen {
+        func: rootf.name.clone(),
+        message: "root function was not declared".into(),
+    })?;
+    let fref = jm.declare_func_in_func(*callee, b.func);
+    let call = b.ins().call(fref, &call_args);
+    let status = b.inst_results(call)[0];
+    b.ins().return_(&[status]);
+    b.seal_all_blocks();
+    b.finalize(jm.target_config());
+    Ok(())
+}
+
+impl Translator<'_, '_> {
+    fn err(&self, message: String) -> JitError {
+        JitError::Codegen {
+            func: self.func.name.clone(),
+            message,
+        }
+    }
+
+    fn slot(&self, v: IrValue) -> Result<Slot, JitError> {
+        self.vals
+            .get(v.index())
+            .copied()
+            .flatten()
+            .ok_or_else(|| self.err(format!("{v} is used before it is defined")))
+    }
+
+    fn scalar(&self, v: IrValue) -> Result<cl::Value, JitError> {
+        match self.slot(v)? {
+            Slot::Scalar(x) => Ok(x),
+            Slot::Array { .. } => Err(self.err(format!("{v} is an array, a scalar was expected"))),
+        }
+    }
+
+    fn array(&self, v: IrValue) -> Result<(cl::Value, cl::Value), JitError> {
+        match self.slot(v)? {
+            Slot::Array { ptr, len } => Ok((ptr, len)),
+            Slot::Scalar(_) => Err(self.err(format!("{v} is a scalar, an array was expected"))),
+        }
+    }
+
+    fn define(&mut self, inst: adze_ir::Inst, x: cl::Value) {
+        let r = self.func.dfg.first_result(inst);
+        self.vals[r.index()] = Some(Slot::Scalar(x));
+    }
+
+    fn import(&mut self, name: &str) -> Result<FuncRef, JitError> {
+        let id = *self
+            .env
+            .imports
+            .get(name)
+            .ok_or_else(|| self.err(format!("symbol `{name}` is not registered")))?;
+        Ok(self.func_ref(id))
+    }
+
+    fn func_ref(&mut self, id: ClFuncId) -> FuncRef {
+        if let Some(&r) = self.refs.get(&id) {
+            return r;
+        }
+        let r = self.jm.declare_func_in_func(id, self.b.func);
+        self.refs.insert(id, r);
+        r
+    }
+
+    fn new_site(&mut self, kind: SiteKind) -> i64 {
+        self.sites.push(TrapSite {
+            func: self.func.name.clone(),
+            kind,
+        });
+        (self.sites.len() - 1) as i64
+    }
+
+    /// Branches to a cold block that records trap site `kind` (with run-time
+    /// operands `a`, `b`) and leaves through `trap_exit` when `cond` is
+    /// nonzero; continues in a fresh block otherwise.
+    fn trap_if(
+        &mut self,
+        cond: cl::Value,
+        kind: SiteKind,
+        a: Option<cl::Value>,
+        b: Option<cl::Value>,
+    ) {
+        let site = self.new_site(kind);
+        let cont = self.b.create_block();
+        let cold = self.b.create_block();
+        self.b.set_cold_block(cold);
+        self.b.ins().brif(cond, cold, &[], cont, &[]);
+        self.b.switch_to_block(cold);
+        let s = self.b.ins().iconst(cl::types::I64, site);
+        let a = a.unwrap_or(s);
+        let b = b.unwrap_or(s);
+        let trap_fn = self.trap_fn;
+        self.b.ins().call(trap_fn, &[self.ctx, s, a, b]);
+        self.b.ins().jump(self.trap_exit, &[]);
+        self.b.switch_to_block(cont);
+    }
+
+    /// Frees this frame's arrays and restores the call depth.
+    fn epilogue(&mut self) -> Result<(), JitError> {
+        if let Some(mark) = self.mark {
+            let free = self.import("adze_free_to")?;
+            self.b.ins().call(free, &[self.ctx, mark]);
+        }
+        self.b
+            .ins()
+            .store(flags(), self.depth, self.ctx, DEPTH_OFFSET);
+        Ok(())
+    }
+
+    /// The immediate of `v` if it is an `iconst`.
+    fn const_of(&self, v: IrValue) -> Option<i64> {
+        match self.func.dfg.value_def(v) {
+            ValueDef::Result { inst, .. } => match self.func.dfg.inst(*inst) {
+                InstData::IConst { imm } => Some(*imm),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The length of `arr` if it is a `zeros` of a constant length.
+    fn const_len(&self, arr: IrValue) -> Option<i64> {
+        match self.func.dfg.value_def(arr) {
+            ValueDef::Result { inst, .. } => match self.func.dfg.inst(*inst) {
+                InstData::Zeros { len, .. } => self.const_of(*len),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// Bounds-checks `idx` against `arr` and returns the element address.
+    ///
+    /// The check is left out when it cannot fail: a constant index below the
+    /// constant length of a `zeros` array, a constant index at most one that
+    /// an earlier check in the same IR block proved in bounds, or an
+    /// (array, index) pair already checked in the same IR block (array
+    /// lengths never change).
+    fn element_addr(&mut self, arr: IrValue, idx: IrValue) -> Result<cl::Value, JitError> {
+        let (ptr, len) = self.array(arr)?;
+        let i = self.scalar(idx)?;
+        let k = self.const_of(idx).filter(|&k| k >= 0);
+        let safe = match k {
+            Some(k) => {
+                self.const_len(arr).is_some_and(|n| k < n)
+                    || self.proven_max.get(&arr).is_some_and(|&m| k <= m)
+            }
+            None => false,
+        } || self.proven_pairs.contains(&(arr, idx));
+        if !safe {
+            let oob = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
+            let array = self.func.array_name(arr);
+            self.trap_if(
+                oob,
+                SiteKind::IndexOutOfBounds { array },
+                Some(i),
+                Some(len),
+            );
+            self.proven_pairs.insert((arr, idx));
+            if let Some(k) = k {
+                let m = self.proven_max.entry(arr).or_insert(k);
+                *m = (*m).max(k);
+            }
+        }
+        let off = self.b.ins().ishl_imm_u(i, 3);
+        Ok(self.b.ins().iadd(ptr, off))
+    }
+
+    fn block_args(&self, args: &[IrValue]) -> Result<Vec<BlockArg>, JitError> {
+        args.iter()
+            .map(|&v| self.scalar(v).map(BlockArg::from))
+            .collect()
+    }
+
+    fn dest(&self, blk: IrBlock) -> Result<cl::Block, JitError> {
+        self.blocks
+            .get(&blk)
+            .copied()
+            .ok_or_else(|| self.err(format!("branch to unknown block {blk}")))
+    }
+
+    fn inst(&mut self, inst: adze_ir::Inst) -> Result<(), JitError> {
+        let data = self.func.dfg.inst(inst);
+        let f64t = cl::types::F64;
+        let i64t = cl::types::I64;
+        match data {
+            InstData::FConst { bits } => {
+                let x = self.b.ins().f64const(Ieee64::with_bits(*bits));
+                self.define(inst, x);
+            }
+            InstData::IConst { imm } => {
+                let x = self.b.ins().iconst(i64t, *imm);
+                self.define(inst, x);
+            }
+            InstData::BConst { imm } => {
+                let x = self.b.ins().iconst(cl::types::I8, i64::from(*imm));
+                self.define(inst, x);
+            }
+            InstData::Unary { op, arg } => {
+                let op = *op;
+                if op == Opcode::Len {
+                    let (_, len) = self.array(*arg)?;
+                    self.define(inst, len);
+                    return Ok(());
+                }
+                let x = self.scalar(*arg)?;
+                let ins = self.b.ins();
+                let r = match op {
+                    Opcode::Fneg => ins.fneg(x),
+                    Opcode::Ineg => ins.ineg(x),
+                    Opcode::Not => ins.bxor_imm_u(x, 1),
+                    Opcode::Sitof => ins.fcvt_from_sint(f64t, x),
+                    Opcode::Sqrt => ins.sqrt(x),
+                    Opcode::Abs => ins.fabs(x),
+                    Opcode::Floor => ins.floor(x),
+                    Opcode::Ceil => ins.ceil(x),
+                    _ => {
+                        let sym = self.intrinsic(op)?;
+                        let f = self.import(sym)?;
+                        let c = self.b.ins().call(f, &[x]);
+                        self.b.inst_results(c)[0]
+                    }
+                };
+                self.define(inst, r);
+            }
+            InstData::Binary { op, args } => {
+                let op = *op;
+                match op {
+                    Opcode::Load => {
+                        let addr = self.element_addr(args[0], args[1])?;
+                        let x = self.b.ins().load(f64t, flags(), addr, 0);
+                        self.define(inst, x);
+                        return Ok(());
+                    }
+                    Opcode::Fill => {
+                        self.fill(args[0], args[1])?;
+                        return Ok(());
+                    }
+                    Opcode::Idiv | Opcode::Irem => {
+                        let r = self.idiv(op, args[0], args[1])?;
+                        self.define(inst, r);
+                        return Ok(());
+                    }
+                    _ => {}
+                }
+                let (x, y) = (self.scalar(args[0])?, self.scalar(args[1])?);
+                let ins = self.b.ins();
+                let r = match op {
+                    Opcode::Fadd => ins.fadd(x, y),
+                    Opcode::Fsub => ins.fsub(x, y),
+                    Opcode::Fmul => ins.fmul(x, y),
+                    Opcode::Fdiv => ins.fdiv(x, y),
+                    Opcode::Iadd => ins.iadd(x, y),
+                    Opcode::Isub => ins.isub(x, y),
+                    Opcode::Imul => ins.imul(x, y),
+                    // Cranelift's fmin/fmax are IEEE 754-2019 minimum/maximum
+                    // (NaN-propagating, -0 < +0), the same as
+                    // `semantics::minimum/maximum`; tested bit for bit.
+                    Opcode::Min => ins.fmin(x, y),
+                    Opcode::Max => ins.fmax(x, y),
+                    _ => {
+                        let sym = self.intrinsic(op)?;
+                        let f = self.import(sym)?;
+                        let c = self.b.ins().call(f, &[x, y]);
+                        self.b.inst_results(c)[0]
+                    }
+                };
+                self.define(inst, r);
+            }
+            InstData::Ternary { op, args } => match op {
+                Opcode::Store => {
+                    let x = self.scalar(args[2])?;
+                    let addr = self.element_addr(args[0], args[1])?;
+                    self.b.ins().store(flags(), x, addr, 0);
+                }
+                Opcode::Select => {
+                    let c = self.scalar(args[0])?;
+                    let (x, y) = (self.scalar(args[1])?, self.scalar(args[2])?);
+                    let r = self.b.ins().select(c, x, y);
+                    self.define(inst, r);
+                }
+                _ => return Err(self.err(format!("unexpected three-operand opcode {op}"))),
+            },
+            InstData::Powi { arg, exp } => {
+                let x = self.scalar(*arg)?;
+                let r = self.powi(x, *exp);
+                self.define(inst, r);
+            }
+            InstData::Cmp { op, cond, args } => {
+                let (x, y) = (self.scalar(args[0])?, self.scalar(args[1])?);
+                let r = if *op == Opcode::Fcmp {
+                    let cc = match cond {
+                        CmpCond::Eq => FloatCC::Equal,
+                        // Unordered or not equal, like Rust's `!=`.
+                        CmpCond::Ne => FloatCC::NotEqual,
+                        CmpCond::Lt => FloatCC::LessThan,
+                        CmpCond::Le => FloatCC::LessThanOrEqual,
+                        CmpCond::Gt => FloatCC::GreaterThan,
+                        CmpCond::Ge => FloatCC::GreaterThanOrEqual,
+                    };
+                    self.b.ins().fcmp(cc, x, y)
+                } else {
+                    let cc = match cond {
+                        CmpCond::Eq => IntCC::Equal,
+                        CmpCond::Ne => IntCC::NotEqual,
+                        CmpCond::Lt => IntCC::SignedLessThan,
+                        CmpCond::Le => IntCC::SignedLessThanOrEqual,
+                        CmpCond::Gt => IntCC::SignedGreaterThan,
+                        CmpCond::Ge => IntCC::SignedGreaterThanOrEqual,
+                    };
+                    self.b.ins().icmp(cc, x, y)
+                };
+                self.define(inst, r);
+            }
+            InstData::Zeros { len, .. } => {
+                let n = self.scalar(*len)?;
+                let neg = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, n, 0);
+                let big = self.b.ins().icmp_imm_s(
+                    IntCC::SignedGreaterThan,
+                    n,
+                    self.env.limits.max_array_len,
+                );
+                let bad = self.b.ins().bor(neg, big);
+                self.trap_if(bad, SiteKind::BadArrayLength, Some(n), Some(n));
+                let alloc = self.import("adze_alloc")?;
+                let (ss, off) = match (self.zeros_slot, self.zeros.get(&inst)) {
+                    (Some(ss), Some(&off)) => (ss, off),
+                    _ => return Err(self.err("zeros without a slot".into())),
+                };
+                let slot = self.b.ins().stack_addr(self.env.ptr, ss, off);
+                let c = self.b.ins().call(alloc, &[self.ctx, n, slot]);
+                let ptr = self.b.inst_results(c)[0];
+                let r = self.func.dfg.first_result(inst);
+                self.vals[r.index()] = Some(Slot::Array { ptr, len: n });
+            }
+            InstData::Push { arg } => {
+                let x = self.scalar(*arg)?;
+                let ty = self.func.dfg.value_type(*arg);
+                let bits = match ty {
+                    Type::F64 => self.b.ins().bitcast(i64t, MemFlagsData::new(), x),
+                    Type::Bool => self.b.ins().uextend(i64t, x),
+                    _ => x,
+                };
+                let tag = self.b.ins().iconst(i64t, tape_tag(ty));
+                let push = self.import("adze_push")?;
+                self.b.ins().call(push, &[self.ctx, bits, tag]);
+            }
+            InstData::Pop { ty } => {
+                let site = self.new_site(SiteKind::TapeMismatch);
+                let site = self.b.ins().iconst(i64t, site);
+                let tag = self.b.ins().iconst(i64t, tape_tag(*ty));
+                let pop = self.import("adze_pop")?;
+                let c = self.b.ins().call(pop, &[self.ctx, site, tag]);
+                let bits = self.b.inst_results(c)[0];
+                let x = match ty {
+                    Type::F64 => self.b.ins().bitcast(f64t, MemFlagsData::new(), bits),
+                    Type::Bool => self.b.ins().ireduce(cl::types::I8, bits),
+                    _ => bits,
+                };
+                self.define(inst, x);
+            }
+            InstData::Call { func, args } => self.call(inst, *func, args)?,
+            InstData::Autodiff { spec, .. } => {
+                return Err(JitError::Unsupported {
+                    func: self.func.name.clone(),
+                    what: format!(
+                        "an `autodiff` request ({} mode, of @{}) that no AD pass has lowered",
+                        spec.mode,
+                        self.env.module.func(spec.func).name
+                    ),
+                })
+            }
+            InstData::Jump { dest } => {
+                let args = self.block_args(&dest.args)?;
+                let target = self.dest(dest.block)?;
+                self.b.ins().jump(target, &args);
+            }
+            InstData::Brif {
+                cond,
+                then_dest,
+                else_dest,
+            } => {
+                let c = self.scalar(*cond)?;
+                let targs = self.block_args(&then_dest.args)?;
+                let eargs = self.block_args(&else_dest.args)?;
+                let (t, e) = (self.dest(then_dest.block)?, self.dest(else_dest.block)?);
+                self.b.ins().brif(c, t, &targs, e, &eargs);
+            }
+            InstData::Return { args } => {
+                for (k, &v) in args.iter().enumerate() {
+                    let x = self.scalar(v)?;
+                    self.store_slot(x, self.out, k);
+                }
+                self.epilogue()?;
+                let ok = self.b.ins().iconst(cl::types::I32, 0);
+                self.b.ins().return_(&[ok]);
+            }
+        }
+        Ok(())
+    }
+
+    fn intrinsic(&self, op: Opcode) -> Result<&'static str, JitError> {
+        self.env
+            .intrinsics
+            .get(&op)
+            .copied()
+            .ok_or_else(|| self.err(format!("no translation for opcode `{op}`")))
+    }
+
+    /// Stores a scalar into 8-byte slot `k` at `base` (bool widened to i64).
+    fn store_slot(&mut self, x: cl::Value, base: cl::Value, k: usize) {
+        let x = if self.b.func.dfg.value_type(x) == cl::types::I8 {
+            self.b.ins().uextend(cl::types::I64, x)
+        } else {
+            x
+        };
+        self.b.ins().store(flags(), x, base, (8 * k) as i32);
+    }
+
+    fn idiv(&mut self, op: Opcode, a: IrValue, b: IrValue) -> Result<cl::Value, JitError> {
+        let (x, y) = (self.scalar(a)?, self.scalar(b)?);
+        let zero = self.b.ins().icmp_imm_s(IntCC::Equal, y, 0);
+        self.trap_if(zero, SiteKind::DivisionByZero, None, None);
+        let min = self.b.ins().icmp_imm_s(IntCC::Equal, x, i64::MIN);
+        let m1 = self.b.ins().icmp_imm_s(IntCC::Equal, y, -1);
+        let ovf = self.b.ins().band(min, m1);
+        self.trap_if(ovf, SiteKind::DivisionOverflow, None, None);
+        Ok(if op == Opcode::Idiv {
+            self.b.ins().sdiv(x, y)
+        } else {
+            self.b.ins().srem(x, y)
+        })
+    }
+
+    /// `fill a, x` as an inline loop.
+    fn fill(&mut self, arr: IrValue, x: IrValue) -> Result<(), JitError> {
+        let (ptr, len) = self.array(arr)?;
+        let x = self.scalar(x)?;
+        let head = self.b.create_block();
+        let i = self.b.append_block_param(head, cl::types::I64);
+        let body = self.b.create_block();
+        let exit = self.b.create_block();
+        let zero = self.b.ins().iconst(cl::types::I64, 0);
+        self.b.ins().jump(head, &[zero.into()]);
+        self.b.switch_to_block(head);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, i, len);
+        self.b.ins().brif(more, body, &[], exit, &[]);
+        self.b.switch_to_block(body);
+        let off = self.b.ins().ishl_imm_u(i, 3);
+        let addr = self.b.ins().iadd(ptr, off);
+        self.b.ins().store(flags(), x, addr, 0);
+        let next = self.b.ins().iadd_imm_s(i, 1);
+        self.b.ins().jump(head, &[next.into()]);
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
+    /// `x ^ n` as the same square-and-multiply sequence as
+    /// `semantics::powi`, unrolled for the immediate `n`.
+    fn powi(&mut self, x: cl::Value, n: i32) -> cl::Value {
+        let mut e = n.unsigned_abs();
+        let mut base = x;
+        let mut acc: Option<cl::Value> = None;
+        while e > 0 {
+            if e & 1 == 1 {
+                acc = Some(match acc {
+                    None => base,
+                    Some(a) => self.b.ins().fmul(a, base),
+                });
+            }
+            e >>= 1;
+            if e > 0 {
+                base = self.b.ins().fmul(base, base);
+            }
+        }
+        let p = match acc {
+            Some(p) => p,
+            None => self.b.ins().f64const(1.0),
+        };
+        if n < 0 {
+            let one = self.b.ins().f64const(1.0);
+            self.b.ins().fdiv(one, p)
+        } else {
+            p
+        }
+    }
+
+    fn call(
+        &mut self,
+        inst: adze_ir::Inst,
+        callee: IrFuncId,
+        args: &[IrValue],
+    ) -> Result<(), JitError> {
+        let id = *self.env.funcs.get(&callee).ok_or_else(|| {
+            self.err(format!(
+                "call to @{} which was not compiled",
+                self.env.module.func(callee).name
+            ))
+        })?;
+        let mut cargs = vec![self.ctx];
+        for &a in args {
+            match self.slot(a)? {
+                Slot::Scalar(x) => cargs.push(x),
+                Slot::Array { ptr, len } => {
+                    cargs.push(ptr);
+                    cargs.push(len);
+                }
+            }
+        }
+        let results = self.func.dfg.inst_results(inst);
+        let out = match self.results_slot {
+            Some(ss) if !results.is_empty() => self.b.ins().stack_addr(self.env.ptr, ss, 0),
+            _ => self.b.ins().iconst(self.env.ptr, 0),
+        };
+        cargs.push(out);
+        let f = self.func_ref(id);
+        let c = self.b.ins().call(f, &cargs);
+        let status = self.b.inst_results(c)[0];
+        let cont = self.b.create_block();
+        self.b.ins().brif(status, self.trap_exit, &[], cont, &[]);
+        self.b.switch_to_block(cont);
+        for (k, &r) in results.iter().enumerate() {
+            let ty = self.func.dfg.value_type(r);
+            let x = match ty {
+                Type::F64 => self
+                    .b
+                    .ins()
+                    .load(cl::types::F64, flags(), out, (8 * k) as i32),
+                Type::I64 => self
+                    .b
+                    .ins()
+                    .load(cl::types::I64, flags(), out, (8 * k) as i32),
+                Type::Bool => {
+                    let w = self
+                        .b
+                        .ins()
+                        .load(cl::types::I64, flags(), out, (8 * k) as i32);
+                    self.b.ins().ireduce(cl::types::I8, w)
+                }
+                Type::Array => return Err(self.err(format!("call result {r} is an array"))),
+            };
+            self.vals[r.index()] = Some(Slot::Scalar(x));
+        }
+        Ok(())
+    }
+}
+
+/// Successor blocks named by the terminator of `blk`.
+fn terminator_dests(func: &Function, blk: IrBlock) -> Vec<IrBlock> {
+    func.layout
+        .last_inst(blk)
+        .map(|i| {
+            func.dfg
+                .inst(i)
+                .destinations()
+                .iter()
+                .map(|d| d.block)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Blocks reachable from `entry`, in reverse postorder (entry first).
+fn reverse_postorder(func: &Function, entry: IrBlock) -> Vec<IrBlock> {
+    let mut visited = std::collections::HashSet::new();
+    let mut post = Vec::new();
+    // (block, successors, next successor index)
+    let mut stack: Vec<(IrBlock, Vec<IrBlock>, usize)> = Vec::new();
+    visited.insert(entry);
+    stack.push((entry, terminator_dests(func, entry), 0));
+    while let Some(top) = stack.last_mut() {
+        if top.2 < top.1.len() {
+            let s = top.1[top.2];
+            top.2 += 1;
+            if func.dfg.block_is_valid(s) && visited.insert(s) {
+                let succ = terminator_dests(func, s);
+                stack.push((s, succ, 0));
+            }
+        } else {
+            post.push(top.0);
+            stack.pop();
+        }
+    }
+    post.reverse();
+    post
+}

@@ -1,0 +1,380 @@
+//! Scalar arithmetic, comparisons, `select`, constants and multiple results.
+
+use super::*;
+use adze_ir::semantics;
+use adze_ir::{CmpCond, Opcode};
+
+#[test]
+fn float_arithmetic() {
+    let mut mb = Mb::new();
+    // (x + y) * (x - y) / y - (-x)
+    let id = mb.func("f", vec![pf("x"), pf("y")], vec![Type::F64], |b, p| {
+        let s = b.fadd(p[0], p[1]);
+        let d = b.fsub(p[0], p[1]);
+        let m = b.fmul(s, d);
+        let q = b.fdiv(m, p[1]);
+        let n = b.fneg(p[0]);
+        let r = b.fsub(q, n);
+        b.ret(&[r]);
+    });
+    // (5 * 1) / 2 - (-3) = 5.5
+    assert_eq!(run_f64(&mb.m, id, &[Val::F64(3.0), Val::F64(2.0)]), 5.5);
+    // Division by zero is IEEE: (1 * 1) / 0 - (-1) = inf.
+    assert_eq!(
+        run_f64(&mb.m, id, &[Val::F64(1.0), Val::F64(0.0)]),
+        f64::INFINITY
+    );
+    assert!(run_f64(&mb.m, id, &[Val::F64(f64::NAN), Val::F64(1.0)]).is_nan());
+}
+
+#[test]
+fn integer_arithmetic_wraps() {
+    let mut mb = Mb::new();
+    let id = mb.func(
+        "ints",
+        vec![pi("a"), pi("b")],
+        vec![Type::I64; 6],
+        |b, p| {
+            let add = b.iadd(p[0], p[1]);
+            let sub = b.isub(p[0], p[1]);
+            let mul = b.imul(p[0], p[1]);
+            let div = b.binary(Opcode::Idiv, p[0], p[1]);
+            let rem = b.binary(Opcode::Irem, p[0], p[1]);
+            let neg = b.unary(Opcode::Ineg, p[0]);
+            b.ret(&[add, sub, mul, div, rem, neg]);
+        },
+    );
+    let out = run(&mb.m, id, &[Val::I64(-7), Val::I64(2)]).unwrap();
+    assert_eq!(
+        out.results,
+        vec![
+            Val::I64(-5),
+            Val::I64(-9),
+            Val::I64(-14),
+            Val::I64(-3),
+            Val::I64(-1),
+            Val::I64(7)
+        ]
+    );
+    assert_eq!(out.args, vec![Val::I64(-7), Val::I64(2)]);
+    let out = run(&mb.m, id, &[Val::I64(i64::MIN), Val::I64(1)]).unwrap();
+    assert_eq!(
+        out.results,
+        vec![
+            Val::I64(i64::MIN + 1),
+            Val::I64(i64::MAX),
+            Val::I64(i64::MIN),
+            Val::I64(i64::MIN),
+            Val::I64(0),
+            Val::I64(i64::MIN)
+        ]
+    );
+    let out = run(&mb.m, id, &[Val::I64(i64::MAX), Val::I64(2)]).unwrap();
+    assert_eq!(out.results[0], Val::I64(i64::MIN + 1));
+    assert_eq!(out.results[2], Val::I64(-2));
+    // MIN / 1 and MIN % 2 are fine; only MIN / -1 traps.
+    let out = run(&mb.m, id, &[Val::I64(i64::MIN), Val::I64(2)]).unwrap();
+    assert_eq!(out.results[3], Val::I64(i64::MIN / 2));
+    assert_eq!(out.results[4], Val::I64(0));
+}
+
+#[test]
+fn sitof_rounds_to_nearest() {
+    let mut mb = Mb::new();
+    let id = mb.func("c", vec![pi("n")], vec![Type::F64], |b, p| {
+        let x = b.sitof(p[0]);
+        b.ret(&[x]);
+    });
+    for n in [
+        0,
+        1,
+        -1,
+        i64::MAX,
+        i64::MIN,
+        (1 << 53) + 1,
+        (1 << 53) + 3,
+        -(1 << 53) - 1,
+        123_456_789,
+    ] {
+        let x = run_f64(&mb.m, id, &[Val::I64(n)]);
+        assert_eq!(x.to_bits(), semantics::sitof(n).to_bits(), "sitof {n}");
+    }
+    assert_eq!(
+        run_f64(&mb.m, id, &[Val::I64((1 << 53) + 1)]),
+        9007199254740992.0
+    );
+    assert_eq!(
+        run_f64(&mb.m, id, &[Val::I64(i64::MAX)]),
+        9223372036854775808.0
+    );
+}
+
+#[test]
+fn constants_keep_their_bits() {
+    let mut mb = Mb::new();
+    let id = mb.func(
+        "k",
+        vec![],
+        vec![
+            Type::F64,
+            Type::F64,
+            Type::F64,
+            Type::I64,
+            Type::Bool,
+            Type::Bool,
+        ],
+        |b, _| {
+            let a = b.fconst(-0.0);
+            let c = b.fconst(f64::from_bits(0x7ff8_0000_dead_beef));
+            let d = b.fconst(f64::MIN_POSITIVE / 4.0);
+            let i = b.iconst(i64::MIN);
+            let t = b.bconst(true);
+            let f = b.bconst(false);
+            b.ret(&[a, c, d, i, t, f]);
+        },
+    );
+    let c = jit(&mb.m, id);
+    let out = c.call(&[]).unwrap();
+    match out.results.as_slice() {
+        [Val::F64(a), Val::F64(n), Val::F64(d), i, t, f] => {
+            assert_eq!(a.to_bits(), (-0.0f64).to_bits());
+            assert_eq!(n.to_bits(), 0x7ff8_0000_dead_beef);
+            assert_eq!(*d, f64::MIN_POSITIVE / 4.0);
+            assert_eq!(*i, Val::I64(i64::MIN));
+            assert_eq!(*t, Val::Bool(true));
+            assert_eq!(*f, Val::Bool(false));
+        }
+        other => panic!("{other:?}"),
+    }
+    run(&mb.m, id, &[]).unwrap();
+}
+
+#[test]
+fn booleans_and_select() {
+    let mut mb = Mb::new();
+    let id = mb.func(
+        "sel",
+        vec![pb("c"), pf("x"), pf("y"), pi("i"), pi("j")],
+        vec![Type::F64, Type::I64, Type::Bool, Type::Bool],
+        |b, p| {
+            let x = b.select(p[0], p[1], p[2]);
+            let i = b.select(p[0], p[3], p[4]);
+            let n = b.not(p[0]);
+            let nn = b.not(n);
+            let bb = b.select(n, p[0], nn);
+            b.ret(&[x, i, n, bb]);
+        },
+    );
+    let args = |c| {
+        [
+            Val::Bool(c),
+            Val::F64(1.5),
+            Val::F64(-2.5),
+            Val::I64(7),
+            Val::I64(-8),
+        ]
+    };
+    let out = run(&mb.m, id, &args(true)).unwrap();
+    assert_eq!(
+        out.results,
+        vec![
+            Val::F64(1.5),
+            Val::I64(7),
+            Val::Bool(false),
+            Val::Bool(true)
+        ]
+    );
+    assert_eq!(out.args, args(true).to_vec());
+    let out = run(&mb.m, id, &args(false)).unwrap();
+    assert_eq!(
+        out.results,
+        vec![
+            Val::F64(-2.5),
+            Val::I64(-8),
+            Val::Bool(true),
+            Val::Bool(false)
+        ]
+    );
+}
+
+#[test]
+fn fcmp_matches_semantics_including_nan() {
+    let mut mb = Mb::new();
+    let mut ids = Vec::new();
+    for cond in CmpCond::ALL {
+        let id = mb.func(
+            &format!("fcmp_{cond}"),
+            vec![pf("a"), pf("b")],
+            vec![Type::Bool],
+            |b, p| {
+                let c = b.fcmp(cond, p[0], p[1]);
+                b.ret(&[c]);
+            },
+        );
+        ids.push((cond, id));
+    }
+    let xs = [
+        f64::NAN,
+        -0.0,
+        0.0,
+        1.0,
+        -1.0,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+    ];
+    for (cond, id) in ids {
+        let c = jit(&mb.m, id);
+        for &a in &xs {
+            for &b in &xs {
+                let out = c.call(&[Val::F64(a), Val::F64(b)]).unwrap();
+                assert_eq!(
+                    out.results,
+                    vec![Val::Bool(semantics::fcmp(cond, a, b))],
+                    "fcmp {cond} {a} {b}"
+                );
+            }
+        }
+        run(&mb.m, id, &[Val::F64(f64::NAN), Val::F64(1.0)]).unwrap();
+    }
+    // Spot checks by hand: NaN compares unequal to everything, -0 == +0.
+    let eq = mb.m.get("fcmp_eq").unwrap();
+    let ne = mb.m.get("fcmp_ne").unwrap();
+    let nan = Val::F64(f64::NAN);
+    assert_eq!(
+        run(&mb.m, eq, &[nan.clone(), nan.clone()]).unwrap().results,
+        vec![Val::Bool(false)]
+    );
+    assert_eq!(
+        run(&mb.m, ne, &[nan.clone(), nan]).unwrap().results,
+        vec![Val::Bool(true)]
+    );
+    assert_eq!(
+        run(&mb.m, eq, &[Val::F64(-0.0), Val::F64(0.0)])
+            .unwrap()
+            .results,
+        vec![Val::Bool(true)]
+    );
+}
+
+#[test]
+fn icmp_is_signed() {
+    let mut mb = Mb::new();
+    let mut ids = Vec::new();
+    for cond in CmpCond::ALL {
+        let id = mb.func(
+            &format!("icmp_{cond}"),
+            vec![pi("a"), pi("b")],
+            vec![Type::Bool],
+            |b, p| {
+                let c = b.icmp(cond, p[0], p[1]);
+                b.ret(&[c]);
+            },
+        );
+        ids.push((cond, id));
+    }
+    let xs = [i64::MIN, -1, 0, 1, i64::MAX];
+    for (cond, id) in ids {
+        let c = jit(&mb.m, id);
+        for &a in &xs {
+            for &b in &xs {
+                let out = c.call(&[Val::I64(a), Val::I64(b)]).unwrap();
+                assert_eq!(out.results, vec![Val::Bool(semantics::icmp(cond, a, b))]);
+            }
+        }
+    }
+    let lt = mb.m.get("icmp_lt").unwrap();
+    assert_eq!(
+        run(&mb.m, lt, &[Val::I64(-1), Val::I64(0)])
+            .unwrap()
+            .results,
+        vec![Val::Bool(true)]
+    );
+}
+
+#[test]
+fn many_results() {
+    let mut mb = Mb::new();
+    // Returns x, 2x, 3x, 4x, x as i64-ish flags, through a callee.
+    let inner = mb.func(
+        "inner",
+        vec![pf("x")],
+        vec![
+            Type::F64,
+            Type::F64,
+            Type::F64,
+            Type::F64,
+            Type::Bool,
+            Type::I64,
+        ],
+        |b, p| {
+            let two = b.fconst(2.0);
+            let three = b.fconst(3.0);
+            let four = b.fconst(4.0);
+            let a = b.fmul(p[0], two);
+            let c = b.fmul(p[0], three);
+            let d = b.fmul(p[0], four);
+            let zero = b.fconst(0.0);
+            let pos = b.fcmp(CmpCond::Gt, p[0], zero);
+            let k = b.iconst(-42);
+            b.ret(&[p[0], a, c, d, pos, k]);
+        },
+    );
+    let outer = mb.func(
+        "outer",
+        vec![pf("x")],
+        vec![Type::F64, Type::F64, Type::F64, Type::Bool, Type::I64],
+        |b, p| {
+            let call = b.call(
+                inner,
+                &[p[0]],
+                &[
+                    Type::F64,
+                    Type::F64,
+                    Type::F64,
+                    Type::F64,
+                    Type::Bool,
+                    Type::I64,
+                ],
+            );
+            let r = b.func.dfg.inst_results(call).to_vec();
+            // x + 2x + 3x + 4x = 10x, and the results in reverse order.
+            let s1 = b.fadd(r[0], r[1]);
+            let s2 = b.fadd(s1, r[2]);
+            let s3 = b.fadd(s2, r[3]);
+            b.ret(&[s3, r[3], r[0], r[4], r[5]]);
+        },
+    );
+    let out = run(&mb.m, outer, &[Val::F64(1.5)]).unwrap();
+    assert_eq!(
+        out.results,
+        vec![
+            Val::F64(15.0),
+            Val::F64(6.0),
+            Val::F64(1.5),
+            Val::Bool(true),
+            Val::I64(-42)
+        ]
+    );
+    let out = run(&mb.m, inner, &[Val::F64(-1.0)]).unwrap();
+    assert_eq!(
+        out.results,
+        vec![
+            Val::F64(-1.0),
+            Val::F64(-2.0),
+            Val::F64(-3.0),
+            Val::F64(-4.0),
+            Val::Bool(false),
+            Val::I64(-42)
+        ]
+    );
+}
+
+#[test]
+fn no_params_no_results() {
+    let mut mb = Mb::new();
+    let id = mb.func("nop", vec![], vec![], |b, _| {
+        b.ret(&[]);
+    });
+    let out = run(&mb.m, id, &[]).unwrap();
+    assert!(out.results.is_empty() && out.args.is_empty());
+}

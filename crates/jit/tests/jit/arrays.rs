@@ -1,0 +1,293 @@
+//! Arrays: by-reference arguments, `len`, `fill`, `zeros` (also in loops).
+
+use super::*;
+use adze_ir::CmpCond;
+
+#[test]
+fn writes_through_a_callee_are_visible() {
+    let mut mb = Mb::new();
+    let set = mb.func("set", vec![pm("a"), pi("i"), pf("x")], vec![], |b, p| {
+        b.store(p[0], p[1], p[2]);
+        b.ret(&[]);
+    });
+    // outer(a, b, s): set(a, 0, s); set(a, 2, 2s); return b[1] + a[0]
+    let outer = mb.func(
+        "outer",
+        vec![pm("a"), pa("b"), pf("s")],
+        vec![Type::F64],
+        |b, p| {
+            let zero = b.iconst(0);
+            let one = b.iconst(1);
+            let two = b.iconst(2);
+            b.call(set, &[p[0], zero, p[2]], &[]);
+            let s2 = b.fadd(p[2], p[2]);
+            b.call(set, &[p[0], two, s2], &[]);
+            let x = b.load(p[1], one);
+            let y = b.load(p[0], zero);
+            let r = b.fadd(x, y);
+            b.ret(&[r]);
+        },
+    );
+    let args = [
+        Val::Array(vec![1.0, 2.0, 3.0]),
+        Val::Array(vec![10.0, 20.0]),
+        Val::F64(0.25),
+    ];
+    let out = run(&mb.m, outer, &args).unwrap();
+    assert_eq!(out.results, vec![Val::F64(20.25)]);
+    assert_eq!(
+        out.args,
+        vec![
+            Val::Array(vec![0.25, 2.0, 0.5]),
+            Val::Array(vec![10.0, 20.0]),
+            Val::F64(0.25)
+        ]
+    );
+    // The same compiled code, called again, starts afresh.
+    let c = jit(&mb.m, outer);
+    for _ in 0..3 {
+        assert_eq!(c.call(&args).unwrap(), out);
+    }
+}
+
+#[test]
+fn aliased_array_arguments() {
+    // Two parameters bound to the same array alias each other.
+    let mut mb = Mb::new();
+    let inner = mb.func("inner", vec![pm("p"), pm("q")], vec![Type::F64], |b, p| {
+        let zero = b.iconst(0);
+        let one = b.fconst(1.0);
+        b.store(p[0], zero, one);
+        let x = b.load(p[1], zero);
+        b.ret(&[x]);
+    });
+    let outer = mb.func("outer", vec![pm("a")], vec![Type::F64], |b, p| {
+        let c = b.call(inner, &[p[0], p[0]], &[Type::F64]);
+        let r = b.func.dfg.first_result(c);
+        b.ret(&[r]);
+    });
+    let out = run(&mb.m, outer, &[Val::Array(vec![5.0])]).unwrap();
+    assert_eq!(out.results, vec![Val::F64(1.0)]);
+    assert_eq!(out.args, vec![Val::Array(vec![1.0])]);
+}
+
+#[test]
+fn len_and_fill_on_arguments() {
+    let mut mb = Mb::new();
+    let id = mb.func("fl", vec![pm("a"), pf("x")], vec![Type::I64], |b, p| {
+        b.fill(p[0], p[1]);
+        let n = b.len(p[0]);
+        b.ret(&[n]);
+    });
+    let out = run(
+        &mb.m,
+        id,
+        &[Val::Array(vec![1.0, 2.0, 3.0]), Val::F64(-0.0)],
+    )
+    .unwrap();
+    assert_eq!(out.results, vec![Val::I64(3)]);
+    match &out.args[0] {
+        Val::Array(xs) => assert!(xs.iter().all(|x| x.to_bits() == (-0.0f64).to_bits())),
+        v => panic!("{v:?}"),
+    }
+    let out = run(&mb.m, id, &[Val::Array(vec![]), Val::F64(1.0)]).unwrap();
+    assert_eq!(out.results, vec![Val::I64(0)]);
+    assert_eq!(out.args[0], Val::Array(vec![]));
+}
+
+/// Sum of the elements of `a`, as a loop.
+fn sum(mb: &mut Mb) -> FuncId {
+    mb.func("sum", vec![pa("a")], vec![Type::F64], |b, p| {
+        let head = b.create_block();
+        let i = b.append_block_param(head, Type::I64);
+        let acc = b.append_block_param(head, Type::F64);
+        let body = b.create_block();
+        let exit = b.create_block();
+        let n = b.len(p[0]);
+        let zi = b.iconst(0);
+        let zf = b.fconst(0.0);
+        let one = b.iconst(1);
+        b.jump(head, &[zi, zf]);
+        b.switch_to_block(head);
+        let c = b.icmp(CmpCond::Lt, i, n);
+        b.brif(c, body, &[], exit, &[]);
+        b.switch_to_block(body);
+        let x = b.load(p[0], i);
+        let acc2 = b.fadd(acc, x);
+        let i2 = b.iadd(i, one);
+        b.jump(head, &[i2, acc2]);
+        b.switch_to_block(exit);
+        b.ret(&[acc]);
+    })
+}
+
+#[test]
+fn zeros_fill_store_and_pass_to_callee() {
+    let mut mb = Mb::new();
+    let sum = sum(&mut mb);
+    // t = zeros n; fill t, 1.5; store t, 0, 3; return sum(t), len(t)
+    let id = mb.func("z", vec![pi("n")], vec![Type::F64, Type::I64], |b, p| {
+        let t = b.zeros(p[0], "t");
+        let x = b.fconst(1.5);
+        b.fill(t, x);
+        let zero = b.iconst(0);
+        let three = b.fconst(3.0);
+        b.store(t, zero, three);
+        let c = b.call(sum, &[t], &[Type::F64]);
+        let s = b.func.dfg.first_result(c);
+        let n = b.len(t);
+        b.ret(&[s, n]);
+    });
+    let out = run(&mb.m, id, &[Val::I64(4)]).unwrap();
+    assert_eq!(out.results, vec![Val::F64(7.5), Val::I64(4)]);
+    let out = run(&mb.m, id, &[Val::I64(1)]).unwrap();
+    assert_eq!(out.results, vec![Val::F64(3.0), Val::I64(1)]);
+
+    // A zero-length array: fill and len work, loads would trap.
+    let empty = mb.func("empty", vec![], vec![Type::I64, Type::F64], |b, _| {
+        let zero = b.iconst(0);
+        let t = b.zeros(zero, "e");
+        let x = b.fconst(1.0);
+        b.fill(t, x);
+        let n = b.len(t);
+        let c = b.call(sum, &[t], &[Type::F64]);
+        let s = b.func.dfg.first_result(c);
+        b.ret(&[n, s]);
+    });
+    let out = run(&mb.m, empty, &[]).unwrap();
+    assert_eq!(out.results, vec![Val::I64(0), Val::F64(0.0)]);
+}
+
+#[test]
+fn callee_writes_into_callers_zeros() {
+    let mut mb = Mb::new();
+    let sum = sum(&mut mb);
+    // put(mut a): a[i] = i for every i
+    let put = mb.func("put", vec![pm("a")], vec![], |b, p| {
+        let head = b.create_block();
+        let i = b.append_block_param(head, Type::I64);
+        let body = b.create_block();
+        let exit = b.create_block();
+        let n = b.len(p[0]);
+        let zero = b.iconst(0);
+        let one = b.iconst(1);
+        b.jump(head, &[zero]);
+        b.switch_to_block(head);
+        let c = b.icmp(CmpCond::Lt, i, n);
+        b.brif(c, body, &[], exit, &[]);
+        b.switch_to_block(body);
+        let x = b.sitof(i);
+        b.store(p[0], i, x);
+        let i1 = b.iadd(i, one);
+        b.jump(head, &[i1]);
+        b.switch_to_block(exit);
+        b.ret(&[]);
+    });
+    let id = mb.func("caller", vec![pi("n")], vec![Type::F64], |b, p| {
+        let t = b.zeros(p[0], "t");
+        b.call(put, &[t], &[]);
+        let c = b.call(sum, &[t], &[Type::F64]);
+        let s = b.func.dfg.first_result(c);
+        b.ret(&[s]);
+    });
+    assert_eq!(run_f64(&mb.m, id, &[Val::I64(100)]), 4950.0);
+}
+
+/// `for k in 0..n { t = zeros 64; t[5] = k; acc += t[5] + t[6] }`, plus a
+/// callee that also allocates, called every iteration.
+fn zeros_loop(mb: &mut Mb) -> FuncId {
+    let helper = mb.func("helper", vec![pf("x")], vec![Type::F64], |b, p| {
+        let n = b.iconst(1000);
+        let u = b.zeros(n, "u");
+        let k = b.iconst(999);
+        b.store(u, k, p[0]);
+        let y = b.load(u, k);
+        b.ret(&[y]);
+    });
+    mb.func("zloop", vec![pi("n")], vec![Type::F64], |b, p| {
+        let head = b.create_block();
+        let k = b.append_block_param(head, Type::I64);
+        let acc = b.append_block_param(head, Type::F64);
+        let body = b.create_block();
+        let exit = b.create_block();
+        let zero = b.iconst(0);
+        let zf = b.fconst(0.0);
+        let one = b.iconst(1);
+        let sixty_four = b.iconst(64);
+        let five = b.iconst(5);
+        let six = b.iconst(6);
+        b.jump(head, &[zero, zf]);
+        b.switch_to_block(head);
+        let c = b.icmp(CmpCond::Lt, k, p[0]);
+        b.brif(c, body, &[], exit, &[]);
+        b.switch_to_block(body);
+        let t = b.zeros(sixty_four, "t");
+        let kf = b.sitof(k);
+        b.store(t, five, kf);
+        let a = b.load(t, five);
+        let z = b.load(t, six);
+        let s = b.fadd(a, z);
+        let call = b.call(helper, &[s], &[Type::F64]);
+        let h = b.func.dfg.first_result(call);
+        let acc2 = b.fadd(acc, h);
+        // Dirty element 6 so that a reused array that was not re-zeroed
+        // would show up in the next iteration.
+        b.store(t, six, kf);
+        let k1 = b.iadd(k, one);
+        b.jump(head, &[k1, acc2]);
+        b.switch_to_block(exit);
+        b.ret(&[acc]);
+    })
+}
+
+#[test]
+fn zeros_in_a_loop_is_fresh_each_time_and_does_not_grow() {
+    let mut mb = Mb::new();
+    let id = zeros_loop(&mut mb);
+    // sum_{k < 10000} k = 49_995_000
+    assert_eq!(run_f64(&mb.m, id, &[Val::I64(10_000)]), 49_995_000.0);
+    let c = jit(&mb.m, id);
+    let (out, peak) = c.call_with_stats(&[Val::I64(10_000)]);
+    assert_eq!(out.unwrap().results, vec![Val::F64(49_995_000.0)]);
+    // One array for `t`, one for the callee's `u`, at any time.
+    assert_eq!(peak, 2);
+}
+
+#[test]
+fn arrays_are_freed_on_every_return_path() {
+    // Recursion where every frame allocates: peak = depth, and the arrays of
+    // returned frames are gone.
+    let mut mb = Mb::new();
+    let f = mb.declare("rec", vec![pi("n")], vec![Type::F64]);
+    mb.define(f, |b, p| {
+        let base = b.create_block();
+        let rec = b.create_block();
+        let four = b.iconst(4);
+        let t = b.zeros(four, "t");
+        let one = b.iconst(1);
+        let x = b.sitof(p[0]);
+        b.store(t, one, x);
+        let zero = b.iconst(0);
+        let c = b.icmp(CmpCond::Le, p[0], zero);
+        b.brif(c, base, &[], rec, &[]);
+        b.switch_to_block(base);
+        let y = b.load(t, one);
+        b.ret(&[y]);
+        b.switch_to_block(rec);
+        let n1 = b.isub(p[0], one);
+        let call = b.call(f, &[n1], &[Type::F64]);
+        let r = b.func.dfg.first_result(call);
+        let call2 = b.call(f, &[zero], &[Type::F64]);
+        let r2 = b.func.dfg.first_result(call2);
+        let y = b.load(t, one);
+        let s = b.fadd(r, y);
+        let s2 = b.fadd(s, r2);
+        b.ret(&[s2]);
+    });
+    // rec(n) = n + (n-1) + ... + 0
+    assert_eq!(run_f64(&mb.m, f, &[Val::I64(10)]), 55.0);
+    let c = jit(&mb.m, f);
+    let (out, peak) = c.call_with_stats(&[Val::I64(10)]);
+    assert_eq!(out.unwrap().results, vec![Val::F64(55.0)]);
+    assert_eq!(peak, 11); // the frames rec(10) .. rec(0)
+}

@@ -1,0 +1,367 @@
+//! Control flow: loops, early returns, recursion, block parameters.
+
+use super::*;
+use adze_ir::{CmpCond, Opcode};
+
+/// `sum_{i < n} (i as f64)^2`, as a counted loop.
+pub fn sum_of_squares(mb: &mut Mb) -> FuncId {
+    mb.func("sumsq", vec![pi("n")], vec![Type::F64], |b, p| {
+        let head = b.create_block();
+        let i = b.append_block_param(head, Type::I64);
+        let acc = b.append_block_param(head, Type::F64);
+        let body = b.create_block();
+        let exit = b.create_block();
+        let zi = b.iconst(0);
+        let zf = b.fconst(0.0);
+        let one = b.iconst(1);
+        b.jump(head, &[zi, zf]);
+        b.switch_to_block(head);
+        let c = b.icmp(CmpCond::Lt, i, p[0]);
+        b.brif(c, body, &[], exit, &[]);
+        b.switch_to_block(body);
+        let x = b.sitof(i);
+        let sq = b.fmul(x, x);
+        let acc2 = b.fadd(acc, sq);
+        let i2 = b.iadd(i, one);
+        b.jump(head, &[i2, acc2]);
+        b.switch_to_block(exit);
+        b.ret(&[acc]);
+    })
+}
+
+#[test]
+fn counted_loop_sum_of_squares() {
+    let mut mb = Mb::new();
+    let id = sum_of_squares(&mut mb);
+    assert_eq!(run_f64(&mb.m, id, &[Val::I64(0)]), 0.0);
+    assert_eq!(run_f64(&mb.m, id, &[Val::I64(-5)]), 0.0);
+    assert_eq!(run_f64(&mb.m, id, &[Val::I64(10)]), 285.0);
+    // 999 * 1000 * 1999 / 6
+    assert_eq!(run_f64(&mb.m, id, &[Val::I64(1000)]), 332_833_500.0);
+}
+
+#[test]
+fn blocks_laid_out_out_of_order_and_unreachable_blocks() {
+    // The same loop, with the blocks in the layout as exit, body, head, plus
+    // an unreachable block: translation must follow dominance, not layout.
+    let mut mb = Mb::new();
+    let id = mb.func("sumsq_rev", vec![pi("n")], vec![Type::F64], |b, p| {
+        let exit = b.create_block();
+        let dead = b.create_block();
+        let body = b.create_block();
+        let head = b.create_block();
+        let i = b.append_block_param(head, Type::I64);
+        let acc = b.append_block_param(head, Type::F64);
+        let zi = b.iconst(0);
+        let zf = b.fconst(0.0);
+        let one = b.iconst(1);
+        b.jump(head, &[zi, zf]);
+        b.switch_to_block(exit);
+        b.ret(&[acc]);
+        b.switch_to_block(dead);
+        let k = b.fconst(-1.0);
+        b.ret(&[k]);
+        b.switch_to_block(body);
+        let x = b.sitof(i);
+        let sq = b.fmul(x, x);
+        let acc2 = b.fadd(acc, sq);
+        let i2 = b.iadd(i, one);
+        b.jump(head, &[i2, acc2]);
+        b.switch_to_block(head);
+        let c = b.icmp(CmpCond::Lt, i, p[0]);
+        b.brif(c, body, &[], exit, &[]);
+    });
+    assert_eq!(run_f64(&mb.m, id, &[Val::I64(10)]), 285.0);
+}
+
+#[test]
+fn while_loop_collatz() {
+    let mut mb = Mb::new();
+    let id = mb.func("collatz", vec![pi("n")], vec![Type::I64], |b, p| {
+        let head = b.create_block();
+        let x = b.append_block_param(head, Type::I64);
+        let steps = b.append_block_param(head, Type::I64);
+        let body = b.create_block();
+        let even = b.create_block();
+        let odd = b.create_block();
+        let exit = b.create_block();
+        let zero = b.iconst(0);
+        let one = b.iconst(1);
+        let two = b.iconst(2);
+        let three = b.iconst(3);
+        b.jump(head, &[p[0], zero]);
+        b.switch_to_block(head);
+        let go = b.icmp(CmpCond::Ne, x, one);
+        b.brif(go, body, &[], exit, &[]);
+        b.switch_to_block(body);
+        let s1 = b.iadd(steps, one);
+        let r = b.binary(Opcode::Irem, x, two);
+        let is_even = b.icmp(CmpCond::Eq, r, zero);
+        b.brif(is_even, even, &[], odd, &[]);
+        b.switch_to_block(even);
+        let h = b.binary(Opcode::Idiv, x, two);
+        b.jump(head, &[h, s1]);
+        b.switch_to_block(odd);
+        let t = b.imul(x, three);
+        let t1 = b.iadd(t, one);
+        b.jump(head, &[t1, s1]);
+        b.switch_to_block(exit);
+        b.ret(&[steps]);
+    });
+    let steps = |n| run(&mb.m, id, &[Val::I64(n)]).unwrap().results;
+    assert_eq!(steps(1), vec![Val::I64(0)]);
+    assert_eq!(steps(6), vec![Val::I64(8)]);
+    assert_eq!(steps(27), vec![Val::I64(111)]);
+}
+
+#[test]
+fn nested_loops() {
+    // sum_{i < n} sum_{j < m} i * j
+    let mut mb = Mb::new();
+    let id = mb.func("nested", vec![pi("n"), pi("m")], vec![Type::I64], |b, p| {
+        let oh = b.create_block();
+        let i = b.append_block_param(oh, Type::I64);
+        let acc = b.append_block_param(oh, Type::I64);
+        let ih = b.create_block();
+        let j = b.append_block_param(ih, Type::I64);
+        let acc2 = b.append_block_param(ih, Type::I64);
+        let ib = b.create_block();
+        let onext = b.create_block();
+        let exit = b.create_block();
+        let r = b.append_block_param(exit, Type::I64);
+        let zero = b.iconst(0);
+        let one = b.iconst(1);
+        b.jump(oh, &[zero, zero]);
+        b.switch_to_block(oh);
+        let c = b.icmp(CmpCond::Lt, i, p[0]);
+        b.brif(c, ih, &[zero, acc], exit, &[acc]);
+        b.switch_to_block(ih);
+        let c2 = b.icmp(CmpCond::Lt, j, p[1]);
+        b.brif(c2, ib, &[], onext, &[]);
+        b.switch_to_block(ib);
+        let prod = b.imul(i, j);
+        let acc3 = b.iadd(acc2, prod);
+        let j1 = b.iadd(j, one);
+        b.jump(ih, &[j1, acc3]);
+        b.switch_to_block(onext);
+        let i1 = b.iadd(i, one);
+        b.jump(oh, &[i1, acc2]);
+        b.switch_to_block(exit);
+        b.ret(&[r]);
+    });
+    let f = |n, m| run(&mb.m, id, &[Val::I64(n), Val::I64(m)]).unwrap().results;
+    assert_eq!(f(4, 5), vec![Val::I64(60)]);
+    assert_eq!(f(10, 7), vec![Val::I64(945)]);
+    assert_eq!(f(0, 7), vec![Val::I64(0)]);
+}
+
+#[test]
+fn early_returns() {
+    // if x < 0 { return -1 }; y = 2x; if y > 10 { return 10 }; return y
+    let mut mb = Mb::new();
+    let id = mb.func("clamp2", vec![pf("x")], vec![Type::F64], |b, p| {
+        let neg = b.create_block();
+        let pos = b.create_block();
+        let big = b.create_block();
+        let small = b.create_block();
+        let zero = b.fconst(0.0);
+        let c = b.fcmp(CmpCond::Lt, p[0], zero);
+        b.brif(c, neg, &[], pos, &[]);
+        b.switch_to_block(neg);
+        let m1 = b.fconst(-1.0);
+        b.ret(&[m1]);
+        b.switch_to_block(pos);
+        let y = b.fadd(p[0], p[0]);
+        let ten = b.fconst(10.0);
+        let c2 = b.fcmp(CmpCond::Gt, y, ten);
+        b.brif(c2, big, &[], small, &[]);
+        b.switch_to_block(big);
+        b.ret(&[ten]);
+        b.switch_to_block(small);
+        b.ret(&[y]);
+    });
+    assert_eq!(run_f64(&mb.m, id, &[Val::F64(-3.0)]), -1.0);
+    assert_eq!(run_f64(&mb.m, id, &[Val::F64(3.0)]), 6.0);
+    assert_eq!(run_f64(&mb.m, id, &[Val::F64(30.0)]), 10.0);
+    // NaN: not < 0, not > 10, so 2 * NaN.
+    assert!(run_f64(&mb.m, id, &[Val::F64(f64::NAN)]).is_nan());
+}
+
+/// `fib(n) = n < 2 ? n : fib(n - 1) + fib(n - 2)` over i64.
+pub fn fib(mb: &mut Mb) -> FuncId {
+    let id = mb.declare("fib", vec![pi("n")], vec![Type::I64]);
+    mb.define(id, |b, p| {
+        let base = b.create_block();
+        let rec = b.create_block();
+        let two = b.iconst(2);
+        let c = b.icmp(CmpCond::Lt, p[0], two);
+        b.brif(c, base, &[], rec, &[]);
+        b.switch_to_block(base);
+        b.ret(&[p[0]]);
+        b.switch_to_block(rec);
+        let one = b.iconst(1);
+        let n1 = b.isub(p[0], one);
+        let n2 = b.isub(p[0], two);
+        let c1 = b.call(id, &[n1], &[Type::I64]);
+        let r1 = b.func.dfg.first_result(c1);
+        let c2 = b.call(id, &[n2], &[Type::I64]);
+        let r2 = b.func.dfg.first_result(c2);
+        let s = b.iadd(r1, r2);
+        b.ret(&[s]);
+    });
+    id
+}
+
+#[test]
+fn recursion_fib_and_factorial() {
+    let mut mb = Mb::new();
+    let fib = fib(&mut mb);
+    let f = |n| run(&mb.m, fib, &[Val::I64(n)]).unwrap().results;
+    assert_eq!(f(0), vec![Val::I64(0)]);
+    assert_eq!(f(1), vec![Val::I64(1)]);
+    assert_eq!(f(20), vec![Val::I64(6765)]);
+    assert_eq!(f(25), vec![Val::I64(75025)]);
+
+    let fact = mb.declare("fact", vec![pf("x")], vec![Type::F64]);
+    mb.define(fact, |b, p| {
+        let base = b.create_block();
+        let rec = b.create_block();
+        let one = b.fconst(1.0);
+        let c = b.fcmp(CmpCond::Le, p[0], one);
+        b.brif(c, base, &[], rec, &[]);
+        b.switch_to_block(base);
+        b.ret(&[one]);
+        b.switch_to_block(rec);
+        let x1 = b.fsub(p[0], one);
+        let call = b.call(fact, &[x1], &[Type::F64]);
+        let r = b.func.dfg.first_result(call);
+        let y = b.fmul(p[0], r);
+        b.ret(&[y]);
+    });
+    assert_eq!(run_f64(&mb.m, fact, &[Val::F64(5.0)]), 120.0);
+    assert_eq!(
+        run_f64(&mb.m, fact, &[Val::F64(20.0)]),
+        2_432_902_008_176_640_000.0
+    );
+    assert!(run_f64(&mb.m, fact, &[Val::F64(170.0)]).is_finite());
+    assert_eq!(run_f64(&mb.m, fact, &[Val::F64(171.0)]), f64::INFINITY);
+}
+
+/// `is_even(n) = n == 0 || is_odd(n - 1)`, `is_odd(n) = n != 0 && is_even(n - 1)`.
+pub fn even_odd(mb: &mut Mb) -> (FuncId, FuncId) {
+    let even = mb.declare("is_even", vec![pi("n")], vec![Type::Bool]);
+    let odd = mb.declare("is_odd", vec![pi("n")], vec![Type::Bool]);
+    for (id, other, at_zero) in [(even, odd, true), (odd, even, false)] {
+        mb.define(id, |b, p| {
+            let base = b.create_block();
+            let rec = b.create_block();
+            let zero = b.iconst(0);
+            let c = b.icmp(CmpCond::Eq, p[0], zero);
+            b.brif(c, base, &[], rec, &[]);
+            b.switch_to_block(base);
+            let k = b.bconst(at_zero);
+            b.ret(&[k]);
+            b.switch_to_block(rec);
+            let one = b.iconst(1);
+            let n1 = b.isub(p[0], one);
+            let call = b.call(other, &[n1], &[Type::Bool]);
+            let r = b.func.dfg.first_result(call);
+            b.ret(&[r]);
+        });
+    }
+    (even, odd)
+}
+
+#[test]
+fn mutual_recursion() {
+    let mut mb = Mb::new();
+    let (even, odd) = even_odd(&mut mb);
+    let f = |id, n| run(&mb.m, id, &[Val::I64(n)]).unwrap().results;
+    assert_eq!(f(even, 0), vec![Val::Bool(true)]);
+    assert_eq!(f(even, 10), vec![Val::Bool(true)]);
+    assert_eq!(f(even, 7), vec![Val::Bool(false)]);
+    assert_eq!(f(odd, 7), vec![Val::Bool(true)]);
+    // 999 nested calls below the outermost: depth 1000, exactly the limit.
+    assert_eq!(f(even, 999), vec![Val::Bool(false)]);
+}
+
+#[test]
+fn block_arguments_are_parallel_copies() {
+    // Swaps (x, y) n times through `jump head(i + 1, y, x)`.
+    let mut mb = Mb::new();
+    let id = mb.func(
+        "swap",
+        vec![pi("n"), pf("x"), pf("y")],
+        vec![Type::F64, Type::F64],
+        |b, p| {
+            let head = b.create_block();
+            let i = b.append_block_param(head, Type::I64);
+            let x = b.append_block_param(head, Type::F64);
+            let y = b.append_block_param(head, Type::F64);
+            let body = b.create_block();
+            let exit = b.create_block();
+            let zero = b.iconst(0);
+            let one = b.iconst(1);
+            b.jump(head, &[zero, p[1], p[2]]);
+            b.switch_to_block(head);
+            let c = b.icmp(CmpCond::Lt, i, p[0]);
+            b.brif(c, body, &[], exit, &[]);
+            b.switch_to_block(body);
+            let i1 = b.iadd(i, one);
+            b.jump(head, &[i1, y, x]);
+            b.switch_to_block(exit);
+            b.ret(&[x, y]);
+        },
+    );
+    let f = |n| {
+        run(&mb.m, id, &[Val::I64(n), Val::F64(1.0), Val::F64(2.0)])
+            .unwrap()
+            .results
+    };
+    assert_eq!(f(0), vec![Val::F64(1.0), Val::F64(2.0)]);
+    assert_eq!(f(3), vec![Val::F64(2.0), Val::F64(1.0)]);
+    assert_eq!(f(4), vec![Val::F64(1.0), Val::F64(2.0)]);
+}
+
+#[test]
+fn brif_to_one_block_with_different_arguments() {
+    let mut mb = Mb::new();
+    let id = mb.func(
+        "pick",
+        vec![pb("c"), pf("x"), pf("y")],
+        vec![Type::F64],
+        |b, p| {
+            let join = b.create_block();
+            let r = b.append_block_param(join, Type::F64);
+            b.brif(p[0], join, &[p[1]], join, &[p[2]]);
+            b.switch_to_block(join);
+            b.ret(&[r]);
+        },
+    );
+    let f = |c| run_f64(&mb.m, id, &[Val::Bool(c), Val::F64(1.0), Val::F64(2.0)]);
+    assert_eq!(f(true), 1.0);
+    assert_eq!(f(false), 2.0);
+}
+
+#[test]
+fn deep_recursion_beyond_the_inline_stack_budget() {
+    // With a raised depth limit, recursion deeper than the caller's stack
+    // budget is re-run on a thread with a large stack: same result as the
+    // interpreter, no crash.
+    let mut mb = Mb::new();
+    let (even, _) = even_odd(&mut mb);
+    let limits = Limits {
+        max_call_depth: 200_000,
+        ..Limits::default()
+    };
+    let out = run_limits(&mb.m, even, &[Val::I64(150_000)], limits).unwrap();
+    assert_eq!(out.results, vec![Val::Bool(true)]);
+    assert_eq!(
+        run_limits(&mb.m, even, &[Val::I64(200_000)], limits),
+        // Depth 200 001 is odd: is_even.
+        Err(RunError::new(
+            "is_even",
+            adze_ir::TrapKind::CallDepthExceeded { limit: 200_000 }
+        ))
+    );
+}

@@ -1,0 +1,144 @@
+//! Integration tests of the JIT: IR built with `adze_ir::FuncBuilder`, run
+//! compiled (at both optimisation levels), checked against hand-computed
+//! values and, bit for bit, against the reference interpreter.
+
+mod arith;
+mod arrays;
+mod control;
+mod intrinsics;
+mod timing;
+mod traps;
+
+use adze_interp::Interpreter;
+use adze_ir::{FuncBuilder, FuncId, Limits, Module, Outcome, Param, RunError, Type, Val, Value};
+use adze_jit::{compile, Compiled, JitOptions, OptLevel};
+
+/// A module under construction.
+#[derive(Default)]
+pub struct Mb {
+    pub m: Module,
+}
+
+impl Mb {
+    pub fn new() -> Mb {
+        Mb::default()
+    }
+
+    /// Declares a function (body added later with [`Mb::define`]).
+    pub fn declare(&mut self, name: &str, params: Vec<Param>, results: Vec<Type>) -> FuncId {
+        let sig = adze_ir::Signature { params, results };
+        self.m.declare(name, sig).expect("fresh name")
+    }
+
+    /// Gives a declared function its body: `body` gets the builder, already
+    /// positioned in the entry block, and the parameter values.
+    pub fn define(&mut self, id: FuncId, body: impl FnOnce(&mut FuncBuilder<'_>, &[Value])) {
+        let func = self.m.func_mut(id);
+        let mut b = FuncBuilder::new(func);
+        let entry = b.create_entry_block();
+        b.switch_to_block(entry);
+        let params = b.func.params().to_vec();
+        body(&mut b, &params);
+    }
+
+    /// Declares and defines a function.
+    pub fn func(
+        &mut self,
+        name: &str,
+        params: Vec<Param>,
+        results: Vec<Type>,
+        body: impl FnOnce(&mut FuncBuilder<'_>, &[Value]),
+    ) -> FuncId {
+        let id = self.declare(name, params, results);
+        self.define(id, body);
+        id
+    }
+}
+
+pub fn pf(name: &str) -> Param {
+    Param::new(name, Type::F64)
+}
+
+pub fn pi(name: &str) -> Param {
+    Param::new(name, Type::I64)
+}
+
+pub fn pb(name: &str) -> Param {
+    Param::new(name, Type::Bool)
+}
+
+pub fn pa(name: &str) -> Param {
+    Param::new(name, Type::Array)
+}
+
+pub fn pm(name: &str) -> Param {
+    Param::mutable_array(name)
+}
+
+pub fn options(opt_level: OptLevel, limits: Limits) -> JitOptions {
+    JitOptions {
+        limits,
+        opt_level,
+        verify: true,
+    }
+}
+
+/// Asserts that the test IR passes the IR verifier.
+pub fn verified(m: &Module) {
+    if let Err(e) = adze_ir::verify::verify_module(m) {
+        panic!("test IR fails the verifier:\n{}\n{m}", e.listing());
+    }
+}
+
+/// Compiles with the default options (verifier on).
+pub fn jit(m: &Module, id: FuncId) -> Compiled {
+    verified(m);
+    compile(m, id, &options(OptLevel::None, Limits::default())).expect("compiles")
+}
+
+/// Runs `id` compiled at both optimisation levels and interpreted, asserts
+/// that the three agree (bit for bit, or on the same error) and returns the
+/// JIT's answer.
+pub fn run_limits(
+    m: &Module,
+    id: FuncId,
+    args: &[Val],
+    limits: Limits,
+) -> Result<Outcome, RunError> {
+    verified(m);
+    let want = Interpreter::with_limits(m, limits).call(id, args);
+    let mut last = None;
+    for opt in [OptLevel::None, OptLevel::Speed] {
+        let c = compile(m, id, &options(opt, limits)).expect("compiles");
+        let got = c.call(args);
+        match (&got, &want) {
+            (Ok(g), Ok(w)) => assert!(
+                g.bit_eq(w),
+                "JIT ({opt:?}) and interpreter differ:\n jit:    {g:?}\n interp: {w:?}"
+            ),
+            (Err(g), Err(w)) => assert_eq!(g, w, "JIT ({opt:?}) and interpreter errors differ"),
+            _ => panic!(
+                "JIT ({opt:?}) and interpreter disagree:\n jit:    {got:?}\n interp: {want:?}"
+            ),
+        }
+        last = Some(got);
+    }
+    last.expect("ran")
+}
+
+pub fn run(m: &Module, id: FuncId, args: &[Val]) -> Result<Outcome, RunError> {
+    run_limits(m, id, args, Limits::default())
+}
+
+/// The single f64 result of a successful run.
+pub fn run_f64(m: &Module, id: FuncId, args: &[Val]) -> f64 {
+    match run(m, id, args).expect("runs").results.as_slice() {
+        [Val::F64(x)] => *x,
+        other => panic!("expected one f64, got {other:?}"),
+    }
+}
+
+/// Bitwise f64 equality, all NaNs equal.
+pub fn same(a: f64, b: f64) -> bool {
+    (a.is_nan() && b.is_nan()) || a.to_bits() == b.to_bits()
+}
