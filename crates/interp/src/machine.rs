@@ -1,0 +1,744 @@
+//! The execution engine: a heap of arrays, an explicit stack of frames, and
+//! a loop that runs one frame's instructions until it calls or returns.
+//!
+//! No Rust recursion: a call suspends the caller's [`Frame`] on a stack and
+//! makes the callee's frame current; a return pops the caller back. The crate
+//! doc lists the semantics this implements.
+
+use adze_ir::semantics;
+use adze_ir::{
+    BlockCall, FuncId, Function, Inst, InstData, Limits, Module, Opcode, Outcome, RunError,
+    TrapKind, Type, Val, Value,
+};
+
+/// The run-time content of one SSA value in a frame.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+enum Slot {
+    /// Not computed yet (only malformed IR reads one).
+    #[default]
+    Undef,
+    F64(f64),
+    I64(i64),
+    Bool(bool),
+    /// An index into [`Machine::heap`].
+    Array(usize),
+}
+
+impl Slot {
+    fn ty(self) -> Option<Type> {
+        match self {
+            Slot::Undef => None,
+            Slot::F64(_) => Some(Type::F64),
+            Slot::I64(_) => Some(Type::I64),
+            Slot::Bool(_) => Some(Type::Bool),
+            Slot::Array(_) => Some(Type::Array),
+        }
+    }
+
+    fn describe(self) -> &'static str {
+        match self {
+            Slot::Undef => "undefined",
+            Slot::F64(_) => "an f64",
+            Slot::I64(_) => "an i64",
+            Slot::Bool(_) => "a bool",
+            Slot::Array(_) => "an array",
+        }
+    }
+}
+
+/// The error type inside the engine: boxed, so that the `Result`s of the hot
+/// paths stay small (a `Result<Slot, Fault>` is five words and its moves
+/// dominated the run time).
+type Fault = Box<RunError>;
+
+#[cold]
+#[inline(never)]
+fn unsupported(func: &Function, msg: impl Into<String>) -> Fault {
+    Box::new(RunError::new(&func.name, TrapKind::Unsupported(msg.into())))
+}
+
+#[cold]
+#[inline(never)]
+fn trap(func: &Function, kind: TrapKind) -> Fault {
+    Box::new(RunError::new(&func.name, kind))
+}
+
+/// The slots of one frame, indexed by value number. Reading a value out of
+/// range gives [`Slot::Undef`]; writing one grows the table.
+struct Values(Vec<Slot>);
+
+impl Values {
+    fn new(len: usize) -> Values {
+        Values(vec![Slot::Undef; len])
+    }
+
+    #[inline(always)]
+    fn read(&self, v: Value) -> Slot {
+        self.0
+            .get(v.as_u32() as usize)
+            .copied()
+            .unwrap_or(Slot::Undef)
+    }
+
+    #[inline(always)]
+    fn write(&mut self, v: Value, slot: Slot) {
+        let i = v.as_u32() as usize;
+        if i >= self.0.len() {
+            self.0.resize(i + 1, Slot::Undef);
+        }
+        if let Some(s) = self.0.get_mut(i) {
+            *s = slot;
+        }
+    }
+}
+
+/// One activation of a function.
+struct Frame<'m> {
+    func: &'m Function,
+    values: Values,
+    block: adze_ir::Block,
+    /// Position of the next instruction to run in `block`; while a call is
+    /// under way, the position of that call.
+    pc: usize,
+    /// Heap slots from here on were allocated by this frame (or its callees,
+    /// which have returned): they are freed when it returns.
+    heap_base: usize,
+}
+
+impl Frame<'_> {
+    #[inline]
+    fn get(&self, v: Value) -> Result<Slot, Fault> {
+        match self.values.read(v) {
+            Slot::Undef => Err(unsupported(
+                self.func,
+                format!("{v} is used before it is computed"),
+            )),
+            s => Ok(s),
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn wrong_kind(&self, v: Value, want: &str, got: Slot) -> Fault {
+        unsupported(
+            self.func,
+            format!("{v} should be {want} but is {}", got.describe()),
+        )
+    }
+
+    #[inline]
+    fn f64(&self, v: Value) -> Result<f64, Fault> {
+        match self.get(v)? {
+            Slot::F64(x) => Ok(x),
+            s => Err(self.wrong_kind(v, "an f64", s)),
+        }
+    }
+
+    #[inline]
+    fn i64(&self, v: Value) -> Result<i64, Fault> {
+        match self.get(v)? {
+            Slot::I64(x) => Ok(x),
+            s => Err(self.wrong_kind(v, "an i64", s)),
+        }
+    }
+
+    #[inline]
+    fn bool(&self, v: Value) -> Result<bool, Fault> {
+        match self.get(v)? {
+            Slot::Bool(x) => Ok(x),
+            s => Err(self.wrong_kind(v, "a bool", s)),
+        }
+    }
+
+    #[inline]
+    fn array(&self, v: Value) -> Result<usize, Fault> {
+        match self.get(v)? {
+            Slot::Array(x) => Ok(x),
+            s => Err(self.wrong_kind(v, "an array", s)),
+        }
+    }
+
+    /// Binds the single result of `inst`.
+    #[inline(always)]
+    fn set(&mut self, inst: Inst, slot: Slot) -> Result<(), Fault> {
+        match self.func.dfg.inst_results(inst) {
+            &[r] => {
+                self.values.write(r, slot);
+                Ok(())
+            }
+            rs => Err(unsupported(
+                self.func,
+                format!(
+                    "`{}` should have one result, not {}",
+                    self.func.dfg.inst(inst).opcode(),
+                    rs.len()
+                ),
+            )),
+        }
+    }
+
+    /// The single result value of `inst`.
+    #[inline]
+    fn result(&self, inst: Inst) -> Result<Value, Fault> {
+        match self.func.dfg.inst_results(inst) {
+            &[r] => Ok(r),
+            rs => Err(unsupported(
+                self.func,
+                format!(
+                    "`{}` should have one result, not {}",
+                    self.func.dfg.inst(inst).opcode(),
+                    rs.len()
+                ),
+            )),
+        }
+    }
+
+    /// The array slot `v` names, checked against the heap.
+    #[inline]
+    fn heap_slot(&self, v: Value, heap_len: usize) -> Result<usize, Fault> {
+        let a = self.array(v)?;
+        if a < heap_len {
+            Ok(a)
+        } else {
+            Err(unsupported(
+                self.func,
+                format!("{v} names an array that no longer exists"),
+            ))
+        }
+    }
+
+    /// Checks `index` against the length of array `array`.
+    #[inline]
+    fn index(&self, array: Value, index: i64, len: usize) -> Result<usize, Fault> {
+        match usize::try_from(index) {
+            Ok(i) if i < len => Ok(i),
+            _ => Err(trap(
+                self.func,
+                TrapKind::IndexOutOfBounds {
+                    array: self.func.array_name(array),
+                    index,
+                    len: i64::try_from(len).unwrap_or(i64::MAX),
+                },
+            )),
+        }
+    }
+}
+
+/// What stopped [`Machine::exec`]: a call to make (its arguments are in
+/// `Machine::scratch`) or a return (the results are in `Machine::scratch`).
+enum Step {
+    Call(FuncId),
+    Return,
+}
+
+/// The state of one outermost call.
+pub(crate) struct Machine<'m> {
+    module: &'m Module,
+    limits: Limits,
+    /// Every live array of the call tree. Allocation is stack-like: a frame's
+    /// arrays sit above its callers', and are dropped by truncation.
+    heap: Vec<Vec<f64>>,
+    /// Call arguments, return values and branch arguments in transit.
+    scratch: Vec<Slot>,
+    /// The tape of `push` and `pop`: one per outermost call.
+    tape: Vec<Slot>,
+}
+
+impl<'m> Machine<'m> {
+    pub(crate) fn new(module: &'m Module, limits: Limits) -> Machine<'m> {
+        Machine {
+            module,
+            limits,
+            heap: Vec::new(),
+            scratch: Vec::new(),
+            tape: Vec::new(),
+        }
+    }
+
+    /// Runs `root` on `args` (already checked against its signature).
+    pub(crate) fn run(self, root: FuncId, args: &[Val]) -> Result<Outcome, RunError> {
+        self.run_boxed(root, args).map_err(|e| *e)
+    }
+
+    fn run_boxed(mut self, root: FuncId, args: &[Val]) -> Result<Outcome, Fault> {
+        let arg_slots: Vec<Slot> = args
+            .iter()
+            .map(|a| match a {
+                Val::F64(x) => Slot::F64(*x),
+                Val::I64(x) => Slot::I64(*x),
+                Val::Bool(x) => Slot::Bool(*x),
+                Val::Array(xs) => {
+                    self.heap.push(xs.clone());
+                    Slot::Array(self.heap.len() - 1)
+                }
+            })
+            .collect();
+
+        let mut stack: Vec<Frame<'m>> = Vec::new();
+        let mut frame = self.enter(root, &arg_slots, 1)?;
+        let root_func = frame.func;
+        loop {
+            match self.exec(&mut frame)? {
+                Step::Call(callee) => {
+                    let depth = stack.len() as u64 + 2;
+                    let args = std::mem::take(&mut self.scratch);
+                    let entered = self.enter(callee, &args, depth);
+                    self.scratch = args;
+                    stack.push(std::mem::replace(&mut frame, entered?));
+                }
+                Step::Return => {
+                    self.heap.truncate(frame.heap_base);
+                    match stack.pop() {
+                        None => break,
+                        Some(caller) => {
+                            frame = caller;
+                            self.bind_call_results(&mut frame)?;
+                        }
+                    }
+                }
+            }
+        }
+
+        let results = self
+            .scratch
+            .iter()
+            .map(|s| match *s {
+                Slot::F64(x) => Ok(Val::F64(x)),
+                Slot::I64(x) => Ok(Val::I64(x)),
+                Slot::Bool(x) => Ok(Val::Bool(x)),
+                s => Err(unsupported(
+                    root_func,
+                    format!("cannot return {} value", s.describe()),
+                )),
+            })
+            .collect::<Result<Vec<Val>, Fault>>()?;
+        let args = args
+            .iter()
+            .zip(arg_slots)
+            .map(|(a, s)| match s {
+                Slot::Array(i) => {
+                    Val::Array(self.heap.get_mut(i).map(std::mem::take).unwrap_or_default())
+                }
+                _ => a.clone(),
+            })
+            .collect();
+        Ok(Outcome { results, args })
+    }
+
+    /// Makes the frame of a call to `callee` at call depth `depth`.
+    fn enter(&self, callee: FuncId, args: &[Slot], depth: u64) -> Result<Frame<'m>, Fault> {
+        if !self.module.is_valid(callee) {
+            return Err(Box::new(RunError::new(
+                callee.to_string(),
+                TrapKind::Unsupported(format!("function {callee} is not in the module")),
+            )));
+        }
+        let func = self.module.func(callee);
+        if depth > u64::from(self.limits.max_call_depth) {
+            return Err(trap(
+                func,
+                TrapKind::CallDepthExceeded {
+                    limit: self.limits.max_call_depth,
+                },
+            ));
+        }
+        let Some(entry) = func.entry_block() else {
+            return Err(unsupported(
+                func,
+                format!("function `{}` has no body", func.name),
+            ));
+        };
+        let params = func.dfg.block_params(entry);
+        if params.len() != args.len() || func.sig.params.len() != args.len() {
+            return Err(unsupported(
+                func,
+                format!(
+                    "called with {} argument(s), but `{}` takes {}",
+                    args.len(),
+                    func.name,
+                    func.sig.params.len()
+                ),
+            ));
+        }
+        let mut values = Values::new(func.dfg.num_values());
+        for ((&v, &a), p) in params.iter().zip(args).zip(&func.sig.params) {
+            if a.ty() != Some(p.ty) {
+                return Err(unsupported(
+                    func,
+                    format!(
+                        "argument `{}` should be {} but is {}",
+                        p.name,
+                        p.ty,
+                        a.describe()
+                    ),
+                ));
+            }
+            values.write(v, a);
+        }
+        Ok(Frame {
+            func,
+            values,
+            block: entry,
+            pc: 0,
+            heap_base: self.heap.len(),
+        })
+    }
+
+    /// Binds the values in `scratch` to the results of the call `frame` is at,
+    /// and moves past it.
+    fn bind_call_results(&mut self, frame: &mut Frame<'m>) -> Result<(), Fault> {
+        let func = frame.func;
+        let Some(&inst) = func.layout.block_insts(frame.block).get(frame.pc) else {
+            return Err(unsupported(
+                func,
+                "a call returned to a missing instruction",
+            ));
+        };
+        let results = func.dfg.inst_results(inst);
+        if results.len() != self.scratch.len() {
+            return Err(unsupported(
+                func,
+                format!(
+                    "the call has {} result(s) but the callee returned {}",
+                    results.len(),
+                    self.scratch.len()
+                ),
+            ));
+        }
+        for (&r, &s) in results.iter().zip(&self.scratch) {
+            frame.values.write(r, s);
+        }
+        frame.pc += 1;
+        Ok(())
+    }
+
+    /// Runs `frame` until it calls or returns.
+    fn exec(&mut self, frame: &mut Frame<'m>) -> Result<Step, Fault> {
+        use Opcode::*;
+        let func = frame.func;
+        loop {
+            let insts = func.layout.block_insts(frame.block);
+            loop {
+                let Some(&inst) = insts.get(frame.pc) else {
+                    return Err(unsupported(
+                        func,
+                        format!("{} ends without a terminator", frame.block),
+                    ));
+                };
+                match func.dfg.inst(inst) {
+                    InstData::FConst { bits } => {
+                        frame.set(inst, Slot::F64(f64::from_bits(*bits)))?
+                    }
+                    InstData::IConst { imm } => frame.set(inst, Slot::I64(*imm))?,
+                    InstData::BConst { imm } => frame.set(inst, Slot::Bool(*imm))?,
+                    InstData::Unary { op, arg } => {
+                        let r = match *op {
+                            op if is_unary_f64(op) => {
+                                Slot::F64(semantics::unary_f64(op, frame.f64(*arg)?))
+                            }
+                            Ineg => Slot::I64(
+                                semantics::binary_i64(Isub, 0, frame.i64(*arg)?)
+                                    .map_err(|k| trap(func, k))?,
+                            ),
+                            Not => Slot::Bool(!frame.bool(*arg)?),
+                            Sitof => Slot::F64(semantics::sitof(frame.i64(*arg)?)),
+                            Len => {
+                                let a = frame.heap_slot(*arg, self.heap.len())?;
+                                Slot::I64(i64::try_from(self.heap[a].len()).unwrap_or(i64::MAX))
+                            }
+                            op => return Err(bad_format(func, op, "one operand")),
+                        };
+                        frame.set(inst, r)?;
+                    }
+                    InstData::Binary { op, args: [a, b] } => match *op {
+                        op if is_binary_f64(op) => {
+                            let r = semantics::binary_f64(op, frame.f64(*a)?, frame.f64(*b)?);
+                            frame.set(inst, Slot::F64(r))?;
+                        }
+                        op if is_binary_i64(op) => {
+                            let r = semantics::binary_i64(op, frame.i64(*a)?, frame.i64(*b)?)
+                                .map_err(|k| trap(func, k))?;
+                            frame.set(inst, Slot::I64(r))?;
+                        }
+                        Load => {
+                            let arr = frame.heap_slot(*a, self.heap.len())?;
+                            let data = &self.heap[arr];
+                            let i = frame.index(*a, frame.i64(*b)?, data.len())?;
+                            frame.set(inst, Slot::F64(data[i]))?;
+                        }
+                        Fill => {
+                            let arr = frame.heap_slot(*a, self.heap.len())?;
+                            let x = frame.f64(*b)?;
+                            self.heap[arr].fill(x);
+                        }
+                        op => return Err(bad_format(func, op, "two operands")),
+                    },
+                    InstData::Ternary {
+                        op,
+                        args: [a, b, c],
+                    } => match *op {
+                        Select => {
+                            let cond = frame.bool(*a)?;
+                            let (x, y) = (frame.get(*b)?, frame.get(*c)?);
+                            if x.ty() != y.ty() || matches!(x, Slot::Array(_)) {
+                                return Err(unsupported(
+                                    func,
+                                    format!(
+                                        "`select` needs two scalars of one type, got {} and {}",
+                                        x.describe(),
+                                        y.describe()
+                                    ),
+                                ));
+                            }
+                            frame.set(inst, if cond { x } else { y })?;
+                        }
+                        Store => {
+                            let arr = frame.heap_slot(*a, self.heap.len())?;
+                            let x = frame.f64(*c)?;
+                            let data = &mut self.heap[arr];
+                            let i = frame.index(*a, frame.i64(*b)?, data.len())?;
+                            data[i] = x;
+                        }
+                        op => return Err(bad_format(func, op, "three operands")),
+                    },
+                    InstData::Powi { arg, exp } => {
+                        frame.set(inst, Slot::F64(semantics::powi(frame.f64(*arg)?, *exp)))?;
+                    }
+                    InstData::Cmp {
+                        op,
+                        cond,
+                        args: [a, b],
+                    } => {
+                        let r = match *op {
+                            Fcmp => semantics::fcmp(*cond, frame.f64(*a)?, frame.f64(*b)?),
+                            Icmp => semantics::icmp(*cond, frame.i64(*a)?, frame.i64(*b)?),
+                            op => return Err(bad_format(func, op, "a condition")),
+                        };
+                        frame.set(inst, Slot::Bool(r))?;
+                    }
+                    InstData::Zeros { len, .. } => {
+                        let n = frame.i64(*len)?;
+                        let size = usize::try_from(n)
+                            .ok()
+                            .filter(|_| n <= self.limits.max_array_len)
+                            .ok_or_else(|| trap(func, TrapKind::BadArrayLength { len: n }))?;
+                        let result = frame.result(inst)?;
+                        // The array of this instruction's previous execution in
+                        // this frame is dead (see the crate doc): reuse it.
+                        let slot = match frame.values.read(result) {
+                            Slot::Array(i) if i >= frame.heap_base && i < self.heap.len() => {
+                                let data = &mut self.heap[i];
+                                data.clear();
+                                data.resize(size, 0.0);
+                                i
+                            }
+                            _ => {
+                                self.heap.push(vec![0.0; size]);
+                                self.heap.len() - 1
+                            }
+                        };
+                        frame.values.write(result, Slot::Array(slot));
+                    }
+                    InstData::Push { arg } => match frame.get(*arg)? {
+                        Slot::Array(_) => {
+                            return Err(unsupported(func, "`push` of an array"));
+                        }
+                        x => self.tape.push(x),
+                    },
+                    InstData::Pop { ty } => {
+                        let x = self
+                            .tape
+                            .pop()
+                            .filter(|x| x.ty() == Some(*ty) && ty.is_scalar())
+                            .ok_or_else(|| trap(func, TrapKind::TapeMismatch))?;
+                        frame.set(inst, x)?;
+                    }
+                    InstData::Call { func: callee, args } => {
+                        self.scratch.clear();
+                        for &a in args {
+                            self.scratch.push(frame.get(a)?);
+                        }
+                        return Ok(Step::Call(*callee));
+                    }
+                    InstData::Autodiff { .. } => {
+                        return Err(unsupported(
+                            func,
+                            "`autodiff` must be lowered by an AD pass before it can run",
+                        ));
+                    }
+                    InstData::Jump { dest } => {
+                        self.branch(frame, dest)?;
+                        break;
+                    }
+                    InstData::Brif {
+                        cond,
+                        then_dest,
+                        else_dest,
+                    } => {
+                        let dest = if frame.bool(*cond)? {
+                            then_dest
+                        } else {
+                            else_dest
+                        };
+                        self.branch(frame, dest)?;
+                        break;
+                    }
+                    InstData::Return { args } => {
+                        self.scratch.clear();
+                        for &a in args {
+                            self.scratch.push(frame.get(a)?);
+                        }
+                        let tys = &func.sig.results;
+                        if tys.len() != self.scratch.len()
+                            || tys
+                                .iter()
+                                .zip(&self.scratch)
+                                .any(|(&t, s)| s.ty() != Some(t))
+                        {
+                            return Err(unsupported(
+                                func,
+                                format!(
+                                    "`return` of {} does not match the signature's results",
+                                    self.scratch
+                                        .iter()
+                                        .map(|s| s.describe())
+                                        .collect::<Vec<_>>()
+                                        .join(", ")
+                                ),
+                            ));
+                        }
+                        return Ok(Step::Return);
+                    }
+                }
+                frame.pc += 1;
+            }
+        }
+    }
+
+    /// Transfers control to `dest`, assigning its parameters in parallel.
+    #[inline(always)]
+    fn branch(&mut self, frame: &mut Frame<'m>, dest: &BlockCall) -> Result<(), Fault> {
+        let func = frame.func;
+        let block = dest.block;
+        if !func.dfg.block_is_valid(block) || !func.layout.is_block_inserted(block) {
+            return Err(unsupported(
+                func,
+                format!("branch to {block}, which is not in the function"),
+            ));
+        }
+        let params = func.dfg.block_params(block);
+        if params.len() != dest.args.len() {
+            return Err(unsupported(
+                func,
+                format!(
+                    "branch to {block} with {} argument(s), but it has {} parameter(s)",
+                    dest.args.len(),
+                    params.len()
+                ),
+            ));
+        }
+        self.scratch.clear();
+        for &a in &dest.args {
+            let s = frame.get(a)?;
+            if let Slot::Array(_) = s {
+                return Err(unsupported(
+                    func,
+                    format!("array {a} cannot be passed as a block argument"),
+                ));
+            }
+            self.scratch.push(s);
+        }
+        for (&p, &s) in params.iter().zip(&self.scratch) {
+            frame.values.write(p, s);
+        }
+        frame.block = block;
+        frame.pc = 0;
+        Ok(())
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn bad_format(func: &Function, op: Opcode, what: &str) -> Fault {
+    unsupported(func, format!("`{op}` cannot be written with {what}"))
+}
+
+/// The opcodes [`semantics::unary_f64`] evaluates.
+fn is_unary_f64(op: Opcode) -> bool {
+    use Opcode::*;
+    matches!(
+        op,
+        Fneg | Sin
+            | Cos
+            | Tan
+            | Asin
+            | Acos
+            | Atan
+            | Sinh
+            | Cosh
+            | Tanh
+            | Exp
+            | Expm1
+            | Log
+            | Log1p
+            | Sqrt
+            | Cbrt
+            | Abs
+            | Floor
+            | Ceil
+            | Round
+            | Sign
+    )
+}
+
+/// The opcodes [`semantics::binary_f64`] evaluates.
+fn is_binary_f64(op: Opcode) -> bool {
+    use Opcode::*;
+    matches!(
+        op,
+        Fadd | Fsub | Fmul | Fdiv | Atan2 | Pow | Hypot | Min | Max
+    )
+}
+
+/// The opcodes [`semantics::binary_i64`] evaluates.
+fn is_binary_i64(op: Opcode) -> bool {
+    use Opcode::*;
+    matches!(op, Iadd | Isub | Imul | Idiv | Irem)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The dispatch sets agree with the opcode table: every opcode of type
+    /// `f64 -> f64` (except `powi`, which has its own format) is a unary f64
+    /// op, and so on; and `semantics` accepts each of them.
+    #[test]
+    fn dispatch_sets_match_the_opcode_table() {
+        for &op in Opcode::ALL {
+            let sig = op.fixed_signature();
+            let unary_f64 = sig == Some((&[Type::F64][..], Some(Type::F64))) && op != Opcode::Powi;
+            let binary_f64 = sig == Some((&[Type::F64, Type::F64][..], Some(Type::F64)));
+            let binary_i64 = sig == Some((&[Type::I64, Type::I64][..], Some(Type::I64)));
+            assert_eq!(is_unary_f64(op), unary_f64, "{op}");
+            assert_eq!(is_binary_f64(op), binary_f64, "{op}");
+            assert_eq!(is_binary_i64(op), binary_i64, "{op}");
+            if unary_f64 {
+                let _ = semantics::unary_f64(op, 0.5);
+            }
+            if binary_f64 {
+                let _ = semantics::binary_f64(op, 0.5, 0.25);
+            }
+            if binary_i64 {
+                let _ = semantics::binary_i64(op, 7, 2);
+            }
+        }
+    }
+
+    #[test]
+    fn slot_types() {
+        assert_eq!(Slot::default(), Slot::Undef);
+        assert_eq!(Slot::Undef.ty(), None);
+        assert_eq!(Slot::Array(0).ty(), Some(Type::Array));
+    }
+}

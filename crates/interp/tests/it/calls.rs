@@ -1,0 +1,246 @@
+//! Calls: recursion, mutual recursion, multiple results, deep recursion on
+//! an explicit frame stack, and the by-name entry points.
+
+use crate::util::*;
+use adze_interp::{run_by_name, Interpreter};
+use adze_ir::{CmpCond, FuncId, Limits, Module, Opcode, TrapKind, Type, Val};
+
+/// `fact(n) = if n <= 1 { 1 } else { n * fact(n - 1) }`
+fn factorial(m: &mut Module) -> FuncId {
+    let id = declare(m, "fact", vec![i("n")], &[Type::I64]);
+    define(m, id, |fb, p| {
+        let base = fb.create_block();
+        let rec = fb.create_block();
+        let one = fb.iconst(1);
+        let c = fb.icmp(CmpCond::Le, p[0], one);
+        fb.brif(c, base, &[], rec, &[]);
+        fb.switch_to_block(base);
+        fb.ret(&[one]);
+        fb.switch_to_block(rec);
+        let n1 = fb.isub(p[0], one);
+        let call = fb.call(id, &[n1], &[Type::I64]);
+        let r = fb.func.dfg.first_result(call);
+        let prod = fb.imul(p[0], r);
+        fb.ret(&[prod]);
+    });
+    id
+}
+
+#[test]
+fn recursive_factorial() {
+    let mut m = Module::new();
+    let id = factorial(&mut m);
+    assert_eq!(run_i64(&m, id, &[Val::I64(0)]), 1);
+    assert_eq!(run_i64(&m, id, &[Val::I64(5)]), 120);
+    assert_eq!(run_i64(&m, id, &[Val::I64(20)]), 2_432_902_008_176_640_000);
+}
+
+#[test]
+fn recursive_fibonacci() {
+    // fib(n) = if n < 2 { n } else { fib(n - 1) + fib(n - 2) }
+    let mut m = Module::new();
+    let id = declare(&mut m, "fib", vec![i("n")], &[Type::I64]);
+    define(&mut m, id, |fb, p| {
+        let base = fb.create_block();
+        let rec = fb.create_block();
+        let two = fb.iconst(2);
+        let c = fb.icmp(CmpCond::Lt, p[0], two);
+        fb.brif(c, base, &[], rec, &[]);
+        fb.switch_to_block(base);
+        fb.ret(&[p[0]]);
+        fb.switch_to_block(rec);
+        let one = fb.iconst(1);
+        let n1 = fb.isub(p[0], one);
+        let n2 = fb.isub(p[0], two);
+        let c1 = fb.call(id, &[n1], &[Type::I64]);
+        let r1 = fb.func.dfg.first_result(c1);
+        let c2 = fb.call(id, &[n2], &[Type::I64]);
+        let r2 = fb.func.dfg.first_result(c2);
+        let s = fb.iadd(r1, r2);
+        fb.ret(&[s]);
+    });
+    assert_eq!(run_i64(&m, id, &[Val::I64(1)]), 1);
+    assert_eq!(run_i64(&m, id, &[Val::I64(10)]), 55);
+    assert_eq!(run_i64(&m, id, &[Val::I64(20)]), 6765);
+}
+
+/// `is_even(n) = n == 0 || is_odd(n - 1)`, `is_odd(n) = n != 0 && is_even(n - 1)`.
+fn even_odd(m: &mut Module) -> (FuncId, FuncId) {
+    let even = declare(m, "is_even", vec![i("n")], &[Type::Bool]);
+    let odd = declare(m, "is_odd", vec![i("n")], &[Type::Bool]);
+    for (id, other, at_zero) in [(even, odd, true), (odd, even, false)] {
+        define(m, id, |fb, p| {
+            let base = fb.create_block();
+            let rec = fb.create_block();
+            let zero = fb.iconst(0);
+            let c = fb.icmp(CmpCond::Eq, p[0], zero);
+            fb.brif(c, base, &[], rec, &[]);
+            fb.switch_to_block(base);
+            let r = fb.bconst(at_zero);
+            fb.ret(&[r]);
+            fb.switch_to_block(rec);
+            let one = fb.iconst(1);
+            let n1 = fb.isub(p[0], one);
+            let call = fb.call(other, &[n1], &[Type::Bool]);
+            let r = fb.func.dfg.first_result(call);
+            fb.ret(&[r]);
+        });
+    }
+    (even, odd)
+}
+
+#[test]
+fn mutual_recursion() {
+    let mut m = Module::new();
+    let (even, odd) = even_odd(&mut m);
+    assert!(run_bool(&m, even, &[Val::I64(10)]));
+    assert!(!run_bool(&m, even, &[Val::I64(7)]));
+    assert!(run_bool(&m, odd, &[Val::I64(7)]));
+    assert!(!run_bool(&m, odd, &[Val::I64(0)]));
+}
+
+#[test]
+fn call_depth_limit_is_exact() {
+    // is_even(n) nests n + 1 calls: 999 reaches depth 1000, the default limit.
+    let mut m = Module::new();
+    let (even, _) = even_odd(&mut m);
+    assert!(!run_bool(&m, even, &[Val::I64(999)]));
+    // 1000 would enter a 1001st function: the one at odd depth, is_even (n = 0).
+    let e = run_err(&m, even, &[Val::I64(1000)]);
+    assert_eq!(e.func, "is_even");
+    assert_eq!(e.kind, TrapKind::CallDepthExceeded { limit: 1000 });
+    // From is_odd, depth 1001 is is_odd again.
+    let (_, odd) = (even, m.get("is_odd").unwrap());
+    let e = run_err(&m, odd, &[Val::I64(5000)]);
+    assert_eq!(e.func, "is_odd");
+    assert_eq!(e.kind, TrapKind::CallDepthExceeded { limit: 1000 });
+
+    // A limit of 1 allows the outermost call only; 0 not even that.
+    let limits = |d| Limits {
+        max_call_depth: d,
+        ..Limits::default()
+    };
+    let interp = Interpreter::with_limits(&m, limits(1));
+    assert_eq!(
+        interp.call(even, &[Val::I64(0)]).unwrap().results,
+        vec![Val::Bool(true)]
+    );
+    let e = interp.call(even, &[Val::I64(1)]).unwrap_err();
+    assert_eq!(
+        (e.func.as_str(), e.kind),
+        ("is_odd", TrapKind::CallDepthExceeded { limit: 1 })
+    );
+    let e = Interpreter::with_limits(&m, limits(0))
+        .call(even, &[Val::I64(0)])
+        .unwrap_err();
+    assert_eq!(
+        (e.func.as_str(), e.kind),
+        ("is_even", TrapKind::CallDepthExceeded { limit: 0 })
+    );
+}
+
+/// `count(n) = if n == 0 { 0 } else { 1 + count(n - 1) }`
+pub fn count(m: &mut Module) -> FuncId {
+    let id = declare(m, "count", vec![i("n")], &[Type::I64]);
+    define(m, id, |fb, p| {
+        let base = fb.create_block();
+        let rec = fb.create_block();
+        let zero = fb.iconst(0);
+        let c = fb.icmp(CmpCond::Eq, p[0], zero);
+        fb.brif(c, base, &[], rec, &[]);
+        fb.switch_to_block(base);
+        fb.ret(&[zero]);
+        fb.switch_to_block(rec);
+        let one = fb.iconst(1);
+        let n1 = fb.isub(p[0], one);
+        let call = fb.call(id, &[n1], &[Type::I64]);
+        let r = fb.func.dfg.first_result(call);
+        let s = fb.iadd(r, one);
+        fb.ret(&[s]);
+    });
+    id
+}
+
+#[test]
+fn deep_recursion_does_not_use_the_native_stack() {
+    let mut m = Module::new();
+    let id = count(&mut m);
+    let limits = Limits {
+        max_call_depth: 200_000,
+        ..Limits::default()
+    };
+    // On a deliberately small (2 MiB) thread stack.
+    let got = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || Interpreter::with_limits(&m, limits).call(id, &[Val::I64(100_000)]))
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(got.unwrap().results, vec![Val::I64(100_000)]);
+}
+
+#[test]
+fn multiple_results() {
+    let mut m = Module::new();
+    let divmod = func(
+        &mut m,
+        "divmod",
+        vec![i("a"), i("b")],
+        &[Type::I64, Type::I64],
+        |fb, p| {
+            let q = fb.binary(Opcode::Idiv, p[0], p[1]);
+            let r = fb.binary(Opcode::Irem, p[0], p[1]);
+            fb.ret(&[q, r]);
+        },
+    );
+    assert_eq!(
+        results(&m, divmod, &[Val::I64(17), Val::I64(5)]),
+        vec![Val::I64(3), Val::I64(2)]
+    );
+    // q * 10 + r through a call with two results.
+    let combine = func(
+        &mut m,
+        "combine",
+        vec![i("a"), i("b")],
+        &[Type::I64],
+        |fb, p| {
+            let call = fb.call(divmod, &[p[0], p[1]], &[Type::I64, Type::I64]);
+            let rs = fb.func.dfg.inst_results(call).to_vec();
+            let ten = fb.iconst(10);
+            let t = fb.imul(rs[0], ten);
+            let s = fb.iadd(t, rs[1]);
+            fb.ret(&[s]);
+        },
+    );
+    assert_eq!(run_i64(&m, combine, &[Val::I64(17), Val::I64(5)]), 32);
+    // A function with no results.
+    let nothing = func(&mut m, "nothing", vec![f("x")], &[], |fb, _| {
+        fb.ret(&[]);
+    });
+    let out = run(&m, nothing, &[Val::F64(1.0)]);
+    assert_eq!(out.results, vec![]);
+    assert_eq!(out.args, vec![Val::F64(1.0)]);
+}
+
+#[test]
+fn by_name_entry_points() {
+    let mut m = Module::new();
+    factorial(&mut m);
+    assert_eq!(
+        run_by_name(&m, "fact", &[Val::I64(4)]).unwrap().results,
+        vec![Val::I64(24)]
+    );
+    let interp = Interpreter::new(&m);
+    assert_eq!(
+        interp.call_by_name("fact", &[Val::I64(3)]).unwrap().results,
+        vec![Val::I64(6)]
+    );
+    let e = run_by_name(&m, "nope", &[]).unwrap_err();
+    assert_eq!(e.func, "nope");
+    assert!(matches!(e.kind, TrapKind::Unsupported(_)));
+    // The interpreter keeps no state between calls.
+    assert_eq!(
+        interp.call_by_name("fact", &[Val::I64(3)]).unwrap().results,
+        vec![Val::I64(6)]
+    );
+}

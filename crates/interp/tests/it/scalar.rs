@@ -1,0 +1,322 @@
+//! Straight-line code: arithmetic, conversions, comparisons, `select`,
+//! `powi` and every intrinsic.
+
+use crate::util::*;
+use adze_ir::{semantics, CmpCond, Module, Opcode, Type, Val};
+use std::f64::consts::{FRAC_PI_2, FRAC_PI_4, PI};
+
+#[test]
+fn f64_arithmetic() {
+    // (x + y) * (x - y) / y and -x, at x = 3, y = 2: 5 * 1 / 2 = 2.5 and -3.
+    let mut m = Module::new();
+    let id = func(
+        &mut m,
+        "arith",
+        vec![f("x"), f("y")],
+        &[Type::F64, Type::F64],
+        |fb, p| {
+            let s = fb.fadd(p[0], p[1]);
+            let d = fb.fsub(p[0], p[1]);
+            let prod = fb.fmul(s, d);
+            let q = fb.fdiv(prod, p[1]);
+            let n = fb.fneg(p[0]);
+            fb.ret(&[q, n]);
+        },
+    );
+    let out = run(&m, id, &[Val::F64(3.0), Val::F64(2.0)]);
+    assert_eq!(out.results, vec![Val::F64(2.5), Val::F64(-3.0)]);
+    assert_eq!(out.args, vec![Val::F64(3.0), Val::F64(2.0)]);
+    // IEEE: (-1 + 0) * (-1 - 0) / +0 = 1 / +0 = +inf; 0 * 0 / 0 is NaN; -(+0) is -0.
+    let out = run(&m, id, &[Val::F64(-1.0), Val::F64(0.0)]);
+    assert_bits(f64_of(&out.results[0]), f64::INFINITY);
+    let out = run(&m, id, &[Val::F64(0.0), Val::F64(0.0)]);
+    assert!(f64_of(&out.results[0]).is_nan());
+    assert_bits(f64_of(&out.results[1]), -0.0);
+}
+
+fn f64_of(v: &Val) -> f64 {
+    match v {
+        Val::F64(x) => *x,
+        other => panic!("not an f64: {other:?}"),
+    }
+}
+
+#[test]
+fn i64_arithmetic_truncates_and_wraps() {
+    let mut m = Module::new();
+    let tys = [Type::I64; 6];
+    let id = func(&mut m, "iarith", vec![i("a"), i("b")], &tys, |fb, p| {
+        let (a, b) = (p[0], p[1]);
+        let add = fb.iadd(a, b);
+        let sub = fb.isub(a, b);
+        let mul = fb.imul(a, b);
+        let div = fb.binary(Opcode::Idiv, a, b);
+        let rem = fb.binary(Opcode::Irem, a, b);
+        let neg = fb.unary(Opcode::Ineg, a);
+        fb.ret(&[add, sub, mul, div, rem, neg]);
+    });
+    let vals = |xs: [i64; 6]| xs.iter().map(|&x| Val::I64(x)).collect::<Vec<_>>();
+    // -7 and 2: -5, -9, -14, -3 (truncated), -1 (sign of the dividend), 7.
+    assert_eq!(
+        results(&m, id, &[Val::I64(-7), Val::I64(2)]),
+        vals([-5, -9, -14, -3, -1, 7])
+    );
+    // 7 and -2: 5, 9, -14, -3, 1, -7.
+    assert_eq!(
+        results(&m, id, &[Val::I64(7), Val::I64(-2)]),
+        vals([5, 9, -14, -3, 1, -7])
+    );
+    // i64::MAX and 2: MAX + 2 wraps to MIN + 1, MAX * 2 wraps to -2.
+    assert_eq!(
+        results(&m, id, &[Val::I64(i64::MAX), Val::I64(2)]),
+        vals([i64::MIN + 1, i64::MAX - 2, -2, i64::MAX / 2, 1, -i64::MAX])
+    );
+    // i64::MIN and 1: -MIN wraps to MIN.
+    assert_eq!(
+        results(&m, id, &[Val::I64(i64::MIN), Val::I64(1)]),
+        vals([i64::MIN + 1, i64::MAX, i64::MIN, i64::MIN, 0, i64::MIN])
+    );
+}
+
+#[test]
+fn conversions_and_constants() {
+    let mut m = Module::new();
+    let id = func(
+        &mut m,
+        "conv",
+        vec![i("n"), b("c")],
+        &[Type::F64, Type::Bool, Type::F64, Type::I64, Type::Bool],
+        |fb, p| {
+            let x = fb.sitof(p[0]);
+            let nc = fb.not(p[1]);
+            let k = fb.fconst(-0.0);
+            let j = fb.iconst(-42);
+            let t = fb.bconst(true);
+            fb.ret(&[x, nc, k, j, t]);
+        },
+    );
+    // 2^53 + 1 is not an f64: it rounds to nearest even, 2^53.
+    let out = results(&m, id, &[Val::I64((1 << 53) + 1), Val::Bool(false)]);
+    assert_eq!(out[0], Val::F64(9007199254740992.0));
+    assert_eq!(out[1], Val::Bool(true));
+    assert_bits(f64_of(&out[2]), -0.0);
+    assert_eq!(out[3], Val::I64(-42));
+    assert_eq!(out[4], Val::Bool(true));
+    let out = results(&m, id, &[Val::I64(-3), Val::Bool(true)]);
+    assert_eq!(out[0], Val::F64(-3.0));
+    assert_eq!(out[1], Val::Bool(false));
+}
+
+#[test]
+fn powi_is_binary_powering() {
+    let mut m = Module::new();
+    let exps = [0, 1, 2, 3, 10, -2];
+    let id = func(&mut m, "powers", vec![f("x")], &[Type::F64; 6], |fb, p| {
+        let rs: Vec<_> = exps.iter().map(|&n| fb.powi(p[0], n)).collect();
+        fb.ret(&rs);
+    });
+    assert_eq!(
+        results(&m, id, &[Val::F64(2.0)]),
+        [1.0, 2.0, 4.0, 8.0, 1024.0, 0.25].map(Val::F64).to_vec()
+    );
+    // NaN ^ 0 is 1.
+    let out = results(&m, id, &[Val::F64(f64::NAN)]);
+    assert_eq!(out[0], Val::F64(1.0));
+    assert!(f64_of(&out[1]).is_nan());
+    // 1.1 ^ 3 is 1.1 * (1.1 * 1.1), as semantics::powi defines.
+    let out = results(&m, id, &[Val::F64(1.1)]);
+    assert_bits(f64_of(&out[3]), 1.1 * (1.1 * 1.1));
+}
+
+#[test]
+fn comparisons() {
+    let mut m = Module::new();
+    let id = func(
+        &mut m,
+        "fcmps",
+        vec![f("a"), f("b")],
+        &[Type::Bool; 6],
+        |fb, p| {
+            let rs: Vec<_> = CmpCond::ALL
+                .iter()
+                .map(|&c| fb.fcmp(c, p[0], p[1]))
+                .collect();
+            fb.ret(&rs);
+        },
+    );
+    let bools = |xs: [bool; 6]| xs.map(Val::Bool).to_vec();
+    // eq ne lt le gt ge
+    assert_eq!(
+        results(&m, id, &[Val::F64(1.0), Val::F64(2.0)]),
+        bools([false, true, true, true, false, false])
+    );
+    assert_eq!(
+        results(&m, id, &[Val::F64(-0.0), Val::F64(0.0)]),
+        bools([true, false, false, true, false, true])
+    );
+    // Ordered: all false with NaN, except ne.
+    assert_eq!(
+        results(&m, id, &[Val::F64(f64::NAN), Val::F64(f64::NAN)]),
+        bools([false, true, false, false, false, false])
+    );
+
+    let id = func(
+        &mut m,
+        "icmps",
+        vec![i("a"), i("b")],
+        &[Type::Bool; 6],
+        |fb, p| {
+            let rs: Vec<_> = CmpCond::ALL
+                .iter()
+                .map(|&c| fb.icmp(c, p[0], p[1]))
+                .collect();
+            fb.ret(&rs);
+        },
+    );
+    // Signed: MIN < -1.
+    assert_eq!(
+        results(&m, id, &[Val::I64(i64::MIN), Val::I64(-1)]),
+        bools([false, true, true, true, false, false])
+    );
+    assert_eq!(
+        results(&m, id, &[Val::I64(5), Val::I64(5)]),
+        bools([true, false, false, true, false, true])
+    );
+}
+
+#[test]
+fn select_on_every_scalar_type() {
+    let mut m = Module::new();
+    let id = func(
+        &mut m,
+        "sel",
+        vec![b("c"), f("x"), f("y"), i("j"), i("k")],
+        &[Type::F64, Type::I64, Type::Bool],
+        |fb, p| {
+            let x = fb.select(p[0], p[1], p[2]);
+            let j = fb.select(p[0], p[3], p[4]);
+            let nc = fb.not(p[0]);
+            let c = fb.select(p[0], p[0], nc);
+            fb.ret(&[x, j, c]);
+        },
+    );
+    let args = |c| {
+        [
+            Val::Bool(c),
+            Val::F64(1.5),
+            Val::F64(-2.5),
+            Val::I64(7),
+            Val::I64(-8),
+        ]
+    };
+    assert_eq!(
+        results(&m, id, &args(true)),
+        vec![Val::F64(1.5), Val::I64(7), Val::Bool(true)]
+    );
+    assert_eq!(
+        results(&m, id, &args(false)),
+        vec![Val::F64(-2.5), Val::I64(-8), Val::Bool(true)]
+    );
+
+    // |x| written with a select.
+    let id = func(&mut m, "abs_sel", vec![f("x")], &[Type::F64], |fb, p| {
+        let zero = fb.fconst(0.0);
+        let pos = fb.fcmp(CmpCond::Ge, p[0], zero);
+        let n = fb.fneg(p[0]);
+        let r = fb.select(pos, p[0], n);
+        fb.ret(&[r]);
+    });
+    assert_eq!(run_f64(&m, id, &[Val::F64(-3.0)]), 3.0);
+    assert_eq!(run_f64(&m, id, &[Val::F64(4.0)]), 4.0);
+}
+
+/// One function per intrinsic, run on the same inputs; each result must
+/// equal, bit for bit, what `semantics` defines.
+#[test]
+fn every_intrinsic_goes_through_semantics() {
+    let inputs = [
+        0.0,
+        -0.0,
+        0.5,
+        -0.5,
+        1.0,
+        -1.5,
+        2.5,
+        -2.5,
+        3.0,
+        100.0,
+        1e-300,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+    ];
+    let mut m = Module::new();
+    let mut count = 0;
+    for &op in Opcode::ALL.iter().filter(|op| op.is_intrinsic()) {
+        let arity = op.fixed_signature().unwrap().0.len();
+        let params = (0..arity).map(|k| f(&format!("x{k}"))).collect();
+        let id = func(&mut m, op.name(), params, &[Type::F64], |fb, p| {
+            let r = if arity == 1 {
+                fb.unary(op, p[0])
+            } else {
+                fb.binary(op, p[0], p[1])
+            };
+            fb.ret(&[r]);
+        });
+        for &x in &inputs {
+            if arity == 1 {
+                let got = run_f64(&m, id, &[Val::F64(x)]);
+                assert_bits(got, semantics::unary_f64(op, x));
+            } else {
+                for &y in &inputs {
+                    let got = run_f64(&m, id, &[Val::F64(x), Val::F64(y)]);
+                    assert_bits(got, semantics::binary_f64(op, x, y));
+                }
+            }
+        }
+        count += 1;
+    }
+    assert_eq!(count, 25, "the language has 25 intrinsics");
+
+    // A few values worked out by hand.
+    let one = |name: &str, x: f64| run_f64(&m, m.get(name).unwrap(), &[Val::F64(x)]);
+    let two =
+        |name: &str, x: f64, y: f64| run_f64(&m, m.get(name).unwrap(), &[Val::F64(x), Val::F64(y)]);
+    assert_eq!(one("sqrt", 16.0), 4.0);
+    assert_eq!(one("abs", -2.5), 2.5);
+    assert_eq!(one("floor", -1.5), -2.0);
+    assert_eq!(one("ceil", -1.5), -1.0);
+    assert_eq!(one("round", 2.5), 3.0);
+    assert_eq!(one("round", -2.5), -3.0);
+    assert_eq!(one("sign", -3.0), -1.0);
+    assert_eq!(one("sign", 0.25), 1.0);
+    assert_bits(one("sign", -0.0), -0.0);
+    assert!(one("sign", f64::NAN).is_nan());
+    assert_eq!(one("exp", 0.0), 1.0);
+    assert_eq!(one("expm1", 0.0), 0.0);
+    assert_eq!(one("log", 1.0), 0.0);
+    assert_eq!(one("log1p", 0.0), 0.0);
+    assert!(one("log", -1.0).is_nan());
+    assert_eq!(one("log", 0.0), f64::NEG_INFINITY);
+    assert_eq!(one("sin", 0.0), 0.0);
+    assert_eq!(one("cos", 0.0), 1.0);
+    assert_eq!(one("tan", 0.0), 0.0);
+    assert_eq!(one("asin", 1.0), FRAC_PI_2);
+    assert_eq!(one("acos", 1.0), 0.0);
+    assert_eq!(one("atan", 1.0), FRAC_PI_4);
+    assert_eq!(one("sinh", 0.0), 0.0);
+    assert_eq!(one("cosh", 0.0), 1.0);
+    assert_eq!(one("tanh", f64::INFINITY), 1.0);
+    assert_eq!(one("cbrt", -8.0), -2.0);
+    assert_eq!(two("hypot", 3.0, 4.0), 5.0);
+    assert_eq!(two("pow", 2.0, 10.0), 1024.0);
+    assert_eq!(two("pow", 9.0, 0.5), 3.0);
+    assert_eq!(two("atan2", 0.0, -1.0), PI);
+    assert_eq!(two("atan2", 1.0, 1.0), FRAC_PI_4);
+    assert_eq!(two("min", 1.0, 2.0), 1.0);
+    assert_eq!(two("max", 1.0, 2.0), 2.0);
+    assert_bits(two("min", 0.0, -0.0), -0.0);
+    assert_bits(two("max", -0.0, 0.0), 0.0);
+    assert!(two("min", f64::NAN, 1.0).is_nan());
+    assert!(two("max", 1.0, f64::NAN).is_nan());
+}
