@@ -1,1 +1,50 @@
-//! adze
+//! adze: a compiler-style automatic-differentiation system.
+//!
+//! This crate is the facade over the pipeline and the home of the `adze`
+//! command: `.adz` source → [`adze_lang`] (front end) → [`adze_ir`] module →
+//! passes → [`adze_jit`] (Cranelift) or [`adze_interp`] (the reference
+//! interpreter).
+//!
+//! ```
+//! use adze::{Engine, Session};
+//! use adze_ir::Val;
+//! let session = Session::from_source("doc.adz", "fn sq(x: f64) -> f64 { x * x }").unwrap();
+//! let out = session.run("sq", &[Val::F64(3.0)], Engine::Jit).unwrap();
+//! assert_eq!(out.results, vec![Val::F64(9.0)]);
+//! ```
+
+pub mod args;
+pub mod pipeline;
+
+pub use adze_interp;
+pub use adze_ir;
+pub use adze_jit;
+pub use adze_lang;
+pub use pipeline::{Engine, InlineSetting, Session, Stage};
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong between a file name and a result.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("cannot read `{path}`: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    /// Front-end diagnostics; `Display` is the one-line summary, and
+    /// [`adze_lang::Diagnostics::render`] gives the excerpts.
+    #[error("{0}")]
+    Diagnostics(adze_lang::Diagnostics),
+    #[error("no function named `{name}` in this program (it has: {available})")]
+    UnknownFunction { name: String, available: String },
+    #[error("{0}")]
+    Argument(String),
+    #[error("{0}")]
+    Run(#[from] adze_ir::RunError),
+    #[error("{0}")]
+    Jit(#[from] adze_jit::JitError),
+    /// A pass produced IR that does not verify: a bug in adze.
+    #[error("internal error: {0}")]
+    Verify(String),
+}

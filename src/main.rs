@@ -1,1 +1,212 @@
-fn main() {}
+//! The `adze` command (SPEC §5).
+//!
+//! Exit codes: 0 success; 1 an error in the program or its run (a
+//! diagnostic, a run-time error, an unknown function or argument); 2 a usage
+//! error (clap's own). Errors print one readable line on stderr, followed,
+//! for front-end diagnostics, by the rendered excerpt.
+
+use adze::args::{bind_args, split_assignment};
+use adze::{Engine, Error, InlineSetting, Session, Stage};
+use adze_ir::{Outcome, Type, Val};
+use clap::{Parser, Subcommand};
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+#[derive(Parser)]
+#[command(
+    name = "adze",
+    version,
+    about = "Compile, differentiate and run .adz programs"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compile FILE and run one function.
+    Run {
+        file: PathBuf,
+        /// The function to run.
+        #[arg(long = "fn", value_name = "NAME")]
+        func: String,
+        /// An argument: NAME=VALUE, VALUE a number, true/false, or [x, y, ..].
+        #[arg(long = "arg", value_name = "NAME=VALUE")]
+        args: Vec<String>,
+        /// Where the inliner runs.
+        #[arg(long, value_enum, default_value_t = InlineSetting::All)]
+        inline: InlineSetting,
+        /// Print {"result": R, "arrays": {..}} as one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// Run on the Cranelift JIT or the reference interpreter.
+        #[arg(long, value_enum, default_value_t = Engine::Jit)]
+        engine: Engine,
+    },
+    /// Print the IR after a stage of the pipeline.
+    Dump {
+        file: PathBuf,
+        /// Print only this function.
+        #[arg(long = "fn", value_name = "NAME")]
+        func: Option<String>,
+        #[arg(long, value_enum, default_value_t = InlineSetting::All)]
+        inline: InlineSetting,
+        /// The stage to print, or `all`.
+        #[arg(long, default_value = "parsed", value_parser = ["parsed", "inlined", "ad", "optimized", "all"])]
+        stage: String,
+    },
+    /// Check FILE (parse, resolve, type-check, lower, verify) without running it.
+    Check { file: PathBuf },
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let json = matches!(cli.command, Command::Run { json: true, .. });
+    match execute(cli.command) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            report(&err, json);
+            ExitCode::from(1)
+        }
+    }
+}
+
+fn report(err: &Error, json: bool) {
+    if json {
+        let obj = serde_json::json!({ "error": err.to_string() });
+        eprintln!("{obj}");
+        return;
+    }
+    match err {
+        // `FILE:LINE:COL: error: message`, then the excerpt.
+        Error::Diagnostics(d) => eprintln!("{}\n\n{}", d.summary(), d.render()),
+        other => eprintln!("error: {other}"),
+    }
+}
+
+fn execute(command: Command) -> Result<(), Error> {
+    match command {
+        Command::Run {
+            file,
+            func,
+            args,
+            inline,
+            json,
+            engine,
+        } => {
+            let mut session = Session::from_file(&file)?;
+            session.inline = inline;
+            let id = session.function(&func)?;
+            let sig = session.module.func(id).sig.clone();
+            let pairs = args
+                .iter()
+                .map(|a| split_assignment(a).map(|(n, v)| (n.to_string(), v.to_string())))
+                .collect::<Result<Vec<_>, _>>()?;
+            let values = bind_args(&func, &sig, &pairs)?;
+            let outcome = session.run(&func, &values, engine)?;
+            let mut_arrays: Vec<(String, &Val)> = sig
+                .params
+                .iter()
+                .zip(&outcome.args)
+                .filter(|(p, _)| p.ty == Type::Array && p.mutable)
+                .map(|(p, v)| (p.name.clone(), v))
+                .collect();
+            if json {
+                println!("{}", json_outcome(&outcome, &mut_arrays));
+            } else {
+                print_outcome(&outcome, &mut_arrays);
+            }
+            Ok(())
+        }
+        Command::Dump {
+            file,
+            func,
+            inline,
+            stage,
+        } => {
+            let mut session = Session::from_file(&file)?;
+            session.inline = inline;
+            if let Some(name) = &func {
+                session.function(name)?;
+            }
+            for (s, module) in session.stages() {
+                if stage != "all" && stage != s.name() {
+                    continue;
+                }
+                println!("; stage: {}{}", s.name(), stage_note(s));
+                match &func {
+                    Some(name) => {
+                        let id = adze::pipeline::function_by_name(&module, name)?;
+                        print!("{}", module.display_function(id));
+                    }
+                    None => print!("{module}"),
+                }
+            }
+            Ok(())
+        }
+        Command::Check { file } => {
+            let session = Session::from_file(&file)?;
+            println!(
+                "ok: {} checked, {} function(s)",
+                file.display(),
+                session.module.len()
+            );
+            Ok(())
+        }
+    }
+}
+
+fn stage_note(stage: Stage) -> &'static str {
+    match stage {
+        Stage::Parsed => "",
+        Stage::Inlined => " (the inliner is not written yet: identical to `parsed`)",
+        Stage::Ad => " (AD lowering is not written yet: identical to `parsed`)",
+        Stage::Optimized => " (the optimizer is not written yet: identical to `parsed`)",
+    }
+}
+
+fn json_number(x: f64) -> serde_json::Value {
+    if x.is_finite() {
+        serde_json::json!(x)
+    } else {
+        // JSON has no NaN or infinity: spell them as strings.
+        serde_json::json!(format!("{x}"))
+    }
+}
+
+fn json_val(v: &Val) -> serde_json::Value {
+    match v {
+        Val::F64(x) => json_number(*x),
+        Val::I64(x) => serde_json::json!(x),
+        Val::Bool(x) => serde_json::json!(x),
+        Val::Array(xs) => xs.iter().map(|&x| json_number(x)).collect(),
+    }
+}
+
+fn json_outcome(outcome: &Outcome, arrays: &[(String, &Val)]) -> serde_json::Value {
+    let result = match outcome.results.as_slice() {
+        [] => serde_json::Value::Null,
+        [one] => json_val(one),
+        many => many.iter().map(json_val).collect(),
+    };
+    let arrays: serde_json::Map<String, serde_json::Value> = arrays
+        .iter()
+        .map(|(name, v)| (name.clone(), json_val(v)))
+        .collect();
+    serde_json::json!({ "result": result, "arrays": arrays })
+}
+
+fn print_outcome(outcome: &Outcome, arrays: &[(String, &Val)]) {
+    match outcome.results.as_slice() {
+        [] => {}
+        [one] => println!("{one}"),
+        many => {
+            let parts: Vec<String> = many.iter().map(|v| v.to_string()).collect();
+            println!("({})", parts.join(", "));
+        }
+    }
+    for (name, v) in arrays {
+        println!("{name} = {v}");
+    }
+}

@@ -1,1 +1,9 @@
+//! The integration suite (one test binary, as rust-analyzer does): every
+//! example through the interpreter and the JIT, IR snapshots, the command
+//! line, run-time errors, and generated programs.
 
+mod cli;
+mod examples;
+mod generated;
+mod runtime_errors;
+mod support;

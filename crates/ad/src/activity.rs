@@ -1,0 +1,268 @@
+//! Activity analysis for forward mode: which values carry a tangent.
+//!
+//! A value is *active* when its derivative with respect to the
+//! differentiated inputs may be nonzero; only active values get tangent code.
+//! For the request `dual x, const n, dup a` of
+//!
+//! ```text
+//! function @f(x: f64, n: i64, a: arr) -> f64 {
+//! block0(v0: f64, v1: i64, v2: arr):
+//!     v3 = sitof v1        ; inactive: computed from an i64
+//!     v4 = load v2, v1     ; active: loaded from the active array v2
+//!     v5 = floor v0        ; inactive: piecewise constant
+//!     v6 = fmul v3, v4     ; active
+//!     return v6
+//! }
+//! ```
+//!
+//! the active values are `v0` (dual), `v2` (dup), `v4` and `v6`.
+//!
+//! The rules, iterated to a fixed point (block parameters in loops make the
+//! analysis cyclic):
+//! - `dual` scalar parameters and `dup` array parameters are active;
+//! - the f64 result of a differentiable opcode ([`crate::partials::is_differentiable`])
+//!   with an active operand is active; integer and boolean values never are,
+//!   nor the results of `floor ceil round sign` (derivative 0 everywhere);
+//! - a block parameter of type f64 is active when an argument passed to it by
+//!   some branch is active;
+//! - a `load` from an active array is active;
+//! - a `call` with an active argument (scalar or array) has active f64
+//!   results, and makes active every array it passes to a `mut` parameter of
+//!   the callee (the callee may store active values into it);
+//! - an array (a `zeros` array or a `mut` parameter that is `const` in the
+//!   request) becomes active when an active value is stored or filled into it.
+//!   A `const` parameter that becomes active gets a local shadow, zero on
+//!   entry and discarded on return: its tangent is defined to be zero on
+//!   entry and is not reported, but values loaded back from it after an
+//!   active store carry the right tangent;
+//! - the tape (`push`/`pop`, used by reverse-mode code): when an active
+//!   value is pushed, every f64 `pop` of the function is active. The tape
+//!   is last-in-first-out and we assume that a function's pushes and pops
+//!   are balanced within each of its calls (what the reverse pass emits), so
+//!   the pop that reads a value is in the function that pushed it; whether
+//!   it is active is then decided for the whole function at once;
+//! - a rule region whose callee has a forward rule is a call: its body is
+//!   *opaque* (only primal code, nothing in it is active) and, when an
+//!   argument is active, its results are active (the rule gives their
+//!   tangents) as are the arrays it passes to `mut` parameters;
+//! - the results of an `autodiff` request (a reverse one: forward requests
+//!   were lowered before the analysis) are inactive.
+//!
+//! The analysis is conservative (a value marked active may have a zero
+//! derivative) and never marks fewer values than the derivative needs.
+
+use crate::partials::is_differentiable;
+use adze_ir::{ArgActivity, FuncId, Function, InstData, Module, Opcode, Region, Type, Value};
+
+/// The active values of one function under one request.
+#[derive(Clone, Debug, Default)]
+pub struct Activity {
+    active: Vec<bool>,
+    tape: bool,
+}
+
+impl Activity {
+    /// Is `v` active? Values the function does not define are not.
+    pub fn is_active(&self, v: Value) -> bool {
+        self.active
+            .get(v.as_u32() as usize)
+            .copied()
+            .unwrap_or(false)
+    }
+
+    fn mark(&mut self, v: Value) -> bool {
+        match self.active.get_mut(v.as_u32() as usize) {
+            Some(slot) if !*slot => {
+                *slot = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    /// Does an active f64 go through the tape (`push`)? Then every f64
+    /// `push` of the function also pushes tangents and every f64 `pop` is
+    /// active (see the module doc).
+    pub fn tape_is_active(&self) -> bool {
+        self.tape
+    }
+
+    /// The active values, in entity order.
+    pub fn active_values(&self) -> impl Iterator<Item = Value> + '_ {
+        self.active
+            .iter()
+            .enumerate()
+            .filter(|(_, a)| **a)
+            .map(|(i, _)| Value::from_u32(i as u32))
+    }
+}
+
+/// The rule regions whose forward rule forward mode applies: those with a
+/// forward rule and no enclosing region that has one. Also returns, per block
+/// number, whether the block is *opaque*: inside such a region (nested
+/// regions included), where only primal code is emitted because the rule
+/// supplies the tangents.
+pub fn forward_rule_regions(func: &Function) -> (Vec<Region>, Vec<bool>) {
+    let applied_ancestor = |r: Region| -> Option<Region> {
+        // The outermost region with a forward rule among r and its parents.
+        let mut found = None;
+        let mut cur = Some(r);
+        let mut steps = 0;
+        while let Some(c) = cur {
+            let Some(rd) = func.regions.get(c) else { break };
+            if rd.rules.forward.is_some() {
+                found = Some(c);
+            }
+            cur = rd.parent;
+            steps += 1;
+            if steps > func.regions.len() {
+                break; // a parent cycle: the verifier reports it
+            }
+        }
+        found
+    };
+    let mut applied = Vec::new();
+    let mut opaque = vec![false; func.dfg.num_blocks()];
+    for (r, rd) in func.regions.iter() {
+        let Some(top) = applied_ancestor(r) else {
+            continue;
+        };
+        if top == r {
+            applied.push(r);
+        }
+        for b in &rd.blocks {
+            if let Some(o) = opaque.get_mut(b.as_u32() as usize) {
+                *o = true;
+            }
+        }
+    }
+    (applied, opaque)
+}
+
+/// Runs the analysis of `func` for the parameter activities `args` (one per
+/// parameter; `module` gives the signatures of callees).
+pub fn analyze(module: &Module, func: &Function, args: &[ArgActivity]) -> Activity {
+    let mut act = Activity {
+        active: vec![false; func.dfg.num_values()],
+        tape: false,
+    };
+    let (rule_regions, opaque) = forward_rule_regions(func);
+    for (&p, a) in func.params().iter().zip(args) {
+        if matches!(a, ArgActivity::Dual | ArgActivity::Dup) {
+            act.mark(p);
+        }
+    }
+    let is_f64 = |v: Value| func.dfg.value_type(v) == Type::F64;
+    loop {
+        let mut changed = false;
+        for &r in &rule_regions {
+            let rd = &func.regions[r];
+            if rd.args.iter().any(|&v| act.is_active(v)) {
+                changed |= mark_call(&mut act, module, func, rd.callee, &rd.args, &rd.results);
+            }
+        }
+        for (block, inst) in func.layout.insts() {
+            if opaque[block.as_u32() as usize] && !data_is_branch(func.dfg.inst(inst)) {
+                continue;
+            }
+            let data = func.dfg.inst(inst);
+            let results = func.dfg.inst_results(inst);
+            match data {
+                InstData::Ternary {
+                    op: Opcode::Store,
+                    args: [a, _, x],
+                }
+                | InstData::Binary {
+                    op: Opcode::Fill,
+                    args: [a, x],
+                } => {
+                    if act.is_active(*x) {
+                        changed |= act.mark(*a);
+                    }
+                }
+                InstData::Binary {
+                    op: Opcode::Load,
+                    args: [a, _],
+                } => {
+                    if act.is_active(*a) {
+                        changed |= act.mark(results[0]);
+                    }
+                }
+                InstData::Call { func: callee, args } => {
+                    if args.iter().any(|&v| act.is_active(v)) {
+                        changed |= mark_call(&mut act, module, func, *callee, args, results);
+                    }
+                }
+                InstData::Autodiff { .. } => {}
+                InstData::Push { arg } => {
+                    if act.is_active(*arg) && !act.tape {
+                        act.tape = true;
+                        changed = true;
+                    }
+                }
+                InstData::Pop { ty: Type::F64 } => {
+                    if act.tape {
+                        changed |= act.mark(results[0]);
+                    }
+                }
+                InstData::Jump { .. } | InstData::Brif { .. } => {
+                    for dest in data.destinations() {
+                        if !func.dfg.block_is_valid(dest.block) {
+                            continue;
+                        }
+                        let params = func.dfg.block_params(dest.block);
+                        for (&arg, &p) in dest.args.iter().zip(params) {
+                            if is_f64(p) && act.is_active(arg) {
+                                changed |= act.mark(p);
+                            }
+                        }
+                    }
+                }
+                _ => {
+                    if let [r] = results {
+                        if is_f64(*r)
+                            && is_differentiable(data.opcode())
+                            && data.args().iter().any(|&v| act.is_active(v))
+                        {
+                            changed |= act.mark(*r);
+                        }
+                    }
+                }
+            }
+        }
+        if !changed {
+            return act;
+        }
+    }
+}
+
+fn data_is_branch(data: &InstData) -> bool {
+    matches!(data, InstData::Jump { .. } | InstData::Brif { .. })
+}
+
+/// A call (or a rule region) with an active argument: its f64 results are
+/// active, and so is every array it passes to a `mut` parameter.
+fn mark_call(
+    act: &mut Activity,
+    module: &Module,
+    func: &Function,
+    callee: FuncId,
+    args: &[Value],
+    results: &[Value],
+) -> bool {
+    let mut changed = false;
+    for &r in results {
+        if func.dfg.value_type(r) == Type::F64 {
+            changed |= act.mark(r);
+        }
+    }
+    if module.is_valid(callee) {
+        let params = &module.func(callee).sig.params;
+        for (&v, p) in args.iter().zip(params) {
+            if p.ty == Type::Array && p.mutable {
+                changed |= act.mark(v);
+            }
+        }
+    }
+    changed
+}

@@ -1,0 +1,930 @@
+//! Forward mode: the tangent transformation, IR to IR.
+//!
+//! [`forward_derivative`] turns a function and a [`ForwardRequest`] (one
+//! activity per parameter, the result's activity, a vector width) into a new
+//! function of the module that computes the primal and, alongside every
+//! active value, its tangent. For `dual x`:
+//!
+//! ```text
+//! function @f(x: f64) -> f64 {          function @f.fwd.dual(x: f64, x.t: f64) -> (f64, f64) {
+//! block0(v0: f64):                      block0(v0: f64, v3: f64):
+//!     v1 = sin v0                           v1 = sin v0
+//!     v2 = fmul v1, v0                      v4 = cos v0
+//!     return v2                             v5 = fmul v4, v3
+//! }                                         v2 = fmul v1, v0
+//!                                           v6 = fmul v0, v5
+//!                                           v7 = fmul v1, v3
+//!                                           v8 = fadd v6, v7
+//!                                           return v2, v8
+//!                                       }
+//! ```
+//!
+//! - **Numbering.** The derivative keeps every primal value and block number
+//!   (`v1` is the same value in both), so the primal reads unchanged; the
+//!   tangents are numbered after the last primal value, and each tangent
+//!   instruction sits right after the primal instruction it differentiates.
+//!   The pass keeps the map from a primal value to its tangents (one per
+//!   lane) in a side table indexed by the value (`TangentMap`).
+//! - **Signature** (the value layout of an `autodiff` instruction, so that
+//!   lowering one is a plain call): per parameter, `const` → `p`; `dual` →
+//!   `p, p.t` (vector mode: `p.t1 .. p.tN`); `dup` → `a, a.d` (`a.d1 ..`),
+//!   the shadow `mut` iff the array is. Results: `ret dual` → the primal
+//!   results, then each result's N tangents (0 for an i64 or bool result:
+//!   at width 1 exactly [`adze_ir::Module::autodiff_result_types`]);
+//!   `ret const` → none.
+//! - **Activity** ([`crate::activity`]): inactive values get no tangent code;
+//!   integer and boolean code is copied once and shared by all lanes.
+//! - **Local derivatives** come from the one table, [`crate::partials`].
+//! - **Control flow.** Every block keeps its parameters and gets N tangent
+//!   parameters per active f64 parameter; branches pass the tangents of their
+//!   arguments (0.0 for an inactive argument). Loops, early returns and any
+//!   CFG need nothing more.
+//! - **Arrays.** An active array has a shadow per lane: the `dup` parameter's,
+//!   or a `zeros` of the same length named `t.d` for an active local array
+//!   `t` (and for a `const` `mut` parameter that receives active values).
+//!   `load` also loads the shadow, `store` and `fill` also write it (0.0 when
+//!   the stored value is inactive), `len` is unchanged.
+//! - **Tape.** When an active value is pushed, every f64 `push` also pushes
+//!   its N tangents after the value and every f64 `pop` first pops the N
+//!   tangents (last in, first out), so a function's tape stays balanced.
+//! - **Calls** with an active argument call the callee's forward derivative
+//!   for the induced activities (built on demand through the same cache), or
+//!   the callee's forward rule when it has one; the call's results keep their
+//!   numbers. A recursive call becomes a call to the derivative being built,
+//!   which is declared before its body is.
+//! - **`autodiff forward`** requests in the body are first replaced by calls
+//!   to their derivatives, so a derivative of a function that takes
+//!   derivatives itself is a derivative of a call (forward over forward, to
+//!   any depth).
+//! - **Vector mode** (width N): the primal is computed once, partials once,
+//!   and each lane's tangent code is exactly a width-1 sweep's, so the results
+//!   equal N single sweeps bit for bit.
+//! - **Cache.** The derivative is named after its request
+//!   ([`ForwardRequest::derivative_name`], e.g. `f.fwd.dual_const_dup` or
+//!   `f.fwd.dual.x4`) and looked up by name, so the cache lives in the module.
+
+use crate::activity::{self, Activity};
+use crate::partials::{self, Local};
+use crate::AdError;
+use adze_ir::{
+    ArgActivity, Block, FuncBuilder, FuncId, Function, Inst, InstData, Mode, Module, Opcode, Param,
+    Region, RetActivity, Signature, Type, Value,
+};
+
+/// How deeply derivative requests may nest while one is being built.
+pub const MAX_NESTING: usize = 64;
+
+/// A forward-mode derivative request.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ForwardRequest {
+    pub func: FuncId,
+    /// One per parameter: `Const`, `Dual` (f64) or `Dup` (array).
+    pub args: Vec<ArgActivity>,
+    /// `Dual` (primal results and their tangents) or `Const` (nothing).
+    pub ret: RetActivity,
+    /// Number of tangents per active value (vector mode), at least 1.
+    pub width: usize,
+}
+
+impl ForwardRequest {
+    /// A width-1 request.
+    pub fn new(func: FuncId, args: Vec<ArgActivity>, ret: RetActivity) -> ForwardRequest {
+        ForwardRequest {
+            func,
+            args,
+            ret,
+            width: 1,
+        }
+    }
+
+    /// The deterministic name of the derivative: `f.fwd.`, then the
+    /// parameter activities joined by `_` (`dual_const_dup`; `noargs` for a
+    /// function without parameters), then `.noret` for `ret const`, then
+    /// `.xN` for width N > 1. (A rule named `f.fwd` never collides.)
+    pub fn derivative_name(&self, module: &Module) -> String {
+        let mut name = format!("{}.fwd.", module.func(self.func).name);
+        if self.args.is_empty() {
+            name.push_str("noargs");
+        }
+        let acts: Vec<&str> = self.args.iter().map(|a| a.name()).collect();
+        name.push_str(&acts.join("_"));
+        if self.ret == RetActivity::Const {
+            name.push_str(".noret");
+        }
+        if self.width > 1 {
+            name.push_str(&format!(".x{}", self.width));
+        }
+        name
+    }
+
+    /// Checks the request against the function's signature.
+    pub fn validate(&self, module: &Module) -> Result<(), AdError> {
+        if !module.is_valid(self.func) {
+            return Err(AdError::NoSuchFunction(self.func.to_string()));
+        }
+        let f = module.func(self.func);
+        let bad = |reason: String| AdError::BadRequest {
+            func: f.name.clone(),
+            reason,
+        };
+        if self.width == 0 {
+            return Err(bad("the width must be at least 1".into()));
+        }
+        if !matches!(self.ret, RetActivity::Dual | RetActivity::Const) {
+            return Err(bad(format!(
+                "forward mode takes `dual` or `const` for the result, not `{}`",
+                self.ret.name()
+            )));
+        }
+        if self.args.len() != f.sig.params.len() {
+            return Err(bad(format!(
+                "{} activities for {} parameters",
+                self.args.len(),
+                f.sig.params.len()
+            )));
+        }
+        for (p, a) in f.sig.params.iter().zip(&self.args) {
+            let ok = match a {
+                ArgActivity::Const => true,
+                ArgActivity::Dual => p.ty == Type::F64,
+                ArgActivity::Dup => p.ty == Type::Array,
+                ArgActivity::Active => false,
+            };
+            if !ok {
+                return Err(bad(format!(
+                    "parameter `{}: {}` cannot be `{}` in forward mode",
+                    p.name,
+                    p.ty,
+                    a.name()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The signature of the derivative (see the module doc).
+    pub fn derivative_signature(&self, module: &Module) -> Signature {
+        let f = module.func(self.func);
+        let mut params = Vec::new();
+        for (p, a) in f.sig.params.iter().zip(&self.args) {
+            params.push(p.clone());
+            let (suffix, ty, mutable) = match a {
+                ArgActivity::Dual => ("t", Type::F64, false),
+                ArgActivity::Dup => ("d", Type::Array, p.mutable),
+                _ => continue,
+            };
+            for lane in 0..self.width {
+                params.push(Param {
+                    name: lane_name(&p.name, suffix, lane, self.width),
+                    ty,
+                    mutable,
+                });
+            }
+        }
+        let mut results = Vec::new();
+        if self.ret == RetActivity::Dual {
+            results.extend(f.sig.results.iter().copied());
+            for &ty in &f.sig.results {
+                results.extend(std::iter::repeat_n(ty, self.width));
+            }
+        }
+        Signature { params, results }
+    }
+}
+
+/// `x.t` at width 1, `x.t1 .. x.tN` in vector mode.
+fn lane_name(base: &str, suffix: &str, lane: usize, width: usize) -> String {
+    if width == 1 {
+        format!("{base}.{suffix}")
+    } else {
+        format!("{base}.{suffix}{}", lane + 1)
+    }
+}
+
+/// Primal value → its tangents, one per lane (for an array: its shadows).
+/// Values without an entry have tangent zero.
+#[derive(Clone, Debug, Default)]
+struct TangentMap {
+    lanes: Vec<Vec<Value>>,
+}
+
+impl TangentMap {
+    /// The tangents of `v`, one per lane, if it has any.
+    fn get(&self, v: Value) -> Option<&[Value]> {
+        self.lanes
+            .get(v.as_u32() as usize)
+            .filter(|l| !l.is_empty())
+            .map(Vec::as_slice)
+    }
+
+    fn set(&mut self, v: Value, lanes: Vec<Value>) {
+        let i = v.as_u32() as usize;
+        if i >= self.lanes.len() {
+            self.lanes.resize(i + 1, Vec::new());
+        }
+        self.lanes[i] = lanes;
+    }
+}
+
+/// Builds (or finds) the forward derivative for `request` and returns its id.
+///
+/// The derivative is created once per distinct request and found again by
+/// its name. A derivative is declared before its body is built (so that a
+/// recursive call can call it); when building fails, the declaration stays in
+/// the module without a body, and a later request for it builds it again.
+pub fn forward_derivative(
+    module: &mut Module,
+    request: &ForwardRequest,
+) -> Result<FuncId, AdError> {
+    derive(module, request, &mut Vec::new())
+}
+
+/// [`forward_derivative`], with the derivatives being built (outermost
+/// first): a request for one of them is a recursive call.
+pub(crate) fn derive(
+    module: &mut Module,
+    req: &ForwardRequest,
+    building: &mut Vec<FuncId>,
+) -> Result<FuncId, AdError> {
+    req.validate(module)?;
+    let name = req.derivative_name(module);
+    let sig = req.derivative_signature(module);
+    let existing = module.get(&name);
+    if let Some(id) = existing {
+        if module.func(id).sig != sig {
+            return Err(AdError::NameTaken { name });
+        }
+        if !module.func(id).is_declaration() || building.contains(&id) {
+            return Ok(id);
+        }
+    }
+    let primal = module.func(req.func);
+    if primal.is_declaration() {
+        return Err(AdError::NoBody {
+            func: primal.name.clone(),
+        });
+    }
+    if building.len() >= MAX_NESTING {
+        return Err(AdError::TooDeep {
+            func: primal.name.clone(),
+            limit: MAX_NESTING,
+        });
+    }
+    let mut primal = primal.clone();
+    let id = match existing {
+        Some(id) => id,
+        None => module
+            .declare(&name, sig.clone())
+            .map_err(|_| AdError::NameTaken { name: name.clone() })?,
+    };
+    building.push(id);
+    let built = build(module, &mut primal, req, building, Function::new(name, sig));
+    building.pop();
+    module.replace(id, built?);
+    Ok(id)
+}
+
+fn build(
+    module: &mut Module,
+    primal: &mut Function,
+    req: &ForwardRequest,
+    building: &mut Vec<FuncId>,
+    out: Function,
+) -> Result<Function, AdError> {
+    lower_forward_requests(module, primal, building)?;
+    let act = activity::analyze(module, primal, &req.args);
+    let mut t = Transform {
+        module,
+        primal,
+        act: &act,
+        req,
+        building,
+        out,
+        tan: TangentMap::default(),
+        consts: Vec::new(),
+    };
+    t.run()?;
+    Ok(t.out)
+}
+
+/// Replaces the `autodiff forward` instructions of `func` (not yet in the
+/// module, or a copy) by calls to their derivatives.
+pub(crate) fn lower_forward_requests(
+    module: &mut Module,
+    func: &mut Function,
+    building: &mut Vec<FuncId>,
+) -> Result<(), AdError> {
+    let requests: Vec<(Inst, ForwardRequest, Vec<Value>)> = func
+        .layout
+        .insts()
+        .filter_map(|(_, inst)| match func.dfg.inst(inst) {
+            InstData::Autodiff { spec, args } if spec.mode == Mode::Forward => Some((
+                inst,
+                ForwardRequest::new(spec.func, spec.args.clone(), spec.ret),
+                args.clone(),
+            )),
+            _ => None,
+        })
+        .collect();
+    for (inst, req, args) in requests {
+        let d = derive(module, &req, building)?;
+        let expected = module.func(d).sig.results.len();
+        if expected != func.dfg.inst_results(inst).len() {
+            return Err(AdError::BadRequest {
+                func: func.name.clone(),
+                reason: format!(
+                    "an `autodiff` of @{} has {} results, its derivative {expected}",
+                    module.func(req.func).name,
+                    func.dfg.inst_results(inst).len()
+                ),
+            });
+        }
+        *func.dfg.inst_mut(inst) = InstData::Call { func: d, args };
+    }
+    Ok(())
+}
+
+struct Transform<'a> {
+    module: &'a mut Module,
+    primal: &'a Function,
+    act: &'a Activity,
+    req: &'a ForwardRequest,
+    building: &'a mut Vec<FuncId>,
+    out: Function,
+    tan: TangentMap,
+    /// Zero constants of each type, placed at the top of the entry block.
+    consts: Vec<(Type, Value)>,
+}
+
+impl Transform<'_> {
+    fn width(&self) -> usize {
+        self.req.width
+    }
+
+    fn unsupported(&self, what: String) -> AdError {
+        AdError::Unsupported {
+            func: self.primal.name.clone(),
+            what,
+        }
+    }
+
+    fn run(&mut self) -> Result<(), AdError> {
+        let p = self.primal;
+        // Same value and block numbers as the primal.
+        for i in 0..p.dfg.num_values() {
+            let ty = p.dfg.value_type(Value::from_u32(i as u32));
+            self.out.dfg.make_detached_value(ty);
+        }
+        for _ in 0..p.dfg.num_blocks() {
+            self.out.dfg.make_block();
+        }
+        for &block in p.layout.blocks() {
+            self.out.layout.append_block(block);
+        }
+        self.out.regions = p.regions.clone();
+        let Some(entry) = p.entry_block() else {
+            return Err(AdError::NoBody {
+                func: p.name.clone(),
+            });
+        };
+        // Parameters: the entry's in the signature's layout, the other
+        // blocks' followed by the tangents of their active f64 parameters.
+        for &block in p.layout.blocks() {
+            let params = p.dfg.block_params(block);
+            let mut tangent_params = Vec::new();
+            for (num, &v) in params.iter().enumerate() {
+                let ty = p.dfg.value_type(v);
+                self.out.dfg.attach_block_param(block, v, ty);
+                let lanes_of = |t: &mut Transform, ty| {
+                    (0..t.width())
+                        .map(|_| t.out.dfg.append_block_param(block, ty))
+                        .collect::<Vec<_>>()
+                };
+                if block == entry {
+                    match self.req.args.get(num) {
+                        Some(ArgActivity::Dual) | Some(ArgActivity::Dup) => {
+                            let lanes = lanes_of(self, ty);
+                            self.tan.set(v, lanes);
+                        }
+                        _ => {}
+                    }
+                } else if ty == Type::F64 && self.act.is_active(v) {
+                    tangent_params.push(v);
+                }
+            }
+            for v in tangent_params {
+                let lanes = (0..self.width())
+                    .map(|_| self.out.dfg.append_block_param(block, Type::F64))
+                    .collect();
+                self.tan.set(v, lanes);
+            }
+        }
+        // Active arrays among the `const` parameters get local shadows.
+        for (num, &v) in p.params().iter().enumerate() {
+            let is_const = self.req.args.get(num) == Some(&ArgActivity::Const);
+            if is_const && p.dfg.value_type(v) == Type::Array && self.act.is_active(v) {
+                let name = p.array_name(v);
+                let width = self.width();
+                let mut b = self.builder(entry);
+                let n = b.len(v);
+                let lanes = (0..width)
+                    .map(|lane| b.zeros(n, lane_name(&name, "d", lane, width)))
+                    .collect();
+                self.tan.set(v, lanes);
+            }
+        }
+        // Blocks in reverse postorder (definitions before uses), then any
+        // unreachable ones.
+        let mut order = reverse_postorder(p, entry);
+        let mut seen = vec![false; p.dfg.num_blocks()];
+        for &b in &order {
+            seen[b.as_u32() as usize] = true;
+        }
+        order.extend(
+            p.layout
+                .blocks()
+                .iter()
+                .copied()
+                .filter(|b| !seen[b.as_u32() as usize]),
+        );
+        let (rule_regions, opaque) = activity::forward_rule_regions(p);
+        for block in order {
+            for &r in &rule_regions {
+                if p.regions[r].blocks.first() == Some(&block) {
+                    self.rule_region(block, r)?;
+                }
+            }
+            let is_opaque = opaque[block.as_u32() as usize];
+            for &inst in p.layout.block_insts(block) {
+                let data = p.dfg.inst(inst);
+                if is_opaque && !data.opcode().is_terminator() {
+                    self.copy(block, inst, data.clone(), &[]);
+                } else {
+                    self.inst(block, inst)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// A rule region whose callee has a forward rule, at the top of its entry
+    /// block: the rule is called on the region's arguments and gives the
+    /// tangents of its results; the region's body stays primal code, so it
+    /// still computes the primal results (and an outer pass still sees the
+    /// region). The rule's own primal results are unused.
+    fn rule_region(&mut self, block: Block, r: Region) -> Result<(), AdError> {
+        let rd = &self.primal.regions[r];
+        if !rd.args.iter().any(|&v| self.tan.get(v).is_some()) {
+            return Ok(());
+        }
+        let (callee, args, results) = (rd.callee, rd.args.clone(), rd.results.clone());
+        let Some(rule) = rd.rules.forward else {
+            return Ok(());
+        };
+        let primal: Vec<(Value, Type)> = results
+            .iter()
+            .map(|&v| {
+                let ty = self.primal.dfg.value_type(v);
+                (self.out.dfg.make_detached_value(ty), ty)
+            })
+            .collect();
+        self.rule_call(block, callee, rule, &args, primal, &results)
+    }
+
+    fn builder(&mut self, block: Block) -> FuncBuilder<'_> {
+        let mut b = FuncBuilder::new(&mut self.out);
+        b.switch_to_block(block);
+        b
+    }
+
+    /// A zero of type `ty`, defined once at the top of the entry block.
+    fn zero(&mut self, ty: Type) -> Value {
+        if let Some(&(_, v)) = self.consts.iter().find(|(t, _)| *t == ty) {
+            return v;
+        }
+        let data = match ty {
+            Type::I64 => InstData::IConst { imm: 0 },
+            Type::Bool => InstData::BConst { imm: false },
+            _ => InstData::fconst(0.0),
+        };
+        let inst = self.out.dfg.make_inst(data, &[ty]);
+        let entry = self
+            .out
+            .layout
+            .entry_block()
+            .expect("the entry is laid out");
+        self.out.layout.insert_inst(inst, entry, 0);
+        let v = self.out.dfg.first_result(inst);
+        self.consts.push((ty, v));
+        v
+    }
+
+    /// The tangent of `v` in `lane`, if it has one.
+    fn lane(&self, v: Value, lane: usize) -> Option<Value> {
+        self.tan.get(v).map(|l| l[lane])
+    }
+
+    fn lane_or_zero(&mut self, v: Value, lane: usize) -> Value {
+        match self.lane(v, lane) {
+            Some(t) => t,
+            None => self.zero(Type::F64),
+        }
+    }
+
+    /// Places a copy of the primal instruction `inst` (with the same result
+    /// values, or `extra` more) at the end of `block`.
+    fn copy(&mut self, block: Block, inst: Inst, data: InstData, extra: &[(Value, Type)]) {
+        let mut results: Vec<(Value, Type)> = self
+            .primal
+            .dfg
+            .inst_results(inst)
+            .iter()
+            .map(|&v| (v, self.primal.dfg.value_type(v)))
+            .collect();
+        results.extend_from_slice(extra);
+        let new = self.out.dfg.make_inst_with_results(data, &results);
+        self.out.layout.append_inst(new, block);
+    }
+
+    fn inst(&mut self, block: Block, inst: Inst) -> Result<(), AdError> {
+        let data = self.primal.dfg.inst(inst).clone();
+        let results = self.primal.dfg.inst_results(inst).to_vec();
+        let w = self.width();
+        match &data {
+            InstData::Call { func, args } => return self.call(block, inst, *func, args),
+            InstData::Autodiff { spec, args } => {
+                if args.iter().any(|&v| self.act.is_active(v)) {
+                    return Err(self.unsupported(format!(
+                        "a {} `autodiff` of @{} with active arguments (lower it first)",
+                        spec.mode,
+                        self.module.func(spec.func).name
+                    )));
+                }
+                self.copy(block, inst, data.clone(), &[]);
+            }
+            InstData::Jump { .. } | InstData::Brif { .. } => {
+                let mut data = data.clone();
+                for dest in data.destinations_mut() {
+                    let params = self.primal.dfg.block_params(dest.block).to_vec();
+                    for (&arg, &p) in dest.args.clone().iter().zip(&params) {
+                        if self.tan.get(p).is_some() {
+                            for lane in 0..w {
+                                let t = self.lane_or_zero(arg, lane);
+                                dest.args.push(t);
+                            }
+                        }
+                    }
+                }
+                self.copy(block, inst, data, &[]);
+            }
+            InstData::Return { args } => {
+                let mut all = Vec::new();
+                if self.req.ret == RetActivity::Dual {
+                    all.extend_from_slice(args);
+                    for &v in args {
+                        let ty = self.primal.dfg.value_type(v);
+                        for lane in 0..w {
+                            let t = match ty {
+                                Type::F64 => self.lane_or_zero(v, lane),
+                                _ => self.zero(ty),
+                            };
+                            all.push(t);
+                        }
+                    }
+                }
+                self.copy(block, inst, InstData::Return { args: all }, &[]);
+            }
+            InstData::Ternary {
+                op: Opcode::Store,
+                args: [a, i, x],
+            } => {
+                self.copy(block, inst, data.clone(), &[]);
+                if let Some(shadows) = self.tan.get(*a).map(<[Value]>::to_vec) {
+                    for (lane, sh) in shadows.into_iter().enumerate() {
+                        let t = self.lane_or_zero(*x, lane);
+                        self.builder(block).store(sh, *i, t);
+                    }
+                }
+            }
+            InstData::Binary {
+                op: Opcode::Fill,
+                args: [a, x],
+            } => {
+                self.copy(block, inst, data.clone(), &[]);
+                if let Some(shadows) = self.tan.get(*a).map(<[Value]>::to_vec) {
+                    for (lane, sh) in shadows.into_iter().enumerate() {
+                        let t = self.lane_or_zero(*x, lane);
+                        self.builder(block).fill(sh, t);
+                    }
+                }
+            }
+            InstData::Binary {
+                op: Opcode::Load,
+                args: [a, i],
+            } => {
+                self.copy(block, inst, data.clone(), &[]);
+                if let Some(shadows) = self.tan.get(*a).map(<[Value]>::to_vec) {
+                    let lanes = shadows
+                        .into_iter()
+                        .map(|sh| self.builder(block).load(sh, *i))
+                        .collect();
+                    self.tan.set(results[0], lanes);
+                }
+            }
+            InstData::Push { arg } => {
+                self.copy(block, inst, data.clone(), &[]);
+                if self.act.tape_is_active() && self.primal.dfg.value_type(*arg) == Type::F64 {
+                    for lane in 0..w {
+                        let t = self.lane_or_zero(*arg, lane);
+                        self.builder(block).push(t);
+                    }
+                }
+            }
+            InstData::Pop { ty: Type::F64 } if self.act.tape_is_active() => {
+                // Last in, first out: the tangents were pushed after the value.
+                let mut lanes: Vec<Value> =
+                    (0..w).map(|_| self.builder(block).pop(Type::F64)).collect();
+                lanes.reverse();
+                self.copy(block, inst, data.clone(), &[]);
+                self.tan.set(results[0], lanes);
+            }
+            InstData::Zeros { len, name } => {
+                self.copy(block, inst, data.clone(), &[]);
+                if self.act.is_active(results[0]) {
+                    let lanes = (0..w)
+                        .map(|lane| {
+                            self.builder(block)
+                                .zeros(*len, lane_name(name, "d", lane, w))
+                        })
+                        .collect();
+                    self.tan.set(results[0], lanes);
+                }
+            }
+            _ => {
+                self.copy(block, inst, data.clone(), &[]);
+                if let [r] = results[..] {
+                    if self.act.is_active(r) && self.primal.dfg.value_type(r) == Type::F64 {
+                        self.local(block, &data, r);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Tangent code for an instruction of the partials table.
+    fn local(&mut self, block: Block, data: &InstData, r: Value) {
+        let args = data.args().to_vec();
+        let wanted: Vec<bool> = args.iter().map(|&v| self.tan.get(v).is_some()).collect();
+        let local = partials::local_derivative(&mut self.builder(block), data, r, &wanted);
+        let w = self.width();
+        let mut lanes = Vec::with_capacity(w);
+        for lane in 0..w {
+            let t = match &local {
+                Some(Local::Partials(ps)) => {
+                    let ts: Vec<Option<Value>> = args.iter().map(|&v| self.lane(v, lane)).collect();
+                    partials::emit_tangent(&mut self.builder(block), ps, &ts)
+                }
+                Some(Local::Choose {
+                    cond,
+                    on_true,
+                    on_false,
+                }) => {
+                    let (a, b) = (args[*on_true], args[*on_false]);
+                    if self.lane(a, lane).is_none() && self.lane(b, lane).is_none() {
+                        None
+                    } else {
+                        let ta = self.lane_or_zero(a, lane);
+                        let tb = self.lane_or_zero(b, lane);
+                        Some(self.builder(block).select(*cond, ta, tb))
+                    }
+                }
+                None => None,
+            };
+            lanes.push(match t {
+                Some(t) => t,
+                None => self.zero(Type::F64),
+            });
+        }
+        self.tan.set(r, lanes);
+    }
+
+    /// A call: a primal call when no argument is active, else a call to the
+    /// callee's forward rule or forward derivative.
+    fn call(
+        &mut self,
+        block: Block,
+        inst: Inst,
+        callee: FuncId,
+        args: &[Value],
+    ) -> Result<(), AdError> {
+        let data = self.primal.dfg.inst(inst).clone();
+        if !args.iter().any(|&v| self.tan.get(v).is_some()) {
+            self.copy(block, inst, data, &[]);
+            return Ok(());
+        }
+        if !self.module.is_valid(callee) {
+            return Err(self.unsupported(format!("a call to the unknown function {callee}")));
+        }
+        let w = self.width();
+        let callee_sig = self.module.func(callee).sig.clone();
+        if callee_sig.params.len() != args.len() {
+            return Err(self.unsupported(format!(
+                "a call to @{} with {} arguments for {} parameters",
+                self.module.func(callee).name,
+                args.len(),
+                callee_sig.params.len()
+            )));
+        }
+        if let Some(rule) = self.module.func(callee).meta.rules.forward {
+            let results = self.primal.dfg.inst_results(inst).to_vec();
+            let primal = results
+                .iter()
+                .map(|&v| (v, self.primal.dfg.value_type(v)))
+                .collect();
+            return self.rule_call(block, callee, rule, args, primal, &results);
+        }
+        let acts: Vec<ArgActivity> = args
+            .iter()
+            .map(
+                |&v| match (self.primal.dfg.value_type(v), self.tan.get(v)) {
+                    (Type::F64, Some(_)) => ArgActivity::Dual,
+                    (Type::Array, Some(_)) => ArgActivity::Dup,
+                    _ => ArgActivity::Const,
+                },
+            )
+            .collect();
+        let ret = if callee_sig.results.is_empty() {
+            RetActivity::Const
+        } else {
+            RetActivity::Dual
+        };
+        let req = ForwardRequest {
+            func: callee,
+            args: acts.clone(),
+            ret,
+            width: w,
+        };
+        let d = derive(self.module, &req, self.building)?;
+        let mut new_args = Vec::new();
+        for (&v, a) in args.iter().zip(&acts) {
+            new_args.push(v);
+            if *a != ArgActivity::Const {
+                new_args.extend_from_slice(self.tan.get(v).unwrap_or_default());
+            }
+        }
+        let results = self.primal.dfg.inst_results(inst).to_vec();
+        let extra = self.tangent_results(&results, false);
+        self.copy(
+            block,
+            inst,
+            InstData::Call {
+                func: d,
+                args: new_args,
+            },
+            &extra,
+        );
+        Ok(())
+    }
+
+    /// Fresh values for the tangents of a call's results (each result's
+    /// lanes, result after result; only the f64 results' when `f64_only`),
+    /// recorded as the tangents of the f64 ones.
+    fn tangent_results(&mut self, results: &[Value], f64_only: bool) -> Vec<(Value, Type)> {
+        let w = self.width();
+        let mut extra = Vec::new();
+        for &r in results {
+            let ty = self.primal.dfg.value_type(r);
+            if f64_only && ty != Type::F64 {
+                continue;
+            }
+            let lanes: Vec<Value> = (0..w)
+                .map(|_| self.out.dfg.make_detached_value(ty))
+                .collect();
+            extra.extend(lanes.iter().map(|&v| (v, ty)));
+            if ty == Type::F64 && self.act.is_active(r) {
+                self.tan.set(r, lanes);
+            }
+        }
+        extra
+    }
+
+    /// A call to a function with a forward rule `rule(x, ẋ, a, ȧ, n, ..) ->
+    /// (results.., tangents of the f64 results..)`
+    /// ([`adze_ir::verify::rule_signature`]): every f64 and array argument is
+    /// followed by its tangent (0.0, or a zero array of the same length, when
+    /// inactive).
+    ///
+    /// `primal` are the values that receive the rule's primal results (the
+    /// call's own results, or fresh values for a region); `results` are the
+    /// values whose tangents the rule gives.
+    fn rule_call(
+        &mut self,
+        block: Block,
+        callee: FuncId,
+        rule: FuncId,
+        args: &[Value],
+        mut primal: Vec<(Value, Type)>,
+        results: &[Value],
+    ) -> Result<(), AdError> {
+        let name = self.module.func(callee).name.clone();
+        if self.width() != 1 {
+            return Err(self.unsupported(format!(
+                "the forward rule of @{name} in vector mode (width {})",
+                self.width()
+            )));
+        }
+        let callee_sig = self.module.func(callee).sig.clone();
+        let expected = adze_ir::verify::rule_signature(&callee_sig, Mode::Forward);
+        let rule_sig = &self.module.func(rule).sig;
+        let types = |s: &Signature| s.param_types().collect::<Vec<_>>();
+        if types(rule_sig) != types(&expected) || rule_sig.results != expected.results {
+            return Err(AdError::RuleSignature {
+                func: name,
+                rule: self.module.func(rule).name.clone(),
+                expected: format_sig(&expected),
+                found: format_sig(rule_sig),
+            });
+        }
+        let mut new_args = Vec::new();
+        for &v in args {
+            new_args.push(v);
+            match self.primal.dfg.value_type(v) {
+                Type::F64 => {
+                    let t = self.lane_or_zero(v, 0);
+                    new_args.push(t);
+                }
+                Type::Array => {
+                    let sh = match self.lane(v, 0) {
+                        Some(sh) => sh,
+                        None => {
+                            let name = self.primal.array_name(v);
+                            let mut b = self.builder(block);
+                            let n = b.len(v);
+                            b.zeros(n, format!("{name}.d"))
+                        }
+                    };
+                    new_args.push(sh);
+                }
+                _ => {}
+            }
+        }
+        primal.extend(self.tangent_results(results, true));
+        let call = InstData::Call {
+            func: rule,
+            args: new_args,
+        };
+        let new = self.out.dfg.make_inst_with_results(call, &primal);
+        self.out.layout.append_inst(new, block);
+        Ok(())
+    }
+}
+
+fn format_sig(sig: &Signature) -> String {
+    let p: Vec<&str> = sig.params.iter().map(|p| p.ty.name()).collect();
+    let r: Vec<&str> = sig.results.iter().map(|t| t.name()).collect();
+    format!("({}) -> ({})", p.join(", "), r.join(", "))
+}
+
+/// Blocks reachable from `entry`, in reverse postorder: every block comes
+/// after the blocks that dominate it.
+fn reverse_postorder(func: &Function, entry: Block) -> Vec<Block> {
+    let n = func.dfg.num_blocks();
+    let mut visited = vec![false; n];
+    let mut post = Vec::new();
+    // (block, successors still to visit)
+    let mut stack: Vec<(Block, Vec<Block>)> = Vec::new();
+    let succs = |b: Block| -> Vec<Block> {
+        let mut s: Vec<Block> = func
+            .layout
+            .last_inst(b)
+            .map(|i| {
+                func.dfg
+                    .inst(i)
+                    .destinations()
+                    .iter()
+                    .map(|d| d.block)
+                    .filter(|&d| func.dfg.block_is_valid(d) && func.layout.is_block_inserted(d))
+                    .collect()
+            })
+            .unwrap_or_default();
+        s.reverse();
+        s
+    };
+    visited[entry.as_u32() as usize] = true;
+    stack.push((entry, succs(entry)));
+    while let Some((b, rest)) = stack.last_mut() {
+        if let Some(next) = rest.pop() {
+            if !visited[next.as_u32() as usize] {
+                visited[next.as_u32() as usize] = true;
+                let s = succs(next);
+                stack.push((next, s));
+            }
+        } else {
+            post.push(*b);
+            stack.pop();
+        }
+    }
+    post.reverse();
+    post
+}

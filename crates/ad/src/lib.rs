@@ -1,0 +1,110 @@
+//! Automatic differentiation passes on adze IR.
+//!
+//! Forward mode (tangents, including vector mode) is here; the reverse pass
+//! will reuse [`partials`], the one table of local derivatives.
+//!
+//! - [`partials`]: for every differentiable opcode, its partial derivatives,
+//!   emitted as IR; every choice at a non-differentiable point.
+//! - [`activity`]: which values carry a tangent.
+//! - [`forward`]: the tangent transformation, IR to IR
+//!   ([`forward_derivative`], [`ForwardRequest`]).
+//! - [`lower`]: `autodiff forward` instructions become calls
+//!   ([`lower_autodiff`]).
+//!
+//! How it all works, with a real dump, is in `docs/ad.md`.
+//!
+//! ```
+//! use adze_ad::derive_forward;
+//! use adze_interp::Interpreter;
+//! use adze_ir::{ArgActivity, RetActivity, Val};
+//!
+//! let src = "fn f(x: f64, y: f64) -> f64 { sin(x) * y }";
+//! let mut module = adze_lang::compile("f.adz", src).unwrap();
+//!
+//! // ∂f/∂x along the tangent ẋ = 1, with y constant.
+//! let df = derive_forward(
+//!     &mut module,
+//!     "f",
+//!     &[ArgActivity::Dual, ArgActivity::Const],
+//!     RetActivity::Dual,
+//!     1,
+//! )
+//! .unwrap();
+//! assert_eq!(module.func(df).name, "f.fwd.dual_const");
+//! // Arguments: x, ẋ, y. Results: f, ḟ.
+//! let out = Interpreter::new(&module)
+//!     .call(df, &[Val::F64(0.5), Val::F64(1.0), Val::F64(3.0)])
+//!     .unwrap();
+//! assert_eq!(
+//!     out.results,
+//!     vec![Val::F64(0.5f64.sin() * 3.0), Val::F64(0.5f64.cos() * 1.0 * 3.0)]
+//! );
+//! ```
+
+pub mod activity;
+pub mod forward;
+pub mod lower;
+pub mod partials;
+
+pub use forward::{forward_derivative, ForwardRequest};
+pub use lower::lower_autodiff;
+pub use partials::{Local, Partial};
+
+use adze_ir::{ArgActivity, FuncId, Module, RetActivity};
+
+/// Why a derivative could not be built. Verifier-clean IR never makes a pass
+/// panic: every failure is one of these.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum AdError {
+    #[error("there is no function `{0}` in the module")]
+    NoSuchFunction(String),
+    #[error("cannot differentiate `{func}`: it is a declaration without a body")]
+    NoBody { func: String },
+    #[error("bad derivative request for `{func}`: {reason}")]
+    BadRequest { func: String, reason: String },
+    #[error("cannot differentiate `{func}`: forward mode does not support {what}")]
+    Unsupported { func: String, what: String },
+    #[error("the derivative's name `{name}` is taken by a function of another signature")]
+    NameTaken { name: String },
+    #[error(
+        "the forward rule `{rule}` of `{func}` has the signature {found}, expected {expected}"
+    )]
+    RuleSignature {
+        func: String,
+        rule: String,
+        expected: String,
+        found: String,
+    },
+    #[error("derivatives of `{func}` nest more than {limit} deep")]
+    TooDeep { func: String, limit: usize },
+    #[error("cannot differentiate `{func}`: reverse mode does not support {what}")]
+    ReverseUnsupported { func: String, what: String },
+    #[error("internal error in reverse mode on `{func}`: {reason}")]
+    ReverseInternal { func: String, reason: String },
+}
+
+/// The forward derivative of the function called `name`, for one activity
+/// per parameter (`Const`, `Dual` for f64, `Dup` for arrays), the result's
+/// activity (`Dual` or `Const`) and a vector width (1 for one tangent per
+/// input). The derivative's signature is described in [`forward`]; it is
+/// created once per distinct request.
+pub fn derive_forward(
+    module: &mut Module,
+    name: &str,
+    args: &[ArgActivity],
+    ret: RetActivity,
+    width: usize,
+) -> Result<FuncId, AdError> {
+    let func = module
+        .get(name)
+        .ok_or_else(|| AdError::NoSuchFunction(name.to_string()))?;
+    forward_derivative(
+        module,
+        &ForwardRequest {
+            func,
+            args: args.to_vec(),
+            ret,
+            width,
+        },
+    )
+}

@@ -1,0 +1,392 @@
+//! The one table of local derivatives: for every differentiable opcode, the
+//! partial derivative of its result with respect to each operand, emitted as
+//! IR at the point of use.
+//!
+//! Both AD modes combine the same partials `p_i = ∂y/∂x_i` of an instruction
+//! `y = op x_1, .., x_n`; only the direction differs:
+//!
+//! - forward (tangents): `ẏ = Σ p_i · ẋ_i`, see [`emit_tangent`];
+//! - reverse (adjoints): `x̄_i += p_i · ȳ` for every active operand.
+//!
+//! So that no exact no-op is ever emitted, a partial is a [`Partial`]:
+//! `Zero` (the term is dropped), `One` (`ẋ` itself), `MinusOne` (a negation,
+//! or a subtraction when there is something to subtract from) or a computed
+//! `Value`. For `sin`:
+//!
+//! ```text
+//! v1 = sin v0          ; primal
+//! v7 = cos v0          ; the partial ∂v1/∂v0, emitted by `local_derivative`
+//! v8 = fmul v7, v6     ; forward: the tangent of v1, with v6 the tangent of v0
+//! ```
+//!
+//! Operations whose result is one of their operands (`select`, `min`, `max`)
+//! are not products: their derivative is [`Local::Choose`], "the derivative of
+//! the operand that was chosen", so an infinite or NaN tangent of the operand
+//! that was *not* chosen never leaks into the result (as it would through
+//! `0 · inf`). Forward emits `select c, ẋ_a, ẋ_b`; reverse accumulates
+//! `select c, ȳ, 0` into `x̄_a` and `select c, 0, ȳ` into `x̄_b`.
+//!
+//! Partials are computed only for the operands the caller marks as wanted
+//! (active); the others are returned as `Zero` and no code is emitted for
+//! them. The caller places the builder right after the primal instruction; the
+//! partials may use the primal result (`exp` reuses `y`), so they are emitted
+//! after it.
+//!
+//! # Choices at non-differentiable points
+//!
+//! Each choice gives the one-sided or conventional value an experienced user
+//! of JAX or Enzyme expects, never a NaN where a finite answer is standard.
+//! They are also listed in `docs/ad.md`.
+//!
+//! | op | partials | at the edge |
+//! |---|---|---|
+//! | `fadd`, `fsub`, `fneg` | 1, ±1 | — |
+//! | `fmul x, y` | `y`, `x` | — |
+//! | `fdiv x, y` | `1/y`, `-(r/y)` | `y = 0`: ±inf/NaN, as IEEE gives |
+//! | `powi x, n` | `n · x^(n-1)` | `n = 0`: exactly 0; `n = 1`: exactly 1 |
+//! | `pow x, y` | `y · x^(y-1)`, `r · ln x` | ∂/∂x := 0 where `y = 0`; ∂/∂y := 0 where `x <= 0` |
+//! | `sin`, `cos`, `tan` | `cos x`, `-sin x`, `1 + r²` | — |
+//! | `asin`, `acos` | `±1/sqrt(1 - x²)` | ±inf at `|x| = 1`, NaN beyond |
+//! | `atan` | `1/(1 + x²)` | — |
+//! | `sinh`, `cosh`, `tanh` | `cosh x`, `sinh x`, `1 - r²` | — |
+//! | `exp`, `expm1` | `r`, `r + 1` | — |
+//! | `log`, `log1p` | `1/x`, `1/(1 + x)` | ±inf at the pole; below the domain the formula's value |
+//! | `sqrt` | `0.5/r` | `+inf` at `+0` (`-inf` at `-0`, since `sqrt(-0) = -0`) |
+//! | `cbrt` | `1/(3 r²)` | `+inf` at ±0 |
+//! | `abs` | `sign x` | 0 at ±0 (`sign(±0) = ±0`) |
+//! | `floor`, `ceil`, `round`, `sign` | 0 | 0 everywhere, jumps included |
+//! | `atan2 y, x` | `x/h/h`, `-(y/h/h)` with `h = hypot(y, x)` | 0 at `(0, 0)`; the `h` form does not overflow |
+//! | `hypot x, y` | `x/r`, `y/r` | 0 at `(0, 0)` |
+//! | `min a, b`, `max a, b` | the chosen operand's | see below |
+//! | `select c, a, b` | the chosen operand's | — |
+//!
+//! `pow`: at `y = 0` the function is the constant 1 in `x`, so ∂/∂x is 0
+//! (not `0 · x^-1`, NaN at `x = 0`), as in JAX. ∂/∂y is 0 where `x = 0` (as
+//! in JAX: `0^y` is constant for `y > 0`) and also where `x < 0`: there `x^y`
+//! is real only at integer `y`, where it has no derivative in `y`, and JAX
+//! and Enzyme give NaN; defining 0 keeps a `dual` exponent whose tangent is
+//! 0 from turning the derivative in `x` into NaN (`NaN · 0`).
+//!
+//! Outside an intrinsic's domain (`log` of a negative number, `asin` of 2)
+//! the primal is NaN and the partial is whatever its formula gives (`1/x`
+//! for `log`, NaN for `asin`); no special case.
+//!
+//! `min` and `max` are IEEE 754-2019 `minimum`/`maximum`, and the derivative
+//! is that of the operand they return. `min` returns `a` when `a < b`, `b`
+//! when `b < a`; on a tie `a == b` the two operands are the same number and
+//! the derivative goes to the first operand, except for the tie of zeros of
+//! opposite signs, where `minimum` returns the negative zero and the
+//! derivative goes to that operand (`max`: the positive zero). In IR:
+//! `a < b || (a == b && 1/a <= 1/b)` (`max`: `>` and `>=`). When an operand is
+//! NaN the result is NaN and the derivative is the second operand's.
+
+use adze_ir::{CmpCond, FuncBuilder, InstData, Opcode, Value};
+
+/// A partial derivative `∂y/∂x_i`, with the exact constants distinguished so
+/// that emitters skip multiplications by 0, 1 and -1.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Partial {
+    Zero,
+    One,
+    MinusOne,
+    Value(Value),
+}
+
+/// The local derivative of one instruction.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Local {
+    /// One partial per operand of [`InstData::args`], in order.
+    Partials(Vec<Partial>),
+    /// The result is operand `on_true` when `cond` holds, else operand
+    /// `on_false` (indices into [`InstData::args`]); so is its derivative.
+    Choose {
+        cond: Value,
+        on_true: usize,
+        on_false: usize,
+    },
+}
+
+/// Can the f64 result of `op` have a nonzero derivative? False for
+/// integer, boolean, memory and call opcodes, and for the piecewise-constant
+/// `floor ceil round sign` (their derivative is 0 everywhere): activity
+/// analysis treats the results of those as constants.
+pub fn is_differentiable(op: Opcode) -> bool {
+    use Opcode::*;
+    matches!(
+        op,
+        Fadd | Fsub
+            | Fmul
+            | Fdiv
+            | Fneg
+            | Powi
+            | Pow
+            | Sin
+            | Cos
+            | Tan
+            | Asin
+            | Acos
+            | Atan
+            | Sinh
+            | Cosh
+            | Tanh
+            | Exp
+            | Expm1
+            | Log
+            | Log1p
+            | Sqrt
+            | Cbrt
+            | Abs
+            | Atan2
+            | Hypot
+            | Min
+            | Max
+            | Select
+    )
+}
+
+/// Emits, at the builder's position (right after the primal instruction
+/// `data` whose result is `result`), the code computing its local derivative
+/// with respect to the operands `i` with `wanted[i]`.
+///
+/// Returns `None` for opcodes that are not differentiable (see
+/// [`is_differentiable`]; `floor`-like opcodes return all-`Zero` partials,
+/// which is also correct). Loads, stores, calls and `autodiff` are not local
+/// operations: the passes handle them.
+pub fn local_derivative(
+    b: &mut FuncBuilder,
+    data: &InstData,
+    result: Value,
+    wanted: &[bool],
+) -> Option<Local> {
+    use Opcode::*;
+    use Partial::{MinusOne, One, Zero};
+    let args = data.args();
+    let want = |i: usize| wanted.get(i).copied().unwrap_or(false);
+    let x = args.first().copied();
+    let y = args.get(1).copied();
+    let r = result;
+    let op = data.opcode();
+    let partials = match (op, x, y) {
+        (Fadd, Some(_), Some(_)) => vec![One, One],
+        (Fsub, Some(_), Some(_)) => vec![One, MinusOne],
+        (Fneg, Some(_), _) => vec![MinusOne],
+        (Fmul, Some(x), Some(y)) => vec![Partial::Value(y), Partial::Value(x)],
+        (Fdiv, Some(_), Some(y)) => {
+            let px = lazy(b, want(0), |b| {
+                let one = b.fconst(1.0);
+                b.fdiv(one, y)
+            });
+            let py = lazy(b, want(1), |b| {
+                let q = b.fdiv(r, y);
+                b.fneg(q)
+            });
+            vec![px, py]
+        }
+        (Powi, Some(x), _) => {
+            let InstData::Powi { exp, .. } = *data else {
+                return None;
+            };
+            match exp {
+                0 => vec![Zero],
+                1 => vec![One],
+                _ => vec![lazy(b, want(0), |b| {
+                    let n = b.fconst(f64::from(exp));
+                    let p = b.powi(x, exp - 1);
+                    b.fmul(n, p)
+                })],
+            }
+        }
+        (Pow, Some(x), Some(y)) => {
+            // ∂/∂x = y·x^(y-1), := 0 where y == 0 (no 0·inf at x == 0).
+            let px = lazy(b, want(0), |b| {
+                let one = b.fconst(1.0);
+                let ym1 = b.fsub(y, one);
+                let p = b.binary(Pow, x, ym1);
+                let d = b.fmul(y, p);
+                let zero = b.fconst(0.0);
+                let y0 = b.fcmp(CmpCond::Eq, y, zero);
+                b.select(y0, zero, d)
+            });
+            // ∂/∂y = x^y·ln x, := 0 where x <= 0 (see the module doc).
+            let py = lazy(b, want(1), |b| {
+                let l = b.unary(Log, x);
+                let d = b.fmul(r, l);
+                let zero = b.fconst(0.0);
+                let x0 = b.fcmp(CmpCond::Le, x, zero);
+                b.select(x0, zero, d)
+            });
+            vec![px, py]
+        }
+        (Sin, Some(x), _) => vec![lazy(b, want(0), |b| b.unary(Cos, x))],
+        (Cos, Some(x), _) => vec![lazy(b, want(0), |b| {
+            let s = b.unary(Sin, x);
+            b.fneg(s)
+        })],
+        (Tan, Some(_), _) => vec![lazy(b, want(0), |b| {
+            let one = b.fconst(1.0);
+            let r2 = b.fmul(r, r);
+            b.fadd(one, r2)
+        })],
+        (Asin | Acos, Some(x), _) => vec![lazy(b, want(0), |b| {
+            let one = b.fconst(1.0);
+            let x2 = b.fmul(x, x);
+            let d = b.fsub(one, x2);
+            let s = b.unary(Sqrt, d);
+            let p = b.fdiv(one, s);
+            if op == Acos {
+                b.fneg(p)
+            } else {
+                p
+            }
+        })],
+        (Atan, Some(x), _) => vec![lazy(b, want(0), |b| {
+            let one = b.fconst(1.0);
+            let x2 = b.fmul(x, x);
+            let d = b.fadd(one, x2);
+            b.fdiv(one, d)
+        })],
+        (Sinh, Some(x), _) => vec![lazy(b, want(0), |b| b.unary(Cosh, x))],
+        (Cosh, Some(x), _) => vec![lazy(b, want(0), |b| b.unary(Sinh, x))],
+        (Tanh, Some(_), _) => vec![lazy(b, want(0), |b| {
+            let one = b.fconst(1.0);
+            let r2 = b.fmul(r, r);
+            b.fsub(one, r2)
+        })],
+        (Exp, Some(_), _) => vec![Partial::Value(r)],
+        (Expm1, Some(_), _) => vec![lazy(b, want(0), |b| {
+            let one = b.fconst(1.0);
+            b.fadd(r, one)
+        })],
+        (Log, Some(x), _) => vec![lazy(b, want(0), |b| {
+            let one = b.fconst(1.0);
+            b.fdiv(one, x)
+        })],
+        (Log1p, Some(x), _) => vec![lazy(b, want(0), |b| {
+            let one = b.fconst(1.0);
+            let d = b.fadd(one, x);
+            b.fdiv(one, d)
+        })],
+        (Sqrt, Some(_), _) => vec![lazy(b, want(0), |b| {
+            let half = b.fconst(0.5);
+            b.fdiv(half, r)
+        })],
+        (Cbrt, Some(_), _) => vec![lazy(b, want(0), |b| {
+            let one = b.fconst(1.0);
+            let three = b.fconst(3.0);
+            let r2 = b.fmul(r, r);
+            let d = b.fmul(three, r2);
+            b.fdiv(one, d)
+        })],
+        (Abs, Some(x), _) => vec![lazy(b, want(0), |b| b.unary(Sign, x))],
+        (Floor | Ceil | Round | Sign, Some(_), _) => vec![Zero],
+        (Atan2, Some(y), Some(x)) => {
+            // atan2(y, x): ∂/∂y = x/(x²+y²), ∂/∂x = -y/(x²+y²), as x/h/h with
+            // h = hypot(y, x) so that nothing overflows; 0 at the origin.
+            if !want(0) && !want(1) {
+                return Some(Local::Partials(vec![Zero, Zero]));
+            }
+            let h = b.binary(Hypot, y, x);
+            let zero = b.fconst(0.0);
+            let h0 = b.fcmp(CmpCond::Eq, h, zero);
+            let py = lazy(b, want(0), |b| {
+                let q = b.fdiv(x, h);
+                let q = b.fdiv(q, h);
+                b.select(h0, zero, q)
+            });
+            let px = lazy(b, want(1), |b| {
+                let q = b.fdiv(y, h);
+                let q = b.fdiv(q, h);
+                let n = b.fneg(q);
+                b.select(h0, zero, n)
+            });
+            vec![py, px]
+        }
+        (Hypot, Some(x), Some(y)) => {
+            if !want(0) && !want(1) {
+                return Some(Local::Partials(vec![Zero, Zero]));
+            }
+            let zero = b.fconst(0.0);
+            let r0 = b.fcmp(CmpCond::Eq, r, zero);
+            let px = lazy(b, want(0), |b| {
+                let q = b.fdiv(x, r);
+                b.select(r0, zero, q)
+            });
+            let py = lazy(b, want(1), |b| {
+                let q = b.fdiv(y, r);
+                b.select(r0, zero, q)
+            });
+            vec![px, py]
+        }
+        (Min | Max, Some(a), Some(c)) => {
+            // "the result is a": a < b || (a == b && 1/a <= 1/b) for min,
+            // with > and >= for max (see the module doc).
+            let (strict, tie) = if op == Min {
+                (CmpCond::Lt, CmpCond::Le)
+            } else {
+                (CmpCond::Gt, CmpCond::Ge)
+            };
+            let first = b.fcmp(strict, a, c);
+            let eq = b.fcmp(CmpCond::Eq, a, c);
+            let one = b.fconst(1.0);
+            let ra = b.fdiv(one, a);
+            let rc = b.fdiv(one, c);
+            let zero_tie = b.fcmp(tie, ra, rc);
+            let on_tie = b.select(eq, zero_tie, eq);
+            let cond = b.select(first, first, on_tie);
+            return Some(Local::Choose {
+                cond,
+                on_true: 0,
+                on_false: 1,
+            });
+        }
+        (Select, Some(c), _) => {
+            return Some(Local::Choose {
+                cond: c,
+                on_true: 1,
+                on_false: 2,
+            })
+        }
+        _ => return None,
+    };
+    Some(Local::Partials(partials))
+}
+
+/// A partial that is computed only when wanted.
+fn lazy(b: &mut FuncBuilder, wanted: bool, f: impl FnOnce(&mut FuncBuilder) -> Value) -> Partial {
+    if wanted {
+        Partial::Value(f(b))
+    } else {
+        Partial::Zero
+    }
+}
+
+/// Emits the forward combination `Σ p_i · t_i` for one lane, skipping
+/// operands without a tangent (`None`: inactive, their tangent is 0) and
+/// `Zero` partials. `One` adds `t_i`, `MinusOne` subtracts it (a leading one
+/// is negated). Returns `None` when no term remains: the tangent is zero.
+///
+/// Terms are added left to right in operand order, so `fmul x, y` has the
+/// tangent `y·ẋ + x·ẏ`.
+pub fn emit_tangent(
+    b: &mut FuncBuilder,
+    partials: &[Partial],
+    tangents: &[Option<Value>],
+) -> Option<Value> {
+    let mut acc: Option<Value> = None;
+    for (p, t) in partials.iter().zip(tangents) {
+        let Some(t) = *t else { continue };
+        acc = Some(match (*p, acc) {
+            (Partial::Zero, _) => continue,
+            (Partial::One, None) => t,
+            (Partial::One, Some(a)) => b.fadd(a, t),
+            (Partial::MinusOne, None) => b.fneg(t),
+            (Partial::MinusOne, Some(a)) => b.fsub(a, t),
+            (Partial::Value(p), None) => b.fmul(p, t),
+            (Partial::Value(p), Some(a)) => {
+                let m = b.fmul(p, t);
+                b.fadd(a, m)
+            }
+        });
+    }
+    acc
+}

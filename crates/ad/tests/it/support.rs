@@ -1,0 +1,272 @@
+//! Helpers: parse IR, derive, run through the interpreter, central finite
+//! differences, structural checks of derivative IR, and expected-output files.
+
+use adze_ad::derive_forward;
+use adze_interp::Interpreter;
+use adze_ir::parse::parse_module;
+use adze_ir::{ArgActivity, FuncId, Module, RetActivity, Val};
+
+pub fn parse(text: &str) -> Module {
+    parse_module(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+pub fn run(module: &Module, f: FuncId, args: &[Val]) -> Vec<Val> {
+    Interpreter::new(module)
+        .call(f, args)
+        .unwrap_or_else(|e| panic!("{e:?}\n{module}"))
+        .results
+}
+
+pub fn run_outcome(module: &Module, f: FuncId, args: &[Val]) -> adze_ir::Outcome {
+    Interpreter::new(module)
+        .call(f, args)
+        .unwrap_or_else(|e| panic!("{e:?}\n{module}"))
+}
+
+pub fn f64s(vals: &[Val]) -> Vec<f64> {
+    vals.iter()
+        .map(|v| match v {
+            Val::F64(x) => *x,
+            other => panic!("expected an f64, got {other}"),
+        })
+        .collect()
+}
+
+pub fn derive(module: &mut Module, name: &str, args: &[ArgActivity], width: usize) -> FuncId {
+    let d = derive_forward(module, name, args, RetActivity::Dual, width)
+        .unwrap_or_else(|e| panic!("{e}\n{module}"));
+    check_ir(module);
+    d
+}
+
+/// The module prints, parses back and prints the same.
+pub fn check_ir(module: &Module) {
+    let text = module.to_string();
+    let back = parse(&text);
+    assert_eq!(
+        back.to_string(),
+        text,
+        "print -> parse -> print changed the IR"
+    );
+    crate::support::verify(module);
+}
+
+pub fn verify(module: &Module) {
+    if let Err(e) = adze_ir::verify::verify_module(module) {
+        panic!("verifier: {e:?}\n{module}");
+    }
+}
+
+/// Relative closeness: |a - b| <= tol * max(1, |a|, |b|).
+pub fn close(a: f64, b: f64, tol: f64) -> bool {
+    if a.is_nan() || b.is_nan() {
+        return a.is_nan() && b.is_nan();
+    }
+    if a.is_infinite() || b.is_infinite() {
+        return a == b;
+    }
+    (a - b).abs() <= tol * 1f64.max(a.abs()).max(b.abs())
+}
+
+#[track_caller]
+pub fn assert_close(got: f64, want: f64, tol: f64, what: &str) {
+    assert!(close(got, want, tol), "{what}: got {got:e}, want {want:e}");
+}
+
+/// Central finite difference of the f64 results of `f` along the direction
+/// `dir` (same shape as `args`: an f64 per f64 argument, an array per array
+/// argument; others ignored).
+pub fn central_difference(
+    module: &Module,
+    f: FuncId,
+    args: &[Val],
+    dir: &[Val],
+    h: f64,
+) -> Vec<f64> {
+    let shift = |s: f64| -> Vec<Val> {
+        args.iter()
+            .zip(dir)
+            .map(|(a, d)| match (a, d) {
+                (Val::F64(x), Val::F64(t)) => Val::F64(x + s * t),
+                (Val::Array(xs), Val::Array(ts)) => {
+                    Val::Array(xs.iter().zip(ts).map(|(x, t)| x + s * t).collect())
+                }
+                (a, _) => a.clone(),
+            })
+            .collect()
+    };
+    let plus = run(module, f, &shift(h));
+    let minus = run(module, f, &shift(-h));
+    plus.iter()
+        .zip(&minus)
+        .filter_map(|(p, m)| match (p, m) {
+            (Val::F64(p), Val::F64(m)) => Some((p - m) / (2.0 * h)),
+            _ => None,
+        })
+        .collect()
+}
+
+/// Compares `text` with `tests/expected/<name>.ir`, or writes it when
+/// `ADZE_BLESS=1`.
+pub fn expect_file(name: &str, text: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/expected")
+        .join(format!("{name}.ir"));
+    if std::env::var_os("ADZE_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, text).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "{} is missing; run with ADZE_BLESS=1 to create it",
+            path.display()
+        )
+    });
+    assert_eq!(
+        text,
+        want,
+        "{} differs; ADZE_BLESS=1 rewrites it",
+        path.display()
+    );
+}
+
+pub fn compile(src: &str) -> Module {
+    let m = adze_lang::compile("test.adz", src).unwrap_or_else(|e| panic!("{e:?}"));
+    verify(&m);
+    m
+}
+
+/// What a derivative is checked against: the f64 results, then the final
+/// contents of every `mut` array argument, flattened.
+fn observed(module: &Module, f: FuncId, args: &[Val]) -> Vec<f64> {
+    let out = run_outcome(module, f, args);
+    let sig = &module.func(f).sig;
+    let mut obs: Vec<f64> = out
+        .results
+        .iter()
+        .filter_map(|v| match v {
+            Val::F64(x) => Some(*x),
+            _ => None,
+        })
+        .collect();
+    for (p, v) in sig.params.iter().zip(&out.args) {
+        if let (true, Val::Array(xs)) = (p.mutable, v) {
+            obs.extend_from_slice(xs);
+        }
+    }
+    obs
+}
+
+/// Derives `name` for `acts` (width 1, `ret dual`), runs it at `args` with
+/// the tangents `dirs` (an f64 for each `dual`, an array for each `dup`,
+/// anything for `const`), and checks
+/// - the primal results and final arrays equal the primal's, bit for bit;
+/// - the result tangents and the final shadows of `mut` arrays equal central
+///   differences of the results and final arrays along `dirs`.
+///
+/// Returns the derivative's results (primal results, then tangents).
+pub fn check_against_fd(
+    module: &mut Module,
+    name: &str,
+    acts: &[ArgActivity],
+    args: &[Val],
+    dirs: &[Val],
+) -> Vec<Val> {
+    let f = module.get(name).unwrap();
+    let d = derive(module, name, acts, 1);
+    let mut dargs = Vec::new();
+    let mut fd_dirs = Vec::new();
+    for ((a, t), act) in args.iter().zip(dirs).zip(acts) {
+        dargs.push(a.clone());
+        match act {
+            ArgActivity::Dual | ArgActivity::Dup => {
+                dargs.push(t.clone());
+                fd_dirs.push(t.clone());
+            }
+            _ => fd_dirs.push(match a {
+                Val::F64(_) => Val::F64(0.0),
+                Val::Array(xs) => Val::Array(vec![0.0; xs.len()]),
+                other => other.clone(),
+            }),
+        }
+    }
+    let primal = run_outcome(module, f, args);
+    let out = run_outcome(module, d, &dargs);
+    let nres = primal.results.len();
+    for (p, q) in primal.results.iter().zip(&out.results) {
+        assert!(p.bit_eq(q), "{name}: primal result {q} differs from {p}");
+    }
+    // Final arrays: primal vs derivative's primal arguments.
+    let mut k = 0;
+    let mut tangents: Vec<f64> = Vec::new();
+    let sig = module.func(f).sig.clone();
+    let mut shadows = Vec::new();
+    for (i, (p, act)) in sig.params.iter().zip(acts).enumerate() {
+        assert!(
+            primal.args[i].bit_eq(&out.args[k]),
+            "{name}: final `{}` differs",
+            p.name
+        );
+        k += 1;
+        if matches!(act, ArgActivity::Dual | ArgActivity::Dup) {
+            if p.mutable {
+                shadows.push(out.args[k].clone());
+            }
+            k += 1;
+        }
+    }
+    for (v, ty) in out.results[nres..].iter().zip(&sig.results) {
+        if *ty == adze_ir::Type::F64 {
+            tangents.extend(f64s(std::slice::from_ref(v)));
+        }
+    }
+    // Shadows of `mut` dup arrays, in parameter order, then the FD of the
+    // mut arrays: const mut arrays have no shadow, so their FD must be zero.
+    let mut shadow_iter = shadows.into_iter();
+    for (p, act) in sig.params.iter().zip(acts) {
+        if p.mutable {
+            match (act, p.ty) {
+                (ArgActivity::Dup, _) => match shadow_iter.next() {
+                    Some(Val::Array(xs)) => tangents.extend(xs),
+                    other => panic!("no shadow: {other:?}"),
+                },
+                (_, adze_ir::Type::Array) => {
+                    let i = sig.params.iter().position(|q| q == p).unwrap();
+                    if let Val::Array(xs) = &args[i] {
+                        tangents.extend(std::iter::repeat_n(f64::NAN, xs.len()));
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let h = 1e-6;
+    let shift = |s: f64| -> Vec<Val> {
+        args.iter()
+            .zip(&fd_dirs)
+            .map(|(a, t)| match (a, t) {
+                (Val::F64(x), Val::F64(t)) => Val::F64(x + s * t),
+                (Val::Array(xs), Val::Array(ts)) => {
+                    Val::Array(xs.iter().zip(ts).map(|(x, t)| x + s * t).collect())
+                }
+                (a, _) => a.clone(),
+            })
+            .collect()
+    };
+    let plus = observed(module, f, &shift(h));
+    let minus = observed(module, f, &shift(-h));
+    assert_eq!(plus.len(), tangents.len(), "{name}: shape");
+    for (i, ((p, m), t)) in plus.iter().zip(&minus).zip(&tangents).enumerate() {
+        if t.is_nan() {
+            continue; // a const mut array: not reported
+        }
+        let fd = (p - m) / (2.0 * h);
+        assert_close(
+            *t,
+            fd,
+            1e-6,
+            &format!("{name}: tangent #{i} vs finite differences"),
+        );
+    }
+    out.results
+}

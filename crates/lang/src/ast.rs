@@ -1,0 +1,191 @@
+//! The syntax tree the parser builds: items, statements and expressions,
+//! each with the byte [`Span`] it came from. Names are not resolved and
+//! nothing is typed yet; that is [`crate::check`]'s job.
+
+pub use crate::diagnostic::Span;
+use adze_ir::{InlineHint, Mode};
+
+/// A name and where it was written.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Ident {
+    pub name: String,
+    pub span: Span,
+}
+
+/// A whole `.adz` file.
+#[derive(Clone, Debug, PartialEq)]
+pub struct File {
+    pub items: Vec<FuncDecl>,
+}
+
+/// `fn` or `rule`.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum FuncKind {
+    Fn,
+    /// `rule forward f(..)` / `rule reverse f(..)`; the [`FuncDecl::name`] is
+    /// the function the rule belongs to.
+    Rule(Mode),
+}
+
+/// A function or a rule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FuncDecl {
+    /// `#[inline(..)]`, with the attribute's span.
+    pub inline: Option<(InlineHint, Span)>,
+    pub kind: FuncKind,
+    pub name: Ident,
+    pub params: Vec<ParamDecl>,
+    pub results: Option<Results>,
+    pub body: Block,
+    /// From the `fn`/`rule` keyword to the end of the signature.
+    pub sig_span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct ParamDecl {
+    pub name: Ident,
+    pub ty: TypeExpr,
+}
+
+/// A written type.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct TypeExpr {
+    pub kind: TypeKind,
+    pub span: Span,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum TypeKind {
+    F64,
+    I64,
+    Bool,
+    /// `[f64]` or `mut [f64]`.
+    Array {
+        mutable: bool,
+    },
+}
+
+/// `-> T` or `-> (T, U, ..)`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Results {
+    pub types: Vec<TypeExpr>,
+    pub span: Span,
+}
+
+/// `{ stmts.. tail }`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Block {
+    pub stmts: Vec<Stmt>,
+    /// The final expression without `;`: the block's value.
+    pub tail: Option<Box<Expr>>,
+    /// Braces included.
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Stmt {
+    pub kind: StmtKind,
+    pub span: Span,
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum StmtKind {
+    /// `let x = e;`
+    Let(Ident, Expr),
+    /// `let (a, b) = e;`
+    LetTuple(Vec<Ident>, Expr),
+    /// `var x = e;`
+    Var(Ident, Expr),
+    /// `x = e;`
+    Assign(Ident, Expr),
+    /// `a[i] = e;`
+    Store(Ident, Expr, Expr),
+    /// `e;`, or an `if` without `;`.
+    Expr(Expr),
+    /// `return;` / `return e;`
+    Return(Option<Expr>),
+    /// `for i in lo..hi { .. }`
+    For(Ident, Expr, Expr, Block),
+    /// `while c { .. }`
+    While(Expr, Block),
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    pub kind: ExprKind,
+    pub span: Span,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum UnOp {
+    Neg,
+    Not,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BinOp {
+    Add,
+    Sub,
+    Mul,
+    Div,
+    Rem,
+    Pow,
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+    And,
+    Or,
+}
+
+impl BinOp {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            BinOp::Add => "+",
+            BinOp::Sub => "-",
+            BinOp::Mul => "*",
+            BinOp::Div => "/",
+            BinOp::Rem => "%",
+            BinOp::Pow => "^",
+            BinOp::Eq => "==",
+            BinOp::Ne => "!=",
+            BinOp::Lt => "<",
+            BinOp::Le => "<=",
+            BinOp::Gt => ">",
+            BinOp::Ge => ">=",
+            BinOp::And => "&&",
+            BinOp::Or => "||",
+        }
+    }
+
+    pub fn is_comparison(self) -> bool {
+        matches!(
+            self,
+            BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
+        )
+    }
+}
+
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    /// A non-negative integer literal (it fits in i64; the lexer checks).
+    Int(i64),
+    Float(f64),
+    Bool(bool),
+    Name(Ident),
+    Unary(UnOp, Box<Expr>),
+    Binary(BinOp, Box<Expr>, Box<Expr>),
+    /// `f(args..)`: user functions, intrinsics, builtins and `autodiff`
+    /// (whose arguments `forward`, `dup(a, da)`, ... are parsed as names and
+    /// calls, and interpreted by the checker).
+    Call(Ident, Vec<Expr>),
+    /// `a[i]`
+    Index(Ident, Box<Expr>),
+    /// `if c { .. } else { .. }`; `else if` is an `else` block whose tail is
+    /// the inner `if`.
+    If(Box<Expr>, Block, Option<Block>),
+    /// `(a, b, ..)`, at least two elements.
+    Tuple(Vec<Expr>),
+}

@@ -1,0 +1,486 @@
+//! Lowering: the checked program ([`typed`]) to an IR [`Module`] through
+//! [`FuncBuilder`].
+//!
+//! - Functions are declared first, in program order, so that calls,
+//!   `autodiff` requests and rules can name any of them; then each body is
+//!   built and replaces its declaration.
+//! - `var`s become SSA values: each local holds its current value while the
+//!   body is walked; control-flow joins receive the `var`s assigned on the
+//!   way as block parameters (see `docs/language.md`, "Lowering", for the
+//!   exact shapes of `if`, `&&`/`||`, `while` and counted `for` loops).
+//! - Blocks are placed in the layout when code starts in them, so a join no
+//!   branch reaches (both arms `return`) is never placed: no unreachable
+//!   blocks are left behind.
+
+use crate::typed::*;
+use adze_ir::{
+    AutodiffSpec, Block as IrBlock, CmpCond, FuncBuilder, FuncId, Function, Module, Opcode,
+    Signature, Type, Value,
+};
+use std::collections::BTreeSet;
+
+/// Lowers a checked program. Function names are unique (the checker
+/// guarantees it), so declaring them cannot fail.
+pub fn lower(prog: &Program) -> Module {
+    let mut module = Module::new();
+    let mut ids = Vec::new();
+    for f in &prog.funcs {
+        let sig = Signature {
+            params: f.params.clone(),
+            results: f.results.clone(),
+        };
+        let id = module
+            .declare(&f.name, sig)
+            .expect("the checker rejects duplicate function names");
+        ids.push(id);
+    }
+    for (f, &id) in prog.funcs.iter().zip(&ids) {
+        let func = lower_func(&module, &ids, f);
+        module.replace(id, func);
+    }
+    module
+}
+
+fn lower_func(module: &Module, ids: &[FuncId], f: &Func) -> Function {
+    let sig = Signature {
+        params: f.params.clone(),
+        results: f.results.clone(),
+    };
+    let mut func = Function::new(f.name.clone(), sig);
+    func.meta.inline = f.inline;
+    func.meta.rules.forward = f.forward_rule.map(|i| ids[i]);
+    func.meta.rules.reverse = f.reverse_rule.map(|i| ids[i]);
+    let mut b = FuncBuilder::new(&mut func);
+    let entry = b.create_entry_block();
+    b.switch_to_block(entry);
+    let mut env = vec![None; f.locals.len()];
+    for (slot, &v) in env.iter_mut().zip(b.func.params()) {
+        *slot = Some(v);
+    }
+    let mut cx = Lower {
+        b,
+        module,
+        ids,
+        func: f,
+        env,
+        live: true,
+    };
+    let values = cx.block(&f.body);
+    if cx.live {
+        cx.b.ret(&values);
+    }
+    func
+}
+
+struct Lower<'a, 'f> {
+    b: FuncBuilder<'f>,
+    module: &'a Module,
+    ids: &'a [FuncId],
+    func: &'a Func,
+    /// The current SSA value of each local (`None` before its declaration).
+    env: Vec<Option<Value>>,
+    /// Is there a current block to append to? False after a terminator.
+    live: bool,
+}
+
+impl Lower<'_, '_> {
+    // ---- blocks of the IR ----
+
+    /// A block not yet in the layout.
+    fn new_block(&mut self) -> IrBlock {
+        self.b.func.dfg.make_block()
+    }
+
+    /// Places `block` at the end of the layout and continues there.
+    fn start(&mut self, block: IrBlock) {
+        self.b.func.layout.append_block(block);
+        self.b.switch_to_block(block);
+        self.live = true;
+    }
+
+    fn jump(&mut self, block: IrBlock, args: &[Value]) {
+        self.b.jump(block, args);
+        self.live = false;
+    }
+
+    fn local(&self, l: LocalId) -> Value {
+        self.env[l].expect("the checker resolves every use to a declared local")
+    }
+
+    /// The `var`s assigned in `blocks`/`exprs` that are already declared,
+    /// in declaration order: they become the parameters of a join.
+    fn join_vars(&self, blocks: &[&Block], exprs: &[&Expr]) -> Vec<LocalId> {
+        let mut set = BTreeSet::new();
+        for b in blocks {
+            assigned_in_block(b, &mut set);
+        }
+        for e in exprs {
+            assigned_in_expr(e, &mut set);
+        }
+        set.into_iter().filter(|&l| self.env[l].is_some()).collect()
+    }
+
+    fn current(&self, vars: &[LocalId]) -> Vec<Value> {
+        vars.iter().map(|&l| self.local(l)).collect()
+    }
+
+    /// Adds one parameter per var (then one per extra type) to `block`, and
+    /// makes the vars refer to them. Returns the extra parameters.
+    fn bind_params(&mut self, block: IrBlock, vars: &[LocalId], extra: &[Type]) -> Vec<Value> {
+        for &l in vars {
+            let ty = self.func.locals[l].ty.ir_scalar().unwrap_or(Type::F64);
+            self.env[l] = Some(self.b.append_block_param(block, ty));
+        }
+        extra
+            .iter()
+            .map(|&ty| self.b.append_block_param(block, ty))
+            .collect()
+    }
+
+    // ---- statements ----
+
+    /// Lowers a block; returns its values (empty if it has none or diverges).
+    fn block(&mut self, b: &Block) -> Vec<Value> {
+        for s in &b.stmts {
+            self.stmt(s);
+            if !self.live {
+                return Vec::new();
+            }
+        }
+        match &b.tail {
+            Some(e) => self.expr(e),
+            None => Vec::new(),
+        }
+    }
+
+    fn stmt(&mut self, s: &Stmt) {
+        match s {
+            Stmt::Let(ls, e) => {
+                let vs = self.expr(e);
+                for (&l, v) in ls.iter().zip(vs) {
+                    self.env[l] = Some(v);
+                }
+            }
+            Stmt::Zeros(l, n) => {
+                let n = self.scalar(n);
+                let name = self.func.locals[*l].name.clone();
+                self.env[*l] = Some(self.b.zeros(n, name));
+            }
+            Stmt::Assign(l, e) => {
+                let v = self.scalar(e);
+                self.env[*l] = Some(v);
+            }
+            Stmt::Store(a, i, x) => {
+                let a = self.local(*a);
+                let i = self.scalar(i);
+                let x = self.scalar(x);
+                self.b.store(a, i, x);
+            }
+            Stmt::Expr(e) => {
+                self.expr(e);
+            }
+            Stmt::Return(e) => {
+                let vs = e.as_ref().map(|e| self.expr(e)).unwrap_or_default();
+                if self.live {
+                    self.b.ret(&vs);
+                    self.live = false;
+                }
+            }
+            Stmt::For(i, lo, hi, body) => self.for_loop(*i, lo, hi, body),
+            Stmt::While(cond, body) => self.while_loop(cond, body),
+        }
+    }
+
+    /// ```text
+    ///     lo, hi = ..; jump header(lo, vars..)
+    /// header(i, vars..): c = icmp lt i, hi; brif c, body, exit(vars..)
+    /// body: ..; jump latch
+    /// latch: one = iconst 1; i1 = iadd i, one; jump header(i1, vars..)
+    /// exit(vars..):
+    /// ```
+    fn for_loop(&mut self, index: LocalId, lo: &Expr, hi: &Expr, body: &Block) {
+        let lo = self.scalar(lo);
+        let hi = self.scalar(hi);
+        let vars = self.join_vars(&[body], &[]);
+        let header = self.new_block();
+        let body_block = self.new_block();
+        let exit = self.new_block();
+        let mut args = vec![lo];
+        args.extend(self.current(&vars));
+        self.jump(header, &args);
+
+        self.start(header);
+        let i = self.b.append_block_param(header, Type::I64);
+        self.bind_params(header, &vars, &[]);
+        self.env[index] = Some(i);
+        let c = self.b.icmp(CmpCond::Lt, i, hi);
+        let out = self.current(&vars);
+        self.b.brif(c, body_block, &[], exit, &out);
+
+        self.start(body_block);
+        self.block(body);
+        if self.live {
+            let latch = self.new_block();
+            self.jump(latch, &[]);
+            self.start(latch);
+            let one = self.b.iconst(1);
+            let next = self.b.iadd(i, one);
+            let mut args = vec![next];
+            args.extend(self.current(&vars));
+            self.jump(header, &args);
+        }
+        self.start(exit);
+        self.bind_params(exit, &vars, &[]);
+    }
+
+    /// ```text
+    ///     jump header(vars..)
+    /// header(vars..): c = ..; brif c, body, exit(vars..)
+    /// body: ..; jump header(vars..)
+    /// exit(vars..):
+    /// ```
+    fn while_loop(&mut self, cond: &Expr, body: &Block) {
+        let vars = self.join_vars(&[body], &[cond]);
+        let header = self.new_block();
+        let body_block = self.new_block();
+        let exit = self.new_block();
+        let args = self.current(&vars);
+        self.jump(header, &args);
+
+        self.start(header);
+        self.bind_params(header, &vars, &[]);
+        let c = self.scalar(cond);
+        let out = self.current(&vars);
+        self.b.brif(c, body_block, &[], exit, &out);
+
+        self.start(body_block);
+        self.block(body);
+        if self.live {
+            let args = self.current(&vars);
+            self.jump(header, &args);
+        }
+        self.start(exit);
+        self.bind_params(exit, &vars, &[]);
+    }
+
+    // ---- expressions ----
+
+    fn scalar(&mut self, e: &Expr) -> Value {
+        let vs = self.expr(e);
+        vs[0]
+    }
+
+    /// Lowers an expression to its values: one for a scalar or an array,
+    /// several for a tuple, none for no value.
+    fn expr(&mut self, e: &Expr) -> Vec<Value> {
+        let v = match &e.kind {
+            ExprKind::F64(x) => self.b.fconst(*x),
+            ExprKind::I64(n) => self.b.iconst(*n),
+            ExprKind::Bool(x) => self.b.bconst(*x),
+            ExprKind::Local(l) => self.local(*l),
+            // Negated literals are folded: `-2.0` is `fconst -2.0`.
+            ExprKind::Unary(Opcode::Fneg, a) if matches!(a.kind, ExprKind::F64(_)) => {
+                let ExprKind::F64(x) = a.kind else {
+                    unreachable!()
+                };
+                self.b.fconst(-x)
+            }
+            ExprKind::Unary(Opcode::Ineg, a) if matches!(a.kind, ExprKind::I64(_)) => {
+                let ExprKind::I64(n) = a.kind else {
+                    unreachable!()
+                };
+                self.b.iconst(n.wrapping_neg())
+            }
+            ExprKind::Unary(op, a) => {
+                let a = self.scalar(a);
+                self.b.unary(*op, a)
+            }
+            ExprKind::Binary(op, a, c) => {
+                let a = self.scalar(a);
+                let c = self.scalar(c);
+                self.b.binary(*op, a, c)
+            }
+            ExprKind::Powi(a, n) => {
+                let a = self.scalar(a);
+                self.b.powi(a, *n)
+            }
+            ExprKind::Cmp(op, cond, a, c) => {
+                let a = self.scalar(a);
+                let c = self.scalar(c);
+                if *op == Opcode::Fcmp {
+                    self.b.fcmp(*cond, a, c)
+                } else {
+                    self.b.icmp(*cond, a, c)
+                }
+            }
+            ExprKind::And(a, c) => return vec![self.short_circuit(a, c, true)],
+            ExprKind::Or(a, c) => return vec![self.short_circuit(a, c, false)],
+            ExprKind::Fill(a, x) => {
+                let a = self.scalar(a);
+                let x = self.scalar(x);
+                self.b.fill(a, x);
+                return Vec::new();
+            }
+            ExprKind::Call(f, args) => {
+                let args: Vec<Value> = args.iter().map(|a| self.scalar(a)).collect();
+                let id = self.ids[*f];
+                let tys = self.module.func(id).sig.results.clone();
+                let inst = self.b.call(id, &args, &tys);
+                return self.b.func.dfg.inst_results(inst).to_vec();
+            }
+            ExprKind::Autodiff(req, args) => {
+                let args: Vec<Value> = args.iter().map(|a| self.scalar(a)).collect();
+                let spec = AutodiffSpec {
+                    mode: req.mode,
+                    func: self.ids[req.func],
+                    ret: req.ret,
+                    args: req.args.clone(),
+                };
+                let tys = self.module.autodiff_result_types(&spec);
+                let inst = self.b.autodiff(spec, &args, &tys);
+                return self.b.func.dfg.inst_results(inst).to_vec();
+            }
+            ExprKind::If(c, t, els) => return self.if_expr(c, t, els.as_ref(), &e.ty),
+            ExprKind::Tuple(xs) => return xs.iter().map(|x| self.scalar(x)).collect(),
+        };
+        vec![v]
+    }
+
+    /// `a && b`: `brif a, rhs, join(vars.., a)`; `rhs: jump join(vars.., b)`.
+    /// `a || b`: `brif a, join(vars.., a), rhs`.
+    fn short_circuit(&mut self, a: &Expr, rhs: &Expr, and: bool) -> Value {
+        let a = self.scalar(a);
+        let vars = self.join_vars(&[], &[rhs]);
+        let rhs_block = self.new_block();
+        let join = self.new_block();
+        let mut args = self.current(&vars);
+        args.push(a);
+        if and {
+            self.b.brif(a, rhs_block, &[], join, &args);
+        } else {
+            self.b.brif(a, join, &args, rhs_block, &[]);
+        }
+        self.live = false;
+        let saved = self.env.clone();
+        self.start(rhs_block);
+        let b = self.scalar(rhs);
+        if self.live {
+            let mut args = self.current(&vars);
+            args.push(b);
+            self.jump(join, &args);
+        }
+        self.env = saved;
+        self.start(join);
+        self.bind_params(join, &vars, &[Type::Bool])[0]
+    }
+
+    /// ```text
+    ///     brif c, then, else        (without else: brif c, then, join(vars..))
+    /// then: ..; jump join(vars.., values..)
+    /// else: ..; jump join(vars.., values..)
+    /// join(vars.., values..):
+    /// ```
+    fn if_expr(&mut self, c: &Expr, then: &Block, els: Option<&Block>, ty: &Ty) -> Vec<Value> {
+        let c = self.scalar(c);
+        let branches: Vec<&Block> = std::iter::once(then).chain(els).collect();
+        let vars = self.join_vars(&branches, &[]);
+        let value_tys = ty.ir_values();
+        let then_block = self.new_block();
+        let join = self.new_block();
+        let mut reached = false;
+        let else_block = match els {
+            Some(_) => {
+                let b = self.new_block();
+                self.b.brif(c, then_block, &[], b, &[]);
+                Some(b)
+            }
+            None => {
+                let args = self.current(&vars);
+                self.b.brif(c, then_block, &[], join, &args);
+                reached = true;
+                None
+            }
+        };
+        self.live = false;
+        let saved = self.env.clone();
+        for (block, body) in [(Some(then_block), then), (else_block, els.unwrap_or(then))] {
+            let Some(block) = block else { continue };
+            self.start(block);
+            let values = self.block(body);
+            if self.live {
+                let mut args = self.current(&vars);
+                if !value_tys.is_empty() {
+                    args.extend(values);
+                }
+                self.jump(join, &args);
+                reached = true;
+            }
+            self.env = saved.clone();
+        }
+        if !reached {
+            return Vec::new();
+        }
+        self.start(join);
+        self.bind_params(join, &vars, &value_tys)
+    }
+}
+
+fn assigned_in_block(b: &Block, set: &mut BTreeSet<LocalId>) {
+    for s in &b.stmts {
+        match s {
+            Stmt::Let(_, e) | Stmt::Zeros(_, e) | Stmt::Expr(e) => assigned_in_expr(e, set),
+            Stmt::Assign(l, e) => {
+                set.insert(*l);
+                assigned_in_expr(e, set);
+            }
+            Stmt::Store(_, i, x) => {
+                assigned_in_expr(i, set);
+                assigned_in_expr(x, set);
+            }
+            Stmt::Return(e) => {
+                if let Some(e) = e {
+                    assigned_in_expr(e, set);
+                }
+            }
+            Stmt::For(_, lo, hi, body) => {
+                assigned_in_expr(lo, set);
+                assigned_in_expr(hi, set);
+                assigned_in_block(body, set);
+            }
+            Stmt::While(c, body) => {
+                assigned_in_expr(c, set);
+                assigned_in_block(body, set);
+            }
+        }
+    }
+    if let Some(e) = &b.tail {
+        assigned_in_expr(e, set);
+    }
+}
+
+fn assigned_in_expr(e: &Expr, set: &mut BTreeSet<LocalId>) {
+    match &e.kind {
+        ExprKind::F64(_) | ExprKind::I64(_) | ExprKind::Bool(_) | ExprKind::Local(_) => {}
+        ExprKind::Unary(_, a) | ExprKind::Powi(a, _) => assigned_in_expr(a, set),
+        ExprKind::Binary(_, a, b)
+        | ExprKind::Cmp(_, _, a, b)
+        | ExprKind::And(a, b)
+        | ExprKind::Or(a, b)
+        | ExprKind::Fill(a, b) => {
+            assigned_in_expr(a, set);
+            assigned_in_expr(b, set);
+        }
+        ExprKind::Call(_, xs) | ExprKind::Autodiff(_, xs) | ExprKind::Tuple(xs) => {
+            for x in xs {
+                assigned_in_expr(x, set);
+            }
+        }
+        ExprKind::If(c, t, els) => {
+            assigned_in_expr(c, set);
+            assigned_in_block(t, set);
+            if let Some(b) = els {
+                assigned_in_block(b, set);
+            }
+        }
+    }
+}

@@ -1,0 +1,28 @@
+# Recipes for common tasks; every one is a plain cargo command underneath.
+
+# Run the whole test suite (what CI runs).
+test:
+    cargo test --workspace
+
+# Accept new IR snapshot output (tests/expected/*.ir and crate snapshots).
+bless:
+    ADZE_BLESS=1 INSTA_UPDATE=always cargo test --workspace
+
+# Benchmarks (criterion); see docs/performance.md.
+bench:
+    cargo bench --bench jit
+
+fmt:
+    cargo fmt --all
+
+lint:
+    cargo fmt --all -- --check
+    cargo clippy --workspace --all-targets -- -D warnings
+
+# Print the IR of FILE after every stage.
+dump FILE:
+    cargo run --release -- dump {{FILE}} --stage all
+
+# The README's example.
+example:
+    cargo run --release -- run ir-examples/seed.adz --fn g_custom --arg 'x=[2.0]'

@@ -1,0 +1,256 @@
+//! The `adze` command as a user runs it: results, `--json`, and errors as
+//! one readable line with exit code 1.
+
+use crate::support::root;
+use std::process::Command;
+
+struct Output {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn adze(args: &[&str]) -> Output {
+    let out = Command::new(env!("CARGO_BIN_EXE_adze"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("adze runs");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+#[test]
+fn run_prints_the_result_and_mut_arrays() {
+    let out = adze(&[
+        "run",
+        "ir-examples/arrays.adz",
+        "--fn",
+        "normalize",
+        "--arg",
+        "x=[3.0, 4.0]",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "5.0\nx = [0.6000000000000001, 0.8]\n");
+}
+
+#[test]
+fn run_json_has_the_documented_shape() {
+    let out = adze(&[
+        "run",
+        "ir-examples/arrays.adz",
+        "--fn",
+        "prefix_sums",
+        "--arg",
+        "x=[1, 2, 3]",
+        "--arg",
+        "out=[0, 0, 0]",
+        "--json",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        "{\"result\":null,\"arrays\":{\"out\":[1.0,3.0,6.0]}}\n"
+    );
+    let out = adze(&[
+        "run",
+        "ir-examples/tuples.adz",
+        "--fn",
+        "divmod",
+        "--arg",
+        "a=17",
+        "--arg",
+        "b=5",
+        "--json",
+    ]);
+    assert_eq!(out.stdout, "{\"result\":[3,2],\"arrays\":{}}\n");
+    for inline in ["none", "early", "late", "all"] {
+        let out = adze(&[
+            "run",
+            "ir-examples/seed.adz",
+            "--fn",
+            "g_custom",
+            "--arg",
+            "x=[2.0]",
+            "--json",
+            "--inline",
+            inline,
+        ]);
+        assert_eq!(
+            out.stdout,
+            "{\"result\":-0.6536436208636119,\"arrays\":{}}\n"
+        );
+    }
+}
+
+#[test]
+fn interpreter_engine_gives_the_same_output() {
+    let args = [
+        "run",
+        "ir-examples/recursion.adz",
+        "--fn",
+        "fib",
+        "--arg",
+        "n=15",
+    ];
+    let jit = adze(&args);
+    let interp = adze(&[&args[..], &["--engine", "interp"]].concat());
+    assert_eq!(jit.stdout, "610\n");
+    assert_eq!(interp.stdout, jit.stdout);
+}
+
+/// Runs a failing command: exit code 1, nothing on stdout, one line on stderr.
+fn fails_with(args: &[&str], needle: &str) {
+    let out = adze(args);
+    assert_eq!(out.code, 1, "{args:?}: {}{}", out.stdout, out.stderr);
+    assert_eq!(out.stdout, "");
+    assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
+    assert!(out.stderr.starts_with("error: "), "{}", out.stderr);
+    assert!(
+        out.stderr.contains(needle),
+        "{args:?}: {} lacks {needle}",
+        out.stderr
+    );
+}
+
+#[test]
+fn run_time_faults_exit_1_with_one_line() {
+    let f = "tests/programs/faults.adz";
+    fails_with(
+        &[
+            "run", f, "--fn", "read_at", "--arg", "x=[1.0]", "--arg", "i=3",
+        ],
+        "in function `read_at`: index 3 is out of bounds for array `x` of length 1",
+    );
+    fails_with(
+        &[
+            "run", f, "--fn", "read_at", "--arg", "x=[1.0]", "--arg", "i=-1",
+        ],
+        "index -1 is out of bounds",
+    );
+    fails_with(
+        &[
+            "run", f, "--fn", "write_at", "--arg", "x=[1.0]", "--arg", "i=1", "--arg", "v=2",
+        ],
+        "in function `write_at`: index 1 is out of bounds for array `x`",
+    );
+    fails_with(
+        &["run", f, "--fn", "divide", "--arg", "a=1", "--arg", "b=0"],
+        "integer division by zero",
+    );
+    fails_with(
+        &["run", f, "--fn", "alloc", "--arg", "n=-5"],
+        "cannot allocate an array of length -5",
+    );
+    fails_with(
+        &["run", f, "--fn", "runaway", "--arg", "n=0"],
+        "call depth limit of 1000 exceeded",
+    );
+    for engine in ["jit", "interp"] {
+        fails_with(
+            &[
+                "run", f, "--fn", "divide", "--arg", "a=1", "--arg", "b=0", "--engine", engine,
+            ],
+            "in function `divide`",
+        );
+    }
+}
+
+#[test]
+fn bad_requests_exit_1_with_one_line() {
+    let f = "tests/programs/faults.adz";
+    fails_with(&["run", f, "--fn", "nope"], "no function named `nope`");
+    fails_with(
+        &["run", f, "--fn", "divide", "--arg", "a=1"],
+        "missing `--arg b=VALUE`",
+    );
+    fails_with(
+        &["run", f, "--fn", "divide", "--arg", "a=1.5", "--arg", "b=1"],
+        "expected an integer, got `1.5`",
+    );
+    fails_with(
+        &[
+            "run", f, "--fn", "divide", "--arg", "a=1", "--arg", "b=1", "--arg", "c=1",
+        ],
+        "has no parameter `c`",
+    );
+    fails_with(
+        &["run", "no/such/file.adz", "--fn", "f"],
+        "cannot read `no/such/file.adz`",
+    );
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    assert_eq!(adze(&["run"]).code, 2);
+    assert_eq!(adze(&["frobnicate"]).code, 2);
+    assert_eq!(adze(&["dump", "x.adz", "--stage", "nope"]).code, 2);
+}
+
+#[test]
+fn json_errors_are_json() {
+    let out = adze(&[
+        "run",
+        "tests/programs/faults.adz",
+        "--fn",
+        "divide",
+        "--arg",
+        "a=1",
+        "--arg",
+        "b=0",
+        "--json",
+    ]);
+    assert_eq!(out.code, 1);
+    assert_eq!(
+        out.stderr,
+        "{\"error\":\"in function `divide`: integer division by zero\"}\n"
+    );
+}
+
+#[test]
+fn check_and_dump() {
+    let out = adze(&["check", "ir-examples/seed.adz"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out.stdout.starts_with("ok: "), "{}", out.stdout);
+    let out = adze(&["dump", "ir-examples/scalar.adz", "--fn", "poly"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(out
+        .stdout
+        .starts_with("; stage: parsed\nfunction @poly(x: f64) -> f64 {\n"));
+    let out = adze(&["dump", "ir-examples/scalar.adz", "--stage", "all"]);
+    assert_eq!(out.stdout.matches("; stage: ").count(), 4);
+}
+
+#[test]
+fn every_malformed_program_gives_a_located_diagnostic() {
+    let dir = root().join("tests/malformed");
+    let mut files: Vec<_> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "adz"))
+        .collect();
+    files.sort();
+    assert!(files.len() >= 40, "only {} malformed programs", files.len());
+    for file in files {
+        let rel = file
+            .strip_prefix(root())
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        let out = adze(&["check", &rel]);
+        assert_eq!(out.code, 1, "{rel}: {}", out.stderr);
+        let first = out.stderr.lines().next().unwrap_or("");
+        // `FILE:LINE:COL: error: message`, then the rendered excerpt.
+        let loc = format!("{rel}:");
+        assert!(first.starts_with(&loc), "{rel}: first line {first:?}");
+        assert!(
+            out.stderr.contains(" │ "),
+            "{rel}: no source excerpt:\n{}",
+            out.stderr
+        );
+    }
+}

@@ -1,0 +1,102 @@
+//! Shared helpers: example discovery, input generation, expected files.
+
+use adze::Session;
+use adze_ir::{FuncId, Module, Type, Val};
+use std::path::{Path, PathBuf};
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Every `.adz` file in `ir-examples/`, sorted.
+pub fn examples() -> Vec<PathBuf> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("ir-examples"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "adz"))
+        .collect();
+    files.sort();
+    files
+}
+
+pub fn load(path: &Path) -> Session {
+    Session::from_file(path).unwrap_or_else(|e| {
+        let rendered = match &e {
+            adze::Error::Diagnostics(d) => d.render(),
+            other => other.to_string(),
+        };
+        panic!("{} does not compile:\n{rendered}", path.display())
+    })
+}
+
+/// Does `id` reach an `autodiff` request (which needs the AD passes)?
+pub fn reaches_autodiff(module: &Module, id: FuncId) -> bool {
+    module.reachable_from(id).into_iter().any(|f| {
+        let func = module.func(f);
+        func.layout
+            .insts()
+            .any(|(_, i)| func.dfg.inst(i).opcode() == adze_ir::Opcode::Autodiff)
+    })
+}
+
+const F64S: [f64; 6] = [0.5, -1.25, 2.0, 0.1, 3.7, -0.0];
+const I64S: [i64; 5] = [1, 2, 3, 5, 4];
+
+fn arrays() -> [Vec<f64>; 4] {
+    [
+        vec![0.5, -1.0, 2.0, 1.5],
+        vec![1.0, 2.0, 3.0],
+        vec![-0.3, 0.7, 1.1, -2.0, 0.9],
+        vec![2.0],
+    ]
+}
+
+/// Deterministic argument lists for a signature: `count` different ones.
+/// Integers stay small and positive so that every example terminates.
+pub fn inputs(params: &[Type], count: usize) -> Vec<Vec<Val>> {
+    (0..count)
+        .map(|k| {
+            params
+                .iter()
+                .enumerate()
+                .map(|(i, ty)| match ty {
+                    Type::F64 => Val::F64(F64S[(k + i) % F64S.len()]),
+                    Type::I64 => Val::I64(I64S[(k + 2 * i) % I64S.len()]),
+                    Type::Bool => Val::Bool((k + i) % 2 == 0),
+                    Type::Array => Val::Array(arrays()[(k + i) % 4].clone()),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Compares `actual` with the file at `path`; with `ADZE_BLESS=1` in the
+/// environment, (re)writes the file instead.
+pub fn check_expected(path: &Path, actual: &str) {
+    if std::env::var_os("ADZE_BLESS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(path).unwrap_or_else(|_| {
+        panic!(
+            "missing expected file {}; run `ADZE_BLESS=1 cargo test` to create it",
+            path.display()
+        )
+    });
+    if expected != actual {
+        let first = expected
+            .lines()
+            .zip(actual.lines())
+            .position(|(a, b)| a != b)
+            .unwrap_or(expected.lines().count().min(actual.lines().count()));
+        panic!(
+            "{} differs from the output, first at line {}:\n  expected: {:?}\n  actual:   {:?}\n\
+             (run `ADZE_BLESS=1 cargo test` to accept the new output)",
+            path.display(),
+            first + 1,
+            expected.lines().nth(first).unwrap_or("<end>"),
+            actual.lines().nth(first).unwrap_or("<end>"),
+        );
+    }
+}
