@@ -16,6 +16,7 @@
 pub mod args;
 pub mod pipeline;
 
+pub use adze_ad;
 pub use adze_interp;
 pub use adze_ir;
 pub use adze_jit;
@@ -44,6 +45,8 @@ pub enum Error {
     Run(#[from] adze_ir::RunError),
     #[error("{0}")]
     Jit(#[from] adze_jit::JitError),
+    #[error("{0}")]
+    Ad(#[from] adze_ad::AdError),
     /// A pass produced IR that does not verify: a bug in adze.
     #[error("internal error: {0}")]
     Verify(String),

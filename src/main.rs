@@ -43,6 +43,8 @@ enum Command {
         /// Run on the Cranelift JIT or the reference interpreter.
         #[arg(long, value_enum, default_value_t = Engine::Jit)]
         engine: Engine,
+        #[command(flatten)]
+        derive: DeriveArgs,
     },
     /// Print the IR after a stage of the pipeline.
     Dump {
@@ -55,9 +57,53 @@ enum Command {
         /// The stage to print, or `all`.
         #[arg(long, default_value = "parsed", value_parser = ["parsed", "inlined", "ad", "optimized", "all"])]
         stage: String,
+        #[command(flatten)]
+        derive: DeriveArgs,
     },
     /// Check FILE (parse, resolve, type-check, lower, verify) without running it.
     Check { file: PathBuf },
+}
+
+/// Differentiate `--fn` instead of running or printing it as written.
+#[derive(clap::Args)]
+struct DeriveArgs {
+    /// Run (or dump) the derivative of `--fn`: every f64 parameter is `dual`
+    /// (forward) or `active` (reverse), every array `dup`, i64/bool `const`.
+    /// Its parameters are named `x`, `x.t` (tangent), `a.d` (shadow); in
+    /// vector mode `x.t1 .. x.tN`.
+    #[arg(long, value_enum)]
+    derive: Option<DeriveMode>,
+    /// Vector mode: N tangents in one forward sweep.
+    #[arg(long, default_value_t = 1, requires = "derive")]
+    width: usize,
+    /// Treat this parameter as a constant (repeatable).
+    #[arg(long = "const", value_name = "NAME", requires = "derive")]
+    consts: Vec<String>,
+}
+
+#[derive(Copy, Clone, clap::ValueEnum)]
+enum DeriveMode {
+    Forward,
+    Reverse,
+}
+
+impl DeriveArgs {
+    /// The module to use and the function to run in it.
+    fn apply(&self, session: &Session, func: &str) -> Result<(adze_ir::Module, String), Error> {
+        match self.derive {
+            None => Ok((session.prepare(func)?, func.to_string())),
+            Some(mode) => {
+                let mode = match mode {
+                    DeriveMode::Forward => adze_ir::Mode::Forward,
+                    DeriveMode::Reverse => adze_ir::Mode::Reverse,
+                };
+                if self.width == 0 {
+                    return Err(Error::Argument("`--width` must be at least 1".into()));
+                }
+                session.derive(func, mode, self.width, &self.consts)
+            }
+        }
+    }
 }
 
 fn main() -> ExitCode {
@@ -94,17 +140,20 @@ fn execute(command: Command) -> Result<(), Error> {
             inline,
             json,
             engine,
+            derive,
         } => {
             let mut session = Session::from_file(&file)?;
             session.inline = inline;
-            let id = session.function(&func)?;
-            let sig = session.module.func(id).sig.clone();
+            session.function(&func)?;
+            let (module, func) = derive.apply(&session, &func)?;
+            let id = adze::pipeline::function_by_name(&module, &func)?;
+            let sig = module.func(id).sig.clone();
             let pairs = args
                 .iter()
                 .map(|a| split_assignment(a).map(|(n, v)| (n.to_string(), v.to_string())))
                 .collect::<Result<Vec<_>, _>>()?;
             let values = bind_args(&func, &sig, &pairs)?;
-            let outcome = session.run(&func, &values, engine)?;
+            let outcome = session.run_in(&module, &func, &values, engine)?;
             let mut_arrays: Vec<(String, &Val)> = sig
                 .params
                 .iter()
@@ -124,14 +173,34 @@ fn execute(command: Command) -> Result<(), Error> {
             func,
             inline,
             stage,
+            derive,
         } => {
             let mut session = Session::from_file(&file)?;
             session.inline = inline;
             if let Some(name) = &func {
                 session.function(name)?;
             }
-            for (s, module) in session.stages() {
+            let mut stages = session.stages(func.as_deref())?;
+            let func = match (&func, derive.derive.is_some()) {
+                (None, true) => return Err(Error::Argument("`--derive` needs `--fn NAME`".into())),
+                (Some(name), true) => {
+                    // The derivative is part of the `ad` stage and every later one.
+                    let (module, derived) = derive.apply(&session, name)?;
+                    for (s, m) in &mut stages {
+                        if matches!(s, Stage::Ad | Stage::Optimized) {
+                            *m = module.clone();
+                        }
+                    }
+                    Some(derived)
+                }
+                (_, false) => func,
+            };
+            for (s, module) in stages {
                 if stage != "all" && stage != s.name() {
+                    continue;
+                }
+                // Before the `ad` stage a derivative does not exist yet.
+                if func.as_ref().is_some_and(|f| module.get(f).is_none()) {
                     continue;
                 }
                 println!("; stage: {}{}", s.name(), stage_note(s));
@@ -161,7 +230,7 @@ fn stage_note(stage: Stage) -> &'static str {
     match stage {
         Stage::Parsed => "",
         Stage::Inlined => " (the inliner is not written yet: identical to `parsed`)",
-        Stage::Ad => " (AD lowering is not written yet: identical to `parsed`)",
+        Stage::Ad => "",
         Stage::Optimized => " (the optimizer is not written yet: identical to `parsed`)",
     }
 }

@@ -88,19 +88,101 @@ impl Session {
         })
     }
 
-    /// The module after every stage, in order. The inliner, AD and
-    /// optimizer passes are not written yet, so every stage after `parsed`
-    /// is the identity for now (and `adze dump` says so).
-    pub fn stages(&self) -> Vec<(Stage, Module)> {
-        Stage::ALL
-            .iter()
-            .map(|&stage| (stage, self.module.clone()))
-            .collect()
+    /// The module after every stage, in order, each verified (in debug
+    /// builds). With a `root`, the `ad` stage lowers only the `autodiff`
+    /// requests that `root` reaches; without, every request of the module.
+    /// The inliner and the optimizer are not written yet: their stages are
+    /// the identity for now (and `adze dump` says so).
+    pub fn stages(&self, root: Option<&str>) -> Result<Vec<(Stage, Module)>, Error> {
+        let mut out = Vec::with_capacity(Stage::ALL.len());
+        let mut module = self.module.clone();
+        for stage in Stage::ALL {
+            if stage == Stage::Ad {
+                module = self.lowered(module, root)?;
+            }
+            out.push((stage, module.clone()));
+        }
+        Ok(out)
     }
 
-    /// The module that runs: the last stage.
-    pub fn final_module(&self) -> &Module {
-        &self.module
+    fn lowered(&self, mut module: Module, root: Option<&str>) -> Result<Module, Error> {
+        match root {
+            Some(name) => {
+                let id = function_by_name(&module, name)?;
+                adze_ad::lower_autodiff_from(&mut module, id)?;
+            }
+            None => adze_ad::lower_autodiff(&mut module)?,
+        }
+        verify(&module, "ad")?;
+        Ok(module)
+    }
+
+    /// The module that runs `name`: every stage applied to what it reaches.
+    pub fn prepare(&self, name: &str) -> Result<Module, Error> {
+        self.lowered(self.module.clone(), Some(name))
+    }
+
+    /// Adds to the final module the derivative of `name` that the command
+    /// line and the Rust API request without writing `autodiff` in source:
+    /// every f64 parameter `dual` (forward) or `active` (reverse), every
+    /// array `dup`, everything else and the parameters named in `consts`
+    /// `const`; the result `dual` (forward) or `active` (reverse). Returns
+    /// the module and the derivative's name.
+    pub fn derive(
+        &self,
+        name: &str,
+        mode: adze_ir::Mode,
+        width: usize,
+        consts: &[String],
+    ) -> Result<(Module, String), Error> {
+        use adze_ir::{ArgActivity, Mode, RetActivity, Type};
+        let mut module = self.prepare(name)?;
+        let id = function_by_name(&module, name)?;
+        let sig = module.func(id).sig.clone();
+        if let Some(c) = consts
+            .iter()
+            .find(|c| !sig.params.iter().any(|p| &p.name == *c))
+        {
+            return Err(Error::Argument(format!("`{name}` has no parameter `{c}`")));
+        }
+        let args: Vec<ArgActivity> = sig
+            .params
+            .iter()
+            .map(|p| match p.ty {
+                _ if consts.contains(&p.name) => ArgActivity::Const,
+                Type::F64 if mode == Mode::Forward => ArgActivity::Dual,
+                Type::F64 => ArgActivity::Active,
+                Type::Array => ArgActivity::Dup,
+                _ => ArgActivity::Const,
+            })
+            .collect();
+        let derived = match mode {
+            Mode::Forward => {
+                let ret = if !sig.results.is_empty() && sig.results.iter().all(|&t| t == Type::F64)
+                {
+                    RetActivity::Dual
+                } else {
+                    RetActivity::Const
+                };
+                adze_ad::derive_forward(&mut module, name, &args, ret, width)?
+            }
+            Mode::Reverse => {
+                if width != 1 {
+                    return Err(Error::Argument(
+                        "vector mode (`--width`) is for forward derivatives".to_string(),
+                    ));
+                }
+                let ret = if sig.results.len() == 1 && sig.results[0] == Type::F64 {
+                    RetActivity::Active
+                } else {
+                    RetActivity::Const
+                };
+                adze_ad::derive_reverse(&mut module, name, &args, ret)?
+            }
+        };
+        verify(&module, "ad")?;
+        let derived_name = module.func(derived).name.clone();
+        Ok((module, derived_name))
     }
 
     /// Looks a function up by name, with a helpful error.
@@ -110,7 +192,19 @@ impl Session {
 
     /// Runs `name` on `args` through the chosen engine.
     pub fn run(&self, name: &str, args: &[Val], engine: Engine) -> Result<Outcome, Error> {
-        let module = self.final_module();
+        let module = self.prepare(name)?;
+        self.run_in(&module, name, args, engine)
+    }
+
+    /// Runs `name` of `module` (a stage of this session, or a module with a
+    /// derivative added by [`Session::derive`]).
+    pub fn run_in(
+        &self,
+        module: &Module,
+        name: &str,
+        args: &[Val],
+        engine: Engine,
+    ) -> Result<Outcome, Error> {
         let id = function_by_name(module, name)?;
         match engine {
             Engine::Interp => {

@@ -4,6 +4,7 @@
 
 mod cli;
 mod examples;
+mod forward;
 mod generated;
 mod runtime_errors;
 mod support;

@@ -35,12 +35,14 @@
 //!   entry and discarded on return: its tangent is defined to be zero on
 //!   entry and is not reported, but values loaded back from it after an
 //!   active store carry the right tangent;
-//! - the tape (`push`/`pop`, used by reverse-mode code): when an active
-//!   value is pushed, every f64 `pop` of the function is active. The tape
-//!   is last-in-first-out and we assume that a function's pushes and pops
-//!   are balanced within each of its calls (what the reverse pass emits), so
-//!   the pop that reads a value is in the function that pushed it; whether
-//!   it is active is then decided for the whole function at once;
+//! - the tape (`push`/`pop`, used by reverse-mode code) follows one
+//!   convention in every forward derivative: each f64 `push` also pushes its
+//!   tangents (zero when the value is inactive) and each f64 `pop` pops
+//!   them, so every f64 `pop` is active. A value pushed by one function
+//!   (an augmented primal) is often popped by another (its adjoint), so the
+//!   decision cannot be local to a function; for the same reason a call to a
+//!   function that uses the tape, directly or through its callees, is always
+//!   differentiated, active arguments or not (see [`uses_tape`]);
 //! - a rule region whose callee has a forward rule is a call: its body is
 //!   *opaque* (only primal code, nothing in it is active) and, when an
 //!   argument is active, its results are active (the rule gives their
@@ -58,7 +60,6 @@ use adze_ir::{ArgActivity, FuncId, Function, InstData, Module, Opcode, Region, T
 #[derive(Clone, Debug, Default)]
 pub struct Activity {
     active: Vec<bool>,
-    tape: bool,
 }
 
 impl Activity {
@@ -78,13 +79,6 @@ impl Activity {
             }
             _ => false,
         }
-    }
-
-    /// Does an active f64 go through the tape (`push`)? Then every f64
-    /// `push` of the function also pushes tangents and every f64 `pop` is
-    /// active (see the module doc).
-    pub fn tape_is_active(&self) -> bool {
-        self.tape
     }
 
     /// The active values, in entity order.
@@ -144,7 +138,6 @@ pub fn forward_rule_regions(func: &Function) -> (Vec<Region>, Vec<bool>) {
 pub fn analyze(module: &Module, func: &Function, args: &[ArgActivity]) -> Activity {
     let mut act = Activity {
         active: vec![false; func.dfg.num_values()],
-        tape: false,
     };
     let (rule_regions, opaque) = forward_rule_regions(func);
     for (&p, a) in func.params().iter().zip(args) {
@@ -189,21 +182,13 @@ pub fn analyze(module: &Module, func: &Function, args: &[ArgActivity]) -> Activi
                     }
                 }
                 InstData::Call { func: callee, args } => {
-                    if args.iter().any(|&v| act.is_active(v)) {
+                    if args.iter().any(|&v| act.is_active(v)) || uses_tape(module, *callee) {
                         changed |= mark_call(&mut act, module, func, *callee, args, results);
                     }
                 }
                 InstData::Autodiff { .. } => {}
-                InstData::Push { arg } => {
-                    if act.is_active(*arg) && !act.tape {
-                        act.tape = true;
-                        changed = true;
-                    }
-                }
                 InstData::Pop { ty: Type::F64 } => {
-                    if act.tape {
-                        changed |= act.mark(results[0]);
-                    }
+                    changed |= act.mark(results[0]);
                 }
                 InstData::Jump { .. } | InstData::Brif { .. } => {
                     for dest in data.destinations() {
@@ -242,6 +227,17 @@ fn data_is_branch(data: &InstData) -> bool {
 
 /// A call (or a rule region) with an active argument: its f64 results are
 /// active, and so is every array it passes to a `mut` parameter.
+/// Does `func`, or any function it reaches, use the tape (`push`/`pop`)?
+pub fn uses_tape(module: &Module, func: FuncId) -> bool {
+    module.is_valid(func)
+        && module.reachable_from(func).into_iter().any(|id| {
+            let f = module.func(id);
+            f.layout
+                .insts()
+                .any(|(_, i)| matches!(f.dfg.inst(i).opcode(), Opcode::Push | Opcode::Pop))
+        })
+}
+
 fn mark_call(
     act: &mut Activity,
     module: &Module,

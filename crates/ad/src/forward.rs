@@ -291,6 +291,9 @@ fn build(
     building: &mut Vec<FuncId>,
     out: Function,
 ) -> Result<Function, AdError> {
+    // Innermost first: the requests inside the function, of either mode,
+    // become calls before it is differentiated (forward over reverse).
+    crate::reverse::lower_reverse_requests(module, primal, building.len())?;
     lower_forward_requests(module, primal, building)?;
     let act = activity::analyze(module, primal, &req.args);
     let mut t = Transform {
@@ -633,14 +636,14 @@ impl Transform<'_> {
             }
             InstData::Push { arg } => {
                 self.copy(block, inst, data.clone(), &[]);
-                if self.act.tape_is_active() && self.primal.dfg.value_type(*arg) == Type::F64 {
+                if self.primal.dfg.value_type(*arg) == Type::F64 {
                     for lane in 0..w {
                         let t = self.lane_or_zero(*arg, lane);
                         self.builder(block).push(t);
                     }
                 }
             }
-            InstData::Pop { ty: Type::F64 } if self.act.tape_is_active() => {
+            InstData::Pop { ty: Type::F64 } => {
                 // Last in, first out: the tangents were pushed after the value.
                 let mut lanes: Vec<Value> =
                     (0..w).map(|_| self.builder(block).pop(Type::F64)).collect();
@@ -719,7 +722,8 @@ impl Transform<'_> {
         args: &[Value],
     ) -> Result<(), AdError> {
         let data = self.primal.dfg.inst(inst).clone();
-        if !args.iter().any(|&v| self.tan.get(v).is_some()) {
+        let tape = crate::activity::uses_tape(self.module, callee);
+        if !tape && !args.iter().any(|&v| self.tan.get(v).is_some()) {
             self.copy(block, inst, data, &[]);
             return Ok(());
         }

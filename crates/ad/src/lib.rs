@@ -45,10 +45,14 @@ pub mod activity;
 pub mod forward;
 pub mod lower;
 pub mod partials;
+pub mod reverse;
 
 pub use forward::{forward_derivative, ForwardRequest};
-pub use lower::lower_autodiff;
+pub use lower::{lower_autodiff, lower_autodiff_from};
 pub use partials::{Local, Partial};
+pub use reverse::{
+    derive_reverse, lower_reverse_autodiff, reverse_derivative, split_derivative, ReverseRequest,
+};
 
 use adze_ir::{ArgActivity, FuncId, Module, RetActivity};
 

@@ -1,0 +1,599 @@
+//! The adjoint sweep: one reverse block `R(B)` per reachable primal block
+//! `B`, run in the reverse order of the primal's execution, driven by what
+//! the augmented primal left on the tape.
+//!
+//! Layout of the adjoint function:
+//!
+//! ```text
+//! entry(shadows of dup arrays.., cotangents of the f64 results..):
+//!     adj = zeros K                ; adjoint slots (only if K > 0)
+//!     n = pop i64; t.d = zeros n   ; shadows of local arrays, last pushed first
+//!     k = pop i64                  ; which `return` (only if several)
+//!     ; seed: slot[returned value] += cotangent, then jump R(return block)
+//! R(B):
+//!     pop the tape record of B (last pushed first); re-materialise constants
+//!     adjoint of each instruction of B, last to first
+//!     adjoints of B's parameters; flush SSA adjoints of outside values to slots
+//!     pop edge number -> branch to the edge block of that predecessor, which
+//!     adds the parameter adjoints to the slots of the branch arguments and
+//!     jumps to R(pred)
+//! R(entry): return the adjoints of the `active` parameters
+//! ```
+//!
+//! Within `R(B)` adjoints are SSA values ([`Adj::acc`]); an adjoint that
+//! crosses reverse blocks lives in the slot array (see
+//! [`Plan::slot`]). An adjoint is read and reset to 0 where its value is
+//! defined ([`Adj::take`]), so a loop that redefines a value every iteration
+//! starts every reverse iteration from 0.
+
+use super::plan::{Edge, Plan, TapeItem};
+use super::{CallTarget, Calls, ReverseRequest};
+use crate::partials::{self, Local, Partial};
+use crate::AdError;
+use adze_ir::{
+    ArgActivity, Block, CmpCond, FuncBuilder, Function, Inst, InstData, Opcode, RetActivity,
+    Signature, Type, Value,
+};
+use std::collections::{BTreeMap, HashMap};
+
+pub(crate) fn build(
+    primal: &Function,
+    plan: &Plan,
+    calls: &Calls,
+    req: &ReverseRequest,
+    name: String,
+    sig: Signature,
+) -> Result<Function, AdError> {
+    let mut a = Adj {
+        primal,
+        plan,
+        calls,
+        req,
+        out: Function::new(name, sig),
+        rev: HashMap::new(),
+        slots: None,
+        shadow: HashMap::new(),
+        block: None,
+        map: HashMap::new(),
+        acc: BTreeMap::new(),
+        dummies: HashMap::new(),
+        edge_index: None,
+    };
+    a.run()?;
+    Ok(a.out)
+}
+
+struct Adj<'a> {
+    primal: &'a Function,
+    plan: &'a Plan,
+    calls: &'a Calls,
+    req: &'a ReverseRequest,
+    out: Function,
+    /// R(B) for each reachable primal block.
+    rev: HashMap<Block, Block>,
+    /// The slot array, if any adjoint needs a slot.
+    slots: Option<Value>,
+    /// Primal array -> its shadow in the adjoint.
+    shadow: HashMap<Value, Value>,
+    /// The block being emitted.
+    block: Option<Block>,
+    /// Within the current R(B): primal scalar -> its popped or
+    /// re-materialised value.
+    map: HashMap<Value, Value>,
+    /// Within the current R(B): adjoint contributions not yet in a slot.
+    acc: BTreeMap<Value, Value>,
+    dummies: HashMap<Type, Value>,
+    /// Within the current R(B): the popped incoming-edge number.
+    edge_index: Option<Value>,
+}
+
+impl Adj<'_> {
+    fn internal(&self, reason: impl Into<String>) -> AdError {
+        AdError::ReverseInternal {
+            func: self.primal.name.clone(),
+            reason: reason.into(),
+        }
+    }
+
+    fn b(&mut self) -> FuncBuilder<'_> {
+        let mut b = FuncBuilder::new(&mut self.out);
+        if let Some(block) = self.block {
+            b.switch_to_block(block);
+        }
+        b
+    }
+
+    fn active(&self, v: Value) -> bool {
+        self.plan.is_active(self.primal, v)
+    }
+
+    fn run(&mut self) -> Result<(), AdError> {
+        let entry = {
+            let mut b = FuncBuilder::new(&mut self.out);
+            let e = b.create_entry_block();
+            b.switch_to_block(e);
+            e
+        };
+        self.block = Some(entry);
+        let params = self.out.params().to_vec();
+        let mut next = 0;
+        for (&p, act) in self.primal.params().iter().zip(&self.req.args) {
+            if *act == ArgActivity::Dup {
+                self.shadow.insert(p, params[next]);
+                next += 1;
+            }
+        }
+        let cotangents = params[next..].to_vec();
+        if self.plan.num_slots > 0 {
+            let k = i64::from(self.plan.num_slots);
+            let mut b = self.b();
+            let n = b.iconst(k);
+            let s = b.zeros(n, "adj");
+            self.slots = Some(s);
+        }
+        for arr in self.plan.length_items().into_iter().rev() {
+            let name = format!("{}.d", self.primal.array_name(arr));
+            let mut b = self.b();
+            let n = b.pop(Type::I64);
+            let sh = b.zeros(n, name);
+            self.shadow.insert(arr, sh);
+        }
+        if self.plan.returns.is_empty() {
+            // The primal never returns, so the adjoint is never called.
+            let zeros = self.zero_results();
+            self.b().ret(&zeros);
+            return Ok(());
+        }
+        for &b in &self.plan.order {
+            let r = self.b().create_block();
+            self.rev.insert(b, r);
+        }
+        let returns = self.plan.returns.clone();
+        if returns.len() == 1 {
+            self.seed(returns[0], &cotangents)?;
+        } else {
+            let k = self.b().pop(Type::I64);
+            let targets: Vec<Block> = returns.iter().map(|_| self.b().create_block()).collect();
+            self.dispatch(k, &targets);
+            for (&ret, &t) in returns.iter().zip(&targets) {
+                self.block = Some(t);
+                self.seed(ret, &cotangents)?;
+            }
+        }
+        for &b in self.plan.order.clone().iter().rev() {
+            self.rev_block(b)?;
+        }
+        Ok(())
+    }
+
+    fn zero_results(&mut self) -> Vec<Value> {
+        let n = self
+            .req
+            .args
+            .iter()
+            .filter(|a| **a == ArgActivity::Active)
+            .count();
+        (0..n).map(|_| self.b().fconst(0.0)).collect()
+    }
+
+    /// In the current block: the cotangents of the values returned by the
+    /// `return` of `ret_block` go to their slots; then jump to R(ret_block).
+    fn seed(&mut self, ret_block: Block, cotangents: &[Value]) -> Result<(), AdError> {
+        let term = self
+            .primal
+            .layout
+            .last_inst(ret_block)
+            .ok_or_else(|| self.internal("a return block without terminator"))?;
+        if let InstData::Return { args } = self.primal.dfg.inst(term) {
+            if self.req.ret == RetActivity::Active {
+                let mut j = 0;
+                for &a in args {
+                    if self.primal.dfg.value_type(a) != Type::F64 {
+                        continue;
+                    }
+                    let c = *cotangents
+                        .get(j)
+                        .ok_or_else(|| self.internal("too few cotangents"))?;
+                    j += 1;
+                    if self.active(a) {
+                        self.slot_add(a, c)?;
+                    }
+                }
+            }
+        }
+        let r = self.rev[&ret_block];
+        self.b().jump(r, &[]);
+        Ok(())
+    }
+
+    /// Branches to `targets[idx]` (an i64 in `0..targets.len()`): a chain
+    /// of compares, the last one choosing between the last two targets.
+    fn dispatch(&mut self, idx: Value, targets: &[Block]) {
+        let Some((&last, init)) = targets.split_last() else {
+            return;
+        };
+        for (k, &t) in init.iter().enumerate() {
+            let mut b = self.b();
+            let kv = b.iconst(k as i64);
+            let c = b.icmp(CmpCond::Eq, idx, kv);
+            if k + 1 == init.len() {
+                b.brif(c, t, &[], last, &[]);
+                return;
+            }
+            let next = b.create_block();
+            b.brif(c, t, &[], next, &[]);
+            self.block = Some(next);
+        }
+        self.b().jump(last, &[]);
+    }
+
+    fn slot_index(&mut self, v: Value) -> Result<(Value, Value), AdError> {
+        let (Some(slots), Some(s)) = (self.slots, self.plan.slot(v)) else {
+            return Err(self.internal(format!("the adjoint of {v} has no slot")));
+        };
+        let i = self.b().iconst(i64::from(s));
+        Ok((slots, i))
+    }
+
+    /// `slot[v] += c`.
+    fn slot_add(&mut self, v: Value, c: Value) -> Result<(), AdError> {
+        let (slots, i) = self.slot_index(v)?;
+        let mut b = self.b();
+        let x = b.load(slots, i);
+        let y = b.fadd(x, c);
+        b.store(slots, i, y);
+        Ok(())
+    }
+
+    /// `adj(v) += c` within the current reverse block.
+    fn add(&mut self, v: Value, c: Value) {
+        let new = match self.acc.get(&v) {
+            Some(&old) => self.b().fadd(old, c),
+            None => c,
+        };
+        self.acc.insert(v, new);
+    }
+
+    /// The adjoint of `v` at its definition, which resets it to 0: the SSA
+    /// contributions of this block plus its slot. `None` when nothing
+    /// contributes (the adjoint is 0).
+    fn take(&mut self, v: Value) -> Result<Option<Value>, AdError> {
+        let c = self.acc.remove(&v);
+        if self.plan.slot(v).is_none() {
+            return Ok(c);
+        }
+        let (slots, i) = self.slot_index(v)?;
+        let mut b = self.b();
+        let x = b.load(slots, i);
+        let zero = b.fconst(0.0);
+        b.store(slots, i, zero);
+        Ok(Some(match c {
+            Some(c) => b.fadd(c, x),
+            None => x,
+        }))
+    }
+
+    /// The popped (or re-materialised) primal value `v` in this R(B).
+    fn primal_value(&self, v: Value) -> Result<Value, AdError> {
+        self.map
+            .get(&v)
+            .copied()
+            .ok_or_else(|| self.internal(format!("{v} is not on the tape")))
+    }
+
+    fn dummy(&mut self, ty: Type) -> Value {
+        if let Some(&d) = self.dummies.get(&ty) {
+            return d;
+        }
+        let d = self.out.dfg.make_detached_value(ty);
+        self.dummies.insert(ty, d);
+        d
+    }
+
+    fn rev_block(&mut self, block: Block) -> Result<(), AdError> {
+        let bi = block.as_u32() as usize;
+        self.block = Some(self.rev[&block]);
+        self.map.clear();
+        self.acc.clear();
+        self.edge_index = None;
+        for item in self.plan.tape[bi].iter().rev() {
+            match *item {
+                TapeItem::Value(v) => {
+                    let ty = self.primal.dfg.value_type(v);
+                    let p = self.b().pop(ty);
+                    self.map.insert(v, p);
+                }
+                TapeItem::Edge => self.edge_index = Some(self.b().pop(Type::I64)),
+            }
+        }
+        for &c in &self.plan.remat[bi] {
+            let inst = match *self.primal.dfg.value_def(c) {
+                adze_ir::ValueDef::Result { inst, .. } => inst,
+                _ => return Err(self.internal(format!("{c} is not a constant"))),
+            };
+            let data = self.primal.dfg.inst(inst).clone();
+            let ty = self.primal.dfg.value_type(c);
+            let block = self.block.ok_or_else(|| self.internal("no block"))?;
+            let new = self.out.dfg.make_inst(data, &[ty]);
+            self.out.layout.append_inst(new, block);
+            let v = self.out.dfg.first_result(new);
+            self.map.insert(c, v);
+        }
+        for &inst in self.primal.layout.block_insts(block).iter().rev() {
+            if self.primal.dfg.inst(inst).opcode().is_terminator() {
+                continue;
+            }
+            self.rev_inst(inst)?;
+        }
+        // Block parameters are defined here: take their adjoints.
+        let mut param_adj: Vec<Option<Value>> = Vec::new();
+        for &p in self.primal.dfg.block_params(block) {
+            param_adj.push(if self.active(p) { self.take(p)? } else { None });
+        }
+        if block == self.plan.entry {
+            let mut results = Vec::new();
+            for (k, act) in self.req.args.iter().enumerate() {
+                if *act == ArgActivity::Active {
+                    let v = match param_adj.get(k).copied().flatten() {
+                        Some(v) => v,
+                        None => self.b().fconst(0.0),
+                    };
+                    results.push(v);
+                }
+            }
+            if let Some((&v, _)) = self.acc.iter().next() {
+                return Err(self.internal(format!("an adjoint of {v} is left in the entry")));
+            }
+            self.b().ret(&results);
+            return Ok(());
+        }
+        let pending: Vec<(Value, Value)> = std::mem::take(&mut self.acc).into_iter().collect();
+        for (v, c) in pending {
+            self.slot_add(v, c)?;
+        }
+        let edges = self.plan.preds[bi].clone();
+        match edges.as_slice() {
+            [] => return Err(self.internal(format!("{block} has no predecessor"))),
+            [e] => self.edge(block, *e, &param_adj)?,
+            _ => {
+                let idx = self
+                    .edge_index
+                    .ok_or_else(|| self.internal("no edge number"))?;
+                let targets: Vec<Block> = edges.iter().map(|_| self.b().create_block()).collect();
+                self.dispatch(idx, &targets);
+                for (e, t) in edges.iter().zip(targets) {
+                    self.block = Some(t);
+                    self.edge(block, *e, &param_adj)?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// The reverse of the edge `e` into `block`: parameter adjoints go to
+    /// the branch arguments; then on to R(e.from).
+    fn edge(&mut self, block: Block, e: Edge, param_adj: &[Option<Value>]) -> Result<(), AdError> {
+        let data = self.primal.dfg.inst(e.inst);
+        let dests = data.destinations();
+        let call = dests
+            .get(e.dest)
+            .ok_or_else(|| self.internal("a bad edge"))?;
+        if call.block != block {
+            return Err(self.internal("an edge to another block"));
+        }
+        let args = call.args.clone();
+        for (&arg, adj) in args.iter().zip(param_adj) {
+            if let Some(adj) = *adj {
+                if self.active(arg) {
+                    self.slot_add(arg, adj)?;
+                }
+            }
+        }
+        let r = self.rev[&e.from];
+        self.b().jump(r, &[]);
+        Ok(())
+    }
+
+    fn rev_inst(&mut self, inst: Inst) -> Result<(), AdError> {
+        let data = self.primal.dfg.inst(inst).clone();
+        let results = self.primal.dfg.inst_results(inst).to_vec();
+        match &data {
+            InstData::Call { args, .. } => {
+                if let Some(t) = self.calls.get(&inst) {
+                    self.rev_call(t, args, &results)?;
+                }
+            }
+            InstData::Binary {
+                op: Opcode::Load,
+                args: [a, i],
+            } => {
+                let r = results[0];
+                if self.active(r) {
+                    if let Some(g) = self.take(r)? {
+                        let sh = self.shadow_of(*a)?;
+                        let i = self.primal_value(*i)?;
+                        let mut b = self.b();
+                        let t = b.load(sh, i);
+                        let t = b.fadd(t, g);
+                        b.store(sh, i, t);
+                    }
+                }
+            }
+            InstData::Ternary {
+                op: Opcode::Store,
+                args: [a, i, x],
+            } => {
+                if self.plan.is_shadowed(*a) {
+                    let sh = self.shadow_of(*a)?;
+                    let i = self.primal_value(*i)?;
+                    let mut b = self.b();
+                    let g = b.load(sh, i);
+                    let zero = b.fconst(0.0);
+                    b.store(sh, i, zero);
+                    if self.active(*x) {
+                        self.add(*x, g);
+                    }
+                }
+            }
+            InstData::Binary {
+                op: Opcode::Fill,
+                args: [a, x],
+            } => {
+                if self.plan.is_shadowed(*a) {
+                    let sh = self.shadow_of(*a)?;
+                    if self.active(*x) {
+                        let s = self.sum(sh);
+                        self.add(*x, s);
+                    }
+                    let mut b = self.b();
+                    let zero = b.fconst(0.0);
+                    b.fill(sh, zero);
+                }
+            }
+            InstData::Zeros { .. } => {
+                let r = results[0];
+                if self.plan.is_shadowed(r) {
+                    // The start of this array's life: the shadow starts
+                    // again from 0 for the previous (in primal order) one.
+                    let sh = self.shadow_of(r)?;
+                    let mut b = self.b();
+                    let zero = b.fconst(0.0);
+                    b.fill(sh, zero);
+                }
+            }
+            _ => {
+                if let [r] = results[..] {
+                    if self.active(r) && partials::is_differentiable(data.opcode()) {
+                        if let Some(g) = self.take(r)? {
+                            self.local(&data, r, g)?;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn shadow_of(&self, a: Value) -> Result<Value, AdError> {
+        self.shadow
+            .get(&a)
+            .copied()
+            .ok_or_else(|| self.internal(format!("the array {a} has no shadow")))
+    }
+
+    /// `x̄_i += ∂r/∂x_i · g` for the active operands of a local operation.
+    fn local(&mut self, data: &InstData, r: Value, g: Value) -> Result<(), AdError> {
+        let args = data.args().to_vec();
+        let wanted: Vec<bool> = args.iter().map(|&v| self.active(v)).collect();
+        let mut d = data.clone();
+        for v in d.args_mut() {
+            *v = match self.map.get(v) {
+                Some(&m) => m,
+                None => self.dummy(self.primal.dfg.value_type(*v)),
+            };
+        }
+        let rv = match self.map.get(&r) {
+            Some(&m) => m,
+            None => self.dummy(Type::F64),
+        };
+        let local = partials::local_derivative(&mut self.b(), &d, rv, &wanted);
+        match local {
+            Some(Local::Partials(ps)) => {
+                for (k, p) in ps.iter().enumerate() {
+                    if !wanted.get(k).copied().unwrap_or(false) {
+                        continue;
+                    }
+                    let c = match *p {
+                        Partial::Zero => continue,
+                        Partial::One => g,
+                        Partial::MinusOne => self.b().fneg(g),
+                        Partial::Value(pv) => self.b().fmul(pv, g),
+                    };
+                    self.add(args[k], c);
+                }
+            }
+            Some(Local::Choose {
+                cond,
+                on_true,
+                on_false,
+            }) => {
+                let zero = self.b().fconst(0.0);
+                if wanted.get(on_true).copied().unwrap_or(false) {
+                    let c = self.b().select(cond, g, zero);
+                    self.add(args[on_true], c);
+                }
+                if wanted.get(on_false).copied().unwrap_or(false) {
+                    let c = self.b().select(cond, zero, g);
+                    self.add(args[on_false], c);
+                }
+            }
+            None => {}
+        }
+        Ok(())
+    }
+
+    /// The reverse of an active call: the callee's adjoint, given the
+    /// shadows of its `dup` arrays and the cotangents of its f64 results;
+    /// its results are the adjoints of its `active` arguments.
+    fn rev_call(
+        &mut self,
+        t: &CallTarget,
+        args: &[Value],
+        results: &[Value],
+    ) -> Result<(), AdError> {
+        let mut call_args = Vec::new();
+        for (&a, act) in args.iter().zip(&t.acts) {
+            if *act == ArgActivity::Dup {
+                call_args.push(self.shadow_of(a)?);
+            }
+        }
+        for &r in results {
+            if self.primal.dfg.value_type(r) != Type::F64 {
+                continue;
+            }
+            let c = if self.active(r) { self.take(r)? } else { None };
+            let c = match c {
+                Some(c) => c,
+                None => self.b().fconst(0.0),
+            };
+            call_args.push(c);
+        }
+        let n_active = t.acts.iter().filter(|a| **a == ArgActivity::Active).count();
+        let inst = self.b().call(t.adj, &call_args, &vec![Type::F64; n_active]);
+        let adjs = self.out.dfg.inst_results(inst).to_vec();
+        let active_args = args
+            .iter()
+            .zip(&t.acts)
+            .filter(|(_, act)| **act == ArgActivity::Active)
+            .map(|(&a, _)| a);
+        for (a, adj) in active_args.zip(adjs) {
+            self.add(a, adj);
+        }
+        Ok(())
+    }
+
+    /// `Σ sh[j]`, as a loop; leaves the builder in the loop's exit block.
+    fn sum(&mut self, sh: Value) -> Value {
+        let mut b = self.b();
+        let n = b.len(sh);
+        let j0 = b.iconst(0);
+        let s0 = b.fconst(0.0);
+        let header = b.create_block();
+        let body = b.create_block();
+        let exit = b.create_block();
+        b.jump(header, &[j0, s0]);
+        b.switch_to_block(header);
+        let j = b.append_block_param(header, Type::I64);
+        let s = b.append_block_param(header, Type::F64);
+        let c = b.icmp(CmpCond::Lt, j, n);
+        b.brif(c, body, &[], exit, &[]);
+        b.switch_to_block(body);
+        let t = b.load(sh, j);
+        let s1 = b.fadd(s, t);
+        let one = b.iconst(1);
+        let j1 = b.iadd(j, one);
+        b.jump(header, &[j1, s1]);
+        self.block = Some(exit);
+        s
+    }
+}

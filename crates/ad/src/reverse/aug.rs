@@ -1,0 +1,174 @@
+//! The augmented primal: the primal with the same value and block numbers,
+//! plus the tape records of the [`Plan`].
+//!
+//! - Before each block's terminator, the block pushes its tape record
+//!   ([`Plan::tape`]): the primal scalars its adjoint reads and, for a block
+//!   with several incoming edges, the number of the edge it was entered by
+//!   (an extra `i64` block parameter that each predecessor sets).
+//! - Before a `return`: the number of the `return` (when there are several),
+//!   then the shadow lengths of the adjoint's local arrays
+//!   ([`Plan::length_items`]). A `zeros` outside the entry block may run many
+//!   times with different lengths: its running maximum is threaded through
+//!   every block as an `i64` block parameter.
+//! - An active call calls the callee's augmented primal instead.
+
+use super::plan::{Plan, TapeItem};
+use super::Calls;
+use crate::AdError;
+use adze_ir::{CmpCond, FuncBuilder, Function, InstData, Signature, Type, Value};
+
+pub(crate) fn build(
+    primal: &Function,
+    plan: &Plan,
+    calls: &Calls,
+    name: String,
+    sig: Signature,
+) -> Result<Function, AdError> {
+    let mut out = Function::new(name, sig);
+    for i in 0..primal.dfg.num_values() {
+        let ty = primal.dfg.value_type(Value::from_u32(i as u32));
+        out.dfg.make_detached_value(ty);
+    }
+    for _ in 0..primal.dfg.num_blocks() {
+        out.dfg.make_block();
+    }
+    let blocks: Vec<_> = primal
+        .layout
+        .blocks()
+        .iter()
+        .copied()
+        .filter(|&b| plan.is_reachable(b))
+        .collect();
+    for &b in &blocks {
+        out.layout.append_block(b);
+    }
+    let nb = primal.dfg.num_blocks();
+    let mut edge_param: Vec<Option<Value>> = vec![None; nb];
+    let mut max_params: Vec<Vec<Value>> = vec![Vec::new(); nb];
+    for &b in &blocks {
+        for &p in primal.dfg.block_params(b) {
+            out.dfg.attach_block_param(b, p, primal.dfg.value_type(p));
+        }
+        if b == plan.entry {
+            continue;
+        }
+        if plan.preds[b.as_u32() as usize].len() > 1 {
+            edge_param[b.as_u32() as usize] = Some(out.dfg.append_block_param(b, Type::I64));
+        }
+        max_params[b.as_u32() as usize] = (0..plan.num_threaded)
+            .map(|_| out.dfg.append_block_param(b, Type::I64))
+            .collect();
+    }
+    let copy = |out: &mut Function, inst, data: InstData, block| {
+        let results: Vec<(Value, Type)> = primal
+            .dfg
+            .inst_results(inst)
+            .iter()
+            .map(|&v| (v, primal.dfg.value_type(v)))
+            .collect();
+        let new = out.dfg.make_inst_with_results(data, &results);
+        out.layout.append_inst(new, block);
+    };
+    for &block in &blocks {
+        let bi = block.as_u32() as usize;
+        let mut maxima: Vec<Value> = if block == plan.entry {
+            let mut b = FuncBuilder::new(&mut out);
+            b.switch_to_block(block);
+            (0..plan.num_threaded).map(|_| b.iconst(0)).collect()
+        } else {
+            max_params[bi].clone()
+        };
+        for &inst in primal.layout.block_insts(block) {
+            let data = primal.dfg.inst(inst).clone();
+            if data.opcode().is_terminator() {
+                let mut b = FuncBuilder::new(&mut out);
+                b.switch_to_block(block);
+                for item in &plan.tape[bi] {
+                    let v = match item {
+                        TapeItem::Value(v) => *v,
+                        TapeItem::Edge => edge_param[bi].ok_or_else(|| internal(primal))?,
+                    };
+                    b.push(v);
+                }
+                let mut data = data;
+                if matches!(data, InstData::Return { .. }) {
+                    if plan.returns.len() > 1 {
+                        let k = plan
+                            .returns
+                            .iter()
+                            .position(|&r| r == block)
+                            .ok_or_else(|| internal(primal))?;
+                        let k = b.iconst(k as i64);
+                        b.push(k);
+                    }
+                    for z in &plan.zeros_sites {
+                        let n = match z.threaded {
+                            Some(t) => maxima[t],
+                            None => z.len,
+                        };
+                        b.push(n);
+                    }
+                    for &a in &plan.const_shadows {
+                        let n = b.len(a);
+                        b.push(n);
+                    }
+                }
+                let mut extra: Vec<Vec<Value>> = Vec::new();
+                for (dest, call) in data.destinations().iter().enumerate() {
+                    let mut args = Vec::new();
+                    if plan.preds[call.block.as_u32() as usize].len() > 1 {
+                        let edge = super::plan::Edge {
+                            from: block,
+                            inst,
+                            dest,
+                        };
+                        let k = plan
+                            .edge_number(call.block, edge)
+                            .ok_or_else(|| internal(primal))?;
+                        args.push(b.iconst(k as i64));
+                    }
+                    args.extend_from_slice(&maxima);
+                    extra.push(args);
+                }
+                for (call, args) in data.destinations_mut().into_iter().zip(extra) {
+                    call.args.extend(args);
+                }
+                copy(&mut out, inst, data, block);
+                continue;
+            }
+            match &data {
+                InstData::Call { args, .. } => match calls.get(&inst) {
+                    Some(t) => {
+                        let new = InstData::Call {
+                            func: t.aug,
+                            args: args.clone(),
+                        };
+                        copy(&mut out, inst, new, block);
+                    }
+                    None => copy(&mut out, inst, data.clone(), block),
+                },
+                InstData::Zeros { len, .. } => {
+                    let len = *len;
+                    let r = primal.dfg.first_result(inst);
+                    copy(&mut out, inst, data.clone(), block);
+                    let site = plan.zeros_sites.iter().find(|z| z.array == r);
+                    if let Some(t) = site.and_then(|z| z.threaded) {
+                        let mut b = FuncBuilder::new(&mut out);
+                        b.switch_to_block(block);
+                        let gt = b.icmp(CmpCond::Gt, len, maxima[t]);
+                        maxima[t] = b.select(gt, len, maxima[t]);
+                    }
+                }
+                _ => copy(&mut out, inst, data.clone(), block),
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn internal(primal: &Function) -> AdError {
+    AdError::ReverseInternal {
+        func: primal.name.clone(),
+        reason: "the tape plan and the CFG disagree".into(),
+    }
+}

@@ -1,0 +1,499 @@
+//! The reverse pass on `ir-examples/`: Rosenbrock against its hand-written
+//! gradient, the ADBench GMM objective against finite differences, every
+//! example with `run:` lines, `autodiff` in source (forward over reverse),
+//! the tape cost per iteration, and a snapshot of a small split pair.
+
+use super::support::*;
+use adze_ad::{lower_autodiff, lower_reverse_autodiff, split_derivative, ReverseRequest};
+use adze_ir::{
+    ArgActivity, ArgActivity::*, FuncId, InstData, Module, Param, RetActivity, Type, Val,
+};
+
+fn example(name: &str) -> String {
+    let path = format!("{}/../../ir-examples/{name}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+#[test]
+fn rosenbrock_matches_the_hand_written_gradient() {
+    let mut m = compile(&example("rosenbrock.adz"));
+    let d = rev(&mut m, "rosenbrock", &[Dup], RetActivity::Active);
+    let hand = m.get("rosenbrock_grad").unwrap();
+    for x in [
+        vec![-1.2, 1.0],
+        vec![0.5, -0.25, 1.5, 2.0, -0.75],
+        direction(3, 50),
+    ] {
+        let g = grad(
+            &m,
+            d,
+            &[Val::Array(x.clone())],
+            &[Dup],
+            &[vec![0.0; x.len()]],
+        );
+        let want = arr(&run(
+            &m,
+            hand,
+            &[Val::Array(x.clone()), Val::Array(vec![0.0; x.len()])],
+        )
+        .args[1]);
+        for (i, (got, want)) in g.shadows[0].iter().zip(&want).enumerate() {
+            assert_close(*got, *want, 1e-12, &format!("rosenbrock gradient [{i}]"));
+        }
+    }
+    check_gradient(
+        &mut m,
+        "rosenbrock",
+        &[Val::Array(direction(9, 7))],
+        &[Dup],
+        RetActivity::Active,
+        1e-6,
+    );
+}
+
+/// A GMM instance: (d, k, n, alphas, means, icf, x, gamma, m).
+fn gmm_args(d: usize, k: usize, n: usize, seed: u64) -> Vec<Val> {
+    let icf_sz = d * (d + 1) / 2;
+    vec![
+        Val::I64(d as i64),
+        Val::I64(k as i64),
+        Val::I64(n as i64),
+        Val::Array(direction(seed, k)),
+        Val::Array(direction(seed + 1, k * d)),
+        Val::Array(
+            direction(seed + 2, k * icf_sz)
+                .iter()
+                .map(|v| 0.5 * v)
+                .collect(),
+        ),
+        Val::Array(direction(seed + 3, n * d)),
+        Val::F64(1.3),
+        Val::I64(2),
+    ]
+}
+
+const GMM_ACTS: [ArgActivity; 9] = [Const, Const, Const, Dup, Dup, Dup, Const, Const, Const];
+
+#[test]
+fn gmm_objective_against_finite_differences() {
+    let mut m = compile(&example("gmm.adz"));
+    for (d, k, n) in [(2, 2, 3), (3, 3, 5), (2, 3, 4)] {
+        let args = gmm_args(d, k, n, 17 + d as u64);
+        check_gradient(
+            &mut m,
+            "gmm_objective",
+            &args,
+            &GMM_ACTS,
+            RetActivity::Active,
+            1e-6,
+        );
+        // Each partial on its own, by finite differences on one entry.
+        let dfn = m
+            .get("gmm_objective.rev.const_const_const_dup_dup_dup_const_const_const")
+            .unwrap();
+        let shadows: Vec<Vec<f64>> = [3, 4, 5]
+            .iter()
+            .map(|&i| vec![0.0; arr(&args[i]).len()])
+            .collect();
+        let g = grad(&m, dfn, &args, &GMM_ACTS, &shadows);
+        let f = m.get("gmm_objective").unwrap();
+        for (s, &p) in [3usize, 4, 5].iter().enumerate() {
+            for j in 0..arr(&args[p]).len() {
+                let h = 1e-6;
+                let at = |dx: f64| {
+                    let mut a = args.clone();
+                    let mut xs = arr(&a[p]);
+                    xs[j] += dx;
+                    a[p] = Val::Array(xs);
+                    f64s(&run(&m, f, &a).results)[0]
+                };
+                let fd = (at(h) - at(-h)) / (2.0 * h);
+                assert_close(
+                    g.shadows[s][j],
+                    fd,
+                    1e-6,
+                    &format!("gmm d={d} k={k} n={n} arg {p}[{j}]"),
+                );
+            }
+        }
+    }
+}
+
+/// Parses the arguments of a `// run: f(args) == ..` line for `params`.
+fn parse_args(text: &str, params: &[Param]) -> Option<Vec<Val>> {
+    let mut parts = Vec::new();
+    let (mut depth, mut start) = (0, 0);
+    for (i, c) in text.char_indices() {
+        match c {
+            '[' => depth += 1,
+            ']' => depth -= 1,
+            ',' if depth == 0 => {
+                parts.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    if !text.trim().is_empty() {
+        parts.push(&text[start..]);
+    }
+    if parts.len() != params.len() {
+        return None;
+    }
+    parts
+        .iter()
+        .zip(params)
+        .map(|(t, p)| {
+            let t = t.trim();
+            Some(match p.ty {
+                Type::F64 => Val::F64(t.parse().ok()?),
+                Type::I64 => Val::I64(t.parse().ok()?),
+                Type::Bool => Val::Bool(t.parse().ok()?),
+                Type::Array => {
+                    let inner = t.strip_prefix('[')?.strip_suffix(']')?;
+                    let xs: Option<Vec<f64>> = inner
+                        .split(',')
+                        .filter(|s| !s.trim().is_empty())
+                        .map(|s| s.trim().parse().ok())
+                        .collect();
+                    Val::Array(xs?)
+                }
+            })
+        })
+        .collect()
+}
+
+#[test]
+fn every_example_with_run_lines() {
+    // Points where the function jumps (finite differences are meaningless),
+    // and functions with custom reverse rules (not supported yet).
+    let skip = ["rounding", "piecewise", "clamp"];
+    let mut checked = 0;
+    let mut files: Vec<_> =
+        std::fs::read_dir(format!("{}/../../ir-examples", env!("CARGO_MANIFEST_DIR")))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.extension().is_some_and(|e| e == "adz"))
+            // Custom reverse rules are not supported yet.
+            .filter(|p| !p.ends_with("rules.adz") && !p.ends_with("seed.adz"))
+            .collect();
+    files.sort();
+    for path in files {
+        let src = std::fs::read_to_string(&path).unwrap();
+        let mut m = compile(&src);
+        for line in src.lines() {
+            let Some(rest) = line.trim().strip_prefix("// run:") else {
+                continue;
+            };
+            let Some((call, _)) = rest.split_once("==") else {
+                continue;
+            };
+            let call = call.trim();
+            let Some((name, args)) = call.split_once('(') else {
+                continue;
+            };
+            let args = args.strip_suffix(')').unwrap_or(args);
+            if skip.contains(&name) {
+                continue;
+            }
+            let Some(f) = m.get(name) else { continue };
+            let sig = m.func(f).sig.clone();
+            if !sig.results.contains(&Type::F64) {
+                continue;
+            }
+            let Some(vals) = parse_args(args, &sig.params) else {
+                continue;
+            };
+            let acts: Vec<ArgActivity> = sig
+                .params
+                .iter()
+                .map(|p| match p.ty {
+                    Type::F64 => Active,
+                    Type::Array => Dup,
+                    _ => Const,
+                })
+                .collect();
+            if acts.iter().all(|a| *a == Const) {
+                continue;
+            }
+            check_gradient(&mut m, name, &vals, &acts, RetActivity::Active, 1e-5);
+            checked += 1;
+        }
+    }
+    assert!(checked >= 20, "only {checked} examples were checked");
+}
+
+fn seed_plain() -> Module {
+    // seed.adz without its custom rule: the rule-free twin.
+    let src = example("seed.adz");
+    let plain = &src[src.find("// The rule-free twin.").unwrap()..];
+    compile(plain)
+}
+
+#[test]
+fn autodiff_reverse_in_source() {
+    let mut m = seed_plain();
+    lower_reverse_autodiff(&mut m).unwrap_or_else(|e| panic!("{e}\n{m}"));
+    check_ir(&m);
+    let dg = m.get("dg_plain").unwrap();
+    let out = run(&m, dg, &[Val::Array(vec![2.0]), Val::Array(vec![7.0])]);
+    assert_close(
+        arr(&out.args[1])[0],
+        3.027209981231713,
+        1e-15,
+        "gradient of g_plain (SPEC §7)",
+    );
+    let jit = adze_jit::compile(&m, dg, &adze_jit::JitOptions::default()).unwrap();
+    let jout = jit
+        .call(&[Val::Array(vec![2.0]), Val::Array(vec![7.0])])
+        .unwrap();
+    assert!(jout.bit_eq(&out));
+}
+
+/// Forward over reverse needs forward mode to carry tangents through a tape
+/// that is pushed in one function (`f.aug`) and popped in another
+/// (`f.adj`); forward.rs currently decides tape activity per function. See
+/// "Interplay with forward mode" in docs/ad-reverse.md.
+#[test]
+fn forward_over_reverse_hvp() {
+    let mut m = seed_plain();
+    lower_reverse_autodiff(&mut m).unwrap_or_else(|e| panic!("{e}\n{m}"));
+    lower_autodiff(&mut m).unwrap_or_else(|e| panic!("{e}\n{m}"));
+    check_ir(&m);
+    let hvp = m.get("hvp_plain").unwrap();
+    let args = [
+        Val::Array(vec![2.0]),
+        Val::Array(vec![1.0]),
+        Val::Array(vec![0.0]),
+        Val::Array(vec![0.0]),
+    ];
+    let out = run(&m, hvp, &args);
+    assert_close(
+        arr(&out.args[3])[0],
+        11.971902924433648,
+        1e-12,
+        "HVP of g_plain (SPEC §7)",
+    );
+}
+
+#[test]
+fn derivative_inside_a_differentiated_function() {
+    // Reverse over forward: f calls the forward derivative of g.
+    let src = "fn g(x: f64) -> f64 { sin(x) * x }
+               fn f(x: f64) -> f64 { let (y, t) = autodiff(forward, g, dual, dual(x, 1.0)); y * t }";
+    let mut m = compile(src);
+    // The primal itself must run (for finite differences).
+    lower_autodiff(&mut m).unwrap();
+    check_gradient(
+        &mut m,
+        "f",
+        &[Val::F64(0.6)],
+        &[Active],
+        RetActivity::Active,
+        1e-6,
+    );
+    // Reverse over reverse is not supported yet: an error, not a panic.
+    let src = "fn g(x: f64) -> f64 { sin(x) * x }
+               fn f(x: f64) -> f64 { autodiff(reverse, g, active, active(x)) }";
+    let mut m = compile(src);
+    let f = m.get("f").unwrap();
+    let err = adze_ad::reverse_derivative(
+        &mut m,
+        &ReverseRequest::new(f, vec![Active], RetActivity::Active),
+    )
+    .unwrap_err();
+    assert!(
+        err.to_string().contains("reverse mode does not support"),
+        "{err}"
+    );
+}
+
+#[test]
+fn bad_requests_are_errors() {
+    let mut m = compile("fn f(x: f64, a: [f64], n: i64) -> f64 { x * a[n] }");
+    let f = m.get("f").unwrap();
+    for (acts, ret) in [
+        (vec![Dup, Dup, Const], RetActivity::Active),
+        (vec![Active, Active, Const], RetActivity::Active),
+        (vec![Active, Dup, Active], RetActivity::Active),
+        (vec![Active, Dup], RetActivity::Active),
+        (vec![Active, Dup, Const], RetActivity::Dual),
+    ] {
+        let r = adze_ad::reverse_derivative(&mut m, &ReverseRequest::new(f, acts, ret));
+        assert!(
+            matches!(r, Err(adze_ad::AdError::BadRequest { .. })),
+            "{r:?}"
+        );
+    }
+    let mut m = compile("fn f(a: mut [f64]) { a[0] = 1.0; }");
+    let f = m.get("f").unwrap();
+    let r = adze_ad::reverse_derivative(
+        &mut m,
+        &ReverseRequest::new(f, vec![Dup], RetActivity::Active),
+    );
+    assert!(
+        matches!(r, Err(adze_ad::AdError::BadRequest { .. })),
+        "{r:?}"
+    );
+}
+
+/// A copy of `module` where every function takes a trailing `count: mut
+/// arr` and adds 1 to `count[0]` after each `push`, so that a run counts the
+/// tape entries it pushes.
+fn count_pushes(module: &Module) -> Module {
+    let mut out = module.clone();
+    let ids: Vec<FuncId> = out.ids().collect();
+    for id in ids {
+        let f = out.func_mut(id);
+        if f.is_declaration() {
+            continue;
+        }
+        f.sig.params.push(Param::mutable_array("count"));
+        let entry = f.entry_block().unwrap();
+        let cnt = f.dfg.append_block_param(entry, Type::Array);
+        let blocks = f.layout.blocks().to_vec();
+        for b in blocks {
+            let insts = f.layout.block_insts(b).to_vec();
+            let mut offset = 0;
+            for (pos, inst) in insts.into_iter().enumerate() {
+                match f.dfg.inst_mut(inst) {
+                    InstData::Call { args, .. } => args.push(cnt),
+                    InstData::Push { .. } => {
+                        let at = pos + offset + 1;
+                        let zero = f.dfg.make_inst(InstData::IConst { imm: 0 }, &[Type::I64]);
+                        let one = f.dfg.make_inst(InstData::fconst(1.0), &[Type::F64]);
+                        let (z, o) = (f.dfg.first_result(zero), f.dfg.first_result(one));
+                        let ld = f.dfg.make_inst(
+                            InstData::Binary {
+                                op: adze_ir::Opcode::Load,
+                                args: [cnt, z],
+                            },
+                            &[Type::F64],
+                        );
+                        let c = f.dfg.first_result(ld);
+                        let add = f.dfg.make_inst(
+                            InstData::Binary {
+                                op: adze_ir::Opcode::Fadd,
+                                args: [c, o],
+                            },
+                            &[Type::F64],
+                        );
+                        let s = f.dfg.first_result(add);
+                        let st = f.dfg.make_inst(
+                            InstData::Ternary {
+                                op: adze_ir::Opcode::Store,
+                                args: [cnt, z, s],
+                            },
+                            &[],
+                        );
+                        for (k, i) in [zero, one, ld, add, st].into_iter().enumerate() {
+                            f.layout.insert_inst(i, b, at + k);
+                        }
+                        offset += 5;
+                    }
+                    _ => {}
+                }
+            }
+        }
+    }
+    verify(&out);
+    out
+}
+
+/// Tape entries pushed by the augmented primal of `name` on `args`.
+fn tape_entries(module: &mut Module, name: &str, args: &[Val], acts: &[ArgActivity]) -> f64 {
+    let f = module.get(name).unwrap();
+    let (aug, _) = split_derivative(
+        module,
+        &ReverseRequest::new(f, acts.to_vec(), RetActivity::Active),
+    )
+    .unwrap();
+    let counted = count_pushes(module);
+    let mut full = args.to_vec();
+    full.push(Val::Array(vec![0.0]));
+    let out = run(&counted, aug, &full);
+    arr(out.args.last().unwrap())[0]
+}
+
+#[test]
+fn tape_bytes_per_iteration() {
+    // Every tape entry is one 8-byte scalar.
+    let mut m = compile(&example("rosenbrock.adz"));
+    let at = |m: &mut Module, n: usize| {
+        tape_entries(m, "rosenbrock", &[Val::Array(direction(1, n))], &[Dup])
+    };
+    let (a, b) = (at(&mut m, 10), at(&mut m, 110));
+    let per_element = (b - a) / 100.0;
+    println!(
+        "rosenbrock: {} tape entries per element = {} bytes",
+        per_element,
+        per_element * 8.0
+    );
+    assert!(
+        per_element <= 8.0,
+        "rosenbrock tapes {per_element} entries per element"
+    );
+
+    let mut m = compile(&example("gmm.adz"));
+    for (d, k) in [(2, 2), (3, 3), (8, 10)] {
+        let at = |m: &mut Module, n: usize| {
+            tape_entries(m, "gmm_objective", &gmm_args(d, k, n, 5), &GMM_ACTS)
+        };
+        let (a, b) = (at(&mut m, 3), at(&mut m, 13));
+        let per_point = (b - a) / 10.0;
+        println!(
+            "gmm d={d} k={k}: {per_point} tape entries per data point = {} bytes",
+            per_point * 8.0
+        );
+        // Bounded by a small multiple of the primal's work per point.
+        assert!(
+            per_point <= (10 * k * d * d + 10 * k) as f64,
+            "gmm tapes {per_point} entries per point"
+        );
+    }
+}
+
+#[test]
+fn snapshot_of_a_small_split_pair() {
+    let src = "fn f(x: f64, a: [f64]) -> f64 {
+        var s = 0.0;
+        for i in 0..len(a) {
+            if a[i] > 0.0 { s = s + sin(x * a[i]); }
+        }
+        s * x
+    }";
+    let mut m = compile(src);
+    let f = m.get("f").unwrap();
+    let before = m.len();
+    rev(&mut m, "f", &[Active, Dup], RetActivity::Active);
+    let mut text = m.display_function(f).to_string();
+    for id in m.ids().skip(before) {
+        text.push('\n');
+        text.push_str(&m.display_function(id).to_string());
+    }
+    expect_file("rev_loop_branch", &text);
+}
+
+/// Compares `text` with `tests/expected/<name>.ir`, or writes it when
+/// `ADZE_BLESS=1`.
+fn expect_file(name: &str, text: &str) {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/expected")
+        .join(format!("{name}.ir"));
+    if std::env::var_os("ADZE_BLESS").is_some_and(|v| v == "1") {
+        std::fs::write(&path, text).unwrap();
+        return;
+    }
+    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "{} is missing; run with ADZE_BLESS=1 to create it",
+            path.display()
+        )
+    });
+    assert_eq!(
+        text,
+        want,
+        "{} differs; ADZE_BLESS=1 rewrites it",
+        path.display()
+    );
+}
