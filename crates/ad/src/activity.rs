@@ -187,7 +187,7 @@ pub fn analyze(module: &Module, func: &Function, args: &[ArgActivity]) -> Activi
                     }
                 }
                 InstData::Autodiff { .. } => {}
-                InstData::Pop { ty: Type::F64 } => {
+                InstData::Pop { ty: Type::F64, .. } => {
                     changed |= act.mark(results[0]);
                 }
                 InstData::Jump { .. } | InstData::Brif { .. } => {

@@ -634,19 +634,23 @@ impl Transform<'_> {
                     self.tan.set(results[0], lanes);
                 }
             }
-            InstData::Push { arg } => {
+            InstData::Push { tape, arg } => {
                 self.copy(block, inst, data.clone(), &[]);
                 if self.primal.dfg.value_type(*arg) == Type::F64 {
                     for lane in 0..w {
                         let t = self.lane_or_zero(*arg, lane);
-                        self.builder(block).push(t);
+                        self.builder(block).push(*tape, t);
                     }
                 }
             }
-            InstData::Pop { ty: Type::F64 } => {
+            InstData::Pop {
+                tape,
+                ty: Type::F64,
+            } => {
                 // Last in, first out: the tangents were pushed after the value.
-                let mut lanes: Vec<Value> =
-                    (0..w).map(|_| self.builder(block).pop(Type::F64)).collect();
+                let mut lanes: Vec<Value> = (0..w)
+                    .map(|_| self.builder(block).pop(*tape, Type::F64))
+                    .collect();
                 lanes.reverse();
                 self.copy(block, inst, data.clone(), &[]);
                 self.tan.set(results[0], lanes);

@@ -240,8 +240,9 @@ pub(crate) struct Machine<'m> {
     heap: Vec<Vec<f64>>,
     /// Call arguments, return values and branch arguments in transit.
     scratch: Vec<Slot>,
-    /// The tape of `push` and `pop`: one per outermost call.
-    tape: Vec<Slot>,
+    /// The tapes of `push` and `pop` (indexed by tape number): one set per
+    /// outermost call.
+    tapes: Vec<Vec<Slot>>,
 }
 
 impl<'m> Machine<'m> {
@@ -251,7 +252,7 @@ impl<'m> Machine<'m> {
             limits,
             heap: Vec::new(),
             scratch: Vec::new(),
-            tape: Vec::new(),
+            tapes: vec![Vec::new(); usize::from(adze_ir::MAX_TAPES)],
         }
     }
 
@@ -539,16 +540,23 @@ impl<'m> Machine<'m> {
                         };
                         frame.values.write(result, Slot::Array(slot));
                     }
-                    InstData::Push { arg } => match frame.get(*arg)? {
-                        Slot::Array(_) => {
-                            return Err(unsupported(func, "`push` of an array"));
+                    InstData::Push { tape, arg } => {
+                        let x = frame.get(*arg)?;
+                        match (x, self.tapes.get_mut(usize::from(*tape))) {
+                            (Slot::Array(_), _) => {
+                                return Err(unsupported(func, "`push` of an array"));
+                            }
+                            (_, None) => {
+                                return Err(unsupported(func, "a tape that does not exist"))
+                            }
+                            (x, Some(t)) => t.push(x),
                         }
-                        x => self.tape.push(x),
-                    },
-                    InstData::Pop { ty } => {
+                    }
+                    InstData::Pop { tape, ty } => {
                         let x = self
-                            .tape
-                            .pop()
+                            .tapes
+                            .get_mut(usize::from(*tape))
+                            .and_then(Vec::pop)
                             .filter(|x| x.ty() == Some(*ty) && ty.is_scalar())
                             .ok_or_else(|| trap(func, TrapKind::TapeMismatch))?;
                         frame.set(inst, x)?;

@@ -220,14 +220,14 @@ impl<'f> FuncBuilder<'f> {
         )
     }
 
-    /// Pushes a scalar onto the tape.
-    pub fn push(&mut self, x: Value) -> Inst {
-        self.build(InstData::Push { arg: x }, &[])
+    /// Pushes a scalar onto tape number `tape`.
+    pub fn push(&mut self, tape: u8, x: Value) -> Inst {
+        self.build(InstData::Push { tape, arg: x }, &[])
     }
 
-    /// Pops a scalar of type `ty` from the tape.
-    pub fn pop(&mut self, ty: Type) -> Value {
-        self.build1(InstData::Pop { ty }, ty)
+    /// Pops a scalar of type `ty` from tape number `tape`.
+    pub fn pop(&mut self, tape: u8, ty: Type) -> Value {
+        self.build1(InstData::Pop { tape, ty }, ty)
     }
 
     /// A call; the caller supplies the callee's result types.

@@ -122,12 +122,15 @@ opcodes! {
     /// `fill a, x`: sets every element.
     Fill = "fill": [Array, F64] -> none;
 
-    /// `push v`: pushes a scalar onto the tape, a last-in-first-out stack
-    /// that lives for one outermost call. Reverse mode records values here
-    /// in the forward sweep and reads them back in the reverse sweep.
+    /// `push T, v`: pushes a scalar onto tape number `T`, one of
+    /// [`MAX_TAPES`] last-in-first-out stacks that live for one outermost
+    /// call. Reverse mode records values here in the forward sweep and reads
+    /// them back in the reverse sweep; nested derivatives use distinct tapes
+    /// so that their records never interleave.
     Push = "push": [] -> poly;
-    /// `v = pop f64`: pops the value pushed last; its type is an immediate
-    /// and must be the type that was pushed. Popping an empty tape traps.
+    /// `v = pop T, f64`: pops the value pushed last on tape `T`; its type is
+    /// an immediate and must be the type that was pushed. Popping an empty
+    /// tape traps.
     Pop = "pop": [] -> poly;
 
     /// `v1, v2 = call @f(args..)`
@@ -220,6 +223,10 @@ impl fmt::Display for Opcode {
         f.write_str(self.name())
     }
 }
+
+/// How many tapes (`push`/`pop` stacks) there are: tape numbers are
+/// `0..MAX_TAPES`.
+pub const MAX_TAPES: u8 = 16;
 
 /// The condition of an `fcmp` or `icmp`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
@@ -428,12 +435,14 @@ pub enum InstData {
         len: Value,
         name: String,
     },
-    /// `push v`
+    /// `push tape, v`
     Push {
+        tape: u8,
         arg: Value,
     },
-    /// `v = pop ty`
+    /// `v = pop tape, ty`
     Pop {
+        tape: u8,
         ty: Type,
     },
     Call {
@@ -495,7 +504,7 @@ impl InstData {
             InstData::Binary { args, .. } | InstData::Cmp { args, .. } => args,
             InstData::Ternary { args, .. } => args,
             InstData::Zeros { len, .. } => std::slice::from_ref(len),
-            InstData::Push { arg } => std::slice::from_ref(arg),
+            InstData::Push { arg, .. } => std::slice::from_ref(arg),
             InstData::Brif { cond, .. } => std::slice::from_ref(cond),
             InstData::Call { args, .. }
             | InstData::Autodiff { args, .. }
@@ -515,7 +524,7 @@ impl InstData {
             InstData::Binary { args, .. } | InstData::Cmp { args, .. } => args,
             InstData::Ternary { args, .. } => args,
             InstData::Zeros { len, .. } => std::slice::from_mut(len),
-            InstData::Push { arg } => std::slice::from_mut(arg),
+            InstData::Push { arg, .. } => std::slice::from_mut(arg),
             InstData::Brif { cond, .. } => std::slice::from_mut(cond),
             InstData::Call { args, .. }
             | InstData::Autodiff { args, .. }

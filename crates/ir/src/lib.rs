@@ -35,7 +35,7 @@ pub use dfg::{BlockData, DataFlowGraph, ValueDef};
 pub use entities::{Block, FuncId, Inst, Region, Value};
 pub use function::{FuncMeta, Function, InlineHint, Param, RegionData, Rules, Signature};
 pub use instructions::{
-    ArgActivity, AutodiffSpec, BlockCall, CmpCond, InstData, Mode, Opcode, RetActivity,
+    ArgActivity, AutodiffSpec, BlockCall, CmpCond, InstData, Mode, Opcode, RetActivity, MAX_TAPES,
 };
 pub use layout::Layout;
 pub use module::Module;

@@ -909,15 +909,19 @@ impl<'m> Body<'m> {
                 (InstData::Zeros { len, name }, Known(vec![Type::Array]))
             }
             Opcode::Push => {
+                let tape = tape_number(c)?;
+                c.expect(',')?;
                 let arg = self.value(c)?;
-                (InstData::Push { arg }, Known(Vec::new()))
+                (InstData::Push { tape, arg }, Known(Vec::new()))
             }
             Opcode::Pop => {
+                let tape = tape_number(c)?;
+                c.expect(',')?;
                 let (w, pos) = c.word("a type")?;
                 let ty = Type::from_name(w)
                     .filter(|t| t.is_scalar())
                     .ok_or_else(|| err(pos, format!("`pop` needs a scalar type, found `{w}`")))?;
-                (InstData::Pop { ty }, Known(vec![ty]))
+                (InstData::Pop { tape, ty }, Known(vec![ty]))
             }
             Opcode::Call => {
                 let (name, pos) = c.func_name()?;
@@ -1080,4 +1084,21 @@ impl<'m> Body<'m> {
         }
         func
     }
+}
+
+/// A tape number: an integer below [`crate::MAX_TAPES`].
+fn tape_number(c: &mut Cursor) -> Result<u8, ParseError> {
+    let (w, pos) = c.word("a tape number")?;
+    w.parse::<u8>()
+        .ok()
+        .filter(|&t| t < crate::MAX_TAPES)
+        .ok_or_else(|| {
+            err(
+                pos,
+                format!(
+                    "expected a tape number below {}, found `{w}`",
+                    crate::MAX_TAPES
+                ),
+            )
+        })
 }

@@ -658,13 +658,19 @@ impl Verifier<'_> {
                     self.expect_results(inst, &[ta]);
                 }
             }
-            InstData::Push { arg } => {
+            InstData::Push { arg, tape } => {
+                if *tape >= crate::MAX_TAPES {
+                    self.report(at, format!("tape {tape} does not exist"));
+                }
                 if self.ty(*arg) == Some(Type::Array) {
                     self.report(at, "arrays cannot be pushed on the tape".to_string());
                 }
                 self.expect_results(inst, &[]);
             }
-            InstData::Pop { ty } => {
+            InstData::Pop { ty, tape } => {
+                if *tape >= crate::MAX_TAPES {
+                    self.report(at, format!("tape {tape} does not exist"));
+                }
                 if !ty.is_scalar() {
                     self.report(at, "arrays cannot be popped from the tape".to_string());
                 }

@@ -93,10 +93,10 @@ block0(v0: f64, v1: i64, v2: arr, v3: arr):
     store v3, v54, v55
     v56 = zeros v54, "tmp \"q\"\n\\é\u{7f}"
     fill v56, v53
-    push v53
-    push v52
-    v90 = pop bool
-    v91 = pop f64
+    push 0, v53
+    push 3, v52
+    v90 = pop 3, bool
+    v91 = pop 0, f64
     v57, v58 = call @helper(v53, v1)
     v59, v61 = autodiff forward dual @poly(dual v0, v4, dup v2, v3)
     v62 = autodiff reverse active @poly(active v0, dup v2, v56)

@@ -97,14 +97,16 @@ enum Slot {
     Array { ptr: cl::Value, len: cl::Value },
 }
 
-/// The type tag of a tape entry, checked by `adze_pop`.
-fn tape_tag(ty: Type) -> i64 {
-    match ty {
+/// The tag of a tape entry, checked by `adze_pop`: the tape number in the
+/// high bits, the type in the low two.
+fn tape_tag(tape: u8, ty: Type) -> i64 {
+    let t = match ty {
         Type::F64 => 0,
         Type::I64 => 1,
         Type::Bool => 2,
         Type::Array => 3,
-    }
+    };
+    (i64::from(tape) << 2) | t
 }
 
 fn flags() -> MemFlagsData {
@@ -711,7 +713,7 @@ impl Translator<'_, '_> {
                 let r = self.func.dfg.first_result(inst);
                 self.vals[r.index()] = Some(Slot::Array { ptr, len: n });
             }
-            InstData::Push { arg } => {
+            InstData::Push { tape, arg } => {
                 let x = self.scalar(*arg)?;
                 let ty = self.func.dfg.value_type(*arg);
                 let bits = match ty {
@@ -719,14 +721,14 @@ impl Translator<'_, '_> {
                     Type::Bool => self.b.ins().uextend(i64t, x),
                     _ => x,
                 };
-                let tag = self.b.ins().iconst(i64t, tape_tag(ty));
+                let tag = self.b.ins().iconst(i64t, tape_tag(*tape, ty));
                 let push = self.import("adze_push")?;
                 self.b.ins().call(push, &[self.ctx, bits, tag]);
             }
-            InstData::Pop { ty } => {
+            InstData::Pop { tape, ty } => {
                 let site = self.new_site(SiteKind::TapeMismatch);
                 let site = self.b.ins().iconst(i64t, site);
-                let tag = self.b.ins().iconst(i64t, tape_tag(*ty));
+                let tag = self.b.ins().iconst(i64t, tape_tag(*tape, *ty));
                 let pop = self.import("adze_pop")?;
                 let c = self.b.ins().call(pop, &[self.ctx, site, tag]);
                 let bits = self.b.inst_results(c)[0];

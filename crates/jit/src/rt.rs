@@ -36,8 +36,9 @@ pub(crate) struct Ctx<'a> {
     pub sites: &'a [TrapSite],
     /// The largest number of simultaneously live arrays (for tests).
     pub peak: usize,
-    /// The tape of `push`/`pop`: raw 64-bit values with a type tag each.
-    pub tape: Vec<(u64, u8)>,
+    /// The tapes of `push`/`pop`, by tape number: raw 64-bit values with
+    /// their tag (tape number and type) each.
+    pub tapes: Vec<Vec<(u64, i64)>>,
 }
 
 /// Byte offset of [`Ctx::depth`].
@@ -58,7 +59,7 @@ impl<'a> Ctx<'a> {
             error: None,
             sites,
             peak: 0,
-            tape: Vec::new(),
+            tapes: vec![Vec::new(); usize::from(adze_ir::MAX_TAPES)],
         }
     }
 }
@@ -181,12 +182,18 @@ pub(crate) extern "C" fn adze_alloc(ctx: *mut Ctx<'_>, n: i64, slot: *mut i64) -
     v.as_mut_ptr()
 }
 
-/// Pushes `bits` (an f64's bits, an i64, or a bool as 0/1) with its type
-/// `tag` onto the tape.
+/// Pushes `bits` (an f64's bits, an i64, or a bool as 0/1) with its `tag`
+/// (tape number << 2 | type) onto its tape. Generated code only passes tags
+/// of verified instructions, whose tape numbers are below `MAX_TAPES`.
 pub(crate) extern "C" fn adze_push(ctx: *mut Ctx<'_>, bits: i64, tag: i64) {
     // SAFETY: as in `adze_trap`.
     let ctx = unsafe { &mut *ctx };
-    ctx.tape.push((bits as u64, tag as u8));
+    if let Some(tape) = usize::try_from(tag >> 2)
+        .ok()
+        .and_then(|t| ctx.tapes.get_mut(t))
+    {
+        tape.push((bits as u64, tag));
+    }
 }
 
 /// Pops the value pushed last. On an empty tape or a type mismatch it records
@@ -195,8 +202,11 @@ pub(crate) extern "C" fn adze_push(ctx: *mut Ctx<'_>, bits: i64, tag: i64) {
 pub(crate) extern "C" fn adze_pop(ctx: *mut Ctx<'_>, site: i64, tag: i64) -> i64 {
     // SAFETY: as in `adze_trap`.
     let ctx_ref = unsafe { &mut *ctx };
-    match ctx_ref.tape.pop() {
-        Some((bits, t)) if i64::from(t) == tag => bits as i64,
+    let tape = usize::try_from(tag >> 2)
+        .ok()
+        .and_then(|t| ctx_ref.tapes.get_mut(t));
+    match tape.and_then(Vec::pop) {
+        Some((bits, t)) if t == tag => bits as i64,
         _ => {
             adze_trap(ctx, site, 0, 0);
             0

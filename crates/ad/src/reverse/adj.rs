@@ -134,7 +134,7 @@ impl Adj<'_> {
         for arr in self.plan.length_items().into_iter().rev() {
             let name = format!("{}.d", self.primal.array_name(arr));
             let mut b = self.b();
-            let n = b.pop(Type::I64);
+            let n = b.pop(super::TAPE, Type::I64);
             let sh = b.zeros(n, name);
             self.shadow.insert(arr, sh);
         }
@@ -152,7 +152,7 @@ impl Adj<'_> {
         if returns.len() == 1 {
             self.seed(returns[0], &cotangents)?;
         } else {
-            let k = self.b().pop(Type::I64);
+            let k = self.b().pop(super::TAPE, Type::I64);
             let targets: Vec<Block> = returns.iter().map(|_| self.b().create_block()).collect();
             self.dispatch(k, &targets);
             for (&ret, &t) in returns.iter().zip(&targets) {
@@ -300,10 +300,10 @@ impl Adj<'_> {
             match *item {
                 TapeItem::Value(v) => {
                     let ty = self.primal.dfg.value_type(v);
-                    let p = self.b().pop(ty);
+                    let p = self.b().pop(super::TAPE, ty);
                     self.map.insert(v, p);
                 }
-                TapeItem::Edge => self.edge_index = Some(self.b().pop(Type::I64)),
+                TapeItem::Edge => self.edge_index = Some(self.b().pop(super::TAPE, Type::I64)),
             }
         }
         for &c in &self.plan.remat[bi] {

@@ -88,7 +88,7 @@ pub(crate) fn build(
                         TapeItem::Value(v) => *v,
                         TapeItem::Edge => edge_param[bi].ok_or_else(|| internal(primal))?,
                     };
-                    b.push(v);
+                    b.push(super::TAPE, v);
                 }
                 let mut data = data;
                 if matches!(data, InstData::Return { .. }) {
@@ -99,18 +99,18 @@ pub(crate) fn build(
                             .position(|&r| r == block)
                             .ok_or_else(|| internal(primal))?;
                         let k = b.iconst(k as i64);
-                        b.push(k);
+                        b.push(super::TAPE, k);
                     }
                     for z in &plan.zeros_sites {
                         let n = match z.threaded {
                             Some(t) => maxima[t],
                             None => z.len,
                         };
-                        b.push(n);
+                        b.push(super::TAPE, n);
                     }
                     for &a in &plan.const_shadows {
                         let n = b.len(a);
-                        b.push(n);
+                        b.push(super::TAPE, n);
                     }
                 }
                 let mut extra: Vec<Vec<Value>> = Vec::new();

@@ -55,6 +55,12 @@
 //! The analyses (reachable CFG, activity, slots, tape) are in module `plan`;
 //! `docs/ad-reverse.md` describes the design with a real dump.
 
+/// The tape the derivatives of this pass record on. A primal that itself
+/// uses a tape (reverse over reverse) is rejected for now, so one tape
+/// suffices; nested reverse passes will record on `1 +` the highest tape
+/// their primal uses, so that their records never interleave.
+const TAPE: u8 = 0;
+
 mod adj;
 mod aug;
 pub(crate) mod plan;

@@ -438,11 +438,11 @@ fn tape_values_carry_their_tangents() {
         "function @t(x: f64) -> f64 {
 block0(v0: f64):
     v1 = sin v0
-    push v1
+    push 0, v1
     v2 = iconst 3
-    push v2
-    v3 = pop i64
-    v4 = pop f64
+    push 0, v2
+    v3 = pop 0, i64
+    v4 = pop 0, f64
     v5 = fmul v4, v0
     v6 = sitof v3
     v7 = fmul v5, v6
@@ -463,5 +463,5 @@ block0(v0: f64):
     let d = m.get("t.fwd.dual").unwrap();
     let text = m.display_function(d).to_string();
     assert_eq!(text.matches("push").count(), 3, "{text}");
-    assert_eq!(text.matches("pop f64").count(), 2, "{text}");
+    assert_eq!(text.matches("pop 0, f64").count(), 2, "{text}");
 }

@@ -604,7 +604,7 @@ fn inactive_paths_get_no_adjoint_code() {
     let adj = m.get("f.adj.active_const").unwrap();
     let text = m.display_function(adj).to_string();
     // Only x is taped (for x * x), once.
-    assert_eq!(text.matches("pop f64").count(), 1, "{text}");
+    assert_eq!(text.matches("pop 0, f64").count(), 1, "{text}");
     let g = grad(
         &m,
         d,

@@ -11,7 +11,7 @@ fn pops_come_back_in_reverse_order() {
         let zero = fb.iconst(0);
         counted_loop(fb, zero, p[0], &[], |fb, iv, _| {
             let x = fb.sitof(iv);
-            fb.push(x);
+            fb.push(0, x);
             vec![]
         });
         let s0 = fb.fconst(0.0);
@@ -19,7 +19,7 @@ fn pops_come_back_in_reverse_order() {
         let out = counted_loop(fb, z, p[0], &[s0], |fb, _, c| {
             let ten = fb.fconst(10.0);
             let t = fb.fmul(c[0], ten);
-            let x = fb.pop(Type::F64);
+            let x = fb.pop(0, Type::F64);
             vec![fb.fadd(t, x)]
         });
         fb.ret(&out);
@@ -39,9 +39,9 @@ fn every_scalar_type_and_across_calls() {
         vec![f("x"), i("j"), b("c")],
         &[],
         |fb, p| {
-            fb.push(p[0]);
-            fb.push(p[1]);
-            fb.push(p[2]);
+            fb.push(0, p[0]);
+            fb.push(0, p[1]);
+            fb.push(0, p[2]);
             fb.ret(&[]);
         },
     );
@@ -67,9 +67,9 @@ fn every_scalar_type_and_across_calls() {
             }
             let mut rs = Vec::new();
             for _ in 0..2 {
-                rs.push(fb.pop(Type::Bool));
-                rs.push(fb.pop(Type::I64));
-                rs.push(fb.pop(Type::F64));
+                rs.push(fb.pop(0, Type::Bool));
+                rs.push(fb.pop(0, Type::I64));
+                rs.push(fb.pop(0, Type::F64));
             }
             fb.ret(&rs);
         },
@@ -92,25 +92,25 @@ fn tape_mismatches_trap() {
     let mut m = Module::new();
     let mismatch = |f: &str| RunError::new(f, TrapKind::TapeMismatch);
     let empty = func(&mut m, "empty", vec![], &[Type::F64], |fb, _| {
-        let x = fb.pop(Type::F64);
+        let x = fb.pop(0, Type::F64);
         fb.ret(&[x]);
     });
     assert_eq!(run_err(&m, empty, &[]), mismatch("empty"));
 
     let wrong = func(&mut m, "wrong", vec![i("n")], &[Type::F64], |fb, p| {
-        fb.push(p[0]);
-        let x = fb.pop(Type::F64);
+        fb.push(0, p[0]);
+        let x = fb.pop(0, Type::F64);
         fb.ret(&[x]);
     });
     assert_eq!(run_err(&m, wrong, &[Val::I64(1)]), mismatch("wrong"));
 
     // Popped by a callee: the error names the callee.
     let callee = func(&mut m, "popper", vec![], &[Type::F64], |fb, _| {
-        let x = fb.pop(Type::F64);
+        let x = fb.pop(0, Type::F64);
         fb.ret(&[x]);
     });
     let caller = func(&mut m, "pusher", vec![f("x")], &[Type::F64], |fb, p| {
-        fb.push(p[0]);
+        fb.push(0, p[0]);
         let c1 = fb.call(callee, &[], &[Type::F64]);
         let c2 = fb.call(callee, &[], &[Type::F64]);
         let a = fb.func.dfg.first_result(c1);
@@ -125,11 +125,11 @@ fn tape_mismatches_trap() {
 fn each_outermost_call_has_its_own_tape() {
     let mut m = Module::new();
     let leave = func(&mut m, "leave", vec![f("x")], &[], |fb, p| {
-        fb.push(p[0]);
+        fb.push(0, p[0]);
         fb.ret(&[]);
     });
     let take = func(&mut m, "take", vec![], &[Type::F64], |fb, _| {
-        let x = fb.pop(Type::F64);
+        let x = fb.pop(0, Type::F64);
         fb.ret(&[x]);
     });
     assert_eq!(run(&m, leave, &[Val::F64(1.0)]).results, vec![]);
