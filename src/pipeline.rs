@@ -122,12 +122,13 @@ impl Session {
         self.lowered(self.module.clone(), Some(name))
     }
 
-    /// Adds to the final module the derivative of `name` that the command
+    /// Adds to the prepared module of `name` the derivative that the command
     /// line and the Rust API request without writing `autodiff` in source:
     /// every f64 parameter `dual` (forward) or `active` (reverse), every
     /// array `dup`, everything else and the parameters named in `consts`
-    /// `const`; the result `dual` (forward) or `active` (reverse). Returns
-    /// the module and the derivative's name.
+    /// `const`; the results, when they are all f64, `dual` (forward) or
+    /// `active` (reverse: each seeded with 1.0), else `const`. Returns the
+    /// module and the derivative's name.
     pub fn derive(
         &self,
         name: &str,
@@ -172,7 +173,10 @@ impl Session {
                         "vector mode (`--width`) is for forward derivatives".to_string(),
                     ));
                 }
-                let ret = if sig.results.len() == 1 && sig.results[0] == Type::F64 {
+                // Every f64 result's cotangent is seeded with 1.0 (for a
+                // tuple: the gradient of the sum of its parts).
+                let ret = if !sig.results.is_empty() && sig.results.iter().all(|&t| t == Type::F64)
+                {
                     RetActivity::Active
                 } else {
                     RetActivity::Const

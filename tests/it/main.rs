@@ -6,5 +6,6 @@ mod cli;
 mod examples;
 mod forward;
 mod generated;
+mod reverse;
 mod runtime_errors;
 mod support;
