@@ -14,6 +14,7 @@
 //! ```
 
 pub mod args;
+pub mod check_rules;
 pub mod pipeline;
 
 pub use adze_ad;

@@ -62,6 +62,14 @@ enum Command {
     },
     /// Check FILE (parse, resolve, type-check, lower, verify) without running it.
     Check { file: PathBuf },
+    /// Compare every custom rule of FILE with the AD derivative of its
+    /// function's body; exit 1 if one disagrees.
+    CheckRules {
+        file: PathBuf,
+        /// Largest discrepancy |rule - AD| / max(1, |AD|) that agrees.
+        #[arg(long, default_value_t = 1e-6)]
+        tolerance: f64,
+    },
 }
 
 /// Differentiate `--fn` instead of running or printing it as written.
@@ -213,6 +221,26 @@ fn execute(command: Command) -> Result<(), Error> {
                 }
             }
             Ok(())
+        }
+        Command::CheckRules { file, tolerance } => {
+            let session = Session::from_file(&file)?;
+            let checks = adze::check_rules::check_rules(&session.module)?;
+            print!("{}", adze::check_rules::render_table(&checks, tolerance));
+            let bad: Vec<&str> = checks
+                .iter()
+                .filter(|c| !c.agrees(tolerance))
+                .map(|c| c.rule.as_str())
+                .collect();
+            if bad.is_empty() {
+                println!("ok: {} rule(s) agree with AD", checks.len());
+                Ok(())
+            } else {
+                Err(Error::Argument(format!(
+                    "{} rule(s) disagree with the derivative of their function's body: {}",
+                    bad.len(),
+                    bad.join(", ")
+                )))
+            }
         }
         Command::Check { file } => {
             let session = Session::from_file(&file)?;

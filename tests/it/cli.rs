@@ -254,3 +254,37 @@ fn every_malformed_program_gives_a_located_diagnostic() {
         );
     }
 }
+
+#[test]
+fn check_rules_flags_the_seeds_wrong_rule() {
+    let out = adze(&["check-rules", "ir-examples/seed.adz"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("f_custom.rule.reverse"))
+        .unwrap_or_else(|| panic!("no row for the rule:\n{}", out.stdout));
+    assert!(
+        row.contains("reverse") && row.ends_with("DISAGREES"),
+        "{row}"
+    );
+    assert_eq!(
+        out.stderr,
+        "error: 1 rule(s) disagree with the derivative of their function's body: \
+         f_custom.rule.reverse\n"
+    );
+}
+
+#[test]
+fn check_rules_accepts_correct_rules_and_finds_a_wrong_forward_rule() {
+    let out = adze(&["check-rules", "ir-examples/rules.adz"]);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    assert_eq!(out.stdout.matches("  ok\n").count(), 5, "{}", out.stdout);
+    assert!(out.stdout.ends_with("ok: 5 rule(s) agree with AD\n"));
+
+    let out = adze(&["check-rules", "tests/programs/wrong_forward_rule.adz"]);
+    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let rows: Vec<&str> = out.stdout.lines().skip(1).collect();
+    assert!(rows[0].starts_with("scale_sum.rule.forward") && rows[0].ends_with("DISAGREES"));
+    assert!(rows[1].starts_with("scale_sum.rule.reverse") && rows[1].ends_with("  ok"));
+}
