@@ -288,3 +288,72 @@ fn check_rules_accepts_correct_rules_and_finds_a_wrong_forward_rule() {
     assert!(rows[0].starts_with("scale_sum.rule.forward") && rows[0].ends_with("DISAGREES"));
     assert!(rows[1].starts_with("scale_sum.rule.reverse") && rows[1].ends_with("  ok"));
 }
+
+/// Splits a shell command line with single quotes (enough for the README).
+fn shell_words(line: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut quoted = false;
+    let mut any = false;
+    for c in line.chars() {
+        match c {
+            '\'' => {
+                quoted = !quoted;
+                any = true;
+            }
+            ' ' if !quoted => {
+                if any {
+                    words.push(std::mem::take(&mut cur));
+                    any = false;
+                }
+            }
+            _ => {
+                cur.push(c);
+                any = true;
+            }
+        }
+    }
+    if any {
+        words.push(cur);
+    }
+    words
+}
+
+#[test]
+fn the_readme_commands_work() {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let mut ran = 0;
+    let mut lines = readme.lines().peekable();
+    while let Some(line) = lines.next() {
+        let Some(rest) = line.trim().strip_prefix("cargo run --release -- ") else {
+            continue;
+        };
+        // Join `\` continuations and drop trailing comments.
+        let mut cmd = rest.to_string();
+        while cmd.trim_end().ends_with('\\') {
+            cmd = cmd.trim_end().trim_end_matches('\\').to_string();
+            cmd.push(' ');
+            cmd.push_str(lines.next().unwrap().trim());
+        }
+        let cmd = cmd.split(" # ").next().unwrap().trim().to_string();
+        let words = shell_words(&cmd);
+        let args: Vec<&str> = words.iter().map(String::as_str).collect();
+        let out = adze(&args);
+        let wants_failure = args[0] == "check-rules" && cmd.contains("seed.adz");
+        assert_eq!(
+            out.code,
+            if wants_failure { 1 } else { 0 },
+            "{cmd}: {}",
+            out.stderr
+        );
+        if ran == 0 {
+            // The main example: the README says what it prints.
+            assert_eq!(
+                out.stdout,
+                "dx = [3.027209981231713]\nhv = [11.971902924433648]\n"
+            );
+        }
+        ran += 1;
+    }
+    assert!(ran >= 5, "only {ran} README commands");
+}
