@@ -1,0 +1,524 @@
+//! The inliner: replaces `call` instructions by copies of the callee's body,
+//! keeping the identity of every function that carries custom derivative
+//! rules as a *rule region* (SPEC §2: "inlining never changes a derivative").
+//!
+//! It is a library with a policy trait, as Cranelift's: [`InlinePolicy`]
+//! decides which calls are worth inlining, [`DefaultPolicy`] follows the
+//! `#[inline(..)]` hints and a size budget, and the inliner itself enforces
+//! what no policy may change:
+//!
+//! - **Recursion.** A call to a *recursive* function — one that lies on a
+//!   cycle of the call graph, calling itself directly or through others — is
+//!   never inlined, whatever its hint. So a recursion cycle is never unrolled,
+//!   let alone without bound; a non-recursive function called from a
+//!   recursive one is inlined normally. The call graph is computed once, from
+//!   the module as it is when inlining starts (inlining never creates a cycle:
+//!   a call copied into a caller reaches only what it reached before).
+//! - **Growth.** Inlining stops in a function once one more inlined body would
+//!   take it over [`InlinePolicy::max_function_insts`] placed instructions.
+//! - **Rules.** A callee that carries rules is inlined like any other, and its
+//!   inlined body becomes a rule region ([`adze_ir::RegionData`]) that every
+//!   AD pass treats exactly like the call it replaced.
+//!
+//! Inlining `@sq` (forward rule `@sq.fwd`) into `@f`:
+//!
+//! ```text
+//! function @f(x: f64) -> f64 {
+//! block0(v0: f64):
+//!     v1 = call @sq(v0)
+//!     v2 = fadd v1, v0
+//!     return v2
+//! }
+//! ```
+//!
+//! gives
+//!
+//! ```text
+//! function @f(x: f64) -> f64 {
+//!     region0: @sq(v0) -> (v1) blocks(block2) rules(forward: @sq.fwd)
+//! block0(v0: f64):
+//!     jump block2
+//! block2:
+//!     v3 = fmul v0, v0
+//!     jump block1(v3)
+//! block1(v1: f64):
+//!     v2 = fadd v1, v0
+//!     return v2
+//! }
+//! ```
+//!
+//! The mechanics, per call: the call's block is split after the call into a
+//! *continuation* block (`block1`), whose parameters are the call's former
+//! result values (their numbers do not change, so no use is rewritten); the
+//! callee's blocks are copied, in layout order, between the call's block and
+//! the continuation, with fresh blocks and values; the callee's parameters
+//! are replaced by the call's arguments (never passed as block arguments, so
+//! arrays keep flowing only from entry parameters and `zeros`); the call
+//! becomes `jump` to the copied entry, and each `return vs` becomes
+//! `jump cont(vs)`. A region's `args` are the call's arguments, its
+//! `results` the continuation's parameters, its `blocks` every copied block,
+//! entry first. Regions the callee already had are copied too (remapped),
+//! their parent being their copied parent, else the new region, else the
+//! region enclosing the call. A call inside a region's blocks makes the
+//! copied blocks and the continuation part of that region and of every
+//! region that lists the call's block.
+//!
+//! Everything is deterministic: functions are visited in the order given,
+//! calls in layout order (the first acceptable call first, so an inlined
+//! body's own calls are considered right after it), and nothing iterates a
+//! hash table. Every callee body is copied from the module *as it was when
+//! inlining started*, so a function's result does not depend on the order
+//! in which the others are processed; the policy, too, is consulted on that
+//! snapshot.
+
+use adze_ir::{
+    Block, BlockCall, FuncId, Function, InlineHint, Inst, InstData, Module, Region, RegionData,
+    Type, Value,
+};
+
+/// The default size budget of [`DefaultPolicy`]: a callee hinted `auto` is
+/// inlined when it has at most this many placed instructions. 64 covers the
+/// small helpers of numeric code (a few arithmetic expressions, a short
+/// loop) and leaves large bodies as calls.
+pub const DEFAULT_BUDGET: usize = 64;
+
+/// The default bound on the size of a function the inliner grows
+/// (see [`InlinePolicy::max_function_insts`]).
+pub const MAX_FUNCTION_INSTS: usize = 20_000;
+
+/// Decides which calls are inlined. The inliner asks once per call site,
+/// after ruling out what it never inlines (calls to recursive functions,
+/// calls to declarations, malformed calls).
+pub trait InlinePolicy {
+    /// Should the call from `caller` to `callee` be inlined? `module` is the
+    /// module as it was when inlining started.
+    fn should_inline(&self, module: &Module, caller: FuncId, callee: FuncId) -> bool;
+
+    /// The total budget: a function is not grown past this many placed
+    /// instructions by inlining (a call whose inlining would exceed it stays
+    /// a call). Bounds the otherwise exponential growth of chains of calls.
+    fn max_function_insts(&self) -> usize {
+        MAX_FUNCTION_INSTS
+    }
+}
+
+/// Follows the `#[inline(..)]` hints: `never` is never inlined, `always`
+/// always (recursion aside), `auto` when the callee has at most `budget`
+/// placed instructions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct DefaultPolicy {
+    /// Largest callee, in placed instructions, inlined under an `auto` hint.
+    pub budget: usize,
+}
+
+impl Default for DefaultPolicy {
+    /// A budget of [`DEFAULT_BUDGET`] (64) instructions.
+    fn default() -> DefaultPolicy {
+        DefaultPolicy {
+            budget: DEFAULT_BUDGET,
+        }
+    }
+}
+
+impl InlinePolicy for DefaultPolicy {
+    fn should_inline(&self, module: &Module, _caller: FuncId, callee: FuncId) -> bool {
+        let f = module.func(callee);
+        match f.meta.inline {
+            InlineHint::Never => false,
+            InlineHint::Always => true,
+            InlineHint::Auto => f.num_placed_insts() <= self.budget,
+        }
+    }
+}
+
+/// What one run of the inliner did.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct InlineStats {
+    /// Call sites replaced by a callee's body.
+    pub inlined: usize,
+    /// Rule regions created: one per inlined call to a callee with rules,
+    /// plus the copies of the regions the inlined bodies contained.
+    pub regions: usize,
+}
+
+/// Inlines calls in every function of the module, to a fixed point bounded
+/// by the policy and a total budget (see the module documentation).
+pub fn inline_module(module: &mut Module, policy: &dyn InlinePolicy) -> InlineStats {
+    let funcs: Vec<FuncId> = module.ids().collect();
+    inline_functions(module, &funcs, policy)
+}
+
+/// Inlines calls in the functions `funcs` only (each once, in the order
+/// given; invalid ids are ignored), to a fixed point bounded by the policy
+/// and a total budget. Callees outside `funcs` are copied but not modified.
+pub fn inline_functions(
+    module: &mut Module,
+    funcs: &[FuncId],
+    policy: &dyn InlinePolicy,
+) -> InlineStats {
+    let original = module.clone();
+    let recursive = recursive_functions(&original);
+    let mut stats = InlineStats::default();
+    let mut visited = vec![false; module.len()];
+    for &id in funcs {
+        if !module.is_valid(id) || std::mem::replace(&mut visited[index(id)], true) {
+            continue;
+        }
+        let mut inliner = Inliner {
+            module: &original,
+            recursive: &recursive,
+            policy,
+            caller: id,
+            stats: &mut stats,
+        };
+        inliner.run(module.func_mut(id));
+    }
+    stats
+}
+
+/// Entity numbers as indices (without depending on `cranelift-entity`).
+trait Idx {
+    fn idx(self) -> usize;
+}
+
+macro_rules! idx {
+    ($($t:ty),*) => {$(
+        impl Idx for $t {
+            fn idx(self) -> usize {
+                self.as_u32() as usize
+            }
+        }
+    )*};
+}
+idx!(FuncId, Value, Block, Inst);
+
+fn index(e: impl Idx) -> usize {
+    e.idx()
+}
+
+/// The callees of `func`'s placed `call` instructions, sorted, without
+/// duplicates, restricted to functions of `module`.
+fn callees(module: &Module, func: &Function) -> Vec<FuncId> {
+    let mut out: Vec<FuncId> = func
+        .layout
+        .insts()
+        .filter_map(|(_, inst)| match func.dfg.inst(inst) {
+            InstData::Call { func, .. } if module.is_valid(*func) => Some(*func),
+            _ => None,
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    out
+}
+
+/// Per function: does it lie on a cycle of the call graph (can it reach
+/// itself through `call` instructions)?
+fn recursive_functions(module: &Module) -> Vec<bool> {
+    let succ: Vec<Vec<FuncId>> = module.iter().map(|(_, f)| callees(module, f)).collect();
+    let mut recursive = vec![false; module.len()];
+    let mut seen = vec![usize::MAX; module.len()];
+    for (start, _) in module.iter() {
+        let s = index(start);
+        let mut stack: Vec<FuncId> = succ[s].clone();
+        while let Some(f) = stack.pop() {
+            if f == start {
+                recursive[s] = true;
+                break;
+            }
+            if seen[index(f)] == s {
+                continue;
+            }
+            seen[index(f)] = s;
+            stack.extend(succ[index(f)].iter().copied());
+        }
+    }
+    recursive
+}
+
+struct Inliner<'a> {
+    /// The module as it was when inlining started: callee bodies come from here.
+    module: &'a Module,
+    recursive: &'a [bool],
+    policy: &'a dyn InlinePolicy,
+    caller: FuncId,
+    stats: &'a mut InlineStats,
+}
+
+impl Inliner<'_> {
+    /// Inlines acceptable calls of `func` until none is left.
+    fn run(&mut self, func: &mut Function) {
+        let limit = self.policy.max_function_insts();
+        let mut size = func.num_placed_insts();
+        // Calls already refused (instruction numbers only grow).
+        let mut refused: Vec<bool> = Vec::new();
+        // Blocks before this layout position hold no acceptable call.
+        let mut from = 0;
+        loop {
+            let mut found = None;
+            'scan: for (pos, &block) in func.layout.blocks().iter().enumerate().skip(from) {
+                for (at, &inst) in func.layout.block_insts(block).iter().enumerate() {
+                    let InstData::Call { func: callee, .. } = func.dfg.inst(inst) else {
+                        continue;
+                    };
+                    if refused.get(index(inst)).copied().unwrap_or(false) {
+                        continue;
+                    }
+                    let callee = *callee;
+                    if self.accepts(func, inst, callee)
+                        && size + self.module.func(callee).num_placed_insts() <= limit
+                    {
+                        found = Some((pos, block, at, inst, callee));
+                        break 'scan;
+                    }
+                    if refused.len() <= index(inst) {
+                        refused.resize(index(inst) + 1, false);
+                    }
+                    refused[index(inst)] = true;
+                }
+            }
+            let Some((pos, block, at, inst, callee)) = found else {
+                break;
+            };
+            let body = self.module.func(callee);
+            inline_call(func, block, at, inst, callee, body, self.stats);
+            size = func.num_placed_insts();
+            from = pos;
+        }
+    }
+
+    /// Everything but the size budget: may this call be inlined?
+    fn accepts(&self, func: &Function, inst: Inst, callee: FuncId) -> bool {
+        if !self.module.is_valid(callee) || self.recursive[index(callee)] {
+            return false;
+        }
+        let body = self.module.func(callee);
+        let InstData::Call { args, .. } = func.dfg.inst(inst) else {
+            return false;
+        };
+        !body.is_declaration()
+            && args.len() == body.params().len()
+            && func.dfg.inst_results(inst).len() == body.sig.results.len()
+            && self.policy.should_inline(self.module, self.caller, callee)
+    }
+}
+
+/// Maps the callee's entities to fresh ones of the caller.
+struct Remap {
+    values: Vec<Option<Value>>,
+    blocks: Vec<Option<Block>>,
+}
+
+impl Remap {
+    /// The caller's value for the callee's `v`. A value the callee never
+    /// defines (only in malformed IR) becomes a detached value of the caller,
+    /// which the verifier reports just as it would have in the callee.
+    fn value(&mut self, func: &mut Function, callee: &Function, v: Value) -> Value {
+        if let Some(Some(w)) = self.values.get(index(v)) {
+            return *w;
+        }
+        let ty = if callee.dfg.value_is_valid(v) {
+            callee.dfg.value_type(v)
+        } else {
+            Type::F64
+        };
+        let w = func.dfg.make_detached_value(ty);
+        if let Some(slot) = self.values.get_mut(index(v)) {
+            *slot = Some(w);
+        }
+        w
+    }
+
+    /// The caller's block for the callee's `b` (a block the callee does not
+    /// lay out, only in malformed IR, becomes a fresh block left out of the
+    /// layout).
+    fn block(&mut self, func: &mut Function, b: Block) -> Block {
+        if let Some(Some(c)) = self.blocks.get(index(b)) {
+            return *c;
+        }
+        let c = func.dfg.make_block();
+        if let Some(slot) = self.blocks.get_mut(index(b)) {
+            *slot = Some(c);
+        }
+        c
+    }
+}
+
+/// Replaces the call `inst`, at position `at` of `block`, by a copy of
+/// `body` (the function `callee`). See the module documentation.
+fn inline_call(
+    func: &mut Function,
+    block: Block,
+    at: usize,
+    inst: Inst,
+    callee: FuncId,
+    body: &Function,
+    stats: &mut InlineStats,
+) {
+    let args = func.dfg.inst(inst).args().to_vec();
+    let results = func.dfg.inst_results(inst).to_vec();
+
+    // The regions the call is in, and the innermost of them.
+    let enclosing: Vec<Region> = func
+        .regions
+        .iter()
+        .filter(|(_, d)| d.blocks.contains(&block))
+        .map(|(r, _)| r)
+        .collect();
+    let parent = enclosing
+        .iter()
+        .copied()
+        .max_by_key(|&r| (region_depth(func, r), r));
+
+    // Split: the call's results become the continuation's parameters.
+    let cont = func.dfg.make_block();
+    func.layout.insert_block_after(cont, block);
+    func.layout.split_block(block, at + 1, cont);
+    func.layout.remove_inst(inst);
+    for &r in &results {
+        let ty = func.dfg.value_type(r);
+        func.dfg.attach_block_param(cont, r, ty);
+    }
+
+    // Copy the blocks, between the call's block and the continuation.
+    let mut map = Remap {
+        values: vec![None; body.dfg.num_values()],
+        blocks: vec![None; body.dfg.num_blocks()],
+    };
+    let entry = body.entry_block();
+    let mut copied = Vec::new();
+    let mut anchor = block;
+    for &b in body.layout.blocks() {
+        let nb = func.dfg.make_block();
+        func.layout.insert_block_after(nb, anchor);
+        anchor = nb;
+        copied.push(nb);
+        if let Some(slot) = map.blocks.get_mut(index(b)) {
+            *slot = Some(nb);
+        }
+        if Some(b) == entry {
+            for (&p, &a) in body.dfg.block_params(b).iter().zip(&args) {
+                if let Some(slot) = map.values.get_mut(index(p)) {
+                    *slot = Some(a);
+                }
+            }
+        } else {
+            for &p in body.dfg.block_params(b) {
+                let v = func.dfg.append_block_param(nb, body.dfg.value_type(p));
+                if let Some(slot) = map.values.get_mut(index(p)) {
+                    *slot = Some(v);
+                }
+            }
+        }
+    }
+    for (_, i) in body.layout.insts() {
+        for &r in body.dfg.inst_results(i) {
+            let v = func.dfg.make_detached_value(body.dfg.value_type(r));
+            if let Some(slot) = map.values.get_mut(index(r)) {
+                *slot = Some(v);
+            }
+        }
+    }
+    for (b, i) in body.layout.insts() {
+        let data = match body.dfg.inst(i) {
+            InstData::Return { args } => {
+                let args = args.iter().map(|&v| map.value(func, body, v)).collect();
+                InstData::Jump {
+                    dest: BlockCall { block: cont, args },
+                }
+            }
+            data => {
+                let mut data = data.clone();
+                data.map_uses(|v| map.value(func, body, v));
+                for dest in data.destinations_mut() {
+                    dest.block = map.block(func, dest.block);
+                }
+                data
+            }
+        };
+        let results: Vec<(Value, Type)> = body
+            .dfg
+            .inst_results(i)
+            .iter()
+            .map(|&r| (map.value(func, body, r), body.dfg.value_type(r)))
+            .collect();
+        let new = func.dfg.make_inst_with_results(data, &results);
+        let nb = map.block(func, b);
+        func.layout.append_inst(new, nb);
+    }
+    if let Some(&first) = copied.first() {
+        let jump = func.dfg.make_inst(
+            InstData::Jump {
+                dest: BlockCall {
+                    block: first,
+                    args: Vec::new(),
+                },
+            },
+            &[],
+        );
+        func.layout.append_inst(jump, block);
+    }
+
+    // The enclosing regions now also span the copy and the continuation.
+    let mut added = copied.clone();
+    added.push(cont);
+    for r in enclosing {
+        let blocks = &mut func.regions[r].blocks;
+        let pos = blocks.iter().position(|&b| b == block).map_or(0, |p| p + 1);
+        blocks.splice(pos..pos, added.iter().copied());
+    }
+
+    // The rule region of the callee, then copies of the callee's regions.
+    let mut outer = parent;
+    if !body.meta.rules.is_empty() {
+        outer = Some(func.regions.push(RegionData {
+            callee,
+            rules: body.meta.rules,
+            args,
+            results,
+            blocks: copied,
+            parent,
+        }));
+        stats.regions += 1;
+    }
+    let base = func.regions.len() as u32;
+    for data in body.regions.values() {
+        let region = RegionData {
+            callee: data.callee,
+            rules: data.rules,
+            args: data
+                .args
+                .iter()
+                .map(|&v| map.value(func, body, v))
+                .collect(),
+            results: data
+                .results
+                .iter()
+                .map(|&v| map.value(func, body, v))
+                .collect(),
+            blocks: data.blocks.iter().map(|&b| map.block(func, b)).collect(),
+            parent: data
+                .parent
+                .map(|p| Region::from_u32(base.saturating_add(p.as_u32())))
+                .or(outer),
+        };
+        func.regions.push(region);
+        stats.regions += 1;
+    }
+    stats.inlined += 1;
+}
+
+/// The number of parents above `r` (bounded, so a malformed parent cycle
+/// cannot loop).
+fn region_depth(func: &Function, r: Region) -> usize {
+    let mut depth = 0;
+    let mut cur = func.regions.get(r).and_then(|d| d.parent);
+    while let Some(p) = cur {
+        depth += 1;
+        if depth > func.regions.len() {
+            break;
+        }
+        cur = func.regions.get(p).and_then(|d| d.parent);
+    }
+    depth
+}

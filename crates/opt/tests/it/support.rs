@@ -1,0 +1,151 @@
+//! Shared helpers: compiling, the compare-or-bless snapshot check, argument
+//! generation from signatures, and the before/after comparison of runs.
+
+use adze_interp::Interpreter;
+use adze_ir::{FuncId, InstData, Module, Outcome, RunError, TrapKind, Type, Val};
+use std::path::PathBuf;
+
+pub fn compile(src: &str) -> Module {
+    adze_lang::compile("test.adz", src).unwrap_or_else(|e| panic!("{e:?}\n{src}"))
+}
+
+pub fn parse(text: &str) -> Module {
+    adze_ir::parse::parse_module(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// Verifies the module and checks print → parse → print.
+pub fn check_well_formed(module: &Module) -> Result<(), String> {
+    adze_ir::verify::verify_after_pass(module, "inline").map_err(|e| format!("{e}"))?;
+    let text = module.to_string();
+    let again = adze_ir::parse::parse_module(&text)
+        .map_err(|e| format!("{e}\n{text}"))?
+        .to_string();
+    if again != text {
+        return Err(format!("round trip differs:\n{text}\n---\n{again}"));
+    }
+    Ok(())
+}
+
+/// Compares `actual` with `tests/expected/<name>`, or writes it when
+/// `ADZE_BLESS=1`.
+pub fn snapshot(name: &str, actual: &str) {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/expected")
+        .join(name);
+    if std::env::var("ADZE_BLESS").is_ok_and(|v| v == "1") {
+        std::fs::write(&path, actual).unwrap();
+        return;
+    }
+    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
+        panic!(
+            "missing {}; run with ADZE_BLESS=1 to create it. Actual:\n{actual}",
+            path.display()
+        )
+    });
+    if expected != actual {
+        panic!(
+            "{} differs (ADZE_BLESS=1 to update)\n--- expected\n{expected}\n--- actual\n{actual}",
+            path.display()
+        );
+    }
+}
+
+/// Does `root` reach an `autodiff` request through calls, requests or rules?
+pub fn reaches_autodiff(module: &Module, root: FuncId) -> bool {
+    module.reachable_from(root).into_iter().any(|id| {
+        let f = module.func(id);
+        f.layout
+            .insts()
+            .any(|(_, i)| matches!(f.dfg.inst(i), InstData::Autodiff { .. }))
+    })
+}
+
+/// A few argument lists for `func`'s signature, varied in sign, size and
+/// array length (the empty array included, so that bounds errors occur).
+pub fn inputs(module: &Module, func: FuncId) -> Vec<Vec<Val>> {
+    let sig = &module.func(func).sig;
+    let floats = [
+        [0.5, -1.25, 2.0, 3.0],
+        [-0.7, 3.5, 0.0, 1.5],
+        [2.0, 0.1, -3.0, 0.25],
+        [1.0, 1.0, 1.0, 1.0],
+    ];
+    // Loop-heavy examples (Collatz) need a positive first integer; a zero in
+    // second place gives division-by-zero errors.
+    let ints = [[3, 2, 5, 1], [7, 0, 1, 2], [5, 3, 3, -4], [1, 1, 2, 7]];
+    let arrays: [&[f64]; 4] = [
+        &[0.3, -1.2, 2.5, 4.0],
+        &[1.0, 2.0, 3.0],
+        &[],
+        &[-2.0, 0.5, 1.5, 3.0, -0.25, 6.0],
+    ];
+    (0..4)
+        .map(|k| {
+            sig.params
+                .iter()
+                .enumerate()
+                .map(|(i, p)| match p.ty {
+                    Type::F64 => Val::F64(floats[k][i % 4]),
+                    Type::I64 => Val::I64(ints[k][i % 4]),
+                    Type::Bool => Val::Bool((k + i) % 2 == 0),
+                    Type::Array => Val::Array(arrays[(k + i / 2) % 4].to_vec()),
+                })
+                .collect()
+        })
+        .collect()
+}
+
+/// Do two errors agree, up to what inlining legitimately changes? Inlining
+/// moves the faulting instruction into the caller, so `RunError::func` names
+/// the caller and an array operand may be named by the caller (its
+/// parameter or `zeros` name) instead of the callee's parameter: both names
+/// are ignored; everything else (the kind, index, length, limit) must match.
+pub fn same_error(a: &RunError, b: &RunError) -> bool {
+    match (&a.kind, &b.kind) {
+        (
+            TrapKind::IndexOutOfBounds { index, len, .. },
+            TrapKind::IndexOutOfBounds {
+                index: i2, len: l2, ..
+            },
+        ) => index == i2 && len == l2,
+        (TrapKind::ShadowLengthMismatch { .. }, TrapKind::ShadowLengthMismatch { .. }) => true,
+        (x, y) => x == y,
+    }
+}
+
+/// Runs `name` in both modules on `args` and checks that the outcomes agree
+/// bit for bit (errors: see [`same_error`]). Inlining removes call frames, so
+/// a run that exceeded the call depth before may complete (or fail
+/// elsewhere) after; the converse would be a bug.
+pub fn compare_runs(
+    before: &Module,
+    after: &Module,
+    name: &str,
+    args: &[Val],
+) -> Result<(), String> {
+    let a = Interpreter::new(before).call_by_name(name, args);
+    let b = Interpreter::new(after).call_by_name(name, args);
+    let depth = |r: &Result<Outcome, RunError>| {
+        matches!(
+            r,
+            Err(RunError {
+                kind: TrapKind::CallDepthExceeded { .. },
+                ..
+            })
+        )
+    };
+    let same = match (&a, &b) {
+        _ if depth(&a) => true,
+        _ if depth(&b) => false,
+        (Ok(p), Ok(q)) => p.bit_eq(q),
+        (Err(p), Err(q)) => same_error(p, q),
+        _ => false,
+    };
+    if same {
+        Ok(())
+    } else {
+        Err(format!(
+            "@{name}({args:?}):\n  before inlining: {a:?}\n  after inlining:  {b:?}"
+        ))
+    }
+}
