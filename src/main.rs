@@ -257,7 +257,7 @@ fn execute(command: Command) -> Result<(), Error> {
 fn stage_note(stage: Stage) -> &'static str {
     match stage {
         Stage::Parsed => "",
-        Stage::Inlined => " (the inliner is not written yet: identical to `parsed`)",
+        Stage::Inlined => "",
         Stage::Ad => "",
         Stage::Optimized => " (the optimizer is not written yet: identical to `parsed`)",
     }

@@ -89,16 +89,28 @@ impl Session {
     }
 
     /// The module after every stage, in order, each verified (in debug
-    /// builds). With a `root`, the `ad` stage lowers only the `autodiff`
-    /// requests that `root` reaches; without, every request of the module.
-    /// The inliner and the optimizer are not written yet: their stages are
-    /// the identity for now (and `adze dump` says so).
+    /// builds): `parsed`; `inlined` (the inliner, for `--inline early` and
+    /// `all`); `ad` (every `autodiff` request lowered, then the inliner again
+    /// on the derivative IR for `late` and `all`); `optimized` (the optimizer
+    /// is not written yet: the identity for now). With a `root`, the `ad`
+    /// stage lowers only what `root` reaches.
     pub fn stages(&self, root: Option<&str>) -> Result<Vec<(Stage, Module)>, Error> {
         let mut out = Vec::with_capacity(Stage::ALL.len());
         let mut module = self.module.clone();
         for stage in Stage::ALL {
-            if stage == Stage::Ad {
-                module = self.lowered(module, root)?;
+            match stage {
+                Stage::Parsed | Stage::Optimized => {}
+                Stage::Inlined => {
+                    if matches!(self.inline, InlineSetting::Early | InlineSetting::All) {
+                        inline(&mut module, "inline (early)")?;
+                    }
+                }
+                Stage::Ad => {
+                    module = self.lowered(module, root)?;
+                    if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
+                        inline(&mut module, "inline (late)")?;
+                    }
+                }
             }
             out.push((stage, module.clone()));
         }
@@ -119,7 +131,8 @@ impl Session {
 
     /// The module that runs `name`: every stage applied to what it reaches.
     pub fn prepare(&self, name: &str) -> Result<Module, Error> {
-        self.lowered(self.module.clone(), Some(name))
+        let mut stages = self.stages(Some(name))?;
+        Ok(stages.pop().map(|(_, m)| m).unwrap_or_default())
     }
 
     /// Adds to the prepared module of `name` the derivative that the command
@@ -185,6 +198,9 @@ impl Session {
             }
         };
         verify(&module, "ad")?;
+        if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
+            inline(&mut module, "inline (late)")?;
+        }
         let derived_name = module.func(derived).name.clone();
         Ok((module, derived_name))
     }
@@ -224,6 +240,12 @@ impl Session {
             }
         }
     }
+}
+
+/// Runs the inliner with its default policy on every function.
+fn inline(module: &mut Module, pass: &str) -> Result<(), Error> {
+    adze_opt::inline_module(module, &adze_opt::DefaultPolicy::default());
+    verify(module, pass)
 }
 
 /// Finds a user-visible function by name.

@@ -6,6 +6,7 @@ mod cli;
 mod examples;
 mod forward;
 mod generated;
+mod inlining;
 mod reverse;
 mod runtime_errors;
 mod support;
