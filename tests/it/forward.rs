@@ -168,7 +168,7 @@ fn forward_tangents_match_finite_differences_on_every_example() {
             }
         }
     }
-    assert_eq!(skipped, ["dg_custom", "hvp_custom"]);
+    assert!(skipped.is_empty(), "{skipped:?}");
     assert!(functions >= 40, "only {functions} functions differentiated");
     assert!(compared >= 200, "only {compared} tangents compared");
 }

@@ -23,7 +23,10 @@ fn derivative_args(args: &[Val], mode: Mode) -> Vec<Val> {
         match a {
             Val::F64(_) if mode == Mode::Forward => out.push(Val::F64(0.5 + i as f64)),
             Val::Array(xs) => out.push(Val::Array(
-                xs.iter().enumerate().map(|(j, _)| 0.25 * (i + j) as f64 - 0.5).collect(),
+                xs.iter()
+                    .enumerate()
+                    .map(|(j, _)| 0.25 * (i + j) as f64 - 0.5)
+                    .collect(),
             )),
             _ => {}
         }
@@ -36,9 +39,12 @@ fn same(a: &Result<Outcome, RunError>, b: &Result<Outcome, RunError>) -> bool {
         (Ok(x), Ok(y)) => x.bit_eq(y),
         // Inlining moves code into callers: an error names the function the
         // faulting code lives in, so only the kind must agree.
-        (Err(x), Err(y)) => x.kind == y.kind || matches!((&x.kind, &y.kind),
+        (Err(x), Err(y)) => {
+            x.kind == y.kind
+                || matches!((&x.kind, &y.kind),
             (adze_ir::TrapKind::IndexOutOfBounds { index: i, len: l, .. },
-             adze_ir::TrapKind::IndexOutOfBounds { index: j, len: m, .. }) if i == j && l == m),
+             adze_ir::TrapKind::IndexOutOfBounds { index: j, len: m, .. }) if i == j && l == m)
+        }
         _ => false,
     }
 }
@@ -86,10 +92,12 @@ fn derivatives_are_bit_identical_under_every_inline_setting() {
                             let (m, name) = d.as_ref().unwrap();
                             s.run_in(m, name, &dargs, Engine::Interp)
                         })
-                        .map(|r| r.map_err(|e| match e {
-                            adze::Error::Run(e) => e,
-                            other => panic!("{other}"),
-                        }))
+                        .map(|r| {
+                            r.map_err(|e| match e {
+                                adze::Error::Run(e) => e,
+                                other => panic!("{other}"),
+                            })
+                        })
                         .collect();
                     for (k, o) in outs.iter().enumerate().skip(1) {
                         assert!(
@@ -113,7 +121,10 @@ fn derivatives_are_bit_identical_under_every_inline_setting() {
 fn in_language_derivatives_are_bit_identical_under_every_inline_setting() {
     let base = load(&crate::support::root().join("ir-examples/seed.adz"));
     for (func, args) in [
-        ("dg_plain", vec![Val::Array(vec![2.0, -0.5]), Val::Array(vec![0.0; 2])]),
+        (
+            "dg_plain",
+            vec![Val::Array(vec![2.0, -0.5]), Val::Array(vec![0.0; 2])],
+        ),
         (
             "hvp_plain",
             vec![

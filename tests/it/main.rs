@@ -9,4 +9,5 @@ mod generated;
 mod inlining;
 mod reverse;
 mod runtime_errors;
+mod seed;
 mod support;

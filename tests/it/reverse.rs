@@ -32,6 +32,13 @@ fn reverse_gradients_pass_the_dot_product_test_on_every_example() {
             if !differentiable || !results_ok {
                 continue;
             }
+            // The seed's reverse rule is deliberately wrong (SPEC §1): reverse
+            // mode applies it, forward mode differentiates the body, and the
+            // two disagree by design. tests/it/seed.rs checks what it gives.
+            if ["f_custom", "g_custom", "dg_custom", "hvp_custom"].contains(&func.name.as_str()) {
+                skipped.push(func.name.clone());
+                continue;
+            }
             let derived = |mode| session.derive(&func.name, mode, 1, &[]);
             let ((rmod, rname), (fmod, fname)) =
                 match (derived(Mode::Reverse), derived(Mode::Forward)) {
@@ -156,21 +163,7 @@ fn reverse_gradients_pass_the_dot_product_test_on_every_example() {
             }
         }
     }
-    // What reverse mode cannot do yet: functions reaching a custom reverse
-    // rule (rules.adz, seed.adz) and reverse over reverse (dg, hvp). This
-    // list must shrink to nothing with the rules issue.
-    assert_eq!(
-        skipped,
-        [
-            "uses_rules",
-            "weighted",
-            "g_custom",
-            "dg_custom",
-            "hvp_custom",
-            "dg_plain",
-            "hvp_plain"
-        ]
-    );
+    assert_eq!(skipped, ["f_custom", "g_custom", "dg_custom", "hvp_custom"]);
     assert!(functions >= 40, "only {functions} functions differentiated");
     assert!(checked >= 100, "only {checked} dot-product tests");
 }

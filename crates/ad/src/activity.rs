@@ -43,10 +43,11 @@
 //!   decision cannot be local to a function; for the same reason a call to a
 //!   function that uses the tape, directly or through its callees, is always
 //!   differentiated, active arguments or not (see [`uses_tape`]);
-//! - a rule region whose callee has a forward rule is a call: its body is
+//! - a rule region with rules (of either mode) is a call: its body is
 //!   *opaque* (only primal code, nothing in it is active) and, when an
-//!   argument is active, its results are active (the rule gives their
-//!   tangents) as are the arrays it passes to `mut` parameters;
+//!   argument is active, its results are active (the forward rule, or the
+//!   callee's forward derivative, gives their tangents) as are the arrays it
+//!   passes to `mut` parameters;
 //! - the results of an `autodiff` request (a reverse one: forward requests
 //!   were lowered before the analysis) are inactive.
 //!
@@ -91,46 +92,14 @@ impl Activity {
     }
 }
 
-/// The rule regions whose forward rule forward mode applies: those with a
-/// forward rule and no enclosing region that has one. Also returns, per block
-/// number, whether the block is *opaque*: inside such a region (nested
-/// regions included), where only primal code is emitted because the rule
-/// supplies the tangents.
+/// The rule regions forward mode treats as calls ([`crate::rules::applied_regions`]:
+/// rules not empty, no enclosing region with rules), and per block number
+/// whether the block is *opaque*: inside such a region (nested regions
+/// included), where only primal code is emitted because the region's
+/// tangents come from a call placed before it (its forward rule, or the
+/// forward derivative of its callee: rule identity).
 pub fn forward_rule_regions(func: &Function) -> (Vec<Region>, Vec<bool>) {
-    let applied_ancestor = |r: Region| -> Option<Region> {
-        // The outermost region with a forward rule among r and its parents.
-        let mut found = None;
-        let mut cur = Some(r);
-        let mut steps = 0;
-        while let Some(c) = cur {
-            let Some(rd) = func.regions.get(c) else { break };
-            if rd.rules.forward.is_some() {
-                found = Some(c);
-            }
-            cur = rd.parent;
-            steps += 1;
-            if steps > func.regions.len() {
-                break; // a parent cycle: the verifier reports it
-            }
-        }
-        found
-    };
-    let mut applied = Vec::new();
-    let mut opaque = vec![false; func.dfg.num_blocks()];
-    for (r, rd) in func.regions.iter() {
-        let Some(top) = applied_ancestor(r) else {
-            continue;
-        };
-        if top == r {
-            applied.push(r);
-        }
-        for b in &rd.blocks {
-            if let Some(o) = opaque.get_mut(b.as_u32() as usize) {
-                *o = true;
-            }
-        }
-    }
-    (applied, opaque)
+    crate::rules::applied_regions(func)
 }
 
 /// Runs the analysis of `func` for the parameter activities `args` (one per

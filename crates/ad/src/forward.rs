@@ -68,7 +68,7 @@ use crate::partials::{self, Local};
 use crate::AdError;
 use adze_ir::{
     ArgActivity, Block, FuncBuilder, FuncId, Function, Inst, InstData, Mode, Module, Opcode, Param,
-    Region, RetActivity, Signature, Type, Value,
+    Region, RetActivity, Rules, Signature, Type, Value,
 };
 
 /// How deeply derivative requests may nest while one is being built.
@@ -270,7 +270,12 @@ pub(crate) fn derive(
             limit: MAX_NESTING,
         });
     }
-    let mut primal = primal.clone();
+    // A request on a function with a forward rule applies the rule.
+    let mut primal = if primal.meta.rules.forward.is_some() {
+        crate::rules::call_body(module, req.func)
+    } else {
+        primal.clone()
+    };
     let id = match existing {
         Some(id) => id,
         None => module
@@ -295,6 +300,20 @@ fn build(
     // become calls before it is differentiated (forward over reverse).
     crate::reverse::lower_reverse_requests(module, primal, building.len())?;
     lower_forward_requests(module, primal, building)?;
+    // Regions with a forward rule become calls to the rule, as the calls
+    // they stand for do.
+    let collapse =
+        crate::regions::collapse(primal, |rd| rd.rules.forward.is_some()).map_err(|what| {
+            AdError::Unsupported {
+                func: primal.name.clone(),
+                what,
+            }
+        })?;
+    let region_rules = collapse
+        .regions
+        .iter()
+        .map(|c| (c.call, collapse.orig.regions[c.region].rules))
+        .collect();
     let act = activity::analyze(module, primal, &req.args);
     let mut t = Transform {
         module,
@@ -305,6 +324,7 @@ fn build(
         out,
         tan: TangentMap::default(),
         consts: Vec::new(),
+        region_rules,
     };
     t.run()?;
     Ok(t.out)
@@ -357,6 +377,9 @@ struct Transform<'a> {
     tan: TangentMap,
     /// Zero constants of each type, placed at the top of the entry block.
     consts: Vec<(Type, Value)>,
+    /// The calls that stand for collapsed rule regions, with the regions'
+    /// rules.
+    region_rules: Vec<(Inst, Rules)>,
 }
 
 impl Transform<'_> {
@@ -451,15 +474,24 @@ impl Transform<'_> {
                 .filter(|b| !seen[b.as_u32() as usize]),
         );
         let (rule_regions, opaque) = activity::forward_rule_regions(p);
+        // Each applied region's derivative call goes at the end of the one
+        // block that enters it, outside the region.
+        let mut at_pred: Vec<(Block, Region)> = Vec::new();
+        for &r in &rule_regions {
+            let pred = crate::rules::region_pred(p, r).map_err(|e| self.unsupported(e))?;
+            at_pred.push((pred, r));
+        }
         for block in order {
-            for &r in &rule_regions {
-                if p.regions[r].blocks.first() == Some(&block) {
-                    self.rule_region(block, r)?;
-                }
-            }
             let is_opaque = opaque[block.as_u32() as usize];
             for &inst in p.layout.block_insts(block) {
                 let data = p.dfg.inst(inst);
+                if data.opcode().is_terminator() {
+                    for &(pred, r) in &at_pred {
+                        if pred == block {
+                            self.rule_region(block, r)?;
+                        }
+                    }
+                }
                 if is_opaque && !data.opcode().is_terminator() {
                     self.copy(block, inst, data.clone(), &[]);
                 } else {
@@ -470,28 +502,125 @@ impl Transform<'_> {
         Ok(())
     }
 
-    /// A rule region whose callee has a forward rule, at the top of its entry
-    /// block: the rule is called on the region's arguments and gives the
-    /// tangents of its results; the region's body stays primal code, so it
-    /// still computes the primal results (and an outer pass still sees the
-    /// region). The rule's own primal results are unused.
+    /// An applied rule region (see [`crate::rules::applied_regions`]), at the
+    /// end of the block that enters it: its forward rule, or else (rule
+    /// identity) the forward derivative of its callee, is called on the
+    /// region's arguments and gives the tangents of its results. The region's
+    /// body stays primal code that computes the primal results, so an outer
+    /// pass still sees the region; the call's own primal results are unused.
     fn rule_region(&mut self, block: Block, r: Region) -> Result<(), AdError> {
         let rd = &self.primal.regions[r];
         if !rd.args.iter().any(|&v| self.tan.get(v).is_some()) {
             return Ok(());
         }
         let (callee, args, results) = (rd.callee, rd.args.clone(), rd.results.clone());
-        let Some(rule) = rd.rules.forward else {
-            return Ok(());
+        match rd.rules.forward {
+            Some(rule) => {
+                let primal: Vec<(Value, Type)> = results
+                    .iter()
+                    .map(|&v| {
+                        let ty = self.primal.dfg.value_type(v);
+                        (self.out.dfg.make_detached_value(ty), ty)
+                    })
+                    .collect();
+                self.rule_call(block, callee, rule, &args, primal, &results)
+            }
+            None => self.body_tangents(block, callee, &args, &results),
+        }
+    }
+
+    /// Rule identity for a function `F` with rules but no forward rule: the
+    /// tangents of `results` come from `F`'s forward derivative (its body
+    /// differentiated), called at the end of `block` with copies of the
+    /// arrays `F` may write, and its primal results are discarded; the caller
+    /// computes the primal values by `call F` (or the region's body), so an
+    /// outer pass still meets `F`.
+    fn body_tangents(
+        &mut self,
+        block: Block,
+        callee: FuncId,
+        args: &[Value],
+        results: &[Value],
+    ) -> Result<(), AdError> {
+        if !self.module.is_valid(callee) {
+            return Err(self.unsupported(format!("a call to the unknown function {callee}")));
+        }
+        let callee_sig = self.module.func(callee).sig.clone();
+        if callee_sig.params.len() != args.len() {
+            return Err(self.unsupported(format!(
+                "a call to @{} with {} arguments for {} parameters",
+                self.module.func(callee).name,
+                args.len(),
+                callee_sig.params.len()
+            )));
+        }
+        let acts = self.call_acts(args);
+        let ret = if callee_sig.results.is_empty() {
+            RetActivity::Const
+        } else {
+            RetActivity::Dual
         };
-        let primal: Vec<(Value, Type)> = results
+        let req = ForwardRequest {
+            func: callee,
+            args: acts.clone(),
+            ret,
+            width: self.width(),
+        };
+        let d = derive(self.module, &req, self.building)?;
+        let copy = if callee_sig
+            .params
             .iter()
-            .map(|&v| {
-                let ty = self.primal.dfg.value_type(v);
-                (self.out.dfg.make_detached_value(ty), ty)
-            })
-            .collect();
-        self.rule_call(block, callee, rule, &args, primal, &results)
+            .any(|p| p.ty == Type::Array && p.mutable)
+        {
+            Some(crate::rules::copy_helper(self.module)?)
+        } else {
+            None
+        };
+        let mut new_args = Vec::new();
+        for ((&v, a), p) in args.iter().zip(&acts).zip(&callee_sig.params) {
+            let mut arg = v;
+            if let (Some(copy), true) = (copy, p.ty == Type::Array && p.mutable) {
+                // The derivative must not perform `F`'s effects a second time.
+                let name = format!("{}.copy", self.primal.array_name(v));
+                let mut b = self.builder(block);
+                let n = b.len(v);
+                arg = b.zeros(n, name);
+                b.call(copy, &[v, arg], &[]);
+            }
+            new_args.push(arg);
+            if *a != ArgActivity::Const {
+                new_args.extend_from_slice(self.tan.get(v).unwrap_or_default());
+            }
+        }
+        let mut all: Vec<(Value, Type)> = Vec::new();
+        if ret == RetActivity::Dual {
+            for &r in results {
+                let ty = self.primal.dfg.value_type(r);
+                all.push((self.out.dfg.make_detached_value(ty), ty));
+            }
+            all.extend(self.tangent_results(results, false));
+        }
+        let call = InstData::Call {
+            func: d,
+            args: new_args,
+        };
+        let new = self.out.dfg.make_inst_with_results(call, &all);
+        self.out.layout.append_inst(new, block);
+        Ok(())
+    }
+
+    /// The activities a call passes on: `dual` for an f64 with a tangent,
+    /// `dup` for an array with a shadow, `const` otherwise.
+    fn call_acts(&self, args: &[Value]) -> Vec<ArgActivity> {
+        args.iter()
+            .map(
+                |&v| match (self.primal.dfg.value_type(v), self.tan.get(v)) {
+                    (Type::F64, Some(_)) => ArgActivity::Dual,
+                    (Type::Array, Some(_)) => ArgActivity::Dup,
+                    _ => ArgActivity::Const,
+                },
+            )
+            .collect()
     }
 
     fn builder(&mut self, block: Block) -> FuncBuilder<'_> {
@@ -744,7 +873,11 @@ impl Transform<'_> {
                 callee_sig.params.len()
             )));
         }
-        if let Some(rule) = self.module.func(callee).meta.rules.forward {
+        let rules = match self.region_rules.iter().find(|(i, _)| *i == inst) {
+            Some((_, r)) => *r,
+            None => self.module.func(callee).meta.rules,
+        };
+        if let Some(rule) = rules.forward {
             let results = self.primal.dfg.inst_results(inst).to_vec();
             let primal = results
                 .iter()
@@ -752,16 +885,16 @@ impl Transform<'_> {
                 .collect();
             return self.rule_call(block, callee, rule, args, primal, &results);
         }
-        let acts: Vec<ArgActivity> = args
-            .iter()
-            .map(
-                |&v| match (self.primal.dfg.value_type(v), self.tan.get(v)) {
-                    (Type::F64, Some(_)) => ArgActivity::Dual,
-                    (Type::Array, Some(_)) => ArgActivity::Dup,
-                    _ => ArgActivity::Const,
-                },
-            )
-            .collect();
+        if !rules.is_empty() {
+            // Rule identity: `F` has rules (not a forward one). The primal
+            // value comes from `call F`, the tangents from its body's
+            // forward derivative.
+            let results = self.primal.dfg.inst_results(inst).to_vec();
+            self.body_tangents(block, callee, args, &results)?;
+            self.copy(block, inst, data, &[]);
+            return Ok(());
+        }
+        let acts = self.call_acts(args);
         let ret = if callee_sig.results.is_empty() {
             RetActivity::Const
         } else {
@@ -832,66 +965,79 @@ impl Transform<'_> {
         callee: FuncId,
         rule: FuncId,
         args: &[Value],
-        mut primal: Vec<(Value, Type)>,
+        primal: Vec<(Value, Type)>,
         results: &[Value],
     ) -> Result<(), AdError> {
-        let name = self.module.func(callee).name.clone();
-        if self.width() != 1 {
-            return Err(self.unsupported(format!(
-                "the forward rule of @{name} in vector mode (width {})",
-                self.width()
-            )));
-        }
-        let callee_sig = self.module.func(callee).sig.clone();
-        let expected = adze_ir::verify::rule_signature(&callee_sig, Mode::Forward);
-        let rule_sig = &self.module.func(rule).sig;
-        let types = |s: &Signature| s.param_types().collect::<Vec<_>>();
-        if types(rule_sig) != types(&expected) || rule_sig.results != expected.results {
-            return Err(AdError::RuleSignature {
-                func: name,
-                rule: self.module.func(rule).name.clone(),
-                expected: format_sig(&expected),
-                found: format_sig(rule_sig),
-            });
-        }
-        let mut new_args = Vec::new();
-        for &v in args {
-            new_args.push(v);
-            match self.primal.dfg.value_type(v) {
-                Type::F64 => {
-                    let t = self.lane_or_zero(v, 0);
-                    new_args.push(t);
-                }
-                Type::Array => {
-                    let sh = match self.lane(v, 0) {
-                        Some(sh) => sh,
-                        None => {
-                            let name = self.primal.array_name(v);
-                            let mut b = self.builder(block);
-                            let n = b.len(v);
-                            b.zeros(n, format!("{name}.d"))
-                        }
-                    };
-                    new_args.push(sh);
-                }
-                _ => {}
-            }
-        }
-        primal.extend(self.tangent_results(results, true));
-        let call = InstData::Call {
-            func: rule,
-            args: new_args,
+        crate::rules::check_rule_signature(self.module, callee, rule, Mode::Forward)?;
+        let w = self.width();
+        // Vector mode: one rule call per lane; the lanes after the first
+        // work on copies of the arrays the callee may write, and their
+        // primal results are discarded.
+        let mutable: Vec<bool> = self
+            .module
+            .func(callee)
+            .sig
+            .params
+            .iter()
+            .map(|p| p.ty == Type::Array && p.mutable)
+            .collect();
+        let copy = if w > 1 && mutable.iter().any(|&m| m) {
+            Some(crate::rules::copy_helper(self.module)?)
+        } else {
+            None
         };
-        let new = self.out.dfg.make_inst_with_results(call, &primal);
-        self.out.layout.append_inst(new, block);
+        let tangents = self.tangent_results(results, true);
+        let n_res = tangents.len() / w;
+        for lane in 0..w {
+            let mut new_args = Vec::new();
+            for (k, &v) in args.iter().enumerate() {
+                let mut arg = v;
+                if let (Some(copy), true) = (copy, lane > 0 && mutable.get(k) == Some(&true)) {
+                    let name = format!("{}.copy", self.primal.array_name(v));
+                    let mut b = self.builder(block);
+                    let n = b.len(v);
+                    arg = b.zeros(n, name);
+                    b.call(copy, &[v, arg], &[]);
+                }
+                new_args.push(arg);
+                match self.primal.dfg.value_type(v) {
+                    Type::F64 => {
+                        let t = self.lane_or_zero(v, lane);
+                        new_args.push(t);
+                    }
+                    Type::Array => {
+                        let sh = match self.lane(v, lane) {
+                            Some(sh) => sh,
+                            None => {
+                                let name = self.primal.array_name(v);
+                                let mut b = self.builder(block);
+                                let n = b.len(v);
+                                b.zeros(n, format!("{name}.d"))
+                            }
+                        };
+                        new_args.push(sh);
+                    }
+                    _ => {}
+                }
+            }
+            let mut outs: Vec<(Value, Type)> = if lane == 0 {
+                primal.clone()
+            } else {
+                primal
+                    .iter()
+                    .map(|&(_, ty)| (self.out.dfg.make_detached_value(ty), ty))
+                    .collect()
+            };
+            outs.extend((0..n_res).map(|r| tangents[r * w + lane]));
+            let call = InstData::Call {
+                func: rule,
+                args: new_args,
+            };
+            let new = self.out.dfg.make_inst_with_results(call, &outs);
+            self.out.layout.append_inst(new, block);
+        }
         Ok(())
     }
-}
-
-fn format_sig(sig: &Signature) -> String {
-    let p: Vec<&str> = sig.params.iter().map(|p| p.ty.name()).collect();
-    let r: Vec<&str> = sig.results.iter().map(|t| t.name()).collect();
-    format!("({}) -> ({})", p.join(", "), r.join(", "))
 }
 
 /// Blocks reachable from `entry`, in reverse postorder: every block comes

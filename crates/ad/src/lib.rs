@@ -45,7 +45,9 @@ pub mod activity;
 pub mod forward;
 pub mod lower;
 pub mod partials;
+mod regions;
 pub mod reverse;
+pub mod rules;
 
 pub use forward::{forward_derivative, ForwardRequest};
 pub use lower::{lower_autodiff, lower_autodiff_from};
@@ -70,10 +72,9 @@ pub enum AdError {
     Unsupported { func: String, what: String },
     #[error("the derivative's name `{name}` is taken by a function of another signature")]
     NameTaken { name: String },
-    #[error(
-        "the forward rule `{rule}` of `{func}` has the signature {found}, expected {expected}"
-    )]
+    #[error("the {mode} rule `{rule}` of `{func}` has the signature {found}, expected {expected}")]
     RuleSignature {
+        mode: adze_ir::Mode,
         func: String,
         rule: String,
         expected: String,

@@ -31,8 +31,8 @@ use super::{CallTarget, Calls, ReverseRequest};
 use crate::partials::{self, Local, Partial};
 use crate::AdError;
 use adze_ir::{
-    ArgActivity, Block, CmpCond, FuncBuilder, Function, Inst, InstData, Opcode, RetActivity,
-    Signature, Type, Value,
+    ArgActivity, Block, CmpCond, FuncBuilder, FuncId, Function, Inst, InstData, Opcode,
+    RetActivity, Signature, Type, Value,
 };
 use std::collections::{BTreeMap, HashMap};
 
@@ -41,6 +41,7 @@ pub(crate) fn build(
     plan: &Plan,
     calls: &Calls,
     req: &ReverseRequest,
+    tape: u8,
     name: String,
     sig: Signature,
 ) -> Result<Function, AdError> {
@@ -49,6 +50,7 @@ pub(crate) fn build(
         plan,
         calls,
         req,
+        tape,
         out: Function::new(name, sig),
         rev: HashMap::new(),
         slots: None,
@@ -68,6 +70,9 @@ struct Adj<'a> {
     plan: &'a Plan,
     calls: &'a Calls,
     req: &'a ReverseRequest,
+    /// The tape the augmented primal recorded on; `tape + 1 + T` holds the
+    /// adjoints of the primal's own traffic on tape `T`.
+    tape: u8,
     out: Function,
     /// R(B) for each reachable primal block.
     rev: HashMap<Block, Block>,
@@ -133,8 +138,9 @@ impl Adj<'_> {
         }
         for arr in self.plan.length_items().into_iter().rev() {
             let name = format!("{}.d", self.primal.array_name(arr));
+            let tape = self.tape;
             let mut b = self.b();
-            let n = b.pop(super::TAPE, Type::I64);
+            let n = b.pop(tape, Type::I64);
             let sh = b.zeros(n, name);
             self.shadow.insert(arr, sh);
         }
@@ -152,7 +158,8 @@ impl Adj<'_> {
         if returns.len() == 1 {
             self.seed(returns[0], &cotangents)?;
         } else {
-            let k = self.b().pop(super::TAPE, Type::I64);
+            let tape = self.tape;
+            let k = self.b().pop(tape, Type::I64);
             let targets: Vec<Block> = returns.iter().map(|_| self.b().create_block()).collect();
             self.dispatch(k, &targets);
             for (&ret, &t) in returns.iter().zip(&targets) {
@@ -300,10 +307,14 @@ impl Adj<'_> {
             match *item {
                 TapeItem::Value(v) => {
                     let ty = self.primal.dfg.value_type(v);
-                    let p = self.b().pop(super::TAPE, ty);
+                    let tape = self.tape;
+                    let p = self.b().pop(tape, ty);
                     self.map.insert(v, p);
                 }
-                TapeItem::Edge => self.edge_index = Some(self.b().pop(super::TAPE, Type::I64)),
+                TapeItem::Edge => {
+                    let tape = self.tape;
+                    self.edge_index = Some(self.b().pop(tape, Type::I64));
+                }
             }
         }
         for &c in &self.plan.remat[bi] {
@@ -398,10 +409,38 @@ impl Adj<'_> {
         let data = self.primal.dfg.inst(inst).clone();
         let results = self.primal.dfg.inst_results(inst).to_vec();
         match &data {
-            InstData::Call { args, .. } => {
-                if let Some(t) = self.calls.get(&inst) {
-                    self.rev_call(t, args, &results)?;
+            InstData::Call { args, .. } => match self.calls.get(&inst) {
+                Some(CallTarget::Split { adj, acts, .. }) => {
+                    self.rev_call(*adj, acts, args, &results)?;
                 }
+                Some(CallTarget::Rule {
+                    apply, shadowed, ..
+                }) => self.rev_rule(*apply, shadowed, args, &results)?,
+                None => {}
+            },
+            InstData::Push { arg, tape } => {
+                // Its value was popped by a later `pop`, whose reverse pushed
+                // that value's adjoint on the adjoint tape of `tape`.
+                if self.primal.dfg.value_type(*arg) == Type::F64 {
+                    let adj_tape = super::adjoint_tape(self.tape, *tape);
+                    let g = self.b().pop(adj_tape, Type::F64);
+                    if self.active(*arg) {
+                        self.add(*arg, g);
+                    }
+                }
+            }
+            InstData::Pop {
+                ty: Type::F64,
+                tape,
+            } => {
+                let r = results[0];
+                let g = if self.active(r) { self.take(r)? } else { None };
+                let g = match g {
+                    Some(g) => g,
+                    None => self.b().fconst(0.0),
+                };
+                let adj_tape = super::adjoint_tape(self.tape, *tape);
+                self.b().push(adj_tape, g);
             }
             InstData::Binary {
                 op: Opcode::Load,
@@ -537,37 +576,79 @@ impl Adj<'_> {
     /// its results are the adjoints of its `active` arguments.
     fn rev_call(
         &mut self,
-        t: &CallTarget,
+        adj: FuncId,
+        acts: &[ArgActivity],
         args: &[Value],
         results: &[Value],
     ) -> Result<(), AdError> {
         let mut call_args = Vec::new();
-        for (&a, act) in args.iter().zip(&t.acts) {
+        for (&a, act) in args.iter().zip(acts) {
             if *act == ArgActivity::Dup {
                 call_args.push(self.shadow_of(a)?);
             }
         }
+        call_args.extend(self.result_cotangents(results)?);
+        let n_active = acts.iter().filter(|a| **a == ArgActivity::Active).count();
+        let inst = self.b().call(adj, &call_args, &vec![Type::F64; n_active]);
+        let adjs = self.out.dfg.inst_results(inst).to_vec();
+        let active_args = args
+            .iter()
+            .zip(acts)
+            .filter(|(_, act)| **act == ArgActivity::Active)
+            .map(|(&a, _)| a);
+        for (a, adj) in active_args.zip(adjs) {
+            self.add(a, adj);
+        }
+        Ok(())
+    }
+
+    /// The cotangents of a call's f64 results (0.0 for an inactive one).
+    fn result_cotangents(&mut self, results: &[Value]) -> Result<Vec<Value>, AdError> {
+        let mut out = Vec::new();
         for &r in results {
             if self.primal.dfg.value_type(r) != Type::F64 {
                 continue;
             }
             let c = if self.active(r) { self.take(r)? } else { None };
-            let c = match c {
+            out.push(match c {
                 Some(c) => c,
                 None => self.b().fconst(0.0),
-            };
-            call_args.push(c);
+            });
         }
-        let n_active = t.acts.iter().filter(|a| **a == ArgActivity::Active).count();
-        let inst = self.b().call(t.adj, &call_args, &vec![Type::F64; n_active]);
-        let adjs = self.out.dfg.inst_results(inst).to_vec();
-        let active_args = args
+        Ok(out)
+    }
+
+    /// The reverse of a call with a reverse rule: `apply` pops the rule's
+    /// inputs, calls the rule with the shadows of the shadowed arrays and the
+    /// results' cotangents, and returns the adjoints of all f64 arguments;
+    /// those of the active ones are added.
+    fn rev_rule(
+        &mut self,
+        apply: FuncId,
+        shadowed: &[bool],
+        args: &[Value],
+        results: &[Value],
+    ) -> Result<(), AdError> {
+        let mut call_args = Vec::new();
+        for (&a, &s) in args.iter().zip(shadowed) {
+            if s {
+                call_args.push(self.shadow_of(a)?);
+            }
+        }
+        call_args.extend(self.result_cotangents(results)?);
+        let f64_args: Vec<Value> = args
             .iter()
-            .zip(&t.acts)
-            .filter(|(_, act)| **act == ArgActivity::Active)
-            .map(|(&a, _)| a);
-        for (a, adj) in active_args.zip(adjs) {
-            self.add(a, adj);
+            .copied()
+            .filter(|&a| self.primal.dfg.value_type(a) == Type::F64)
+            .collect();
+        let inst = self
+            .b()
+            .call(apply, &call_args, &vec![Type::F64; f64_args.len()]);
+        let adjs = self.out.dfg.inst_results(inst).to_vec();
+        for (a, adj) in f64_args.into_iter().zip(adjs) {
+            if self.active(a) {
+                self.add(a, adj);
+            }
         }
         Ok(())
     }

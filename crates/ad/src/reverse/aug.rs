@@ -10,10 +10,23 @@
 //!   ([`Plan::length_items`]). A `zeros` outside the entry block may run many
 //!   times with different lengths: its running maximum is threaded through
 //!   every block as an `i64` block parameter.
-//! - An active call calls the callee's augmented primal instead.
+//! - An active call to a function without rules calls the callee's
+//!   augmented primal instead.
+//! - A call to a function with rules stays the primal call (rule identity:
+//!   an outer pass still meets the function), preceded by the taping of the
+//!   rule's inputs: each scalar argument is pushed, each array argument's
+//!   elements and length are pushed by `@adze.tape.save.L` — the array as it
+//!   was at the call, whatever overwrites it later.
+//! - A collapsed rule region (see `crate::regions`) is put back: its block
+//!   `X` tapes the rule's inputs and jumps to the region's entry; the
+//!   region's blocks are copied as they are and their exits pass what `X`'s
+//!   jump would have passed. The region is kept.
+//! - The primal's own `push` and `pop` are copied: they are the primal's
+//!   effects.
 
 use super::plan::{Plan, TapeItem};
-use super::Calls;
+use super::{CallTarget, Calls};
+use crate::regions::Collapse;
 use crate::AdError;
 use adze_ir::{CmpCond, FuncBuilder, Function, InstData, Signature, Type, Value};
 
@@ -21,6 +34,8 @@ pub(crate) fn build(
     primal: &Function,
     plan: &Plan,
     calls: &Calls,
+    collapse: &Collapse,
+    tape: u8,
     name: String,
     sig: Signature,
 ) -> Result<Function, AdError> {
@@ -41,6 +56,11 @@ pub(crate) fn build(
         .collect();
     for &b in &blocks {
         out.layout.append_block(b);
+        if let Some(c) = collapse.by_block(b) {
+            for &rb in &c.blocks {
+                out.layout.append_block(rb);
+            }
+        }
     }
     let nb = primal.dfg.num_blocks();
     let mut edge_param: Vec<Option<Value>> = vec![None; nb];
@@ -88,7 +108,12 @@ pub(crate) fn build(
                         TapeItem::Value(v) => *v,
                         TapeItem::Edge => edge_param[bi].ok_or_else(|| internal(primal))?,
                     };
-                    b.push(super::TAPE, v);
+                    b.push(tape, v);
+                }
+                if let Some(c) = collapse.by_block(block) {
+                    // The region's body runs here; its exits jump to C.
+                    b.jump(c.entry, &[]);
+                    continue;
                 }
                 let mut data = data;
                 if matches!(data, InstData::Return { .. }) {
@@ -99,18 +124,18 @@ pub(crate) fn build(
                             .position(|&r| r == block)
                             .ok_or_else(|| internal(primal))?;
                         let k = b.iconst(k as i64);
-                        b.push(super::TAPE, k);
+                        b.push(tape, k);
                     }
                     for z in &plan.zeros_sites {
                         let n = match z.threaded {
                             Some(t) => maxima[t],
                             None => z.len,
                         };
-                        b.push(super::TAPE, n);
+                        b.push(tape, n);
                     }
                     for &a in &plan.const_shadows {
                         let n = b.len(a);
-                        b.push(super::TAPE, n);
+                        b.push(tape, n);
                     }
                 }
                 let mut extra: Vec<Vec<Value>> = Vec::new();
@@ -137,16 +162,35 @@ pub(crate) fn build(
                 continue;
             }
             match &data {
-                InstData::Call { args, .. } => match calls.get(&inst) {
-                    Some(t) => {
-                        let new = InstData::Call {
-                            func: t.aug,
-                            args: args.clone(),
-                        };
-                        copy(&mut out, inst, new, block);
+                InstData::Call { args, .. } => {
+                    let region = collapse.by_call(inst).is_some();
+                    match calls.get(&inst) {
+                        Some(CallTarget::Split { aug, .. }) => {
+                            let new = InstData::Call {
+                                func: *aug,
+                                args: args.clone(),
+                            };
+                            copy(&mut out, inst, new, block);
+                        }
+                        Some(CallTarget::Rule { save, .. }) => {
+                            let mut b = FuncBuilder::new(&mut out);
+                            b.switch_to_block(block);
+                            for &a in args {
+                                if primal.dfg.value_type(a) == Type::Array {
+                                    let save = save.ok_or_else(|| internal(primal))?;
+                                    b.call(save, &[a], &[]);
+                                } else {
+                                    b.push(tape, a);
+                                }
+                            }
+                            if !region {
+                                copy(&mut out, inst, data.clone(), block);
+                            }
+                        }
+                        None if region => {}
+                        None => copy(&mut out, inst, data.clone(), block),
                     }
-                    None => copy(&mut out, inst, data.clone(), block),
-                },
+                }
                 InstData::Zeros { len, .. } => {
                     let len = *len;
                     let r = primal.dfg.first_result(inst);
@@ -163,6 +207,53 @@ pub(crate) fn build(
             }
         }
     }
+    // The collapsed regions' blocks, as they are; exits to the continuation
+    // carry what X's jump to it would have carried.
+    for c in &collapse.regions {
+        let x_extra: Option<Option<usize>> = plan.preds.get(c.cont.as_u32() as usize).map(|p| {
+            if p.len() > 1 {
+                p.iter().position(|e| e.from == c.block)
+            } else {
+                None
+            }
+        });
+        let edge_k = x_extra.flatten();
+        let maxima = max_params[c.block.as_u32() as usize].clone();
+        let orig = &collapse.orig;
+        for &rb in &c.blocks {
+            for &p in orig.dfg.block_params(rb) {
+                out.dfg.attach_block_param(rb, p, orig.dfg.value_type(p));
+            }
+            for &inst in orig.layout.block_insts(rb) {
+                let mut data = orig.dfg.inst(inst).clone();
+                let mut extra = Vec::new();
+                if data.opcode().is_terminator()
+                    && data.destinations().iter().any(|d| d.block == c.cont)
+                {
+                    let mut b = FuncBuilder::new(&mut out);
+                    b.switch_to_block(rb);
+                    if let Some(k) = edge_k {
+                        extra.push(b.iconst(k as i64));
+                    }
+                    extra.extend_from_slice(&maxima);
+                }
+                for d in data.destinations_mut() {
+                    if d.block == c.cont {
+                        d.args.extend_from_slice(&extra);
+                    }
+                }
+                let results: Vec<(Value, Type)> = orig
+                    .dfg
+                    .inst_results(inst)
+                    .iter()
+                    .map(|&v| (v, orig.dfg.value_type(v)))
+                    .collect();
+                let new = out.dfg.make_inst_with_results(data, &results);
+                out.layout.append_inst(new, rb);
+            }
+        }
+    }
+    collapse.keep_regions(&mut out);
     Ok(out)
 }
 

@@ -52,24 +52,52 @@
 //! `f.adj`. The names include `.noret` for `ret const`, and `noargs` for a
 //! function without parameters; the module is the cache.
 //!
+//! # Rules, regions, tapes
+//!
+//! - A call to a function `F` with rules stays `call F` in `f.aug` (rule
+//!   identity: an outer pass still meets `F`), preceded by the taping of
+//!   the reverse rule's inputs (scalars pushed, arrays pushed element by
+//!   element by `@adze.tape.save.L`); at the mirror point `f.adj` calls
+//!   `rule.apply.tL.<mask>`, which pops them and calls `F`'s reverse rule
+//!   (or, when `F` has rules but no reverse rule, `F.revrule`, a rule built
+//!   from `F`'s own split derivative). A request on `F` itself applies `F`'s
+//!   reverse rule too.
+//! - A rule region is collapsed into the call it stands for for the
+//!   analyses (`crate::regions`) and put back in `f.aug`, where it is kept.
+//! - The primal's own `push`/`pop` (reverse over reverse) are copied into
+//!   `f.aug`; in `f.adj`, the reverse of `w = pop T` pushes `adj(w)` on
+//!   [`adjoint_tape`]`(L, T)` and the reverse of `push T, v` pops it into
+//!   `adj(v)`. A call to a function that uses a tape is always
+//!   differentiated.
+//!
 //! The analyses (reachable CFG, activity, slots, tape) are in module `plan`;
-//! `docs/ad-reverse.md` describes the design with a real dump.
+//! `docs/ad-reverse.md` describes the design with real dumps.
 
-/// The tape the derivatives of this pass record on. A primal that itself
-/// uses a tape (reverse over reverse) is rejected for now, so one tape
-/// suffices; nested reverse passes will record on `1 +` the highest tape
-/// their primal uses, so that their records never interleave.
-const TAPE: u8 = 0;
+/// The tape a top-level derivative of a primal that uses no tape records
+/// on. In general a derivative records on `L =` [`crate::rules::tape_floor`]
+/// of its primal (1 + the highest tape the primal reaches), and keeps the
+/// adjoints of the primal's own traffic on tape `T < L` on tape
+/// [`adjoint_tape`]`(L, T) = L + 1 + T`; the functions it derives for its
+/// callees use the same `L`, and are named with a `.tL` suffix when `L > 0`.
+pub const TAPE: u8 = 0;
+
+/// The tape on which a derivative recording on `tape` keeps the adjoints of
+/// its primal's traffic on `primal_tape`: one per primal tape, because the
+/// primal's traffic on different tapes need not nest (its pushes on tape 0
+/// and tape 1 may interleave), while each tape's own traffic does.
+pub fn adjoint_tape(tape: u8, primal_tape: u8) -> u8 {
+    tape.saturating_add(1).saturating_add(primal_tape)
+}
 
 mod adj;
 mod aug;
 pub(crate) mod plan;
 
 use crate::forward::{forward_derivative, ForwardRequest, MAX_NESTING};
-use crate::AdError;
+use crate::{rules, AdError};
 use adze_ir::{
     ArgActivity, FuncBuilder, FuncId, Function, Inst, InstData, Mode, Module, Param, RetActivity,
-    Signature, Type, Value,
+    Rules, Signature, Type, Value,
 };
 use std::collections::HashMap;
 
@@ -109,12 +137,24 @@ impl ReverseRequest {
         )
     }
 
+    /// The name of one half of a split pair recording on `tape`: `.tL`
+    /// appended when `tape > 0`.
+    fn split_name(&self, module: &Module, kind: &str, tape: u8) -> String {
+        let name = self.name(module, kind);
+        if tape == 0 {
+            name
+        } else {
+            format!("{name}.t{tape}")
+        }
+    }
+
     /// `f.rev.<acts>`: the derivative with the `autodiff` layout.
     pub fn derivative_name(&self, module: &Module) -> String {
         self.name(module, "rev")
     }
 
-    /// `f.aug.<acts>`: the augmented primal.
+    /// `f.aug.<acts>`: the augmented primal (of a request whose primal uses
+    /// no tape; see [`TAPE`] for the others).
     pub fn aug_name(&self, module: &Module) -> String {
         self.name(module, "aug")
     }
@@ -227,12 +267,27 @@ impl ReverseRequest {
     }
 }
 
-/// The split pair of a call's callee, and the activities it was derived for.
+/// What a differentiated call becomes.
 #[derive(Clone, Debug)]
-pub(crate) struct CallTarget {
-    pub aug: FuncId,
-    pub adj: FuncId,
-    pub acts: Vec<ArgActivity>,
+pub(crate) enum CallTarget {
+    /// `call g.aug` in the augmented primal, `call g.adj` at the mirror
+    /// point of the adjoint, for these activities.
+    Split {
+        aug: FuncId,
+        adj: FuncId,
+        acts: Vec<ArgActivity>,
+    },
+    /// A call to a function with rules, or a collapsed rule region: the
+    /// augmented primal tapes the rule's inputs (scalars by value, arrays
+    /// through `save`) and computes the primal by the call itself (or the
+    /// region's body); the adjoint calls `apply`, which pops the inputs and
+    /// calls the reverse rule. `shadowed`: per argument, an array whose
+    /// shadow the adjoint passes to `apply`.
+    Rule {
+        apply: FuncId,
+        save: Option<FuncId>,
+        shadowed: Vec<bool>,
+    },
 }
 
 pub(crate) type Calls = HashMap<Inst, CallTarget>;
@@ -262,7 +317,7 @@ pub fn split_derivative(
     request: &ReverseRequest,
 ) -> Result<(FuncId, FuncId), AdError> {
     let before = module.len();
-    let pair = derive_split(module, request, 0)?;
+    let pair = derive_split(module, request, 0, None)?;
     verify_new(module, before)?;
     Ok(pair)
 }
@@ -395,7 +450,7 @@ fn derive_top(module: &mut Module, req: &ReverseRequest, depth: usize) -> Result
         }
         return Ok(id);
     }
-    let (aug, adj) = derive_split(module, req, depth)?;
+    let (aug, adj) = derive_split(module, req, depth, None)?;
     let primal_sig = module.func(req.func).sig.clone();
     let mut f = Function::new(name.clone(), sig);
     let mut b = FuncBuilder::new(&mut f);
@@ -433,15 +488,32 @@ fn derive_top(module: &mut Module, req: &ReverseRequest, depth: usize) -> Result
         .map_err(|_| AdError::NameTaken { name: name.clone() })
 }
 
-/// Builds (or finds) the split pair of `req`.
+/// Builds (or finds) the split pair of `req`, recording on `tape` (for a
+/// callee: its caller's tape), or on [`rules::tape_floor`] of the primal
+/// when `None` (a top-level request).
 pub(crate) fn derive_split(
     module: &mut Module,
     req: &ReverseRequest,
     depth: usize,
+    tape: Option<u8>,
 ) -> Result<(FuncId, FuncId), AdError> {
     req.validate(module)?;
-    let aug_name = req.aug_name(module);
-    let adj_name = req.adj_name(module);
+    let tape = match tape {
+        Some(t) => t,
+        None => rules::tape_floor(module, module.func(req.func)),
+    };
+    if usize::from(rules::derivative_max(tape)) >= usize::from(adze_ir::MAX_TAPES) {
+        return Err(unsupported(
+            module.func(req.func),
+            format!(
+                "derivatives nested so deeply that they need tapes {tape} to {}, beyond the {} tapes",
+                rules::derivative_max(tape),
+                adze_ir::MAX_TAPES
+            ),
+        ));
+    }
+    let aug_name = req.split_name(module, "aug", tape);
+    let adj_name = req.split_name(module, "adj", tape);
     // The augmented primal has the primal's signature.
     let aug_sig = module.func(req.func).sig.clone();
     let adj_sig = req.adj_signature(module);
@@ -471,7 +543,12 @@ pub(crate) fn derive_split(
             limit: MAX_NESTING,
         });
     }
-    let mut primal = primal.clone();
+    // A request on a function with a reverse rule applies the rule.
+    let mut primal = if primal.meta.rules.reverse.is_some() {
+        rules::call_body(module, req.func)
+    } else {
+        primal.clone()
+    };
     let aug_id = module
         .declare(&aug_name, aug_sig.clone())
         .map_err(|_| AdError::NameTaken {
@@ -483,10 +560,13 @@ pub(crate) fn derive_split(
             name: adj_name.clone(),
         })?;
     prepare(module, &mut primal, depth)?;
+    let collapse =
+        crate::regions::collapse(&mut primal, |_| true).map_err(|e| unsupported(&primal, e))?;
+    primal.regions.clear();
     let plan = plan::Plan::new(module, &primal, &req.args, req.ret)?;
-    let calls = plan_calls(module, &primal, &plan, depth)?;
-    let aug = aug::build(&primal, &plan, &calls, aug_name, aug_sig)?;
-    let adj = adj::build(&primal, &plan, &calls, req, adj_name, adj_sig)?;
+    let calls = plan_calls(module, &primal, &plan, &collapse, depth, tape)?;
+    let aug = aug::build(&primal, &plan, &calls, &collapse, tape, aug_name, aug_sig)?;
+    let adj = adj::build(&primal, &plan, &calls, req, tape, adj_name, adj_sig)?;
     module.replace(aug_id, aug);
     module.replace(adj_id, adj);
     Ok((aug_id, adj_id))
@@ -499,28 +579,13 @@ fn unsupported(func: &Function, what: impl Into<String>) -> AdError {
     }
 }
 
-/// Lowers the derivative requests inside the copy of the primal and rejects
-/// what reverse mode does not handle yet.
+/// Lowers the derivative requests inside the copy of the primal.
 fn prepare(module: &mut Module, primal: &mut Function, depth: usize) -> Result<(), AdError> {
     lower_reverse_requests(module, primal, depth + 1)?;
     lower_forward(module, primal)?;
-    if primal.regions.values().any(|r| r.rules.reverse.is_some()) {
-        return Err(unsupported(primal, "rule regions with a reverse rule"));
-    }
-    // Regions with only forward rules are ordinary code for reverse mode.
-    primal.regions.clear();
     for (_, inst) in primal.layout.insts() {
-        match primal.dfg.inst(inst) {
-            InstData::Push { .. } | InstData::Pop { .. } => {
-                return Err(unsupported(
-                    primal,
-                    "tape instructions (`push`/`pop`, i.e. reverse over reverse)",
-                ))
-            }
-            InstData::Autodiff { .. } => {
-                return Err(unsupported(primal, "an `autodiff` request left unlowered"))
-            }
-            _ => {}
+        if let InstData::Autodiff { .. } = primal.dfg.inst(inst) {
+            return Err(unsupported(primal, "an `autodiff` request left unlowered"));
         }
     }
     Ok(())
@@ -558,25 +623,21 @@ fn lower_forward(module: &mut Module, func: &mut Function) -> Result<(), AdError
     Ok(())
 }
 
-/// Does `func`, or anything it calls, push or pop?
-fn touches_tape(module: &Module, func: FuncId) -> bool {
-    if !module.is_valid(func) {
-        return false;
-    }
-    module.reachable_from(func).into_iter().any(|id| {
-        let f = module.func(id);
-        f.layout
-            .insts()
-            .any(|(_, i)| matches!(f.dfg.inst(i), InstData::Push { .. } | InstData::Pop { .. }))
-    })
-}
-
-/// Derives the split pair of every active call's callee.
+/// Decides what every differentiated call becomes: a call to a function
+/// without rules is split (`g.aug` / `g.adj`); a call to a function with
+/// rules, or a collapsed rule region, applies the reverse rule (or, without
+/// one, a rule built from the callee's own derivative, see
+/// [`recompute_rule`]). A call to a function that uses the tape is always
+/// differentiated, whatever its arguments: its pushes and pops carry values
+/// the analyses cannot follow, and the adjoints of that traffic must stay
+/// balanced on tape `L + 1`.
 fn plan_calls(
     module: &mut Module,
     primal: &Function,
     plan: &plan::Plan,
+    collapse: &crate::regions::Collapse,
     depth: usize,
+    tape: u8,
 ) -> Result<Calls, AdError> {
     let mut calls = Calls::new();
     for &b in &plan.order {
@@ -584,38 +645,32 @@ fn plan_calls(
             let InstData::Call { func: callee, args } = primal.dfg.inst(inst) else {
                 continue;
             };
-            if args.iter().any(|&a| plan.is_varied(a)) && touches_tape(module, *callee) {
-                // Varied values would flow through the tape, which the
-                // activity analysis cannot follow (reverse over reverse).
-                return Err(unsupported(
-                    primal,
-                    format!(
-                        "a call with active arguments to @{}, which uses the tape (reverse over reverse)",
-                        module.func(*callee).name
-                    ),
-                ));
-            }
-            if !plan.call_is_active(primal, args) {
+            let callee = *callee;
+            let uses_tape = crate::activity::uses_tape(module, callee);
+            if !plan.call_is_active(primal, args) && !uses_tape {
                 continue;
             }
-            if !module.is_valid(*callee) {
+            if !module.is_valid(callee) {
                 return Err(unsupported(
                     primal,
                     format!("a call to the unknown function {callee}"),
                 ));
             }
-            let g = module.func(*callee);
-            if g.meta.rules.reverse.is_some() {
-                return Err(unsupported(
-                    primal,
-                    format!("the reverse rule of @{} (custom reverse rules)", g.name),
-                ));
-            }
+            let g = module.func(callee);
             if g.sig.params.len() != args.len() {
                 return Err(unsupported(
                     primal,
                     format!("a call to @{} with a wrong argument count", g.name),
                 ));
+            }
+            let rules = match collapse.rules(inst) {
+                Some(r) => *r,
+                None => g.meta.rules,
+            };
+            if !rules.is_empty() {
+                let t = rule_target(module, callee, &rules, primal, plan, args, depth, tape)?;
+                calls.insert(inst, t);
+                continue;
             }
             let acts: Vec<ArgActivity> = args
                 .iter()
@@ -631,10 +686,233 @@ fn plan_calls(
             } else {
                 RetActivity::Const
             };
-            let req = ReverseRequest::new(*callee, acts.clone(), ret);
-            let (aug, adj) = derive_split(module, &req, depth + 1)?;
-            calls.insert(inst, CallTarget { aug, adj, acts });
+            let req = ReverseRequest::new(callee, acts.clone(), ret);
+            let (aug, adj) = derive_split(module, &req, depth + 1, Some(tape))?;
+            calls.insert(inst, CallTarget::Split { aug, adj, acts });
         }
     }
     Ok(calls)
+}
+
+/// The rule target of a call to `owner` (with `rules`).
+#[allow(clippy::too_many_arguments)]
+fn rule_target(
+    module: &mut Module,
+    owner: FuncId,
+    rules: &Rules,
+    primal: &Function,
+    plan: &plan::Plan,
+    args: &[Value],
+    depth: usize,
+    tape: u8,
+) -> Result<CallTarget, AdError> {
+    let rule = match rules.reverse {
+        Some(r) => {
+            rules::check_rule_signature(module, owner, r, Mode::Reverse)?;
+            r
+        }
+        None => recompute_rule(module, owner, depth, tape)?,
+    };
+    let shadowed: Vec<bool> = args
+        .iter()
+        .map(|&a| primal.dfg.value_type(a) == Type::Array && plan.is_shadowed(a))
+        .collect();
+    let save = if args
+        .iter()
+        .any(|&a| primal.dfg.value_type(a) == Type::Array)
+    {
+        Some(rules::save_helper(module, tape)?)
+    } else {
+        None
+    };
+    let apply = apply_rule(module, owner, rule, &shadowed, tape)?;
+    Ok(CallTarget::Rule {
+        apply,
+        save,
+        shadowed,
+    })
+}
+
+/// `rule.apply.tL.<mask>`: called by the adjoint at the mirror point of a
+/// rule call. Parameters: the shadows of the arrays marked in `shadowed`
+/// (`mask`: `d` for those, `c` for the other arrays; `s` when there is no
+/// array), then one cotangent per f64 result of `owner`. It pops the rule's
+/// inputs from tape `L` (scalars; arrays into fresh local copies through
+/// `@adze.tape.restore.L`), gives each array without a shadow a zero scratch
+/// shadow (so the rule can always write), calls the rule and returns its
+/// results (the adjoints of the f64 parameters). The local copies are freed
+/// when it returns.
+fn apply_rule(
+    module: &mut Module,
+    owner: FuncId,
+    rule: FuncId,
+    shadowed: &[bool],
+    tape: u8,
+) -> Result<FuncId, AdError> {
+    let owner_sig = module.func(owner).sig.clone();
+    let mut mask: String = owner_sig
+        .params
+        .iter()
+        .zip(shadowed)
+        .filter(|(p, _)| p.ty == Type::Array)
+        .map(|(_, &s)| if s { 'd' } else { 'c' })
+        .collect();
+    if mask.is_empty() {
+        mask.push('s');
+    }
+    let name = format!("{}.apply.t{tape}.{mask}", module.func(rule).name);
+    let mut params: Vec<Param> = owner_sig
+        .params
+        .iter()
+        .zip(shadowed)
+        .filter(|(_, &s)| s)
+        .map(|(p, _)| Param::mutable_array(format!("{}.d", p.name)))
+        .collect();
+    let n_res = owner_sig
+        .results
+        .iter()
+        .filter(|&&t| t == Type::F64)
+        .count();
+    for k in 0..n_res {
+        let name = if n_res == 1 {
+            "dret".to_string()
+        } else {
+            format!("dret{k}")
+        };
+        params.push(Param::new(name, Type::F64));
+    }
+    let results: Vec<Type> = owner_sig
+        .params
+        .iter()
+        .filter(|p| p.ty == Type::F64)
+        .map(|_| Type::F64)
+        .collect();
+    let sig = Signature { params, results };
+    if let Some(id) = module.get(&name) {
+        if module.func(id).sig != sig {
+            return Err(AdError::NameTaken { name });
+        }
+        return Ok(id);
+    }
+    let restore = if owner_sig.params.iter().any(|p| p.ty == Type::Array) {
+        Some(rules::restore_helper(module, tape)?)
+    } else {
+        None
+    };
+    let mut f = Function::new(name.clone(), sig.clone());
+    let mut b = FuncBuilder::new(&mut f);
+    let entry = b.create_entry_block();
+    b.switch_to_block(entry);
+    let ps = b.func.params().to_vec();
+    let n_sh = shadowed.iter().filter(|&&s| s).count();
+    let (given, drets) = ps.split_at(n_sh);
+    // Pop the inputs, last pushed first.
+    let mut vals: Vec<Option<Value>> = vec![None; owner_sig.params.len()];
+    for (k, p) in owner_sig.params.iter().enumerate().rev() {
+        vals[k] = Some(match p.ty {
+            Type::Array => {
+                let n = b.pop(tape, Type::I64);
+                let c = b.zeros(n, p.name.clone());
+                if let Some(restore) = restore {
+                    b.call(restore, &[c], &[]);
+                }
+                c
+            }
+            ty => b.pop(tape, ty),
+        });
+    }
+    let mut rule_args = Vec::new();
+    let mut given = given.iter();
+    for (k, p) in owner_sig.params.iter().enumerate() {
+        let v = vals[k].ok_or_else(|| AdError::ReverseInternal {
+            func: name.clone(),
+            reason: "an input was not popped".into(),
+        })?;
+        rule_args.push(v);
+        if p.ty == Type::Array {
+            let sh = match (shadowed.get(k).copied().unwrap_or(false), given.next()) {
+                (true, Some(&sh)) => sh,
+                _ => {
+                    let n = b.len(v);
+                    b.zeros(n, format!("{}.d", p.name))
+                }
+            };
+            rule_args.push(sh);
+        }
+    }
+    rule_args.extend_from_slice(drets);
+    let call = b.call(rule, &rule_args, &sig.results);
+    let out = b.func.dfg.inst_results(call).to_vec();
+    b.ret(&out);
+    module.push(f).map_err(|_| AdError::NameTaken { name })
+}
+
+/// The reverse rule of a function `F` that has rules but no reverse rule
+/// (rule identity: the augmented primal must still call `F`):
+/// `F.revrule[.tL]`, with the signature of a reverse rule of `F`, runs `F`'s
+/// own split derivative on the taped inputs — every f64 parameter `active`,
+/// every array `dup` — seeded with the cotangents it is given. This
+/// recomputes `F`'s primal once in the adjoint.
+fn recompute_rule(
+    module: &mut Module,
+    owner: FuncId,
+    depth: usize,
+    tape: u8,
+) -> Result<FuncId, AdError> {
+    let f = module.func(owner);
+    let name = if tape == 0 {
+        format!("{}.revrule", f.name)
+    } else {
+        format!("{}.revrule.t{tape}", f.name)
+    };
+    let sig = adze_ir::verify::rule_signature(&f.sig, Mode::Reverse);
+    if let Some(id) = module.get(&name) {
+        if module.func(id).sig != sig {
+            return Err(AdError::NameTaken { name });
+        }
+        return Ok(id);
+    }
+    let owner_sig = f.sig.clone();
+    let acts: Vec<ArgActivity> = owner_sig
+        .params
+        .iter()
+        .map(|p| match p.ty {
+            Type::F64 => ArgActivity::Active,
+            Type::Array => ArgActivity::Dup,
+            _ => ArgActivity::Const,
+        })
+        .collect();
+    let ret = if owner_sig.results.contains(&Type::F64) {
+        RetActivity::Active
+    } else {
+        RetActivity::Const
+    };
+    let id = module
+        .declare(&name, sig.clone())
+        .map_err(|_| AdError::NameTaken { name: name.clone() })?;
+    let req = ReverseRequest::new(owner, acts, ret);
+    let (aug, adj) = derive_split(module, &req, depth + 1, Some(tape))?;
+    let mut w = Function::new(name, sig.clone());
+    let mut b = FuncBuilder::new(&mut w);
+    let entry = b.create_entry_block();
+    b.switch_to_block(entry);
+    let ps = b.func.params().to_vec();
+    let mut primal_args = Vec::new();
+    let mut adj_args = Vec::new();
+    let mut k = 0;
+    for p in &owner_sig.params {
+        primal_args.push(ps[k]);
+        k += 1;
+        if p.ty == Type::Array {
+            adj_args.push(ps[k]);
+            k += 1;
+        }
+    }
+    adj_args.extend_from_slice(&ps[k..]);
+    b.call(aug, &primal_args, &owner_sig.results);
+    let call = b.call(adj, &adj_args, &sig.results);
+    let out = b.func.dfg.inst_results(call).to_vec();
+    b.ret(&out);
+    module.replace(id, w);
+    Ok(id)
 }

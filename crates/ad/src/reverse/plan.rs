@@ -94,11 +94,6 @@ impl Plan {
             && self.useful.get(idx(v)).copied().unwrap_or(false)
     }
 
-    /// Does `v` depend on an active input (whether or not it is useful)?
-    pub fn is_varied(&self, v: Value) -> bool {
-        self.varied.is_active(v)
-    }
-
     /// Does the array `a` have a shadow in the adjoint?
     pub fn is_shadowed(&self, a: Value) -> bool {
         self.shadowed.get(idx(a)).copied().unwrap_or(false)
@@ -511,6 +506,12 @@ fn usefulness(
                             mark(&mut useful, *a);
                         }
                     }
+                    InstData::Push { arg, .. } => {
+                        // The value may be popped by code that is useful.
+                        if func.dfg.value_type(*arg) == Type::F64 {
+                            mark(&mut useful, *arg);
+                        }
+                    }
                     InstData::Call { func: callee, args } => {
                         let params = if module.is_valid(*callee) {
                             module.func(*callee).sig.params.clone()
@@ -521,7 +522,12 @@ fn usefulness(
                             .iter()
                             .zip(&params)
                             .any(|(&a, p)| p.ty == Type::Array && p.mutable && useful[idx(a)]);
-                        if writes_useful || results.iter().any(|&r| useful[idx(r)]) {
+                        // A callee that uses the tape may push its arguments
+                        // for code elsewhere to pop.
+                        if writes_useful
+                            || results.iter().any(|&r| useful[idx(r)])
+                            || activity::uses_tape(module, *callee)
+                        {
                             for &a in args {
                                 mark(&mut useful, a);
                             }

@@ -1,0 +1,367 @@
+//! Collapsing rule regions into the calls they stand for.
+//!
+//! Reverse mode collapses every applied region
+//! ([`crate::rules::applied_regions`]) for its analyses and expands it back
+//! in the augmented primal (below). Forward mode collapses the applied
+//! regions that have a forward rule, for good: like the call it stands for,
+//! such a region becomes a call to the rule, which supplies the primal
+//! values itself, so the derivative is the same whether the call was
+//! inlined or not (an outer pass then differentiates the rule's body in both
+//! cases). An applied region without a forward rule stays in a forward
+//! derivative (see `forward.rs`).
+//!
+//! The inliner's shape (and the one of `docs/ir.md`) is required: the region
+//! is entered by one `jump entry` from a block `P` outside it, and every edge
+//! leaving it goes to one continuation block `C`. Its results are either
+//! parameters of `C` (the inliner) or values defined inside the region
+//! (`docs/ir.md`); any other parameter of `C` gets one value defined outside
+//! the region from every exit (the zero tangents a forward derivative passes
+//! around an opaque region). No other value defined inside the region is
+//! used outside it. For the analyses ([`super::plan`], the adjoint) the
+//! copy of the primal then reads
+//!
+//! ```text
+//! P:  ... jump X                      ; was: jump entry
+//! X:  r' = call @F(args)              ; the region, as the call it stands for
+//!     jump C(r')                      ; (C(), results = r', for docs/ir.md's shape)
+//! ```
+//!
+//! with the region's blocks out of the layout, so the region is analysed,
+//! taped and reversed exactly like the call `call @F(args)` with the
+//! region's rules ([`Collapse::rules`]).
+//! The augmented primal puts the region back: `X` pushes the rule's inputs
+//! and jumps to the region's entry, the region's blocks are copied as they
+//! are (nested regions included), and their exits to `C` carry what `X`'s
+//! jump to `C` would have carried (an edge number, running maxima). The
+//! region and the regions nested in it are kept in the augmented primal
+//! with their values and blocks, whose numbers it shares with the primal.
+
+use crate::rules::{applied_regions, region_pred};
+use adze_ir::{Block, Function, Inst, InstData, Region, Value, ValueDef};
+use std::collections::HashSet;
+
+/// One collapsed region.
+#[derive(Clone, Debug)]
+pub(crate) struct Collapsed {
+    pub region: Region,
+    /// The call standing for the region, in the collapsed function.
+    pub call: Inst,
+    /// The block `X` holding the call.
+    pub block: Block,
+    pub entry: Block,
+    pub cont: Block,
+    /// The region's blocks, in the primal's layout order.
+    pub blocks: Vec<Block>,
+}
+
+/// The collapsed regions of one function and the function as it was.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Collapse {
+    pub orig: Function,
+    pub regions: Vec<Collapsed>,
+}
+
+impl Collapse {
+    pub fn by_call(&self, inst: Inst) -> Option<&Collapsed> {
+        self.regions.iter().find(|c| c.call == inst)
+    }
+
+    pub fn by_block(&self, b: Block) -> Option<&Collapsed> {
+        self.regions.iter().find(|c| c.block == b)
+    }
+
+    /// The rules of the region a collapsed call stands for.
+    pub fn rules(&self, inst: Inst) -> Option<&adze_ir::Rules> {
+        self.by_call(inst)
+            .map(|c| &self.orig.regions[c.region].rules)
+    }
+
+    /// Gives `out` the regions the augmented primal keeps: the collapsed ones
+    /// (without parent) and every region nested in one, renumbered in order.
+    pub fn keep_regions(&self, out: &mut Function) {
+        let regions = &self.orig.regions;
+        let top = |r: Region| -> Option<Region> {
+            let mut cur = Some(r);
+            for _ in 0..=regions.len() {
+                let c = cur?;
+                if self.regions.iter().any(|k| k.region == c) {
+                    return Some(c);
+                }
+                cur = regions.get(c).and_then(|d| d.parent);
+            }
+            None
+        };
+        let mut map: Vec<Option<Region>> = vec![None; regions.len()];
+        out.regions.clear();
+        for (r, rd) in regions.iter() {
+            if top(r).is_none() {
+                continue;
+            }
+            let mut d = rd.clone();
+            let is_top = self.regions.iter().any(|k| k.region == r);
+            d.parent = if is_top {
+                None
+            } else {
+                rd.parent
+                    .and_then(|p| map.get(p.as_u32() as usize).copied().flatten())
+            };
+            map[r.as_u32() as usize] = Some(out.regions.push(d));
+        }
+    }
+}
+
+fn unsupported(_func: &Function, r: Region, what: &str) -> String {
+    format!("{r}: {what}")
+}
+
+/// Collapses the applied regions of `func` (see the module doc) for which
+/// `which` holds; `func` keeps, renumbered, the regions that are neither
+/// collapsed nor nested in a collapsed one. A region of another shape is an
+/// error (what is wrong with it).
+pub(crate) fn collapse(
+    func: &mut Function,
+    which: impl Fn(&adze_ir::RegionData) -> bool,
+) -> Result<Collapse, String> {
+    let orig = func.clone();
+    let (applied, _) = applied_regions(func);
+    let mut out = Collapse {
+        orig: orig.clone(),
+        regions: Vec::new(),
+    };
+    for r in applied {
+        if !which(&orig.regions[r]) {
+            continue;
+        }
+        let rd = orig.regions[r].clone();
+        let inside: HashSet<Block> = rd.blocks.iter().copied().collect();
+        let pred = region_pred(&orig, r)?;
+        let entry = rd.blocks[0];
+        // Exits: every edge from a region block to a block outside it.
+        let mut cont: Option<Block> = None;
+        for &b in &rd.blocks {
+            let Some(term) = orig.layout.last_inst(b) else {
+                return Err(unsupported(&orig, r, "a region block without terminator"));
+            };
+            let data = orig.dfg.inst(term);
+            if matches!(data, InstData::Return { .. }) {
+                return Err(unsupported(&orig, r, "a `return` inside a rule region"));
+            }
+            for d in data.destinations() {
+                if inside.contains(&d.block) {
+                    continue;
+                }
+                match cont {
+                    None => cont = Some(d.block),
+                    Some(c) if c == d.block => {}
+                    Some(_) => {
+                        return Err(unsupported(
+                            &orig,
+                            r,
+                            "a rule region that leaves to more than one block",
+                        ))
+                    }
+                }
+            }
+        }
+        let Some(cont) = cont else {
+            return Err(unsupported(&orig, r, "a rule region that never leaves"));
+        };
+        // No other edge from outside into the region.
+        for &b in orig.layout.blocks() {
+            if inside.contains(&b) || b == pred {
+                continue;
+            }
+            if let Some(term) = orig.layout.last_inst(b) {
+                if orig
+                    .dfg
+                    .inst(term)
+                    .destinations()
+                    .iter()
+                    .any(|d| inside.contains(&d.block))
+                {
+                    return Err(unsupported(&orig, r, "a second entry into a rule region"));
+                }
+            }
+        }
+        let cont_params = orig.dfg.block_params(cont).to_vec();
+        let defined_inside = |v: Value| match *orig.dfg.value_def(v) {
+            ValueDef::Param { block, .. } => inside.contains(&block),
+            ValueDef::Result { inst, .. } => orig
+                .layout
+                .inst_block(inst)
+                .is_some_and(|b| inside.contains(&b)),
+            ValueDef::Detached => false,
+        };
+        let results_are_params = rd.results.iter().all(|v| cont_params.contains(v));
+        if !results_are_params && !rd.results.iter().all(|&v| defined_inside(v)) {
+            return Err(unsupported(
+                &orig,
+                r,
+                "a rule region whose results are neither its continuation's parameters nor defined inside it",
+            ));
+        }
+        // What X passes to each parameter of C: a result, or the one value
+        // defined outside the region that every exit passes (as the zero
+        // tangents forward mode passes around an opaque region).
+        let mut cont_args: Vec<Result<usize, Value>> = Vec::new();
+        for (i, p) in cont_params.iter().enumerate() {
+            if let Some(k) = rd.results.iter().position(|r| r == p) {
+                cont_args.push(Ok(k));
+                continue;
+            }
+            let mut passed: Option<Value> = None;
+            for &b in &rd.blocks {
+                let Some(term) = orig.layout.last_inst(b) else {
+                    continue;
+                };
+                for d in orig.dfg.inst(term).destinations() {
+                    if d.block != cont {
+                        continue;
+                    }
+                    let v = d.args.get(i).copied();
+                    match (passed, v) {
+                        (_, None) => {
+                            return Err(unsupported(&orig, r, "a malformed exit"));
+                        }
+                        (None, Some(v)) => passed = Some(v),
+                        (Some(a), Some(v)) if a == v => {}
+                        _ => return Err(unsupported(
+                            &orig,
+                            r,
+                            "exits that pass different values to a parameter that is not a result",
+                        )),
+                    }
+                }
+            }
+            match passed {
+                Some(v) if !defined_inside(v) => cont_args.push(Err(v)),
+                _ => {
+                    return Err(unsupported(
+                        &orig,
+                        r,
+                        "an exit that passes a value defined inside the region to a parameter that is not a result",
+                    ))
+                }
+            }
+        }
+        // Nothing else escapes.
+        for &b in orig.layout.blocks() {
+            if inside.contains(&b) {
+                continue;
+            }
+            for &inst in orig.layout.block_insts(b) {
+                let mut bad = None;
+                orig.dfg.inst(inst).for_each_use(|v| {
+                    if defined_inside(v) && !rd.results.contains(&v) {
+                        bad = Some(v);
+                    }
+                });
+                if let Some(v) = bad {
+                    return Err(unsupported(
+                        &orig,
+                        r,
+                        &format!("{v}, defined inside a rule region, is used outside it"),
+                    ));
+                }
+            }
+        }
+        // Rewrite: P jumps to X; X calls the callee and jumps to C.
+        let x = func.dfg.make_block();
+        func.layout.insert_block_after(x, pred);
+        let result_types: Vec<_> = rd.results.iter().map(|&v| orig.dfg.value_type(v)).collect();
+        let results: Vec<(Value, adze_ir::Type)> = if results_are_params {
+            result_types
+                .iter()
+                .map(|&ty| (func.dfg.make_detached_value(ty), ty))
+                .collect()
+        } else {
+            rd.results.iter().copied().zip(result_types).collect()
+        };
+        let call = func.dfg.make_inst_with_results(
+            InstData::Call {
+                func: rd.callee,
+                args: rd.args.clone(),
+            },
+            &results,
+        );
+        func.layout.append_inst(call, x);
+        let jump_args: Vec<Value> = cont_args
+            .iter()
+            .map(|a| match a {
+                Ok(k) => results[*k].0,
+                Err(v) => *v,
+            })
+            .collect();
+        let jump = func.dfg.make_inst(
+            InstData::Jump {
+                dest: adze_ir::BlockCall {
+                    block: cont,
+                    args: jump_args,
+                },
+            },
+            &[],
+        );
+        func.layout.append_inst(jump, x);
+        let pterm = func
+            .layout
+            .last_inst(pred)
+            .ok_or_else(|| unsupported(&orig, r, "no terminator"))?;
+        for d in func.dfg.inst_mut(pterm).destinations_mut() {
+            if d.block == entry {
+                d.block = x;
+            }
+        }
+        let blocks: Vec<Block> = orig
+            .layout
+            .blocks()
+            .iter()
+            .copied()
+            .filter(|b| inside.contains(b))
+            .collect();
+        for &b in &blocks {
+            func.layout.remove_block(b);
+        }
+        out.regions.push(Collapsed {
+            region: r,
+            call,
+            block: x,
+            entry,
+            cont,
+            blocks,
+        });
+    }
+    // Keep the other regions, renumbered, parents remapped to the nearest
+    // kept ancestor.
+    let regions = &orig.regions;
+    let hidden = |r: Region| -> bool {
+        let mut cur = Some(r);
+        for _ in 0..=regions.len() {
+            let Some(c) = cur else { return false };
+            if out.regions.iter().any(|k| k.region == c) {
+                return true;
+            }
+            cur = regions.get(c).and_then(|d| d.parent);
+        }
+        false
+    };
+    let mut map: Vec<Option<Region>> = vec![None; regions.len()];
+    func.regions.clear();
+    for (r, rd) in regions.iter() {
+        if hidden(r) {
+            continue;
+        }
+        let mut d = rd.clone();
+        let mut parent = rd.parent;
+        d.parent = None;
+        for _ in 0..=regions.len() {
+            let Some(p) = parent else { break };
+            if let Some(Some(np)) = map.get(p.as_u32() as usize) {
+                d.parent = Some(*np);
+                break;
+            }
+            parent = regions.get(p).and_then(|x| x.parent);
+        }
+        map[r.as_u32() as usize] = Some(func.regions.push(d));
+    }
+    Ok(out)
+}

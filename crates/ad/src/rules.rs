@@ -1,0 +1,347 @@
+//! What both modes share about custom rules, rule regions and tapes.
+//!
+//! - **Applied regions.** A rule region whose rules are not empty and that
+//!   has no enclosing region with rules is treated by every pass exactly like
+//!   a call to its callee: [`applied_regions`], [`region_pred`].
+//! - **Rule signatures** are checked against
+//!   [`adze_ir::verify::rule_signature`] before a rule is called
+//!   ([`check_rule_signature`]).
+//! - **Tape numbers.** A reverse pass records on the tape
+//!   `L = 1 + the highest tape anything its primal reaches uses` (0 if none),
+//!   and uses `L + 1 + T` for the adjoints of the primal's own traffic on
+//!   tape `T` ([`tape_floor`], [`crate::reverse::adjoint_tape`]). An `autodiff reverse` request that is not lowered yet
+//!   counts as the derivative it will become.
+//! - **Helpers** the passes call, generated once per module (and per tape):
+//!   `@adze.tape.save.T(a: arr)` pushes the elements of `a` then its length
+//!   on tape `T`; `@adze.tape.restore.T(a: mut arr)` pops them back into an
+//!   array of that length (the caller pops the length and allocates it);
+//!   `@adze.copy(src: arr, dst: mut arr)` copies. They are ordinary
+//!   functions: every pass differentiates them like any other (their `push`
+//!   and `pop` follow the tape conventions of both modes).
+
+use crate::AdError;
+use adze_ir::{
+    Block, CmpCond, FuncBuilder, FuncId, Function, InstData, Mode, Module, Param, Region,
+    Signature, Type,
+};
+use std::collections::HashSet;
+
+/// The regions every pass treats as calls: rules not empty, and no
+/// enclosing region with rules (an enclosing one hides them, as a call hides
+/// the calls of its callee). Also returns, per block number, whether the
+/// block lies inside one of them.
+pub fn applied_regions(func: &Function) -> (Vec<Region>, Vec<bool>) {
+    let top_with_rules = |r: Region| -> Option<Region> {
+        let mut found = None;
+        let mut cur = Some(r);
+        let mut steps = 0;
+        while let Some(c) = cur {
+            let Some(rd) = func.regions.get(c) else { break };
+            if !rd.rules.is_empty() {
+                found = Some(c);
+            }
+            cur = rd.parent;
+            steps += 1;
+            if steps > func.regions.len() {
+                break; // a parent cycle: the verifier reports it
+            }
+        }
+        found
+    };
+    let mut applied = Vec::new();
+    let mut inside = vec![false; func.dfg.num_blocks()];
+    for (r, rd) in func.regions.iter() {
+        let Some(top) = top_with_rules(r) else {
+            continue;
+        };
+        if top == r {
+            applied.push(r);
+        }
+        for b in &rd.blocks {
+            if let Some(o) = inside.get_mut(b.as_u32() as usize) {
+                *o = true;
+            }
+        }
+    }
+    (applied, inside)
+}
+
+/// The one block that enters region `r`: it ends in `jump entry` without
+/// arguments and lies outside the region (the inliner's shape). Derivative
+/// code of the region (a rule call, a tangent call, taping) is placed there,
+/// outside the region, so that the region itself stays the callee's code.
+pub fn region_pred(func: &Function, r: Region) -> Result<Block, String> {
+    let rd = &func.regions[r];
+    let entry = *rd.blocks.first().ok_or("a region without blocks")?;
+    let mut preds = Vec::new();
+    for &b in func.layout.blocks() {
+        if let Some(term) = func.layout.last_inst(b) {
+            for d in func.dfg.inst(term).destinations() {
+                if d.block == entry {
+                    preds.push((b, term, d.args.is_empty()));
+                }
+            }
+        }
+    }
+    match preds.as_slice() {
+        [(b, term, true)]
+            if !rd.blocks.contains(b)
+                && matches!(func.dfg.inst(*term), InstData::Jump { .. }) =>
+        {
+            Ok(*b)
+        }
+        _ => Err(format!(
+            "{r} of @{}: a rule region must be entered by exactly one `jump` without arguments from outside it",
+            func.name
+        )),
+    }
+}
+
+/// Checks that `rule` has the signature a rule of `mode` of a function with
+/// signature `owner` must have.
+pub fn check_rule_signature(
+    module: &Module,
+    owner: FuncId,
+    rule: FuncId,
+    mode: Mode,
+) -> Result<(), AdError> {
+    let name = module.func(owner).name.clone();
+    if !module.is_valid(rule) {
+        return Err(AdError::BadRequest {
+            func: name,
+            reason: format!("its {mode} rule {rule} does not exist"),
+        });
+    }
+    let expected = adze_ir::verify::rule_signature(&module.func(owner).sig, mode);
+    let rule_sig = &module.func(rule).sig;
+    let types = |s: &Signature| s.param_types().collect::<Vec<_>>();
+    if types(rule_sig) != types(&expected) || rule_sig.results != expected.results {
+        return Err(AdError::RuleSignature {
+            mode,
+            func: name,
+            rule: module.func(rule).name.clone(),
+            expected: format_sig(&expected),
+            found: format_sig(rule_sig),
+        });
+    }
+    if module.func(rule).is_declaration() {
+        return Err(AdError::NoBody {
+            func: module.func(rule).name.clone(),
+        });
+    }
+    Ok(())
+}
+
+pub(crate) fn format_sig(sig: &Signature) -> String {
+    let p: Vec<&str> = sig.params.iter().map(|p| p.ty.name()).collect();
+    let r: Vec<&str> = sig.results.iter().map(|t| t.name()).collect();
+    format!("({}) -> ({})", p.join(", "), r.join(", "))
+}
+
+/// The tape a reverse derivative of `func` records on: 1 + the highest tape
+/// used by `func` or anything it reaches (calls, regions, rules, derivative
+/// requests), or 0 if none is used.
+pub fn tape_floor(module: &Module, func: &Function) -> u8 {
+    let mut stack = Vec::new();
+    floor_of(max_tape_in(module, func, &mut stack))
+}
+
+fn floor_of(max: Option<u8>) -> u8 {
+    max.map_or(0, |t| t.saturating_add(1))
+}
+
+/// The highest tape a reverse derivative with recording tape `l` uses: `l`,
+/// and, when its primal has tape traffic (on tapes `0 .. l`), the adjoint
+/// tapes `l + 1 .. 2l` ([`crate::reverse::adjoint_tape`]).
+pub(crate) fn derivative_max(l: u8) -> u8 {
+    if l == 0 {
+        0
+    } else {
+        l.saturating_mul(2)
+    }
+}
+
+fn max_tape_in(module: &Module, func: &Function, stack: &mut Vec<FuncId>) -> Option<u8> {
+    let mut roots = Vec::new();
+    let mut max = scan(module, func, &mut roots, stack);
+    let mut seen = HashSet::new();
+    for root in roots {
+        if !module.is_valid(root) {
+            continue;
+        }
+        for id in module.reachable_from(root) {
+            if !seen.insert(id) {
+                continue;
+            }
+            let mut ignore = Vec::new();
+            max = max.max(scan(module, module.func(id), &mut ignore, stack));
+        }
+    }
+    max
+}
+
+/// The tapes `func`'s own instructions use (a reverse request counting as
+/// its derivative); pushes the functions it refers to onto `refs`.
+fn scan(
+    module: &Module,
+    func: &Function,
+    refs: &mut Vec<FuncId>,
+    stack: &mut Vec<FuncId>,
+) -> Option<u8> {
+    let mut max: Option<u8> = None;
+    refs.extend(func.meta.rules.iter().map(|(_, r)| r));
+    for r in func.regions.values() {
+        refs.push(r.callee);
+        refs.extend(r.rules.iter().map(|(_, r)| r));
+    }
+    for (_, inst) in func.layout.insts() {
+        match func.dfg.inst(inst) {
+            InstData::Push { tape, .. } | InstData::Pop { tape, .. } => {
+                max = max.max(Some(*tape));
+            }
+            InstData::Call { func: f, .. } => refs.push(*f),
+            InstData::Autodiff { spec, .. } => {
+                refs.push(spec.func);
+                if spec.mode == Mode::Reverse
+                    && module.is_valid(spec.func)
+                    && !stack.contains(&spec.func)
+                {
+                    stack.push(spec.func);
+                    let inner = max_tape_in(module, module.func(spec.func), stack);
+                    stack.pop();
+                    max = max.max(Some(derivative_max(floor_of(inner))));
+                }
+            }
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Finds the helper `name`, or builds it with `body` (which gets a builder
+/// positioned in the entry block).
+fn helper(
+    module: &mut Module,
+    name: &str,
+    sig: Signature,
+    body: impl FnOnce(&mut FuncBuilder),
+) -> Result<FuncId, AdError> {
+    if let Some(id) = module.get(name) {
+        if module.func(id).sig != sig || module.func(id).is_declaration() {
+            return Err(AdError::NameTaken { name: name.into() });
+        }
+        return Ok(id);
+    }
+    let mut f = Function::new(name, sig);
+    let mut b = FuncBuilder::new(&mut f);
+    let entry = b.create_entry_block();
+    b.switch_to_block(entry);
+    body(&mut b);
+    module
+        .push(f)
+        .map_err(|_| AdError::NameTaken { name: name.into() })
+}
+
+/// `@adze.tape.save.T(a: arr)`: pushes `a[0] .. a[n-1]`, then `n`.
+pub(crate) fn save_helper(module: &mut Module, tape: u8) -> Result<FuncId, AdError> {
+    let sig = Signature {
+        params: vec![Param::new("a", Type::Array)],
+        results: vec![],
+    };
+    helper(module, &format!("adze.tape.save.{tape}"), sig, |b| {
+        let a = b.func.params()[0];
+        let n = b.len(a);
+        let zero = b.iconst(0);
+        let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
+        b.jump(header, &[zero]);
+        b.switch_to_block(header);
+        let i = b.append_block_param(header, Type::I64);
+        let c = b.icmp(CmpCond::Lt, i, n);
+        b.brif(c, body, &[], exit, &[]);
+        b.switch_to_block(body);
+        let x = b.load(a, i);
+        b.push(tape, x);
+        let one = b.iconst(1);
+        let i1 = b.iadd(i, one);
+        b.jump(header, &[i1]);
+        b.switch_to_block(exit);
+        b.push(tape, n);
+        b.ret(&[]);
+    })
+}
+
+/// `@adze.tape.restore.T(a: mut arr)`: pops `a[n-1] .. a[0]` (the caller
+/// has popped `n` and allocated `a`).
+pub(crate) fn restore_helper(module: &mut Module, tape: u8) -> Result<FuncId, AdError> {
+    let sig = Signature {
+        params: vec![Param::mutable_array("a")],
+        results: vec![],
+    };
+    helper(module, &format!("adze.tape.restore.{tape}"), sig, |b| {
+        let a = b.func.params()[0];
+        let n = b.len(a);
+        let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
+        b.jump(header, &[n]);
+        b.switch_to_block(header);
+        let i = b.append_block_param(header, Type::I64);
+        let zero = b.iconst(0);
+        let c = b.icmp(CmpCond::Gt, i, zero);
+        b.brif(c, body, &[], exit, &[]);
+        b.switch_to_block(body);
+        let one = b.iconst(1);
+        let j = b.isub(i, one);
+        let x = b.pop(tape, Type::F64);
+        b.store(a, j, x);
+        b.jump(header, &[j]);
+        b.switch_to_block(exit);
+        b.ret(&[]);
+    })
+}
+
+/// `@adze.copy(src: arr, dst: mut arr)`: `dst[i] = src[i]` for every `i`
+/// of `src`.
+pub(crate) fn copy_helper(module: &mut Module) -> Result<FuncId, AdError> {
+    let sig = Signature {
+        params: vec![Param::new("src", Type::Array), Param::mutable_array("dst")],
+        results: vec![],
+    };
+    helper(module, "adze.copy", sig, |b| {
+        let (src, dst) = (b.func.params()[0], b.func.params()[1]);
+        let n = b.len(src);
+        let zero = b.iconst(0);
+        let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
+        b.jump(header, &[zero]);
+        b.switch_to_block(header);
+        let i = b.append_block_param(header, Type::I64);
+        let c = b.icmp(CmpCond::Lt, i, n);
+        b.brif(c, body, &[], exit, &[]);
+        b.switch_to_block(body);
+        let x = b.load(src, i);
+        b.store(dst, i, x);
+        let one = b.iconst(1);
+        let i1 = b.iadd(i, one);
+        b.jump(header, &[i1]);
+        b.switch_to_block(exit);
+        b.ret(&[]);
+    })
+}
+
+/// The body a derivative of `F` itself is built from when `F` has a rule of
+/// the derivative's mode: `call F(params..)` and return its results. So a
+/// request on `F` (an `autodiff` of `F`, or the API) applies `F`'s rule,
+/// exactly as a call to `F` inside another function does (Enzyme's and JAX's
+/// behaviour), and keeps `F`'s identity for outer passes.
+pub(crate) fn call_body(module: &Module, id: FuncId) -> Function {
+    let f = module.func(id);
+    let mut w = Function::new(f.name.clone(), f.sig.clone());
+    w.meta = f.meta.clone();
+    let results = f.sig.results.clone();
+    let mut b = FuncBuilder::new(&mut w);
+    let entry = b.create_entry_block();
+    b.switch_to_block(entry);
+    let params = b.func.params().to_vec();
+    let call = b.call(id, &params, &results);
+    let out = b.func.dfg.inst_results(call).to_vec();
+    b.ret(&out);
+    w
+}
