@@ -259,7 +259,7 @@ fn stage_note(stage: Stage) -> &'static str {
         Stage::Parsed => "",
         Stage::Inlined => "",
         Stage::Ad => "",
-        Stage::Optimized => " (the optimizer is not written yet: identical to `parsed`)",
+        Stage::Optimized => " (the optimizer is not written yet: identical to `ad`)",
     }
 }
 
