@@ -2,9 +2,17 @@
 //! inlining hints give bit-identical derivatives, at first and second order,
 //! under `--inline none`, `early`, `late` and `all`.
 //!
-//! Rules are generated with the right signatures but arbitrary bodies (a
-//! rule need not be correct to be applied), may call earlier functions —
-//! which may carry rules of their own — and functions get random
+//! Scope: programs whose partial derivatives are finite. Where a partial is
+//! NaN or infinite, IEEE gives `NaN · 0 = NaN`, so a tangent the passes know
+//! to be zero (no term at all) and one that is zero only at run time (a term
+//! `p · 0`) differ, and which of the two a term gets can depend on how the
+//! code was cut into functions. A "strong zero" product (`0` whenever the
+//! tangent is `0`, as Enzyme offers) would lift that; see docs/ad.md.
+//!
+//! Rules are generated with the right signatures but arbitrary derivatives
+//! (a rule need not be correct to be applied; a forward rule's primal result
+//! is the function's own value, as a rule's must be), may call earlier
+//! functions — which may carry rules of their own — and functions get random
 //! `#[inline(..)]` hints.
 
 use adze::{Engine, InlineSetting, Session};
@@ -37,11 +45,15 @@ fn expr(rng: &mut Rng, vars: &[&str], funcs: usize, depth: usize) -> String {
     }
     let d = depth - 1;
     match rng.below(6) {
-        0 => format!(
-            "{}({})",
-            UNARY[rng.below(UNARY.len())],
-            expr(rng, vars, funcs, d)
-        ),
+        0 => match rng.below(6) {
+            0 => format!("exp(sin({}))", expr(rng, vars, funcs, d)),
+            1 => format!("sqrt(1.5 + {} ^ 2)", expr(rng, vars, funcs, d)),
+            _ => format!(
+                "{}({})",
+                UNARY[rng.below(UNARY.len())],
+                expr(rng, vars, funcs, d)
+            ),
+        },
         1 if funcs > 0 => format!(
             "g{}({}, {})",
             rng.below(funcs),
@@ -85,10 +97,13 @@ fn program(seed: u64) -> String {
             );
         }
         if rng.below(2) == 0 {
-            let p = expr(&mut rng, &["x", "y"], k, 2);
+            // A forward rule's primal result must be the function's value:
+            // adze computes a call's primal by the rule or by the function
+            // (rule identity), depending on what the passes meet. Its
+            // tangent is arbitrary.
             let t = expr(&mut rng, &["x", "y", "tx", "ty"], k, 2);
             s += &format!(
-                "rule forward g{k}(x: f64, tx: f64, y: f64, ty: f64) -> (f64, f64) {{ ({p}, {t} * tx + ty) }}\n"
+                "rule forward g{k}(x: f64, tx: f64, y: f64, ty: f64) -> (f64, f64) {{ (g{k}(x, y), {t} * tx + ty) }}\n"
             );
         }
         if rng.below(2) == 0 {

@@ -56,6 +56,7 @@
 
 use crate::partials::is_differentiable;
 use adze_ir::{ArgActivity, FuncId, Function, InstData, Module, Opcode, Region, Type, Value};
+use std::collections::HashMap;
 
 /// The active values of one function under one request.
 #[derive(Clone, Debug, Default)]
@@ -103,8 +104,39 @@ pub fn forward_rule_regions(func: &Function) -> (Vec<Region>, Vec<bool>) {
 }
 
 /// Runs the analysis of `func` for the parameter activities `args` (one per
-/// parameter; `module` gives the signatures of callees).
+/// parameter; `module` gives the callees).
 pub fn analyze(module: &Module, func: &Function, args: &[ArgActivity]) -> Activity {
+    analyze_in(module, func, args, &mut Summaries::default())
+}
+
+/// What a call does with activity: which of the callee's results are active
+/// and which of its parameters (`mut` arrays) end up active, for one pattern
+/// of argument activities. Computed by analysing the callee itself, so that
+/// a call is exactly as precise as the same code inlined: a result that does
+/// not depend on an active argument stays inactive (and gets no tangent,
+/// rather than a zero tangent that `NaN · 0` could turn into NaN), whether or
+/// not the inliner ran.
+#[derive(Clone)]
+struct Summary {
+    results: Vec<bool>,
+    params: Vec<bool>,
+}
+
+/// Summaries of one analysis, and the functions being summarised (a call
+/// into a function on this stack — recursion — is treated conservatively:
+/// recursive calls are never inlined, so this costs no invariance).
+#[derive(Default)]
+struct Summaries {
+    stack: Vec<String>,
+    memo: HashMap<(FuncId, Vec<ArgActivity>), Summary>,
+}
+
+fn analyze_in(
+    module: &Module,
+    func: &Function,
+    args: &[ArgActivity],
+    summaries: &mut Summaries,
+) -> Activity {
     let mut act = Activity {
         active: vec![false; func.dfg.num_values()],
     };
@@ -120,11 +152,22 @@ pub fn analyze(module: &Module, func: &Function, args: &[ArgActivity]) -> Activi
         for &r in &rule_regions {
             let rd = &func.regions[r];
             if rd.args.iter().any(|&v| act.is_active(v)) {
-                changed |= mark_call(&mut act, module, func, rd.callee, &rd.args, &rd.results);
+                changed |= mark_call(
+                    &mut act,
+                    module,
+                    func,
+                    rd.callee,
+                    &rd.args,
+                    &rd.results,
+                    summaries,
+                );
             }
         }
         for (block, inst) in func.layout.insts() {
-            if opaque[block.as_u32() as usize] && !data_is_branch(func.dfg.inst(inst)) {
+            // Nothing inside an opaque region is active, its internal block
+            // parameters included: its results get their tangents from the
+            // rule (or the callee's derivative) through `mark_call` above.
+            if opaque[block.as_u32() as usize] {
                 continue;
             }
             let data = func.dfg.inst(inst);
@@ -152,7 +195,8 @@ pub fn analyze(module: &Module, func: &Function, args: &[ArgActivity]) -> Activi
                 }
                 InstData::Call { func: callee, args } => {
                     if args.iter().any(|&v| act.is_active(v)) || uses_tape(module, *callee) {
-                        changed |= mark_call(&mut act, module, func, *callee, args, results);
+                        changed |=
+                            mark_call(&mut act, module, func, *callee, args, results, summaries);
                     }
                 }
                 InstData::Autodiff { .. } => {}
@@ -190,10 +234,6 @@ pub fn analyze(module: &Module, func: &Function, args: &[ArgActivity]) -> Activi
     }
 }
 
-fn data_is_branch(data: &InstData) -> bool {
-    matches!(data, InstData::Jump { .. } | InstData::Brif { .. })
-}
-
 /// A call (or a rule region) with an active argument: its f64 results are
 /// active, and so is every array it passes to a `mut` parameter.
 /// Does `func`, or any function it reaches, use the tape (`push`/`pop`)?
@@ -214,20 +254,81 @@ fn mark_call(
     callee: FuncId,
     args: &[Value],
     results: &[Value],
+    summaries: &mut Summaries,
 ) -> bool {
     let mut changed = false;
-    for &r in results {
-        if func.dfg.value_type(r) == Type::F64 {
+    let summary = summarize(act, module, func, callee, args, summaries);
+    for (k, &r) in results.iter().enumerate() {
+        let active = summary
+            .as_ref()
+            .is_none_or(|s| s.results.get(k) == Some(&true));
+        if func.dfg.value_type(r) == Type::F64 && active {
             changed |= act.mark(r);
         }
     }
     if module.is_valid(callee) {
         let params = &module.func(callee).sig.params;
-        for (&v, p) in args.iter().zip(params) {
-            if p.ty == Type::Array && p.mutable {
+        for (k, (&v, p)) in args.iter().zip(params).enumerate() {
+            let active = summary
+                .as_ref()
+                .is_none_or(|s| s.params.get(k) == Some(&true));
+            if p.ty == Type::Array && p.mutable && active {
                 changed |= act.mark(v);
             }
         }
     }
     changed
+}
+
+/// The summary of a call, or `None` to be conservative (every f64 result
+/// and every `mut` array active): for a callee with a forward rule (the rule,
+/// not the body, gives the tangents), without a body, or being summarised.
+fn summarize(
+    act: &Activity,
+    module: &Module,
+    func: &Function,
+    callee: FuncId,
+    args: &[Value],
+    summaries: &mut Summaries,
+) -> Option<Summary> {
+    if !module.is_valid(callee) {
+        return None;
+    }
+    let f = module.func(callee);
+    if f.meta.rules.forward.is_some()
+        || f.is_declaration()
+        || f.params().len() != args.len()
+        || summaries.stack.contains(&f.name)
+    {
+        return None;
+    }
+    let acts: Vec<ArgActivity> = args
+        .iter()
+        .map(|&v| match (func.dfg.value_type(v), act.is_active(v)) {
+            (Type::F64, true) => ArgActivity::Dual,
+            (Type::Array, true) => ArgActivity::Dup,
+            _ => ArgActivity::Const,
+        })
+        .collect();
+    let key = (callee, acts);
+    if let Some(s) = summaries.memo.get(&key) {
+        return Some(s.clone());
+    }
+    summaries.stack.push(f.name.clone());
+    let a = analyze_in(module, f, &key.1, summaries);
+    summaries.stack.pop();
+    let mut results = vec![false; f.sig.results.len()];
+    for (_, inst) in f.layout.insts() {
+        if let InstData::Return { args } = f.dfg.inst(inst) {
+            for (k, &v) in args.iter().enumerate() {
+                if let Some(slot) = results.get_mut(k) {
+                    *slot |= a.is_active(v);
+                }
+            }
+        }
+    }
+    let params = f.params().iter().map(|&p| a.is_active(p)).collect();
+    let s = Summary { results, params };
+    summaries.memo.insert(key, s.clone());
+    Some(s)
 }

@@ -363,6 +363,7 @@ pub(crate) fn lower_forward_requests(
             });
         }
         *func.dfg.inst_mut(inst) = InstData::Call { func: d, args };
+        crate::lower::normalize_results(func, inst);
     }
     Ok(())
 }
@@ -629,7 +630,12 @@ impl Transform<'_> {
         b
     }
 
-    /// A zero of type `ty`, defined once at the top of the entry block.
+    /// A zero of type `ty`, defined once at the top of the entry block. The
+    /// f64 zero tangent is -0.0, the exact identity of IEEE addition
+    /// (`t + -0.0 == t` for every `t`, where `0.0 + -0.0` is `0.0`), so a
+    /// tangent summed from an explicit zero has the same bits as one summed
+    /// without it — whichever way inlining cut the code. Lowering an
+    /// `autodiff` request turns a -0.0 result into 0.0 for the user.
     fn zero(&mut self, ty: Type) -> Value {
         if let Some(&(_, v)) = self.consts.iter().find(|(t, _)| *t == ty) {
             return v;
@@ -637,7 +643,7 @@ impl Transform<'_> {
         let data = match ty {
             Type::I64 => InstData::IConst { imm: 0 },
             Type::Bool => InstData::BConst { imm: false },
-            _ => InstData::fconst(0.0),
+            _ => InstData::fconst(-0.0),
         };
         let inst = self.out.dfg.make_inst(data, &[ty]);
         let entry = self

@@ -15,7 +15,7 @@
 //! forward, to any depth. Functions created on the way are visited too.
 
 use crate::AdError;
-use adze_ir::{FuncId, InstData, Module, Opcode};
+use adze_ir::{FuncBuilder, FuncId, Function, Inst, InstData, Module, Opcode, Type};
 use std::collections::HashSet;
 
 /// Replaces every `autodiff` instruction of the module by a call to its
@@ -67,4 +67,57 @@ fn lower_function(module: &mut Module, id: FuncId) -> Result<(), AdError> {
         module.replace(id, func);
     }
     Ok(())
+}
+
+/// After a request `inst` was replaced by a call, makes its f64 results
+/// pass through `+ 0.0`: inside derivative code a zero derivative is -0.0
+/// (the identity of addition, which keeps derivatives bit-identical under
+/// inlining); the user gets 0.0 for it, and every other value unchanged.
+pub(crate) fn normalize_results(func: &mut Function, inst: Inst) {
+    let Some(block) = func.layout.inst_block(inst) else {
+        return;
+    };
+    let results: Vec<_> = func
+        .dfg
+        .inst_results(inst)
+        .iter()
+        .copied()
+        .filter(|&r| func.dfg.value_type(r) == Type::F64)
+        .collect();
+    if results.is_empty() {
+        return;
+    }
+    let pos = func
+        .layout
+        .block_insts(block)
+        .iter()
+        .position(|&i| i == inst)
+        .map_or(0, |p| p + 1);
+    // Build the additions at the end of the block, then move them right
+    // after the call.
+    let mut b = FuncBuilder::new(func);
+    b.switch_to_block(block);
+    let zero = b.fconst(0.0);
+    let mut pairs = Vec::new();
+    for &r in &results {
+        pairs.push((r, b.fadd(r, zero)));
+    }
+    let added: Vec<Inst> = {
+        let insts = func.layout.block_insts(block);
+        insts[insts.len() - 1 - results.len()..].to_vec()
+    };
+    for (k, &i) in added.iter().enumerate() {
+        func.layout.remove_inst(i);
+        func.layout.insert_inst(i, block, pos + k);
+    }
+    let new_defs: Vec<Inst> = added.clone();
+    let all: Vec<Inst> = func.layout.insts().map(|(_, i)| i).collect();
+    for i in all {
+        if new_defs.contains(&i) {
+            continue;
+        }
+        func.dfg
+            .inst_mut(i)
+            .map_uses(|v| pairs.iter().find(|(r, _)| *r == v).map_or(v, |&(_, n)| n));
+    }
 }

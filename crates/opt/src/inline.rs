@@ -386,6 +386,7 @@ fn inline_call(
         blocks: vec![None; body.dfg.num_blocks()],
     };
     let entry = body.entry_block();
+    let mut entry_args = Vec::new();
     let mut copied = Vec::new();
     let mut anchor = block;
     for &b in body.layout.blocks() {
@@ -397,9 +398,27 @@ fn inline_call(
             *slot = Some(nb);
         }
         if Some(b) == entry {
+            // Arrays are substituted (they never flow through block
+            // parameters); so are the scalars of a callee that becomes a
+            // rule region (a region is entered by a jump without arguments,
+            // and every AD pass treats it as the call it stands for). Other
+            // scalars become parameters of the copied entry, passed by the
+            // jump into it: a scalar parameter stays a value of its own, as
+            // in the callee, so reverse mode accumulates its adjoint apart
+            // and adds it to the argument's at the jump, exactly as it adds
+            // a callee's returned adjoint at a call — inlining never
+            // reassociates a sum of adjoints.
+            let region = !body.meta.rules.is_empty();
             for (&p, &a) in body.dfg.block_params(b).iter().zip(&args) {
+                let ty = body.dfg.value_type(p);
+                let v = if ty == Type::Array || region {
+                    a
+                } else {
+                    entry_args.push(a);
+                    func.dfg.append_block_param(nb, ty)
+                };
                 if let Some(slot) = map.values.get_mut(index(p)) {
-                    *slot = Some(a);
+                    *slot = Some(v);
                 }
             }
         } else {
@@ -451,7 +470,7 @@ fn inline_call(
             InstData::Jump {
                 dest: BlockCall {
                     block: first,
-                    args: Vec::new(),
+                    args: entry_args,
                 },
             },
             &[],

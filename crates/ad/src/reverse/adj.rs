@@ -86,6 +86,8 @@ struct Adj<'a> {
     /// re-materialised value.
     map: HashMap<Value, Value>,
     /// Within the current R(B): adjoint contributions not yet in a slot.
+    /// For a value with a slot, the first contribution starts from the
+    /// slot's value (see [`Adj::add`]), so the entry is the whole adjoint.
     acc: BTreeMap<Value, Value>,
     dummies: HashMap<Type, Value>,
     /// Within the current R(B): the popped incoming-edge number.
@@ -134,6 +136,12 @@ impl Adj<'_> {
             let mut b = self.b();
             let n = b.iconst(k);
             let s = b.zeros(n, "adj");
+            // Adjoints start at -0.0, the exact identity of IEEE addition
+            // (+0.0 is not: 0.0 + -0.0 = 0.0), so a sum of adjoint
+            // contributions has the same bits whether it starts in a slot,
+            // in an SSA value or in a callee (see `add`).
+            let minus_zero = b.fconst(-0.0);
+            b.fill(s, minus_zero);
             self.slots = Some(s);
         }
         for arr in self.plan.length_items().into_iter().rev() {
@@ -180,7 +188,7 @@ impl Adj<'_> {
             .iter()
             .filter(|a| **a == ArgActivity::Active)
             .count();
-        (0..n).map(|_| self.b().fconst(0.0)).collect()
+        (0..n).map(|_| self.b().fconst(-0.0)).collect()
     }
 
     /// In the current block: the cotangents of the values returned by the
@@ -253,12 +261,26 @@ impl Adj<'_> {
     }
 
     /// `adj(v) += c` within the current reverse block.
-    fn add(&mut self, v: Value, c: Value) {
+    ///
+    /// Contributions are summed strictly in reverse execution order, one at
+    /// a time, starting from what is already in `v`'s slot (contributions
+    /// from later blocks): `((slot + c₁) + c₂) + ..`. That order depends
+    /// only on the order in which the primal executes its uses of `v`, not
+    /// on how the code is cut into blocks or functions, which is what makes
+    /// derivatives bit-identical whether or not calls were inlined.
+    fn add(&mut self, v: Value, c: Value) -> Result<(), AdError> {
         let new = match self.acc.get(&v) {
             Some(&old) => self.b().fadd(old, c),
+            None if self.plan.slot(v).is_some() => {
+                let (slots, i) = self.slot_index(v)?;
+                let mut b = self.b();
+                let x = b.load(slots, i);
+                b.fadd(x, c)
+            }
             None => c,
         };
         self.acc.insert(v, new);
+        Ok(())
     }
 
     /// The adjoint of `v` at its definition, which resets it to 0: the SSA
@@ -271,13 +293,14 @@ impl Adj<'_> {
         }
         let (slots, i) = self.slot_index(v)?;
         let mut b = self.b();
-        let x = b.load(slots, i);
-        let zero = b.fconst(0.0);
+        // An entry in `acc` already includes the slot's value.
+        let x = match c {
+            Some(c) => c,
+            None => b.load(slots, i),
+        };
+        let zero = b.fconst(-0.0);
         b.store(slots, i, zero);
-        Ok(Some(match c {
-            Some(c) => b.fadd(c, x),
-            None => x,
-        }))
+        Ok(Some(x))
     }
 
     /// The popped (or re-materialised) primal value `v` in this R(B).
@@ -347,7 +370,7 @@ impl Adj<'_> {
                 if *act == ArgActivity::Active {
                     let v = match param_adj.get(k).copied().flatten() {
                         Some(v) => v,
-                        None => self.b().fconst(0.0),
+                        None => self.b().fconst(-0.0),
                     };
                     results.push(v);
                 }
@@ -358,9 +381,11 @@ impl Adj<'_> {
             self.b().ret(&results);
             return Ok(());
         }
+        // Each pending adjoint already includes its slot's value: store it.
         let pending: Vec<(Value, Value)> = std::mem::take(&mut self.acc).into_iter().collect();
         for (v, c) in pending {
-            self.slot_add(v, c)?;
+            let (slots, i) = self.slot_index(v)?;
+            self.b().store(slots, i, c);
         }
         let edges = self.plan.preds[bi].clone();
         match edges.as_slice() {
@@ -425,7 +450,7 @@ impl Adj<'_> {
                     let adj_tape = super::adjoint_tape(self.tape, *tape);
                     let g = self.b().pop(adj_tape, Type::F64);
                     if self.active(*arg) {
-                        self.add(*arg, g);
+                        self.add(*arg, g)?;
                     }
                 }
             }
@@ -437,7 +462,7 @@ impl Adj<'_> {
                 let g = if self.active(r) { self.take(r)? } else { None };
                 let g = match g {
                     Some(g) => g,
-                    None => self.b().fconst(0.0),
+                    None => self.b().fconst(-0.0),
                 };
                 let adj_tape = super::adjoint_tape(self.tape, *tape);
                 self.b().push(adj_tape, g);
@@ -470,7 +495,7 @@ impl Adj<'_> {
                     let zero = b.fconst(0.0);
                     b.store(sh, i, zero);
                     if self.active(*x) {
-                        self.add(*x, g);
+                        self.add(*x, g)?;
                     }
                 }
             }
@@ -482,7 +507,7 @@ impl Adj<'_> {
                     let sh = self.shadow_of(*a)?;
                     if self.active(*x) {
                         let s = self.sum(sh);
-                        self.add(*x, s);
+                        self.add(*x, s)?;
                     }
                     let mut b = self.b();
                     let zero = b.fconst(0.0);
@@ -548,7 +573,7 @@ impl Adj<'_> {
                         Partial::MinusOne => self.b().fneg(g),
                         Partial::Value(pv) => self.b().fmul(pv, g),
                     };
-                    self.add(args[k], c);
+                    self.add(args[k], c)?;
                 }
             }
             Some(Local::Choose {
@@ -559,11 +584,11 @@ impl Adj<'_> {
                 let zero = self.b().fconst(0.0);
                 if wanted.get(on_true).copied().unwrap_or(false) {
                     let c = self.b().select(cond, g, zero);
-                    self.add(args[on_true], c);
+                    self.add(args[on_true], c)?;
                 }
                 if wanted.get(on_false).copied().unwrap_or(false) {
                     let c = self.b().select(cond, zero, g);
-                    self.add(args[on_false], c);
+                    self.add(args[on_false], c)?;
                 }
             }
             None => {}
@@ -597,7 +622,7 @@ impl Adj<'_> {
             .filter(|(_, act)| **act == ArgActivity::Active)
             .map(|(&a, _)| a);
         for (a, adj) in active_args.zip(adjs) {
-            self.add(a, adj);
+            self.add(a, adj)?;
         }
         Ok(())
     }
@@ -612,7 +637,7 @@ impl Adj<'_> {
             let c = if self.active(r) { self.take(r)? } else { None };
             out.push(match c {
                 Some(c) => c,
-                None => self.b().fconst(0.0),
+                None => self.b().fconst(-0.0),
             });
         }
         Ok(out)
@@ -647,7 +672,7 @@ impl Adj<'_> {
         let adjs = self.out.dfg.inst_results(inst).to_vec();
         for (a, adj) in f64_args.into_iter().zip(adjs) {
             if self.active(a) {
-                self.add(a, adj);
+                self.add(a, adj)?;
             }
         }
         Ok(())

@@ -435,6 +435,7 @@ pub(crate) fn lower_reverse_requests(
             });
         }
         *func.dfg.inst_mut(inst) = InstData::Call { func: d, args };
+        crate::lower::normalize_results(func, inst);
     }
     Ok(any)
 }
@@ -482,6 +483,10 @@ fn derive_top(module: &mut Module, req: &ReverseRequest, depth: usize) -> Result
     let results = req.adjoint_results();
     let call = b.call(adj, &adj_args, &results);
     let adjs = b.func.dfg.inst_results(call).to_vec();
+    // Inside the sweep a zero adjoint is -0.0 (the identity of addition,
+    // see `adj.rs`); the derivative returns +0.0 for it, as users expect.
+    let zero = b.fconst(0.0);
+    let adjs: Vec<_> = adjs.into_iter().map(|a| b.fadd(a, zero)).collect();
     b.ret(&adjs);
     module
         .push(f)
@@ -619,6 +624,7 @@ fn lower_forward(module: &mut Module, func: &mut Function) -> Result<(), AdError
             });
         }
         *func.dfg.inst_mut(inst) = InstData::Call { func: d, args };
+        crate::lower::normalize_results(func, inst);
     }
     Ok(())
 }
