@@ -12,6 +12,59 @@ use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+// The standard `print!`, `println!` and `eprintln!` panic when the output
+// cannot be written (a closed pipe, a full disk): these never do. A failed
+// write to stdout is remembered, and `main` reports it (exit 1), except that
+// a reader that has gone away (`adze dump .. | head`) ends the command quietly.
+macro_rules! print {
+    ($($t:tt)*) => { output::stdout(format_args!($($t)*)) };
+}
+macro_rules! println {
+    ($($t:tt)*) => {{ print!($($t)*); print!("\n"); }};
+}
+macro_rules! eprintln {
+    ($($t:tt)*) => { output::stderr(format_args!("{}\n", format_args!($($t)*))) };
+}
+
+mod output {
+    use std::cell::RefCell;
+    use std::io::Write;
+
+    thread_local! {
+        static FAILED: RefCell<Option<std::io::Error>> = const { RefCell::new(None) };
+    }
+
+    pub fn stdout(args: std::fmt::Arguments<'_>) {
+        FAILED.with(|failed| {
+            let mut failed = failed.borrow_mut();
+            if failed.is_none() {
+                if let Err(e) = std::io::stdout().lock().write_fmt(args) {
+                    *failed = Some(e);
+                }
+            }
+        });
+    }
+
+    pub fn stderr(args: std::fmt::Arguments<'_>) {
+        // Nowhere left to report a failure to write an error.
+        let _ = std::io::stderr().lock().write_fmt(args);
+    }
+
+    /// Flushes stdout; the first write error, if any.
+    pub fn finish() -> Option<std::io::Error> {
+        if let Err(e) = std::io::stdout().lock().flush() {
+            stdout_failed(e);
+        }
+        FAILED.with(|failed| failed.borrow_mut().take())
+    }
+
+    fn stdout_failed(e: std::io::Error) {
+        FAILED.with(|failed| {
+            failed.borrow_mut().get_or_insert(e);
+        });
+    }
+}
+
 #[derive(Parser)]
 #[command(
     name = "adze",
@@ -117,10 +170,23 @@ impl DeriveArgs {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let json = matches!(cli.command, Command::Run { json: true, .. });
-    match execute(cli.command) {
+    let code = match execute(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             report(&err, json);
+            ExitCode::from(1)
+        }
+    };
+    match output::finish() {
+        None => code,
+        Some(e) if e.kind() == std::io::ErrorKind::BrokenPipe => code,
+        Some(e) => {
+            let msg = format!("cannot write the output: {e}");
+            if json {
+                eprintln!("{}", serde_json::json!({ "error": msg }));
+            } else {
+                eprintln!("error: {msg}");
+            }
             ExitCode::from(1)
         }
     }
