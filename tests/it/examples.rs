@@ -190,3 +190,44 @@ fn run_lines_hold_on_both_engines() {
     }
     assert!(checked >= 50, "only {checked} run lines");
 }
+
+/// The derivative IR of every example, held as expected files: for each
+/// function with f64 results, its forward and its reverse derivative (every
+/// f64 `dual`/`active`, every array `dup`) and every function the AD passes
+/// created for it.
+#[test]
+fn derivative_ir_of_the_examples_matches_the_expected_files() {
+    for path in examples() {
+        let session = load(&path);
+        for (mode, ext) in [
+            (adze_ir::Mode::Forward, "fwd"),
+            (adze_ir::Mode::Reverse, "rev"),
+        ] {
+            let mut text = String::new();
+            for (_, func) in session.module.iter() {
+                let differentiable = func
+                    .sig
+                    .param_types()
+                    .any(|t| t == Type::F64 || t == Type::Array);
+                if !differentiable || !func.sig.results.iter().all(|&t| t == Type::F64) {
+                    continue;
+                }
+                let base = session.prepare(&func.name).unwrap();
+                let (module, _) = session
+                    .derive(&func.name, mode, 1, &[])
+                    .unwrap_or_else(|e| panic!("{}: {}: {e}", path.display(), func.name));
+                for (id, f) in module.iter() {
+                    if base.get(&f.name).is_none() {
+                        text += &module.display_function(id).to_string();
+                        text += "\n";
+                    }
+                }
+            }
+            let stem = path.file_stem().unwrap().to_str().unwrap();
+            let file = root()
+                .join("tests/expected")
+                .join(format!("{stem}.{ext}.ir"));
+            check_expected(&file, &text);
+        }
+    }
+}
