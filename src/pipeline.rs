@@ -118,15 +118,34 @@ impl Session {
     }
 
     fn lowered(&self, mut module: Module, root: Option<&str>) -> Result<Module, Error> {
-        match root {
-            Some(name) => {
-                let id = function_by_name(&module, name)?;
-                adze_ad::lower_autodiff_from(&mut module, id)?;
+        let lower = |module: &mut Module| -> Result<(), Error> {
+            match root {
+                Some(name) => {
+                    let id = function_by_name(module, name)?;
+                    adze_ad::lower_autodiff_from(module, id)?;
+                }
+                None => adze_ad::lower_autodiff(module)?,
             }
-            None => adze_ad::lower_autodiff(&mut module)?,
-        }
+            Ok(())
+        };
+        self.with_late_inlining(|| lower(&mut module))?;
         verify(&module, "ad")?;
         Ok(module)
+    }
+
+    /// Runs an AD lowering; for `--inline late` and `all`, with the inliner
+    /// also running between nested lowerings: on the derivatives an inner
+    /// request created, before an outer pass differentiates the code that
+    /// calls them.
+    fn with_late_inlining<R>(&self, f: impl FnOnce() -> R) -> R {
+        if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
+            let hook: adze_ad::BetweenHook = Box::new(|m: &mut Module, created: &[FuncId]| {
+                adze_opt::inline_functions(m, created, &adze_opt::DefaultPolicy::default());
+            });
+            adze_ad::with_between_hook(hook, f)
+        } else {
+            f()
+        }
     }
 
     /// The module that runs `name`: every stage applied to what it reaches.
@@ -170,33 +189,35 @@ impl Session {
                 _ => ArgActivity::Const,
             })
             .collect();
-        let derived = match mode {
-            Mode::Forward => {
-                let ret = if !sig.results.is_empty() && sig.results.iter().all(|&t| t == Type::F64)
-                {
-                    RetActivity::Dual
-                } else {
-                    RetActivity::Const
-                };
-                adze_ad::derive_forward(&mut module, name, &args, ret, width)?
-            }
-            Mode::Reverse => {
-                if width != 1 {
-                    return Err(Error::Argument(
-                        "vector mode (`--width`) is for forward derivatives".to_string(),
-                    ));
+        let derived = self.with_late_inlining(|| -> Result<FuncId, Error> {
+            Ok(match mode {
+                Mode::Forward => {
+                    let ret =
+                        if !sig.results.is_empty() && sig.results.iter().all(|&t| t == Type::F64) {
+                            RetActivity::Dual
+                        } else {
+                            RetActivity::Const
+                        };
+                    adze_ad::derive_forward(&mut module, name, &args, ret, width)?
                 }
-                // Every f64 result's cotangent is seeded with 1.0 (for a
-                // tuple: the gradient of the sum of its parts).
-                let ret = if !sig.results.is_empty() && sig.results.iter().all(|&t| t == Type::F64)
-                {
-                    RetActivity::Active
-                } else {
-                    RetActivity::Const
-                };
-                adze_ad::derive_reverse(&mut module, name, &args, ret)?
-            }
-        };
+                Mode::Reverse => {
+                    if width != 1 {
+                        return Err(Error::Argument(
+                            "vector mode (`--width`) is for forward derivatives".to_string(),
+                        ));
+                    }
+                    // Every f64 result's cotangent is seeded with 1.0 (for a
+                    // tuple: the gradient of the sum of its parts).
+                    let ret =
+                        if !sig.results.is_empty() && sig.results.iter().all(|&t| t == Type::F64) {
+                            RetActivity::Active
+                        } else {
+                            RetActivity::Const
+                        };
+                    adze_ad::derive_reverse(&mut module, name, &args, ret)?
+                }
+            })
+        })?;
         verify(&module, "ad")?;
         if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
             inline(&mut module, "inline (late)")?;

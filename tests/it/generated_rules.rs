@@ -33,7 +33,10 @@ impl Rng {
     }
 }
 
-const UNARY: [&str; 7] = ["sin", "cos", "exp", "tanh", "atan", "sqrt", "log1p"];
+/// Intrinsics whose partial derivatives stay finite on any finite input
+/// (`exp` and `sqrt` appear only in the bounded forms of `expr`): see the
+/// module doc for why NaN and infinite partials are out of scope.
+const UNARY: [&str; 4] = ["sin", "cos", "tanh", "atan"];
 
 /// An f64 expression over `vars`, calling functions `g0 .. g{funcs-1}`.
 fn expr(rng: &mut Rng, vars: &[&str], funcs: usize, depth: usize) -> String {

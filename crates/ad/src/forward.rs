@@ -298,8 +298,10 @@ fn build(
 ) -> Result<Function, AdError> {
     // Innermost first: the requests inside the function, of either mode,
     // become calls before it is differentiated (forward over reverse).
+    let mark = module.len();
     crate::reverse::lower_reverse_requests(module, primal, building.len())?;
     lower_forward_requests(module, primal, building)?;
+    crate::lower::between(module, mark);
     // Regions with a forward rule become calls to the rule, as the calls
     // they stand for do.
     let collapse =

@@ -50,7 +50,7 @@ pub mod reverse;
 pub mod rules;
 
 pub use forward::{forward_derivative, ForwardRequest};
-pub use lower::{lower_autodiff, lower_autodiff_from};
+pub use lower::{lower_autodiff, lower_autodiff_from, with_between_hook, BetweenHook};
 pub use partials::{Local, Partial};
 pub use reverse::{
     derive_reverse, lower_reverse_autodiff, reverse_derivative, split_derivative, ReverseRequest,

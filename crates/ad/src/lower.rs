@@ -16,7 +16,46 @@
 
 use crate::AdError;
 use adze_ir::{FuncBuilder, FuncId, Function, Inst, InstData, Module, Opcode, Type};
+use std::cell::RefCell;
 use std::collections::HashSet;
+
+/// A pass to run on derivative IR *between* nested lowerings: on the
+/// functions an inner request created, before an outer pass differentiates
+/// the code that calls them (`--inline late` runs the inliner there).
+pub type BetweenHook = Box<dyn Fn(&mut Module, &[FuncId])>;
+
+thread_local! {
+    static BETWEEN: RefCell<Option<BetweenHook>> = const { RefCell::new(None) };
+}
+
+/// Runs `f` with `hook` called on the functions each inner lowering creates
+/// (see [`BetweenHook`]); the hook is removed afterwards.
+pub fn with_between_hook<R>(hook: BetweenHook, f: impl FnOnce() -> R) -> R {
+    struct Reset(Option<BetweenHook>);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            BETWEEN.with(|b| *b.borrow_mut() = self.0.take());
+        }
+    }
+    let previous = BETWEEN.with(|b| b.borrow_mut().replace(hook));
+    let _reset = Reset(previous);
+    f()
+}
+
+/// Calls the hook, if any, on the functions created since `mark` (a former
+/// `module.len()`).
+pub(crate) fn between(module: &mut Module, mark: usize) {
+    let created: Vec<FuncId> = module.ids().skip(mark).collect();
+    if created.is_empty() {
+        return;
+    }
+    // Take the hook out while it runs, so that it cannot re-enter.
+    let hook = BETWEEN.with(|b| b.borrow_mut().take());
+    if let Some(h) = hook {
+        h(module, &created);
+        BETWEEN.with(|b| *b.borrow_mut() = Some(h));
+    }
+}
 
 /// Replaces every `autodiff` instruction of the module by a call to its
 /// derivative; see the module doc.

@@ -586,8 +586,10 @@ fn unsupported(func: &Function, what: impl Into<String>) -> AdError {
 
 /// Lowers the derivative requests inside the copy of the primal.
 fn prepare(module: &mut Module, primal: &mut Function, depth: usize) -> Result<(), AdError> {
+    let mark = module.len();
     lower_reverse_requests(module, primal, depth + 1)?;
     lower_forward(module, primal)?;
+    crate::lower::between(module, mark);
     for (_, inst) in primal.layout.insts() {
         if let InstData::Autodiff { .. } = primal.dfg.inst(inst) {
             return Err(unsupported(primal, "an `autodiff` request left unlowered"));
