@@ -23,7 +23,10 @@
 //! arrays with constants, and one check block per access made big
 //! straight-line functions compile several times slower.
 
-use crate::rt::{SiteKind, TrapSite, DEPTH_OFFSET, LIVE_OFFSET, STACK_LIMIT_OFFSET};
+use crate::rt::{
+    SiteKind, TrapSite, DEPTH_OFFSET, LIVE_OFFSET, STACK_LIMIT_OFFSET, TAPES_OFFSET, TAPE_BITS,
+    TAPE_CAP, TAPE_LEN, TAPE_SIZE, TAPE_TYPES,
+};
 use crate::JitError;
 use adze_ir::{
     Block as IrBlock, CmpCond, FuncId as IrFuncId, Function, InstData, Limits, Opcode, Type,
@@ -88,6 +91,53 @@ pub(crate) struct Env<'a> {
     pub intrinsics: &'a HashMap<Opcode, &'static str>,
     pub limits: Limits,
     pub ptr: cl::Type,
+    /// The `preserve_all` trampoline to `adze_reserve` (see
+    /// `translate_reserve_trampoline`).
+    pub reserve: ClFuncId,
+}
+
+/// The signature of the reserve trampoline: `(ctx, tape, n)`, in the
+/// `preserve_all` convention (the callee saves every register it uses).
+pub(crate) fn reserve_signature(jm: &JITModule, ptr: cl::Type) -> cl::Signature {
+    let mut sig = jm.make_signature();
+    sig.call_conv = cranelift_codegen::isa::CallConv::PreserveAll;
+    sig.params.extend([
+        AbiParam::new(ptr),
+        AbiParam::new(cl::types::I64),
+        AbiParam::new(cl::types::I64),
+    ]);
+    sig
+}
+
+/// Builds `fn(ctx, tape, n)` in the `preserve_all` convention, which calls
+/// `adze_reserve(ctx, tape, n)` (C convention). Calling the trampoline
+/// clobbers no register: a push group's growth path, taken once in a while
+/// inside hot loops, then costs no spills on the fast path.
+pub(crate) fn translate_reserve_trampoline(
+    env: &Env<'_>,
+    jm: &mut JITModule,
+    fctx: &mut cranelift_frontend::FunctionBuilderContext,
+    clif: &mut cl::Function,
+) -> Result<(), JitError> {
+    clif.signature = reserve_signature(jm, env.ptr);
+    let reserve = *env
+        .imports
+        .get("adze_reserve")
+        .ok_or_else(|| JitError::Codegen {
+            func: "<reserve trampoline>".into(),
+            message: "symbol `adze_reserve` is not registered".into(),
+        })?;
+    let mut b = FunctionBuilder::new(clif, fctx);
+    let entry = b.create_block();
+    b.append_block_params_for_function_params(entry);
+    b.switch_to_block(entry);
+    let p = b.block_params(entry).to_vec();
+    let f = jm.declare_func_in_func(reserve, b.func);
+    b.ins().call(f, &p);
+    b.ins().return_(&[]);
+    b.seal_all_blocks();
+    b.finalize(jm.target_config());
+    Ok(())
 }
 
 /// A translated IR value.
@@ -97,16 +147,14 @@ enum Slot {
     Array { ptr: cl::Value, len: cl::Value },
 }
 
-/// The tag of a tape entry, checked by `adze_pop`: the tape number in the
-/// high bits, the type in the low two.
-fn tape_tag(tape: u8, ty: Type) -> i64 {
-    let t = match ty {
+/// The type byte of a tape entry, checked by `pop`.
+fn type_code(ty: Type) -> i64 {
+    match ty {
         Type::F64 => 0,
         Type::I64 => 1,
         Type::Bool => 2,
         Type::Array => 3,
-    };
-    (i64::from(tape) << 2) | t
+    }
 }
 
 fn flags() -> MemFlagsData {
@@ -139,6 +187,43 @@ struct Translator<'a, 'b> {
     proven_max: HashMap<IrValue, i64>,
     /// (array, index) pairs checked in the current IR block.
     proven_pairs: std::collections::HashSet<(IrValue, IrValue)>,
+    /// Accesses that the bounds of their loop prove in bounds
+    /// (`loops::safe_accesses`).
+    loop_safe: std::collections::HashSet<adze_ir::Inst>,
+    /// The instruction being translated.
+    cur: Option<adze_ir::Inst>,
+    /// The tape groups of the current IR block (see `plan_tape_groups`):
+    /// for each `push`/`pop`, its position in its group and the group.
+    tape_groups: HashMap<adze_ir::Inst, (usize, std::rc::Rc<Vec<adze_ir::Inst>>)>,
+    /// The current push group: the addresses of its first entry's bits and
+    /// type byte, and the tape length before it.
+    push_base: Option<(cl::Value, cl::Value, cl::Value)>,
+    /// Results of the pops of the current pop group, emitted at its first
+    /// pop.
+    popped: HashMap<adze_ir::Inst, cl::Value>,
+    /// The cold block that reports a tape mismatch and its trap site
+    /// (`mismatch_block`), filled in at the end of the function.
+    mismatch: Option<(cl::Block, i64)>,
+}
+
+/// Can `data` run between two `push`es or `pop`s of one inline group? Only
+/// instructions that neither trap, nor call generated code, nor touch a
+/// tape: moving a group's tape accesses across them is unobservable.
+fn tape_neutral(data: &InstData) -> bool {
+    match data {
+        InstData::FConst { .. }
+        | InstData::IConst { .. }
+        | InstData::BConst { .. }
+        | InstData::Unary { .. }
+        | InstData::Powi { .. }
+        | InstData::Cmp { .. } => true,
+        InstData::Binary { op, .. } => !matches!(
+            op,
+            Opcode::Load | Opcode::Fill | Opcode::Idiv | Opcode::Irem
+        ),
+        InstData::Ternary { op, .. } => *op == Opcode::Select,
+        _ => false,
+    }
 }
 
 /// Translates `func` into the (cleared) Cranelift function `clif`.
@@ -242,6 +327,24 @@ pub(crate) fn translate_function(
         zeros,
         proven_max: HashMap::new(),
         proven_pairs: Default::default(),
+        tape_groups: HashMap::new(),
+        loop_safe: crate::loops::safe_accesses(func, &order, |blk| {
+            func.layout
+                .last_inst(blk)
+                .map(|i| {
+                    func.dfg
+                        .inst(i)
+                        .destinations()
+                        .iter()
+                        .map(|d| (d.block, d.args.to_vec()))
+                        .collect()
+                })
+                .unwrap_or_default()
+        }),
+        cur: None,
+        mismatch: None,
+        push_base: None,
+        popped: HashMap::new(),
     };
     let limit = env.limits.max_call_depth;
     let over =
@@ -306,6 +409,7 @@ pub(crate) fn translate_function(
         }
         t.proven_max.clear();
         t.proven_pairs.clear();
+        t.plan_tape_groups(blk);
         for &inst in func.layout.block_insts(blk) {
             t.inst(inst)?;
         }
@@ -322,6 +426,13 @@ pub(crate) fn translate_function(
     }
 
     // The shared trap paths.
+    if let Some((block, site)) = t.mismatch {
+        t.b.switch_to_block(block);
+        let site = t.b.ins().iconst(cl::types::I64, site);
+        let trap_fn = t.trap_fn;
+        t.b.ins().call(trap_fn, &[t.ctx, site, site, site]);
+        t.b.ins().jump(trap_exit, &[]);
+    }
     t.b.switch_to_block(trap_exit);
     t.epilogue()?;
     let status = t.b.ins().iconst(cl::types::I32, TRAPPED);
@@ -513,9 +624,10 @@ impl Translator<'_, '_> {
     ///
     /// The check is left out when it cannot fail: a constant index below the
     /// constant length of a `zeros` array, a constant index at most one that
-    /// an earlier check in the same IR block proved in bounds, or an
+    /// an earlier check in the same IR block proved in bounds, an
     /// (array, index) pair already checked in the same IR block (array
-    /// lengths never change).
+    /// lengths never change), or an access that the bounds of its counted
+    /// loop prove in bounds (`loops::safe_accesses`).
     fn element_addr(&mut self, arr: IrValue, idx: IrValue) -> Result<cl::Value, JitError> {
         let (ptr, len) = self.array(arr)?;
         let i = self.scalar(idx)?;
@@ -526,7 +638,8 @@ impl Translator<'_, '_> {
                     || self.proven_max.get(&arr).is_some_and(|&m| k <= m)
             }
             None => false,
-        } || self.proven_pairs.contains(&(arr, idx));
+        } || self.proven_pairs.contains(&(arr, idx))
+            || self.cur.is_some_and(|i| self.loop_safe.contains(&i));
         if !safe {
             let oob = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
             let array = self.func.array_name(arr);
@@ -560,6 +673,7 @@ impl Translator<'_, '_> {
     }
 
     fn inst(&mut self, inst: adze_ir::Inst) -> Result<(), JitError> {
+        self.cur = Some(inst);
         let data = self.func.dfg.inst(inst);
         let f64t = cl::types::F64;
         let i64t = cl::types::I64;
@@ -713,30 +827,15 @@ impl Translator<'_, '_> {
                 let r = self.func.dfg.first_result(inst);
                 self.vals[r.index()] = Some(Slot::Array { ptr, len: n });
             }
-            InstData::Push { tape, arg } => {
-                let x = self.scalar(*arg)?;
-                let ty = self.func.dfg.value_type(*arg);
-                let bits = match ty {
-                    Type::F64 => self.b.ins().bitcast(i64t, MemFlagsData::new(), x),
-                    Type::Bool => self.b.ins().uextend(i64t, x),
-                    _ => x,
-                };
-                let tag = self.b.ins().iconst(i64t, tape_tag(*tape, ty));
-                let push = self.import("adze_push")?;
-                self.b.ins().call(push, &[self.ctx, bits, tag]);
-            }
-            InstData::Pop { tape, ty } => {
-                let site = self.new_site(SiteKind::TapeMismatch);
-                let site = self.b.ins().iconst(i64t, site);
-                let tag = self.b.ins().iconst(i64t, tape_tag(*tape, *ty));
-                let pop = self.import("adze_pop")?;
-                let c = self.b.ins().call(pop, &[self.ctx, site, tag]);
-                let bits = self.b.inst_results(c)[0];
-                let x = match ty {
-                    Type::F64 => self.b.ins().bitcast(f64t, MemFlagsData::new(), bits),
-                    Type::Bool => self.b.ins().ireduce(cl::types::I8, bits),
-                    _ => bits,
-                };
+            InstData::Push { tape, arg } => self.push(inst, *tape, *arg)?,
+            InstData::Pop { tape, .. } => {
+                if !self.popped.contains_key(&inst) {
+                    self.pop_group(inst, *tape)?;
+                }
+                let x = self
+                    .popped
+                    .remove(&inst)
+                    .ok_or_else(|| self.err(format!("{inst}: pop outside its group")))?;
                 self.define(inst, x);
             }
             InstData::Call { func, args } => self.call(inst, *func, args)?,
@@ -777,6 +876,219 @@ impl Translator<'_, '_> {
             }
         }
         Ok(())
+    }
+
+    /// Splits the tape accesses of `blk` into groups: maximal runs of
+    /// `push`es (or of `pop`s) on one tape separated only by
+    /// [`tape_neutral`] instructions. A group checks the tape once: one
+    /// capacity check (and a cold call to the reserve trampoline) for a run
+    /// of pushes, one length check and a combined tag check for a run of
+    /// pops.
+    fn plan_tape_groups(&mut self, blk: IrBlock) {
+        self.tape_groups.clear();
+        self.push_base = None;
+        self.popped.clear();
+        let insts = self.func.layout.block_insts(blk);
+        let key = |d: &InstData| match d {
+            InstData::Push { tape, .. } => Some((true, *tape)),
+            InstData::Pop { tape, .. } => Some((false, *tape)),
+            _ => None,
+        };
+        let mut k = 0;
+        while k < insts.len() {
+            let Some(kind) = key(self.func.dfg.inst(insts[k])) else {
+                k += 1;
+                continue;
+            };
+            let mut members = vec![insts[k]];
+            let mut last = k;
+            for (q, &i) in insts.iter().enumerate().skip(k + 1) {
+                let d = self.func.dfg.inst(i);
+                if key(d) == Some(kind) {
+                    members.push(i);
+                    last = q;
+                } else if !tape_neutral(d) {
+                    break;
+                }
+            }
+            let group = std::rc::Rc::new(members);
+            for (j, &i) in group.iter().enumerate() {
+                self.tape_groups.insert(i, (j, group.clone()));
+            }
+            k = last + 1;
+        }
+    }
+
+    fn tape_group(
+        &self,
+        inst: adze_ir::Inst,
+    ) -> Result<(usize, std::rc::Rc<Vec<adze_ir::Inst>>), JitError> {
+        self.tape_groups
+            .get(&inst)
+            .cloned()
+            .ok_or_else(|| self.err(format!("{inst}: tape access without a group")))
+    }
+
+    /// The addresses of the bits and type buffers of tape `tape`.
+    fn tape_buffers(&mut self, tape: u8) -> (cl::Value, cl::Value) {
+        let p = self.env.ptr;
+        let bits = self
+            .b
+            .ins()
+            .load(p, flags(), self.ctx, Self::tape_field(tape, TAPE_BITS));
+        let types = self
+            .b
+            .ins()
+            .load(p, flags(), self.ctx, Self::tape_field(tape, TAPE_TYPES));
+        (bits, types)
+    }
+
+    /// Offset in `Ctx` of a field of tape `tape`.
+    fn tape_field(tape: u8, field: i32) -> i32 {
+        TAPES_OFFSET + TAPE_SIZE * i32::from(tape) + field
+    }
+
+    /// `push tape, arg`, inline: the first push of a group makes room for
+    /// the whole group; each push writes its entry; the last sets the
+    /// tape's length.
+    fn push(&mut self, inst: adze_ir::Inst, tape: u8, arg: IrValue) -> Result<(), JitError> {
+        let i64t = cl::types::I64;
+        let (j, group) = self.tape_group(inst)?;
+        let m = group.len();
+        if j == 0 {
+            let len = self
+                .b
+                .ins()
+                .load(i64t, flags(), self.ctx, Self::tape_field(tape, TAPE_LEN));
+            let cap = self
+                .b
+                .ins()
+                .load(i64t, flags(), self.ctx, Self::tape_field(tape, TAPE_CAP));
+            let need = self.b.ins().iadd_imm_s(len, m as i64);
+            let short = self.b.ins().icmp(IntCC::UnsignedGreaterThan, need, cap);
+            let grow = self.b.create_block();
+            let cont = self.b.create_block();
+            self.b.set_cold_block(grow);
+            self.b.ins().brif(short, grow, &[], cont, &[]);
+            self.b.switch_to_block(grow);
+            // The trampoline preserves every register, so that the values
+            // live across this (cold) call stay in registers in the hot path.
+            let reserve = self.func_ref(self.env.reserve);
+            let t = self.b.ins().iconst(i64t, i64::from(tape));
+            let n = self.b.ins().iconst(i64t, m as i64);
+            self.b.ins().call(reserve, &[self.ctx, t, n]);
+            self.b.ins().jump(cont, &[]);
+            self.b.switch_to_block(cont);
+            let (bits, types) = self.tape_buffers(tape);
+            let off = self.b.ins().ishl_imm_u(len, 3);
+            let bits = self.b.ins().iadd(bits, off);
+            let types = self.b.ins().iadd(types, len);
+            self.push_base = Some((bits, types, len));
+        }
+        let (bits, types, len) = self
+            .push_base
+            .ok_or_else(|| self.err(format!("{inst}: push outside its group")))?;
+        let x = self.scalar(arg)?;
+        let ty = self.func.dfg.value_type(arg);
+        let x = if ty == Type::Bool {
+            self.b.ins().uextend(i64t, x)
+        } else {
+            x
+        };
+        self.b.ins().store(flags(), x, bits, 8 * j as i32);
+        let code = self.b.ins().iconst(cl::types::I8, type_code(ty));
+        self.b.ins().store(flags(), code, types, j as i32);
+        if j + 1 == m {
+            let new_len = self.b.ins().iadd_imm_s(len, m as i64);
+            self.b
+                .ins()
+                .store(flags(), new_len, self.ctx, Self::tape_field(tape, TAPE_LEN));
+            self.push_base = None;
+        }
+        Ok(())
+    }
+
+    /// The pops of the group that starts at `first`, inline: if the tape
+    /// holds enough entries and every tag matches, read them and lower the
+    /// length once; otherwise branch to the function's cold mismatch block
+    /// (`mismatch_block`). Records the results in `popped`.
+    fn pop_group(&mut self, first: adze_ir::Inst, tape: u8) -> Result<(), JitError> {
+        let i64t = cl::types::I64;
+        let (_, group) = self.tape_group(first)?;
+        let m = group.len();
+        let mut tys = Vec::with_capacity(m);
+        for &i in group.iter() {
+            match self.func.dfg.inst(i) {
+                InstData::Pop { ty, .. } => tys.push(*ty),
+                _ => return Err(self.err(format!("{i} in a pop group"))),
+            }
+        }
+        let slow = self.mismatch_block();
+        let check = self.b.create_block();
+        let fast = self.b.create_block();
+
+        let len = self
+            .b
+            .ins()
+            .load(i64t, flags(), self.ctx, Self::tape_field(tape, TAPE_LEN));
+        let enough = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, len, m as i64);
+        self.b.ins().brif(enough, check, &[], slow, &[]);
+
+        // The entry popped j-th is at index len - 1 - j.
+        self.b.switch_to_block(check);
+        let (bits, types) = self.tape_buffers(tape);
+        let rest = self.b.ins().iadd_imm_s(len, -(m as i64));
+        let off = self.b.ins().ishl_imm_u(rest, 3);
+        let base = self.b.ins().iadd(bits, off);
+        let types = self.b.ins().iadd(types, rest);
+        let at = |j: usize| (m - 1 - j) as i32;
+        let mut bad: Option<cl::Value> = None;
+        for (j, &ty) in tys.iter().enumerate() {
+            let t = self.b.ins().load(cl::types::I8, flags(), types, at(j));
+            let ne = self.b.ins().icmp_imm_s(IntCC::NotEqual, t, type_code(ty));
+            bad = Some(match bad {
+                None => ne,
+                Some(b) => self.b.ins().bor(b, ne),
+            });
+        }
+        let bad = bad.ok_or_else(|| self.err("an empty pop group".into()))?;
+        self.b.ins().brif(bad, slow, &[], fast, &[]);
+
+        self.b.switch_to_block(fast);
+        for (j, (&ty, &i)) in tys.iter().zip(group.iter()).enumerate() {
+            let x = match ty {
+                Type::F64 => self.b.ins().load(cl::types::F64, flags(), base, 8 * at(j)),
+                Type::Bool => {
+                    let w = self.b.ins().load(i64t, flags(), base, 8 * at(j));
+                    self.b.ins().ireduce(cl::types::I8, w)
+                }
+                _ => self.b.ins().load(i64t, flags(), base, 8 * at(j)),
+            };
+            self.popped.insert(i, x);
+        }
+        self.b
+            .ins()
+            .store(flags(), rest, self.ctx, Self::tape_field(tape, TAPE_LEN));
+        Ok(())
+    }
+
+    /// The function's one cold block for an empty tape or a mismatched
+    /// entry: the run stops with `TapeMismatch` in this function, whichever
+    /// pop it was (every pop of a function reports the same error), as the
+    /// interpreter stops at the first pop that finds an empty tape or an
+    /// entry of another type.
+    fn mismatch_block(&mut self) -> cl::Block {
+        if let Some((b, _)) = self.mismatch {
+            return b;
+        }
+        let block = self.b.create_block();
+        self.b.set_cold_block(block);
+        let site = self.new_site(SiteKind::TapeMismatch);
+        self.mismatch = Some((block, site));
+        block
     }
 
     fn intrinsic(&self, op: Opcode) -> Result<&'static str, JitError> {
@@ -941,7 +1253,7 @@ fn terminator_dests(func: &Function, blk: IrBlock) -> Vec<IrBlock> {
 }
 
 /// Blocks reachable from `entry`, in reverse postorder (entry first).
-fn reverse_postorder(func: &Function, entry: IrBlock) -> Vec<IrBlock> {
+pub(crate) fn reverse_postorder(func: &Function, entry: IrBlock) -> Vec<IrBlock> {
     let mut visited = std::collections::HashSet::new();
     let mut post = Vec::new();
     // (block, successors, next successor index)

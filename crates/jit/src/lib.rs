@@ -31,6 +31,14 @@
 //!   mark) and calls `adze_free_to(ctx, mark)` on every return, normal or
 //!   trap. [`Compiled::call`] frees whatever is left. Code memory is freed
 //!   when [`Compiled`] is dropped.
+//! - **Tapes.** `push`/`pop` run inline on per-tape buffers in the context
+//!   (bits and a type byte per entry): one capacity check per group of
+//!   pushes, whose growth path calls a `preserve_all` trampoline (no
+//!   spills on the hot path), and one length and type check per group of
+//!   pops, whose failure is a `TapeMismatch` trap. The buffers are kept in
+//!   [`Compiled`] from one call to the next.
+//! - **Zero copy.** [`Compiled::call_mut`] passes the caller's array
+//!   buffers to the code instead of copies.
 //! - **Native stack.** Each function compares its stack pointer with a limit
 //!   in the context at entry. A call first runs with a 512 KiB budget on the
 //!   caller's thread; if recursion (below the depth limit) needs more, the
@@ -45,6 +53,7 @@
 //!   agrees with the interpreter bit for bit (NaN payloads aside).
 
 mod codegen;
+mod loops;
 mod rt;
 
 use adze_ir::runtime::check_args;
@@ -58,13 +67,26 @@ use std::time::{Duration, Instant};
 /// Cranelift optimisation level.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
 pub enum OptLevel {
-    /// No mid-end optimisation (fastest compile; the default: `speed` has
-    /// compile-time cliffs on large reverse-mode functions).
-    #[default]
+    /// No mid-end optimisation (fastest compile).
     None,
-    /// Cranelift's `speed` level (e-graph optimisations).
+    /// Cranelift's `speed` level (e-graph optimisations) for every function.
     Speed,
+    /// Chosen per function (the default): `speed` for functions of at most
+    /// [`SPEED_MAX_INSTS`] Cranelift instructions, `none` above, because
+    /// `speed` has compile-time cliffs on large reverse-mode functions
+    /// (see docs/performance.md).
+    #[default]
+    Auto,
 }
+
+/// Under [`OptLevel::Auto`], the largest function (in Cranelift
+/// instructions) compiled at `speed`.
+pub const SPEED_MAX_INSTS: usize = 1_000;
+
+/// Functions with more Cranelift instructions than this use Cranelift's
+/// single-pass register allocator by default (about 100x faster to compile
+/// on huge functions, slower code): see [`JitOptions::single_pass_above`].
+pub const SINGLE_PASS_ABOVE: usize = 20_000;
 
 /// Options of [`compile`].
 #[derive(Clone, Debug)]
@@ -75,6 +97,12 @@ pub struct JitOptions {
     /// Run Cranelift's IR verifier on every function (costs 30–50 % of
     /// compile time). Defaults to `cfg!(debug_assertions)`.
     pub verify: bool,
+    /// Functions with more Cranelift instructions than this are compiled
+    /// with the single-pass register allocator (`None`: never). Defaults to
+    /// [`SINGLE_PASS_ABOVE`].
+    pub single_pass_above: Option<usize>,
+    /// Keep the disassembly of every function ([`Compiled::disassembly`]).
+    pub disasm: bool,
 }
 
 impl Default for JitOptions {
@@ -83,6 +111,8 @@ impl Default for JitOptions {
             limits: Limits::default(),
             opt_level: OptLevel::default(),
             verify: cfg!(debug_assertions),
+            single_pass_above: Some(SINGLE_PASS_ABOVE),
+            disasm: false,
         }
     }
 }
@@ -117,7 +147,8 @@ impl Drop for CodeMemory {
             // SAFETY: the only pointers into this module's code are the
             // `EntryFn` stored next to it in `Compiled` (or none at all when
             // compilation failed) and the code pointers embedded in that code.
-            // They are only used through `Compiled::call(&self)`, which cannot
+            // They are only used through `Compiled::call(&self)` and
+            // `Compiled::call_mut(&self, ..)`, which cannot
             // run while `Compiled` is being dropped, and `Compiled` hands out
             // no code pointer, so no code of this module can run afterwards.
             unsafe { m.free_memory() };
@@ -133,6 +164,15 @@ pub struct Compiled {
     sig: Signature,
     limits: Limits,
     compile_time: Duration,
+    /// Whether [`Compiled::call_mut`] may run on the caller's thread: the
+    /// call graph has no cycle and a generous bound on the native stack of
+    /// the deepest possible chain of frames fits in `INLINE_STACK`.
+    inline_ok: bool,
+    /// The disassembly of every function, with [`JitOptions::disasm`].
+    disassembly: Option<String>,
+    /// The tape buffers of the last call, kept (emptied) so that the next
+    /// call does not allocate and page-fault its tape again.
+    tapes: std::cell::Cell<Option<Box<rt::Tapes>>>,
     // Declared last so that it is dropped last (the fields above hold no code
     // pointers that run on drop, but this keeps the order obvious).
     _code: CodeMemory,
@@ -148,14 +188,20 @@ impl std::fmt::Debug for Compiled {
 }
 
 /// Builds the host ISA with the settings of `options`.
-fn host_isa(options: &JitOptions) -> Result<cranelift_codegen::isa::OwnedTargetIsa, JitError> {
+fn host_isa(
+    options: &JitOptions,
+    speed: bool,
+    single_pass: bool,
+) -> Result<cranelift_codegen::isa::OwnedTargetIsa, JitError> {
     let host = |e: &dyn std::fmt::Display| JitError::Host(e.to_string());
     let mut flags = settings::builder();
-    let opt = match options.opt_level {
-        OptLevel::None => "none",
-        OptLevel::Speed => "speed",
-    };
+    let opt = if speed { "speed" } else { "none" };
     flags.set("opt_level", opt).map_err(|e| host(&e))?;
+    if single_pass {
+        flags
+            .set("regalloc_algorithm", "single_pass")
+            .map_err(|e| host(&e))?;
+    }
     flags.set("is_pic", "false").map_err(|e| host(&e))?;
     flags
         .set("use_colocated_libcalls", "false")
@@ -185,7 +231,12 @@ pub fn compile(
             message: "no such function in the module".into(),
         });
     }
-    let isa = host_isa(options)?;
+    // The module's ISA compiles the trampoline and every function that uses
+    // its settings; the others are compiled with one of `variants` and
+    // defined as bytes.
+    let isa = host_isa(options, options.opt_level == OptLevel::Speed, false)?;
+    let mut variants: HashMap<(bool, bool), cranelift_codegen::isa::OwnedTargetIsa> =
+        HashMap::new();
     let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
     // Every symbol is registered before anything is declared: an unresolved
     // import panics inside `finalize_definitions` in Cranelift 0.135.
@@ -227,12 +278,11 @@ pub fn compile(
             intrinsics.insert(op, name);
         }
     }
-    let helper_sigs: [(&'static str, &[_], &[_]); 5] = [
+    let helper_sigs: [(&'static str, &[_], &[_]); 4] = [
         ("adze_trap", &[ptr, i64t, i64t, i64t], &[]),
         ("adze_alloc", &[ptr, i64t, ptr], &[ptr]),
         ("adze_free_to", &[ptr, i64t], &[]),
-        ("adze_push", &[ptr, i64t, i64t], &[]),
-        ("adze_pop", &[ptr, i64t, i64t], &[i64t]),
+        ("adze_reserve", &[ptr, i64t, i64t], &[]),
     ];
     for (name, params, returns) in helper_sigs {
         let mut sig = jm.make_signature();
@@ -267,7 +317,11 @@ pub fn compile(
         funcs.insert(id, cid);
     }
 
+    let reserve_id = jm
+        .declare_anonymous_function(&codegen::reserve_signature(jm, ptr))
+        .map_err(link)?;
     let env = codegen::Env {
+        reserve: reserve_id,
         module,
         funcs: &funcs,
         imports: &imports,
@@ -278,16 +332,61 @@ pub fn compile(
     let mut sites = Vec::new();
     let mut ctx = jm.make_context();
     let mut fctx = cranelift_frontend::FunctionBuilderContext::new();
+    let mut stack_bound = FRAME_OVERHEAD;
+    let mut disassembly = String::new();
     for &id in &reachable {
         let f = module.func(id);
         jm.clear_context(&mut ctx);
+        ctx.set_disasm(options.disasm);
         codegen::translate_function(&env, jm, &mut fctx, &mut ctx.func, f, &mut sites)?;
-        jm.define_function(funcs[&id], &mut ctx)
-            .map_err(|e| JitError::Codegen {
-                func: f.name.clone(),
-                message: module_error_message(&ctx.func, e),
-            })?;
+        stack_bound += FRAME_OVERHEAD + BYTES_PER_VALUE * ctx.func.dfg.num_values();
+        let size = ctx.func.dfg.num_insts();
+        let speed = match options.opt_level {
+            OptLevel::None => false,
+            OptLevel::Speed => true,
+            OptLevel::Auto => size <= SPEED_MAX_INSTS,
+        };
+        let single_pass = options.single_pass_above.is_some_and(|n| size > n);
+        let codegen_err = |ctx: &cranelift_codegen::Context, e| JitError::Codegen {
+            func: f.name.clone(),
+            message: module_error_message(&ctx.func, e),
+        };
+        if speed == (options.opt_level == OptLevel::Speed) && !single_pass {
+            jm.define_function(funcs[&id], &mut ctx)
+                .map_err(|e| codegen_err(&ctx, e))?;
+        } else {
+            let variant = match variants.entry((speed, single_pass)) {
+                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
+                std::collections::hash_map::Entry::Vacant(v) => {
+                    v.insert(host_isa(options, speed, single_pass)?)
+                }
+            };
+            define_with(jm, &**variant, funcs[&id], &mut ctx).map_err(|e| codegen_err(&ctx, *e))?;
+        }
+        if options.disasm {
+            let code = ctx.compiled_code().and_then(|c| c.vcode.clone());
+            disassembly.push_str(&format!(
+                "; {} ({size} Cranelift instructions, opt {}, {} allocator)\n{}\n",
+                f.name,
+                if speed { "speed" } else { "none" },
+                if single_pass {
+                    "single-pass"
+                } else {
+                    "backtracking"
+                },
+                code.unwrap_or_default()
+            ));
+        }
     }
+
+    // The reserve trampoline (`preserve_all`, see `codegen`).
+    jm.clear_context(&mut ctx);
+    codegen::translate_reserve_trampoline(&env, jm, &mut fctx, &mut ctx.func)?;
+    jm.define_function(reserve_id, &mut ctx)
+        .map_err(|e| JitError::Codegen {
+            func: "<reserve trampoline>".into(),
+            message: module_error_message(&ctx.func, e),
+        })?;
 
     // The entry trampoline.
     let mut tsig = jm.make_signature();
@@ -320,8 +419,81 @@ pub fn compile(
         sig: module.func(root).sig.clone(),
         limits: options.limits,
         compile_time: start.elapsed(),
+        tapes: std::cell::Cell::new(None),
+        disassembly: options.disasm.then_some(disassembly),
+        inline_ok: !may_recurse(module, &reachable) && stack_bound <= INLINE_STACK / 2,
         _code: code,
     })
+}
+
+/// Does the call graph of `reachable` have a cycle (recursion)?
+fn may_recurse(module: &adze_ir::Module, reachable: &[FuncId]) -> bool {
+    use adze_ir::InstData;
+    let callees = |id: FuncId| -> Vec<FuncId> {
+        let f = module.func(id);
+        f.layout
+            .insts()
+            .filter_map(|(_, i)| match f.dfg.inst(i) {
+                InstData::Call { func, .. } => Some(*func),
+                _ => None,
+            })
+            .collect()
+    };
+    // 0 = unvisited, 1 = on the DFS stack, 2 = done.
+    let mut state: HashMap<FuncId, u8> = HashMap::new();
+    for &root in reachable {
+        if state.contains_key(&root) {
+            continue;
+        }
+        let mut stack = vec![(root, callees(root), 0usize)];
+        state.insert(root, 1);
+        while let Some(top) = stack.last_mut() {
+            if let Some(&next) = top.1.get(top.2) {
+                top.2 += 1;
+                match state.get(&next) {
+                    Some(1) => return true,
+                    Some(_) => {}
+                    None => {
+                        state.insert(next, 1);
+                        let c = callees(next);
+                        stack.push((next, c, 0));
+                    }
+                }
+            } else {
+                state.insert(top.0, 2);
+                stack.pop();
+            }
+        }
+    }
+    false
+}
+
+/// `JITModule::define_function`, but compiled with `isa` (other settings
+/// than the module's): the code is compiled here and defined as bytes with
+/// its relocations.
+fn define_with(
+    jm: &mut JITModule,
+    isa: &dyn cranelift_codegen::isa::TargetIsa,
+    id: cranelift_module::FuncId,
+    ctx: &mut cranelift_codegen::Context,
+) -> Result<(), Box<cranelift_module::ModuleError>> {
+    let mut ctrl = cranelift_codegen::control::ControlPlane::default();
+    ctx.compile(isa, &mut ctrl)
+        .map_err(|e| cranelift_module::ModuleError::Compilation(e.inner))?;
+    let code = ctx.compiled_code().ok_or_else(|| {
+        cranelift_module::ModuleError::Compilation(cranelift_codegen::CodegenError::Unsupported(
+            "no compiled code".into(),
+        ))
+    })?;
+    let alignment = u64::from(code.buffer.alignment);
+    let relocs: Vec<_> = code
+        .buffer
+        .relocs()
+        .iter()
+        .map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+        .collect();
+    let bytes = code.code_buffer().to_vec();
+    Ok(jm.define_function_bytes(id, alignment, &bytes, &relocs)?)
 }
 
 fn module_error_message(
@@ -344,6 +516,16 @@ const BIG_STACK: usize = 256 << 20;
 /// Stack kept free below the limit for the `extern "C"` helpers.
 const STACK_MARGIN: usize = 1 << 20;
 
+/// A bound on the native stack one frame needs besides its values (return
+/// address, saved registers, alignment, outgoing stack arguments).
+const FRAME_OVERHEAD: usize = 1 << 10;
+/// A bound on the stack a Cranelift value can need (a spill slot, lowering
+/// temporaries), deliberately generous.
+const BYTES_PER_VALUE: usize = 64;
+
+/// Tape buffers up to this size are kept between calls.
+const KEPT_TAPE_BYTES: usize = 1 << 30;
+
 /// What one attempt at running the compiled code gave.
 enum Attempt {
     Done(Result<Outcome, RunError>, usize),
@@ -360,24 +542,67 @@ struct Runner<'a> {
     sig: &'a Signature,
 }
 
+/// What one run of the entry trampoline gave.
+enum Raw {
+    Done {
+        status: i32,
+        error: Option<RunError>,
+        peak: usize,
+        results: Vec<u64>,
+    },
+    /// The native stack budget ran out before the call-depth limit was
+    /// reached.
+    StackExhausted,
+}
+
 impl Runner<'_> {
-    /// Runs the compiled code once, allowing it `budget` bytes of native
-    /// stack below the current stack position.
-    fn attempt(&self, args: &[Val], budget: usize) -> Attempt {
+    /// Runs the trampoline once on `slots`, allowing it `budget` bytes of
+    /// native stack below the current stack position.
+    ///
+    /// # Safety
+    ///
+    /// `slots` must hold exactly the argument slots of the root (the caller
+    /// ran `check_args`): one per scalar parameter, pointer then length per
+    /// array, each pointer valid for reads and writes of `length` f64s for
+    /// the whole call and not accessed through any Rust reference meanwhile.
+    unsafe fn run_raw(&self, slots: &[u64], budget: usize, tapes: rt::Tapes) -> (Raw, rt::Tapes) {
         let marker = 0u8;
         let here = std::ptr::addr_of!(marker) as usize;
         let stack_limit = here.saturating_sub(budget) as u64;
-        // Copies of the array arguments, which generated code reads and writes
-        // in place; their heap buffers do not move during the call.
-        let mut arrays: Vec<Vec<f64>> = args
-            .iter()
-            .filter_map(|a| match a {
-                Val::Array(xs) => Some(xs.clone()),
-                _ => None,
-            })
-            .collect();
-        let mut slots: Vec<u64> = Vec::with_capacity(args.len() + arrays.len());
-        let mut next_array = arrays.iter_mut();
+        let mut results = vec![0u64; self.sig.results.len()];
+        let mut ctx = rt::Ctx::with_tapes(self.sites, stack_limit, tapes);
+        // SAFETY: `entry` is the trampoline compiled for this root (see
+        // `compile`), and its code is alive while the `Compiled` that lent us
+        // `self` is. `slots` is valid as this function's contract requires,
+        // `results` has one slot per result, and `ctx` is a live `Ctx` that
+        // no Rust reference touches while the call runs. Generated code only
+        // accesses memory within these bounds (every `load`/`store` is
+        // bounds-checked, statically or at run time), stops before using the
+        // native stack below `stack_limit` (which leaves `STACK_MARGIN` for
+        // the helpers it calls), and the `extern "C"` helpers never unwind.
+        let status = unsafe { (self.entry)(&mut ctx, slots.as_ptr(), results.as_mut_ptr()) };
+        let error = ctx.error.take();
+        let exhausted = ctx.stack_exhausted;
+        let peak = ctx.peak;
+        let tapes = std::mem::replace(&mut ctx.tapes, rt::new_tapes());
+        drop(ctx); // frees any arrays left by a trap
+        if (status != 0 || error.is_some()) && exhausted {
+            return (Raw::StackExhausted, tapes);
+        }
+        let raw = Raw::Done {
+            status,
+            error,
+            peak,
+            results,
+        };
+        (raw, tapes)
+    }
+
+    /// The slots of `args`: scalars by value, each array as the pointer and
+    /// length of the matching buffer of `arrays` (in order).
+    fn slots<'v>(args: &[Val], arrays: impl Iterator<Item = &'v mut Vec<f64>>) -> Vec<u64> {
+        let mut slots: Vec<u64> = Vec::with_capacity(2 * args.len());
+        let mut next_array = arrays;
         for a in args {
             match a {
                 Val::F64(x) => slots.push(x.to_bits()),
@@ -391,29 +616,21 @@ impl Runner<'_> {
                 }
             }
         }
-        let mut results = vec![0u64; self.sig.results.len()];
-        let mut ctx = rt::Ctx::new(self.sites, stack_limit);
-        // SAFETY: `entry` is the trampoline compiled for this root (see
-        // `compile`), and its code is alive while the `Compiled` that lent us
-        // `self` is. `slots` holds exactly the slots it reads (the caller ran
-        // `check_args`: one slot per scalar parameter, pointer + length per
-        // array, each pointer valid for reads and writes of `length` f64s for
-        // the whole call), `results` has one slot per result, and `ctx` is a
-        // live `Ctx` that no Rust reference touches while the call runs.
-        // Generated code only accesses memory within these bounds (every
-        // `load`/`store` is bounds-checked, statically or at run time), stops
-        // before using the native stack below `stack_limit` (which leaves
-        // `STACK_MARGIN` for the helpers it calls), and the `extern "C"`
-        // helpers never unwind.
-        let status = unsafe { (self.entry)(&mut ctx, slots.as_ptr(), results.as_mut_ptr()) };
-        let error = ctx.error.take();
-        let exhausted = ctx.stack_exhausted;
-        let peak = ctx.peak;
-        drop(ctx); // frees any arrays left by a trap
+        slots
+    }
+
+    /// The results of a finished run, or its error.
+    fn finish(&self, raw: Raw) -> Attempt {
+        let Raw::Done {
+            status,
+            error,
+            peak,
+            results,
+        } = raw
+        else {
+            return Attempt::StackExhausted;
+        };
         if status != 0 || error.is_some() {
-            if exhausted {
-                return Attempt::StackExhausted;
-            }
             let e = error.unwrap_or_else(|| {
                 RunError::new(
                     self.name,
@@ -437,15 +654,48 @@ impl Runner<'_> {
                 Type::Array => Val::Array(Vec::new()),
             })
             .collect();
-        let mut arrays = arrays.into_iter();
-        let args = args
+        Attempt::Done(
+            Ok(Outcome {
+                results,
+                args: Vec::new(),
+            }),
+            peak,
+        )
+    }
+
+    /// Runs the compiled code once on copies of the array arguments,
+    /// allowing it `budget` bytes of native stack below the current stack
+    /// position.
+    fn attempt(&self, args: &[Val], budget: usize, tapes: rt::Tapes) -> (Attempt, rt::Tapes) {
+        // Copies of the array arguments, which generated code reads and writes
+        // in place; their heap buffers do not move during the call.
+        let mut arrays: Vec<Vec<f64>> = args
             .iter()
-            .map(|a| match a {
-                Val::Array(_) => Val::Array(arrays.next().unwrap_or_default()),
-                other => other.clone(),
+            .filter_map(|a| match a {
+                Val::Array(xs) => Some(xs.clone()),
+                _ => None,
             })
             .collect();
-        Attempt::Done(Ok(Outcome { results, args }), peak)
+        let slots = Self::slots(args, arrays.iter_mut());
+        // SAFETY: the caller ran `check_args`, so `slots` has the root's
+        // layout; each array slot points into a buffer of `arrays`, owned
+        // here, not moved or borrowed until the call returns.
+        let (raw, tapes) = unsafe { self.run_raw(&slots, budget, tapes) };
+        let attempt = match self.finish(raw) {
+            Attempt::Done(Ok(mut out), peak) => {
+                let mut arrays = arrays.into_iter();
+                out.args = args
+                    .iter()
+                    .map(|a| match a {
+                        Val::Array(_) => Val::Array(arrays.next().unwrap_or_default()),
+                        other => other.clone(),
+                    })
+                    .collect();
+                Attempt::Done(Ok(out), peak)
+            }
+            other => other,
+        };
+        (attempt, tapes)
     }
 }
 
@@ -470,15 +720,18 @@ impl Compiled {
             name: &self.name,
             sig: &self.sig,
         };
-        if let Attempt::Done(r, peak) = runner.attempt(args, INLINE_STACK) {
+        let (attempt, mut tapes) = runner.attempt(args, INLINE_STACK, self.take_tapes());
+        if let Attempt::Done(r, peak) = attempt {
+            self.keep_tapes(tapes);
             return (r, peak);
         }
+        rt::clear_tapes(&mut tapes);
         // Deep recursion: run again on a thread with a large stack.
         let big = std::thread::scope(|s| {
             std::thread::Builder::new()
                 .name("adze-jit-call".into())
                 .stack_size(BIG_STACK)
-                .spawn_scoped(s, || runner.attempt(args, BIG_STACK - STACK_MARGIN))
+                .spawn_scoped(s, || runner.attempt(args, BIG_STACK - STACK_MARGIN, tapes))
                 .map(|h| h.join())
         });
         let fail = |msg: String| {
@@ -487,16 +740,119 @@ impl Compiled {
                 0,
             )
         };
+        let big = big.map(|r| {
+            r.map(|(attempt, tapes)| {
+                self.keep_tapes(tapes);
+                attempt
+            })
+        });
         match big {
             Ok(Ok(Attempt::Done(r, peak))) => (r, peak),
-            Ok(Ok(Attempt::StackExhausted)) => fail(format!(
-                "native stack exhausted ({} MiB) before the call depth limit of {} was reached",
-                BIG_STACK >> 20,
-                self.limits.max_call_depth
-            )),
+            Ok(Ok(Attempt::StackExhausted)) => fail(self.exhausted_message()),
             Ok(Err(_)) => fail("internal error: the call thread panicked".into()),
             Err(e) => fail(format!("cannot start a thread for a deep call: {e}")),
         }
+    }
+
+    /// [`Compiled::call`] without copies: the compiled code reads and writes
+    /// the caller's array buffers in place. On success the arrays of `args`
+    /// hold their final contents (what `Outcome.args` holds after `call`)
+    /// and the results are returned. On an error (the same [`RunError`] as
+    /// `call` gives) the arrays hold whatever the code wrote before the trap.
+    ///
+    /// Code that cannot recurse and needs little native stack runs on the
+    /// caller's thread; otherwise the call runs once on a thread with a
+    /// 256 MiB stack (it cannot be re-run after a first attempt ran out of
+    /// stack, because that attempt may have written to the arrays).
+    pub fn call_mut(&self, args: &mut [Val]) -> Result<Vec<Val>, RunError> {
+        check_args(&self.name, &self.sig, args)?;
+        let runner = Runner {
+            entry: self.entry,
+            sites: &self.sites,
+            name: &self.name,
+            sig: &self.sig,
+        };
+        // Pointers to the caller's own buffers: `args` stays mutably
+        // borrowed (so no buffer moves or is read by Rust) until we return.
+        let mut slots: Vec<u64> = Vec::with_capacity(2 * args.len());
+        for a in args.iter_mut() {
+            match a {
+                Val::F64(x) => slots.push(x.to_bits()),
+                Val::I64(x) => slots.push(*x as u64),
+                Val::Bool(x) => slots.push(u64::from(*x)),
+                Val::Array(v) => {
+                    slots.push(v.as_mut_ptr() as u64);
+                    slots.push(v.len() as u64);
+                }
+            }
+        }
+        let (raw, tapes) = if self.inline_ok {
+            // SAFETY: `check_args` passed, so `slots` has the root's layout;
+            // each array slot points into a `Vec` of `args`, which we borrow
+            // mutably for the whole call, so nothing else reads, writes or
+            // reallocates it meanwhile.
+            unsafe { runner.run_raw(&slots, INLINE_STACK, self.take_tapes()) }
+        } else {
+            let tapes = self.take_tapes();
+            let big = std::thread::scope(|s| {
+                std::thread::Builder::new()
+                    .name("adze-jit-call".into())
+                    .stack_size(BIG_STACK)
+                    // SAFETY: as above; the scope joins the thread before
+                    // the borrow of `args` ends.
+                    .spawn_scoped(s, || unsafe {
+                        runner.run_raw(&slots, BIG_STACK - STACK_MARGIN, tapes)
+                    })
+                    .map(|h| h.join())
+            });
+            match big {
+                Ok(Ok(raw)) => raw,
+                Ok(Err(_)) => {
+                    return Err(self.failure("internal error: the call thread panicked".into()))
+                }
+                Err(e) => {
+                    return Err(self.failure(format!("cannot start a thread for a call: {e}")))
+                }
+            }
+        };
+        self.keep_tapes(tapes);
+        match runner.finish(raw) {
+            Attempt::Done(r, _) => r.map(|out| out.results),
+            Attempt::StackExhausted => Err(self.failure(self.exhausted_message())),
+        }
+    }
+
+    /// The tapes of the previous call (empty, with their buffers), or new
+    /// ones.
+    fn take_tapes(&self) -> rt::Tapes {
+        self.tapes.take().map_or_else(rt::new_tapes, |t| *t)
+    }
+
+    /// Keeps the buffers of `tapes` for the next call, unless they are
+    /// bigger than `KEPT_TAPE_BYTES`.
+    fn keep_tapes(&self, mut tapes: rt::Tapes) {
+        if rt::clear_tapes(&mut tapes) <= KEPT_TAPE_BYTES {
+            self.tapes.set(Some(Box::new(tapes)));
+        }
+    }
+
+    fn failure(&self, msg: String) -> RunError {
+        RunError::new(self.name.clone(), TrapKind::Unsupported(msg))
+    }
+
+    fn exhausted_message(&self) -> String {
+        format!(
+            "native stack exhausted ({} MiB) before the call depth limit of {} was reached",
+            BIG_STACK >> 20,
+            self.limits.max_call_depth
+        )
+    }
+
+    /// The disassembly (Cranelift's VCode listing after register
+    /// allocation) of every compiled function, if [`JitOptions::disasm`]
+    /// was set.
+    pub fn disassembly(&self) -> Option<&str> {
+        self.disassembly.as_deref()
     }
 
     /// Wall time of [`compile`].

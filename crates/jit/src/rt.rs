@@ -1,6 +1,7 @@
 //! The Rust side of the JIT's run time: the per-call context ([`Ctx`]), the
 //! trap-site table, and every `extern "C"` symbol that generated code calls
-//! (`adze_trap`, `adze_alloc`, `adze_free_to` and one wrapper per intrinsic
+//! (`adze_trap`, `adze_alloc`, `adze_free_to`, `adze_reserve` — the growth
+//! path of the inline tape — and one wrapper per intrinsic
 //! around [`adze_ir::semantics`]).
 //!
 //! None of these functions panics: a panic cannot unwind across `extern "C"`
@@ -9,7 +10,139 @@
 
 use adze_ir::semantics;
 use adze_ir::{Opcode, RunError, TrapKind};
-use std::mem::offset_of;
+use std::mem::{offset_of, ManuallyDrop};
+
+/// A growable tape, laid out so that generated code can push and pop
+/// inline. An entry is a value's raw 64 bits in `bits[k]` and its type in
+/// `types[k]` (0 f64, 1 i64, 2 bool), which `pop` checks: two parallel
+/// buffers, 9 bytes per entry (the tape number needs no storage: each tape
+/// is its own stack). Generated code reads and writes `len` and the entries
+/// below `cap` directly, and calls `adze_reserve` only to grow the buffers.
+///
+/// Invariant: `(bits, len, bits_cap)` and `(types, len, types_cap)` are the
+/// raw parts of a `Vec<u64>` and a `Vec<u8>`, `cap = min(bits_cap,
+/// types_cap)`, and the entries `0..len` are initialised. Generated code
+/// keeps it: it writes entries below `cap` before raising `len` over them.
+#[repr(C)]
+pub(crate) struct Tape {
+    bits: *mut u64,
+    types: *mut u8,
+    len: usize,
+    cap: usize,
+    bits_cap: usize,
+    types_cap: usize,
+}
+
+/// Byte offsets of the fields of [`Tape`] that generated code uses, and
+/// its size.
+pub(crate) const TAPE_BITS: i32 = offset_of!(Tape, bits) as i32;
+pub(crate) const TAPE_TYPES: i32 = offset_of!(Tape, types) as i32;
+pub(crate) const TAPE_LEN: i32 = offset_of!(Tape, len) as i32;
+pub(crate) const TAPE_CAP: i32 = offset_of!(Tape, cap) as i32;
+pub(crate) const TAPE_SIZE: i32 = std::mem::size_of::<Tape>() as i32;
+
+/// The two buffers of a tape, as `Vec`s.
+struct Buffers<'a> {
+    bits: &'a mut Vec<u64>,
+    types: &'a mut Vec<u8>,
+}
+
+impl Tape {
+    fn new() -> Tape {
+        let mut bits = ManuallyDrop::new(Vec::<u64>::new());
+        let mut types = ManuallyDrop::new(Vec::<u8>::new());
+        Tape {
+            bits: bits.as_mut_ptr(),
+            types: types.as_mut_ptr(),
+            len: 0,
+            cap: bits.capacity().min(types.capacity()),
+            bits_cap: bits.capacity(),
+            types_cap: types.capacity(),
+        }
+    }
+
+    /// Runs `f` on the tape's buffers as `Vec`s (both of length `len`).
+    fn with_vecs<R>(&mut self, f: impl FnOnce(Buffers<'_>) -> R) -> R {
+        // SAFETY: by the invariant of `Tape`, these are the raw parts of a
+        // `Vec<u64>` and a `Vec<u8>` with `len` initialised elements each.
+        // They are wrapped in `ManuallyDrop` so that they are never freed
+        // here (not even if `f` panicked), and their new raw parts are
+        // stored back before returning.
+        let (mut bits, mut types) = unsafe {
+            (
+                ManuallyDrop::new(Vec::from_raw_parts(self.bits, self.len, self.bits_cap)),
+                ManuallyDrop::new(Vec::from_raw_parts(self.types, self.len, self.types_cap)),
+            )
+        };
+        let r = f(Buffers {
+            bits: &mut bits,
+            types: &mut types,
+        });
+        self.bits = bits.as_mut_ptr();
+        self.types = types.as_mut_ptr();
+        self.len = bits.len().min(types.len());
+        self.bits_cap = bits.capacity();
+        self.types_cap = types.capacity();
+        self.cap = self.bits_cap.min(self.types_cap);
+        r
+    }
+
+    /// Room for `additional` more entries.
+    fn reserve(&mut self, additional: usize) {
+        self.with_vecs(|b| {
+            b.bits.reserve(additional);
+            b.types.reserve(additional);
+        });
+    }
+
+    /// Empties the tape, keeping its buffers.
+    fn clear(&mut self) {
+        self.with_vecs(|b| {
+            b.bits.clear();
+            b.types.clear();
+        });
+    }
+
+    /// Bytes allocated.
+    fn bytes(&self) -> usize {
+        self.bits_cap * 8 + self.types_cap
+    }
+}
+
+// SAFETY: a `Tape` owns its buffers exactly like the `Vec<u64>` and
+// `Vec<u8>` whose raw parts it holds, so moving it to another thread is as
+// safe as moving those `Vec`s.
+unsafe impl Send for Tape {}
+
+/// The tapes of one call, by tape number.
+pub(crate) type Tapes = [Tape; adze_ir::MAX_TAPES as usize];
+
+/// Fresh, empty tapes (no allocation).
+pub(crate) fn new_tapes() -> Tapes {
+    std::array::from_fn(|_| Tape::new())
+}
+
+/// Empties `tapes`, keeping their buffers; the bytes they hold.
+pub(crate) fn clear_tapes(tapes: &mut Tapes) -> usize {
+    tapes
+        .iter_mut()
+        .map(|t| {
+            t.clear();
+            t.bytes()
+        })
+        .sum()
+}
+
+impl Drop for Tape {
+    fn drop(&mut self) {
+        // SAFETY: the raw parts of a `Vec<u64>` and a `Vec<u8>` (the
+        // invariant of `Tape`), dropped once, here.
+        unsafe {
+            drop(Vec::from_raw_parts(self.bits, self.len, self.bits_cap));
+            drop(Vec::from_raw_parts(self.types, self.len, self.types_cap));
+        }
+    }
+}
 
 /// The per-call context. Generated code receives a `*mut Ctx` as the first
 /// argument of every function and touches only the two leading `i64` fields,
@@ -25,6 +158,9 @@ pub(crate) struct Ctx<'a> {
     /// Lowest native stack address generated code may use: each function
     /// compares its stack pointer with it at entry.
     pub stack_limit: u64,
+    /// The tapes of `push`/`pop`, by tape number, at [`TAPES_OFFSET`]:
+    /// generated code pushes and pops inline (see [`Tape`]).
+    pub tapes: [Tape; adze_ir::MAX_TAPES as usize],
     /// Set when a function found the stack pointer below `stack_limit`.
     pub stack_exhausted: bool,
     /// Live `zeros` arrays, oldest first.
@@ -36,9 +172,6 @@ pub(crate) struct Ctx<'a> {
     pub sites: &'a [TrapSite],
     /// The largest number of simultaneously live arrays (for tests).
     pub peak: usize,
-    /// The tapes of `push`/`pop`, by tape number: raw 64-bit values with
-    /// their tag (tape number and type) each.
-    pub tapes: Vec<Vec<(u64, i64)>>,
 }
 
 /// Byte offset of [`Ctx::depth`].
@@ -47,9 +180,17 @@ pub(crate) const DEPTH_OFFSET: i32 = offset_of!(Ctx<'static>, depth) as i32;
 pub(crate) const LIVE_OFFSET: i32 = offset_of!(Ctx<'static>, live) as i32;
 /// Byte offset of [`Ctx::stack_limit`].
 pub(crate) const STACK_LIMIT_OFFSET: i32 = offset_of!(Ctx<'static>, stack_limit) as i32;
+/// Byte offset of [`Ctx::tapes`].
+pub(crate) const TAPES_OFFSET: i32 = offset_of!(Ctx<'static>, tapes) as i32;
 
 impl<'a> Ctx<'a> {
+    #[cfg(test)]
     pub fn new(sites: &'a [TrapSite], stack_limit: u64) -> Ctx<'a> {
+        Ctx::with_tapes(sites, stack_limit, new_tapes())
+    }
+
+    /// A context whose tapes reuse `tapes`' buffers (which must be empty).
+    pub fn with_tapes(sites: &'a [TrapSite], stack_limit: u64, tapes: Tapes) -> Ctx<'a> {
         Ctx {
             depth: 0,
             live: 0,
@@ -59,7 +200,7 @@ impl<'a> Ctx<'a> {
             error: None,
             sites,
             peak: 0,
-            tapes: vec![Vec::new(); usize::from(adze_ir::MAX_TAPES)],
+            tapes,
         }
     }
 }
@@ -182,35 +323,20 @@ pub(crate) extern "C" fn adze_alloc(ctx: *mut Ctx<'_>, n: i64, slot: *mut i64) -
     v.as_mut_ptr()
 }
 
-/// Pushes `bits` (an f64's bits, an i64, or a bool as 0/1) with its `tag`
-/// (tape number << 2 | type) onto its tape. Generated code only passes tags
-/// of verified instructions, whose tape numbers are below `MAX_TAPES`.
-pub(crate) extern "C" fn adze_push(ctx: *mut Ctx<'_>, bits: i64, tag: i64) {
+/// Makes room for `additional` more entries on tape `tape` (generated code
+/// calls it when a group of pushes does not fit below the capacity, then
+/// writes the entries itself). Tape numbers of verified instructions are
+/// below `MAX_TAPES`; anything else is ignored.
+pub(crate) extern "C" fn adze_reserve(ctx: *mut Ctx<'_>, tape: i64, additional: i64) {
     // SAFETY: as in `adze_trap`.
     let ctx = unsafe { &mut *ctx };
-    if let Some(tape) = usize::try_from(tag >> 2)
-        .ok()
-        .and_then(|t| ctx.tapes.get_mut(t))
-    {
-        tape.push((bits as u64, tag));
-    }
-}
-
-/// Pops the value pushed last. On an empty tape or a type mismatch it records
-/// the error of trap site `site` and returns 0; `Compiled::call` reports the
-/// recorded error even though the code ran on.
-pub(crate) extern "C" fn adze_pop(ctx: *mut Ctx<'_>, site: i64, tag: i64) -> i64 {
-    // SAFETY: as in `adze_trap`.
-    let ctx_ref = unsafe { &mut *ctx };
-    let tape = usize::try_from(tag >> 2)
-        .ok()
-        .and_then(|t| ctx_ref.tapes.get_mut(t));
-    match tape.and_then(Vec::pop) {
-        Some((bits, t)) if t == tag => bits as i64,
-        _ => {
-            adze_trap(ctx, site, 0, 0);
-            0
-        }
+    if let (Some(t), Ok(n)) = (
+        usize::try_from(tape)
+            .ok()
+            .and_then(|t| ctx.tapes.get_mut(t)),
+        usize::try_from(additional),
+    ) {
+        t.reserve(n);
     }
 }
 
@@ -292,12 +418,37 @@ pub(crate) fn helper_symbols() -> Vec<(&'static str, *const u8)> {
             adze_free_to as extern "C" fn(*mut Ctx<'_>, i64) as *const u8,
         ),
         (
-            "adze_push",
-            adze_push as extern "C" fn(*mut Ctx<'_>, i64, i64) as *const u8,
-        ),
-        (
-            "adze_pop",
-            adze_pop as extern "C" fn(*mut Ctx<'_>, i64, i64) -> i64 as *const u8,
+            "adze_reserve",
+            adze_reserve as extern "C" fn(*mut Ctx<'_>, i64, i64) as *const u8,
         ),
     ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tape_grows_and_keeps_its_entries() {
+        let mut ctx = Ctx::new(&[], 0);
+        let p: *mut Ctx<'_> = &mut ctx;
+        adze_reserve(p, 3, 2);
+        let t = &mut ctx.tapes[3];
+        assert!(t.cap >= 2);
+        assert_eq!(t.len, 0);
+        t.with_vecs(|b| {
+            b.bits.push(7);
+            b.types.push(1);
+        });
+        let p: *mut Ctx<'_> = &mut ctx;
+        adze_reserve(p, 3, 1000);
+        let t = &mut ctx.tapes[3];
+        assert!(t.cap >= 1001);
+        assert_eq!(t.len, 1);
+        let (bits, types) = t.with_vecs(|b| (b.bits.clone(), b.types.clone()));
+        assert_eq!((bits, types), (vec![7], vec![1]));
+        let mut tapes = std::mem::replace(&mut ctx.tapes, new_tapes());
+        assert!(clear_tapes(&mut tapes) >= 1001 * 9);
+        assert_eq!(tapes[3].len, 0);
+    }
 }

@@ -291,3 +291,137 @@ fn arrays_are_freed_on_every_return_path() {
     assert_eq!(out.unwrap().results, vec![Val::F64(55.0)]);
     assert_eq!(peak, 11); // the frames rec(10) .. rec(0)
 }
+
+#[test]
+fn call_mut_writes_into_the_callers_buffers() {
+    // scale(a, s): a[i] = a[i] * s for every i; returns len(a) as f64.
+    let m = adze_ir::parse::parse_module(
+        "function @scale(a: mut arr, s: f64) -> f64 {
+block0(v0: arr, v1: f64):
+    v2 = len v0
+    v3 = iconst 0
+    jump block1(v3)
+block1(v4: i64):
+    v5 = icmp lt v4, v2
+    brif v5, block2, block3
+block2:
+    v6 = load v0, v4
+    v7 = fmul v6, v1
+    store v0, v4, v7
+    v8 = iconst 1
+    v9 = iadd v4, v8
+    jump block1(v9)
+block3:
+    v10 = sitof v2
+    return v10
+}
+",
+    )
+    .unwrap();
+    verified(&m);
+    let c = jit(&m, m.get("scale").unwrap());
+    let mut args = vec![Val::Array(vec![1.0, 2.0, 3.0]), Val::F64(2.0)];
+    let before = match &args[0] {
+        Val::Array(v) => v.as_ptr(),
+        _ => unreachable!(),
+    };
+    let r = c.call_mut(&mut args).unwrap();
+    assert_eq!(r, vec![Val::F64(3.0)]);
+    match &args[0] {
+        Val::Array(v) => {
+            assert_eq!(v, &vec![2.0, 4.0, 6.0]);
+            assert_eq!(v.as_ptr(), before, "the caller's buffer, not a copy");
+        }
+        _ => unreachable!(),
+    }
+    // Bad arguments are the same error as for `call`.
+    let mut bad = vec![Val::F64(1.0)];
+    assert_eq!(
+        c.call_mut(&mut bad).unwrap_err(),
+        c.call(&[Val::F64(1.0)]).unwrap_err()
+    );
+}
+
+#[test]
+fn single_pass_allocator_and_disassembly() {
+    // Every function compiled with the single-pass allocator agrees with the
+    // interpreter; the disassembly names each function and its settings.
+    let mut mb = Mb::new();
+    let id = super::control::sum_of_squares(&mut mb);
+    verified(&mb.m);
+    for opt in [OptLevel::None, OptLevel::Speed, OptLevel::Auto] {
+        let o = JitOptions {
+            opt_level: opt,
+            verify: true,
+            single_pass_above: Some(0),
+            disasm: true,
+            ..JitOptions::default()
+        };
+        let c = compile(&mb.m, id, &o).unwrap();
+        let want = adze_interp::Interpreter::new(&mb.m)
+            .call(id, &[Val::I64(100)])
+            .unwrap();
+        assert!(c.call(&[Val::I64(100)]).unwrap().bit_eq(&want));
+        let d = c.disassembly().unwrap();
+        assert!(d.contains("; sumsq (") && d.contains("single-pass"), "{d}");
+    }
+    let c = jit(&mb.m, id);
+    assert!(c.disassembly().is_none());
+}
+
+/// `for i in 0..len(x) - k { s += x[i] * x[i + 1] }`, then `x[j]`: the loop's
+/// accesses are proven in bounds for `k >= 1` and checked otherwise.
+fn neighbour_sum(k: i64) -> Module {
+    adze_ir::parse::parse_module(&format!(
+        "function @f(x: mut arr, j: i64) -> f64 {{
+block0(v0: arr, v30: i64):
+    v1 = fconst 0.0
+    v2 = iconst 0
+    v3 = len v0
+    v4 = iconst {k}
+    v5 = isub v3, v4
+    jump block1(v2, v1)
+block1(v6: i64, v7: f64):
+    v8 = icmp lt v6, v5
+    brif v8, block2, block3(v7)
+block2:
+    v10 = load v0, v6
+    v12 = iconst 1
+    v13 = iadd v6, v12
+    v14 = load v0, v13
+    v15 = fmul v10, v14
+    v16 = fadd v7, v15
+    store v0, v6, v16
+    jump block4
+block4:
+    v17 = iconst 1
+    v18 = iadd v6, v17
+    jump block1(v18, v16)
+block3(v19: f64):
+    v21 = load v0, v30
+    v22 = fadd v19, v21
+    return v22
+}}
+"
+    ))
+    .unwrap()
+}
+
+#[test]
+fn loop_bounds_checks_agree_with_the_interpreter() {
+    for k in [2, 1, 0, -1] {
+        let m = neighbour_sum(k);
+        verified(&m);
+        let id = m.get("f").unwrap();
+        for n in [0usize, 1, 2, 5] {
+            let x: Vec<f64> = (0..n).map(|i| 1.0 + i as f64 / 8.0).collect();
+            for j in [0, n as i64 - 1, n as i64, -1] {
+                // `run` compares every optimisation level, `call` and
+                // `call_mut` with the interpreter, errors included (k <= 0
+                // reads past the end in the last iteration, after the
+                // stores of the earlier ones).
+                let _ = run(&m, id, &[Val::Array(x.clone()), Val::I64(j)]);
+            }
+        }
+    }
+}

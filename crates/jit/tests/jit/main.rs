@@ -81,6 +81,7 @@ pub fn options(opt_level: OptLevel, limits: Limits) -> JitOptions {
         limits,
         opt_level,
         verify: true,
+        ..JitOptions::default()
     }
 }
 
@@ -97,9 +98,9 @@ pub fn jit(m: &Module, id: FuncId) -> Compiled {
     compile(m, id, &options(OptLevel::None, Limits::default())).expect("compiles")
 }
 
-/// Runs `id` compiled at both optimisation levels and interpreted, asserts
-/// that the three agree (bit for bit, or on the same error) and returns the
-/// JIT's answer.
+/// Runs `id` compiled at every optimisation level (through `call` and
+/// `call_mut`) and interpreted, asserts that all agree (bit for bit, or on
+/// the same error) and returns the JIT's answer.
 pub fn run_limits(
     m: &Module,
     id: FuncId,
@@ -109,9 +110,24 @@ pub fn run_limits(
     verified(m);
     let want = Interpreter::with_limits(m, limits).call(id, args);
     let mut last = None;
-    for opt in [OptLevel::None, OptLevel::Speed] {
+    for opt in [OptLevel::None, OptLevel::Speed, OptLevel::Auto] {
         let c = compile(m, id, &options(opt, limits)).expect("compiles");
         let got = c.call(args);
+        // The zero-copy path gives the same answer (and leaves in the
+        // arrays what `call` reports in `Outcome.args`).
+        let mut in_place = args.to_vec();
+        let got_mut = c.call_mut(&mut in_place);
+        match (&got, &got_mut) {
+            (Ok(g), Ok(r)) => {
+                let o = Outcome {
+                    results: r.clone(),
+                    args: in_place,
+                };
+                assert!(g.bit_eq(&o), "call and call_mut differ:\n {g:?}\n {o:?}");
+            }
+            (Err(g), Err(r)) => assert_eq!(g, r, "call and call_mut errors differ"),
+            _ => panic!("call and call_mut disagree:\n {got:?}\n {got_mut:?}"),
+        }
         match (&got, &want) {
             (Ok(g), Ok(w)) => assert!(
                 g.bit_eq(w),

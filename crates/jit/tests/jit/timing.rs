@@ -5,12 +5,13 @@ use super::*;
 use adze_ir::{CmpCond, Opcode};
 
 fn report(label: &str, m: &Module, id: FuncId) {
-    for opt in [OptLevel::None, OptLevel::Speed] {
+    for opt in [OptLevel::None, OptLevel::Speed, OptLevel::Auto] {
         for verify in [true, false] {
             let o = JitOptions {
                 limits: Limits::default(),
                 opt_level: opt,
                 verify,
+                ..JitOptions::default()
             };
             let c = compile(m, id, &o).expect("compiles");
             eprintln!(

@@ -1,0 +1,240 @@
+#!/usr/bin/env python3
+"""The SPEC section 6 workloads in JAX (CPU, float64, jitted), for comparison
+with `cargo bench --bench workloads`.
+
+Same workloads, sizes and columns as benches/workloads.rs: primal, reverse
+gradient (jax.grad), forward derivative in one direction (jax.jvp),
+Hessian-vector product as forward over reverse (jvp of grad), and the
+compile time of each (jax.jit(...).lower(...).compile()). Loops are written
+the way JAX wants them (vectorised where the math allows, lax.scan for the
+recurrences), as a JAX user would.
+
+    pip install jax jaxlib        # CPU wheels
+    python3 benches/jax_workloads.py [--quick]
+
+Prints a markdown table of medians and ratios.
+"""
+
+import os
+import statistics
+import sys
+import time
+
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+import jax  # noqa: E402
+import jax.numpy as jnp  # noqa: E402
+from jax import lax  # noqa: E402
+
+jax.config.update("jax_enable_x64", True)
+
+QUICK = "--quick" in sys.argv
+SAMPLES = 3 if QUICK else 10
+
+
+def data(seed, n, lo, hi):
+    key = jax.random.PRNGKey(seed)
+    return jax.random.uniform(key, (n,), jnp.float64, lo, hi)
+
+
+def median_time(f, *args):
+    """Median wall time of f(*args) over SAMPLES runs (after one warm run),
+    each run repeated until it takes at least 20 ms."""
+    jax.block_until_ready(f(*args))
+    t = time.perf_counter()
+    jax.block_until_ready(f(*args))
+    one = time.perf_counter() - t
+    reps = max(1, int(0.02 / max(one, 1e-9)))
+    times = []
+    for _ in range(SAMPLES):
+        t = time.perf_counter()
+        for _ in range(reps):
+            r = f(*args)
+        jax.block_until_ready(r)
+        times.append((time.perf_counter() - t) / reps)
+    return statistics.median(times)
+
+
+def compile_time(f, *args):
+    t = time.perf_counter()
+    jax.jit(f).lower(*args).compile()
+    return time.perf_counter() - t
+
+
+# ---------------------------------------------------------------- workloads
+
+
+def seed_f(x):
+    return jnp.cos(jnp.sum(x * x))
+
+
+def rosenbrock_f(x):
+    a = 1.0 - x[:-1]
+    b = x[1:] - x[:-1] * x[:-1]
+    return jnp.sum(a * a + 100.0 * b * b)
+
+
+def gmm_f(d, k, n, gamma, m):
+    icf_sz = d * (d + 1) // 2
+    rows, cols = jnp.tril_indices(d, -1)
+    # ADBench's packing: for i in 0..d, for j in i+1..d: (j, i), column by
+    # column; tril_indices is row by row, so reorder.
+    order = sorted(range(len(rows)), key=lambda t: (int(cols[t]), int(rows[t])))
+    rows, cols = rows[jnp.array(order, dtype=int)], cols[jnp.array(order, dtype=int)]
+
+    def f(alphas, means, icf, x):
+        icf = icf.reshape(k, icf_sz)
+        means = means.reshape(k, d)
+        x = x.reshape(n, d)
+        diag = icf[:, :d]
+        lower = icf[:, d:]
+        q = jnp.zeros((k, d, d)).at[:, rows, cols].set(lower)
+        q = q + jax.vmap(jnp.diag)(jnp.exp(diag))
+        sum_qs = jnp.sum(diag, axis=1)
+        xc = x[:, None, :] - means[None, :, :]  # n k d
+        qx = jnp.einsum("kij,nkj->nki", q, xc)
+        main = alphas[None, :] + sum_qs[None, :] - 0.5 * jnp.sum(qx * qx, axis=2)
+        slse = jnp.sum(jax.nn.logsumexp(main, axis=1))
+        constant = -n * d * 0.5 * jnp.log(2.0 * jnp.pi)
+        frob = jnp.sum(jnp.exp(diag) ** 2) + jnp.sum(lower**2)
+        nw = d + m + 1
+        prior = 0.5 * gamma * gamma * frob - m * jnp.sum(sum_qs)
+        prior = prior - k * nw * d * (jnp.log(gamma) - 0.5 * jnp.log(2.0))
+        return constant + slse - n * jax.nn.logsumexp(alphas) + prior
+
+    return f
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + jnp.exp(-x))
+
+
+def lstm_f(w, xs, ys):
+    def step(carry, xy):
+        h, c = carry
+        x, y = xy
+        f = sigmoid(w[0] * x + w[1] * h + w[2])
+        i = sigmoid(w[3] * x + w[4] * h + w[5])
+        o = sigmoid(w[6] * x + w[7] * h + w[8])
+        g = jnp.tanh(w[9] * x + w[10] * h + w[11])
+        c2 = f * c + i * g
+        h2 = o * jnp.tanh(c2)
+        d = h2 - y
+        return (h2, c2), d * d
+
+    _, losses = lax.scan(step, (0.0, 0.0), (xs, ys))
+    return jnp.sum(losses) / xs.shape[0]
+
+
+def logistic_f(n):
+    def f(r, x0):
+        def step(x, _):
+            return r * x * (1.0 - x), None
+
+        x, _ = lax.scan(step, x0, None, length=n)
+        return x
+
+    return f
+
+
+# ---------------------------------------------------------------- the table
+
+
+def bench(label, f, args, tangents, argnums):
+    """Times primal, gradient, forward and HVP of f with respect to argnums."""
+    grad = jax.grad(f, argnums=argnums)
+
+    def fwd(*a):
+        primals = tuple(a[i] for i in argnums)
+
+        def g(*p):
+            full = list(a)
+            for i, v in zip(argnums, p):
+                full[i] = v
+            return f(*full)
+
+        return jax.jvp(g, primals, tuple(tangents))
+
+    def hvp(*a):
+        primals = tuple(a[i] for i in argnums)
+
+        def g(*p):
+            full = list(a)
+            for i, v in zip(argnums, p):
+                full[i] = v
+            return grad(*full)
+
+        return jax.jvp(g, primals, tuple(tangents))[1]
+
+    row = {"workload": label}
+    for name, fn in [("primal", f), ("gradient", grad), ("forward", fwd), ("hvp", hvp)]:
+        row["compile " + name] = compile_time(fn, *args)
+        row[name] = median_time(jax.jit(fn), *args)
+    return row
+
+
+def fmt(s):
+    if s >= 1:
+        return f"{s:.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s * 1e6:.1f} µs"
+
+
+def main():
+    rows = []
+    n = 10**6
+    x = data(1, n, -1.0, 1.0)
+    v = data(2, n, -1.0, 1.0)
+    rows.append(bench("seed n=1e6", seed_f, (x,), (v,), (0,)))
+    x = data(3, n, -1.0, 1.0)
+    v = data(4, n, -1.0, 1.0)
+    rows.append(bench("rosenbrock n=1e6", rosenbrock_f, (x,), (v,), (0,)))
+    for d, k, npts in [(8, 10, 1000), (64, 50, 50)]:
+        icf_sz = d * (d + 1) // 2
+        args = (
+            data(5, k, -1.0, 1.0),
+            data(6, k * d, -1.0, 1.0),
+            data(7, k * icf_sz, -0.3, 0.3),
+            data(8, npts * d, -1.0, 1.0),
+        )
+        tang = (data(9, k, -1, 1), data(10, k * d, -1, 1), data(11, k * icf_sz, -1, 1))
+        rows.append(
+            bench(f"gmm d={d} k={k} n={npts}", gmm_f(d, k, npts, 1.0, 0), args, tang, (0, 1, 2))
+        )
+    t = 10**5
+    w = data(12, 12, -0.5, 0.5)
+    rows.append(
+        bench(
+            "lstm T=1e5",
+            lstm_f,
+            (w, data(13, t, -1, 1), data(14, t, -1, 1)),
+            (data(15, 12, -1, 1),),
+            (0,),
+        )
+    )
+    rows.append(
+        bench(
+            "logistic n=1e6",
+            logistic_f(10**6),
+            (jnp.float64(3.0), jnp.float64(0.3)),
+            (jnp.float64(1.0), jnp.float64(0.0)),
+            (0, 1),
+        )
+    )
+
+    print(f"JAX {jax.__version__}, {jax.devices()[0].platform}, float64, jitted; medians of {SAMPLES}")
+    print()
+    print("| workload | primal | grad/primal | hvp/primal | fwd/primal | gradient | forward | hvp | compile grad (ms) |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for r in rows:
+        p = r["primal"]
+        print(
+            f"| {r['workload']} | {fmt(p)} | {r['gradient'] / p:.2f} | {r['hvp'] / p:.2f} "
+            f"| {r['forward'] / p:.2f} | {fmt(r['gradient'])} | {fmt(r['forward'])} "
+            f"| {fmt(r['hvp'])} | {r['compile gradient'] * 1e3:.1f} |"
+        )
+
+
+if __name__ == "__main__":
+    main()

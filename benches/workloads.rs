@@ -1,0 +1,687 @@
+//! The SPEC §6 workloads, side by side: primal, reverse gradient, forward
+//! derivative (one direction), Hessian-vector product (forward over
+//! reverse), the hand-written Rust primal and gradient (rustc -O), and the
+//! JIT compile time of each derivative. Criterion measures everything; each
+//! measurement is also recorded here so that the run ends with one table of
+//! ratios (medians). See docs/performance.md.
+//!
+//! ```sh
+//! CARGO_TARGET_DIR=/work/targets/bench cargo bench --bench workloads
+//! cargo bench --bench workloads -- seed    # criterion's name filter
+//! ```
+//!
+//! The derivatives are written in `.adz`: `benches/workloads/<name>.adz` is
+//! appended to `ir-examples/<name>.adz` (it defines `bench_grad`,
+//! `bench_fwd` and `bench_hvp`; the seed file already has `dg_plain` and
+//! `hvp_plain`). Compiled code is called through `Compiled::call_mut`,
+//! which passes the caller's buffers (no copies); the `primal (copying)`
+//! line of the n = 10^6 workloads measures `Compiled::call`, which copies
+//! every array in and out.
+//!
+//! Set `ADZE_BENCH_JAX=python3` (a Python with `jax` installed) to run
+//! `benches/jax_workloads.py` at the end and print its table too.
+
+#[path = "workloads/native.rs"]
+mod native;
+
+use adze_ir::{FuncId, Module, Val};
+use criterion::{BenchmarkGroup, Criterion, SamplingMode};
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::hint::black_box;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+/// Per (workload, column): the time per iteration of every criterion
+/// sample, in seconds.
+#[derive(Default)]
+struct Record {
+    times: RefCell<BTreeMap<(String, String), Vec<f64>>>,
+    notes: RefCell<Vec<String>>,
+}
+
+impl Record {
+    fn median(&self, workload: &str, column: &str) -> Option<f64> {
+        let times = self.times.borrow();
+        let mut v = times
+            .get(&(workload.to_string(), column.to_string()))?
+            .clone();
+        if v.is_empty() {
+            return None;
+        }
+        v.sort_by(f64::total_cmp);
+        Some(v[v.len() / 2])
+    }
+}
+
+/// Measures `f` under criterion as `workload/column` and records its
+/// samples (warm-up runs excluded).
+fn measure(
+    g: &mut BenchmarkGroup<'_, criterion::measurement::WallTime>,
+    rec: &Record,
+    workload: &str,
+    column: &str,
+    mut f: impl FnMut(),
+) {
+    let key = (workload.to_string(), column.to_string());
+    rec.times.borrow_mut().insert(key.clone(), Vec::new());
+    let mut all: Vec<f64> = Vec::new();
+    g.bench_function(column, |b| {
+        b.iter_custom(|iters| {
+            let t = Instant::now();
+            for _ in 0..iters {
+                f();
+            }
+            let e = t.elapsed();
+            all.push(e.as_secs_f64() / iters as f64);
+            e
+        })
+    });
+    // Criterion's warm-up calls come first; keep the last `SAMPLES`.
+    let keep = all.len().min(SAMPLES);
+    let tail = all.split_off(all.len() - keep);
+    rec.times.borrow_mut().insert(key, tail);
+}
+
+const SAMPLES: usize = 10;
+
+fn group<'a>(
+    c: &'a mut Criterion,
+    name: &str,
+) -> BenchmarkGroup<'a, criterion::measurement::WallTime> {
+    let mut g = c.benchmark_group(name);
+    g.sample_size(SAMPLES)
+        .sampling_mode(SamplingMode::Flat)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(2));
+    g
+}
+
+/// A deterministic pseudo-random sequence in `[lo, hi)`.
+fn data(seed: u64, n: usize, lo: f64, hi: f64) -> Vec<f64> {
+    let mut s = seed
+        .wrapping_mul(6364136223846793005)
+        .wrapping_add(1442695040888963407);
+    (0..n)
+        .map(|_| {
+            s = s
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
+        })
+        .collect()
+}
+
+fn arr(v: &[f64]) -> Val {
+    Val::Array(v.to_vec())
+}
+
+fn as_arr(v: &Val) -> &[f64] {
+    match v {
+        Val::Array(a) => a,
+        other => panic!("expected an array, got {other:?}"),
+    }
+}
+
+fn as_f64(v: &Val) -> f64 {
+    match v {
+        Val::F64(x) => *x,
+        other => panic!("expected an f64, got {other:?}"),
+    }
+}
+
+/// A workload's source: the example followed by its bench-only wrappers.
+fn session(name: &str) -> adze::Session {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut src = std::fs::read_to_string(root.join(format!("ir-examples/{name}.adz"))).unwrap();
+    src.push('\n');
+    src.push_str(
+        &std::fs::read_to_string(root.join(format!("benches/workloads/{name}.adz"))).unwrap(),
+    );
+    adze::Session::from_source(&format!("{name}.adz+bench"), &src).unwrap()
+}
+
+/// The JIT options of every measurement: the defaults without the
+/// verifier; `ADZE_BENCH_OPT=none|speed|auto` overrides the optimisation
+/// level (to compare them).
+fn jit_options() -> adze_jit::JitOptions {
+    let opt_level = match std::env::var("ADZE_BENCH_OPT").as_deref() {
+        Ok("none") => adze_jit::OptLevel::None,
+        Ok("speed") => adze_jit::OptLevel::Speed,
+        _ => adze_jit::OptLevel::Auto,
+    };
+    adze_jit::JitOptions {
+        verify: false,
+        opt_level,
+        ..adze_jit::JitOptions::default()
+    }
+}
+
+/// A function ready to compile (AD lowered) and run.
+struct Prepared {
+    module: Module,
+    id: FuncId,
+}
+
+impl Prepared {
+    fn new(s: &adze::Session, name: &str) -> Result<Prepared, String> {
+        let module = s.prepare(name).map_err(|e| e.to_string())?;
+        let id = module.get(name).ok_or("no such function")?;
+        Ok(Prepared { module, id })
+    }
+
+    fn compile(&self) -> adze_jit::Compiled {
+        adze_jit::compile(&self.module, self.id, &jit_options()).unwrap()
+    }
+}
+
+/// The adze functions of one workload and their arguments.
+struct Adze<'s> {
+    primal: (&'s str, Vec<Val>),
+    grad: (&'s str, Vec<Val>),
+    fwd: (&'s str, Vec<Val>),
+    hvp: (&'s str, Vec<Val>),
+}
+
+/// Per column, the results and final arguments of one run (or the error).
+type Outcomes = BTreeMap<&'static str, Result<(Vec<Val>, Vec<Val>), String>>;
+
+/// Benchmarks the four adze functions of `w` (and their compile times when
+/// `compile` is set); returns the outcomes of one run of each (for the
+/// checks against the hand-written versions).
+fn bench_adze(
+    c: &mut Criterion,
+    rec: &Record,
+    label: &str,
+    s: &adze::Session,
+    w: Adze<'_>,
+    compile: bool,
+    copying: bool,
+) -> Outcomes {
+    let mut out = BTreeMap::new();
+    let mut g = group(c, label);
+    for (column, (fname, args)) in [
+        ("primal", w.primal),
+        ("gradient", w.grad),
+        ("forward", w.fwd),
+        ("hvp", w.hvp),
+    ] {
+        let prepared = match Prepared::new(s, fname) {
+            Ok(p) => p,
+            Err(e) => {
+                rec.notes
+                    .borrow_mut()
+                    .push(format!("{label} {column} ({fname}): {e}"));
+                out.insert(column, Err(e));
+                continue;
+            }
+        };
+        let compiled = match adze_jit::compile(&prepared.module, prepared.id, &jit_options()) {
+            Ok(c) => c,
+            Err(e) => {
+                rec.notes
+                    .borrow_mut()
+                    .push(format!("{label} {column}: {e}"));
+                out.insert(column, Err(e.to_string()));
+                continue;
+            }
+        };
+        let mut a = args.clone();
+        match compiled.call_mut(&mut a) {
+            Ok(r) => {
+                out.insert(column, Ok((r, a.clone())));
+            }
+            Err(e) => {
+                rec.notes
+                    .borrow_mut()
+                    .push(format!("{label} {column} ({fname}): {e}"));
+                out.insert(column, Err(e.to_string()));
+                continue;
+            }
+        }
+        measure(&mut g, rec, label, column, || {
+            // The derivatives overwrite their shadow arrays (they zero them
+            // first), so repeated calls on the same buffers are equivalent.
+            black_box(compiled.call_mut(&mut a).unwrap());
+        });
+        if copying && column == "primal" {
+            measure(&mut g, rec, label, "primal (copying)", || {
+                black_box(compiled.call(&args).unwrap());
+            });
+        }
+        if compile {
+            measure(&mut g, rec, label, &format!("compile {column}"), || {
+                black_box(prepared.compile());
+            });
+        }
+    }
+    g.finish();
+    out
+}
+
+fn rel_err(a: &[f64], b: &[f64]) -> f64 {
+    let scale = b.iter().fold(0.0f64, |m, x| m.max(x.abs())).max(1e-300);
+    a.iter()
+        .zip(b)
+        .fold(0.0f64, |m, (x, y)| m.max((x - y).abs()))
+        / scale
+}
+
+fn check(rec: &Record, what: &str, err: f64) {
+    let line = format!("check {what}: max relative difference adze vs hand-written = {err:.1e}");
+    if err.is_nan() || err > 1e-6 {
+        rec.notes.borrow_mut().push(format!("MISMATCH: {line}"));
+    }
+    rec.notes.borrow_mut().push(line);
+}
+
+fn seed(c: &mut Criterion, rec: &Record) {
+    let n = 1_000_000;
+    let x = data(1, n, -1.0, 1.0);
+    let v = data(2, n, -1.0, 1.0);
+    let zero = vec![0.0; n];
+    let s = session("seed");
+    let label = "seed n=1e6";
+    let out = bench_adze(
+        c,
+        rec,
+        label,
+        &s,
+        Adze {
+            primal: ("g_plain", vec![arr(&x)]),
+            grad: ("dg_plain", vec![arr(&x), arr(&zero)]),
+            fwd: ("bench_fwd", vec![arr(&x), arr(&v)]),
+            hvp: ("hvp_plain", vec![arr(&x), arr(&v), arr(&zero), arr(&zero)]),
+        },
+        true,
+        true,
+    );
+    let mut g = group(c, label);
+    let mut dx = zero.clone();
+    measure(&mut g, rec, label, "rustc primal", || {
+        black_box(native::seed(black_box(&x)));
+    });
+    measure(&mut g, rec, label, "rustc gradient", || {
+        native::seed_grad(black_box(&x), &mut dx);
+        black_box(&dx);
+    });
+    g.finish();
+    if let Some(Ok((_, args))) = out.get("gradient") {
+        native::seed_grad(&x, &mut dx);
+        check(rec, "seed gradient", rel_err(as_arr(&args[1]), &dx));
+    }
+}
+
+fn rosenbrock(c: &mut Criterion, rec: &Record) {
+    let n = 1_000_000;
+    let x = data(3, n, -1.0, 1.0);
+    let v = data(4, n, -1.0, 1.0);
+    let zero = vec![0.0; n];
+    let s = session("rosenbrock");
+    let label = "rosenbrock n=1e6";
+    let out = bench_adze(
+        c,
+        rec,
+        label,
+        &s,
+        Adze {
+            primal: ("rosenbrock", vec![arr(&x)]),
+            grad: ("bench_grad", vec![arr(&x), arr(&zero)]),
+            fwd: ("bench_fwd", vec![arr(&x), arr(&v)]),
+            hvp: ("bench_hvp", vec![arr(&x), arr(&v), arr(&zero), arr(&zero)]),
+        },
+        true,
+        true,
+    );
+    let mut g = group(c, label);
+    let mut dx = zero.clone();
+    measure(&mut g, rec, label, "rustc primal", || {
+        black_box(native::rosenbrock(black_box(&x)));
+    });
+    measure(&mut g, rec, label, "rustc gradient", || {
+        native::rosenbrock_grad(black_box(&x), &mut dx);
+        black_box(&dx);
+    });
+    g.finish();
+    if let Some(Ok((_, args))) = out.get("gradient") {
+        native::rosenbrock_grad(&x, &mut dx);
+        check(rec, "rosenbrock gradient", rel_err(as_arr(&args[1]), &dx));
+    }
+}
+
+fn gmm(c: &mut Criterion, rec: &Record, d: usize, k: usize, n: usize, compile: bool) {
+    let icf_sz = d * (d + 1) / 2;
+    let p = native::Gmm {
+        d,
+        k,
+        n,
+        alphas: data(5, k, -1.0, 1.0),
+        means: data(6, k * d, -1.0, 1.0),
+        icf: data(7, k * icf_sz, -0.3, 0.3),
+        x: data(8, n * d, -1.0, 1.0),
+        gamma: 1.0,
+        m: 0,
+    };
+    let head = vec![
+        Val::I64(d as i64),
+        Val::I64(k as i64),
+        Val::I64(n as i64),
+        arr(&p.alphas),
+        arr(&p.means),
+        arr(&p.icf),
+        arr(&p.x),
+        Val::F64(p.gamma),
+        Val::I64(p.m),
+    ];
+    let tangents = [
+        arr(&data(9, k, -1.0, 1.0)),
+        arr(&data(10, k * d, -1.0, 1.0)),
+        arr(&data(11, k * icf_sz, -1.0, 1.0)),
+    ];
+    let shadows = [
+        arr(&vec![0.0; k]),
+        arr(&vec![0.0; k * d]),
+        arr(&vec![0.0; k * icf_sz]),
+    ];
+    let with = |parts: &[&[Val]]| -> Vec<Val> {
+        let mut v = head.clone();
+        for p in parts {
+            v.extend_from_slice(p);
+        }
+        v
+    };
+    let s = session("gmm");
+    let label = format!("gmm d={d} k={k} n={n}");
+    let out = bench_adze(
+        c,
+        rec,
+        &label,
+        &s,
+        Adze {
+            primal: ("gmm_objective", head.clone()),
+            grad: ("bench_grad", with(&[&shadows])),
+            fwd: ("bench_fwd", with(&[&tangents])),
+            hvp: ("bench_hvp", with(&[&tangents, &shadows, &shadows])),
+        },
+        compile,
+        false,
+    );
+    let mut g = group(c, &label);
+    let (mut da, mut dm, mut di) = (vec![0.0; k], vec![0.0; k * d], vec![0.0; k * icf_sz]);
+    measure(&mut g, rec, &label, "rustc primal", || {
+        black_box(native::gmm(black_box(&p)));
+    });
+    measure(&mut g, rec, &label, "rustc gradient", || {
+        native::gmm_grad(black_box(&p), &mut da, &mut dm, &mut di);
+        black_box((&da, &dm, &di));
+    });
+    g.finish();
+    if let Some(Ok((r, _))) = out.get("primal") {
+        let want = native::gmm(&p);
+        check(
+            rec,
+            &format!("{label} primal"),
+            ((as_f64(&r[0]) - want) / want).abs(),
+        );
+    }
+    if let Some(Ok((_, args))) = out.get("gradient") {
+        native::gmm_grad(&p, &mut da, &mut dm, &mut di);
+        let got: Vec<f64> = args[9..12]
+            .iter()
+            .flat_map(|a| as_arr(a).to_vec())
+            .collect();
+        let want: Vec<f64> = [&da, &dm, &di].into_iter().flatten().copied().collect();
+        check(rec, &format!("{label} gradient"), rel_err(&got, &want));
+    }
+}
+
+fn lstm(c: &mut Criterion, rec: &Record) {
+    let t = 100_000;
+    let w = data(12, 12, -0.5, 0.5);
+    let xs = data(13, t, -1.0, 1.0);
+    let ys = data(14, t, -1.0, 1.0);
+    let tw = data(15, 12, -1.0, 1.0);
+    let zero = vec![0.0; 12];
+    let s = session("lstm");
+    let label = "lstm T=1e5";
+    let out = bench_adze(
+        c,
+        rec,
+        label,
+        &s,
+        Adze {
+            primal: ("lstm_loss", vec![arr(&w), arr(&xs), arr(&ys)]),
+            grad: ("bench_grad", vec![arr(&w), arr(&xs), arr(&ys), arr(&zero)]),
+            fwd: ("bench_fwd", vec![arr(&w), arr(&xs), arr(&ys), arr(&tw)]),
+            hvp: (
+                "bench_hvp",
+                vec![
+                    arr(&w),
+                    arr(&xs),
+                    arr(&ys),
+                    arr(&tw),
+                    arr(&zero),
+                    arr(&zero),
+                ],
+            ),
+        },
+        true,
+        false,
+    );
+    let mut g = group(c, label);
+    let mut dw = zero.clone();
+    let mut store = Vec::with_capacity(t);
+    measure(&mut g, rec, label, "rustc primal", || {
+        black_box(native::lstm_loss(black_box(&w), &xs, &ys));
+    });
+    measure(&mut g, rec, label, "rustc gradient", || {
+        native::lstm_grad(black_box(&w), &xs, &ys, &mut dw, &mut store);
+        black_box(&dw);
+    });
+    g.finish();
+    if let Some(Ok((_, args))) = out.get("gradient") {
+        native::lstm_grad(&w, &xs, &ys, &mut dw, &mut store);
+        check(rec, "lstm gradient", rel_err(as_arr(&args[3]), &dw));
+    }
+}
+
+fn recurrence(c: &mut Criterion, rec: &Record) {
+    let n = 1_000_000i64;
+    let (r, x0) = (3.0, 0.3);
+    let args = vec![Val::F64(r), Val::F64(x0), Val::I64(n)];
+    let s = session("recurrence");
+    let label = "logistic n=1e6";
+    let out = bench_adze(
+        c,
+        rec,
+        label,
+        &s,
+        Adze {
+            primal: ("logistic", args.clone()),
+            grad: ("bench_grad", args.clone()),
+            fwd: ("bench_fwd", args.clone()),
+            hvp: ("bench_hvp", args.clone()),
+        },
+        true,
+        false,
+    );
+    let mut g = group(c, label);
+    measure(&mut g, rec, label, "rustc primal", || {
+        black_box(native::logistic(black_box(r), x0, n));
+    });
+    measure(&mut g, rec, label, "rustc gradient", || {
+        black_box(native::logistic_grad(black_box(r), x0, n));
+    });
+    g.finish();
+    if let Some(Ok((res, _))) = out.get("gradient") {
+        let (dr, dx0) = native::logistic_grad(r, x0, n);
+        let got = [as_f64(&res[0]), as_f64(&res[1])];
+        check(rec, "logistic gradient", rel_err(&got, &[dr, dx0]));
+    }
+}
+
+fn fmt_ratio(x: Option<f64>, target: Option<f64>) -> String {
+    match x {
+        None => "—".to_string(),
+        Some(x) => {
+            let mark = match target {
+                Some(t) if x <= t => " ok",
+                Some(_) => " MISS",
+                None => "",
+            };
+            format!("{x:.2}{mark}")
+        }
+    }
+}
+
+fn fmt_time(x: Option<f64>) -> String {
+    match x {
+        None => "—".to_string(),
+        Some(s) if s >= 1.0 => format!("{s:.2} s"),
+        Some(s) if s >= 1e-3 => format!("{:.2} ms", s * 1e3),
+        Some(s) => format!("{:.1} µs", s * 1e6),
+    }
+}
+
+fn table(rec: &Record, labels: &[String]) {
+    let ratio = |l: &str, a: &str, b: &str| Some(rec.median(l, a)? / rec.median(l, b)?);
+    println!();
+    println!("## adze workloads: medians of {SAMPLES} samples (targets: gradient ≤ 3×, HVP ≤ 8×, forward ≤ 2× primal; primal ≤ 1.5× rustc -O)");
+    println!();
+    println!("| workload | primal | grad/primal | hvp/primal | fwd/primal | primal/rustc | grad/rustc grad | rustc grad/rustc primal | copying call/call_mut |");
+    println!("|---|---|---|---|---|---|---|---|---|");
+    for l in labels {
+        println!(
+            "| {l} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            fmt_time(rec.median(l, "primal")),
+            fmt_ratio(ratio(l, "gradient", "primal"), Some(3.0)),
+            fmt_ratio(ratio(l, "hvp", "primal"), Some(8.0)),
+            fmt_ratio(ratio(l, "forward", "primal"), Some(2.0)),
+            fmt_ratio(ratio(l, "primal", "rustc primal"), Some(1.5)),
+            fmt_ratio(ratio(l, "gradient", "rustc gradient"), None),
+            fmt_ratio(ratio(l, "rustc gradient", "rustc primal"), None),
+            fmt_ratio(ratio(l, "primal (copying)", "primal"), None),
+        );
+    }
+    println!();
+    println!("## absolute medians");
+    println!();
+    println!("| workload | primal | gradient | forward | hvp | rustc primal | rustc gradient |");
+    println!("|---|---|---|---|---|---|---|");
+    for l in labels {
+        let t = |c: &str| fmt_time(rec.median(l, c));
+        println!(
+            "| {l} | {} | {} | {} | {} | {} | {} |",
+            t("primal"),
+            t("gradient"),
+            t("forward"),
+            t("hvp"),
+            t("rustc primal"),
+            t("rustc gradient"),
+        );
+    }
+    println!();
+    println!(
+        "## JIT compile time (ms, median; target: GMM gradient < 10 ms, every function < 100 ms)"
+    );
+    println!();
+    println!("| workload | primal | gradient | forward | hvp |");
+    println!("|---|---|---|---|---|");
+    for l in labels {
+        let ms = |c: &str| {
+            rec.median(l, c)
+                .map(|s| {
+                    let limit = if l.starts_with("gmm") && c == "compile gradient" {
+                        10.0
+                    } else {
+                        100.0
+                    };
+                    let mark = if s * 1e3 < limit { "" } else { " MISS" };
+                    format!("{:.2}{mark}", s * 1e3)
+                })
+                .unwrap_or_else(|| "—".into())
+        };
+        if rec.median(l, "compile primal").is_some() {
+            println!(
+                "| {l} | {} | {} | {} | {} |",
+                ms("compile primal"),
+                ms("compile gradient"),
+                ms("compile forward"),
+                ms("compile hvp"),
+            );
+        }
+    }
+    println!();
+    for n in rec.notes.borrow().iter() {
+        println!("- {n}");
+    }
+}
+
+fn jax() {
+    let Ok(python) = std::env::var("ADZE_BENCH_JAX") else {
+        println!("\n(set ADZE_BENCH_JAX=python3 to add the JAX table)");
+        return;
+    };
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/jax_workloads.py");
+    println!("\n## JAX ({python} {})\n", script.display());
+    match std::process::Command::new(&python).arg(&script).status() {
+        Ok(s) if s.success() => {}
+        Ok(s) => println!("JAX script failed: {s}"),
+        Err(e) => println!("cannot run {python}: {e}"),
+    }
+}
+
+fn main() {
+    // `ADZE_BENCH_DISASM=seed:dg_plain` prints the machine code of a
+    // workload's function (as compiled for the benchmark) and exits.
+    if let Ok(spec) = std::env::var("ADZE_BENCH_DISASM") {
+        let (w, f) = spec.split_once(':').expect("workload:function");
+        let p = Prepared::new(&session(w), f).unwrap();
+        let opts = adze_jit::JitOptions {
+            disasm: true,
+            ..jit_options()
+        };
+        let c = adze_jit::compile(&p.module, p.id, &opts).unwrap();
+        println!("{}", c.disassembly().unwrap_or_default());
+        return;
+    }
+    let mut c = Criterion::default().configure_from_args();
+    let rec = Record::default();
+    // `ADZE_BENCH_ONLY=seed,gmm` runs only those workloads (criterion's own
+    // filter skips measurements, not the set-up of the other workloads).
+    let only = std::env::var("ADZE_BENCH_ONLY").ok();
+    let on = |w: &str| only.as_ref().is_none_or(|o| o.split(',').any(|x| x == w));
+    if on("seed") {
+        seed(&mut c, &rec);
+    }
+    if on("rosenbrock") {
+        rosenbrock(&mut c, &rec);
+    }
+    if on("gmm") {
+        gmm(&mut c, &rec, 8, 10, 1000, true);
+        // D=64, K=50 at N=1000 would tape several GB: N is reduced for
+        // every column alike, so the ratios are per data point as at
+        // N=1000.
+        gmm(&mut c, &rec, 64, 50, GMM_BIG_N, false);
+    }
+    if on("lstm") {
+        lstm(&mut c, &rec);
+    }
+    if on("recurrence") {
+        recurrence(&mut c, &rec);
+    }
+    c.final_summary();
+    let labels: Vec<String> = {
+        let mut seen = Vec::new();
+        for (l, _) in rec.times.borrow().keys() {
+            if !seen.contains(l) {
+                seen.push(l.clone());
+            }
+        }
+        seen
+    };
+    table(&rec, &labels);
+    jax();
+}
+
+const GMM_BIG_N: usize = 50;
