@@ -38,12 +38,18 @@ fn same(a: &Result<Outcome, RunError>, b: &Result<Outcome, RunError>) -> bool {
     match (a, b) {
         (Ok(x), Ok(y)) => x.bit_eq(y),
         // Inlining moves code into callers: an error names the function the
-        // faulting code lives in, so only the kind must agree.
+        // faulting code lives in, and the arrays by that function's names for
+        // them, so only the rest must agree.
         (Err(x), Err(y)) => {
+            use adze_ir::TrapKind::{IndexOutOfBounds, ShadowLengthMismatch};
             x.kind == y.kind
                 || matches!((&x.kind, &y.kind),
-            (adze_ir::TrapKind::IndexOutOfBounds { index: i, len: l, .. },
-             adze_ir::TrapKind::IndexOutOfBounds { index: j, len: m, .. }) if i == j && l == m)
+                    (IndexOutOfBounds { index: i, len: l, .. },
+                     IndexOutOfBounds { index: j, len: m, .. }) if i == j && l == m)
+                || matches!(
+                    (&x.kind, &y.kind),
+                    (ShadowLengthMismatch { .. }, ShadowLengthMismatch { .. })
+                )
         }
         _ => false,
     }

@@ -285,7 +285,9 @@ pub(crate) fn derive(
     building.push(id);
     let built = build(module, &mut primal, req, building, Function::new(name, sig));
     building.pop();
-    module.replace(id, built?);
+    let mut built = built?;
+    crate::lower::check_shadows(&mut built, &req.args, req.width);
+    module.replace(id, built);
     Ok(id)
 }
 

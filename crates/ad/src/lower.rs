@@ -15,7 +15,7 @@
 //! forward, to any depth. Functions created on the way are visited too.
 
 use crate::AdError;
-use adze_ir::{FuncBuilder, FuncId, Function, Inst, InstData, Module, Opcode, Type};
+use adze_ir::{ArgActivity, FuncBuilder, FuncId, Function, Inst, InstData, Module, Opcode, Type};
 use std::cell::RefCell;
 use std::collections::HashSet;
 
@@ -158,5 +158,43 @@ pub(crate) fn normalize_results(func: &mut Function, inst: Inst) {
         func.dfg
             .inst_mut(i)
             .map_uses(|v| pairs.iter().find(|(r, _)| *r == v).map_or(v, |&(_, n)| n));
+    }
+}
+
+/// Puts a `samelen a, da` check at the top of a derivative with the
+/// `autodiff` value layout (`p`, then its tangent lanes or shadows) for every
+/// `dup` pair: an array and its shadow must have the same length (SPEC §4),
+/// and the error names both.
+pub(crate) fn check_shadows(func: &mut Function, acts: &[ArgActivity], width: usize) {
+    let Some(entry) = func.entry_block() else {
+        return;
+    };
+    let params = func.params().to_vec();
+    let mut pairs = Vec::new();
+    let mut k = 0;
+    for act in acts {
+        let p = params.get(k).copied();
+        k += 1;
+        let lanes = match act {
+            ArgActivity::Dual => width,
+            ArgActivity::Dup => {
+                if let Some(p) = p {
+                    pairs.extend(params.iter().skip(k).take(width).map(|&s| (p, s)));
+                }
+                width
+            }
+            _ => 0,
+        };
+        k += lanes;
+    }
+    for (n, (a, s)) in pairs.into_iter().enumerate() {
+        let inst = func.dfg.make_inst(
+            InstData::Binary {
+                op: Opcode::SameLen,
+                args: [a, s],
+            },
+            &[],
+        );
+        func.layout.insert_inst(inst, entry, n);
     }
 }

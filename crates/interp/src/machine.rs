@@ -472,6 +472,17 @@ impl<'m> Machine<'m> {
                             let x = frame.f64(*b)?;
                             self.heap[arr].fill(x);
                         }
+                        SameLen => {
+                            let x = frame.heap_slot(*a, self.heap.len())?;
+                            let y = frame.heap_slot(*b, self.heap.len())?;
+                            if self.heap[x].len() != self.heap[y].len() {
+                                let kind = TrapKind::ShadowLengthMismatch {
+                                    array: func.array_name(*a),
+                                    shadow: func.array_name(*b),
+                                };
+                                return Err(trap(func, kind));
+                            }
+                        }
                         op => return Err(bad_format(func, op, "two operands")),
                     },
                     InstData::Ternary {

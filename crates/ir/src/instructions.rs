@@ -121,6 +121,10 @@ opcodes! {
     Zeros = "zeros": [I64] -> Array;
     /// `fill a, x`: sets every element.
     Fill = "fill": [Array, F64] -> none;
+    /// `samelen a, da`: traps with `ShadowLengthMismatch` unless the array
+    /// `a` and its shadow `da` have the same length. Derivatives check each
+    /// `dup` pair on entry.
+    SameLen = "samelen": [Array, Array] -> none;
 
     /// `push T, v`: pushes a scalar onto tape number `T`, one of
     /// [`MAX_TAPES`] last-in-first-out stacks that live for one outermost
@@ -207,6 +211,7 @@ impl Opcode {
                 | Store
                 | Zeros
                 | Fill
+                | SameLen
                 | Push
                 | Pop
                 | Call

@@ -93,6 +93,7 @@ block0(v0: f64, v1: i64, v2: arr, v3: arr):
     store v3, v54, v55
     v56 = zeros v54, "tmp \"q\"\n\\é\u{7f}"
     fill v56, v53
+    samelen v2, v56
     push 0, v53
     push 3, v52
     v90 = pop 3, bool

@@ -219,7 +219,7 @@ fn tape_neutral(data: &InstData) -> bool {
         | InstData::Cmp { .. } => true,
         InstData::Binary { op, .. } => !matches!(
             op,
-            Opcode::Load | Opcode::Fill | Opcode::Idiv | Opcode::Irem
+            Opcode::Load | Opcode::Fill | Opcode::SameLen | Opcode::Idiv | Opcode::Irem
         ),
         InstData::Ternary { op, .. } => *op == Opcode::Select,
         _ => false,
@@ -728,6 +728,17 @@ impl Translator<'_, '_> {
                     }
                     Opcode::Fill => {
                         self.fill(args[0], args[1])?;
+                        return Ok(());
+                    }
+                    Opcode::SameLen => {
+                        let (_, a) = self.array(args[0])?;
+                        let (_, b) = self.array(args[1])?;
+                        let differ = self.b.ins().icmp(IntCC::NotEqual, a, b);
+                        let kind = SiteKind::ShadowLengthMismatch {
+                            array: self.func.array_name(args[0]),
+                            shadow: self.func.array_name(args[1]),
+                        };
+                        self.trap_if(differ, kind, None, None);
                         return Ok(());
                     }
                     Opcode::Idiv | Opcode::Irem => {

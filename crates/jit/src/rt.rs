@@ -234,6 +234,11 @@ pub(crate) enum SiteKind {
     StackExhausted,
     /// A `pop` found an empty tape or a value of another type.
     TapeMismatch,
+    /// `samelen`: an array and its shadow differ in length.
+    ShadowLengthMismatch {
+        array: String,
+        shadow: String,
+    },
 }
 
 impl TrapSite {
@@ -250,6 +255,10 @@ impl TrapSite {
             SiteKind::BadArrayLength => TrapKind::BadArrayLength { len: a },
             SiteKind::CallDepthExceeded { limit } => TrapKind::CallDepthExceeded { limit: *limit },
             SiteKind::TapeMismatch => TrapKind::TapeMismatch,
+            SiteKind::ShadowLengthMismatch { array, shadow } => TrapKind::ShadowLengthMismatch {
+                array: array.clone(),
+                shadow: shadow.clone(),
+            },
             SiteKind::StackExhausted => return None,
         };
         Some(RunError::new(self.func.clone(), kind))

@@ -488,6 +488,7 @@ fn derive_top(module: &mut Module, req: &ReverseRequest, depth: usize) -> Result
     let zero = b.fconst(0.0);
     let adjs: Vec<_> = adjs.into_iter().map(|a| b.fadd(a, zero)).collect();
     b.ret(&adjs);
+    crate::lower::check_shadows(&mut f, &req.args, 1);
     module
         .push(f)
         .map_err(|_| AdError::NameTaken { name: name.clone() })
