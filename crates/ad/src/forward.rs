@@ -136,30 +136,7 @@ impl ForwardRequest {
                 self.ret.name()
             )));
         }
-        if self.args.len() != f.sig.params.len() {
-            return Err(bad(format!(
-                "{} activities for {} parameters",
-                self.args.len(),
-                f.sig.params.len()
-            )));
-        }
-        for (p, a) in f.sig.params.iter().zip(&self.args) {
-            let ok = match a {
-                ArgActivity::Const => true,
-                ArgActivity::Dual => p.ty == Type::F64,
-                ArgActivity::Dup => p.ty == Type::Array,
-                ArgActivity::Active => false,
-            };
-            if !ok {
-                return Err(bad(format!(
-                    "parameter `{}: {}` cannot be `{}` in forward mode",
-                    p.name,
-                    p.ty,
-                    a.name()
-                )));
-            }
-        }
-        Ok(())
+        crate::check_activities(&f.sig, &self.args, adze_ir::Mode::Forward).map_err(bad)
     }
 
     /// The signature of the derivative (see the module doc).

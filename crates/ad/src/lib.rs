@@ -113,3 +113,41 @@ pub fn derive_forward(
         },
     )
 }
+
+/// Checks one activity per parameter of `sig` for a request of `mode`:
+/// `const` anywhere; f64 parameters `dual` (forward) or `active` (reverse);
+/// arrays `dup`. The error says which parameter cannot take which activity.
+pub(crate) fn check_activities(
+    sig: &adze_ir::Signature,
+    args: &[ArgActivity],
+    mode: adze_ir::Mode,
+) -> Result<(), String> {
+    use adze_ir::{Mode, Type};
+    if args.len() != sig.params.len() {
+        return Err(format!(
+            "{} activities for {} parameters",
+            args.len(),
+            sig.params.len()
+        ));
+    }
+    for (p, a) in sig.params.iter().zip(args) {
+        let ok = match (a, mode) {
+            (ArgActivity::Const, _) => true,
+            (ArgActivity::Dual, Mode::Forward) | (ArgActivity::Active, Mode::Reverse) => {
+                p.ty == Type::F64
+            }
+            (ArgActivity::Dup, _) => p.ty == Type::Array,
+            _ => false,
+        };
+        if !ok {
+            return Err(format!(
+                "parameter `{}: {}` cannot be `{}` in {} mode",
+                p.name,
+                p.ty,
+                a.name(),
+                mode.name()
+            ));
+        }
+    }
+    Ok(())
+}

@@ -189,30 +189,7 @@ impl ReverseRequest {
                 ))
             }
         }
-        if self.args.len() != f.sig.params.len() {
-            return Err(bad(format!(
-                "{} activities for {} parameters",
-                self.args.len(),
-                f.sig.params.len()
-            )));
-        }
-        for (p, a) in f.sig.params.iter().zip(&self.args) {
-            let ok = match a {
-                ArgActivity::Const => true,
-                ArgActivity::Active => p.ty == Type::F64,
-                ArgActivity::Dup => p.ty == Type::Array,
-                ArgActivity::Dual => false,
-            };
-            if !ok {
-                return Err(bad(format!(
-                    "parameter `{}: {}` cannot be `{}` in reverse mode",
-                    p.name,
-                    p.ty,
-                    a.name()
-                )));
-            }
-        }
-        Ok(())
+        crate::check_activities(&f.sig, &self.args, Mode::Reverse).map_err(bad)
     }
 
     /// The signature of the derivative (the `autodiff reverse` layout).
