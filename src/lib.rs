@@ -12,6 +12,27 @@
 //! let out = session.run("sq", &[Val::F64(3.0)], Engine::Jit).unwrap();
 //! assert_eq!(out.results, vec![Val::F64(9.0)]);
 //! ```
+//!
+//! Derivatives without `autodiff` in the source: [`Session::derive`] adds the
+//! forward (any vector width) or reverse derivative of a function, which
+//! then runs on the JIT like any function.
+//!
+//! ```
+//! use adze::{Engine, Session};
+//! use adze_ir::{Mode, Val};
+//! let src = "fn f(x: f64, y: f64) -> f64 { x * sin(y) }";
+//! let session = Session::from_source("doc.adz", src).unwrap();
+//! // Forward, two tangents in one sweep: (x, x.t1, x.t2, y, y.t1, y.t2).
+//! let (module, name) = session.derive("f", Mode::Forward, 2, &[]).unwrap();
+//! let args = [1.0, 1.0, 0.0, 2.0, 0.0, 1.0].map(Val::F64);
+//! let out = session.run_in(&module, &name, &args, Engine::Jit).unwrap();
+//! assert_eq!(out.results[1], Val::F64(2f64.sin())); // ∂f/∂x
+//! assert_eq!(out.results[2], Val::F64(2f64.cos())); // ∂f/∂y
+//! // Reverse: the gradient, both adjoints at once.
+//! let (module, name) = session.derive("f", Mode::Reverse, 1, &[]).unwrap();
+//! let out = session.run_in(&module, &name, &[Val::F64(1.0), Val::F64(2.0)], Engine::Jit).unwrap();
+//! assert_eq!(out.results, vec![Val::F64(2f64.sin()), Val::F64(2f64.cos())]);
+//! ```
 
 pub mod args;
 pub mod check_rules;
