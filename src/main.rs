@@ -98,6 +98,10 @@ enum Command {
         engine: Engine,
         #[command(flatten)]
         derive: DeriveArgs,
+        /// How deeply derivatives may nest (a derivative of a derivative
+        /// of ..) before AD stops with an error.
+        #[arg(long, value_name = "N", default_value_t = adze_ad::AdLimits::default().max_nesting)]
+        max_ad_depth: usize,
     },
     /// Print the IR after a stage of the pipeline.
     Dump {
@@ -112,6 +116,9 @@ enum Command {
         stage: String,
         #[command(flatten)]
         derive: DeriveArgs,
+        /// How deeply derivatives may nest before AD stops with an error.
+        #[arg(long, value_name = "N", default_value_t = adze_ad::AdLimits::default().max_nesting)]
+        max_ad_depth: usize,
     },
     /// Check FILE (parse, resolve, type-check, lower, verify) without running it.
     Check { file: PathBuf },
@@ -215,9 +222,11 @@ fn execute(command: Command) -> Result<(), Error> {
             json,
             engine,
             derive,
+            max_ad_depth,
         } => {
             let mut session = Session::from_file(&file)?;
             session.inline = inline;
+            session.ad_limits.max_nesting = max_ad_depth;
             session.function(&func)?;
             let (module, func) = derive.apply(&session, &func)?;
             let id = adze::pipeline::function_by_name(&module, &func)?;
@@ -248,9 +257,11 @@ fn execute(command: Command) -> Result<(), Error> {
             inline,
             stage,
             derive,
+            max_ad_depth,
         } => {
             let mut session = Session::from_file(&file)?;
             session.inline = inline;
+            session.ad_limits.max_nesting = max_ad_depth;
             if let Some(name) = &func {
                 session.function(name)?;
             }

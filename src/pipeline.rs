@@ -57,7 +57,10 @@ pub struct Session {
     /// The module as lowered by the front end.
     pub module: Module,
     pub inline: InlineSetting,
+    /// Limits of the compiled code and the interpreter.
     pub limits: adze_ir::Limits,
+    /// Limits of the AD passes (nesting depth of derivatives).
+    pub ad_limits: adze_ad::AdLimits,
 }
 
 impl Session {
@@ -85,6 +88,7 @@ impl Session {
             module,
             inline: InlineSetting::default(),
             limits: adze_ir::Limits::default(),
+            ad_limits: adze_ad::AdLimits::default(),
         })
     }
 
@@ -138,14 +142,16 @@ impl Session {
     /// request created, before an outer pass differentiates the code that
     /// calls them.
     fn with_late_inlining<R>(&self, f: impl FnOnce() -> R) -> R {
-        if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
-            let hook: adze_ad::BetweenHook = Box::new(|m: &mut Module, created: &[FuncId]| {
-                adze_opt::inline_functions(m, created, &adze_opt::DefaultPolicy::default());
-            });
-            adze_ad::with_between_hook(hook, f)
-        } else {
-            f()
-        }
+        adze_ad::with_limits(self.ad_limits, || {
+            if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
+                let hook: adze_ad::BetweenHook = Box::new(|m: &mut Module, created: &[FuncId]| {
+                    adze_opt::inline_functions(m, created, &adze_opt::DefaultPolicy::default());
+                });
+                adze_ad::with_between_hook(hook, f)
+            } else {
+                f()
+            }
+        })
     }
 
     /// The module that runs `name`: every stage applied to what it reaches.

@@ -357,3 +357,35 @@ fn the_readme_commands_work() {
     }
     assert!(ran >= 5, "only {ran} README commands");
 }
+
+#[test]
+fn ad_nesting_depth_is_configurable() {
+    let f = "tests/programs/nested_forward.adz";
+    // d3 is the third derivative of x³: 6 everywhere.
+    let out = adze(&["run", f, "--fn", "d3", "--arg", "x=2"]);
+    assert_eq!(out.stdout, "6.0\n", "{}", out.stderr);
+    let out = adze(&[
+        "run",
+        f,
+        "--fn",
+        "d3",
+        "--arg",
+        "x=2",
+        "--max-ad-depth",
+        "3",
+    ]);
+    assert_eq!(out.stdout, "6.0\n", "{}", out.stderr);
+    fails_with(
+        &[
+            "run",
+            f,
+            "--fn",
+            "d3",
+            "--arg",
+            "x=2",
+            "--max-ad-depth",
+            "2",
+        ],
+        "derivatives of `cube` nest more than 2 deep",
+    );
+}

@@ -71,7 +71,8 @@ use adze_ir::{
     Region, RetActivity, Rules, Signature, Type, Value,
 };
 
-/// How deeply derivative requests may nest while one is being built.
+/// How deeply derivative requests may nest while one is being built, by
+/// default (see [`crate::AdLimits`]).
 pub const MAX_NESTING: usize = 64;
 
 /// A forward-mode derivative request.
@@ -241,10 +242,11 @@ pub(crate) fn derive(
             func: primal.name.clone(),
         });
     }
-    if building.len() >= MAX_NESTING {
+    let limit = crate::limits().max_nesting;
+    if building.len() >= limit {
         return Err(AdError::TooDeep {
             func: primal.name.clone(),
-            limit: MAX_NESTING,
+            limit,
         });
     }
     // A request on a function with a forward rule applies the rule.

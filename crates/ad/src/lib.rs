@@ -151,3 +151,45 @@ pub(crate) fn check_activities(
     }
     Ok(())
 }
+
+/// Limits of the AD passes, set for a stretch of work with [`with_limits`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct AdLimits {
+    /// How deeply derivative requests may nest while one is being built
+    /// (a derivative of a derivative of ..); beyond it, [`AdError::TooDeep`].
+    pub max_nesting: usize,
+}
+
+impl Default for AdLimits {
+    fn default() -> AdLimits {
+        AdLimits {
+            max_nesting: forward::MAX_NESTING,
+        }
+    }
+}
+
+thread_local! {
+    static LIMITS: std::cell::Cell<AdLimits> = const {
+        std::cell::Cell::new(AdLimits {
+            max_nesting: forward::MAX_NESTING,
+        })
+    };
+}
+
+/// Runs `f` with the AD passes held to `limits`; the previous limits are
+/// restored afterwards.
+pub fn with_limits<R>(limits: AdLimits, f: impl FnOnce() -> R) -> R {
+    struct Reset(AdLimits);
+    impl Drop for Reset {
+        fn drop(&mut self) {
+            LIMITS.with(|l| l.set(self.0));
+        }
+    }
+    let _reset = Reset(LIMITS.with(|l| l.replace(limits)));
+    f()
+}
+
+/// The limits in force.
+pub(crate) fn limits() -> AdLimits {
+    LIMITS.with(|l| l.get())
+}

@@ -93,7 +93,7 @@ mod adj;
 mod aug;
 pub(crate) mod plan;
 
-use crate::forward::{forward_derivative, ForwardRequest, MAX_NESTING};
+use crate::forward::{forward_derivative, ForwardRequest};
 use crate::{rules, AdError};
 use adze_ir::{
     ArgActivity, FuncBuilder, FuncId, Function, Inst, InstData, Mode, Module, Param, RetActivity,
@@ -520,10 +520,11 @@ pub(crate) fn derive_split(
             func: primal.name.clone(),
         });
     }
-    if depth >= MAX_NESTING {
+    let limit = crate::limits().max_nesting;
+    if depth >= limit {
         return Err(AdError::TooDeep {
             func: primal.name.clone(),
-            limit: MAX_NESTING,
+            limit,
         });
     }
     // A request on a function with a reverse rule applies the rule.
