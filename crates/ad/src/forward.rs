@@ -334,19 +334,7 @@ pub(crate) fn lower_forward_requests(
         .collect();
     for (inst, req, args) in requests {
         let d = derive(module, &req, building)?;
-        let expected = module.func(d).sig.results.len();
-        if expected != func.dfg.inst_results(inst).len() {
-            return Err(AdError::BadRequest {
-                func: func.name.clone(),
-                reason: format!(
-                    "an `autodiff` of @{} has {} results, its derivative {expected}",
-                    module.func(req.func).name,
-                    func.dfg.inst_results(inst).len()
-                ),
-            });
-        }
-        *func.dfg.inst_mut(inst) = InstData::Call { func: d, args };
-        crate::lower::normalize_results(func, inst);
+        crate::lower::replace_request(module, func, inst, d, args)?;
     }
     Ok(())
 }

@@ -15,7 +15,7 @@
 //! forward, to any depth. Functions created on the way are visited too.
 
 use crate::AdError;
-use adze_ir::{ArgActivity, FuncBuilder, FuncId, Function, Inst, InstData, Module, Opcode, Type};
+use adze_ir::{ArgActivity, FuncId, Function, Inst, InstData, Module, Opcode, Type, Value};
 use std::cell::RefCell;
 use std::collections::HashSet;
 
@@ -108,15 +108,37 @@ fn lower_function(module: &mut Module, id: FuncId) -> Result<(), AdError> {
     Ok(())
 }
 
-/// After a request `inst` was replaced by a call, makes its f64 results
-/// pass through `+ 0.0`: inside derivative code a zero derivative is -0.0
-/// (the identity of addition, which keeps derivatives bit-identical under
-/// inlining); the user gets 0.0 for it, and every other value unchanged.
-pub(crate) fn normalize_results(func: &mut Function, inst: Inst) {
+/// Replaces the `autodiff` request `inst` of `func` by a call of its
+/// derivative `d` on the request's values `args`, after checking that the
+/// derivative returns as many values as the request has results. The f64
+/// results then pass through `+ 0.0`: inside derivative code a zero
+/// derivative is -0.0 (the identity of addition, which keeps derivatives
+/// bit-identical under inlining); the user gets 0.0 for it, and every other
+/// value unchanged.
+pub(crate) fn replace_request(
+    module: &Module,
+    func: &mut Function,
+    inst: Inst,
+    d: FuncId,
+    args: Vec<Value>,
+) -> Result<(), AdError> {
+    let have = func.dfg.inst_results(inst).len();
+    let want = module.func(d).sig.results.len();
+    if have != want {
+        let callee = match func.dfg.inst(inst) {
+            InstData::Autodiff { spec, .. } => module.func(spec.func).name.clone(),
+            _ => module.func(d).name.clone(),
+        };
+        return Err(AdError::BadRequest {
+            func: func.name.clone(),
+            reason: format!("an `autodiff` of @{callee} has {have} results, its derivative {want}"),
+        });
+    }
+    *func.dfg.inst_mut(inst) = InstData::Call { func: d, args };
     let Some(block) = func.layout.inst_block(inst) else {
-        return;
+        return Ok(());
     };
-    let results: Vec<_> = func
+    let results: Vec<Value> = func
         .dfg
         .inst_results(inst)
         .iter()
@@ -124,41 +146,41 @@ pub(crate) fn normalize_results(func: &mut Function, inst: Inst) {
         .filter(|&r| func.dfg.value_type(r) == Type::F64)
         .collect();
     if results.is_empty() {
-        return;
+        return Ok(());
     }
-    let pos = func
+    let mut at = func
         .layout
         .block_insts(block)
         .iter()
         .position(|&i| i == inst)
         .map_or(0, |p| p + 1);
-    // Build the additions at the end of the block, then move them right
-    // after the call.
-    let mut b = FuncBuilder::new(func);
-    b.switch_to_block(block);
-    let zero = b.fconst(0.0);
-    let mut pairs = Vec::new();
-    for &r in &results {
-        pairs.push((r, b.fadd(r, zero)));
-    }
-    let added: Vec<Inst> = {
-        let insts = func.layout.block_insts(block);
-        insts[insts.len() - 1 - results.len()..].to_vec()
+    let mut place = |func: &mut Function, data: InstData| {
+        let i = func.dfg.make_inst(data, &[Type::F64]);
+        func.layout.insert_inst(i, block, at);
+        at += 1;
+        (i, func.dfg.first_result(i))
     };
-    for (k, &i) in added.iter().enumerate() {
-        func.layout.remove_inst(i);
-        func.layout.insert_inst(i, block, pos + k);
+    let (_, zero) = place(func, InstData::fconst(0.0));
+    let mut renamed = Vec::new();
+    let mut added = Vec::new();
+    for &r in &results {
+        let (i, n) = place(
+            func,
+            InstData::Binary {
+                op: Opcode::Fadd,
+                args: [r, zero],
+            },
+        );
+        renamed.push((r, n));
+        added.push(i);
     }
-    let new_defs: Vec<Inst> = added.clone();
     let all: Vec<Inst> = func.layout.insts().map(|(_, i)| i).collect();
-    for i in all {
-        if new_defs.contains(&i) {
-            continue;
-        }
+    for i in all.into_iter().filter(|i| !added.contains(i)) {
         func.dfg
             .inst_mut(i)
-            .map_uses(|v| pairs.iter().find(|(r, _)| *r == v).map_or(v, |&(_, n)| n));
+            .map_uses(|v| renamed.iter().find(|(r, _)| *r == v).map_or(v, |&(_, n)| n));
     }
+    Ok(())
 }
 
 /// Puts a `samelen a, da` check at the top of a derivative with the

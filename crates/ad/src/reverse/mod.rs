@@ -93,7 +93,6 @@ mod adj;
 mod aug;
 pub(crate) mod plan;
 
-use crate::forward::{forward_derivative, ForwardRequest};
 use crate::{rules, AdError};
 use adze_ir::{
     ArgActivity, FuncBuilder, FuncId, Function, Inst, InstData, Mode, Module, Param, RetActivity,
@@ -400,19 +399,7 @@ pub(crate) fn lower_reverse_requests(
     let any = !requests.is_empty();
     for (inst, req, args) in requests {
         let d = derive_top(module, &req, depth)?;
-        let expected = module.func(d).sig.results.len();
-        if expected != func.dfg.inst_results(inst).len() {
-            return Err(AdError::BadRequest {
-                func: func.name.clone(),
-                reason: format!(
-                    "an `autodiff` of @{} has {} results, its derivative {expected}",
-                    module.func(req.func).name,
-                    func.dfg.inst_results(inst).len()
-                ),
-            });
-        }
-        *func.dfg.inst_mut(inst) = InstData::Call { func: d, args };
-        crate::lower::normalize_results(func, inst);
+        crate::lower::replace_request(module, func, inst, d, args)?;
     }
     Ok(any)
 }
@@ -567,45 +554,12 @@ fn unsupported(func: &Function, what: impl Into<String>) -> AdError {
 fn prepare(module: &mut Module, primal: &mut Function, depth: usize) -> Result<(), AdError> {
     let mark = module.len();
     lower_reverse_requests(module, primal, depth + 1)?;
-    lower_forward(module, primal)?;
+    crate::forward::lower_forward_requests(module, primal, &mut Vec::new())?;
     crate::lower::between(module, mark);
     for (_, inst) in primal.layout.insts() {
         if let InstData::Autodiff { .. } = primal.dfg.inst(inst) {
             return Err(unsupported(primal, "an `autodiff` request left unlowered"));
         }
-    }
-    Ok(())
-}
-
-/// Replaces the `autodiff forward` instructions of the copy `func` by calls
-/// to their derivatives (through the public forward API, whose cache is the
-/// module).
-fn lower_forward(module: &mut Module, func: &mut Function) -> Result<(), AdError> {
-    let requests: Vec<(Inst, ForwardRequest, Vec<Value>)> = func
-        .layout
-        .insts()
-        .filter_map(|(_, inst)| match func.dfg.inst(inst) {
-            InstData::Autodiff { spec, args } if spec.mode == Mode::Forward => Some((
-                inst,
-                ForwardRequest::new(spec.func, spec.args.clone(), spec.ret),
-                args.clone(),
-            )),
-            _ => None,
-        })
-        .collect();
-    for (inst, req, args) in requests {
-        let d = forward_derivative(module, &req)?;
-        if module.func(d).sig.results.len() != func.dfg.inst_results(inst).len() {
-            return Err(AdError::BadRequest {
-                func: func.name.clone(),
-                reason: format!(
-                    "an `autodiff forward` of @{} has the wrong number of results",
-                    module.func(req.func).name
-                ),
-            });
-        }
-        *func.dfg.inst_mut(inst) = InstData::Call { func: d, args };
-        crate::lower::normalize_results(func, inst);
     }
     Ok(())
 }
