@@ -100,6 +100,16 @@ impl Session {
     /// stage lowers only what `root` reaches.
     pub fn stages(&self, root: Option<&str>) -> Result<Vec<(Stage, Module)>, Error> {
         let mut out = Vec::with_capacity(Stage::ALL.len());
+        self.run_stages(root, |stage, module| out.push((stage, module.clone())))?;
+        Ok(out)
+    }
+
+    /// Applies every stage in order, showing `record` the module after each.
+    fn run_stages(
+        &self,
+        root: Option<&str>,
+        mut record: impl FnMut(Stage, &Module),
+    ) -> Result<Module, Error> {
         let mut module = self.module.clone();
         for stage in Stage::ALL {
             match stage {
@@ -116,9 +126,9 @@ impl Session {
                     }
                 }
             }
-            out.push((stage, module.clone()));
+            record(stage, &module);
         }
-        Ok(out)
+        Ok(module)
     }
 
     fn lowered(&self, mut module: Module, root: Option<&str>) -> Result<Module, Error> {
@@ -156,8 +166,7 @@ impl Session {
 
     /// The module that runs `name`: every stage applied to what it reaches.
     pub fn prepare(&self, name: &str) -> Result<Module, Error> {
-        let mut stages = self.stages(Some(name))?;
-        Ok(stages.pop().map(|(_, m)| m).unwrap_or_default())
+        self.run_stages(Some(name), |_, _| {})
     }
 
     /// Adds to the prepared module of `name` the derivative that the command
