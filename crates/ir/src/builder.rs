@@ -141,6 +141,10 @@ impl<'f> FuncBuilder<'f> {
         self.unary(Opcode::Sitof, a)
     }
 
+    pub fn ftosi(&mut self, a: Value) -> Value {
+        self.unary(Opcode::Ftosi, a)
+    }
+
     pub fn not(&mut self, a: Value) -> Value {
         self.unary(Opcode::Not, a)
     }

@@ -72,6 +72,10 @@ opcodes! {
     Not = "not": [Bool] -> Bool;
     /// i64 to f64, rounding to nearest.
     Sitof = "sitof": [I64] -> F64;
+    /// f64 to i64, truncating toward zero and saturating (NaN gives 0):
+    /// Rust's `as`. Not in the language: reverse mode uses it to read back
+    /// the trip counts it keeps in f64 slots.
+    Ftosi = "ftosi": [F64] -> I64;
 
     Sin = "sin": [F64] -> F64;
     Cos = "cos": [F64] -> F64;

@@ -190,6 +190,12 @@ pub fn sitof(x: i64) -> f64 {
     x as f64
 }
 
+/// f64 to i64, truncating toward zero, saturating at the ends of i64, NaN
+/// to 0 (Rust's `as`).
+pub fn ftosi(x: f64) -> i64 {
+    x as i64
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

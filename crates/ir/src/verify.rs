@@ -405,6 +405,27 @@ impl Verifier<'_> {
         }
     }
 
+    /// An array passed to a `mut` parameter of a call is passed to no
+    /// read-only parameter of it, as in the language: so a read-only array
+    /// parameter never changes while its function runs. (Two `mut`
+    /// parameters may share an array: derivative code passes one shadow for
+    /// `dot(x, x)`'s two arguments, and only accumulates into them.)
+    fn expect_no_alias(&mut self, at: AnyEntity, uses: &[(Value, bool, &str)]) {
+        for &(v, written, name) in uses {
+            if !written {
+                continue;
+            }
+            for &(w, w_written, other) in uses {
+                if !w_written && w == v {
+                    self.report(
+                        at,
+                        format!("{v} is passed to `mut` parameter `{name}` and to the read-only `{other}`: a written array must not alias a read-only argument"),
+                    );
+                }
+            }
+        }
+    }
+
     fn expect_writable(&mut self, at: AnyEntity, what: &str, v: Value) {
         if self.ty(v) == Some(Type::Array) && !self.func.array_is_writable(v) {
             let name = self.func.array_name(v);
@@ -740,6 +761,13 @@ impl Verifier<'_> {
                     self.expect_writable(at, &what, v);
                 }
             }
+            let uses: Vec<(Value, bool, &str)> = args
+                .iter()
+                .zip(&f.sig.params)
+                .filter(|(_, p)| p.ty == Type::Array)
+                .map(|(&v, p)| (v, p.mutable, p.name.as_str()))
+                .collect();
+            self.expect_no_alias(at, &uses);
         }
         self.expect_results(inst, &f.sig.results);
     }

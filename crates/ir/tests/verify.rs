@@ -677,3 +677,37 @@ fn verify_function_checks_one_function_and_rejects_bad_ids() {
     let e = verify_function(&m, FuncId::from_u32(5)).unwrap_err();
     assert!(e.contains("fn5 is not a function of the module"));
 }
+
+#[test]
+fn a_written_array_argument_aliases_no_other_argument() {
+    let text = "function @f(n: i64) {
+block0(v0: i64):
+    v1 = zeros v0, \"t\"
+    call @rw(v1, v1)
+    return
+}
+
+function @rw(a: arr, b: mut arr) {
+}
+";
+    check(text, "is passed to `mut` parameter `b` and to the read-only `a`");
+    ok("function @f(n: i64) {
+block0(v0: i64):
+    v1 = zeros v0, \"t\"
+    v2 = zeros v0, \"u\"
+    call @rw(v1, v2)
+    call @rr(v1, v1)
+    call @ww(v2, v2)
+    return
+}
+
+function @rw(a: arr, b: mut arr) {
+}
+
+function @rr(a: arr, b: arr) {
+}
+
+function @ww(a: mut arr, b: mut arr) {
+}
+");
+}

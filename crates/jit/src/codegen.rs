@@ -704,6 +704,7 @@ impl Translator<'_, '_> {
                     Opcode::Ineg => ins.ineg(x),
                     Opcode::Not => ins.bxor_imm_u(x, 1),
                     Opcode::Sitof => ins.fcvt_from_sint(f64t, x),
+                    Opcode::Ftosi => ins.fcvt_to_sint_sat(cl::types::I64, x),
                     Opcode::Sqrt => ins.sqrt(x),
                     Opcode::Abs => ins.fabs(x),
                     Opcode::Floor => ins.floor(x),

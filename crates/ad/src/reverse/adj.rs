@@ -26,7 +26,7 @@
 //! defined ([`Adj::take`]), so a loop that redefines a value every iteration
 //! starts every reverse iteration from 0.
 
-use super::plan::{Edge, Plan, TapeItem};
+use super::plan::{Edge, Plan, Recipe, TapeItem};
 use super::{CallTarget, Calls, ReverseRequest};
 use crate::partials::{self, Local, Partial};
 use crate::AdError;
@@ -60,6 +60,8 @@ pub(crate) fn build(
         acc: BTreeMap::new(),
         dummies: HashMap::new(),
         edge_index: None,
+        params: HashMap::new(),
+        trips: None,
     };
     a.run()?;
     Ok(a.out)
@@ -92,6 +94,11 @@ struct Adj<'a> {
     dummies: HashMap<Type, Value>,
     /// Within the current R(B): the popped incoming-edge number.
     edge_index: Option<Value>,
+    /// Primal parameter -> the adjoint's parameter for it.
+    params: HashMap<Value, Value>,
+    /// The trip array: per counted loop, as an f64, the number of the
+    /// iteration whose reverse is running (counting down to 0).
+    trips: Option<Value>,
 }
 
 impl Adj<'_> {
@@ -124,6 +131,13 @@ impl Adj<'_> {
         self.block = Some(entry);
         let params = self.out.params().to_vec();
         let mut next = 0;
+        for &p in &self.plan.adj_params {
+            let q = *params
+                .get(next)
+                .ok_or_else(|| self.internal("too few parameters"))?;
+            self.params.insert(p, q);
+            next += 1;
+        }
         for (&p, act) in self.primal.params().iter().zip(&self.req.args) {
             if *act == ArgActivity::Dup {
                 self.shadow.insert(p, params[next]);
@@ -143,6 +157,12 @@ impl Adj<'_> {
             let minus_zero = b.fconst(-0.0);
             b.fill(s, minus_zero);
             self.slots = Some(s);
+        }
+        if !self.plan.loops.is_empty() {
+            let k = self.plan.loops.len() as i64;
+            let mut b = self.b();
+            let n = b.iconst(k);
+            self.trips = Some(b.zeros(n, "trips"));
         }
         for arr in self.plan.length_items().into_iter().rev() {
             let name = format!("{}.d", self.primal.array_name(arr));
@@ -216,8 +236,28 @@ impl Adj<'_> {
                 }
             }
         }
+        let enclosing = self.plan.enclosing(ret_block).to_vec();
+        self.pop_trips(&enclosing)?;
         let r = self.rev[&ret_block];
         self.b().jump(r, &[]);
+        Ok(())
+    }
+
+    /// Pops the counters of the counted `loops` (listed innermost first, so
+    /// pushed in that order) into the trip array: the reverse enters them.
+    fn pop_trips(&mut self, loops: &[usize]) -> Result<(), AdError> {
+        if loops.is_empty() {
+            return Ok(());
+        }
+        let trips = self.trips.ok_or_else(|| self.internal("no trip array"))?;
+        let tape = self.tape;
+        for &l in loops.iter().rev() {
+            let mut b = self.b();
+            let n = b.pop(tape, Type::I64);
+            let n = b.sitof(n);
+            let i = b.iconst(l as i64);
+            b.store(trips, i, n);
+        }
         Ok(())
     }
 
@@ -311,6 +351,50 @@ impl Adj<'_> {
             .ok_or_else(|| self.internal(format!("{v} is not on the tape")))
     }
 
+    /// Obtains a primal value in the current R(B) without the tape (see
+    /// [`Recipe`]); its operands are known by then.
+    fn recipe(&mut self, r: Recipe) -> Result<(), AdError> {
+        let v = match r {
+            Recipe::Param(p) => *self
+                .params
+                .get(&p)
+                .ok_or_else(|| self.internal(format!("{p} is not a parameter of the adjoint")))?,
+            Recipe::Inst(v) => {
+                let adze_ir::ValueDef::Result { inst, .. } = *self.primal.dfg.value_def(v) else {
+                    return Err(self.internal(format!("{v} has no instruction")));
+                };
+                let mut data = self.primal.dfg.inst(inst).clone();
+                for a in data.args_mut() {
+                    *a = self.primal_value(*a)?;
+                }
+                let ty = self.primal.dfg.value_type(v);
+                let block = self.block.ok_or_else(|| self.internal("no block"))?;
+                let new = self.out.dfg.make_inst(data, &[ty]);
+                self.out.layout.append_inst(new, block);
+                self.out.dfg.first_result(new)
+            }
+            Recipe::Iv {
+                lp, init, step, ..
+            } => {
+                let trips = self.trips.ok_or_else(|| self.internal("no trip array"))?;
+                let init = self.primal_value(init)?;
+                let mut b = self.b();
+                let i = b.iconst(lp as i64);
+                let j = b.load(trips, i);
+                let j = b.ftosi(j);
+                let offset = if step == 1 {
+                    j
+                } else {
+                    let s = b.iconst(step);
+                    b.imul(j, s)
+                };
+                b.iadd(init, offset)
+            }
+        };
+        self.map.insert(r.value(), v);
+        Ok(())
+    }
+
     fn dummy(&mut self, ty: Type) -> Value {
         if let Some(&d) = self.dummies.get(&ty) {
             return d;
@@ -340,18 +424,8 @@ impl Adj<'_> {
                 }
             }
         }
-        for &c in &self.plan.remat[bi] {
-            let inst = match *self.primal.dfg.value_def(c) {
-                adze_ir::ValueDef::Result { inst, .. } => inst,
-                _ => return Err(self.internal(format!("{c} is not a constant"))),
-            };
-            let data = self.primal.dfg.inst(inst).clone();
-            let ty = self.primal.dfg.value_type(c);
-            let block = self.block.ok_or_else(|| self.internal("no block"))?;
-            let new = self.out.dfg.make_inst(data, &[ty]);
-            self.out.layout.append_inst(new, block);
-            let v = self.out.dfg.first_result(new);
-            self.map.insert(c, v);
+        for &r in &self.plan.recipes[bi] {
+            self.recipe(r)?;
         }
         for &inst in self.primal.layout.block_insts(block).iter().rev() {
             if self.primal.dfg.inst(inst).opcode().is_terminator() {
@@ -388,6 +462,30 @@ impl Adj<'_> {
             self.b().store(slots, i, c);
         }
         let edges = self.plan.preds[bi].clone();
+        if let Some(l) = self.plan.counted(block) {
+            // Iteration 0 was entered by the entry edge; iteration j > 0 by
+            // the back edge, whose source ran iteration j - 1.
+            let lp = &self.plan.loops[l];
+            let (entry, back) = (edges[lp.entry], edges[lp.back]);
+            let trips = self.trips.ok_or_else(|| self.internal("no trip array"))?;
+            let mut b = self.b();
+            let i = b.iconst(l as i64);
+            let j = b.load(trips, i);
+            let zero = b.fconst(0.0);
+            let first = b.fcmp(CmpCond::Eq, j, zero);
+            let to_entry = b.create_block();
+            let to_back = b.create_block();
+            b.brif(first, to_entry, &[], to_back, &[]);
+            b.switch_to_block(to_back);
+            let one = b.fconst(1.0);
+            let j1 = b.fsub(j, one);
+            b.store(trips, i, j1);
+            self.block = Some(to_back);
+            self.edge(block, back, &param_adj)?;
+            self.block = Some(to_entry);
+            self.edge(block, entry, &param_adj)?;
+            return Ok(());
+        }
         match edges.as_slice() {
             [] => return Err(self.internal(format!("{block} has no predecessor"))),
             [e] => self.edge(block, *e, &param_adj)?,
@@ -425,6 +523,8 @@ impl Adj<'_> {
                 }
             }
         }
+        let exited = self.plan.exited(e, block);
+        self.pop_trips(&exited)?;
         let r = self.rev[&e.from];
         self.b().jump(r, &[]);
         Ok(())
@@ -435,8 +535,10 @@ impl Adj<'_> {
         let results = self.primal.dfg.inst_results(inst).to_vec();
         match &data {
             InstData::Call { args, .. } => match self.calls.get(&inst) {
-                Some(CallTarget::Split { adj, acts, .. }) => {
-                    self.rev_call(*adj, acts, args, &results)?;
+                Some(CallTarget::Split {
+                    adj, acts, takes, ..
+                }) => {
+                    self.rev_call(*adj, acts, takes, args, &results)?;
                 }
                 Some(CallTarget::Rule {
                     apply, shadowed, ..
@@ -603,10 +705,16 @@ impl Adj<'_> {
         &mut self,
         adj: FuncId,
         acts: &[ArgActivity],
+        takes: &[bool],
         args: &[Value],
         results: &[Value],
     ) -> Result<(), AdError> {
         let mut call_args = Vec::new();
+        for (&a, &take) in args.iter().zip(takes) {
+            if take {
+                call_args.push(self.primal_value(a)?);
+            }
+        }
         for (&a, act) in args.iter().zip(acts) {
             if *act == ArgActivity::Dup {
                 call_args.push(self.shadow_of(a)?);

@@ -65,6 +65,8 @@ pub(crate) fn build(
     let nb = primal.dfg.num_blocks();
     let mut edge_param: Vec<Option<Value>> = vec![None; nb];
     let mut max_params: Vec<Vec<Value>> = vec![Vec::new(); nb];
+    // The iteration counter of each counted loop, a parameter of its header.
+    let mut counters: Vec<Option<Value>> = vec![None; plan.loops.len()];
     for &b in &blocks {
         for &p in primal.dfg.block_params(b) {
             out.dfg.attach_block_param(b, p, primal.dfg.value_type(p));
@@ -72,13 +74,17 @@ pub(crate) fn build(
         if b == plan.entry {
             continue;
         }
-        if plan.preds[b.as_u32() as usize].len() > 1 {
+        if plan.has_edge_item(b) {
             edge_param[b.as_u32() as usize] = Some(out.dfg.append_block_param(b, Type::I64));
         }
         max_params[b.as_u32() as usize] = (0..plan.num_threaded)
             .map(|_| out.dfg.append_block_param(b, Type::I64))
             .collect();
+        if let Some(l) = plan.counted(b) {
+            counters[l] = Some(out.dfg.append_block_param(b, Type::I64));
+        }
     }
+    let counter = |l: usize| counters[l].ok_or_else(|| internal(primal));
     let copy = |out: &mut Function, inst, data: InstData, block| {
         let results: Vec<(Value, Type)> = primal
             .dfg
@@ -117,6 +123,10 @@ pub(crate) fn build(
                 }
                 let mut data = data;
                 if matches!(data, InstData::Return { .. }) {
+                    // The counters of the loops this `return` leaves.
+                    for &l in plan.enclosing(block) {
+                        b.push(tape, counter(l)?);
+                    }
                     if plan.returns.len() > 1 {
                         let k = plan
                             .returns
@@ -139,24 +149,50 @@ pub(crate) fn build(
                     }
                 }
                 let mut extra: Vec<Vec<Value>> = Vec::new();
+                let mut exits: Vec<Vec<usize>> = Vec::new();
                 for (dest, call) in data.destinations().iter().enumerate() {
                     let mut args = Vec::new();
-                    if plan.preds[call.block.as_u32() as usize].len() > 1 {
-                        let edge = super::plan::Edge {
-                            from: block,
-                            inst,
-                            dest,
-                        };
-                        let k = plan
-                            .edge_number(call.block, edge)
-                            .ok_or_else(|| internal(primal))?;
+                    let edge = super::plan::Edge {
+                        from: block,
+                        inst,
+                        dest,
+                    };
+                    let k = plan.edge_number(call.block, edge);
+                    if plan.has_edge_item(call.block) {
+                        let k = k.ok_or_else(|| internal(primal))?;
                         args.push(b.iconst(k as i64));
                     }
                     args.extend_from_slice(&maxima);
+                    if let Some(l) = plan.counted(call.block) {
+                        let k = k.ok_or_else(|| internal(primal))?;
+                        if k == plan.loops[l].back {
+                            let one = b.iconst(1);
+                            let c = counter(l)?;
+                            args.push(b.iadd(c, one));
+                        } else {
+                            args.push(b.iconst(0));
+                        }
+                    }
                     extra.push(args);
+                    exits.push(plan.exited(edge, call.block));
                 }
-                for (call, args) in data.destinations_mut().into_iter().zip(extra) {
+                for ((call, args), exited) in data.destinations_mut().into_iter().zip(extra).zip(exits)
+                {
                     call.args.extend(args);
+                    if exited.is_empty() {
+                        continue;
+                    }
+                    // The edge leaves counted loops: a block of its own pushes
+                    // their counters (innermost first), then goes on.
+                    let mut b = FuncBuilder::new(&mut out);
+                    let split = b.create_block();
+                    b.switch_to_block(split);
+                    for l in exited {
+                        b.push(tape, counter(l)?);
+                    }
+                    let args = std::mem::take(&mut call.args);
+                    b.jump(call.block, &args);
+                    call.block = split;
                 }
                 copy(&mut out, inst, data, block);
                 continue;
@@ -210,14 +246,14 @@ pub(crate) fn build(
     // The collapsed regions' blocks, as they are; exits to the continuation
     // carry what X's jump to it would have carried.
     for c in &collapse.regions {
-        let x_extra: Option<Option<usize>> = plan.preds.get(c.cont.as_u32() as usize).map(|p| {
-            if p.len() > 1 {
-                p.iter().position(|e| e.from == c.block)
-            } else {
-                None
-            }
-        });
-        let edge_k = x_extra.flatten();
+        // (Counted loops have no edge from a collapsed block, see `Loop`.)
+        let edge_k = if plan.has_edge_item(c.cont) {
+            plan.preds[c.cont.as_u32() as usize]
+                .iter()
+                .position(|e| e.from == c.block)
+        } else {
+            None
+        };
         let maxima = max_params[c.block.as_u32() as usize].clone();
         let orig = &collapse.orig;
         for &rb in &c.blocks {

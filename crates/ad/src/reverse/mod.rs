@@ -108,11 +108,21 @@ pub struct ReverseRequest {
     pub args: Vec<ArgActivity>,
     /// `Active` (seed the f64 results' cotangents with 1.0) or `Const`.
     pub ret: RetActivity,
+    /// Parameters (by number) that the adjoint does not take although it
+    /// could ([`plan::adj_takes`]). Empty for a top-level request; for a
+    /// callee, its scalars (see `plan_calls`) and the read-only arrays
+    /// whose contents may change before its adjoint runs.
+    pub untaken: Vec<usize>,
 }
 
 impl ReverseRequest {
     pub fn new(func: FuncId, args: Vec<ArgActivity>, ret: RetActivity) -> ReverseRequest {
-        ReverseRequest { func, args, ret }
+        ReverseRequest {
+            func,
+            args,
+            ret,
+            untaken: Vec::new(),
+        }
     }
 
     fn acts_suffix(&self) -> String {
@@ -124,6 +134,11 @@ impl ReverseRequest {
         };
         if self.ret == RetActivity::Const {
             s.push_str(".noret");
+        }
+        if !self.untaken.is_empty() {
+            let ks: Vec<String> = self.untaken.iter().map(|k| k.to_string()).collect();
+            s.push_str(".u");
+            s.push_str(&ks.join("_"));
         }
         s
     }
@@ -215,18 +230,28 @@ impl ReverseRequest {
             .collect()
     }
 
-    /// The adjoint's signature: shadows of the `dup` arrays, then one
-    /// cotangent per f64 result; the adjoints of the `active` parameters.
+    /// The adjoint's signature: the primal parameters it takes
+    /// ([`plan::adj_takes`]: the scalars and the stable read-only arrays),
+    /// the shadows of the `dup` arrays, then one cotangent per f64 result;
+    /// the adjoints of the `active` parameters.
     fn adj_signature(&self, module: &Module) -> Signature {
         let f = module.func(self.func);
         let mut params: Vec<Param> = f
             .sig
             .params
             .iter()
-            .zip(&self.args)
-            .filter(|(_, a)| **a == ArgActivity::Dup)
-            .map(|(p, _)| Param::mutable_array(format!("{}.d", p.name)))
+            .enumerate()
+            .filter(|(k, p)| plan::adj_takes(p, *k, &self.untaken))
+            .map(|(_, p)| p.clone())
             .collect();
+        params.extend(
+            f.sig
+                .params
+                .iter()
+                .zip(&self.args)
+                .filter(|(_, a)| **a == ArgActivity::Dup)
+                .map(|(p, _)| Param::mutable_array(format!("{}.d", p.name))),
+        );
         let n = f.sig.results.iter().filter(|&&t| t == Type::F64).count();
         for k in 0..n {
             let name = if n == 1 {
@@ -252,6 +277,9 @@ pub(crate) enum CallTarget {
         aug: FuncId,
         adj: FuncId,
         acts: Vec<ArgActivity>,
+        /// Per argument: does the callee's adjoint take it
+        /// ([`plan::adj_takes`])?
+        takes: Vec<bool>,
     },
     /// A call to a function with rules, or a collapsed rule region: the
     /// augmented primal tapes the rule's inputs (scalars by value, arrays
@@ -438,7 +466,14 @@ fn derive_top(module: &mut Module, req: &ReverseRequest, depth: usize) -> Result
         RetActivity::Active => 1.0,
         _ => 0.0,
     };
-    let mut adj_args = shadows;
+    let mut adj_args: Vec<Value> = primal_args
+        .iter()
+        .zip(&primal_sig.params)
+        .enumerate()
+        .filter(|(k, (_, p))| plan::adj_takes(p, *k, &req.untaken))
+        .map(|(_, (&a, _))| a)
+        .collect();
+    adj_args.extend(shadows);
     for &t in &primal_sig.results {
         if t == Type::F64 {
             adj_args.push(b.fconst(seed));
@@ -534,8 +569,29 @@ pub(crate) fn derive_split(
     let collapse =
         crate::regions::collapse(&mut primal, |_| true).map_err(|e| unsupported(&primal, e))?;
     primal.regions.clear();
-    let plan = plan::Plan::new(module, &primal, &req.args, req.ret)?;
+    let mut plan = plan::Plan::new(
+        module,
+        &primal,
+        &req.args,
+        req.ret,
+        &req.untaken,
+        &|b| collapse.by_block(b).is_some(),
+    )?;
     let calls = plan_calls(module, &primal, &plan, &collapse, depth, tape)?;
+    let call_args: HashMap<Inst, Vec<Value>> = calls
+        .iter()
+        .filter_map(|(&inst, t)| match t {
+            CallTarget::Split { takes, .. } => {
+                let InstData::Call { args, .. } = primal.dfg.inst(inst) else {
+                    return None;
+                };
+                let taken = args.iter().zip(takes).filter(|(_, &t)| t);
+                Some((inst, taken.map(|(&a, _)| a).collect()))
+            }
+            CallTarget::Rule { .. } => None,
+        })
+        .collect();
+    plan.plan_tape(&primal, &call_args)?;
     let aug = aug::build(&primal, &plan, &calls, &collapse, tape, aug_name, aug_sig)?;
     let adj = adj::build(&primal, &plan, &calls, req, tape, adj_name, adj_sig)?;
     module.replace(aug_id, aug);
@@ -627,9 +683,38 @@ fn plan_calls(
             } else {
                 RetActivity::Const
             };
-            let req = ReverseRequest::new(callee, acts.clone(), ret);
+            // The callee's adjoint takes the read-only arrays that the
+            // caller's adjoint has (a local or writable array may change
+            // before the callee's adjoint runs), and no scalar: inlined, the
+            // callee's parameters would be block parameters, which the
+            // adjoint pops or recomputes like any value; so the adjoint code,
+            // and the order in which an outer reverse pass sums adjoints,
+            // do not depend on inlining.
+            let params = &module.func(callee).sig.params;
+            let untaken: Vec<usize> = args
+                .iter()
+                .zip(params)
+                .enumerate()
+                .filter(|(_, (&a, p))| p.ty.is_scalar() || !plan.is_available(a))
+                .map(|(k, _)| k)
+                .collect();
+            let takes: Vec<bool> = params
+                .iter()
+                .enumerate()
+                .map(|(k, p)| plan::adj_takes(p, k, &untaken))
+                .collect();
+            let mut req = ReverseRequest::new(callee, acts.clone(), ret);
+            req.untaken = untaken;
             let (aug, adj) = derive_split(module, &req, depth + 1, Some(tape))?;
-            calls.insert(inst, CallTarget::Split { aug, adj, acts });
+            calls.insert(
+                inst,
+                CallTarget::Split {
+                    aug,
+                    adj,
+                    acts,
+                    takes,
+                },
+            );
         }
     }
     Ok(calls)
@@ -839,16 +924,27 @@ fn recompute_rule(
     b.switch_to_block(entry);
     let ps = b.func.params().to_vec();
     let mut primal_args = Vec::new();
-    let mut adj_args = Vec::new();
+    let mut shadows = Vec::new();
     let mut k = 0;
     for p in &owner_sig.params {
         primal_args.push(ps[k]);
         k += 1;
         if p.ty == Type::Array {
-            adj_args.push(ps[k]);
+            shadows.push(ps[k]);
             k += 1;
         }
     }
+    // The copies are `apply`'s locals: nothing writes them between the two
+    // calls, so the adjoint takes them, and the scalars (the request has
+    // nothing `untaken`; a call and a region of `F` both come here).
+    let mut adj_args: Vec<Value> = primal_args
+        .iter()
+        .zip(&owner_sig.params)
+        .enumerate()
+        .filter(|(k, (_, p))| plan::adj_takes(p, *k, &req.untaken))
+        .map(|(_, (&a, _))| a)
+        .collect();
+    adj_args.extend(shadows);
     adj_args.extend_from_slice(&ps[k..]);
     b.call(aug, &primal_args, &owner_sig.results);
     let call = b.call(adj, &adj_args, &sig.results);

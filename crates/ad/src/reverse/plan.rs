@@ -35,6 +35,62 @@ pub(crate) enum TapeItem {
     Edge,
 }
 
+/// How the adjoint obtains a primal scalar (or array) that a reverse block
+/// reads without popping it. Recipes of a block run in order, after its
+/// pops, so each one's operands are already known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Recipe {
+    /// A parameter of the primal that the adjoint receives as well.
+    Param(Value),
+    /// The value's defining instruction, emitted again: a constant, or a
+    /// cheap pure operation (or a load from a read-only array) whose
+    /// operands are known.
+    Inst(Value),
+    /// An induction variable of counted loop `lp`: `init + j·step`, where
+    /// `j` is the loop's iteration number, kept by the adjoint in its trip
+    /// array.
+    Iv {
+        value: Value,
+        lp: usize,
+        init: Value,
+        step: i64,
+    },
+}
+
+impl Recipe {
+    pub fn value(self) -> Value {
+        match self {
+            Recipe::Param(v) | Recipe::Inst(v) | Recipe::Iv { value: v, .. } => v,
+        }
+    }
+}
+
+/// A *counted* loop: its header has exactly two incoming edges, one from
+/// outside (the entry edge) and one back edge, and none of its edges starts
+/// in a collapsed rule region. Instead of an edge number per header
+/// execution, the augmented primal threads an iteration counter through the
+/// header and pushes it once, where the loop is left (an exit edge or a
+/// `return` inside it). The adjoint keeps it in its trip array and counts
+/// down in the header's reverse block: at 0 it leaves by the entry edge.
+#[derive(Clone, Debug)]
+pub(crate) struct Loop {
+    /// Positions in `preds[header]` of the entry edge and the back edge.
+    pub entry: usize,
+    pub back: usize,
+    body: Vec<bool>,
+    size: usize,
+}
+
+impl Loop {
+    pub fn contains(&self, b: Block) -> bool {
+        self.body.get(bidx(b)).copied().unwrap_or(false)
+    }
+}
+
+/// Recomputing a needed value may emit at most this many non-constant
+/// instructions in the reverse block; beyond, the value is taped.
+const RECOMPUTE_BUDGET: usize = 8;
+
 /// A local `zeros` array that needs a shadow in the adjoint.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ZerosSite {
@@ -64,8 +120,21 @@ pub(crate) struct Plan {
     pub num_slots: u32,
     /// Per block: what its reverse block pops, in push order.
     pub tape: Vec<Vec<TapeItem>>,
-    /// Per block: constants its reverse block re-materialises.
-    pub remat: Vec<Vec<Value>>,
+    /// Per block: how its reverse block obtains the other primal values it
+    /// reads, in order.
+    pub recipes: Vec<Vec<Recipe>>,
+    /// The counted loops, and per block the one it heads and the ones that
+    /// contain it (innermost first).
+    pub loops: Vec<Loop>,
+    header_loop: Vec<Option<usize>>,
+    enclosing: Vec<Vec<usize>>,
+    /// Induction variables of counted loops: header parameter -> (loop,
+    /// value on the entry edge, step).
+    ivs: std::collections::HashMap<Value, (usize, Value, i64)>,
+    /// The primal parameters the adjoint receives, in order (see
+    /// [`adj_takes`]), and which values they are.
+    pub adj_params: Vec<Value>,
+    available: Vec<bool>,
     pub zeros_sites: Vec<ZerosSite>,
     pub num_threaded: usize,
     /// `const` `mut` array parameters that receive active values: they get a
@@ -108,6 +177,36 @@ impl Plan {
         self.preds.get(bidx(to))?.iter().position(|&e| e == edge)
     }
 
+    /// Does `b` push the number of the edge it was entered by? Blocks with
+    /// several incoming edges do, except the headers of counted loops.
+    pub fn has_edge_item(&self, b: Block) -> bool {
+        self.preds.get(bidx(b)).is_some_and(|p| p.len() > 1) && self.counted(b).is_none()
+    }
+
+    /// The counted loop `b` heads, if any.
+    pub fn counted(&self, b: Block) -> Option<usize> {
+        self.header_loop.get(bidx(b)).copied().flatten()
+    }
+
+    /// The counted loops that contain `b`, innermost first.
+    pub fn enclosing(&self, b: Block) -> &[usize] {
+        self.enclosing.get(bidx(b)).map_or(&[], |v| v.as_slice())
+    }
+
+    /// The counted loops the edge `e` into `to` leaves, innermost first.
+    pub fn exited(&self, e: Edge, to: Block) -> Vec<usize> {
+        self.enclosing(e.from)
+            .iter()
+            .copied()
+            .filter(|&l| !self.loops[l].contains(to))
+            .collect()
+    }
+
+    /// Is the primal value `v` a parameter the adjoint receives?
+    pub fn is_available(&self, v: Value) -> bool {
+        self.available.get(idx(v)).copied().unwrap_or(false)
+    }
+
     /// Is the call `inst` differentiated (some argument active)?
     pub fn call_is_active(&self, func: &Function, args: &[Value]) -> bool {
         args.iter().any(|&a| match func.dfg.value_type(a) {
@@ -128,11 +227,17 @@ impl Plan {
             .collect()
     }
 
+    /// The analyses, up to the tape plan ([`Plan::plan_tape`], which needs
+    /// to know what the calls become). `untaken`: the parameters the adjoint
+    /// does not receive although it could (see [`adj_takes`]); `collapsed`:
+    /// the blocks that stand for a rule region.
     pub fn new(
         module: &Module,
         func: &Function,
         args: &[ArgActivity],
         ret: RetActivity,
+        untaken: &[usize],
+        collapsed: &dyn Fn(Block) -> bool,
     ) -> Result<Plan, AdError> {
         let entry = func.entry_block().ok_or_else(|| AdError::NoBody {
             func: func.name.clone(),
@@ -177,6 +282,15 @@ impl Plan {
 
         let useful = usefulness(module, func, &order, args, ret);
 
+        let mut available = vec![false; nv];
+        let mut adj_params = Vec::new();
+        for (k, (&p, param)) in func.params().iter().zip(&func.sig.params).enumerate() {
+            if adj_takes(param, k, untaken) {
+                available[idx(p)] = true;
+                adj_params.push(p);
+            }
+        }
+
         let mut plan = Plan {
             entry,
             order,
@@ -189,15 +303,125 @@ impl Plan {
             slot: vec![None; nv],
             num_slots: 0,
             tape: vec![Vec::new(); nb],
-            remat: vec![Vec::new(); nb],
+            recipes: vec![Vec::new(); nb],
+            loops: Vec::new(),
+            header_loop: vec![None; nb],
+            enclosing: vec![Vec::new(); nb],
+            ivs: std::collections::HashMap::new(),
+            adj_params,
+            available,
             zeros_sites: Vec::new(),
             num_threaded: 0,
             const_shadows: Vec::new(),
         };
         plan.find_shadows(func, args, entry);
         plan.assign_slots(func, ret);
-        plan.plan_tape(func)?;
+        plan.find_loops(func, collapsed);
         Ok(plan)
+    }
+
+    /// Finds the counted loops (see [`Loop`]) and their induction variables.
+    fn find_loops(&mut self, func: &Function, collapsed: &dyn Fn(Block) -> bool) {
+        let nb = func.dfg.num_blocks();
+        let mut rpo = vec![usize::MAX; nb];
+        for (k, &b) in self.order.iter().enumerate() {
+            rpo[bidx(b)] = k;
+        }
+        let idom = dominators(&self.order, &self.preds, &rpo);
+        let dominates = |a: Block, b: Block| -> bool {
+            let (a, mut b) = (rpo[bidx(a)], rpo[bidx(b)]);
+            loop {
+                if a == b {
+                    return true;
+                }
+                if b == 0 || idom[b] == b {
+                    return false;
+                }
+                b = idom[b];
+            }
+        };
+        for &h in &self.order {
+            let ps = &self.preds[bidx(h)];
+            if h == self.entry || ps.len() != 2 {
+                continue;
+            }
+            let backs: Vec<usize> = (0..2).filter(|&k| dominates(h, ps[k].from)).collect();
+            let [back] = backs[..] else { continue };
+            let entry = 1 - back;
+            // The natural loop of the back edge.
+            let mut body = vec![false; nb];
+            body[bidx(h)] = true;
+            let mut stack = vec![ps[back].from];
+            while let Some(b) = stack.pop() {
+                if body[bidx(b)] {
+                    continue;
+                }
+                body[bidx(b)] = true;
+                stack.extend(self.preds[bidx(b)].iter().map(|e| e.from));
+            }
+            let mut ok = !collapsed(ps[entry].from);
+            for &b in &self.order {
+                if !body[bidx(b)] || !collapsed(b) {
+                    continue;
+                }
+                let Some(t) = func.layout.last_inst(b) else {
+                    continue;
+                };
+                // A collapsed block inside the loop may not leave it or close it.
+                if func
+                    .dfg
+                    .inst(t)
+                    .destinations()
+                    .iter()
+                    .any(|d| d.block == h || !body[bidx(d.block)])
+                {
+                    ok = false;
+                }
+            }
+            if !ok {
+                continue;
+            }
+            let l = self.loops.len();
+            let size = body.iter().filter(|&&x| x).count();
+            // Induction variables: `p` with `p + c` (or `p - c`) on the back edge.
+            let dest_args = |e: Edge| -> Vec<Value> {
+                func.dfg
+                    .inst(e.inst)
+                    .destinations()
+                    .get(e.dest)
+                    .map(|d| d.args.to_vec())
+                    .unwrap_or_default()
+            };
+            let (ein, eback) = (dest_args(ps[entry]), dest_args(ps[back]));
+            for (k, &p) in func.dfg.block_params(h).iter().enumerate() {
+                if func.dfg.value_type(p) != Type::I64 {
+                    continue;
+                }
+                let (Some(&init), Some(&next)) = (ein.get(k), eback.get(k)) else {
+                    continue;
+                };
+                if let Some(step) = iv_step(func, p, next) {
+                    self.ivs.insert(p, (l, init, step));
+                }
+            }
+            self.header_loop[bidx(h)] = Some(l);
+            self.loops.push(Loop {
+                entry,
+                back,
+                body,
+                size,
+            });
+        }
+        for (l, lp) in self.loops.iter().enumerate() {
+            for &b in &self.order {
+                if lp.contains(b) {
+                    self.enclosing[bidx(b)].push(l);
+                }
+            }
+        }
+        for list in &mut self.enclosing {
+            list.sort_by_key(|&l| self.loops[l].size);
+        }
     }
 
     fn find_shadows(&mut self, func: &Function, args: &[ArgActivity], entry: Block) {
@@ -297,26 +521,28 @@ impl Plan {
 
     /// What each block's adjoint reads from the primal: the operands its
     /// partials use (asked of [`partials::local_derivative`] itself, in a
-    /// scratch function), the indices of active loads and stores, and the
-    /// incoming-edge number. Constants are re-materialised instead.
-    fn plan_tape(&mut self, func: &Function) -> Result<(), AdError> {
+    /// scratch function), the indices of active loads and stores, the
+    /// arguments of split calls that the callee's adjoint takes
+    /// (`call_args`), and the incoming-edge number. Each is popped, or
+    /// obtained by a [`Recipe`] when that needs at most one popped value.
+    pub fn plan_tape(
+        &mut self,
+        func: &Function,
+        call_args: &std::collections::HashMap<Inst, Vec<Value>>,
+    ) -> Result<(), AdError> {
         for &b in &self.order.clone() {
-            let mut items: Vec<TapeItem> = Vec::new();
-            let mut remat: Vec<Value> = Vec::new();
-            let mut seen = HashSet::new();
-            if self.preds[bidx(b)].len() > 1 {
-                items.push(TapeItem::Edge);
-            }
-            let mut add = |v: Value, items: &mut Vec<TapeItem>, remat: &mut Vec<Value>| {
-                if !seen.insert(v) {
-                    return;
-                }
-                if is_constant(func, v) {
-                    remat.push(v);
-                } else {
-                    items.push(TapeItem::Value(v));
-                }
+            let mut r = Resolver {
+                plan: self,
+                func,
+                block: b,
+                items: Vec::new(),
+                recipes: Vec::new(),
+                known: HashSet::new(),
             };
+            if self.has_edge_item(b) {
+                r.items.push(TapeItem::Edge);
+            }
+            let mut needs: Vec<Value> = Vec::new();
             for &inst in func.layout.block_insts(b) {
                 let data = func.dfg.inst(inst);
                 let results = func.dfg.inst_results(inst);
@@ -326,7 +552,7 @@ impl Plan {
                         args: [_, i],
                     } => {
                         if self.is_active(func, results[0]) {
-                            add(*i, &mut items, &mut remat);
+                            needs.push(*i);
                         }
                     }
                     InstData::Ternary {
@@ -334,12 +560,17 @@ impl Plan {
                         args: [a, i, _],
                     } => {
                         if self.is_shadowed(*a) {
-                            add(*i, &mut items, &mut remat);
+                            needs.push(*i);
+                        }
+                    }
+                    InstData::Call { .. } => {
+                        if let Some(args) = call_args.get(&inst) {
+                            needs.extend_from_slice(args);
                         }
                     }
                     _ => {
-                        let [r] = results else { continue };
-                        if !partials::is_differentiable(data.opcode()) || !self.is_active(func, *r)
+                        let [res] = results else { continue };
+                        if !partials::is_differentiable(data.opcode()) || !self.is_active(func, *res)
                         {
                             continue;
                         }
@@ -348,33 +579,251 @@ impl Plan {
                             .iter()
                             .map(|&a| self.is_active(func, a))
                             .collect();
-                        let (ops, res) = partial_needs(func, data, *r, &wanted);
+                        let (ops, res_needed) = partial_needs(func, data, *res, &wanted);
                         for (k, &a) in data.args().iter().enumerate() {
                             if ops[k] {
-                                add(a, &mut items, &mut remat);
+                                needs.push(a);
                             }
                         }
-                        if res {
-                            add(*r, &mut items, &mut remat);
+                        if res_needed {
+                            needs.push(*res);
                         }
                     }
                 }
             }
-            for item in &items {
-                if let TapeItem::Value(v) = item {
-                    if !func.dfg.value_type(*v).is_scalar() {
-                        return Err(AdError::ReverseUnsupported {
-                            func: func.name.clone(),
-                            what: format!("taping the array {v}"),
-                        });
-                    }
-                }
+            for v in needs {
+                r.resolve(v)?;
             }
+            let (items, recipes) = (r.items, r.recipes);
             self.tape[bidx(b)] = items;
-            self.remat[bidx(b)] = remat;
+            self.recipes[bidx(b)] = recipes;
         }
         Ok(())
     }
+}
+
+/// Does the adjoint of a function take its parameter number `k` too? Each
+/// scalar and each read-only array, unless `untaken`. A read-only array
+/// parameter cannot be written while the function runs (the verifier and
+/// the front end forbid passing an array that a call writes to another
+/// parameter of it), so the adjoint reads it as the primal did.
+pub(crate) fn adj_takes(param: &adze_ir::Param, k: usize, untaken: &[usize]) -> bool {
+    !untaken.contains(&k) && (param.ty.is_scalar() || (param.ty == Type::Array && !param.mutable))
+}
+
+/// The tape plan of one block under construction.
+struct Resolver<'a> {
+    plan: &'a Plan,
+    func: &'a Function,
+    block: Block,
+    items: Vec<TapeItem>,
+    recipes: Vec<Recipe>,
+    known: HashSet<Value>,
+}
+
+/// A recomputation being tried: its recipes, and the values it would pop.
+#[derive(Default)]
+struct Attempt {
+    recipes: Vec<Recipe>,
+    leaves: Vec<Value>,
+    seen: HashSet<Value>,
+    budget: usize,
+}
+
+impl Resolver<'_> {
+    /// Makes the primal value `v` known in the reverse block: recomputed if
+    /// that pops at most one value, popped otherwise.
+    fn resolve(&mut self, v: Value) -> Result<(), AdError> {
+        if self.known.contains(&v) {
+            return Ok(());
+        }
+        let mut t = Attempt {
+            budget: RECOMPUTE_BUDGET,
+            ..Attempt::default()
+        };
+        if self.attempt(v, &mut t, true) && t.leaves.len() <= 1 {
+            for leaf in t.leaves {
+                self.tape(leaf)?;
+            }
+            for r in t.recipes {
+                self.known.insert(r.value());
+                self.recipes.push(r);
+            }
+            Ok(())
+        } else {
+            self.tape(v)
+        }
+    }
+
+    fn tape(&mut self, v: Value) -> Result<(), AdError> {
+        if !self.func.dfg.value_type(v).is_scalar() {
+            return Err(AdError::ReverseUnsupported {
+                func: self.func.name.clone(),
+                what: format!("taping the array {v}"),
+            });
+        }
+        self.known.insert(v);
+        self.items.push(TapeItem::Value(v));
+        Ok(())
+    }
+
+    /// Can `v` be obtained from known values, recipes and popped leaves?
+    fn attempt(&self, v: Value, t: &mut Attempt, root: bool) -> bool {
+        if self.known.contains(&v) || t.seen.contains(&v) {
+            return true;
+        }
+        let func = self.func;
+        let plan = self.plan;
+        let ok = if plan.is_available(v) {
+            t.recipes.push(Recipe::Param(v));
+            true
+        } else if let Some(&(lp, init, step)) = plan.ivs.get(&v) {
+            if plan.enclosing(self.block).contains(&lp) && self.attempt(init, t, false) {
+                t.recipes.push(Recipe::Iv {
+                    value: v,
+                    lp,
+                    init,
+                    step,
+                });
+                true
+            } else {
+                return self.leaf(v, t, root);
+            }
+        } else if is_constant(func, v) {
+            t.recipes.push(Recipe::Inst(v));
+            true
+        } else {
+            match *func.dfg.value_def(v) {
+                ValueDef::Result { inst, .. } if t.budget > 0 && self.recomputable(inst) => {
+                    t.budget -= 1;
+                    for &a in func.dfg.inst(inst).args() {
+                        if func.dfg.value_type(a) == Type::Array && !plan.is_available(a) {
+                            return self.leaf(v, t, root);
+                        }
+                        if !self.attempt(a, t, false) {
+                            return false;
+                        }
+                    }
+                    t.recipes.push(Recipe::Inst(v));
+                    true
+                }
+                _ => return self.leaf(v, t, root),
+            }
+        };
+        t.seen.insert(v);
+        ok
+    }
+
+    /// `v` would be popped.
+    fn leaf(&self, v: Value, t: &mut Attempt, root: bool) -> bool {
+        if root || !self.func.dfg.value_type(v).is_scalar() {
+            return false;
+        }
+        t.seen.insert(v);
+        t.leaves.push(v);
+        true
+    }
+
+    /// Is `inst` cheap, pure and unable to trap when emitted again with the
+    /// operands it had (a load from a read-only array did not trap the
+    /// first time, and the array has not changed)?
+    fn recomputable(&self, inst: Inst) -> bool {
+        use Opcode::*;
+        let data = self.func.dfg.inst(inst);
+        match data {
+            InstData::Unary { op, .. } => matches!(
+                op,
+                Fneg | Ineg | Not | Sitof | Ftosi | Sqrt | Abs | Floor | Ceil | Len
+            ),
+            InstData::Binary { op, .. } => matches!(
+                op,
+                Fadd | Fsub | Fmul | Fdiv | Iadd | Isub | Imul | Min | Max | Load
+            ),
+            InstData::Ternary { op, .. } => *op == Select,
+            InstData::Powi { .. } | InstData::Cmp { .. } => true,
+            _ => false,
+        }
+    }
+}
+
+/// The step of an induction variable: `next` is `p + c`, `c + p` or `p - c`
+/// for an `iconst c`.
+fn iv_step(func: &Function, p: Value, next: Value) -> Option<i64> {
+    let ValueDef::Result { inst, .. } = *func.dfg.value_def(next) else {
+        return None;
+    };
+    let konst = |v: Value| -> Option<i64> {
+        let ValueDef::Result { inst, .. } = *func.dfg.value_def(v) else {
+            return None;
+        };
+        match func.dfg.inst(inst) {
+            InstData::IConst { imm } => Some(*imm),
+            _ => None,
+        }
+    };
+    match func.dfg.inst(inst) {
+        InstData::Binary {
+            op: Opcode::Iadd,
+            args: [a, b],
+        } => {
+            if *a == p {
+                konst(*b)
+            } else if *b == p {
+                konst(*a)
+            } else {
+                None
+            }
+        }
+        InstData::Binary {
+            op: Opcode::Isub,
+            args: [a, b],
+        } if *a == p => konst(*b).map(i64::wrapping_neg),
+        _ => None,
+    }
+}
+
+/// Immediate dominators over the reachable blocks, as reverse-postorder
+/// numbers (`idom[0] == 0` for the entry), by Cooper, Harvey and Kennedy's
+/// iteration.
+fn dominators(order: &[Block], preds: &[Vec<Edge>], rpo: &[usize]) -> Vec<usize> {
+    let n = order.len();
+    let mut idom = vec![usize::MAX; n];
+    if n == 0 {
+        return idom;
+    }
+    idom[0] = 0;
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for (k, &b) in order.iter().enumerate().skip(1) {
+            let mut new = usize::MAX;
+            for e in &preds[bidx(b)] {
+                let p = rpo[bidx(e.from)];
+                if p == usize::MAX || idom[p] == usize::MAX {
+                    continue;
+                }
+                new = if new == usize::MAX {
+                    p
+                } else {
+                    let (mut x, mut y) = (new, p);
+                    while x != y {
+                        while x > y {
+                            x = idom[x];
+                        }
+                        while y > x {
+                            y = idom[y];
+                        }
+                    }
+                    x
+                };
+            }
+            if new != usize::MAX && idom[k] != new {
+                idom[k] = new;
+                changed = true;
+            }
+        }
+    }
+    idom
 }
 
 /// Is `v` defined by `fconst`, `iconst` or `bconst`?
