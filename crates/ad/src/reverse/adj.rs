@@ -373,9 +373,7 @@ impl Adj<'_> {
                 self.out.layout.append_inst(new, block);
                 self.out.dfg.first_result(new)
             }
-            Recipe::Iv {
-                lp, init, step, ..
-            } => {
+            Recipe::Iv { lp, init, step, .. } => {
                 let trips = self.trips.ok_or_else(|| self.internal("no trip array"))?;
                 let init = self.primal_value(init)?;
                 let mut b = self.b();

@@ -176,7 +176,8 @@ pub(crate) fn build(
                     extra.push(args);
                     exits.push(plan.exited(edge, call.block));
                 }
-                for ((call, args), exited) in data.destinations_mut().into_iter().zip(extra).zip(exits)
+                for ((call, args), exited) in
+                    data.destinations_mut().into_iter().zip(extra).zip(exits)
                 {
                     call.args.extend(args);
                     if exited.is_empty() {

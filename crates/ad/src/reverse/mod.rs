@@ -569,14 +569,9 @@ pub(crate) fn derive_split(
     let collapse =
         crate::regions::collapse(&mut primal, |_| true).map_err(|e| unsupported(&primal, e))?;
     primal.regions.clear();
-    let mut plan = plan::Plan::new(
-        module,
-        &primal,
-        &req.args,
-        req.ret,
-        &req.untaken,
-        &|b| collapse.by_block(b).is_some(),
-    )?;
+    let mut plan = plan::Plan::new(module, &primal, &req.args, req.ret, &req.untaken, &|b| {
+        collapse.by_block(b).is_some()
+    })?;
     let calls = plan_calls(module, &primal, &plan, &collapse, depth, tape)?;
     let call_args: HashMap<Inst, Vec<Value>> = calls
         .iter()

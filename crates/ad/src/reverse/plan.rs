@@ -570,7 +570,8 @@ impl Plan {
                     }
                     _ => {
                         let [res] = results else { continue };
-                        if !partials::is_differentiable(data.opcode()) || !self.is_active(func, *res)
+                        if !partials::is_differentiable(data.opcode())
+                            || !self.is_active(func, *res)
                         {
                             continue;
                         }
