@@ -690,7 +690,10 @@ block0(v0: i64):
 function @rw(a: arr, b: mut arr) {
 }
 ";
-    check(text, "is passed to `mut` parameter `b` and to the read-only `a`");
+    check(
+        text,
+        "is passed to `mut` parameter `b` and to the read-only `a`",
+    );
     ok("function @f(n: i64) {
 block0(v0: i64):
     v1 = zeros v0, \"t\"
