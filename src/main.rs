@@ -102,6 +102,10 @@ enum Command {
         /// of ..) before AD stops with an error.
         #[arg(long, value_name = "N", default_value_t = adze_ad::AdLimits::default().max_nesting)]
         max_ad_depth: usize,
+        /// How much code AD may create (instructions plus values) before it
+        /// stops with an error.
+        #[arg(long, value_name = "N", default_value_t = adze_ad::AdLimits::default().max_size)]
+        max_ad_size: usize,
     },
     /// Print the IR after a stage of the pipeline.
     Dump {
@@ -119,6 +123,10 @@ enum Command {
         /// How deeply derivatives may nest before AD stops with an error.
         #[arg(long, value_name = "N", default_value_t = adze_ad::AdLimits::default().max_nesting)]
         max_ad_depth: usize,
+        /// How much code AD may create (instructions plus values) before it
+        /// stops with an error.
+        #[arg(long, value_name = "N", default_value_t = adze_ad::AdLimits::default().max_size)]
+        max_ad_size: usize,
     },
     /// Check FILE (parse, resolve, type-check, lower, verify) without running it.
     Check { file: PathBuf },
@@ -223,10 +231,12 @@ fn execute(command: Command) -> Result<(), Error> {
             engine,
             derive,
             max_ad_depth,
+            max_ad_size,
         } => {
             let mut session = Session::from_file(&file)?;
             session.inline = inline;
             session.ad_limits.max_nesting = max_ad_depth;
+            session.ad_limits.max_size = max_ad_size;
             session.function(&func)?;
             let (module, func) = derive.apply(&session, &func)?;
             let id = adze::pipeline::function_by_name(&module, &func)?;
@@ -258,10 +268,12 @@ fn execute(command: Command) -> Result<(), Error> {
             stage,
             derive,
             max_ad_depth,
+            max_ad_size,
         } => {
             let mut session = Session::from_file(&file)?;
             session.inline = inline;
             session.ad_limits.max_nesting = max_ad_depth;
+            session.ad_limits.max_size = max_ad_size;
             if let Some(name) = &func {
                 session.function(name)?;
             }

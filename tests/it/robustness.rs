@@ -609,11 +609,9 @@ fn derivative_faults_through_the_command() {
             assert_eq!(out.code, 1, "{args:?}: {}", out.stderr);
             assert_eq!(out.stdout, "");
             assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
-            assert!(
-                out.stderr.starts_with("error: in function `"),
-                "{}",
-                out.stderr
-            );
+            // `in function `f`:` or, inside a derivative that was not
+            // inlined, `in the .. derivative of `f` (function `..`):`.
+            assert!(out.stderr.starts_with("error: in "), "{}", out.stderr);
             assert!(out.stderr.contains(needle), "{args:?}: {}", out.stderr);
             // --json: one object on stderr.
             let json = adze(&[&args[..], &["--json"]].concat());
@@ -708,4 +706,300 @@ fn unwritable_output_is_not_a_panic() {
         assert!(stderr.starts_with("error: "), "{stderr}");
         assert!(!stderr.contains("panicked"), "{stderr}");
     }
+}
+
+// ---------------------------------------------------------------------------
+// The size limit of the AD passes (`AdLimits::max_size`, `--max-ad-size`).
+
+/// `f0(x) = x³` and, for k = 1..=n, `fk(x) = f{k-1}(x) + f{k-1}'(x)` by a
+/// forward derivative of `f{k-1}`: n nested forward derivatives, whose code
+/// doubles with every level (the results of `f0`'s k-th derivative number
+/// 2^k). `fk(x) = Σ_j C(k, j) f0^(j)(x)`.
+fn nested_forward(n: usize) -> String {
+    let mut src = String::from("fn f0(x: f64) -> f64 { x * x * x }\n");
+    for k in 1..=n {
+        src.push_str(&format!(
+            "fn f{k}(x: f64) -> f64 {{ let (a, b) = autodiff(forward, f{}, dual, dual(x, 1.0)); a + b }}\n",
+            k - 1
+        ));
+    }
+    src
+}
+
+fn too_large_message(func: &str, limit: usize) -> String {
+    format!(
+        "the derivative code built for `{func}` exceeds {limit} IR instructions and values \
+         (`--max-ad-size`); reduce the nesting of derivatives or raise the limit"
+    )
+}
+
+/// Forty nested forward derivatives would need about 2^40 values; the limit
+/// stops them with an error, under every inlining setting, through the
+/// facade and the AD crate's entry points. Without the limit this test
+/// would not finish. (A lowered limit keeps this process small: the leak
+/// checks above measure its resident memory. The default limit is checked
+/// through the command, below, in processes of their own.)
+#[test]
+fn nested_forward_derivatives_stop_at_the_size_limit() {
+    let limit = 100_000;
+    let limits = adze_ad::AdLimits {
+        max_size: limit,
+        ..adze_ad::AdLimits::default()
+    };
+    let mut session = Session::from_source("nested.adz", &nested_forward(40)).unwrap();
+    session.ad_limits = limits;
+    let too_large = adze_ad::AdError::TooLarge {
+        func: "f40".into(),
+        limit,
+    };
+    for inline in [adze::InlineSetting::None, adze::InlineSetting::All] {
+        session.inline = inline;
+        let err = session
+            .run("f40", &[Val::F64(2.0)], Engine::Interp)
+            .unwrap_err();
+        match &err {
+            Error::Ad(e) => assert_eq!(e, &too_large, "{inline:?}"),
+            other => panic!("{inline:?}: expected AdError::TooLarge, got {other:?}"),
+        }
+        assert_eq!(err.to_string(), too_large_message("f40", limit));
+        let err = session
+            .derive("f40", adze_ir::Mode::Forward, 1, &[])
+            .unwrap_err();
+        assert!(matches!(&err, Error::Ad(e) if *e == too_large), "{err:?}");
+    }
+    // The AD crate's own entry points.
+    let mut module = session.module.clone();
+    let err = adze_ad::with_limits(limits, || adze_ad::lower_autodiff(&mut module)).unwrap_err();
+    assert!(matches!(err, adze_ad::AdError::TooLarge { .. }), "{err:?}");
+    let id = session.module.get("f40").unwrap();
+    let mut module = session.module.clone();
+    let err = adze_ad::with_limits(limits, || adze_ad::lower_autodiff_from(&mut module, id));
+    assert_eq!(err, Err(too_large.clone()));
+    let f39 = session.module.get("f39").unwrap();
+    let mut module = session.module.clone();
+    let err = adze_ad::with_limits(limits, || {
+        adze_ad::forward_derivative(
+            &mut module,
+            &adze_ad::ForwardRequest::new(
+                f39,
+                vec![adze_ir::ArgActivity::Dual],
+                adze_ir::RetActivity::Dual,
+            ),
+        )
+    });
+    assert_eq!(
+        err,
+        Err(adze_ad::AdError::TooLarge {
+            func: "f39".into(),
+            limit
+        })
+    );
+    // Eight levels are far below the limit, and right:
+    // f8(2) = 8 + 8·12 + 28·12 + 56·6.
+    let mut session = Session::from_source("nested.adz", &nested_forward(8)).unwrap();
+    session.ad_limits = limits;
+    for engine in [Engine::Interp, Engine::Jit] {
+        let out = session.run("f8", &[Val::F64(2.0)], engine).unwrap();
+        assert_eq!(out.results, vec![Val::F64(776.0)]);
+    }
+}
+
+/// The limit counts exactly the instructions and values of the functions a
+/// lowering creates: the size they end up with passes, one less fails, with
+/// forward and reverse requests, rules and tape helpers (the seed's HVP).
+#[test]
+fn the_size_limit_is_exact() {
+    for (file, root) in [
+        ("tests/programs/nested_forward.adz", "d3"),
+        ("ir-examples/seed.adz", "hvp_custom"),
+    ] {
+        let module = load(&root_path(file)).module;
+        let id = module.get(root).unwrap();
+        let mut lowered = module.clone();
+        adze_ad::lower_autodiff_from(&mut lowered, id).unwrap();
+        let created: usize = lowered
+            .iter()
+            .skip(module.len())
+            .map(|(_, f)| adze_ad::lower::ir_size(f))
+            .sum();
+        assert!(created > 0, "{file}");
+        let with = |max_size: usize| {
+            let limits = adze_ad::AdLimits {
+                max_size,
+                ..adze_ad::AdLimits::default()
+            };
+            let mut m = module.clone();
+            adze_ad::with_limits(limits, || adze_ad::lower_autodiff_from(&mut m, id))
+        };
+        assert_eq!(with(created), Ok(()), "{file}");
+        assert_eq!(
+            with(created - 1),
+            Err(adze_ad::AdError::TooLarge {
+                func: root.into(),
+                limit: created - 1
+            }),
+            "{file}"
+        );
+    }
+}
+
+fn root_path(file: &str) -> std::path::PathBuf {
+    root().join(file)
+}
+
+/// No example or benchmark comes near the default limit: every `autodiff`
+/// of `ir-examples/` with the benchmark wrappers appended, and the forward
+/// (also vector) and reverse derivative of every function, each create less
+/// than a twentieth of it.
+#[test]
+fn no_example_comes_near_the_size_limit() {
+    use adze_ir::{ArgActivity, RetActivity, Type};
+    let created = |before: &adze_ir::Module, after: &adze_ir::Module| -> usize {
+        after
+            .iter()
+            .skip(before.len())
+            .map(|(_, f)| adze_ad::lower::ir_size(f))
+            .sum()
+    };
+    let mut largest = (0, String::new());
+    let mut check = |what: String, size: usize| {
+        assert!(
+            size < adze_ad::MAX_SIZE / 20,
+            "{what} creates {size}, near the limit {}",
+            adze_ad::MAX_SIZE
+        );
+        if size > largest.0 {
+            largest = (size, what);
+        }
+    };
+    for path in examples() {
+        let mut src = std::fs::read_to_string(&path).unwrap();
+        let bench = root()
+            .join("benches/workloads")
+            .join(path.file_name().unwrap());
+        if let Ok(more) = std::fs::read_to_string(&bench) {
+            src.push_str(&more);
+        }
+        let name = path.display().to_string();
+        let module = adze_lang::compile(&name, &src).unwrap();
+        let mut lowered = module.clone();
+        adze_ad::lower_autodiff(&mut lowered).unwrap();
+        check(
+            format!("{name}: every autodiff"),
+            created(&module, &lowered),
+        );
+        for (_, f) in module.iter().filter(|(_, f)| !f.name.contains('.')) {
+            let all_f64 =
+                !f.sig.results.is_empty() && f.sig.results.iter().all(|&t| t == Type::F64);
+            let acts = |scalar: ArgActivity| -> Vec<ArgActivity> {
+                f.sig
+                    .params
+                    .iter()
+                    .map(|p| match p.ty {
+                        Type::F64 => scalar,
+                        Type::Array => ArgActivity::Dup,
+                        _ => ArgActivity::Const,
+                    })
+                    .collect()
+            };
+            for width in [1, 4] {
+                let ret = if all_f64 {
+                    RetActivity::Dual
+                } else {
+                    RetActivity::Const
+                };
+                let mut m = lowered.clone();
+                match adze_ad::derive_forward(&mut m, &f.name, &acts(ArgActivity::Dual), ret, width)
+                {
+                    Ok(_) => check(
+                        format!("{name}: {} forward x{width}", f.name),
+                        created(&lowered, &m),
+                    ),
+                    Err(adze_ad::AdError::TooLarge { .. }) => panic!("{name}: {}", f.name),
+                    Err(_) => {}
+                }
+            }
+            let ret = if all_f64 {
+                RetActivity::Active
+            } else {
+                RetActivity::Const
+            };
+            let mut m = lowered.clone();
+            match adze_ad::derive_reverse(&mut m, &f.name, &acts(ArgActivity::Active), ret) {
+                Ok(_) => check(format!("{name}: {} reverse", f.name), created(&lowered, &m)),
+                Err(adze_ad::AdError::TooLarge { .. }) => panic!("{name}: {}", f.name),
+                Err(_) => {}
+            }
+        }
+    }
+    eprintln!("largest: {} ({})", largest.0, largest.1);
+}
+
+/// The command: exit 1 and one line, `--json` too; a lower limit
+/// (`--max-ad-size`) stops a small program that passes by default.
+#[test]
+fn the_size_limit_through_the_command() {
+    let path = std::env::temp_dir().join(format!("adze-nested-{}.adz", std::process::id()));
+    std::fs::write(&path, nested_forward(40)).unwrap();
+    let file = path.display().to_string();
+    let line = format!("error: {}\n", too_large_message("f40", adze_ad::MAX_SIZE));
+    for args in [
+        &["run", &file, "--fn", "f40", "--arg", "x=2"][..],
+        &[
+            "run", &file, "--fn", "f40", "--arg", "x=2", "--inline", "none",
+        ],
+        &["dump", &file, "--fn", "f40", "--stage", "ad"],
+    ] {
+        let out = adze(args);
+        assert_eq!(out.code, 1, "{args:?}: {}", out.stderr);
+        assert_eq!(out.stdout, "", "{args:?}");
+        assert_eq!(out.stderr, line, "{args:?}");
+    }
+    let out = adze(&["run", &file, "--fn", "f40", "--arg", "x=2", "--json"]);
+    assert_eq!(out.code, 1);
+    let v: serde_json::Value = serde_json::from_str(&out.stderr).unwrap();
+    assert_eq!(v["error"], too_large_message("f40", adze_ad::MAX_SIZE));
+    let _ = std::fs::remove_file(&path);
+
+    let small = "tests/programs/nested_forward.adz";
+    let out = adze(&["run", small, "--fn", "d3", "--arg", "x=2"]);
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "6.0\n"),
+        "{}",
+        out.stderr
+    );
+    let out = adze(&[
+        "run",
+        small,
+        "--fn",
+        "d3",
+        "--arg",
+        "x=2",
+        "--max-ad-size",
+        "100",
+    ]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert_eq!(
+        out.stderr,
+        format!("error: {}\n", too_large_message("d3", 100))
+    );
+    let out = adze(&["dump", small, "--stage", "ad", "--max-ad-size", "100"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("exceeds 100 IR instructions"),
+        "{}",
+        out.stderr
+    );
+    let out = adze(&[
+        "run",
+        small,
+        "--fn",
+        "d3",
+        "--arg",
+        "x=2",
+        "--max-ad-size",
+        "x",
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
 }

@@ -117,3 +117,368 @@ fn bad_arguments_and_missing_functions() {
         assert!(matches!(err, Error::UnknownFunction { .. }), "{err}");
     }
 }
+
+// ---------------------------------------------------------------------------
+// Faults inside derivatives name the user's function and the derivative
+// (`adze_ir::names`), keeping the raw name of the generated function.
+
+/// Derivatives that fault: out of bounds in a forward, a reverse and a
+/// forward-over-reverse derivative, in a reverse rule and in its forward
+/// derivative, and runaway recursion (never inlined).
+const DERIVED_FAULTS: &str = "
+fn shifted(a: [f64], k: i64) -> f64 {
+    var s = 0.0;
+    for i in 0..len(a) { s = s + sin(s + a[i]) * a[i + k]; }
+    s
+}
+fn grad_shifted(a: [f64], da: mut [f64], k: i64) {
+    autodiff(reverse, shifted, active, dup(a, da), const(k));
+}
+fn tangent_shifted(a: [f64], ta: [f64], k: i64) -> f64 {
+    let (y, dy) = autodiff(forward, shifted, dual, dup(a, ta), const(k));
+    dy
+}
+fn hvp_shifted(a: [f64], ta: [f64], da: mut [f64], hda: mut [f64], k: i64) {
+    autodiff(forward, grad_shifted, const, dup(a, ta), dup(da, hda), const(k));
+}
+fn pick(a: [f64], k: i64) -> f64 { a[0] * a[0] + f64(k) }
+rule reverse pick(a: [f64], da: mut [f64], k: i64, dret: f64) {
+    da[k] = da[k] + 2.0 * a[0] * dret;
+}
+fn use_pick(a: [f64], k: i64) -> f64 { sin(pick(a, k)) }
+fn grad_pick(a: [f64], da: mut [f64], k: i64) {
+    autodiff(reverse, use_pick, active, dup(a, da), const(k));
+}
+fn hvp_pick(a: [f64], ta: [f64], da: mut [f64], hda: mut [f64], k: i64) {
+    autodiff(forward, grad_pick, const, dup(a, ta), dup(da, hda), const(k));
+}
+fn spiral(x: f64, n: i64) -> f64 {
+    if n < 0 { x } else { x * spiral(sin(x), n + 1) }
+}
+fn grad_spiral(x: f64) -> f64 { autodiff(reverse, spiral, active, active(x), const(0)) }
+fn tangent_spiral(x: f64) -> f64 {
+    let (y, dy) = autodiff(forward, spiral, dual, dual(x, 1.0), const(0));
+    dy
+}
+";
+
+/// The arguments of each faulting function (k = 1 reads one past the end of
+/// `a`; k = 5 writes past the end of `da`).
+fn derived_fault_args(func: &str) -> Vec<(&'static str, Val)> {
+    let a = || Val::Array(vec![1.0, 2.0, 3.0]);
+    let z = || Val::Array(vec![0.0; 3]);
+    let t = || Val::Array(vec![1.0, 0.0, 0.0]);
+    match func {
+        "grad_shifted" => vec![("a", a()), ("da", z()), ("k", Val::I64(1))],
+        "tangent_shifted" => vec![("a", a()), ("ta", t()), ("k", Val::I64(1))],
+        "hvp_shifted" => vec![
+            ("a", a()),
+            ("ta", t()),
+            ("da", z()),
+            ("hda", z()),
+            ("k", Val::I64(1)),
+        ],
+        "grad_pick" => vec![("a", a()), ("da", z()), ("k", Val::I64(5))],
+        "hvp_pick" => vec![
+            ("a", a()),
+            ("ta", t()),
+            ("da", z()),
+            ("hda", z()),
+            ("k", Val::I64(5)),
+        ],
+        "grad_spiral" | "tangent_spiral" => vec![("x", Val::F64(0.5))],
+        _ => unreachable!("{func}"),
+    }
+}
+
+const OOB_A: &str = "index 3 is out of bounds for array `a` of length 3";
+const OOB_DA: &str = "index 5 is out of bounds for array `da` of length 3";
+const DEPTH: &str = "call depth limit of 1000 exceeded (runaway recursion?)";
+
+/// (inlining, function, raw name of the function that faults, message).
+fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str, String)> {
+    use adze::InlineSetting::{All, None};
+    let derived =
+        |what: &str, raw: &str, kind: &str| format!("in {what} (function `{raw}`): {kind}");
+    let user = |raw: &str, kind: &str| format!("in function `{raw}`: {kind}");
+    vec![
+        (
+            None,
+            "grad_shifted",
+            "shifted.aug.dup_const",
+            derived(
+                "the augmented primal of the reverse derivative of `shifted`",
+                "shifted.aug.dup_const",
+                OOB_A,
+            ),
+        ),
+        (
+            None,
+            "tangent_shifted",
+            "shifted.fwd.dup_const",
+            derived("the forward derivative of `shifted`", "shifted.fwd.dup_const", OOB_A),
+        ),
+        (
+            None,
+            "hvp_shifted",
+            "shifted.aug.dup_const.fwd.dup_const",
+            derived(
+                "the forward derivative of the augmented primal of the reverse derivative of `shifted`",
+                "shifted.aug.dup_const.fwd.dup_const",
+                OOB_A,
+            ),
+        ),
+        (
+            None,
+            "grad_pick",
+            "pick.rule.reverse",
+            derived("the reverse rule of `pick`", "pick.rule.reverse", OOB_DA),
+        ),
+        (
+            None,
+            "hvp_pick",
+            "pick.rule.reverse.fwd.dup_dup_const_dual.noret",
+            derived(
+                "the forward derivative of the reverse rule of `pick`",
+                "pick.rule.reverse.fwd.dup_dup_const_dual.noret",
+                OOB_DA,
+            ),
+        ),
+        (
+            None,
+            "grad_spiral",
+            "spiral.aug.active_const.u0_1",
+            derived(
+                "the augmented primal of the reverse derivative of `spiral`",
+                "spiral.aug.active_const.u0_1",
+                DEPTH,
+            ),
+        ),
+        (
+            None,
+            "tangent_spiral",
+            "spiral.fwd.dual_const",
+            derived("the forward derivative of `spiral`", "spiral.fwd.dual_const", DEPTH),
+        ),
+        // Inlined into the user's function: the error names it.
+        (All, "grad_shifted", "grad_shifted", user("grad_shifted", OOB_A)),
+        (All, "tangent_shifted", "tangent_shifted", user("tangent_shifted", OOB_A)),
+        (All, "hvp_shifted", "hvp_shifted", user("hvp_shifted", OOB_A)),
+        (All, "grad_pick", "grad_pick", user("grad_pick", OOB_DA)),
+        // Not inlined (the inliner's budget): a generated name, and the
+        // array is the derivative's shadow of `a`.
+        (
+            All,
+            "hvp_pick",
+            "use_pick.rev.dup_const.fwd.dup_dup_const.noret",
+            derived(
+                "the forward derivative of the reverse derivative of `use_pick`",
+                "use_pick.rev.dup_const.fwd.dup_dup_const.noret",
+                "index 5 is out of bounds for array `a.d` (the shadow of `a`) of length 3",
+            ),
+        ),
+        // Recursion is never inlined.
+        (
+            All,
+            "grad_spiral",
+            "spiral.aug.active_const.u0_1",
+            derived(
+                "the augmented primal of the reverse derivative of `spiral`",
+                "spiral.aug.active_const.u0_1",
+                DEPTH,
+            ),
+        ),
+        (
+            All,
+            "tangent_spiral",
+            "spiral.fwd.dual_const",
+            derived("the forward derivative of `spiral`", "spiral.fwd.dual_const", DEPTH),
+        ),
+    ]
+}
+
+#[test]
+fn faults_inside_derivatives_name_the_users_function() {
+    let mut session = adze::Session::from_source("derived_faults.adz", DERIVED_FAULTS).unwrap();
+    for (inline, func, raw, message) in derived_fault_cases() {
+        session.inline = inline;
+        let args: Vec<Val> = derived_fault_args(func)
+            .into_iter()
+            .map(|(_, v)| v)
+            .collect();
+        for engine in [Engine::Interp, Engine::Jit] {
+            match session.run(func, &args, engine) {
+                Err(Error::Run(e)) => {
+                    assert_eq!(e.func, raw, "{inline:?} {func} on {engine:?}");
+                    assert_eq!(e.to_string(), message, "{inline:?} {func} on {engine:?}");
+                }
+                other => panic!("{inline:?} {func} on {engine:?}: expected a fault, got {other:?}"),
+            }
+        }
+    }
+}
+
+/// A derivative requested through the API (`Session::derive`, `adze run
+/// --derive`): the vector-mode forward derivative names its width.
+#[test]
+fn faults_inside_api_derivatives_name_the_users_function() {
+    let mut session = adze::Session::from_source("derived_faults.adz", DERIVED_FAULTS).unwrap();
+    session.inline = adze::InlineSetting::None;
+    let (module, name) = session
+        .derive("shifted", adze_ir::Mode::Forward, 2, &[])
+        .unwrap();
+    assert_eq!(name, "shifted.fwd.dup_const.x2");
+    let a = Val::Array(vec![1.0, 2.0, 3.0]);
+    let args = [a.clone(), a.clone(), a, Val::I64(1)];
+    for engine in [Engine::Interp, Engine::Jit] {
+        let err = session.run_in(&module, &name, &args, engine).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            format!(
+                "in the forward derivative (vector mode, width 2) of `shifted` \
+                 (function `shifted.fwd.dup_const.x2`): {OOB_A}"
+            )
+        );
+    }
+}
+
+/// The same faults through `adze run`: one line, exit 1; `--json` too.
+#[test]
+fn faults_inside_derivatives_through_the_command() {
+    let path = std::env::temp_dir().join(format!("adze-derived-faults-{}.adz", std::process::id()));
+    std::fs::write(&path, DERIVED_FAULTS).unwrap();
+    let file = path.display().to_string();
+    for (inline, func, _, message) in derived_fault_cases() {
+        let inline = match inline {
+            adze::InlineSetting::None => "none",
+            _ => "all",
+        };
+        let mut args: Vec<String> = ["run", &file, "--fn", func, "--inline", inline]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        for (name, value) in derived_fault_args(func) {
+            args.push("--arg".into());
+            args.push(format!("{name}={value}"));
+        }
+        for engine in ["jit", "interp"] {
+            let mut args = args.clone();
+            args.extend(["--engine".to_string(), engine.to_string()]);
+            let out = adze_command(&args);
+            assert_eq!(out.status.code(), Some(1), "{args:?}");
+            assert!(out.stdout.is_empty(), "{args:?}");
+            assert_eq!(
+                String::from_utf8_lossy(&out.stderr),
+                format!("error: {message}\n"),
+                "{args:?}"
+            );
+            args.push("--json".into());
+            let out = adze_command(&args);
+            assert_eq!(out.status.code(), Some(1), "{args:?}");
+            let v: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+            assert_eq!(v["error"], message.as_str(), "{args:?}");
+        }
+    }
+    let _ = std::fs::remove_file(&path);
+}
+
+fn adze_command(args: &[String]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_adze"))
+        .args(args)
+        .current_dir(root())
+        .output()
+        .expect("adze runs")
+}
+
+/// Every function the AD passes create for the examples, the test
+/// programs and the fuzz seeds (their `autodiff`s, and the forward, vector
+/// and reverse derivatives of every function) has a name that
+/// `adze_ir::names` understands, so a fault in it is described.
+#[test]
+fn every_generated_name_is_described() {
+    use adze_ir::{ArgActivity, RetActivity, Type};
+    let mut files = crate::support::examples();
+    for dir in ["tests/programs", "fuzz/seeds"] {
+        for entry in std::fs::read_dir(root().join(dir)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.extension().is_some_and(|e| e == "adz") {
+                files.push(path);
+            }
+        }
+    }
+    let mut names = std::collections::BTreeSet::new();
+    for path in files {
+        // (Not every fuzz seed compiles.)
+        let Ok(session) = adze::Session::from_file(&path) else {
+            continue;
+        };
+        let mut module = session.module;
+        let _ = adze_ad::lower_autodiff(&mut module);
+        let users: Vec<(String, adze_ir::Signature)> = module
+            .iter()
+            .filter(|(_, f)| !f.name.contains('.') && !f.is_declaration())
+            .map(|(_, f)| (f.name.clone(), f.sig.clone()))
+            .collect();
+        for (name, sig) in users {
+            let acts = |scalar: ArgActivity| -> Vec<ArgActivity> {
+                sig.params
+                    .iter()
+                    .map(|p| match p.ty {
+                        Type::F64 => scalar,
+                        Type::Array => ArgActivity::Dup,
+                        _ => ArgActivity::Const,
+                    })
+                    .collect()
+            };
+            let all_f64 = !sig.results.is_empty() && sig.results.iter().all(|&t| t == Type::F64);
+            for width in [1, 2] {
+                let ret = if all_f64 {
+                    RetActivity::Dual
+                } else {
+                    RetActivity::Const
+                };
+                let _ = adze_ad::derive_forward(
+                    &mut module,
+                    &name,
+                    &acts(ArgActivity::Dual),
+                    ret,
+                    width,
+                );
+            }
+            let ret = if all_f64 {
+                RetActivity::Active
+            } else {
+                RetActivity::Const
+            };
+            let _ = adze_ad::derive_reverse(&mut module, &name, &acts(ArgActivity::Active), ret);
+        }
+        names.extend(module.iter().map(|(_, f)| f.name.clone()));
+    }
+    let generated: Vec<&String> = names.iter().filter(|n| n.contains('.')).collect();
+    assert!(
+        generated.len() > 100,
+        "only {} generated names",
+        generated.len()
+    );
+    for kind in [
+        ".fwd.",
+        ".aug.",
+        ".adj.",
+        ".rev.",
+        ".rule.",
+        ".apply.",
+        "adze.tape.",
+        ".x2",
+    ] {
+        assert!(
+            generated.iter().any(|n| n.contains(kind)),
+            "no `{kind}` name"
+        );
+    }
+    for name in generated {
+        assert!(
+            adze_ir::names::describe(name).is_some(),
+            "`{name}` is not understood by adze_ir::names"
+        );
+    }
+}

@@ -218,8 +218,21 @@ pub fn forward_derivative(
 }
 
 /// [`forward_derivative`], with the derivatives being built (outermost
-/// first): a request for one of them is a recursive call.
+/// first): a request for one of them is a recursive call. Part of the
+/// lowering in progress for the size limit, or a lowering of its own
+/// (see [`crate::lower`]).
 pub(crate) fn derive(
+    module: &mut Module,
+    req: &ForwardRequest,
+    building: &mut Vec<FuncId>,
+) -> Result<FuncId, AdError> {
+    let root = module
+        .is_valid(req.func)
+        .then(|| module.func(req.func).name.clone());
+    crate::lower::session(root.as_deref(), || derive_in(module, req, building))
+}
+
+fn derive_in(
     module: &mut Module,
     req: &ForwardRequest,
     building: &mut Vec<FuncId>,
@@ -267,6 +280,8 @@ pub(crate) fn derive(
     let mut built = built?;
     crate::lower::check_shadows(&mut built, &req.args, req.width);
     module.replace(id, built);
+    crate::lower::account(module, [id]);
+    crate::lower::check_size()?;
     Ok(id)
 }
 
@@ -283,6 +298,7 @@ fn build(
     crate::reverse::lower_reverse_requests(module, primal, building.len())?;
     lower_forward_requests(module, primal, building)?;
     crate::lower::between(module, mark);
+    crate::lower::check_size()?;
     // Regions with a forward rule become calls to the rule, as the calls
     // they stand for do.
     let collapse =

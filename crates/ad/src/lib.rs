@@ -52,9 +52,7 @@ pub mod rules;
 pub use forward::{forward_derivative, ForwardRequest};
 pub use lower::{lower_autodiff, lower_autodiff_from, with_between_hook, BetweenHook};
 pub use partials::{Local, Partial};
-pub use reverse::{
-    derive_reverse, lower_reverse_autodiff, reverse_derivative, split_derivative, ReverseRequest,
-};
+pub use reverse::{lower_reverse_autodiff, reverse_derivative, split_derivative, ReverseRequest};
 
 use adze_ir::{ArgActivity, FuncId, Module, RetActivity};
 
@@ -82,6 +80,14 @@ pub enum AdError {
     },
     #[error("derivatives of `{func}` nest more than {limit} deep")]
     TooDeep { func: String, limit: usize },
+    /// The code the AD passes created while lowering one request (or one
+    /// module) outgrew [`AdLimits::max_size`]: typically derivatives nested
+    /// so deeply that the code doubles at every level.
+    #[error(
+        "the derivative code built for `{func}` exceeds {limit} IR instructions and values \
+         (`--max-ad-size`); reduce the nesting of derivatives or raise the limit"
+    )]
+    TooLarge { func: String, limit: usize },
     #[error("cannot differentiate `{func}`: reverse mode does not support {what}")]
     ReverseUnsupported { func: String, what: String },
     #[error("internal error in reverse mode on `{func}`: {reason}")]
@@ -112,6 +118,24 @@ pub fn derive_forward(
             width,
         },
     )
+}
+
+/// The reverse derivative of the function called `name`
+/// ([`reverse::derive_reverse`]), as one lowering for the size limit
+/// ([`AdLimits::max_size`]): everything it creates counts.
+pub fn derive_reverse(
+    module: &mut Module,
+    name: &str,
+    args: &[ArgActivity],
+    ret: RetActivity,
+) -> Result<FuncId, AdError> {
+    lower::session(Some(name), || {
+        let mark = module.len();
+        let d = reverse::derive_reverse(module, name, args, ret)?;
+        lower::account_since(module, mark);
+        lower::check_size()?;
+        Ok(d)
+    })
 }
 
 /// Checks one activity per parameter of `sig` for a request of `mode`:
@@ -158,22 +182,36 @@ pub struct AdLimits {
     /// How deeply derivative requests may nest while one is being built
     /// (a derivative of a derivative of ..); beyond it, [`AdError::TooDeep`].
     pub max_nesting: usize,
+    /// How large the code created by one lowering may grow, counted as
+    /// instructions plus values (results and parameters) of every function
+    /// the AD passes create; beyond it, [`AdError::TooLarge`]. See
+    /// [`lower`] for what one lowering is.
+    pub max_size: usize,
+}
+
+/// The default of [`AdLimits::max_size`]: far above anything a real
+/// derivative needs (the largest in the examples and benchmarks, a vector
+/// forward derivative of GMM's Hessian-vector product, creates about
+/// 12 000; every `autodiff` of the GMM benchmark together about 7 000), and
+/// reached in about a second (debug build) by code that doubles with every
+/// level of nesting: 18 nested forward derivatives of `x³`.
+pub const MAX_SIZE: usize = 1_000_000;
+
+impl AdLimits {
+    const DEFAULT: AdLimits = AdLimits {
+        max_nesting: forward::MAX_NESTING,
+        max_size: MAX_SIZE,
+    };
 }
 
 impl Default for AdLimits {
     fn default() -> AdLimits {
-        AdLimits {
-            max_nesting: forward::MAX_NESTING,
-        }
+        AdLimits::DEFAULT
     }
 }
 
 thread_local! {
-    static LIMITS: std::cell::Cell<AdLimits> = const {
-        std::cell::Cell::new(AdLimits {
-            max_nesting: forward::MAX_NESTING,
-        })
-    };
+    static LIMITS: std::cell::Cell<AdLimits> = const { std::cell::Cell::new(AdLimits::DEFAULT) };
 }
 
 /// Runs `f` with the AD passes held to `limits`; the previous limits are

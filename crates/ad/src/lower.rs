@@ -13,11 +13,156 @@
 //! `reverse::prepare`), so a derivative is always taken of a function made of
 //! calls only — forward over reverse, reverse over forward, forward over
 //! forward, to any depth. Functions created on the way are visited too.
+//!
+//! # The size limit
+//!
+//! Nested derivatives can double the code at every level (a forward
+//! derivative of a forward derivative of .. of a function with `n` results
+//! has `2^k·n` results at depth `k`), so the code one lowering creates is
+//! limited: [`crate::AdLimits::max_size`] bounds the sum of [`ir_size`]
+//! (instructions plus values) over every function created during *one
+//! lowering*, and going beyond it is [`AdError::TooLarge`]. One lowering is
+//! one call of [`lower_autodiff`], [`lower_autodiff_from`],
+//! [`crate::forward_derivative`] (and [`crate::derive_forward`]) or
+//! [`crate::derive_reverse`]; the entry points of [`crate::reverse`] used
+//! directly count each forward derivative they build as one lowering. The
+//! size is counted whenever a derivative is finished (forward mode), after
+//! the inner requests of a function about to be differentiated are lowered
+//! (both modes, after the [`BetweenHook`]), and after each function's
+//! requests, so the error comes at most one doubling after the limit.
 
 use crate::AdError;
 use adze_ir::{ArgActivity, FuncId, Function, Inst, InstData, Module, Opcode, Type, Value};
 use std::cell::RefCell;
 use std::collections::HashSet;
+
+/// The size of a function for [`crate::AdLimits::max_size`]: its
+/// instructions plus its values (instruction results, block parameters).
+/// Counting values catches code whose instruction count grows slowly while
+/// its calls and signatures double.
+pub fn ir_size(func: &Function) -> usize {
+    func.dfg.num_insts() + func.dfg.num_values()
+}
+
+/// What the lowering in progress has created, for the size limit.
+struct Budget {
+    /// Open sessions: nested entry points share the outermost one.
+    open: usize,
+    /// The size counted so far for each function (by `FuncId` number).
+    sizes: Vec<usize>,
+    /// The sum of `sizes`.
+    total: usize,
+    /// The function whose derivatives are being built, for the error.
+    root: Option<String>,
+}
+
+thread_local! {
+    static BUDGET: RefCell<Budget> = const {
+        RefCell::new(Budget {
+            open: 0,
+            sizes: Vec::new(),
+            total: 0,
+            root: None,
+        })
+    };
+}
+
+/// Runs `f` as one lowering for the size limit (see the module doc), or as
+/// part of the lowering already in progress. `root` names the function
+/// whose derivatives are built, for the error.
+pub(crate) fn session<R>(root: Option<&str>, f: impl FnOnce() -> R) -> R {
+    struct Close;
+    impl Drop for Close {
+        fn drop(&mut self) {
+            BUDGET.with(|b| {
+                let mut b = b.borrow_mut();
+                b.open -= 1;
+                if b.open == 0 {
+                    b.sizes = Vec::new();
+                    b.total = 0;
+                    b.root = None;
+                }
+            });
+        }
+    }
+    BUDGET.with(|b| {
+        let mut b = b.borrow_mut();
+        b.open += 1;
+        if b.open == 1 {
+            b.sizes.clear();
+            b.total = 0;
+            b.root = root.map(str::to_string);
+        }
+    });
+    let _close = Close;
+    f()
+}
+
+/// Names the function whose requests the session is lowering now.
+fn set_root(name: &str) {
+    BUDGET.with(|b| {
+        let mut b = b.borrow_mut();
+        if b.open > 0 {
+            b.root = Some(name.to_string());
+        }
+    });
+}
+
+/// Counts the current size of `ids` (functions the AD passes created) in the
+/// lowering in progress; a function counted before is counted again at its
+/// new size. Outside a lowering, nothing is counted.
+pub(crate) fn account(module: &Module, ids: impl IntoIterator<Item = FuncId>) {
+    BUDGET.with(|b| {
+        let mut b = b.borrow_mut();
+        if b.open == 0 {
+            return;
+        }
+        for id in ids {
+            if !module.is_valid(id) {
+                continue;
+            }
+            let size = ir_size(module.func(id));
+            let i = id.as_u32() as usize;
+            if b.sizes.len() <= i {
+                b.sizes.resize(i + 1, 0);
+            }
+            b.total = b.total - b.sizes[i] + size;
+            b.sizes[i] = size;
+            if b.root.is_none() {
+                let name = &module.func(id).name;
+                b.root = Some(
+                    adze_ir::names::user_function(name)
+                        .unwrap_or(name)
+                        .to_string(),
+                );
+            }
+        }
+    });
+}
+
+/// [`account`] for the functions created since `mark` (a former
+/// `module.len()`).
+pub(crate) fn account_since(module: &Module, mark: usize) {
+    let created: Vec<FuncId> = module.ids().skip(mark).collect();
+    account(module, created);
+}
+
+/// [`AdError::TooLarge`] when the lowering in progress has created more
+/// than [`crate::AdLimits::max_size`].
+pub(crate) fn check_size() -> Result<(), AdError> {
+    let limit = crate::limits().max_size;
+    BUDGET.with(|b| {
+        let b = b.borrow();
+        if b.open > 0 && b.total > limit {
+            Err(AdError::TooLarge {
+                func: b.root.clone().unwrap_or_default(),
+                limit,
+            })
+        } else {
+            Ok(())
+        }
+    })
+}
 
 /// A pass to run on derivative IR *between* nested lowerings: on the
 /// functions an inner request created, before an outer pass differentiates
@@ -43,7 +188,8 @@ pub fn with_between_hook<R>(hook: BetweenHook, f: impl FnOnce() -> R) -> R {
 }
 
 /// Calls the hook, if any, on the functions created since `mark` (a former
-/// `module.len()`).
+/// `module.len()`), then counts them for the size limit (checked by the
+/// caller with [`check_size`], or by the next check of the lowering).
 pub(crate) fn between(module: &mut Module, mark: usize) {
     let created: Vec<FuncId> = module.ids().skip(mark).collect();
     if created.is_empty() {
@@ -55,44 +201,50 @@ pub(crate) fn between(module: &mut Module, mark: usize) {
         h(module, &created);
         BETWEEN.with(|b| *b.borrow_mut() = Some(h));
     }
+    account(module, created);
 }
 
 /// Replaces every `autodiff` instruction of the module by a call to its
 /// derivative; see the module doc.
 pub fn lower_autodiff(module: &mut Module) -> Result<(), AdError> {
-    let mut i = 0;
-    // The module grows while we lower: visit the new functions too.
-    while i < module.len() {
-        let id = module.ids().nth(i).expect("index below len");
-        lower_function(module, id)?;
-        i += 1;
-    }
-    Ok(())
+    session(None, || {
+        let mut i = 0;
+        // The module grows while we lower: visit the new functions too.
+        while i < module.len() {
+            let id = module.ids().nth(i).expect("index below len");
+            lower_function(module, id)?;
+            i += 1;
+        }
+        Ok(())
+    })
 }
 
 /// Like [`lower_autodiff`], but only for `root` and what it reaches (calls
 /// and rules): a request elsewhere in the module that cannot be lowered does
 /// not stop `root` from running.
 pub fn lower_autodiff_from(module: &mut Module, root: FuncId) -> Result<(), AdError> {
-    let mut done = HashSet::new();
-    let mut stack = vec![root];
-    while let Some(id) = stack.pop() {
-        if !module.is_valid(id) || !done.insert(id) {
-            continue;
-        }
-        lower_function(module, id)?;
-        let func = module.func(id);
-        stack.extend(func.meta.rules.iter().map(|(_, r)| r));
-        for (_, inst) in func.layout.insts() {
-            if let InstData::Call { func: callee, .. } = func.dfg.inst(inst) {
-                stack.push(*callee);
+    session(None, || {
+        let mut done = HashSet::new();
+        let mut stack = vec![root];
+        while let Some(id) = stack.pop() {
+            if !module.is_valid(id) || !done.insert(id) {
+                continue;
+            }
+            lower_function(module, id)?;
+            let func = module.func(id);
+            stack.extend(func.meta.rules.iter().map(|(_, r)| r));
+            for (_, inst) in func.layout.insts() {
+                if let InstData::Call { func: callee, .. } = func.dfg.inst(inst) {
+                    stack.push(*callee);
+                }
             }
         }
-    }
-    Ok(())
+        Ok(())
+    })
 }
 
-/// Lowers the requests of one function, if it has any.
+/// Lowers the requests of one function, if it has any, within the size
+/// limit.
 fn lower_function(module: &mut Module, id: FuncId) -> Result<(), AdError> {
     let func = module.func(id);
     let has_requests = func
@@ -100,9 +252,15 @@ fn lower_function(module: &mut Module, id: FuncId) -> Result<(), AdError> {
         .insts()
         .any(|(_, inst)| func.dfg.inst(inst).opcode() == Opcode::Autodiff);
     if has_requests {
+        set_root(&func.name);
         let mut func = func.clone();
+        let mark = module.len();
         crate::reverse::lower_reverse_requests(module, &mut func, 0)?;
+        account_since(module, mark);
+        check_size()?;
         crate::forward::lower_forward_requests(module, &mut func, &mut Vec::new())?;
+        account_since(module, mark);
+        check_size()?;
         module.replace(id, func);
     }
     Ok(())

@@ -12,6 +12,9 @@
 //! - The text format: `Display` prints ([`write`](mod@write)), [`parse`] reads it back;
 //!   print → parse → print is the identity.
 //! - [`verify`] checks every invariant listed in its module doc.
+//! - [`names`] reads the names of generated functions and arrays back into
+//!   the user's terms, for error messages (a naming convention the AD passes
+//!   follow and document, not a dependency on them).
 //!
 //! Architecture invariant: this crate knows nothing of the `.adz` language,
 //! of the AD passes or of the JIT.
@@ -23,6 +26,7 @@ pub mod function;
 pub mod instructions;
 pub mod layout;
 pub mod module;
+pub mod names;
 pub mod parse;
 pub mod runtime;
 pub mod semantics;

@@ -3,6 +3,7 @@
 //! be compared for equality.
 
 use crate::function::Signature;
+use crate::names;
 use crate::types::Type;
 use std::fmt;
 
@@ -144,7 +145,8 @@ impl fmt::Display for TrapKind {
         match self {
             TrapKind::IndexOutOfBounds { array, index, len } => write!(
                 f,
-                "index {index} is out of bounds for array `{array}` of length {len}"
+                "index {index} is out of bounds for array {} of length {len}",
+                names::annotate(array, names::describe_array)
             ),
             TrapKind::DivisionByZero => f.write_str("integer division by zero"),
             TrapKind::DivisionOverflow => f.write_str("integer division overflow (i64::MIN / -1)"),
@@ -158,7 +160,8 @@ impl fmt::Display for TrapKind {
             ),
             TrapKind::ShadowLengthMismatch { array, shadow } => write!(
                 f,
-                "array `{array}` and its shadow `{shadow}` have different lengths"
+                "array {} and its shadow `{shadow}` have different lengths",
+                names::annotate(array, names::describe_array)
             ),
             TrapKind::TapeMismatch => {
                 f.write_str("internal error: `pop` found an empty tape or a value of another type")
@@ -170,12 +173,28 @@ impl fmt::Display for TrapKind {
 }
 
 /// A run-time error: what happened, and in which function.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("in function `{func}`: {kind}")]
+///
+/// `func` is the IR name of the function whose code faulted (after
+/// inlining, the function the code was inlined into). The message names a
+/// user's function as `` in function `f`: `` and a generated one by what it
+/// is, keeping the raw name (see [`names::describe`]):
+/// `` in the augmented primal of the reverse derivative of `f` (function `f.aug.dup`): ``.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunError {
     pub func: String,
     pub kind: TrapKind,
 }
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match names::describe(&self.func) {
+            Some(what) => write!(f, "in {what} (function `{}`): {}", self.func, self.kind),
+            None => write!(f, "in function `{}`: {}", self.func, self.kind),
+        }
+    }
+}
+
+impl std::error::Error for RunError {}
 
 impl RunError {
     pub fn new(func: impl Into<String>, kind: TrapKind) -> RunError {

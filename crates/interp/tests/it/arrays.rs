@@ -44,12 +44,14 @@ fn callee_writes_are_visible_to_the_caller() {
 
 #[test]
 fn an_array_passed_twice_aliases() {
-    // writer(a: mut, b) { a[0] = 5.0; b[0] }; caller(x: mut) { writer(x, x) }
+    // writer(a: mut, b: mut) { a[0] = 5.0; b[0] }; caller(x: mut) { writer(x, x) }
+    // (Derivative code passes one shadow to two `mut` parameters; an array
+    // written through one parameter may not be passed to a read-only one.)
     let mut m = Module::new();
     let writer = func(
         &mut m,
         "writer",
-        vec![marr("a"), arr("b")],
+        vec![marr("a"), marr("b")],
         &[Type::F64],
         |fb, p| {
             let zero = fb.iconst(0);
@@ -71,6 +73,20 @@ fn an_array_passed_twice_aliases() {
     let out = run(&m, writer, &[Val::Array(vec![1.0]), Val::Array(vec![1.0])]);
     assert_eq!(out.results, vec![Val::F64(1.0)]);
     assert_eq!(out.args, vec![Val::Array(vec![5.0]), Val::Array(vec![1.0])]);
+}
+
+#[test]
+fn a_written_array_passed_as_read_only_too_is_invalid_ir() {
+    let mut m = Module::new();
+    let reader = func(&mut m, "rw", vec![marr("a"), arr("b")], &[], |fb, _| {
+        fb.ret(&[]);
+    });
+    func(&mut m, "caller", vec![marr("x")], &[], |fb, p| {
+        fb.call(reader, &[p[0], p[0]], &[]);
+        fb.ret(&[]);
+    });
+    let e = adze_ir::verify::verify_module(&m).unwrap_err();
+    assert!(e.contains("must not alias a read-only argument"), "{e}");
 }
 
 #[test]
