@@ -103,6 +103,9 @@ pub struct JitOptions {
     pub single_pass_above: Option<usize>,
     /// Keep the disassembly of every function ([`Compiled::disassembly`]).
     pub disasm: bool,
+    /// The most machine code one compile may produce; at most
+    /// [`MAX_CODE_BYTES`] (larger values are clamped).
+    pub max_code_bytes: usize,
 }
 
 impl Default for JitOptions {
@@ -113,6 +116,7 @@ impl Default for JitOptions {
             verify: cfg!(debug_assertions),
             single_pass_above: Some(SINGLE_PASS_ABOVE),
             disasm: false,
+            max_code_bytes: MAX_CODE_BYTES,
         }
     }
 }
@@ -133,7 +137,16 @@ pub enum JitError {
     /// Linking the compiled functions failed.
     #[error("cannot link the compiled code: {0}")]
     Link(String),
+    /// The machine code would exceed [`MAX_CODE_BYTES`]: calls between
+    /// functions use 32-bit relative offsets, which Cranelift's linker cannot
+    /// patch beyond ±2 GiB.
+    #[error("the machine code for `{func}` and its callees exceeds {limit} bytes")]
+    TooLarge { func: String, limit: usize },
 }
+
+/// The most machine code one [`compile`] produces (1 GiB), well inside the
+/// ±2 GiB reach of the relative calls between its functions.
+pub const MAX_CODE_BYTES: usize = 1 << 30;
 
 /// The entry trampoline: `(ctx, args, results) -> status`.
 type EntryFn = unsafe extern "C" fn(*mut rt::Ctx<'_>, *const u64, *mut u64) -> i32;
@@ -333,6 +346,7 @@ pub fn compile(
     let mut ctx = jm.make_context();
     let mut fctx = cranelift_frontend::FunctionBuilderContext::new();
     let mut stack_bound = FRAME_OVERHEAD;
+    let mut code_bytes = 0usize;
     let mut disassembly = String::new();
     for &id in &reachable {
         let f = module.func(id);
@@ -362,6 +376,14 @@ pub fn compile(
                 }
             };
             define_with(jm, &**variant, funcs[&id], &mut ctx).map_err(|e| codegen_err(&ctx, *e))?;
+        }
+        code_bytes += ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
+        let limit = options.max_code_bytes.min(MAX_CODE_BYTES);
+        if code_bytes > limit {
+            return Err(JitError::TooLarge {
+                func: module.func(root).name.clone(),
+                limit,
+            });
         }
         if options.disasm {
             let code = ctx.compiled_code().and_then(|c| c.vcode.clone());

@@ -425,3 +425,24 @@ fn loop_bounds_checks_agree_with_the_interpreter() {
         }
     }
 }
+
+#[test]
+fn too_much_machine_code_is_an_error() {
+    // The relative calls between compiled functions reach ±2 GiB; past
+    // `max_code_bytes` (1 GiB by default) compile refuses instead of letting
+    // Cranelift's linker fail.
+    let mut mb = Mb::new();
+    let id = super::control::sum_of_squares(&mut mb);
+    let o = JitOptions {
+        max_code_bytes: 16,
+        ..JitOptions::default()
+    };
+    match compile(&mb.m, id, &o) {
+        Err(e @ adze_jit::JitError::TooLarge { .. }) => {
+            assert!(e.to_string().contains("exceeds 16 bytes"), "{e}")
+        }
+        Err(e) => panic!("{e}"),
+        Ok(_) => panic!("compiled"),
+    }
+    assert!(compile(&mb.m, id, &JitOptions::default()).is_ok());
+}
