@@ -106,6 +106,9 @@ enum Command {
         /// stops with an error.
         #[arg(long, value_name = "N", default_value_t = adze_ad::AdLimits::default().max_size)]
         max_ad_size: usize,
+        /// Skip the optimizer (the result bits are the same either way).
+        #[arg(long)]
+        no_opt: bool,
     },
     /// Print the IR after a stage of the pipeline.
     Dump {
@@ -127,6 +130,9 @@ enum Command {
         /// stops with an error.
         #[arg(long, value_name = "N", default_value_t = adze_ad::AdLimits::default().max_size)]
         max_ad_size: usize,
+        /// Skip the optimizer: the `optimized` stage is the `ad` stage.
+        #[arg(long)]
+        no_opt: bool,
     },
     /// Check FILE (parse, resolve, type-check, lower, verify) without running it.
     Check { file: PathBuf },
@@ -166,6 +172,16 @@ enum DeriveMode {
 impl DeriveArgs {
     /// The module to use and the function to run in it.
     fn apply(&self, session: &Session, func: &str) -> Result<(adze_ir::Module, String), Error> {
+        self.apply_at(session, func, true)
+    }
+
+    /// [`DeriveArgs::apply`], optimized or as the AD pass left it.
+    fn apply_at(
+        &self,
+        session: &Session,
+        func: &str,
+        optimized: bool,
+    ) -> Result<(adze_ir::Module, String), Error> {
         match self.derive {
             None => Ok((session.prepare(func)?, func.to_string())),
             Some(mode) => {
@@ -176,7 +192,11 @@ impl DeriveArgs {
                 if self.width == 0 {
                     return Err(Error::Argument("`--width` must be at least 1".into()));
                 }
-                session.derive(func, mode, self.width, &self.consts)
+                if optimized {
+                    session.derive(func, mode, self.width, &self.consts)
+                } else {
+                    session.derive_unoptimized(func, mode, self.width, &self.consts)
+                }
             }
         }
     }
@@ -232,11 +252,13 @@ fn execute(command: Command) -> Result<(), Error> {
             derive,
             max_ad_depth,
             max_ad_size,
+            no_opt,
         } => {
             let mut session = Session::from_file(&file)?;
             session.inline = inline;
             session.ad_limits.max_nesting = max_ad_depth;
             session.ad_limits.max_size = max_ad_size;
+            session.optimize = !no_opt;
             session.function(&func)?;
             let (module, func) = derive.apply(&session, &func)?;
             let id = adze::pipeline::function_by_name(&module, &func)?;
@@ -269,11 +291,13 @@ fn execute(command: Command) -> Result<(), Error> {
             derive,
             max_ad_depth,
             max_ad_size,
+            no_opt,
         } => {
             let mut session = Session::from_file(&file)?;
             session.inline = inline;
             session.ad_limits.max_nesting = max_ad_depth;
             session.ad_limits.max_size = max_ad_size;
+            session.optimize = !no_opt;
             if let Some(name) = &func {
                 session.function(name)?;
             }
@@ -281,11 +305,15 @@ fn execute(command: Command) -> Result<(), Error> {
             let func = match (&func, derive.derive.is_some()) {
                 (None, true) => return Err(Error::Argument("`--derive` needs `--fn NAME`".into())),
                 (Some(name), true) => {
-                    // The derivative is part of the `ad` stage and every later one.
-                    let (module, derived) = derive.apply(&session, name)?;
+                    // The derivative is part of the `ad` stage and every
+                    // later one (optimized in the `optimized` stage).
+                    let (module, derived) = derive.apply_at(&session, name, false)?;
+                    let (optimized, _) = derive.apply_at(&session, name, true)?;
                     for (s, m) in &mut stages {
-                        if matches!(s, Stage::Ad | Stage::Optimized) {
-                            *m = module.clone();
+                        match s {
+                            Stage::Ad => *m = module.clone(),
+                            Stage::Optimized => *m = optimized.clone(),
+                            _ => {}
                         }
                     }
                     Some(derived)
@@ -300,7 +328,12 @@ fn execute(command: Command) -> Result<(), Error> {
                 if func.as_ref().is_some_and(|f| module.get(f).is_none()) {
                     continue;
                 }
-                println!("; stage: {}{}", s.name(), stage_note(s));
+                let note = if s == Stage::Optimized && no_opt {
+                    " (--no-opt: identical to `ad`)"
+                } else {
+                    ""
+                };
+                println!("; stage: {}{note}", s.name());
                 match &func {
                     Some(name) => {
                         let id = adze::pipeline::function_by_name(&module, name)?;
@@ -340,15 +373,6 @@ fn execute(command: Command) -> Result<(), Error> {
             );
             Ok(())
         }
-    }
-}
-
-fn stage_note(stage: Stage) -> &'static str {
-    match stage {
-        Stage::Parsed => "",
-        Stage::Inlined => "",
-        Stage::Ad => "",
-        Stage::Optimized => " (the optimizer is not written yet: identical to `ad`)",
     }
 }
 

@@ -1,9 +1,9 @@
 //! The pipeline: source → IR → (inliner) → (AD) → (optimizer) → execution.
 //!
 //! The stages after `parsed` are where the inliner, the AD passes and the
-//! optimizer plug in; until those passes land (see the open issues) they are
-//! the identity, and [`Session::stages`] says so in each stage's header. The
-//! verifier runs after every stage in debug builds and tests.
+//! optimizer (`adze_opt::optimize_module`, after AD: derivatives are
+//! computed on unoptimized IR) plug in. The verifier runs after every stage
+//! in debug builds and tests.
 
 use crate::Error;
 use adze_ir::{FuncId, Module, Outcome, Val};
@@ -61,6 +61,9 @@ pub struct Session {
     pub limits: adze_ir::Limits,
     /// Limits of the AD passes (nesting depth of derivatives).
     pub ad_limits: adze_ad::AdLimits,
+    /// Whether the `optimized` stage runs the optimizer (the default); off,
+    /// it is the `ad` stage unchanged.
+    pub optimize: bool,
 }
 
 impl Session {
@@ -89,31 +92,41 @@ impl Session {
             inline: InlineSetting::default(),
             limits: adze_ir::Limits::default(),
             ad_limits: adze_ad::AdLimits::default(),
+            optimize: true,
         })
     }
 
     /// The module after every stage, in order, each verified (in debug
     /// builds): `parsed`; `inlined` (the inliner, for `--inline early` and
     /// `all`); `ad` (every `autodiff` request lowered, then the inliner again
-    /// on the derivative IR for `late` and `all`); `optimized` (the optimizer
-    /// is not written yet: the identity for now). With a `root`, the `ad`
+    /// on the derivative IR for `late` and `all`); `optimized` (the
+    /// optimizer, `adze_opt::optimize_module`). With a `root`, the `ad`
     /// stage lowers only what `root` reaches.
     pub fn stages(&self, root: Option<&str>) -> Result<Vec<(Stage, Module)>, Error> {
         let mut out = Vec::with_capacity(Stage::ALL.len());
-        self.run_stages(root, |stage, module| out.push((stage, module.clone())))?;
+        self.run_stages(root, Stage::Optimized, |stage, module| {
+            out.push((stage, module.clone()))
+        })?;
         Ok(out)
     }
 
-    /// Applies every stage in order, showing `record` the module after each.
+    /// Applies the stages in order up to `last`, showing `record` the module
+    /// after each.
     fn run_stages(
         &self,
         root: Option<&str>,
+        last: Stage,
         mut record: impl FnMut(Stage, &Module),
     ) -> Result<Module, Error> {
         let mut module = self.module.clone();
         for stage in Stage::ALL {
             match stage {
-                Stage::Parsed | Stage::Optimized => {}
+                Stage::Parsed => {}
+                Stage::Optimized => {
+                    if self.optimize {
+                        optimize(&mut module)?;
+                    }
+                }
                 Stage::Inlined => {
                     if matches!(self.inline, InlineSetting::Early | InlineSetting::All) {
                         inline(&mut module, "inline (early)")?;
@@ -127,6 +140,9 @@ impl Session {
                 }
             }
             record(stage, &module);
+            if stage == last {
+                break;
+            }
         }
         Ok(module)
     }
@@ -166,7 +182,7 @@ impl Session {
 
     /// The module that runs `name`: every stage applied to what it reaches.
     pub fn prepare(&self, name: &str) -> Result<Module, Error> {
-        self.run_stages(Some(name), |_, _| {})
+        self.run_stages(Some(name), Stage::Optimized, |_, _| {})
     }
 
     /// Adds to the prepared module of `name` the derivative that the command
@@ -175,7 +191,8 @@ impl Session {
     /// array `dup`, everything else and the parameters named in `consts`
     /// `const`; the results, when they are all f64, `dual` (forward) or
     /// `active` (reverse: each seeded with 1.0), else `const`. Returns the
-    /// module and the derivative's name.
+    /// module, optimized (unless [`Session::optimize`] is off), and the
+    /// derivative's name.
     pub fn derive(
         &self,
         name: &str,
@@ -183,8 +200,25 @@ impl Session {
         width: usize,
         consts: &[String],
     ) -> Result<(Module, String), Error> {
+        let (mut module, derived) = self.derive_unoptimized(name, mode, width, consts)?;
+        if self.optimize {
+            optimize(&mut module)?;
+        }
+        Ok((module, derived))
+    }
+
+    /// [`Session::derive`] without the optimizer: the module of the `ad`
+    /// stage with the derivative added (the derivative is computed on
+    /// unoptimized IR either way).
+    pub fn derive_unoptimized(
+        &self,
+        name: &str,
+        mode: adze_ir::Mode,
+        width: usize,
+        consts: &[String],
+    ) -> Result<(Module, String), Error> {
         use adze_ir::{ArgActivity, Mode, RetActivity, Type};
-        let mut module = self.prepare(name)?;
+        let mut module = self.run_stages(Some(name), Stage::Ad, |_, _| {})?;
         let id = function_by_name(&module, name)?;
         let sig = module.func(id).sig.clone();
         if let Some(c) = consts
@@ -282,6 +316,13 @@ impl Session {
 fn inline(module: &mut Module, pass: &str) -> Result<(), Error> {
     adze_opt::inline_module(module, &adze_opt::DefaultPolicy::default());
     verify(module, pass)
+}
+
+/// Runs the optimizer on every function; in debug builds it verifies after
+/// each of its passes, and an error names the pass.
+pub fn optimize(module: &mut Module) -> Result<(), Error> {
+    adze_opt::optimize_module(module).map_err(|e| Error::Verify(e.to_string()))?;
+    Ok(())
 }
 
 /// Finds a user-visible function by name.

@@ -33,7 +33,7 @@ const UNARY: [&str; 16] = [
 ];
 const BINARY: [&str; 5] = ["atan2", "pow", "hypot", "min", "max"];
 
-struct Gen {
+pub(crate) struct Gen {
     rng: Rng,
     /// f64 variables in scope (name, mutable).
     fvars: Vec<(String, bool)>,
@@ -191,7 +191,7 @@ impl Gen {
         self.ivars.truncate(ivars_before);
     }
 
-    fn program(seed: u64) -> String {
+    pub(crate) fn program(seed: u64) -> String {
         let mut g = Gen {
             rng: Rng(seed | 1),
             fvars: Vec::new(),

@@ -8,6 +8,7 @@ mod forward;
 mod generated;
 mod generated_rules;
 mod inlining;
+mod optimizer;
 mod reverse;
 mod robustness;
 mod rule_matrix;

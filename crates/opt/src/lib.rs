@@ -1,10 +1,11 @@
-//! IR-to-IR passes of adze that are not AD. For now: the rule-preserving
-//! inliner ([`inline`]).
+//! IR-to-IR passes of adze that are not AD: the rule-preserving inliner
+//! ([`inline`]) and the optimizer ([`mod@gvn`], [`mod@mem`], [`mod@dce`],
+//! [`mod@licm`], run in order by [`optimize_module`]).
 //!
-//! Each pass is a free function over a [`adze_ir::Module`]. The inliner
-//! replaces calls by the callee's body and, when the callee carries custom
-//! derivative rules, records the body as a rule region, so that inlining
-//! never changes a derivative:
+//! Each pass is a free function over a [`adze_ir::Function`] (the inliner:
+//! over a [`adze_ir::Module`]). The inliner replaces calls by the callee's
+//! body and, when the callee carries custom derivative rules, records the
+//! body as a rule region, so that inlining never changes a derivative:
 //!
 //! ```text
 //! ; before                                ; after
@@ -20,11 +21,184 @@
 //!                                         }
 //! ```
 //!
-//! See `docs/inliner.md` for the policy, the budget, recursion and regions.
+//! The optimizer's passes are *exact*: none changes a result bit (NaN
+//! payloads and the sign of zero included), removes, adds or reorders a
+//! trap or another effect, or changes a rule region's interface. The
+//! pipeline runs it after AD, so derivatives are computed on unoptimized IR
+//! and, each pass being exact, an optimized derivative computes the same
+//! bits as the unoptimized one.
+//!
+//! ```
+//! let src = "fn f(x: f64) -> f64 { let y = x * 1.0 + 0.0; (y + 2.0 * 3.0) * (y + 6.0) }";
+//! let mut module = adze_lang::compile("f.adz", src).unwrap();
+//! let stats = adze_opt::optimize_module(&mut module).unwrap();
+//! assert!(stats.insts_after < stats.insts_before);
+//! ```
+//!
+//! See `docs/inliner.md` and `docs/optimizer.md`.
 
+mod analysis;
+pub mod dce;
+pub mod gvn;
 pub mod inline;
+pub mod licm;
+pub mod mem;
+pub mod promote;
 
+pub use dce::{dce, DceStats};
+pub use gvn::{gvn, GvnStats};
 pub use inline::{
     inline_functions, inline_module, DefaultPolicy, InlinePolicy, InlineStats, DEFAULT_BUDGET,
     MAX_FUNCTION_INSTS,
 };
+pub use licm::{licm, LicmStats};
+pub use mem::{forward_memory, Callees, MemStats};
+
+use adze_ir::verify::{verify_function, VerifierErrors};
+use adze_ir::{FuncId, Module};
+use std::ops::AddAssign;
+
+/// One pass of the optimizer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Pass {
+    /// [`gvn()`]: value numbering, constant folding, exact simplification.
+    Gvn,
+    /// [`forward_memory`]: store-to-load forwarding, redundant loads, dead
+    /// stores.
+    Mem,
+    /// [`dce()`]: unreachable blocks and dead instructions.
+    Dce,
+    /// [`licm()`]: loop-invariant code motion.
+    Licm,
+    /// [`promote::promote_arrays`]: small local arrays accessed at constant
+    /// indices (reverse mode's adjoint slots and trip counts) become SSA
+    /// values.
+    Promote,
+}
+
+impl Pass {
+    /// The name that a verifier error after this pass carries (`opt-gvn`, ..).
+    pub fn name(self) -> &'static str {
+        match self {
+            Pass::Gvn => "opt-gvn",
+            Pass::Mem => "opt-mem",
+            Pass::Dce => "opt-dce",
+            Pass::Licm => "opt-licm",
+            Pass::Promote => "opt-promote",
+        }
+    }
+}
+
+/// The order in which [`optimize_module`] runs the passes:
+///
+/// 1. `gvn` folds constants, merges duplicates (the `iconst` indices of
+///    adjoint slots become one value each) and simplifies;
+/// 2. `promote` turns the adjoint's slot and trip arrays into SSA values
+///    (block parameters where definitions meet), across the whole CFG;
+/// 3. `mem` forwards the remaining stores and loads, which exposes more of
+///    the same (`fadd` of a forwarded `-0.0`, constants read back from
+///    memory);
+/// 4. `gvn` again, for what forwarding exposed;
+/// 5. `dce` removes what the first four left unused and unreachable;
+/// 6. `licm` hoists what is still in loops and invariant;
+/// 7. `gvn` merges the hoisted code with the preheader's;
+/// 8. `dce` sweeps once more.
+pub const PIPELINE: [Pass; 8] = [
+    Pass::Gvn,
+    Pass::Promote,
+    Pass::Mem,
+    Pass::Gvn,
+    Pass::Dce,
+    Pass::Licm,
+    Pass::Gvn,
+    Pass::Dce,
+];
+
+/// What the optimizer did: placed instructions before and after (summed
+/// over functions), and each pass's counts (summed over runs).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct OptStats {
+    pub insts_before: usize,
+    pub insts_after: usize,
+    pub gvn: GvnStats,
+    pub mem: MemStats,
+    pub dce: DceStats,
+    pub licm: LicmStats,
+    /// Arrays promoted to SSA values.
+    pub promoted: usize,
+}
+
+macro_rules! add_assign {
+    ($($t:ident { $($f:ident),* })*) => {$(
+        impl AddAssign for $t {
+            fn add_assign(&mut self, other: $t) {
+                $(self.$f += other.$f;)*
+            }
+        }
+    )*};
+}
+
+add_assign! {
+    GvnStats { folded, simplified, merged, branches }
+    MemStats { forwarded, reused, uniform, dead_stores }
+    DceStats { blocks, insts }
+    LicmStats { loops, with_preheader, hoisted }
+    OptStats { insts_before, insts_after, gvn, mem, dce, licm, promoted }
+}
+
+/// Optimizes every function of `module` with [`PIPELINE`]. In debug builds
+/// (and so in tests) the function is verified after each pass; an error
+/// names the pass (`pass `opt-gvn` produced invalid IR`), which is a bug of
+/// that pass.
+pub fn optimize_module(module: &mut Module) -> Result<OptStats, VerifierErrors> {
+    let ids: Vec<FuncId> = module.ids().collect();
+    optimize_functions(module, &ids)
+}
+
+/// Optimizes the functions `ids` of `module` (see [`optimize_module`]).
+pub fn optimize_functions(module: &mut Module, ids: &[FuncId]) -> Result<OptStats, VerifierErrors> {
+    let callees = Callees::of(module);
+    let mut stats = OptStats::default();
+    for &id in ids {
+        if !module.is_valid(id) {
+            continue;
+        }
+        stats.insts_before += module.func(id).num_placed_insts();
+        for pass in PIPELINE {
+            stats += run(module, id, pass, &callees)?;
+        }
+        stats.insts_after += module.func(id).num_placed_insts();
+    }
+    Ok(stats)
+}
+
+/// Runs one pass on one function, verifying it afterwards in debug builds.
+/// The instruction counts of the result are left at zero.
+pub fn run_pass(module: &mut Module, id: FuncId, pass: Pass) -> Result<OptStats, VerifierErrors> {
+    let callees = Callees::of(module);
+    run(module, id, pass, &callees)
+}
+
+fn run(
+    module: &mut Module,
+    id: FuncId,
+    pass: Pass,
+    callees: &Callees,
+) -> Result<OptStats, VerifierErrors> {
+    let mut stats = OptStats::default();
+    let func = module.func_mut(id);
+    if func.is_declaration() {
+        return Ok(stats);
+    }
+    match pass {
+        Pass::Gvn => stats.gvn = gvn(func),
+        Pass::Mem => stats.mem = forward_memory(func, callees),
+        Pass::Dce => stats.dce = dce(func),
+        Pass::Licm => stats.licm = licm(func),
+        Pass::Promote => stats.promoted = promote::promote_arrays(func),
+    }
+    if cfg!(debug_assertions) {
+        verify_function(module, id).map_err(|e| e.with_pass(pass.name()))?;
+    }
+    Ok(stats)
+}

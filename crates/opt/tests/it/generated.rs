@@ -35,7 +35,7 @@ impl Rng {
 const UNARY: [&str; 8] = ["sin", "cos", "tanh", "exp", "atan", "sqrt", "abs", "floor"];
 const SIG: &str = "(x: f64, y: f64, n: i64, a: [f64], out: mut [f64]) -> f64";
 
-struct Gen {
+pub(crate) struct Gen {
     rng: Rng,
     fvars: Vec<String>,
     ivars: Vec<String>,
@@ -198,7 +198,7 @@ impl Gen {
         src.push_str(&format!("    {tail}\n}}\n\n"));
     }
 
-    fn program(seed: u64) -> String {
+    pub(crate) fn program(seed: u64) -> String {
         let mut g = Gen {
             rng: Rng(seed | 1),
             fvars: Vec::new(),

@@ -1,6 +1,8 @@
-//! Integration tests of the inliner (one test binary).
+//! Integration tests of the inliner and the optimizer (one test binary).
 
 mod examples;
 mod generated;
+mod optimizer;
+mod promote;
 mod snapshots;
 mod support;

@@ -1,0 +1,463 @@
+//! What the optimizer's passes share: the control-flow graph, dominators,
+//! the rule region each block belongs to, which instructions are pure, and
+//! value replacement.
+//!
+//! Everything here is computed from scratch by each pass in time linear in
+//! the size of the function (dominators: Cooper, Harvey and Kennedy's
+//! iterative algorithm, which converges in a few sweeps on reducible
+//! control flow).
+//!
+//! **Region scopes.** A block's *scope* is the innermost rule region that
+//! lists it (or none). A value's scope is the scope of the block that
+//! defines it. The passes keep every region's interface intact (SPEC §2) by
+//! one rule, [`Scopes::can_replace`]: a value may stand in for another only
+//! if both have the same scope, or if it is an argument of the region the
+//! replaced value lives in; and the values a region lists as its arguments
+//! and results are never replaced or removed ([`Scopes::is_pinned`]). So a
+//! region's body keeps computing from its arguments only, code outside
+//! never starts using a value of the body (other than its results), and the
+//! region stays exactly the call it stands for.
+
+use adze_ir::{Block, Function, Inst, InstData, Opcode, Region, Value, ValueDef};
+
+/// Dense index of an entity, for side tables kept in `Vec`s.
+pub(crate) trait Idx: Copy {
+    fn idx(self) -> usize;
+}
+
+macro_rules! idx {
+    ($($t:ty),*) => {$(
+        impl Idx for $t {
+            fn idx(self) -> usize {
+                self.as_u32() as usize
+            }
+        }
+    )*};
+}
+idx!(Value, Block, Inst, Region);
+
+/// A side table indexed by an entity, with a default for entities it has
+/// not seen (entities created after the table are simply absent).
+#[derive(Clone, Debug)]
+pub(crate) struct Table<T: Clone> {
+    items: Vec<T>,
+    default: T,
+}
+
+impl<T: Clone> Table<T> {
+    pub(crate) fn new(len: usize, default: T) -> Table<T> {
+        Table {
+            items: vec![default.clone(); len],
+            default,
+        }
+    }
+
+    pub(crate) fn get(&self, e: impl Idx) -> &T {
+        self.items.get(e.idx()).unwrap_or(&self.default)
+    }
+
+    pub(crate) fn get_mut(&mut self, e: impl Idx) -> &mut T {
+        let i = e.idx();
+        if i >= self.items.len() {
+            self.items.resize(i + 1, self.default.clone());
+        }
+        &mut self.items[i]
+    }
+
+    pub(crate) fn set(&mut self, e: impl Idx, value: T) {
+        *self.get_mut(e) = value;
+    }
+}
+
+/// The block that defines `v`, if it is placed.
+pub(crate) fn def_block(func: &Function, v: Value) -> Option<Block> {
+    if !func.dfg.value_is_valid(v) {
+        return None;
+    }
+    match *func.dfg.value_def(v) {
+        ValueDef::Result { inst, .. } => func.layout.inst_block(inst),
+        ValueDef::Param { block, .. } => Some(block),
+        ValueDef::Detached => None,
+    }
+}
+
+/// The instruction that defines `v`, if any.
+pub(crate) fn def_inst(func: &Function, v: Value) -> Option<&InstData> {
+    if !func.dfg.value_is_valid(v) {
+        return None;
+    }
+    match *func.dfg.value_def(v) {
+        ValueDef::Result { inst, .. } => Some(func.dfg.inst(inst)),
+        _ => None,
+    }
+}
+
+/// The value of `v` if it is an `iconst`.
+pub(crate) fn iconst_of(func: &Function, v: Value) -> Option<i64> {
+    match def_inst(func, v)? {
+        InstData::IConst { imm } => Some(*imm),
+        _ => None,
+    }
+}
+
+/// The bits of `v` if it is an `fconst`.
+pub(crate) fn fconst_of(func: &Function, v: Value) -> Option<u64> {
+    match def_inst(func, v)? {
+        InstData::FConst { bits } => Some(*bits),
+        _ => None,
+    }
+}
+
+/// The value of `v` if it is a `bconst`.
+pub(crate) fn bconst_of(func: &Function, v: Value) -> Option<bool> {
+    match def_inst(func, v)? {
+        InstData::BConst { imm } => Some(*imm),
+        _ => None,
+    }
+}
+
+/// Is this instruction a pure computation: no effect, cannot trap, its
+/// result a function of its operands only? Such an instruction may be
+/// removed when unused, merged with an identical one, or computed earlier.
+///
+/// Everything that [`Opcode::has_side_effects`] lists is impure, except
+/// `idiv`/`irem` by a constant other than 0 and -1, which cannot trap.
+pub(crate) fn is_pure(func: &Function, data: &InstData) -> bool {
+    match data {
+        InstData::Binary {
+            op: Opcode::Idiv | Opcode::Irem,
+            args,
+        } => iconst_of(func, args[1]).is_some_and(|d| d != 0 && d != -1),
+        _ => !data.opcode().has_side_effects(),
+    }
+}
+
+/// The control-flow graph of the blocks reachable from the entry, in reverse
+/// postorder, with distinct successors and predecessors.
+pub(crate) struct Cfg {
+    /// Reachable blocks, entry first, in reverse postorder.
+    pub(crate) rpo: Vec<Block>,
+    /// Position in `rpo`, or `u32::MAX` for an unreachable block.
+    rpo_num: Table<u32>,
+    succs: Table<Vec<Block>>,
+    preds: Table<Vec<Block>>,
+}
+
+/// The distinct destinations of `block`'s terminator (every instruction's,
+/// to be robust to a branch in the middle of a block).
+pub(crate) fn successors(func: &Function, block: Block) -> Vec<Block> {
+    let mut out: Vec<Block> = Vec::new();
+    for &inst in func.layout.block_insts(block) {
+        for dest in func.dfg.inst(inst).destinations() {
+            let b = dest.block;
+            if func.dfg.block_is_valid(b) && func.layout.is_block_inserted(b) && !out.contains(&b) {
+                out.push(b);
+            }
+        }
+    }
+    out
+}
+
+impl Cfg {
+    pub(crate) fn new(func: &Function) -> Cfg {
+        let n = func.dfg.num_blocks();
+        let mut cfg = Cfg {
+            rpo: Vec::new(),
+            rpo_num: Table::new(n, u32::MAX),
+            succs: Table::new(n, Vec::new()),
+            preds: Table::new(n, Vec::new()),
+        };
+        for &b in func.layout.blocks() {
+            cfg.succs.set(b, successors(func, b));
+        }
+        let Some(entry) = func.entry_block() else {
+            return cfg;
+        };
+        // Iterative depth-first search for a postorder.
+        let mut visited = Table::new(n, false);
+        let mut post = Vec::new();
+        let mut stack = vec![(entry, 0usize)];
+        visited.set(entry, true);
+        while let Some((b, i)) = stack.pop() {
+            if let Some(&s) = cfg.succs.get(b).get(i) {
+                stack.push((b, i + 1));
+                if !visited.get(s) {
+                    visited.set(s, true);
+                    stack.push((s, 0));
+                }
+            } else {
+                post.push(b);
+            }
+        }
+        post.reverse();
+        cfg.rpo = post;
+        for (k, &b) in cfg.rpo.iter().enumerate() {
+            cfg.rpo_num.set(b, k as u32);
+        }
+        for &b in &cfg.rpo {
+            for &s in cfg.succs.get(b) {
+                cfg.preds.get_mut(s).push(b);
+            }
+        }
+        cfg
+    }
+
+    pub(crate) fn is_reachable(&self, b: Block) -> bool {
+        *self.rpo_num.get(b) != u32::MAX
+    }
+
+    pub(crate) fn rpo_num(&self, b: Block) -> u32 {
+        *self.rpo_num.get(b)
+    }
+
+    /// Distinct successors (of any placed block).
+    pub(crate) fn succs(&self, b: Block) -> &[Block] {
+        self.succs.get(b)
+    }
+
+    /// Distinct reachable predecessors.
+    pub(crate) fn preds(&self, b: Block) -> &[Block] {
+        self.preds.get(b)
+    }
+}
+
+/// The dominator tree of the reachable blocks.
+pub(crate) struct DomTree {
+    children: Table<Vec<Block>>,
+    /// Preorder and postorder numbers in the tree, for O(1) dominance.
+    pre: Table<u32>,
+    post: Table<u32>,
+}
+
+impl DomTree {
+    pub(crate) fn new(func: &Function, cfg: &Cfg) -> DomTree {
+        let n = func.dfg.num_blocks();
+        let mut tree = DomTree {
+            children: Table::new(n, Vec::new()),
+            pre: Table::new(n, u32::MAX),
+            post: Table::new(n, u32::MAX),
+        };
+        let Some(&entry) = cfg.rpo.first() else {
+            return tree;
+        };
+        // Immediate dominators as rpo numbers.
+        const UNDEF: u32 = u32::MAX;
+        let mut idom = vec![UNDEF; cfg.rpo.len()];
+        idom[0] = 0;
+        let intersect = |idom: &[u32], mut a: u32, mut b: u32| {
+            while a != b {
+                while a > b {
+                    a = idom[a as usize];
+                }
+                while b > a {
+                    b = idom[b as usize];
+                }
+            }
+            a
+        };
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for k in 1..cfg.rpo.len() {
+                let mut new = UNDEF;
+                for &p in cfg.preds(cfg.rpo[k]) {
+                    let pk = cfg.rpo_num(p);
+                    if idom[pk as usize] == UNDEF {
+                        continue;
+                    }
+                    new = if new == UNDEF {
+                        pk
+                    } else {
+                        intersect(&idom, pk, new)
+                    };
+                }
+                if new != UNDEF && idom[k] != new {
+                    idom[k] = new;
+                    changed = true;
+                }
+            }
+        }
+        for (k, &b) in cfg.rpo.iter().enumerate().skip(1) {
+            let d = cfg.rpo[idom[k] as usize];
+            tree.children.get_mut(d).push(b);
+        }
+        // Number the tree.
+        let (mut pre, mut post) = (0u32, 0u32);
+        let mut stack = vec![(entry, false)];
+        while let Some((b, done)) = stack.pop() {
+            if done {
+                tree.post.set(b, post);
+                post += 1;
+                continue;
+            }
+            tree.pre.set(b, pre);
+            pre += 1;
+            stack.push((b, true));
+            for &c in tree.children.get(b).iter().rev() {
+                stack.push((c, false));
+            }
+        }
+        tree
+    }
+
+    /// Does `a` dominate `b` (reflexively)? False if either is unreachable.
+    pub(crate) fn dominates(&self, a: Block, b: Block) -> bool {
+        let (pa, pb) = (*self.pre.get(a), *self.pre.get(b));
+        pa != u32::MAX && pb != u32::MAX && pa <= pb && *self.post.get(b) <= *self.post.get(a)
+    }
+
+    /// Children in the dominator tree, in reverse postorder of the CFG.
+    pub(crate) fn children(&self, b: Block) -> &[Block] {
+        self.children.get(b)
+    }
+}
+
+/// The rule region of every block and value, and the values pinned by region
+/// interfaces (see the module documentation).
+pub(crate) struct Scopes {
+    block_scope: Table<Option<Region>>,
+    pinned: Table<bool>,
+    /// Blocks that a region lists, or that define a region's argument or
+    /// result: never deleted.
+    pinned_blocks: Table<bool>,
+}
+
+impl Scopes {
+    pub(crate) fn new(func: &Function) -> Scopes {
+        let mut s = Scopes {
+            block_scope: Table::new(func.dfg.num_blocks(), None),
+            pinned: Table::new(func.dfg.num_values(), false),
+            pinned_blocks: Table::new(func.dfg.num_blocks(), false),
+        };
+        // The innermost region of a block is the deepest one that lists it.
+        let mut best: Table<usize> = Table::new(func.dfg.num_blocks(), 0);
+        for (region, data) in func.regions.iter() {
+            let depth = 1 + region_depth(func, region);
+            for &b in &data.blocks {
+                s.pinned_blocks.set(b, true);
+                if depth > *best.get(b) {
+                    best.set(b, depth);
+                    s.block_scope.set(b, Some(region));
+                }
+            }
+            for &v in data.args.iter().chain(&data.results) {
+                s.pinned.set(v, true);
+                if let Some(b) = def_block(func, v) {
+                    s.pinned_blocks.set(b, true);
+                }
+            }
+        }
+        s
+    }
+
+    pub(crate) fn block_scope(&self, b: Block) -> Option<Region> {
+        *self.block_scope.get(b)
+    }
+
+    pub(crate) fn value_scope(&self, func: &Function, v: Value) -> Option<Region> {
+        def_block(func, v).and_then(|b| self.block_scope(b))
+    }
+
+    /// Is `v` an argument or result of a region (so it must stay defined)?
+    pub(crate) fn is_pinned(&self, v: Value) -> bool {
+        *self.pinned.get(v)
+    }
+
+    /// Must `b` stay in the layout even if unreachable?
+    pub(crate) fn is_pinned_block(&self, b: Block) -> bool {
+        *self.pinned_blocks.get(b)
+    }
+
+    /// May every use of `old` be replaced by `new`? Not if `old` is pinned;
+    /// otherwise when both live in the same region scope, or `new` is an
+    /// argument of the region that `old` lives in.
+    pub(crate) fn can_replace(&self, func: &Function, old: Value, new: Value) -> bool {
+        if self.is_pinned(old) {
+            return false;
+        }
+        let scope = self.value_scope(func, old);
+        scope == self.value_scope(func, new)
+            || scope.is_some_and(|r| func.regions[r].args.contains(&new))
+    }
+}
+
+/// The number of parents above `r` (bounded, so a malformed cycle cannot
+/// loop).
+fn region_depth(func: &Function, r: Region) -> usize {
+    let mut depth = 0;
+    let mut cur = func.regions.get(r).and_then(|d| d.parent);
+    while let Some(p) = cur {
+        depth += 1;
+        if depth > func.regions.len() {
+            break;
+        }
+        cur = func.regions.get(p).and_then(|d| d.parent);
+    }
+    depth
+}
+
+/// Pending replacements of values by other values, applied to every use at
+/// the end of a pass ([`Replacements::apply`]).
+pub(crate) struct Replacements {
+    to: Table<Option<Value>>,
+    any: bool,
+}
+
+impl Replacements {
+    pub(crate) fn new(func: &Function) -> Replacements {
+        Replacements {
+            to: Table::new(func.dfg.num_values(), None),
+            any: false,
+        }
+    }
+
+    /// Every use of `old` will read `new`.
+    pub(crate) fn replace(&mut self, old: Value, new: Value) {
+        let new = self.resolve(new);
+        if new != old {
+            self.to.set(old, Some(new));
+            self.any = true;
+        }
+    }
+
+    /// The value that stands for `v` now.
+    pub(crate) fn resolve(&self, mut v: Value) -> Value {
+        // Chains are short (each `replace` resolves its target), but bound
+        // the walk anyway.
+        for _ in 0..64 {
+            match self.get(v) {
+                Some(w) if w != v => v = w,
+                _ => break,
+            }
+        }
+        v
+    }
+
+    fn get(&self, v: Value) -> Option<Value> {
+        *self.to.get(v)
+    }
+
+    /// Rewrites the operands of `inst`.
+    pub(crate) fn rewrite_inst(&self, func: &mut Function, inst: Inst) {
+        if self.any {
+            func.dfg.inst_mut(inst).map_uses(|v| self.resolve(v));
+        }
+    }
+
+    /// Rewrites every use in the function: placed instructions, region
+    /// arguments and results.
+    pub(crate) fn apply(&self, func: &mut Function) {
+        if !self.any {
+            return;
+        }
+        let insts: Vec<Inst> = func.layout.insts().map(|(_, i)| i).collect();
+        for inst in insts {
+            self.rewrite_inst(func, inst);
+        }
+        for data in func.regions.values_mut() {
+            for v in data.args.iter_mut().chain(data.results.iter_mut()) {
+                *v = self.resolve(*v);
+            }
+        }
+    }
+}

@@ -1,0 +1,413 @@
+//! Global value numbering with constant folding and exact algebraic
+//! simplification.
+//!
+//! The blocks are visited in a preorder of the dominator tree, so every
+//! operand's definition is seen before its uses. Each instruction, with its
+//! operands already rewritten, is first *simplified* (folded to a constant,
+//! replaced by one of its operands, or rewritten to a cheaper form), then,
+//! if it is pure, looked up in a scoped table of the pure instructions of
+//! the dominating blocks: an identical one there computes the same bits, so
+//! the later one is removed and its uses read the earlier result.
+//!
+//! ```text
+//! block0(v0: f64, v8: bool):             block0(v0: f64, v8: bool):
+//!     v1 = fconst 2.0                         v1 = fconst 2.0
+//!     v2 = fmul v0, v1                        v2 = fmul v0, v1
+//!     brif v8, block1, block2                 brif v8, block1, block2
+//! block1:                                 block1:
+//!     v3 = fconst 2.0          ; = v1         v6 = fadd v2, v2
+//!     v4 = fmul v0, v3         ; = v2         ...
+//!     v5 = fconst 1.0
+//!     v7 = fmul v4, v5         ; = v4 (quiet)
+//!     v6 = fadd v7, v2
+//! ```
+//!
+//! **Exactness.** Folding evaluates with [`adze_ir::semantics`], the very
+//! functions the interpreter calls and the JIT calls or matches bit for
+//! bit, so a folded constant has the bits the operation would have had at
+//! run time. An operation that would trap (`idiv`/`irem` by zero,
+//! `i64::MIN / -1`) is never folded. Merging needs no argument: pure
+//! operations are deterministic functions of their operands' bits.
+//! Operands are never commuted (`fadd a, b` and `fadd b, a` differ in the
+//! NaN payload they return when both are NaN).
+//!
+//! The simplifications, each exact for every operand (the list, with the
+//! tempting ones that are *not* exact, is in `docs/optimizer.md`):
+//!
+//! | rewrite | why exact |
+//! |---|---|
+//! | `fmul x, 1.0`, `fmul 1.0, x`, `fdiv x, 1.0` → `x` | `x·1 = x/1 = x` for every `x` but a signaling NaN, which the operation quiets: applied only when `x` is *quiet* (see below) |
+//! | `fadd x, -0.0`, `fadd -0.0, x`, `fsub x, 0.0` → `x` | `x + (-0) = x - (+0) = x`, zeros of both signs included (`+0 + -0 = +0`, `-0 + -0 = -0`); same NaN condition |
+//! | `fneg (fneg x)` → `x` | `fneg` flips the sign bit only |
+//! | `powi x, 1` → `x`, `powi x, 0` → `1.0` | [`adze_ir::semantics::powi`] returns `x` itself, and `1.0` for every `x` |
+//! | `iadd x, 0`, `iadd 0, x`, `isub x, 0`, `imul x, 1`, `imul 1, x`, `idiv x, 1` → `x` | wrapping arithmetic; `idiv` by 1 cannot trap |
+//! | `imul x, 0`, `imul 0, x`, `isub x, x`, `irem x, 1` → `0` | wrapping arithmetic; `irem` by 1 cannot trap |
+//! | `ineg (ineg x)`, `not (not x)` → `x` | involutions (`ineg` wraps) |
+//! | `icmp eq/le/ge x, x` → `true`, `icmp ne/lt/gt x, x` → `false` | integers have no NaN |
+//! | `select true, a, b` → `a`, `select false, a, b` → `b`, `select c, a, a` → `a` | |
+//! | `brif true/false, ..` → `jump`; `brif c, B(args), B(args)` → `jump B(args)`; `brif (not c), T, E` → `brif c, E, T` | |
+//!
+//! A value is *quiet* when it cannot be a signaling NaN: the result of
+//! `fadd`, `fsub`, `fmul`, `fdiv`, `sqrt`, `min`, `max` (IEEE 754 delivers
+//! quiet NaNs), of `sitof`, of `powi` with an exponent other than 1, an
+//! `fconst` that is not a signaling NaN, or `fneg`/`abs`/`select` of quiet
+//! values. Parameters, loads, pops and call results may hold any bits.
+//!
+//! **Regions.** The table is keyed by the region scope of the block
+//! (`analysis::Scopes`), so code inside a rule region is never merged with
+//! code outside it, and a simplification only substitutes a value allowed in
+//! the replaced value's scope (`analysis::Scopes::can_replace`).
+//! A pinned value (a region's argument or result) keeps its instruction,
+//! which may still be folded in place.
+//!
+//! Branch folding only removes CFG edges, which can only make dominance
+//! grow: the dominator tree computed at the start stays valid for the whole
+//! pass. The blocks it leaves unreachable are removed by [`mod@crate::dce`].
+
+use crate::analysis::{
+    bconst_of, def_inst, fconst_of, iconst_of, is_pure, Cfg, DomTree, Replacements, Scopes,
+};
+use adze_ir::{semantics, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Region, Value};
+use std::collections::HashMap;
+
+/// What GVN did to one function.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct GvnStats {
+    /// Instructions folded to a constant.
+    pub folded: usize,
+    /// Instructions replaced by an operand or rewritten by a simplification.
+    pub simplified: usize,
+    /// Pure instructions removed because a dominating one computes the same.
+    pub merged: usize,
+    /// Conditional branches made unconditional.
+    pub branches: usize,
+}
+
+/// A pure instruction (operands resolved) and the region scope it is in.
+type Key = (InstData, Option<Region>);
+
+/// Runs GVN, folding and simplification on `func`.
+pub fn gvn(func: &mut Function) -> GvnStats {
+    let cfg = Cfg::new(func);
+    let doms = DomTree::new(func, &cfg);
+    let scopes = Scopes::new(func);
+    let mut repl = Replacements::new(func);
+    let mut stats = GvnStats::default();
+    let Some(&entry) = cfg.rpo.first() else {
+        return stats;
+    };
+
+    // A scoped table: the entries a block makes are removed when its
+    // dominator subtree is left (an entry is never overwritten: a hit
+    // removes the later instruction).
+    let mut table: HashMap<Key, Value> = HashMap::new();
+    let mut made: Vec<Key> = Vec::new();
+    enum Step {
+        Enter(adze_ir::Block),
+        Leave(usize),
+    }
+    let mut stack = vec![Step::Enter(entry)];
+    while let Some(step) = stack.pop() {
+        let block = match step {
+            Step::Leave(mark) => {
+                for key in made.drain(mark..) {
+                    table.remove(&key);
+                }
+                continue;
+            }
+            Step::Enter(b) => b,
+        };
+        stack.push(Step::Leave(made.len()));
+        for &child in doms.children(block).iter().rev() {
+            stack.push(Step::Enter(child));
+        }
+        let scope = scopes.block_scope(block);
+        let insts: Vec<Inst> = func.layout.block_insts(block).to_vec();
+        for inst in insts {
+            repl.rewrite_inst(func, inst);
+            if func.dfg.inst(inst).opcode() == Opcode::Brif {
+                if let Some(data) = simplify_branch(func, func.dfg.inst(inst)) {
+                    *func.dfg.inst_mut(inst) = data;
+                    stats.branches += 1;
+                }
+                continue;
+            }
+            let results = func.dfg.inst_results(inst);
+            if results.len() != 1 {
+                continue;
+            }
+            let result = results[0];
+            match simplify(func, func.dfg.inst(inst)) {
+                Simplified::Keep => {}
+                Simplified::Value(v) => {
+                    if scopes.can_replace(func, result, v) {
+                        repl.replace(result, v);
+                        func.layout.remove_inst(inst);
+                        stats.simplified += 1;
+                        continue;
+                    }
+                }
+                Simplified::Data(data) => {
+                    if is_constant(&data) {
+                        stats.folded += 1;
+                    } else {
+                        stats.simplified += 1;
+                    }
+                    *func.dfg.inst_mut(inst) = data;
+                }
+            }
+            let data = func.dfg.inst(inst);
+            if !is_pure(func, data) {
+                continue;
+            }
+            let key = (data.clone(), scope);
+            match table.get(&key) {
+                Some(&v) if !scopes.is_pinned(result) => {
+                    repl.replace(result, v);
+                    func.layout.remove_inst(inst);
+                    stats.merged += 1;
+                }
+                Some(_) => {}
+                None => {
+                    table.insert(key.clone(), result);
+                    made.push(key);
+                }
+            }
+        }
+    }
+    repl.apply(func);
+    stats
+}
+
+fn is_constant(data: &InstData) -> bool {
+    matches!(
+        data,
+        InstData::FConst { .. } | InstData::IConst { .. } | InstData::BConst { .. }
+    )
+}
+
+/// The outcome of simplifying one instruction.
+enum Simplified {
+    Keep,
+    /// The result equals this value.
+    Value(Value),
+    /// The instruction can be replaced by this one (same result type).
+    Data(InstData),
+}
+
+const ONE: u64 = 0x3ff0_0000_0000_0000; // 1.0
+const POS_ZERO: u64 = 0;
+const NEG_ZERO: u64 = 0x8000_0000_0000_0000;
+
+/// Is `bits` a signaling NaN (exponent all ones, fraction nonzero, quiet bit
+/// clear)?
+fn is_signaling_nan(bits: u64) -> bool {
+    let exp = (bits >> 52) & 0x7ff;
+    let frac = bits & ((1 << 52) - 1);
+    exp == 0x7ff && frac != 0 && frac & (1 << 51) == 0
+}
+
+/// Can `v` not be a signaling NaN (see the module documentation)?
+fn is_quiet(func: &Function, v: Value) -> bool {
+    is_quiet_depth(func, v, 4)
+}
+
+fn is_quiet_depth(func: &Function, v: Value, depth: usize) -> bool {
+    use Opcode::*;
+    let Some(data) = def_inst(func, v) else {
+        return false;
+    };
+    match data {
+        InstData::FConst { bits } => !is_signaling_nan(*bits),
+        InstData::Binary { op, .. } => matches!(op, Fadd | Fsub | Fmul | Fdiv | Min | Max),
+        InstData::Unary { op, arg } => match op {
+            Sqrt | Sitof => true,
+            Fneg | Abs => depth > 0 && is_quiet_depth(func, *arg, depth - 1),
+            _ => false,
+        },
+        InstData::Powi { exp, .. } => *exp != 1,
+        InstData::Ternary {
+            op: Select,
+            args: [_, a, b],
+        } => {
+            depth > 0 && is_quiet_depth(func, *a, depth - 1) && is_quiet_depth(func, *b, depth - 1)
+        }
+        _ => false,
+    }
+}
+
+/// Opcodes that [`semantics::unary_f64`] evaluates.
+fn is_unary_f64(op: Opcode) -> bool {
+    op == Opcode::Fneg
+        || (op.is_intrinsic() && op.fixed_signature().is_some_and(|s| s.0.len() == 1))
+}
+
+/// Opcodes that [`semantics::binary_f64`] evaluates.
+fn is_binary_f64(op: Opcode) -> bool {
+    use Opcode::*;
+    matches!(op, Fadd | Fsub | Fmul | Fdiv)
+        || (op.is_intrinsic() && op.fixed_signature().is_some_and(|s| s.0.len() == 2))
+}
+
+fn fconst(x: f64) -> Simplified {
+    Simplified::Data(InstData::fconst(x))
+}
+
+fn iconst(imm: i64) -> Simplified {
+    Simplified::Data(InstData::IConst { imm })
+}
+
+fn bconst(imm: bool) -> Simplified {
+    Simplified::Data(InstData::BConst { imm })
+}
+
+/// The operand of `v`'s defining instruction if it is `op` of one operand.
+fn unary_operand(func: &Function, v: Value, op: Opcode) -> Option<Value> {
+    match def_inst(func, v)? {
+        InstData::Unary { op: o, arg } if *o == op => Some(*arg),
+        _ => None,
+    }
+}
+
+fn simplify(func: &Function, data: &InstData) -> Simplified {
+    use Opcode::*;
+    let f = |v| fconst_of(func, v);
+    let i = |v| iconst_of(func, v);
+    match *data {
+        InstData::Unary { op, arg } => {
+            if is_unary_f64(op) {
+                if let Some(x) = f(arg) {
+                    return fconst(semantics::unary_f64(op, f64::from_bits(x)));
+                }
+            }
+            match op {
+                Fneg | Ineg | Not => {
+                    if let Some(x) = unary_operand(func, arg, op) {
+                        return Simplified::Value(x);
+                    }
+                }
+                _ => {}
+            }
+            match (op, i(arg), bconst_of(func, arg)) {
+                (Ineg, Some(x), _) => iconst(x.wrapping_neg()),
+                (Sitof, Some(x), _) => fconst(semantics::sitof(x)),
+                (Not, _, Some(b)) => bconst(!b),
+                _ => Simplified::Keep,
+            }
+        }
+        InstData::Binary { op, args: [a, b] } => {
+            if is_binary_f64(op) {
+                if let (Some(x), Some(y)) = (f(a), f(b)) {
+                    return fconst(semantics::binary_f64(
+                        op,
+                        f64::from_bits(x),
+                        f64::from_bits(y),
+                    ));
+                }
+                return simplify_f64(func, op, a, b);
+            }
+            if !matches!(op, Iadd | Isub | Imul | Idiv | Irem) {
+                return Simplified::Keep;
+            }
+            if let (Some(x), Some(y)) = (i(a), i(b)) {
+                return match semantics::binary_i64(op, x, y) {
+                    Ok(r) => iconst(r),
+                    Err(_) => Simplified::Keep,
+                };
+            }
+            match (op, i(a), i(b)) {
+                (Iadd, _, Some(0))
+                | (Isub, _, Some(0))
+                | (Imul, _, Some(1))
+                | (Idiv, _, Some(1)) => Simplified::Value(a),
+                (Iadd, Some(0), _) | (Imul, Some(1), _) => Simplified::Value(b),
+                (Imul, Some(0), _) | (Imul, _, Some(0)) | (Irem, _, Some(1)) => iconst(0),
+                (Isub, _, _) if a == b => iconst(0),
+                _ => Simplified::Keep,
+            }
+        }
+        InstData::Cmp {
+            op,
+            cond,
+            args: [a, b],
+        } => match op {
+            Fcmp => match (f(a), f(b)) {
+                (Some(x), Some(y)) => {
+                    bconst(semantics::fcmp(cond, f64::from_bits(x), f64::from_bits(y)))
+                }
+                _ => Simplified::Keep,
+            },
+            Icmp => match (i(a), i(b)) {
+                (Some(x), Some(y)) => bconst(semantics::icmp(cond, x, y)),
+                _ if a == b => bconst(matches!(cond, CmpCond::Eq | CmpCond::Le | CmpCond::Ge)),
+                _ => Simplified::Keep,
+            },
+            _ => Simplified::Keep,
+        },
+        InstData::Ternary {
+            op: Select,
+            args: [c, a, b],
+        } => match bconst_of(func, c) {
+            Some(true) => Simplified::Value(a),
+            Some(false) => Simplified::Value(b),
+            None if a == b => Simplified::Value(a),
+            None => Simplified::Keep,
+        },
+        InstData::Powi { arg, exp } => match (f(arg), exp) {
+            (Some(x), _) => fconst(semantics::powi(f64::from_bits(x), exp)),
+            (None, 1) => Simplified::Value(arg),
+            (None, 0) => fconst(1.0),
+            _ => Simplified::Keep,
+        },
+        _ => Simplified::Keep,
+    }
+}
+
+/// The exact identities of f64 arithmetic with one constant operand.
+fn simplify_f64(func: &Function, op: Opcode, a: Value, b: Value) -> Simplified {
+    use Opcode::*;
+    let (ca, cb) = (fconst_of(func, a), fconst_of(func, b));
+    let keep_a = match op {
+        Fmul | Fdiv => cb == Some(ONE),
+        Fadd => cb == Some(NEG_ZERO),
+        Fsub => cb == Some(POS_ZERO),
+        _ => false,
+    };
+    if keep_a && is_quiet(func, a) {
+        return Simplified::Value(a);
+    }
+    let keep_b = match op {
+        Fmul => ca == Some(ONE),
+        Fadd => ca == Some(NEG_ZERO),
+        _ => false,
+    };
+    if keep_b && is_quiet(func, b) {
+        return Simplified::Value(b);
+    }
+    Simplified::Keep
+}
+
+/// A simpler form of a `brif`, if any.
+fn simplify_branch(func: &Function, data: &InstData) -> Option<InstData> {
+    let InstData::Brif {
+        cond,
+        then_dest,
+        else_dest,
+    } = data
+    else {
+        return None;
+    };
+    let jump = |dest: &BlockCall| InstData::Jump { dest: dest.clone() };
+    if let Some(c) = bconst_of(func, *cond) {
+        return Some(jump(if c { then_dest } else { else_dest }));
+    }
+    if then_dest == else_dest {
+        return Some(jump(then_dest));
+    }
+    let c = unary_operand(func, *cond, Opcode::Not)?;
+    Some(InstData::Brif {
+        cond: c,
+        then_dest: else_dest.clone(),
+        else_dest: then_dest.clone(),
+    })
+}

@@ -1,0 +1,176 @@
+//! Loop-invariant code motion of pure instructions.
+//!
+//! ```text
+//! block0(v0: arr, v1: f64):               block0(v0: arr, v1: f64):
+//!     v2 = iconst 0                           v2 = iconst 0
+//!     v3 = len v0                             v3 = len v0
+//!     jump block1(v2)                         v6 = exp v1         ; hoisted
+//! block1(v4: i64):                            v8 = iconst 1       ; hoisted
+//!     v5 = icmp lt v4, v3                     jump block1(v2)
+//!     brif v5, block2, block3             block1(v4: i64):
+//! block2:                                     v5 = icmp lt v4, v3
+//!     v6 = exp v1                             brif v5, block2, block3
+//!     v7 = load v0, v4                    block2:
+//!     v9 = fmul v6, v7                        v7 = load v0, v4
+//!     store ...                               v9 = fmul v6, v7
+//!     v8 = iconst 1                           store ...
+//!     v10 = iadd v4, v8                       v10 = iadd v4, v8
+//!     jump block1(v10)                        jump block1(v10)
+//! ```
+//!
+//! **Loops.** A back edge is an edge `t → h` where `h` dominates `t`; the
+//! natural loop of header `h` is `h` and every block that reaches one of its
+//! back edges' sources without passing through `h` (a "loop" with a block
+//! that `h` does not dominate — irreducible control flow, which reversed
+//! control flow can have — is skipped). Loops are processed
+//! innermost first (by size), so an instruction can climb out of a nest one
+//! loop at a time.
+//!
+//! **Preheader.** Code moves to the end of the header's only predecessor
+//! outside the loop, and only when that block ends in an unconditional
+//! `jump` to the header (the front end's canonical loops have one: see
+//! `docs/language.md`, "Lowering"). No block is created, so the CFG, the
+//! block numbers and every rule region's block list stay as they are; a
+//! loop with several entries, or entered by a `brif`, is left alone.
+//!
+//! **What moves.** A pure instruction (`analysis::is_pure`: no
+//! effect, cannot trap — so never a `load`, `zeros`, or an `idiv`/`irem`
+//! that may trap) whose operands are all defined outside the loop (or by
+//! instructions already moved), in the same region scope as the preheader.
+//! Blocks are visited in reverse postorder, so operands move before their
+//! uses. Moving a pure instruction earlier is exact: it computes the same
+//! bits from the same operands, and computing it when the loop body would
+//! not have (a loop that runs zero times, a branch not taken) has no
+//! observable effect. Every operand's definition dominates the preheader:
+//! it dominated the use inside the loop without being in the loop, and
+//! every path into the loop comes through the preheader.
+
+use crate::analysis::{def_block, is_pure, Cfg, DomTree, Scopes, Table};
+use adze_ir::{Block, Function, Inst, InstData};
+
+/// What LICM did to one function.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LicmStats {
+    /// Loops found.
+    pub loops: usize,
+    /// Loops with a preheader code could move to.
+    pub with_preheader: usize,
+    /// Instructions moved out of a loop (an instruction that leaves a nest
+    /// of two loops counts twice).
+    pub hoisted: usize,
+}
+
+struct Loop {
+    header: Block,
+    /// The blocks of the loop, in reverse postorder.
+    body: Vec<Block>,
+}
+
+/// Runs loop-invariant code motion on `func`.
+pub fn licm(func: &mut Function) -> LicmStats {
+    let cfg = Cfg::new(func);
+    let doms = DomTree::new(func, &cfg);
+    let scopes = Scopes::new(func);
+    let mut stats = LicmStats::default();
+    let mut loops = find_loops(func, &cfg, &doms);
+    loops.sort_by_key(|l| (l.body.len(), cfg.rpo_num(l.header)));
+    stats.loops = loops.len();
+    let mut in_loop = Table::new(func.dfg.num_blocks(), false);
+    for lp in &loops {
+        let outside: Vec<Block> = cfg
+            .preds(lp.header)
+            .iter()
+            .copied()
+            .filter(|p| !lp.body.contains(p))
+            .collect();
+        let [pre] = outside[..] else { continue };
+        let enters_by_jump = func.layout.last_inst(pre).is_some_and(
+            |i| matches!(func.dfg.inst(i), InstData::Jump { dest } if dest.block == lp.header),
+        );
+        if !enters_by_jump {
+            continue;
+        }
+        stats.with_preheader += 1;
+        for &b in &lp.body {
+            in_loop.set(b, true);
+        }
+        let scope = scopes.block_scope(pre);
+        for &b in &lp.body {
+            if scopes.block_scope(b) != scope {
+                continue;
+            }
+            let insts: Vec<Inst> = func.layout.block_insts(b).to_vec();
+            for inst in insts {
+                let data = func.dfg.inst(inst);
+                if data.opcode().is_terminator()
+                    || func.dfg.inst_results(inst).len() != 1
+                    || !is_pure(func, data)
+                {
+                    continue;
+                }
+                let mut invariant = true;
+                data.for_each_use(|v| {
+                    invariant &= def_block(func, v).is_some_and(|d| !*in_loop.get(d));
+                });
+                if !invariant {
+                    continue;
+                }
+                func.layout.remove_inst(inst);
+                let at = func.layout.block_insts(pre).len().saturating_sub(1);
+                func.layout.insert_inst(inst, pre, at);
+                stats.hoisted += 1;
+            }
+        }
+        for &b in &lp.body {
+            in_loop.set(b, false);
+        }
+    }
+    stats
+}
+
+/// The natural loops of `func`, one per header.
+fn find_loops(func: &Function, cfg: &Cfg, doms: &DomTree) -> Vec<Loop> {
+    let mut loops = Vec::new();
+    let mut mark = Table::new(func.dfg.num_blocks(), false);
+    for &h in &cfg.rpo {
+        let latches: Vec<Block> = cfg
+            .preds(h)
+            .iter()
+            .copied()
+            .filter(|&p| doms.dominates(h, p))
+            .collect();
+        if latches.is_empty() {
+            continue;
+        }
+        let mut body = vec![h];
+        mark.set(h, true);
+        let mut work = Vec::new();
+        for l in latches {
+            if !*mark.get(l) {
+                mark.set(l, true);
+                body.push(l);
+                work.push(l);
+            }
+        }
+        while let Some(b) = work.pop() {
+            for &p in cfg.preds(b) {
+                if !*mark.get(p) {
+                    mark.set(p, true);
+                    body.push(p);
+                    work.push(p);
+                }
+            }
+        }
+        for &b in &body {
+            mark.set(b, false);
+        }
+        // Irreducible control flow (reverse sweeps can make it): a block of
+        // the "loop" the header does not dominate is another way in.
+        if body.iter().any(|&b| !doms.dominates(h, b)) {
+            continue;
+        }
+        body.sort_by_key(|&b| cfg.rpo_num(b));
+        loops.push(Loop { header: h, body });
+    }
+    loops
+}

@@ -1,0 +1,246 @@
+//! The optimizer never changes a result: every function of every example —
+//! as parsed, and after the `ad` stage (inlined, every `autodiff` request
+//! lowered) — and the forward and reverse derivatives of every function with
+//! a `// run:` line, run on the interpreter and on the JIT before and after
+//! `adze_opt::optimize_module`, give the same results, final arrays and
+//! errors, bit for bit (on the interpreter NaN payloads included); so do
+//! generated programs and their reverse derivatives.
+
+use crate::examples::run_lines;
+use crate::generated::Gen;
+use crate::support::{examples, inputs, load, reaches_autodiff};
+use adze::args::parse_value;
+use adze::{Session, Stage};
+use adze_ir::{FuncId, Mode, Module, Outcome, RunError, Type, Val};
+use proptest::prelude::*;
+
+/// The same bits, NaN payloads included.
+fn same_bits(a: &Val, b: &Val) -> bool {
+    match (a, b) {
+        (Val::F64(x), Val::F64(y)) => x.to_bits() == y.to_bits(),
+        (Val::Array(x), Val::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+        }
+        _ => a == b,
+    }
+}
+
+fn same(a: &Result<Outcome, RunError>, b: &Result<Outcome, RunError>) -> bool {
+    match (a, b) {
+        (Ok(p), Ok(q)) => {
+            p.results.len() == q.results.len()
+                && p.results
+                    .iter()
+                    .zip(&q.results)
+                    .all(|(x, y)| same_bits(x, y))
+                && p.args.iter().zip(&q.args).all(|(x, y)| same_bits(x, y))
+        }
+        (Err(p), Err(q)) => p == q,
+        _ => false,
+    }
+}
+
+/// An outcome with the bits of every NaN.
+fn show(r: &Result<Outcome, RunError>) -> String {
+    let val = |v: &Val| match v {
+        Val::F64(x) if x.is_nan() => format!("NaN({:#x})", x.to_bits()),
+        Val::Array(xs) => format!(
+            "{:?}",
+            xs.iter()
+                .map(|x| match x.is_nan() {
+                    true => format!("NaN({:#x})", x.to_bits()),
+                    false => format!("{x:?}"),
+                })
+                .collect::<Vec<_>>()
+        ),
+        other => format!("{other:?}"),
+    };
+    match r {
+        Ok(o) => format!(
+            "results {:?}, args {:?}",
+            o.results.iter().map(val).collect::<Vec<_>>(),
+            o.args.iter().map(val).collect::<Vec<_>>()
+        ),
+        Err(e) => format!("{e:?}"),
+    }
+}
+
+/// The module after `optimize_module` (which verifies after every pass).
+fn optimized(module: &Module) -> Module {
+    let mut after = module.clone();
+    adze_opt::optimize_module(&mut after).unwrap_or_else(|e| panic!("{e}"));
+    let text = after.to_string();
+    let again = adze_ir::parse::parse_module(&text).unwrap().to_string();
+    assert_eq!(again, text, "the optimized module does not round-trip");
+    after
+}
+
+/// Runs `id` on each argument list on both engines, before and after: the
+/// interpreter (which defines the semantics) before and after agree
+/// exactly, NaN payloads included; the JIT before and after, and the JIT
+/// and the interpreter after, agree as the two engines always do
+/// (`Outcome::bit_eq`: NaNs equal NaNs — Cranelift's own constant folding
+/// can give a NaN another payload than the interpreter computes, so the
+/// JIT's payloads may change when the optimizer folds that operation
+/// first). Returns the number of argument lists.
+fn agree(what: &str, before: &Module, after: &Module, id: FuncId, all: &[Vec<Val>]) -> usize {
+    let name = &before.func(id).name;
+    let jit = |m: &Module| {
+        adze_jit::compile(m, id, &adze_jit::JitOptions::default())
+            .unwrap_or_else(|e| panic!("{what}: @{name}: {e}"))
+    };
+    let (jb, ja) = (jit(before), jit(after));
+    let (ib, ia) = (
+        adze_interp::Interpreter::new(before),
+        adze_interp::Interpreter::new(after),
+    );
+    for args in all {
+        let (i0, i1) = (ib.call(id, args), ia.call(id, args));
+        let (j0, j1) = (jb.call(args), ja.call(args));
+        let bit_eq = |a: &Result<Outcome, RunError>, b: &Result<Outcome, RunError>| match (a, b) {
+            (Ok(p), Ok(q)) => p.bit_eq(q),
+            (Err(p), Err(q)) => p == q,
+            _ => false,
+        };
+        assert!(
+            same(&i0, &i1) && bit_eq(&j0, &j1) && bit_eq(&i1, &j1),
+            "{what}: @{name}({args:?}):\n  interpreter before: {}\n  interpreter after:  {}\n  \
+             jit before:         {}\n  jit after:          {}\n{}",
+            show(&i0),
+            show(&i1),
+            show(&j0),
+            show(&j1),
+            after.display_function(id)
+        );
+    }
+    all.len()
+}
+
+/// Every function of `module` that does not reach an unlowered request.
+fn agree_everywhere(what: &str, module: &Module, count: usize) -> usize {
+    let after = optimized(module);
+    let mut runs = 0;
+    for (id, func) in module.iter() {
+        if func.is_declaration() || reaches_autodiff(module, id) {
+            continue;
+        }
+        let tys: Vec<Type> = func.sig.param_types().collect();
+        runs += agree(what, module, &after, id, &inputs(&tys, count));
+    }
+    runs
+}
+
+#[test]
+fn every_example_agrees_after_optimization() {
+    let mut runs = 0;
+    for path in examples() {
+        let session = load(&path);
+        let file = path.display().to_string();
+        runs += agree_everywhere(&format!("{file} (parsed)"), &session.module, 3);
+        let stages = session.stages(None).unwrap();
+        let (_, lowered) = stages.iter().find(|(s, _)| *s == Stage::Ad).unwrap();
+        runs += agree_everywhere(&format!("{file} (ad)"), lowered, 2);
+    }
+    assert!(runs >= 400, "only {runs} runs");
+}
+
+/// Arguments for `derived`, a derivative of the function whose arguments are
+/// `args`: a parameter `p.t`/`p.d` (tangent or shadow) gets a value shaped
+/// like `p`'s, every other parameter `p`'s own value.
+fn derivative_args(module: &Module, derived: FuncId, primal: &[(String, Val)]) -> Vec<Val> {
+    let mut out: Vec<Val> = Vec::new();
+    for (k, p) in module.func(derived).sig.params.iter().enumerate() {
+        let base = p.name.split('.').next().unwrap_or("");
+        let own = primal.iter().find(|(n, _)| *n == p.name).map(|(_, v)| v);
+        let v = match (own, primal.iter().find(|(n, _)| n == base)) {
+            (Some(v), _) => v.clone(),
+            (None, Some((_, Val::Array(a)))) => {
+                Val::Array((0..a.len()).map(|j| 0.25 * (j + k) as f64 - 0.5).collect())
+            }
+            _ => match p.ty {
+                Type::F64 => Val::F64(0.75),
+                Type::I64 => Val::I64(1),
+                Type::Bool => Val::Bool(true),
+                Type::Array => Val::Array(vec![0.5; 3]),
+            },
+        };
+        out.push(v);
+    }
+    out
+}
+
+#[test]
+fn derivatives_of_the_examples_agree_after_optimization() {
+    let mut runs = 0;
+    for path in examples() {
+        let source = std::fs::read_to_string(&path).unwrap();
+        let session = load(&path);
+        for run in run_lines(&source) {
+            let id = session.function(&run.func).unwrap();
+            let sig = &session.module.func(id).sig;
+            let primal: Vec<(String, Val)> = run
+                .args
+                .iter()
+                .zip(&sig.params)
+                .map(|(a, p)| (p.name.clone(), parse_value(a, p.ty).unwrap()))
+                .collect();
+            for mode in [Mode::Forward, Mode::Reverse] {
+                // Functions without f64 inputs or results have no derivative.
+                let Ok((module, name)) = session.derive_unoptimized(&run.func, mode, 1, &[]) else {
+                    continue;
+                };
+                let d = module.get(&name).unwrap();
+                let args = derivative_args(&module, d, &primal);
+                let what = format!("{}:{} ({name})", path.display(), run.line);
+                runs += agree(&what, &module, &optimized(&module), d, &[args]);
+            }
+        }
+    }
+    assert!(runs >= 60, "only {runs} derivatives run");
+}
+
+/// A generated program and the reverse derivative of its last function.
+fn check_generated(seed: u64) -> Result<(), TestCaseError> {
+    let src = Gen::program(seed);
+    let session = Session::from_source("generated.adz", &src)
+        .map_err(|e| TestCaseError::fail(format!("{e}\n{src}")))?;
+    let module = &session.module;
+    let root = module.ids().last().unwrap();
+    let args: Vec<Vec<Val>> = [(0.5, -1.25, 2), (2.0, 0.1, 3), (-0.7, 3.5, 0)]
+        .into_iter()
+        .map(|(x, y, n)| {
+            vec![
+                Val::F64(x),
+                Val::F64(y),
+                Val::I64(n),
+                Val::Array(vec![0.3, -1.2, 2.5]),
+                Val::Array(vec![0.0; 4]),
+            ]
+        })
+        .collect();
+    agree(&src, module, &optimized(module), root, &args);
+    let name = module.func(root).name.clone();
+    if let Ok((m, d)) = session.derive_unoptimized(&name, Mode::Reverse, 1, &[]) {
+        let d = m.get(&d).unwrap();
+        let primal: Vec<(String, Val)> = module
+            .func(root)
+            .sig
+            .params
+            .iter()
+            .map(|p| p.name.clone())
+            .zip(args[1].clone())
+            .collect();
+        let dargs = derivative_args(&m, d, &primal);
+        agree(&src, &m, &optimized(&m), d, &[dargs]);
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 24, .. ProptestConfig::default() })]
+
+    #[test]
+    fn generated_programs_agree_after_optimization(seed in any::<u64>()) {
+        check_generated(seed)?;
+    }
+}
