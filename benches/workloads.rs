@@ -138,7 +138,10 @@ fn session(name: &str) -> adze::Session {
     src.push_str(
         &std::fs::read_to_string(root.join(format!("benches/workloads/{name}.adz"))).unwrap(),
     );
-    adze::Session::from_source(&format!("{name}.adz+bench"), &src).unwrap()
+    let mut s = adze::Session::from_source(&format!("{name}.adz+bench"), &src).unwrap();
+    // `ADZE_BENCH_NO_OPT=1`: without the IR optimizer (to measure it).
+    s.optimize = std::env::var("ADZE_BENCH_NO_OPT").map_or(true, |v| v != "1");
+    s
 }
 
 /// The JIT options of every measurement: the defaults without the

@@ -65,7 +65,8 @@
 //! pass. The blocks it leaves unreachable are removed by [`mod@crate::dce`].
 
 use crate::analysis::{
-    bconst_of, def_inst, fconst_of, iconst_of, is_pure, Cfg, DomTree, Replacements, Scopes,
+    bconst_of, def_block, def_inst, fconst_of, iconst_of, is_pure, Cfg, DomTree, Replacements,
+    Scopes,
 };
 use adze_ir::{semantics, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Region, Value};
 use std::collections::HashMap;
@@ -83,8 +84,46 @@ pub struct GvnStats {
     pub branches: usize,
 }
 
-/// A pure instruction (operands resolved) and the region scope it is in.
+/// A pure instruction (operands resolved to their value numbers) and the
+/// region scope it is in.
 type Key = (InstData, Option<Region>);
+
+/// Is `data` replaced by an identical instruction of a dominating *other*
+/// block? Only what costs more than keeping its value live: the
+/// out-of-line intrinsics, `fdiv`, `sqrt`, `pow`. A constant or a cheap
+/// operation replaced across blocks becomes one value live through
+/// everything in between, loops and calls to `exp` (which clobber every
+/// register) included; Cranelift's own value numbering merges those where
+/// it optimises, with its own cost model. A cheap duplicate still gets the
+/// number of the dominating one, so that what is computed from both (the
+/// `sin` of two equal sums) is merged.
+fn global(data: &InstData) -> bool {
+    use Opcode::*;
+    match data {
+        InstData::Unary { op, .. } | InstData::Binary { op, .. } => matches!(
+            op,
+            Sin | Cos
+                | Tan
+                | Asin
+                | Acos
+                | Atan
+                | Sinh
+                | Cosh
+                | Tanh
+                | Exp
+                | Expm1
+                | Log
+                | Log1p
+                | Sqrt
+                | Cbrt
+                | Atan2
+                | Pow
+                | Hypot
+                | Fdiv
+        ),
+        _ => false,
+    }
+}
 
 /// Runs GVN, folding and simplification on `func`.
 pub fn gvn(func: &mut Function) -> GvnStats {
@@ -101,6 +140,9 @@ pub fn gvn(func: &mut Function) -> GvnStats {
     // dominator subtree is left (an entry is never overwritten: a hit
     // removes the later instruction).
     let mut table: HashMap<Key, Value> = HashMap::new();
+    // A cheap instruction equal to one of a dominating block keeps its
+    // result but is numbered as that one (see `global`).
+    let mut number: HashMap<Value, Value> = HashMap::new();
     let mut made: Vec<Key> = Vec::new();
     enum Step {
         Enter(adze_ir::Block),
@@ -160,12 +202,18 @@ pub fn gvn(func: &mut Function) -> GvnStats {
             if !is_pure(func, data) {
                 continue;
             }
-            let key = (data.clone(), scope);
+            let mut numbered = data.clone();
+            numbered.map_uses(|v| number.get(&v).copied().unwrap_or(v));
+            let key = (numbered, scope);
             match table.get(&key) {
                 Some(&v) if !scopes.is_pinned(result) => {
-                    repl.replace(result, v);
-                    func.layout.remove_inst(inst);
-                    stats.merged += 1;
+                    if global(data) || def_block(func, v) == Some(block) {
+                        repl.replace(result, v);
+                        func.layout.remove_inst(inst);
+                        stats.merged += 1;
+                    } else {
+                        number.insert(result, v);
+                    }
                 }
                 Some(_) => {}
                 None => {
