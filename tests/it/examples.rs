@@ -16,12 +16,13 @@ fn there_are_at_least_ten_examples() {
 
 /// Opcodes that only passes emit (AD tapes, optimizer selects); the front end
 /// never does, so no example can show them.
-const PASS_ONLY: [Opcode; 5] = [
+const PASS_ONLY: [Opcode; 6] = [
     Opcode::Select,
     Opcode::Push,
     Opcode::Pop,
     Opcode::SameLen,
-    Opcode::Ftosi,
+    Opcode::Tobits,
+    Opcode::Frombits,
 ];
 
 #[test]

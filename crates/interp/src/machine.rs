@@ -443,7 +443,8 @@ impl<'m> Machine<'m> {
                             ),
                             Not => Slot::Bool(!frame.bool(*arg)?),
                             Sitof => Slot::F64(semantics::sitof(frame.i64(*arg)?)),
-                            Ftosi => Slot::I64(semantics::ftosi(frame.f64(*arg)?)),
+                            Tobits => Slot::I64(semantics::tobits(frame.f64(*arg)?)),
+                            Frombits => Slot::F64(semantics::frombits(frame.i64(*arg)?)),
                             Len => {
                                 let a = frame.heap_slot(*arg, self.heap.len())?;
                                 Slot::I64(i64::try_from(self.heap[a].len()).unwrap_or(i64::MAX))

@@ -141,8 +141,12 @@ impl<'f> FuncBuilder<'f> {
         self.unary(Opcode::Sitof, a)
     }
 
-    pub fn ftosi(&mut self, a: Value) -> Value {
-        self.unary(Opcode::Ftosi, a)
+    pub fn tobits(&mut self, a: Value) -> Value {
+        self.unary(Opcode::Tobits, a)
+    }
+
+    pub fn frombits(&mut self, a: Value) -> Value {
+        self.unary(Opcode::Frombits, a)
     }
 
     pub fn not(&mut self, a: Value) -> Value {

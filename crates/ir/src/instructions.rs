@@ -72,10 +72,12 @@ opcodes! {
     Not = "not": [Bool] -> Bool;
     /// i64 to f64, rounding to nearest.
     Sitof = "sitof": [I64] -> F64;
-    /// f64 to i64, truncating toward zero and saturating (NaN gives 0):
-    /// Rust's `as`. Not in the language: reverse mode uses it to read back
-    /// the trip counts it keeps in f64 slots.
-    Ftosi = "ftosi": [F64] -> I64;
+    /// The bits of an f64, as an i64 (no conversion). Not in the language:
+    /// reverse mode keeps the trip counts of loops in the slots of an f64
+    /// array, as bits.
+    Tobits = "tobits": [F64] -> I64;
+    /// The f64 with these bits (no conversion); see `tobits`.
+    Frombits = "frombits": [I64] -> F64;
 
     Sin = "sin": [F64] -> F64;
     Cos = "cos": [F64] -> F64;

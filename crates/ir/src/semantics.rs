@@ -190,10 +190,14 @@ pub fn sitof(x: i64) -> f64 {
     x as f64
 }
 
-/// f64 to i64, truncating toward zero, saturating at the ends of i64, NaN
-/// to 0 (Rust's `as`).
-pub fn ftosi(x: f64) -> i64 {
-    x as i64
+/// The bits of `x`, as an i64.
+pub fn tobits(x: f64) -> i64 {
+    x.to_bits() as i64
+}
+
+/// The f64 whose bits are `x`.
+pub fn frombits(x: i64) -> f64 {
+    f64::from_bits(x as u64)
 }
 
 #[cfg(test)]

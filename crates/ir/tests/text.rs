@@ -60,7 +60,8 @@ block0(v0: f64, v1: i64, v2: arr, v3: arr):
     v23 = ineg v22
     v24 = not v11
     v25 = sitof v23
-    v80 = ftosi v25
+    v80 = tobits v25
+    v81 = frombits v80
     v26 = sin v25
     v27 = cos v26
     v28 = tan v27

@@ -336,9 +336,21 @@ fn simplify(func: &Function, data: &InstData) -> Simplified {
                 }
                 _ => {}
             }
+            // `tobits (frombits x)` and `frombits (tobits x)` are `x`.
+            if let (Tobits | Frombits, Some(InstData::Unary { op: inner, arg: x })) =
+                (op, def_inst(func, arg))
+            {
+                if matches!((op, inner), (Tobits, Frombits) | (Frombits, Tobits)) {
+                    return Simplified::Value(*x);
+                }
+            }
+            if let (Tobits, Some(x)) = (op, f(arg)) {
+                return iconst(semantics::tobits(f64::from_bits(x)));
+            }
             match (op, i(arg), bconst_of(func, arg)) {
                 (Ineg, Some(x), _) => iconst(x.wrapping_neg()),
                 (Sitof, Some(x), _) => fconst(semantics::sitof(x)),
+                (Frombits, Some(x), _) => fconst(semantics::frombits(x)),
                 (Not, _, Some(b)) => bconst(!b),
                 _ => Simplified::Keep,
             }

@@ -254,7 +254,7 @@ impl Adj<'_> {
         for &l in loops.iter().rev() {
             let mut b = self.b();
             let n = b.pop(tape, Type::I64);
-            let n = b.sitof(n);
+            let n = b.frombits(n);
             let i = b.iconst(l as i64);
             b.store(trips, i, n);
         }
@@ -379,7 +379,7 @@ impl Adj<'_> {
                 let mut b = self.b();
                 let i = b.iconst(lp as i64);
                 let j = b.load(trips, i);
-                let j = b.ftosi(j);
+                let j = b.tobits(j);
                 let offset = if step == 1 {
                     j
                 } else {
@@ -469,14 +469,16 @@ impl Adj<'_> {
             let mut b = self.b();
             let i = b.iconst(l as i64);
             let j = b.load(trips, i);
-            let zero = b.fconst(0.0);
-            let first = b.fcmp(CmpCond::Eq, j, zero);
+            let j = b.tobits(j);
+            let zero = b.iconst(0);
+            let first = b.icmp(CmpCond::Eq, j, zero);
             let to_entry = b.create_block();
             let to_back = b.create_block();
             b.brif(first, to_entry, &[], to_back, &[]);
             b.switch_to_block(to_back);
-            let one = b.fconst(1.0);
-            let j1 = b.fsub(j, one);
+            let one = b.iconst(1);
+            let j1 = b.isub(j, one);
+            let j1 = b.frombits(j1);
             b.store(trips, i, j1);
             self.block = Some(to_back);
             self.edge(block, back, &param_adj)?;

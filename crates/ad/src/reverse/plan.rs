@@ -734,7 +734,7 @@ impl Resolver<'_> {
         match data {
             InstData::Unary { op, .. } => matches!(
                 op,
-                Fneg | Ineg | Not | Sitof | Ftosi | Sqrt | Abs | Floor | Ceil | Len
+                Fneg | Ineg | Not | Sitof | Tobits | Frombits | Sqrt | Abs | Floor | Ceil | Len
             ),
             InstData::Binary { op, .. } => matches!(
                 op,

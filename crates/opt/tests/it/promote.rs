@@ -48,22 +48,23 @@ block0(v0: arr, v1: f64, v2: i64, v3: f64):
     v10 = load v5, v9
     v11 = fadd v10, v3
     store v5, v9, v11
-    v12 = sitof v2
+    v12 = frombits v2
     v13 = iconst 0
     store v8, v13, v12
     jump block1
 block1:
     v14 = iconst 0
     v15 = load v8, v14
-    v16 = fconst 0.0
-    v17 = fcmp eq v15, v16
+    v30 = tobits v15
+    v16 = iconst 0
+    v17 = icmp eq v30, v16
     brif v17, block3, block2
 block2:
-    v18 = fconst 1.0
-    v19 = fsub v15, v18
-    store v8, v14, v19
-    v20 = ftosi v19
-    v21 = load v0, v20
+    v18 = iconst 1
+    v19 = isub v30, v18
+    v31 = frombits v19
+    store v8, v14, v31
+    v21 = load v0, v19
     v22 = iconst 1
     v23 = load v5, v22
     v24 = fmul v21, v23
