@@ -23,6 +23,7 @@
 //! such arrays). Arrays used in unreachable blocks, passed to calls,
 //! regions, `len`, `samelen`, returned or stored are left alone.
 
+use crate::analysis::{iconst_of, Cfg};
 use adze_ir::{Block, Function, Inst, InstData, Opcode, Type, Value, ValueDef};
 use std::collections::HashMap;
 
@@ -70,7 +71,7 @@ pub fn promote_arrays(func: &mut Function) -> usize {
     let Some(entry) = func.entry_block() else {
         return 0;
     };
-    let order = reverse_postorder(func, entry);
+    let order = Cfg::new(func).rpo;
     let mut reachable = vec![false; func.dfg.num_blocks()];
     for &b in &order {
         reachable[b.as_u32() as usize] = true;
@@ -89,16 +90,6 @@ pub fn promote_arrays(func: &mut Function) -> usize {
             var_of.insert((a, c), n);
         }
     }
-    let konst = |func: &Function, v: Value| -> Option<i64> {
-        match *func.dfg.value_def(v) {
-            ValueDef::Result { inst, .. } => match func.dfg.inst(inst) {
-                InstData::IConst { imm } => Some(*imm),
-                _ => None,
-            },
-            _ => None,
-        }
-    };
-
     // Per block, in order: the definitions and the loads of variables.
     let nb = func.dfg.num_blocks();
     let mut last_def: Vec<HashMap<usize, AVal>> = vec![HashMap::new(); nb];
@@ -150,7 +141,7 @@ pub fn promote_arrays(func: &mut Function) -> usize {
                     op: Opcode::Store,
                     args: [a, i, x],
                 } if cells.contains_key(a) => {
-                    let Some(c) = konst(func, *i) else { continue };
+                    let Some(c) = iconst_of(func, *i) else { continue };
                     defs.insert(var_of[&(*a, c)], as_aval(func, *x));
                     doomed.push(inst);
                 }
@@ -158,7 +149,7 @@ pub fn promote_arrays(func: &mut Function) -> usize {
                     op: Opcode::Load,
                     args: [a, i],
                 } if cells.contains_key(a) => {
-                    let Some(c) = konst(func, *i) else { continue };
+                    let Some(c) = iconst_of(func, *i) else { continue };
                     let var = var_of[&(*a, c)];
                     let r = func.dfg.first_result(inst);
                     match defs.get(&var) {
@@ -384,15 +375,7 @@ pub fn promote_arrays(func: &mut Function) -> usize {
 
 /// The arrays that qualify, with their lengths.
 fn candidates(func: &Function, reachable: &[bool]) -> Vec<(Value, i64)> {
-    let konst = |v: Value| -> Option<i64> {
-        match *func.dfg.value_def(v) {
-            ValueDef::Result { inst, .. } => match func.dfg.inst(inst) {
-                InstData::IConst { imm } => Some(*imm),
-                _ => None,
-            },
-            _ => None,
-        }
-    };
+    let konst = |v: Value| iconst_of(func, v);
     let mut ok: HashMap<Value, i64> = HashMap::new();
     let mut order: Vec<Value> = Vec::new();
     for (b, inst) in func.layout.insts() {
@@ -463,43 +446,4 @@ fn uses_any(data: &InstData, set: &HashMap<Value, i64>) -> bool {
     let mut any = false;
     data.for_each_use(|v| any |= set.contains_key(&v));
     any
-}
-
-/// Blocks reachable from `entry`, in reverse postorder.
-fn reverse_postorder(func: &Function, entry: Block) -> Vec<Block> {
-    let n = func.dfg.num_blocks();
-    let mut visited = vec![false; n];
-    let mut post = Vec::new();
-    let succs = |b: Block| -> Vec<Block> {
-        let mut s: Vec<Block> = func
-            .layout
-            .last_inst(b)
-            .map(|i| {
-                func.dfg
-                    .inst(i)
-                    .destinations()
-                    .iter()
-                    .map(|d| d.block)
-                    .collect()
-            })
-            .unwrap_or_default();
-        s.reverse();
-        s
-    };
-    let mut stack: Vec<(Block, Vec<Block>)> = vec![(entry, succs(entry))];
-    visited[entry.as_u32() as usize] = true;
-    while let Some((b, rest)) = stack.last_mut() {
-        if let Some(next) = rest.pop() {
-            if !visited[next.as_u32() as usize] {
-                visited[next.as_u32() as usize] = true;
-                let s = succs(next);
-                stack.push((next, s));
-            }
-        } else {
-            post.push(*b);
-            stack.pop();
-        }
-    }
-    post.reverse();
-    post
 }
