@@ -141,7 +141,9 @@ pub fn promote_arrays(func: &mut Function) -> usize {
                     op: Opcode::Store,
                     args: [a, i, x],
                 } if cells.contains_key(a) => {
-                    let Some(c) = iconst_of(func, *i) else { continue };
+                    let Some(c) = iconst_of(func, *i) else {
+                        continue;
+                    };
                     defs.insert(var_of[&(*a, c)], as_aval(func, *x));
                     doomed.push(inst);
                 }
@@ -149,7 +151,9 @@ pub fn promote_arrays(func: &mut Function) -> usize {
                     op: Opcode::Load,
                     args: [a, i],
                 } if cells.contains_key(a) => {
-                    let Some(c) = iconst_of(func, *i) else { continue };
+                    let Some(c) = iconst_of(func, *i) else {
+                        continue;
+                    };
                     let var = var_of[&(*a, c)];
                     let r = func.dfg.first_result(inst);
                     match defs.get(&var) {
