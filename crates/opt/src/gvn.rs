@@ -100,27 +100,11 @@ type Key = (InstData, Option<Region>);
 fn global(data: &InstData) -> bool {
     use Opcode::*;
     match data {
-        InstData::Unary { op, .. } | InstData::Binary { op, .. } => matches!(
-            op,
-            Sin | Cos
-                | Tan
-                | Asin
-                | Acos
-                | Atan
-                | Sinh
-                | Cosh
-                | Tanh
-                | Exp
-                | Expm1
-                | Log
-                | Log1p
-                | Sqrt
-                | Cbrt
-                | Atan2
-                | Pow
-                | Hypot
-                | Fdiv
-        ),
+        InstData::Unary { op, .. } | InstData::Binary { op, .. } => {
+            *op == Fdiv
+                || (op.is_intrinsic()
+                    && !matches!(op, Abs | Floor | Ceil | Round | Sign | Min | Max))
+        }
         _ => false,
     }
 }
