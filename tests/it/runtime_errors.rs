@@ -41,12 +41,24 @@ fn out_of_bounds_read_and_write_and_negative_index() {
 #[test]
 fn errors_name_the_faulting_function() {
     // Without inlining the error names the callee that faults; the inliner
-    // moves that code into the caller, and the error then names the caller
-    // (docs/robustness.md, "Error messages and inlining").
+    // moves that code into the caller, and the error then names the callee
+    // it came from and the caller it was inlined into (docs/robustness.md,
+    // "Faults in inlined code"). `RunError::func` is the function executing
+    // the code, `RunError::inlined` the chain of inlined functions.
     let mut session = load(&root().join("tests/programs/faults.adz"));
-    for (inline, func) in [
-        (adze::InlineSetting::None, "read_at"),
-        (adze::InlineSetting::All, "nested_fault"),
+    for (inline, func, inlined, message) in [
+        (
+            adze::InlineSetting::None,
+            "read_at",
+            vec![],
+            "in function `read_at`",
+        ),
+        (
+            adze::InlineSetting::All,
+            "nested_fault",
+            vec!["read_at"],
+            "in function `read_at`, inlined into function `nested_fault`",
+        ),
     ] {
         session.inline = inline;
         for engine in [Engine::Interp, Engine::Jit] {
@@ -55,7 +67,82 @@ fn errors_name_the_faulting_function() {
                 .unwrap_err();
             assert_eq!(
                 err.to_string(),
-                format!("in function `{func}`: index 1 is out of bounds for array `x` of length 1")
+                format!("{message}: index 1 is out of bounds for array `x` of length 1")
+            );
+            let Error::Run(e) = err else {
+                panic!("expected a run-time error")
+            };
+            assert_eq!(e.func, func);
+            assert_eq!(e.inlined, inlined);
+        }
+    }
+}
+
+/// A fault two inlining levels deep (`deep_fault` calls `mid_fault`, which
+/// calls `read_at`): with `--inline all` the message names `read_at`, then
+/// `mid_fault`, then `deep_fault`; without inlining, `read_at` alone. The
+/// same on both engines, through the API and through `adze run`.
+#[test]
+fn faults_in_code_inlined_two_levels_deep_name_the_chain() {
+    const OOB: &str = "index 2 is out of bounds for array `x` of length 2";
+    let path = root().join("tests/programs/faults.adz");
+    let mut session = load(&path);
+    let cases = [
+        (
+            adze::InlineSetting::None,
+            "none",
+            "read_at",
+            vec![],
+            format!("in function `read_at`: {OOB}"),
+        ),
+        (
+            adze::InlineSetting::All,
+            "all",
+            "deep_fault",
+            vec!["read_at", "mid_fault"],
+            format!(
+                "in function `read_at`, inlined into function `mid_fault`, \
+                 inlined into function `deep_fault`: {OOB}"
+            ),
+        ),
+    ];
+    for (inline, flag, func, chain, message) in cases {
+        session.inline = inline;
+        let mut errors = Vec::new();
+        for engine in [Engine::Interp, Engine::Jit] {
+            match session.run("deep_fault", &[Val::Array(vec![1.0, 2.0])], engine) {
+                Err(Error::Run(e)) => {
+                    assert_eq!(e.func, func, "{flag} {engine:?}");
+                    assert_eq!(e.inlined, chain, "{flag} {engine:?}");
+                    assert_eq!(e.to_string(), message, "{flag} {engine:?}");
+                    errors.push(e);
+                }
+                other => panic!("{flag} {engine:?}: expected a fault, got {other:?}"),
+            }
+        }
+        assert_eq!(errors[0], errors[1], "engines disagree ({flag})");
+        for engine in ["jit", "interp"] {
+            let args: Vec<String> = [
+                "run",
+                &path.display().to_string(),
+                "--fn",
+                "deep_fault",
+                "--arg",
+                "x=[1, 2]",
+                "--inline",
+                flag,
+                "--engine",
+                engine,
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            let out = adze_command(&args);
+            assert_eq!(out.status.code(), Some(1), "{args:?}");
+            assert_eq!(
+                String::from_utf8_lossy(&out.stderr),
+                format!("error: {message}\n"),
+                "{args:?}"
             );
         }
     }
@@ -200,7 +287,11 @@ fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str
     use adze::InlineSetting::{All, None};
     let derived =
         |what: &str, raw: &str, kind: &str| format!("in {what} (function `{raw}`): {kind}");
-    let user = |raw: &str, kind: &str| format!("in function `{raw}`: {kind}");
+    // A generated function, as the message names it.
+    let g = |what: &str, raw: &str| format!("{what} (function `{raw}`)");
+    // Inlined code: innermost first, then each function it was inlined into.
+    let inlined =
+        |chain: &[String], kind: &str| format!("in {}: {kind}", chain.join(", inlined into "));
     vec![
         (
             None,
@@ -260,20 +351,90 @@ fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str
             "spiral.fwd.dual_const",
             derived("the forward derivative of `spiral`", "spiral.fwd.dual_const", DEPTH),
         ),
-        // Inlined into the user's function: the error names it.
-        (All, "grad_shifted", "grad_shifted", user("grad_shifted", OOB_A)),
-        (All, "tangent_shifted", "tangent_shifted", user("tangent_shifted", OOB_A)),
-        (All, "hvp_shifted", "hvp_shifted", user("hvp_shifted", OOB_A)),
-        (All, "grad_pick", "grad_pick", user("grad_pick", OOB_DA)),
-        // Not inlined (the inliner's budget): a generated name, and the
-        // array is the derivative's shadow of `a`.
+        // Inlined into the user's function: `func` is the user's function,
+        // and the message names the inlined code innermost first, then each
+        // function it was inlined into (docs/robustness.md).
+        (
+            All,
+            "grad_shifted",
+            "grad_shifted",
+            inlined(
+                &[
+                    g("the augmented primal of the reverse derivative of `shifted`", "shifted.aug.dup_const"),
+                    g("the reverse derivative of `shifted`", "shifted.rev.dup_const"),
+                    "function `grad_shifted`".into(),
+                ],
+                OOB_A,
+            ),
+        ),
+        (
+            All,
+            "tangent_shifted",
+            "tangent_shifted",
+            inlined(
+                &[
+                    g("the forward derivative of `shifted`", "shifted.fwd.dup_const"),
+                    "function `tangent_shifted`".into(),
+                ],
+                OOB_A,
+            ),
+        ),
+        (
+            All,
+            "hvp_shifted",
+            "hvp_shifted",
+            inlined(
+                &[
+                    g("the augmented primal of the reverse derivative of `shifted`", "shifted.aug.dup_const"),
+                    g(
+                        "the forward derivative of the reverse derivative of `shifted`",
+                        "shifted.rev.dup_const.fwd.dup_dup_const.noret",
+                    ),
+                    g("the forward derivative of `grad_shifted`", "grad_shifted.fwd.dup_dup_const.noret"),
+                    "function `hvp_shifted`".into(),
+                ],
+                OOB_A,
+            ),
+        ),
+        (
+            All,
+            "grad_pick",
+            "grad_pick",
+            inlined(
+                &[
+                    g("the reverse rule of `pick`", "pick.rule.reverse"),
+                    g(
+                        "the adjoint code applying the reverse rule of `pick`",
+                        "pick.rule.reverse.apply.t0.d",
+                    ),
+                    g("the adjoint of the reverse derivative of `use_pick`", "use_pick.adj.dup_const"),
+                    g("the reverse derivative of `use_pick`", "use_pick.rev.dup_const"),
+                    "function `grad_pick`".into(),
+                ],
+                OOB_DA,
+            ),
+        ),
+        // Not inlined into `hvp_pick` (the inliner's budget): a generated
+        // name, and the array is the derivative's shadow of `a`; the code
+        // that faults was inlined into it before it was differentiated
+        // (forward derivatives keep the provenance of their primal).
         (
             All,
             "hvp_pick",
             "use_pick.rev.dup_const.fwd.dup_dup_const.noret",
-            derived(
-                "the forward derivative of the reverse derivative of `use_pick`",
-                "use_pick.rev.dup_const.fwd.dup_dup_const.noret",
+            inlined(
+                &[
+                    g("the reverse rule of `pick`", "pick.rule.reverse"),
+                    g(
+                        "the adjoint code applying the reverse rule of `pick`",
+                        "pick.rule.reverse.apply.t0.d",
+                    ),
+                    g("the adjoint of the reverse derivative of `use_pick`", "use_pick.adj.dup_const"),
+                    g(
+                        "the forward derivative of the reverse derivative of `use_pick`",
+                        "use_pick.rev.dup_const.fwd.dup_dup_const.noret",
+                    ),
+                ],
                 "index 5 is out of bounds for array `a.d` (the shadow of `a`) of length 3",
             ),
         ),

@@ -396,6 +396,12 @@ impl Transform<'_> {
             self.out.layout.append_block(block);
         }
         self.out.regions = p.regions.clone();
+        // Provenance of inlined code: same block numbers, so it carries over
+        // (without the blocks of collapsed regions, which are not laid out).
+        self.out.inlined = p.inlined.clone();
+        for d in self.out.inlined.values_mut() {
+            d.blocks.retain(|&b| p.layout.is_block_inserted(b));
+        }
         let Some(entry) = p.entry_block() else {
             return Err(AdError::NoBody {
                 func: p.name.clone(),

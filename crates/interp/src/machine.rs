@@ -279,7 +279,16 @@ impl<'m> Machine<'m> {
         let mut frame = self.enter(root, &arg_slots, 1)?;
         let root_func = frame.func;
         loop {
-            match self.exec(&mut frame)? {
+            let step = self.exec(&mut frame).map_err(|mut e| {
+                // A fault of an instruction in inlined code names where
+                // that code came from (the JIT records the same per trap
+                // site).
+                if e.kind.is_at_instruction() && e.func == frame.func.name {
+                    e.inlined = frame.func.inlined_chain(frame.block);
+                }
+                e
+            })?;
+            match step {
                 Step::Call(callee) => {
                     let depth = stack.len() as u64 + 2;
                     let args = std::mem::take(&mut self.scratch);

@@ -1,7 +1,8 @@
 //! Entity references: small `u32` newtypes indexing the arenas of a function
 //! or module.
 //!
-//! Each prints the way the text format writes it (`v3`, `block1`, `region0`)
+//! Each prints the way the text format writes it (`v3`, `block1`, `region0`,
+//! `inlined0`)
 //! and is only meaningful together with the [`crate::Function`] (or, for
 //! [`FuncId`], the [`crate::Module`]) that owns its arena.
 
@@ -33,3 +34,9 @@ entity_impl!(FuncId, "fn");
 #[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Region(u32);
 entity_impl!(Region, "region");
+
+/// A record of inlined code: the blocks that the inliner copied from one
+/// callee (see [`crate::InlinedData`]). Provenance only, never semantics.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Inlined(u32);
+entity_impl!(Inlined, "inlined");

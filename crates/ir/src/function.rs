@@ -1,7 +1,7 @@
 //! Functions, their signatures and their metadata.
 
 use crate::dfg::{DataFlowGraph, ValueDef};
-use crate::entities::{Block, FuncId, Region, Value};
+use crate::entities::{Block, FuncId, Inlined, Region, Value};
 use crate::instructions::{InstData, Mode};
 use crate::layout::Layout;
 use crate::types::Type;
@@ -136,6 +136,27 @@ pub struct RegionData {
     pub parent: Option<Region>,
 }
 
+/// Provenance of inlined code: the blocks the inliner copied from a call to
+/// `callee`. Recorded for every inlined call, with or without rules (a
+/// callee with rules also gets a [`RegionData`], which is semantics; this is
+/// not). No pass reads it to decide anything: executors use it to name the
+/// function a fault came from, and it may be dropped without changing what
+/// the code means.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct InlinedData {
+    /// The name of the inlined function (a name, not a [`FuncId`]: it stays
+    /// meaningful when the callee is later removed from the module or the
+    /// function is moved to another module).
+    pub callee: String,
+    /// The blocks of the inlined body, entry first, in the order they were
+    /// laid out; blocks of code inlined into it later (nested entries)
+    /// included. Blocks that a pass removed from the layout may remain
+    /// listed (they must still exist).
+    pub blocks: Vec<Block>,
+    /// The enclosing entry, when the call was itself inside inlined code.
+    pub parent: Option<Inlined>,
+}
+
 /// A function: signature, body and metadata.
 ///
 /// The entry block is the first block of the layout; its parameters are the
@@ -148,6 +169,8 @@ pub struct Function {
     pub dfg: DataFlowGraph,
     pub layout: Layout,
     pub regions: PrimaryMap<Region, RegionData>,
+    /// Where inlined code came from (provenance; see [`InlinedData`]).
+    pub inlined: PrimaryMap<Inlined, InlinedData>,
 }
 
 impl Function {
@@ -204,6 +227,71 @@ impl Function {
             ValueDef::Result { inst, .. } => matches!(self.dfg.inst(*inst), InstData::Zeros { .. }),
             _ => false,
         }
+    }
+
+    /// The innermost inlined body that lists `block`, if any: among the
+    /// entries listing it, the one with the most parents.
+    pub fn innermost_inlined(&self, block: Block) -> Option<Inlined> {
+        self.inlined
+            .iter()
+            .filter(|(_, d)| d.blocks.contains(&block))
+            .map(|(i, _)| i)
+            .max_by_key(|&i| (self.inlined_depth(i), i))
+    }
+
+    /// The number of parents above `i` (bounded, so that a malformed parent
+    /// cycle cannot loop).
+    pub fn inlined_depth(&self, i: Inlined) -> usize {
+        let mut depth = 0;
+        let mut cur = self.inlined.get(i).and_then(|d| d.parent);
+        while let Some(p) = cur {
+            depth += 1;
+            if depth > self.inlined.len() {
+                break;
+            }
+            cur = self.inlined.get(p).and_then(|d| d.parent);
+        }
+        depth
+    }
+
+    /// [`Function::innermost_inlined`] for every block at once, indexed by
+    /// block number (for executors that look up many blocks).
+    pub fn innermost_inlined_by_block(&self) -> Vec<Option<Inlined>> {
+        let mut owner: Vec<Option<(usize, Inlined)>> = vec![None; self.dfg.num_blocks()];
+        for (i, d) in self.inlined.iter() {
+            let key = (self.inlined_depth(i), i);
+            for &b in &d.blocks {
+                if let Some(slot) = owner.get_mut(b.as_u32() as usize) {
+                    if slot.is_none_or(|k| k < key) {
+                        *slot = Some(key);
+                    }
+                }
+            }
+        }
+        owner.into_iter().map(|o| o.map(|(_, i)| i)).collect()
+    }
+
+    /// The callees of entry `i` and of its parents, innermost first.
+    pub fn inlined_callees(&self, i: Inlined) -> Vec<String> {
+        let mut chain = Vec::new();
+        let mut cur = Some(i);
+        while let Some(i) = cur {
+            let Some(d) = self.inlined.get(i) else { break };
+            if chain.len() > self.inlined.len() {
+                break;
+            }
+            chain.push(d.callee.clone());
+            cur = d.parent;
+        }
+        chain
+    }
+
+    /// The functions whose inlined code `block` belongs to, innermost first
+    /// (the callee of the innermost entry listing it, then its parent's,
+    /// ...); empty when the block is the function's own code.
+    pub fn inlined_chain(&self, block: Block) -> Vec<String> {
+        self.innermost_inlined(block)
+            .map_or_else(Vec::new, |i| self.inlined_callees(i))
     }
 
     /// Number of instructions placed in the layout.

@@ -5,7 +5,8 @@
 //!   `u32` newtypes indexing arenas (`cranelift-entity`).
 //! - A [`Function`] keeps what instructions are ([`DataFlowGraph`]) apart from
 //!   where they are ([`Layout`]), plus its signature and metadata
-//!   ([`FuncMeta`]: inline hint, custom rules) and its rule regions.
+//!   ([`FuncMeta`]: inline hint, custom rules), its rule regions and the
+//!   provenance of its inlined code ([`InlinedData`]).
 //! - A [`Module`] holds functions in a deterministic (creation) order.
 //! - [`semantics`] defines every scalar operation once; [`runtime`] holds the
 //!   values and errors every executor shares.
@@ -36,8 +37,10 @@ pub mod write;
 
 pub use builder::FuncBuilder;
 pub use dfg::{BlockData, DataFlowGraph, ValueDef};
-pub use entities::{Block, FuncId, Inst, Region, Value};
-pub use function::{FuncMeta, Function, InlineHint, Param, RegionData, Rules, Signature};
+pub use entities::{Block, FuncId, Inlined, Inst, Region, Value};
+pub use function::{
+    FuncMeta, Function, InlineHint, InlinedData, Param, RegionData, Rules, Signature,
+};
 pub use instructions::{
     ArgActivity, AutodiffSpec, BlockCall, CmpCond, InstData, Mode, Opcode, RetActivity, MAX_TAPES,
 };

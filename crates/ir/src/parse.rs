@@ -25,8 +25,10 @@
 //! No input makes the parser panic; entity numbers above [`MAX_ENTITY`] are
 //! rejected so that garbage cannot reserve unbounded memory.
 
-use crate::entities::{Block, FuncId, Region, Value};
-use crate::function::{FuncMeta, Function, InlineHint, Param, RegionData, Rules, Signature};
+use crate::entities::{Block, FuncId, Inlined, Region, Value};
+use crate::function::{
+    FuncMeta, Function, InlineHint, InlinedData, Param, RegionData, Rules, Signature,
+};
 use crate::instructions::{
     ArgActivity, AutodiffSpec, BlockCall, CmpCond, InstData, Mode, Opcode, RetActivity,
 };
@@ -34,7 +36,8 @@ use crate::module::Module;
 use crate::types::Type;
 use std::collections::HashMap;
 
-/// The largest entity number (`vN`, `blockN`, `regionN`) the parser accepts.
+/// The largest entity number (`vN`, `blockN`, `regionN`, `inlinedN`) the
+/// parser accepts.
 pub const MAX_ENTITY: u32 = 1 << 20;
 
 /// A syntax or name-resolution error at a 1-based line and column.
@@ -599,6 +602,7 @@ struct Body<'m> {
     num_blocks: u32,
     blocks: Vec<ParsedBlock>,
     regions: Vec<RegionData>,
+    inlined: Vec<InlinedData>,
     value_defs: HashMap<Value, Pos>,
     block_defs: HashMap<Block, Pos>,
 }
@@ -611,6 +615,7 @@ impl<'m> Body<'m> {
             num_blocks: 0,
             blocks: Vec::new(),
             regions: Vec::new(),
+            inlined: Vec::new(),
             value_defs: HashMap::new(),
             block_defs: HashMap::new(),
         }
@@ -686,6 +691,8 @@ impl<'m> Body<'m> {
             self.block_header(c)
         } else if head.starts_with("region") && next == Some(&Tok::Punct(':')) {
             self.region(c)
+        } else if head.starts_with("inlined") && next == Some(&Tok::Punct(':')) {
+            self.inlined(c)
         } else {
             self.inst(c)
         }
@@ -781,6 +788,53 @@ impl<'m> Body<'m> {
             rules,
             args,
             results,
+            blocks,
+            parent,
+        });
+        Ok(())
+    }
+
+    /// `inlined0: @g blocks(block3, block4) parent(inlined1)`. The callee is
+    /// a name only: it need not be a function of the module.
+    fn inlined(&mut self, mut c: Cursor) -> Result<(), ParseError> {
+        let pos = c.pos();
+        let n = c.entity("inlined", "an inlined entry `inlinedN`")?;
+        if n as usize != self.inlined.len() {
+            return Err(err(
+                pos,
+                format!(
+                    "expected inlined{}: inlined entries are numbered in order from 0",
+                    self.inlined.len()
+                ),
+            ));
+        }
+        c.expect(':')?;
+        let (name, _) = c.func_name()?;
+        let callee = name.to_string();
+        c.keyword("blocks")?;
+        c.expect('(')?;
+        let mut blocks = Vec::new();
+        if !c.eat(')') {
+            loop {
+                blocks.push(self.block(&mut c)?);
+                if c.eat(')') {
+                    break;
+                }
+                c.expect_sep()?;
+            }
+        }
+        let mut parent = None;
+        if c.is_word("parent") {
+            c.keyword("parent")?;
+            c.expect('(')?;
+            parent = Some(Inlined::from_u32(
+                c.entity("inlined", "an inlined entry `inlinedN`")?,
+            ));
+            c.expect(')')?;
+        }
+        c.finish()?;
+        self.inlined.push(InlinedData {
+            callee,
             blocks,
             parent,
         });
@@ -1081,6 +1135,9 @@ impl<'m> Body<'m> {
         }
         for r in self.regions {
             func.regions.push(r);
+        }
+        for i in self.inlined {
+            func.inlined.push(i);
         }
         func
     }

@@ -175,22 +175,42 @@ impl fmt::Display for TrapKind {
 /// A run-time error: what happened, and in which function.
 ///
 /// `func` is the IR name of the function whose code faulted (after
-/// inlining, the function the code was inlined into). The message names a
-/// user's function as `` in function `f`: `` and a generated one by what it
-/// is, keeping the raw name (see [`names::describe`]):
+/// inlining, the function the code was inlined into). `inlined` says where
+/// that code came from when it was inlined: the inlined functions, innermost
+/// first, the last one inlined directly into `func` (empty for `func`'s own
+/// code; see [`crate::Function::inlined_chain`]).
+///
+/// The message names a user's function as `` in function `f`: `` and a
+/// generated one by what it is, keeping the raw name (see
+/// [`names::describe`]):
 /// `` in the augmented primal of the reverse derivative of `f` (function `f.aug.dup`): ``.
+/// Inlined code is named innermost first, then each function it was inlined
+/// into: `` in function `read_at`, inlined into function `mid`, inlined into function `f`: ``.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunError {
     pub func: String,
     pub kind: TrapKind,
+    /// The inlined functions the faulting code came from, innermost first.
+    pub inlined: Vec<String>,
+}
+
+/// `function `f`` or `the forward derivative of `f` (function `f.fwd.dual`)`.
+fn function_phrase(f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
+    match names::describe(name) {
+        Some(what) => write!(f, "{what} (function `{name}`)"),
+        None => write!(f, "function `{name}`"),
+    }
 }
 
 impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match names::describe(&self.func) {
-            Some(what) => write!(f, "in {what} (function `{}`): {}", self.func, self.kind),
-            None => write!(f, "in function `{}`: {}", self.func, self.kind),
+        f.write_str("in ")?;
+        for name in &self.inlined {
+            function_phrase(f, name)?;
+            f.write_str(", inlined into ")?;
         }
+        function_phrase(f, &self.func)?;
+        write!(f, ": {}", self.kind)
     }
 }
 
@@ -201,7 +221,34 @@ impl RunError {
         RunError {
             func: func.into(),
             kind,
+            inlined: Vec::new(),
         }
+    }
+
+    /// The same error, raised by code inlined from `inlined` (innermost
+    /// first).
+    pub fn with_inlined(mut self, inlined: Vec<String>) -> RunError {
+        self.inlined = inlined;
+        self
+    }
+}
+
+impl TrapKind {
+    /// Is this fault raised by one instruction of the function's body (a
+    /// bounds check, a division, a `zeros`, a `samelen`)? Only those name the
+    /// inlined code they come from; a call-depth fault is raised on entry,
+    /// a tape mismatch reported once per function, and argument or
+    /// unsupported-code errors are not faults of an instruction. Both
+    /// executors follow this, so their errors stay equal.
+    pub fn is_at_instruction(&self) -> bool {
+        matches!(
+            self,
+            TrapKind::IndexOutOfBounds { .. }
+                | TrapKind::DivisionByZero
+                | TrapKind::DivisionOverflow
+                | TrapKind::BadArrayLength { .. }
+                | TrapKind::ShadowLengthMismatch { .. }
+        )
     }
 }
 

@@ -38,13 +38,18 @@
 //!   match its signature; rules are checked as for functions; arguments and
 //!   results are defined values; the region has blocks, all in the layout;
 //!   the parent, if any, is another region and parents form no cycle.
+//! - **Inlined code** (provenance, [`crate::InlinedData`]). Each listed
+//!   block exists (it need not be in the layout: a pass that removes a block
+//!   may leave it listed) and is listed once; the parent, if any, is another
+//!   entry, parents form no cycle, and the parent lists every block of its
+//!   child (nested bodies are part of the enclosing one).
 //!
 //! The verifier never panics, whatever entity numbers it finds; when the
 //! layout refers to blocks or instructions that do not exist, it reports that
 //! and stops checking the function.
 
 use crate::dfg::ValueDef;
-use crate::entities::{Block, FuncId, Inst, Region, Value};
+use crate::entities::{Block, FuncId, Inlined, Inst, Region, Value};
 use crate::function::{Function, Param, Rules, Signature};
 use crate::instructions::{
     ArgActivity, AutodiffSpec, BlockCall, InstData, Mode, Opcode, RetActivity,
@@ -63,6 +68,7 @@ pub enum AnyEntity {
     Block(Block),
     Inst(Inst),
     Region(Region),
+    Inlined(Inlined),
 }
 
 /// One broken invariant.
@@ -70,7 +76,7 @@ pub enum AnyEntity {
 pub struct VerifierError {
     /// The function's name (without `@`).
     pub func: String,
-    /// `header`, `block2`, `region0` or the printed instruction.
+    /// `header`, `block2`, `region0`, `inlined0` or the printed instruction.
     pub location: String,
     pub entity: AnyEntity,
     pub message: String,
@@ -459,6 +465,7 @@ impl Verifier<'_> {
             }
         }
         self.check_regions();
+        self.check_inlined();
     }
 
     /// Entities of the layout exist and agree with the DFG; blocks are
@@ -981,6 +988,53 @@ impl Verifier<'_> {
         }
     }
 
+    fn check_inlined(&mut self) {
+        let func = self.func;
+        // Each entry's blocks, sorted (entries may list many blocks, and
+        // there may be many entries: no per-entry table of every block).
+        let sorted: Vec<Vec<Block>> = func
+            .inlined
+            .values()
+            .map(|d| {
+                let mut bs = d.blocks.clone();
+                bs.sort_unstable();
+                bs
+            })
+            .collect();
+        for (i, data) in func.inlined.iter() {
+            let at = AnyEntity::Inlined(i);
+            for &b in &data.blocks {
+                if !func.dfg.block_is_valid(b) {
+                    self.report(at, format!("{b} does not exist"));
+                }
+            }
+            if let Some(w) = sorted[i.index()].windows(2).find(|w| w[0] == w[1]) {
+                self.report(at, format!("{} is listed twice", w[0]));
+            }
+            let Some(parent) = data.parent else { continue };
+            if !func.inlined.is_valid(parent) {
+                self.report(at, format!("the parent {parent} does not exist"));
+                continue;
+            }
+            // Walk the parent chain; more steps than entries means a cycle.
+            let mut r = Some(parent);
+            for _ in 0..=func.inlined.len() {
+                if r.is_none() {
+                    break;
+                }
+                r = r.and_then(|r| func.inlined.get(r)).and_then(|d| d.parent);
+            }
+            if parent == i || r.is_some() {
+                self.report(at, "inlined parents form a cycle".to_string());
+                continue;
+            }
+            let pset = &sorted[parent.index()];
+            if let Some(b) = data.blocks.iter().find(|b| pset.binary_search(b).is_err()) {
+                self.report(at, format!("{b} is not listed by its parent {parent}"));
+            }
+        }
+    }
+
     fn check_region_values(&mut self, at: AnyEntity, what: &str, vals: &[Value], want: &[Type]) {
         if vals.len() != want.len() {
             let msg = format!(
@@ -1009,6 +1063,7 @@ impl Verifier<'_> {
                 AnyEntity::Function => "header".to_string(),
                 AnyEntity::Block(b) => b.to_string(),
                 AnyEntity::Region(r) => r.to_string(),
+                AnyEntity::Inlined(i) => i.to_string(),
                 AnyEntity::Inst(i) => {
                     let mut s = String::new();
                     if self.printable && write_inst(&mut s, func, i, Some(self.module)).is_ok() {
@@ -1051,6 +1106,7 @@ impl Verifier<'_> {
         // The entity printed on each line, in the printer's order.
         let mut line_of = vec![AnyEntity::Function];
         line_of.extend(func.regions.keys().map(AnyEntity::Region));
+        line_of.extend(func.inlined.keys().map(AnyEntity::Inlined));
         for &b in func.layout.blocks() {
             line_of.push(AnyEntity::Block(b));
             line_of.extend(

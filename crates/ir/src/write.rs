@@ -23,6 +23,9 @@
 //! - Rule regions are listed right after the `{` line, one per line:
 //!   `region0: @f(v1, v2) -> (v7) blocks(block3, block4) rules(reverse: @r)`,
 //!   with ` parent(region1)` last when nested.
+//! - Then the provenance of inlined code, one line per entry:
+//!   `inlined0: @g blocks(block3, block4)`, with ` parent(inlined1)` when
+//!   nested.
 //! - Values are `vN`, blocks `blockN`, with their entity numbers; the
 //!   parser preserves the numbers. Instructions are `results = opcode operands`.
 //! - Floats print in Rust's shortest round-trip form (`0.1`, `1e-7`, `inf`,
@@ -94,6 +97,15 @@ pub fn write_function(w: &mut dyn Write, func: &Function, module: Option<&Module
         write_list(w, &data.blocks)?;
         w.write_str(")")?;
         write_rules(w, &data.rules, &names)?;
+        if let Some(parent) = data.parent {
+            write!(w, " parent({parent})")?;
+        }
+        w.write_str("\n")?;
+    }
+    for (i, data) in func.inlined.iter() {
+        write!(w, "    {i}: @{} blocks(", data.callee)?;
+        write_list(w, &data.blocks)?;
+        w.write_str(")")?;
         if let Some(parent) = data.parent {
             write!(w, " parent({parent})")?;
         }

@@ -638,6 +638,67 @@ fn regions() {
     check_module(&m, "the callee fn40 does not exist");
 }
 
+// ---------------------------------------------------------- inlined code
+
+const INLINED_OK: &str = "function @f(x: f64) -> f64 {
+    inlined0: @g blocks(block1, block2)
+    inlined1: @h blocks(block2) parent(inlined0)
+block0(v0: f64):
+    jump block1
+block1:
+    jump block2
+block2:
+    v1 = fmul v0, v0
+    return v1
+}
+";
+
+fn inlined_text(lines: &str) -> String {
+    INLINED_OK.replace(
+        "    inlined0: @g blocks(block1, block2)\n    inlined1: @h blocks(block2) parent(inlined0)",
+        lines,
+    )
+}
+
+#[test]
+fn inlined_provenance() {
+    ok(INLINED_OK);
+    // A block that is not laid out, and an entry with no blocks, are fine.
+    ok(&inlined_text(
+        "    inlined0: @g blocks(block1, block7)\n    inlined1: @h blocks()",
+    ));
+    check(
+        &inlined_text("    inlined0: @g blocks(block1, block2, block1)"),
+        "block1 is listed twice",
+    );
+    check(
+        &inlined_text(
+            "    inlined0: @g blocks(block1)\n    inlined1: @h blocks(block2) parent(inlined3)",
+        ),
+        "the parent inlined3 does not exist",
+    );
+    check(
+        &inlined_text("    inlined0: @g blocks(block1) parent(inlined1)\n    inlined1: @h blocks(block1) parent(inlined0)"),
+        "inlined parents form a cycle",
+    );
+    check(
+        &inlined_text(
+            "    inlined0: @g blocks(block1)\n    inlined1: @h blocks(block2) parent(inlined0)",
+        ),
+        "block2 is not listed by its parent inlined0",
+    );
+    // What the text cannot express: a block number past the function's.
+    let mut m = module(INLINED_OK);
+    m.func_mut(FuncId::from_u32(0)).inlined[adze_ir::Inlined::from_u32(1)]
+        .blocks
+        .push(Block::from_u32(99));
+    check_module(&m, "block99 does not exist");
+    let e = verify_module(&m).unwrap_err();
+    assert!(matches!(e.errors[0].entity, AnyEntity::Inlined(_)));
+    assert_eq!(e.errors[0].location, "inlined1");
+    assert!(e.listing().contains("    inlined1: @h blocks(block2, block99) parent(inlined0)\n    ; error: block99 does not exist"), "{}", e.listing());
+}
+
 // ---------------------------------------------------------------- reports
 
 #[test]

@@ -192,6 +192,9 @@ struct Translator<'a, 'b> {
     loop_safe: std::collections::HashSet<adze_ir::Inst>,
     /// The instruction being translated.
     cur: Option<adze_ir::Inst>,
+    /// Per IR block number, the innermost inlined body it belongs to
+    /// (`Function::innermost_inlined_by_block`), for trap sites.
+    inlined_owner: Vec<Option<adze_ir::Inlined>>,
     /// The tape groups of the current IR block (see `plan_tape_groups`):
     /// for each `push`/`pop`, its position in its group and the group.
     tape_groups: HashMap<adze_ir::Inst, (usize, std::rc::Rc<Vec<adze_ir::Inst>>)>,
@@ -342,6 +345,7 @@ pub(crate) fn translate_function(
                 .unwrap_or_default()
         }),
         cur: None,
+        inlined_owner: func.innermost_inlined_by_block(),
         mismatch: None,
         push_base: None,
         popped: HashMap::new(),
@@ -554,8 +558,22 @@ impl Translator<'_, '_> {
     }
 
     fn new_site(&mut self, kind: SiteKind) -> i64 {
+        // The inlined code the current instruction comes from; the error
+        // keeps it only for faults of one instruction
+        // (`TrapKind::is_at_instruction`), as the interpreter does.
+        let inlined = self
+            .cur
+            .and_then(|i| self.func.layout.inst_block(i))
+            .and_then(|b| {
+                self.inlined_owner
+                    .get(b.as_u32() as usize)
+                    .copied()
+                    .flatten()
+            })
+            .map_or_else(Vec::new, |i| self.func.inlined_callees(i));
         self.sites.push(TrapSite {
             func: self.func.name.clone(),
+            inlined,
             kind,
         });
         (self.sites.len() - 1) as i64

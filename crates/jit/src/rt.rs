@@ -211,6 +211,9 @@ pub(crate) struct TrapSite {
     /// The function executing the faulting instruction (or, for the call
     /// depth check, the function being entered).
     pub func: String,
+    /// The inlined functions the faulting instruction came from, innermost
+    /// first (`Function::inlined_chain`).
+    pub inlined: Vec<String>,
     pub kind: SiteKind,
 }
 
@@ -261,7 +264,12 @@ impl TrapSite {
             },
             SiteKind::StackExhausted => return None,
         };
-        Some(RunError::new(self.func.clone(), kind))
+        let inlined = if kind.is_at_instruction() {
+            self.inlined.clone()
+        } else {
+            Vec::new()
+        };
+        Some(RunError::new(self.func.clone(), kind).with_inlined(inlined))
     }
 }
 

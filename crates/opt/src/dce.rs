@@ -28,6 +28,10 @@
 //!
 //! The values a region lists as arguments or results keep their defining
 //! instructions even when nothing else uses them.
+//!
+//! Removed blocks are dropped from the provenance lists of inlined code
+//! (`Function::inlined`); an entry whose blocks are all gone stays, with an
+//! empty list (entries are numbered, and parents refer to them).
 
 use crate::analysis::{def_block, def_inst, iconst_of, is_pure, Cfg, Scopes, Table};
 use adze_ir::{Block, Function, Inst, InstData, Opcode, ValueDef};
@@ -112,6 +116,13 @@ fn remove_unreachable_blocks(func: &mut Function) -> usize {
         if !*keep.get(b) {
             func.layout.remove_block(b);
             removed += 1;
+        }
+    }
+    if removed > 0 {
+        // Provenance lists only blocks that are still there (the verifier
+        // would accept unplaced ones; pruning keeps the text honest).
+        for d in func.inlined.values_mut() {
+            d.blocks.retain(|&b| func.layout.is_block_inserted(b));
         }
     }
     removed

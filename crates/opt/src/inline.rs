@@ -36,6 +36,7 @@
 //! ```text
 //! function @f(x: f64) -> f64 {
 //!     region0: @sq(v0) -> (v1) blocks(block2) rules(forward: @sq.fwd)
+//!     inlined0: @sq blocks(block2)
 //! block0(v0: f64):
 //!     jump block2
 //! block2:
@@ -63,6 +64,14 @@
 //! copied blocks and the continuation part of that region and of every
 //! region that lists the call's block.
 //!
+//! **Provenance.** Every inlined call, with or without rules, also records
+//! an [`adze_ir::InlinedData`] entry (`inlined0: @g blocks(..)`): the
+//! callee's name and the copied blocks, with the entry enclosing the call as
+//! parent. The callee's own entries are copied as its children, and the
+//! entries listing the call's block gain the copied blocks and the
+//! continuation, exactly as for regions. Run-time errors use it to name the
+//! inlined function a fault comes from; nothing else reads it.
+//!
 //! Everything is deterministic: functions are visited in the order given,
 //! calls in layout order (the first acceptable call first, so an inlined
 //! body's own calls are considered right after it), and nothing iterates a
@@ -72,8 +81,8 @@
 //! snapshot.
 
 use adze_ir::{
-    Block, BlockCall, FuncId, Function, InlineHint, Inst, InstData, Module, Region, RegionData,
-    Type, Value,
+    Block, BlockCall, FuncId, Function, InlineHint, Inlined, InlinedData, Inst, InstData, Module,
+    Region, RegionData, Type, Value,
 };
 
 /// The default size budget of [`DefaultPolicy`]: a callee hinted `auto` is
@@ -369,6 +378,17 @@ fn inline_call(
         .iter()
         .copied()
         .max_by_key(|&r| (region_depth(func, r), r));
+    // The same for the provenance entries.
+    let enclosing_inlined: Vec<Inlined> = func
+        .inlined
+        .iter()
+        .filter(|(_, d)| d.blocks.contains(&block))
+        .map(|(i, _)| i)
+        .collect();
+    let parent_inlined = enclosing_inlined
+        .iter()
+        .copied()
+        .max_by_key(|&i| (func.inlined_depth(i), i));
 
     // Split: the call's results become the continuation's parameters.
     let cont = func.dfg.make_block();
@@ -485,6 +505,36 @@ fn inline_call(
         let blocks = &mut func.regions[r].blocks;
         let pos = blocks.iter().position(|&b| b == block).map_or(0, |p| p + 1);
         blocks.splice(pos..pos, added.iter().copied());
+    }
+    for i in enclosing_inlined {
+        let blocks = &mut func.inlined[i].blocks;
+        let pos = blocks.iter().position(|&b| b == block).map_or(0, |p| p + 1);
+        blocks.splice(pos..pos, added.iter().copied());
+    }
+
+    // Provenance: an entry for this call, then copies of the callee's own
+    // entries, nested in it.
+    let this = func.inlined.push(InlinedData {
+        callee: body.name.clone(),
+        blocks: copied.clone(),
+        parent: parent_inlined,
+    });
+    let inlined_base = func.inlined.len() as u32;
+    for data in body.inlined.values() {
+        let entry = InlinedData {
+            callee: data.callee.clone(),
+            // Only the callee's laid-out blocks were copied; a listed block
+            // it no longer lays out (a pass removed it) is dropped.
+            blocks: data
+                .blocks
+                .iter()
+                .filter_map(|&b| map.blocks.get(index(b)).copied().flatten())
+                .collect(),
+            parent: Some(data.parent.map_or(this, |p| {
+                Inlined::from_u32(inlined_base.saturating_add(p.as_u32()))
+            })),
+        };
+        func.inlined.push(entry);
     }
 
     // The rule region of the callee, then copies of the callee's regions.

@@ -5,15 +5,18 @@
 //! Each pass is a free function over a [`adze_ir::Function`] (the inliner:
 //! over a [`adze_ir::Module`]). The inliner replaces calls by the callee's
 //! body and, when the callee carries custom derivative rules, records the
-//! body as a rule region, so that inlining never changes a derivative:
+//! body as a rule region, so that inlining never changes a derivative; every
+//! inlined body is also recorded as provenance (`inlined0`), which run-time
+//! errors use to name the inlined function a fault comes from:
 //!
 //! ```text
 //! ; before                                ; after
 //! function @f(x: f64) -> f64 {            function @f(x: f64) -> f64 {
 //! block0(v0: f64):                            region0: @sq(v0) -> (v1) blocks(block2) rules(forward: @sq.fwd)
-//!     v1 = call @sq(v0)                   block0(v0: f64):
-//!     return v1                               jump block2
-//! }                                       block2:
+//!     v1 = call @sq(v0)                       inlined0: @sq blocks(block2)
+//!     return v1                           block0(v0: f64):
+//! }                                           jump block2
+//!                                         block2:
 //!                                             v2 = fmul v0, v0
 //!                                             jump block1(v2)
 //!                                         block1(v1: f64):

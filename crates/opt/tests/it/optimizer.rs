@@ -401,6 +401,40 @@ block5(v9: f64):
     assert!(f.contains("jump block5(v8)"), "{f}");
 }
 
+/// DCE drops the blocks it removes from the provenance of inlined code;
+/// the entries stay (numbered, parents refer to them), possibly empty.
+#[test]
+fn dce_prunes_removed_blocks_from_inlined_provenance() {
+    let mut module = parse(
+        "function @f(x: f64) -> f64 {
+    inlined0: @g blocks(block1, block2, block3)
+    inlined1: @h blocks(block2) parent(inlined0)
+block0(v0: f64):
+    jump block1
+block1:
+    v1 = sin v0
+    jump block3(v1)
+block2:
+    v2 = cos v0
+    jump block3(v2)
+block3(v3: f64):
+    return v3
+}
+",
+    );
+    let id = module.get("f").unwrap();
+    let stats = adze_opt::dce(module.func_mut(id));
+    assert_eq!(stats.blocks, 1);
+    adze_ir::verify::verify_module(&module).unwrap_or_else(|e| panic!("{e}"));
+    let text = module.display_function(id).to_string();
+    assert!(
+        text.contains(
+            "    inlined0: @g blocks(block1, block3)\n    inlined1: @h blocks() parent(inlined0)\n"
+        ),
+        "{text}"
+    );
+}
+
 // ---------------------------------------------------------------- mem
 
 #[test]

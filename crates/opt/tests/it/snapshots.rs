@@ -80,6 +80,65 @@ fn nested_calls() {
          fn f(x: f64) -> f64 { g(x) + g(2.0 * x) }",
     );
     assert!(!after.to_string().contains("call"), "{after}");
+    // Provenance: each inlined call has an entry; the `h` bodies inlined
+    // into `g` before `g` was inlined (one run: `g` is copied from the
+    // original module, its calls inlined afterwards) are children of `g`'s.
+    let f = after.func(after.get("f").unwrap());
+    let shape: Vec<_> = f
+        .inlined
+        .values()
+        .map(|d| (d.callee.as_str(), d.parent.map(|p| p.as_u32())))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("g", None),
+            ("h", Some(0)),
+            ("h", Some(0)),
+            ("g", None),
+            ("h", Some(3)),
+            ("h", Some(3)),
+        ]
+    );
+    for d in f.inlined.values() {
+        let Some(p) = d.parent else { continue };
+        assert!(d.blocks.iter().all(|b| f.inlined[p].blocks.contains(b)));
+    }
+    // Every block of an inlined `h` names `h`, then `g`.
+    let inner = &f.inlined[adze_ir::Inlined::from_u32(1)];
+    assert_eq!(f.inlined_chain(inner.blocks[0]), ["h", "g"]);
+}
+
+/// Provenance has the same shape whether nested inlining happens in one run
+/// or in two (the callee's own entries are copied as children).
+#[test]
+fn provenance_is_the_same_in_one_run_and_two() {
+    let src = "fn h(x: f64) -> f64 { exp(x) }\n\
+               fn g(x: f64) -> f64 { h(x) * h(-x) }\n\
+               fn f(x: f64) -> f64 { g(x) + g(2.0 * x) }";
+    let policy = DefaultPolicy::default();
+    let shape = |m: &Module| -> Vec<(String, Option<u32>, usize)> {
+        let f = m.func(m.get("f").unwrap());
+        f.inlined
+            .values()
+            .map(|d| {
+                (
+                    d.callee.clone(),
+                    d.parent.map(|p| p.as_u32()),
+                    d.blocks.len(),
+                )
+            })
+            .collect()
+    };
+    let mut one = compile(src);
+    inline_module(&mut one, &policy);
+    let mut two = compile(src);
+    let g = two.get("g").unwrap();
+    inline_functions(&mut two, &[g], &policy);
+    let f = two.get("f").unwrap();
+    inline_functions(&mut two, &[f], &policy);
+    adze_ir::verify::verify_module(&two).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(shape(&one), shape(&two));
 }
 
 #[test]
