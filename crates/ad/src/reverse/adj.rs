@@ -159,7 +159,7 @@ impl Adj<'_> {
             self.slots = Some(s);
         }
         if !self.plan.loops.is_empty() {
-            let k = self.plan.loops.len() as i64;
+            let k = self.plan.trip_slots() as i64;
             let mut b = self.b();
             let n = b.iconst(k);
             self.trips = Some(b.zeros(n, "trips"));
@@ -257,6 +257,20 @@ impl Adj<'_> {
             let n = b.frombits(n);
             let i = b.iconst(l as i64);
             b.store(trips, i, n);
+            // Then the loop's invariants, pushed before its counter.
+            let invariants: Vec<Value> = self.plan.invariants_of(l).collect();
+            for v in invariants.into_iter().rev() {
+                let slot = self
+                    .plan
+                    .invariant_slot(v, l)
+                    .ok_or_else(|| self.internal("an invariant without a slot"))?;
+                let ty = self.primal.dfg.value_type(v);
+                let mut b = self.b();
+                let x = b.pop(tape, ty);
+                let x = if ty == Type::F64 { x } else { b.frombits(x) };
+                let i = b.iconst(slot as i64);
+                b.store(trips, i, x);
+            }
         }
         Ok(())
     }
@@ -372,6 +386,22 @@ impl Adj<'_> {
                 let new = self.out.dfg.make_inst(data, &[ty]);
                 self.out.layout.append_inst(new, block);
                 self.out.dfg.first_result(new)
+            }
+            Recipe::Invariant { value, lp } => {
+                let trips = self.trips.ok_or_else(|| self.internal("no trip array"))?;
+                let slot = self
+                    .plan
+                    .invariant_slot(value, lp)
+                    .ok_or_else(|| self.internal("an invariant without a slot"))?;
+                let ty = self.primal.dfg.value_type(value);
+                let mut b = self.b();
+                let i = b.iconst(slot as i64);
+                let x = b.load(trips, i);
+                if ty == Type::F64 {
+                    x
+                } else {
+                    b.tobits(x)
+                }
             }
             Recipe::Iv { lp, init, step, .. } => {
                 let trips = self.trips.ok_or_else(|| self.internal("no trip array"))?;

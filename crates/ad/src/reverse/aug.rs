@@ -125,6 +125,9 @@ pub(crate) fn build(
                 if matches!(data, InstData::Return { .. }) {
                     // The counters of the loops this `return` leaves.
                     for &l in plan.enclosing(block) {
+                        for v in plan.invariants_of(l) {
+                            b.push(tape, v);
+                        }
                         b.push(tape, counter(l)?);
                     }
                     if plan.returns.len() > 1 {
@@ -189,6 +192,9 @@ pub(crate) fn build(
                     let split = b.create_block();
                     b.switch_to_block(split);
                     for l in exited {
+                        for v in plan.invariants_of(l) {
+                            b.push(tape, v);
+                        }
                         b.push(tape, counter(l)?);
                     }
                     let args = std::mem::take(&mut call.args);
@@ -291,6 +297,8 @@ pub(crate) fn build(
         }
     }
     collapse.keep_regions(&mut out);
+    // Same block numbers: the primal's provenance of inlined code holds.
+    out.inlined = primal.inlined.clone();
     Ok(out)
 }
 

@@ -55,12 +55,19 @@ pub(crate) enum Recipe {
         init: Value,
         step: i64,
     },
+    /// A value defined outside counted loop `lp` (so the same in all its
+    /// iterations), pushed once where the loop is left and kept by the
+    /// adjoint in its trip array (see [`Plan::invariants`]).
+    Invariant { value: Value, lp: usize },
 }
 
 impl Recipe {
     pub fn value(self) -> Value {
         match self {
-            Recipe::Param(v) | Recipe::Inst(v) | Recipe::Iv { value: v, .. } => v,
+            Recipe::Param(v)
+            | Recipe::Inst(v)
+            | Recipe::Iv { value: v, .. }
+            | Recipe::Invariant { value: v, .. } => v,
         }
     }
 }
@@ -131,6 +138,12 @@ pub(crate) struct Plan {
     /// Induction variables of counted loops: header parameter -> (loop,
     /// value on the entry edge, step).
     ivs: std::collections::HashMap<Value, (usize, Value, i64)>,
+    /// Values a block of a counted loop reads that are defined outside it:
+    /// `(value, loop)`, pushed once where the loop is left (before its
+    /// counter) instead of once per iteration, and kept by the adjoint in
+    /// its trip array, in slot `loops.len() + index` (f64 as is, i64 as
+    /// bits).
+    pub invariants: Vec<(Value, usize)>,
     /// The primal parameters the adjoint receives, in order (see
     /// [`adj_takes`]), and which values they are.
     pub adj_params: Vec<Value>,
@@ -200,6 +213,44 @@ impl Plan {
             .copied()
             .filter(|&l| !self.loops[l].contains(to))
             .collect()
+    }
+
+    /// The invariants of counted loop `l`, in push order.
+    pub fn invariants_of(&self, l: usize) -> impl Iterator<Item = Value> + '_ {
+        self.invariants
+            .iter()
+            .filter(move |&&(_, lp)| lp == l)
+            .map(|&(v, _)| v)
+    }
+
+    /// The trip-array slot of invariant `v` of loop `l`.
+    pub fn invariant_slot(&self, v: Value, l: usize) -> Option<usize> {
+        self.invariants
+            .iter()
+            .position(|&e| e == (v, l))
+            .map(|k| self.loops.len() + k)
+    }
+
+    /// Slots of the adjoint's trip array: one per counted loop, then one per
+    /// invariant.
+    pub fn trip_slots(&self) -> usize {
+        self.loops.len() + self.invariants.len()
+    }
+
+    /// The outermost counted loop around `b` that does not contain the
+    /// definition of `v`: `v` is the same in all its iterations (its
+    /// definition dominates `b`, so it dominates the loop's header).
+    fn invariant_loop(&self, func: &Function, v: Value, b: Block) -> Option<usize> {
+        let def = match *func.dfg.value_def(v) {
+            ValueDef::Param { block, .. } => block,
+            ValueDef::Result { inst, .. } => func.layout.inst_block(inst)?,
+            ValueDef::Detached => return None,
+        };
+        self.enclosing(b)
+            .iter()
+            .rev()
+            .copied()
+            .find(|&l| !self.loops[l].contains(def))
     }
 
     /// Is the primal value `v` a parameter the adjoint receives?
@@ -308,6 +359,7 @@ impl Plan {
             header_loop: vec![None; nb],
             enclosing: vec![Vec::new(); nb],
             ivs: std::collections::HashMap::new(),
+            invariants: Vec::new(),
             adj_params,
             available,
             zeros_sites: Vec::new(),
@@ -596,6 +648,13 @@ impl Plan {
                 r.resolve(v)?;
             }
             let (items, recipes) = (r.items, r.recipes);
+            for r in &recipes {
+                if let Recipe::Invariant { value, lp } = *r {
+                    if !self.invariants.contains(&(value, lp)) {
+                        self.invariants.push((value, lp));
+                    }
+                }
+            }
             self.tape[bidx(b)] = items;
             self.recipes[bidx(b)] = recipes;
         }
@@ -715,9 +774,18 @@ impl Resolver<'_> {
         ok
     }
 
-    /// `v` would be popped.
+    /// `v` would be popped — unless it is the same in every iteration of a
+    /// counted loop around the block, then it is kept once per loop.
     fn leaf(&self, v: Value, t: &mut Attempt, root: bool) -> bool {
-        if root || !self.func.dfg.value_type(v).is_scalar() {
+        let ty = self.func.dfg.value_type(v);
+        if matches!(ty, Type::F64 | Type::I64) {
+            if let Some(lp) = self.plan.invariant_loop(self.func, v, self.block) {
+                t.seen.insert(v);
+                t.recipes.push(Recipe::Invariant { value: v, lp });
+                return true;
+            }
+        }
+        if root || !ty.is_scalar() {
             return false;
         }
         t.seen.insert(v);
