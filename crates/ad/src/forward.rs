@@ -455,7 +455,7 @@ impl Transform<'_> {
         }
         // Blocks in reverse postorder (definitions before uses), then any
         // unreachable ones.
-        let mut order = reverse_postorder(p, entry);
+        let mut order = adze_ir::cfg::reverse_postorder(p, entry);
         let mut seen = vec![false; p.dfg.num_blocks()];
         for &b in &order {
             seen[b.as_u32() as usize] = true;
@@ -1037,47 +1037,4 @@ impl Transform<'_> {
         }
         Ok(())
     }
-}
-
-/// Blocks reachable from `entry`, in reverse postorder: every block comes
-/// after the blocks that dominate it.
-fn reverse_postorder(func: &Function, entry: Block) -> Vec<Block> {
-    let n = func.dfg.num_blocks();
-    let mut visited = vec![false; n];
-    let mut post = Vec::new();
-    // (block, successors still to visit)
-    let mut stack: Vec<(Block, Vec<Block>)> = Vec::new();
-    let succs = |b: Block| -> Vec<Block> {
-        let mut s: Vec<Block> = func
-            .layout
-            .last_inst(b)
-            .map(|i| {
-                func.dfg
-                    .inst(i)
-                    .destinations()
-                    .iter()
-                    .map(|d| d.block)
-                    .filter(|&d| func.dfg.block_is_valid(d) && func.layout.is_block_inserted(d))
-                    .collect()
-            })
-            .unwrap_or_default();
-        s.reverse();
-        s
-    };
-    visited[entry.as_u32() as usize] = true;
-    stack.push((entry, succs(entry)));
-    while let Some((b, rest)) = stack.last_mut() {
-        if let Some(next) = rest.pop() {
-            if !visited[next.as_u32() as usize] {
-                visited[next.as_u32() as usize] = true;
-                let s = succs(next);
-                stack.push((next, s));
-            }
-        } else {
-            post.push(*b);
-            stack.pop();
-        }
-    }
-    post.reverse();
-    post
 }

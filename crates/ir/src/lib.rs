@@ -21,6 +21,7 @@
 //! of the AD passes or of the JIT.
 
 pub mod builder;
+pub mod cfg;
 pub mod dfg;
 pub mod entities;
 pub mod function;

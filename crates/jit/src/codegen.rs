@@ -245,9 +245,9 @@ pub(crate) fn translate_function(
     let entry = func
         .entry_block()
         .ok_or_else(|| unsupported("a function without a body".into()))?;
-    let order = reverse_postorder(func, entry);
+    let order = adze_ir::cfg::reverse_postorder(func, entry);
     for &blk in &order {
-        for dest in terminator_dests(func, blk) {
+        for dest in adze_ir::cfg::successors(func, blk) {
             if dest == entry {
                 return Err(unsupported("a branch to the entry block".into()));
             }
@@ -1266,44 +1266,4 @@ impl Translator<'_, '_> {
         }
         Ok(())
     }
-}
-
-/// Successor blocks named by the terminator of `blk`.
-fn terminator_dests(func: &Function, blk: IrBlock) -> Vec<IrBlock> {
-    func.layout
-        .last_inst(blk)
-        .map(|i| {
-            func.dfg
-                .inst(i)
-                .destinations()
-                .iter()
-                .map(|d| d.block)
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
-/// Blocks reachable from `entry`, in reverse postorder (entry first).
-pub(crate) fn reverse_postorder(func: &Function, entry: IrBlock) -> Vec<IrBlock> {
-    let mut visited = std::collections::HashSet::new();
-    let mut post = Vec::new();
-    // (block, successors, next successor index)
-    let mut stack: Vec<(IrBlock, Vec<IrBlock>, usize)> = Vec::new();
-    visited.insert(entry);
-    stack.push((entry, terminator_dests(func, entry), 0));
-    while let Some(top) = stack.last_mut() {
-        if top.2 < top.1.len() {
-            let s = top.1[top.2];
-            top.2 += 1;
-            if func.dfg.block_is_valid(s) && visited.insert(s) {
-                let succ = terminator_dests(func, s);
-                stack.push((s, succ, 0));
-            }
-        } else {
-            post.push(top.0);
-            stack.pop();
-        }
-    }
-    post.reverse();
-    post
 }

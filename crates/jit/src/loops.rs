@@ -26,75 +26,6 @@
 use adze_ir::{Block, CmpCond, Function, Inst, InstData, Opcode, Value, ValueDef};
 use std::collections::{HashMap, HashSet};
 
-/// Immediate dominators of the blocks of `order` (reverse postorder from
-/// the entry, entry first), by the algorithm of Cooper, Harvey and Kennedy.
-struct Doms {
-    index: HashMap<Block, usize>,
-    idom: Vec<usize>,
-}
-
-impl Doms {
-    fn new(order: &[Block], preds: &HashMap<Block, Vec<Block>>) -> Doms {
-        let index: HashMap<Block, usize> = order.iter().enumerate().map(|(k, &b)| (b, k)).collect();
-        const UNDEF: usize = usize::MAX;
-        let mut idom = vec![UNDEF; order.len()];
-        if !order.is_empty() {
-            idom[0] = 0;
-        }
-        let intersect = |idom: &[usize], mut a: usize, mut b: usize| {
-            while a != b {
-                while a > b {
-                    a = idom[a];
-                }
-                while b > a {
-                    b = idom[b];
-                }
-            }
-            a
-        };
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for (k, b) in order.iter().enumerate().skip(1) {
-                let mut new = UNDEF;
-                for p in preds.get(b).into_iter().flatten() {
-                    let Some(&pk) = index.get(p) else { continue };
-                    if idom[pk] == UNDEF {
-                        continue;
-                    }
-                    new = if new == UNDEF {
-                        pk
-                    } else {
-                        intersect(&idom, pk, new)
-                    };
-                }
-                if new != UNDEF && idom[k] != new {
-                    idom[k] = new;
-                    changed = true;
-                }
-            }
-        }
-        Doms { index, idom }
-    }
-
-    /// Does `a` dominate `b` (reflexively)?
-    fn dominates(&self, a: Block, b: Block) -> bool {
-        let (Some(&a), Some(&(mut b))) = (self.index.get(&a), self.index.get(&b)) else {
-            return false;
-        };
-        loop {
-            if a == b {
-                return true;
-            }
-            let up = self.idom[b];
-            if up == b || up == usize::MAX {
-                return false;
-            }
-            b = up;
-        }
-    }
-}
-
 /// An induction variable `i` of a counted loop: `0 <= i < hi` in every block
 /// dominated by `body`.
 struct Induction {
@@ -175,7 +106,8 @@ pub(crate) fn safe_accesses(
             edges.entry(d).or_default().push((b, args));
         }
     }
-    let doms = Doms::new(order, &preds);
+    let doms =
+        adze_ir::cfg::DominatorTree::new(order, |b| preds.get(&b).cloned().unwrap_or_default());
 
     // Induction variables.
     let mut ivs: HashMap<Value, Induction> = HashMap::new();
@@ -277,7 +209,7 @@ mod tests {
         let m = parse_module(src).unwrap();
         let (_, f) = m.iter().next().unwrap();
         let entry = f.entry_block().unwrap();
-        let order = crate::codegen::reverse_postorder(f, entry);
+        let order = adze_ir::cfg::reverse_postorder(f, entry);
         let dests = |b: Block| {
             f.layout
                 .last_inst(b)

@@ -295,7 +295,7 @@ impl Plan {
         })?;
         let nb = func.dfg.num_blocks();
         let nv = func.dfg.num_values();
-        let order = reverse_postorder(func, entry);
+        let order = adze_ir::cfg::reverse_postorder(func, entry);
         let mut reachable = vec![false; nb];
         for &b in &order {
             reachable[bidx(b)] = true;
@@ -375,23 +375,13 @@ impl Plan {
     /// Finds the counted loops (see [`Loop`]) and their induction variables.
     fn find_loops(&mut self, func: &Function, collapsed: &dyn Fn(Block) -> bool) {
         let nb = func.dfg.num_blocks();
-        let mut rpo = vec![usize::MAX; nb];
-        for (k, &b) in self.order.iter().enumerate() {
-            rpo[bidx(b)] = k;
-        }
-        let idom = dominators(&self.order, &self.preds, &rpo);
-        let dominates = |a: Block, b: Block| -> bool {
-            let (a, mut b) = (rpo[bidx(a)], rpo[bidx(b)]);
-            loop {
-                if a == b {
-                    return true;
-                }
-                if b == 0 || idom[b] == b {
-                    return false;
-                }
-                b = idom[b];
-            }
-        };
+        let doms = adze_ir::cfg::DominatorTree::new(&self.order, |b| {
+            self.preds[bidx(b)]
+                .iter()
+                .map(|e| e.from)
+                .collect::<Vec<_>>()
+        });
+        let dominates = |a: Block, b: Block| doms.dominates(a, b);
         for &h in &self.order {
             let ps = &self.preds[bidx(h)];
             if h == self.entry || ps.len() != 2 {
@@ -851,50 +841,6 @@ fn iv_step(func: &Function, p: Value, next: Value) -> Option<i64> {
     }
 }
 
-/// Immediate dominators over the reachable blocks, as reverse-postorder
-/// numbers (`idom[0] == 0` for the entry), by Cooper, Harvey and Kennedy's
-/// iteration.
-fn dominators(order: &[Block], preds: &[Vec<Edge>], rpo: &[usize]) -> Vec<usize> {
-    let n = order.len();
-    let mut idom = vec![usize::MAX; n];
-    if n == 0 {
-        return idom;
-    }
-    idom[0] = 0;
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for (k, &b) in order.iter().enumerate().skip(1) {
-            let mut new = usize::MAX;
-            for e in &preds[bidx(b)] {
-                let p = rpo[bidx(e.from)];
-                if p == usize::MAX || idom[p] == usize::MAX {
-                    continue;
-                }
-                new = if new == usize::MAX {
-                    p
-                } else {
-                    let (mut x, mut y) = (new, p);
-                    while x != y {
-                        while x > y {
-                            x = idom[x];
-                        }
-                        while y > x {
-                            y = idom[y];
-                        }
-                    }
-                    x
-                };
-            }
-            if new != usize::MAX && idom[k] != new {
-                idom[k] = new;
-                changed = true;
-            }
-        }
-    }
-    idom
-}
-
 /// Is `v` defined by `fconst`, `iconst` or `bconst`?
 pub(crate) fn is_constant(func: &Function, v: Value) -> bool {
     match *func.dfg.value_def(v) {
@@ -1067,45 +1013,4 @@ fn usefulness(
             return useful;
         }
     }
-}
-
-/// Blocks reachable from `entry`, in reverse postorder.
-pub(crate) fn reverse_postorder(func: &Function, entry: Block) -> Vec<Block> {
-    let n = func.dfg.num_blocks();
-    let mut visited = vec![false; n];
-    let mut post = Vec::new();
-    let succs = |b: Block| -> Vec<Block> {
-        let mut s: Vec<Block> = func
-            .layout
-            .last_inst(b)
-            .map(|i| {
-                func.dfg
-                    .inst(i)
-                    .destinations()
-                    .iter()
-                    .map(|d| d.block)
-                    .filter(|&d| func.dfg.block_is_valid(d) && func.layout.is_block_inserted(d))
-                    .collect()
-            })
-            .unwrap_or_default();
-        s.reverse();
-        s
-    };
-    let mut stack: Vec<(Block, Vec<Block>)> = Vec::new();
-    visited[bidx(entry)] = true;
-    stack.push((entry, succs(entry)));
-    while let Some((b, rest)) = stack.last_mut() {
-        if let Some(next) = rest.pop() {
-            if !visited[bidx(next)] {
-                visited[bidx(next)] = true;
-                let s = succs(next);
-                stack.push((next, s));
-            }
-        } else {
-            post.push(*b);
-            stack.pop();
-        }
-    }
-    post.reverse();
-    post
 }
