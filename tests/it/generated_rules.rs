@@ -189,3 +189,14 @@ fn the_generator_makes_rules_and_hints() {
     assert!(all.contains("#[inline(always)]") && all.contains("#[inline(never)]"));
     assert!(all.contains("for i in 0..2"));
 }
+
+/// Found by the property test: `g1` calls `g0` (a reverse rule) after
+/// computing `x * y`; inlined early, `g0` becomes a region and splits
+/// `g1`'s block at the call. Reverse over reverse gave 50.2841801570703
+/// without inlining and 50.28418015707031 with it, until each segment of a
+/// block between calls got its own tape record and recomputed values
+/// (`Plan::recipes`), pushed and popped where the split block would.
+#[test]
+fn a_block_split_by_an_inlined_rule_call_keeps_second_order_bits() {
+    check(12050000499620143618).unwrap_or_else(|e| panic!("{e}"));
+}

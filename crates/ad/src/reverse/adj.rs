@@ -365,6 +365,33 @@ impl Adj<'_> {
             .ok_or_else(|| self.internal(format!("{v} is not on the tape")))
     }
 
+    /// Pops the record of segment `segment` of block number `bi` (last
+    /// pushed first) and emits the segment's recipes.
+    fn segment_recipes(&mut self, bi: usize, segment: u32) -> Result<(), AdError> {
+        let tape = self.tape;
+        for &(s, item) in self.plan.tape[bi].iter().rev() {
+            if s != segment {
+                continue;
+            }
+            match item {
+                TapeItem::Value(v) => {
+                    let ty = self.primal.dfg.value_type(v);
+                    let p = self.b().pop(tape, ty);
+                    self.map.insert(v, p);
+                }
+                TapeItem::Edge => {
+                    self.edge_index = Some(self.b().pop(tape, Type::I64));
+                }
+            }
+        }
+        for &(s, r) in &self.plan.recipes[bi] {
+            if s == segment {
+                self.recipe(r)?;
+            }
+        }
+        Ok(())
+    }
+
     /// Obtains a primal value in the current R(B) without the tape (see
     /// [`Recipe`]); its operands are known by then.
     fn recipe(&mut self, r: Recipe) -> Result<(), AdError> {
@@ -438,28 +465,26 @@ impl Adj<'_> {
         self.map.clear();
         self.acc.clear();
         self.edge_index = None;
-        for item in self.plan.tape[bi].iter().rev() {
-            match *item {
-                TapeItem::Value(v) => {
-                    let ty = self.primal.dfg.value_type(v);
-                    let tape = self.tape;
-                    let p = self.b().pop(tape, ty);
-                    self.map.insert(v, p);
-                }
-                TapeItem::Edge => {
-                    let tape = self.tape;
-                    self.edge_index = Some(self.b().pop(tape, Type::I64));
-                }
-            }
-        }
-        for &r in &self.plan.recipes[bi] {
-            self.recipe(r)?;
-        }
-        for &inst in self.primal.layout.block_insts(block).iter().rev() {
-            if self.primal.dfg.inst(inst).opcode().is_terminator() {
+        // Records and recipes by segment (see `Plan::recipes`): the last
+        // segment's first; an earlier one's where the sweep passes the call
+        // ending it.
+        let insts = self.primal.layout.block_insts(block);
+        let mut segment = insts
+            .iter()
+            .filter(|&&i| matches!(self.primal.dfg.inst(i), InstData::Call { .. }))
+            .count() as u32;
+        self.segment_recipes(bi, segment)?;
+        for &inst in insts.iter().rev() {
+            let data = self.primal.dfg.inst(inst);
+            if data.opcode().is_terminator() {
                 continue;
             }
+            let is_call = matches!(data, InstData::Call { .. });
             self.rev_inst(inst)?;
+            if is_call {
+                segment -= 1;
+                self.segment_recipes(bi, segment)?;
+            }
         }
         // Block parameters are defined here: take their adjoints.
         let mut param_adj: Vec<Option<Value>> = Vec::new();

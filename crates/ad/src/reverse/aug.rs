@@ -104,18 +104,34 @@ pub(crate) fn build(
         } else {
             max_params[bi].clone()
         };
+        // The record of segment `segment` (see `Plan::tape`), pushed where
+        // the segment ends.
+        let push_record = |out: &mut Function, segment: u32| -> Result<(), AdError> {
+            let mut b = FuncBuilder::new(out);
+            b.switch_to_block(block);
+            for (s, item) in &plan.tape[bi] {
+                if *s != segment {
+                    continue;
+                }
+                let v = match item {
+                    TapeItem::Value(v) => *v,
+                    TapeItem::Edge => edge_param[bi].ok_or_else(|| internal(primal))?,
+                };
+                b.push(tape, v);
+            }
+            Ok(())
+        };
+        let mut segment = 0;
         for &inst in primal.layout.block_insts(block) {
             let data = primal.dfg.inst(inst).clone();
+            if matches!(data, InstData::Call { .. }) {
+                push_record(&mut out, segment)?;
+                segment += 1;
+            }
             if data.opcode().is_terminator() {
+                push_record(&mut out, segment)?;
                 let mut b = FuncBuilder::new(&mut out);
                 b.switch_to_block(block);
-                for item in &plan.tape[bi] {
-                    let v = match item {
-                        TapeItem::Value(v) => *v,
-                        TapeItem::Edge => edge_param[bi].ok_or_else(|| internal(primal))?,
-                    };
-                    b.push(tape, v);
-                }
                 if let Some(c) = collapse.by_block(block) {
                     // The region's body runs here; its exits jump to C.
                     b.jump(c.entry, &[]);

@@ -125,11 +125,25 @@ pub(crate) struct Plan {
     /// Adjoint slot of each value whose adjoint crosses reverse blocks.
     slot: Vec<Option<u32>>,
     pub num_slots: u32,
-    /// Per block: what its reverse block pops, in push order.
-    pub tape: Vec<Vec<TapeItem>>,
+    /// Per block: what its reverse block pops, in push order, each with its
+    /// segment (see [`Plan::recipes`]): a segment's record is pushed where
+    /// the segment ends (before the call that ends it, or before the
+    /// terminator) and popped where the reverse sweep enters it.
+    pub tape: Vec<Vec<(u32, TapeItem)>>,
     /// Per block: how its reverse block obtains the other primal values it
     /// reads, in order.
-    pub recipes: Vec<Vec<Recipe>>,
+    ///
+    /// Each recipe is tagged with its *segment*: the number of calls in the
+    /// block up to and including the instruction that needs it. The reverse
+    /// block emits a segment's recipes where its reverse sweep enters the
+    /// segment (after the reverse of the call that follows it), and a
+    /// segment reuses nothing another one popped or recomputed. Inlining a
+    /// call splits its block at the call into two blocks; with segments,
+    /// the pushes, pops and recomputed code sit at the same places relative
+    /// to the call either way, so an outer reverse pass (which sums the
+    /// adjoint of a pushed value where it was pushed) sums in the same
+    /// order.
+    pub recipes: Vec<Vec<(u32, Recipe)>>,
     /// The counted loops, and per block the one it heads and the ones that
     /// contain it (innermost first).
     pub loops: Vec<Loop>,
@@ -579,15 +593,25 @@ impl Plan {
                 block: b,
                 items: Vec::new(),
                 recipes: Vec::new(),
-                known: HashSet::new(),
+                popped: HashSet::new(),
+                segment: 0,
+                recomputed: HashSet::new(),
             };
             if self.has_edge_item(b) {
-                r.items.push(TapeItem::Edge);
+                r.items.push((0, TapeItem::Edge));
             }
-            let mut needs: Vec<Value> = Vec::new();
+            let mut needs: Vec<(u32, Value)> = Vec::new();
+            let mut segment = 0;
             for &inst in func.layout.block_insts(b) {
                 let data = func.dfg.inst(inst);
                 let results = func.dfg.inst_results(inst);
+                if matches!(data, InstData::Call { .. }) {
+                    segment += 1;
+                }
+                let mut needs = Needs {
+                    list: &mut needs,
+                    segment,
+                };
                 match data {
                     InstData::Binary {
                         op: Opcode::Load,
@@ -607,7 +631,9 @@ impl Plan {
                     }
                     InstData::Call { .. } => {
                         if let Some(args) = call_args.get(&inst) {
-                            needs.extend_from_slice(args);
+                            for &a in args {
+                                needs.push(a);
+                            }
                         }
                     }
                     _ => {
@@ -634,11 +660,16 @@ impl Plan {
                     }
                 }
             }
-            for v in needs {
+            for (segment, v) in needs {
+                if segment != r.segment {
+                    r.segment = segment;
+                    r.popped.clear();
+                    r.recomputed.clear();
+                }
                 r.resolve(v)?;
             }
             let (items, recipes) = (r.items, r.recipes);
-            for r in &recipes {
+            for (_, r) in &recipes {
                 if let Recipe::Invariant { value, lp } = *r {
                     if !self.invariants.contains(&(value, lp)) {
                         self.invariants.push((value, lp));
@@ -661,14 +692,31 @@ pub(crate) fn adj_takes(param: &adze_ir::Param, k: usize, untaken: &[usize]) -> 
     !untaken.contains(&k) && (param.ty.is_scalar() || (param.ty == Type::Array && !param.mutable))
 }
 
+/// The values the reverse of one block reads, each with the segment of the
+/// instruction that reads it (see [`Plan::recipes`]).
+struct Needs<'a> {
+    list: &'a mut Vec<(u32, Value)>,
+    segment: u32,
+}
+
+impl Needs<'_> {
+    fn push(&mut self, v: Value) {
+        self.list.push((self.segment, v));
+    }
+}
+
 /// The tape plan of one block under construction.
 struct Resolver<'a> {
     plan: &'a Plan,
     func: &'a Function,
     block: Block,
-    items: Vec<TapeItem>,
-    recipes: Vec<Recipe>,
-    known: HashSet<Value>,
+    items: Vec<(u32, TapeItem)>,
+    recipes: Vec<(u32, Recipe)>,
+    /// What the segment being resolved pops.
+    popped: HashSet<Value>,
+    /// The segment being resolved, and what it recomputes.
+    segment: u32,
+    recomputed: HashSet<Value>,
 }
 
 /// A recomputation being tried: its recipes, and the values it would pop.
@@ -684,7 +732,7 @@ impl Resolver<'_> {
     /// Makes the primal value `v` known in the reverse block: recomputed if
     /// that pops at most one value, popped otherwise.
     fn resolve(&mut self, v: Value) -> Result<(), AdError> {
-        if self.known.contains(&v) {
+        if self.is_known(v) {
             return Ok(());
         }
         let mut t = Attempt {
@@ -696,8 +744,8 @@ impl Resolver<'_> {
                 self.tape(leaf)?;
             }
             for r in t.recipes {
-                self.known.insert(r.value());
-                self.recipes.push(r);
+                self.recomputed.insert(r.value());
+                self.recipes.push((self.segment, r));
             }
             Ok(())
         } else {
@@ -712,14 +760,18 @@ impl Resolver<'_> {
                 what: format!("taping the array {v}"),
             });
         }
-        self.known.insert(v);
-        self.items.push(TapeItem::Value(v));
+        self.popped.insert(v);
+        self.items.push((self.segment, TapeItem::Value(v)));
         Ok(())
+    }
+
+    fn is_known(&self, v: Value) -> bool {
+        self.popped.contains(&v) || self.recomputed.contains(&v)
     }
 
     /// Can `v` be obtained from known values, recipes and popped leaves?
     fn attempt(&self, v: Value, t: &mut Attempt, root: bool) -> bool {
-        if self.known.contains(&v) || t.seen.contains(&v) {
+        if self.is_known(v) || t.seen.contains(&v) {
             return true;
         }
         let func = self.func;
