@@ -87,9 +87,6 @@ enum Command {
         /// An argument: NAME=VALUE, VALUE a number, true/false, or [x, y, ..].
         #[arg(long = "arg", value_name = "NAME=VALUE")]
         args: Vec<String>,
-        /// Where the inliner runs.
-        #[arg(long, value_enum, default_value_t = InlineSetting::All)]
-        inline: InlineSetting,
         /// Print {"result": R, "arrays": {..}} as one JSON object.
         #[arg(long)]
         json: bool,
@@ -98,17 +95,8 @@ enum Command {
         engine: Engine,
         #[command(flatten)]
         derive: DeriveArgs,
-        /// How deeply derivatives may nest (a derivative of a derivative
-        /// of ..) before AD stops with an error.
-        #[arg(long, value_name = "N", default_value_t = adze_ad::AdLimits::default().max_nesting)]
-        max_ad_depth: usize,
-        /// How much code AD may create (instructions plus values) before it
-        /// stops with an error.
-        #[arg(long, value_name = "N", default_value_t = adze_ad::AdLimits::default().max_size)]
-        max_ad_size: usize,
-        /// Skip the optimizer (the result bits are the same either way).
-        #[arg(long)]
-        no_opt: bool,
+        #[command(flatten)]
+        pipeline: PipelineArgs,
     },
     /// Print the IR after a stage of the pipeline.
     Dump {
@@ -116,23 +104,13 @@ enum Command {
         /// Print only this function.
         #[arg(long = "fn", value_name = "NAME")]
         func: Option<String>,
-        #[arg(long, value_enum, default_value_t = InlineSetting::All)]
-        inline: InlineSetting,
         /// The stage to print, or `all`.
         #[arg(long, default_value = "parsed", value_parser = ["parsed", "inlined", "ad", "optimized", "all"])]
         stage: String,
         #[command(flatten)]
         derive: DeriveArgs,
-        /// How deeply derivatives may nest before AD stops with an error.
-        #[arg(long, value_name = "N", default_value_t = adze_ad::AdLimits::default().max_nesting)]
-        max_ad_depth: usize,
-        /// How much code AD may create (instructions plus values) before it
-        /// stops with an error.
-        #[arg(long, value_name = "N", default_value_t = adze_ad::AdLimits::default().max_size)]
-        max_ad_size: usize,
-        /// Skip the optimizer: the `optimized` stage is the `ad` stage.
-        #[arg(long)]
-        no_opt: bool,
+        #[command(flatten)]
+        pipeline: PipelineArgs,
     },
     /// Check FILE (parse, resolve, type-check, lower, verify) without running it.
     Check { file: PathBuf },
@@ -144,6 +122,38 @@ enum Command {
         #[arg(long, default_value_t = 1e-6)]
         tolerance: f64,
     },
+}
+
+/// How the pipeline runs: the inliner, the limits of AD, the optimizer.
+#[derive(clap::Args)]
+struct PipelineArgs {
+    /// Where the inliner runs.
+    #[arg(long, value_enum, default_value_t = InlineSetting::All)]
+    inline: InlineSetting,
+    /// How deeply derivatives may nest (a derivative of a derivative of ..)
+    /// before AD stops with an error.
+    #[arg(long, value_name = "N", default_value_t = adze_ad::AdLimits::default().max_nesting)]
+    max_ad_depth: usize,
+    /// How much code AD may create (instructions plus values) before it
+    /// stops with an error.
+    #[arg(long, value_name = "N", default_value_t = adze_ad::AdLimits::default().max_size)]
+    max_ad_size: usize,
+    /// Skip the optimizer (the result bits are the same either way; the
+    /// `optimized` stage is then the `ad` stage).
+    #[arg(long)]
+    no_opt: bool,
+}
+
+impl PipelineArgs {
+    /// A session of `file` with these settings.
+    fn session(&self, file: &std::path::Path) -> Result<Session, Error> {
+        let mut session = Session::from_file(file)?;
+        session.inline = self.inline;
+        session.ad_limits.max_nesting = self.max_ad_depth;
+        session.ad_limits.max_size = self.max_ad_size;
+        session.optimize = !self.no_opt;
+        Ok(session)
+    }
 }
 
 /// Differentiate `--fn` instead of running or printing it as written.
@@ -246,19 +256,12 @@ fn execute(command: Command) -> Result<(), Error> {
             file,
             func,
             args,
-            inline,
             json,
             engine,
             derive,
-            max_ad_depth,
-            max_ad_size,
-            no_opt,
+            pipeline,
         } => {
-            let mut session = Session::from_file(&file)?;
-            session.inline = inline;
-            session.ad_limits.max_nesting = max_ad_depth;
-            session.ad_limits.max_size = max_ad_size;
-            session.optimize = !no_opt;
+            let session = pipeline.session(&file)?;
             session.function(&func)?;
             let (module, func) = derive.apply(&session, &func)?;
             let id = adze::pipeline::function_by_name(&module, &func)?;
@@ -286,18 +289,11 @@ fn execute(command: Command) -> Result<(), Error> {
         Command::Dump {
             file,
             func,
-            inline,
             stage,
             derive,
-            max_ad_depth,
-            max_ad_size,
-            no_opt,
+            pipeline,
         } => {
-            let mut session = Session::from_file(&file)?;
-            session.inline = inline;
-            session.ad_limits.max_nesting = max_ad_depth;
-            session.ad_limits.max_size = max_ad_size;
-            session.optimize = !no_opt;
+            let session = pipeline.session(&file)?;
             if let Some(name) = &func {
                 session.function(name)?;
             }
@@ -328,7 +324,7 @@ fn execute(command: Command) -> Result<(), Error> {
                 if func.as_ref().is_some_and(|f| module.get(f).is_none()) {
                     continue;
                 }
-                let note = if s == Stage::Optimized && no_opt {
+                let note = if s == Stage::Optimized && pipeline.no_opt {
                     " (--no-opt: identical to `ad`)"
                 } else {
                     ""
