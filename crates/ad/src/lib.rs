@@ -52,7 +52,9 @@ pub mod rules;
 pub use forward::{forward_derivative, ForwardRequest};
 pub use lower::{lower_autodiff, lower_autodiff_from, with_between_hook, BetweenHook};
 pub use partials::{Local, Partial};
-pub use reverse::{lower_reverse_autodiff, reverse_derivative, split_derivative, ReverseRequest};
+pub use reverse::{
+    derive_reverse, lower_reverse_autodiff, reverse_derivative, split_derivative, ReverseRequest,
+};
 
 use adze_ir::{ArgActivity, FuncId, Module, RetActivity};
 
@@ -118,24 +120,6 @@ pub fn derive_forward(
             width,
         },
     )
-}
-
-/// The reverse derivative of the function called `name`
-/// ([`reverse::derive_reverse`]), as one lowering for the size limit
-/// ([`AdLimits::max_size`]): everything it creates counts.
-pub fn derive_reverse(
-    module: &mut Module,
-    name: &str,
-    args: &[ArgActivity],
-    ret: RetActivity,
-) -> Result<FuncId, AdError> {
-    lower::session(Some(name), || {
-        let mark = module.len();
-        let d = reverse::derive_reverse(module, name, args, ret)?;
-        lower::account_since(module, mark);
-        lower::check_size()?;
-        Ok(d)
-    })
 }
 
 /// Checks one activity per parameter of `sig` for a request of `mode`:

@@ -23,9 +23,9 @@
 //! (instructions plus values) over every function created during *one
 //! lowering*, and going beyond it is [`AdError::TooLarge`]. One lowering is
 //! one call of [`lower_autodiff`], [`lower_autodiff_from`],
-//! [`crate::forward_derivative`] (and [`crate::derive_forward`]) or
-//! [`crate::derive_reverse`]; the entry points of [`crate::reverse`] used
-//! directly count each forward derivative they build as one lowering. The
+//! [`crate::forward_derivative`] (and [`crate::derive_forward`]),
+//! [`crate::reverse_derivative`] (and [`crate::derive_reverse`]) or
+//! [`crate::split_derivative`]. The
 //! size is counted whenever a derivative is finished (forward mode), after
 //! the inner requests of a function about to be differentiated are lowered
 //! (both modes, after the [`BetweenHook`]), and after each function's

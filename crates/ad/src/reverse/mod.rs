@@ -307,10 +307,28 @@ pub fn reverse_derivative(
     module: &mut Module,
     request: &ReverseRequest,
 ) -> Result<FuncId, AdError> {
-    let before = module.len();
-    let id = derive_top(module, request, 0)?;
-    verify_new(module, before)?;
-    Ok(id)
+    one_lowering(module, request, |module| derive_top(module, request, 0))
+}
+
+/// Runs `derive` as one lowering for the size limit
+/// ([`crate::AdLimits::max_size`]: everything it creates counts, as for a
+/// forward derivative), then verifies what it created.
+fn one_lowering<T>(
+    module: &mut Module,
+    request: &ReverseRequest,
+    derive: impl FnOnce(&mut Module) -> Result<T, AdError>,
+) -> Result<T, AdError> {
+    let root = module
+        .is_valid(request.func)
+        .then(|| module.func(request.func).name.clone());
+    crate::lower::session(root.as_deref(), || {
+        let before = module.len();
+        let out = derive(module)?;
+        crate::lower::account_since(module, before);
+        crate::lower::check_size()?;
+        verify_new(module, before)?;
+        Ok(out)
+    })
 }
 
 /// The split pair `(f.aug.<acts>, f.adj.<acts>)` for `request` (built or
@@ -320,10 +338,9 @@ pub fn split_derivative(
     module: &mut Module,
     request: &ReverseRequest,
 ) -> Result<(FuncId, FuncId), AdError> {
-    let before = module.len();
-    let pair = derive_split(module, request, 0, None)?;
-    verify_new(module, before)?;
-    Ok(pair)
+    one_lowering(module, request, |module| {
+        derive_split(module, request, 0, None)
+    })
 }
 
 /// The reverse derivative of the function called `name`; see
