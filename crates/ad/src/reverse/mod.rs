@@ -109,7 +109,7 @@ pub struct ReverseRequest {
     /// `Active` (seed the f64 results' cotangents with 1.0) or `Const`.
     pub ret: RetActivity,
     /// Parameters (by number) that the adjoint does not take although it
-    /// could ([`plan::adj_takes`]). Empty for a top-level request; for a
+    /// could (`plan::adj_takes`). Empty for a top-level request; for a
     /// callee, its scalars (see `plan_calls`) and the read-only arrays
     /// whose contents may change before its adjoint runs.
     pub untaken: Vec<usize>,
