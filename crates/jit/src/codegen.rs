@@ -39,7 +39,7 @@ use cranelift_codegen::ir::{
     self as cl, AbiParam, BlockArg, FuncRef, InstBuilder, MemFlagsData, StackSlotData,
     StackSlotKind,
 };
-use cranelift_frontend::FunctionBuilder;
+use cranelift_frontend::{FunctionBuilder, Variable};
 use cranelift_jit::JITModule;
 use cranelift_module::{FuncId as ClFuncId, Module as _};
 use std::collections::HashMap;
@@ -144,7 +144,22 @@ pub(crate) fn translate_reserve_trampoline(
 #[derive(Copy, Clone)]
 enum Slot {
     Scalar(cl::Value),
-    Array { ptr: cl::Value, len: cl::Value },
+    Array {
+        ptr: cl::Value,
+        len: cl::Value,
+    },
+    /// An `f64` whose live range is split around calls (`crate::spill`):
+    /// read with `use_var`, saved in its stack slot before a call.
+    Split(Variable, cl::StackSlot),
+}
+
+/// Where the current version of a split value is, within an IR block.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum SplitState {
+    /// In a register and in its slot (stored before a call, or reloaded).
+    Both,
+    /// Only in its slot: a call ran since it was stored.
+    SlotOnly,
 }
 
 /// The type byte of a tape entry, checked by `pop`.
@@ -207,6 +222,11 @@ struct Translator<'a, 'b> {
     /// The cold block that reports a tape mismatch and its trap site
     /// (`mismatch_block`), filled in at the end of the function.
     mismatch: Option<(cl::Block, i64)>,
+    /// The `f64` values live across calls (`crate::spill`).
+    spill: crate::spill::SpillPlan,
+    /// The state of the split values touched in the current IR block (a
+    /// value not listed is in a register, and maybe not in its slot).
+    split_state: HashMap<IrValue, SplitState>,
 }
 
 /// Can `data` run between two `push`es or `pop`s of one inline group? Only
@@ -310,6 +330,7 @@ pub(crate) fn translate_function(
         ))
     });
 
+    let spill = crate::spill::plan(func, &order, |data| calls_out(env, data));
     let mut t = Translator {
         b,
         env,
@@ -349,6 +370,8 @@ pub(crate) fn translate_function(
         mismatch: None,
         push_base: None,
         popped: HashMap::new(),
+        spill,
+        split_state: HashMap::new(),
     };
     let limit = env.limits.max_call_depth;
     let over =
@@ -389,7 +412,10 @@ pub(crate) fn translate_function(
             k += 1;
             Slot::Scalar(params[k - 1])
         };
-        t.vals[v.index()] = Some(slot);
+        match slot {
+            Slot::Scalar(x) => t.set_scalar(v, x),
+            _ => t.vals[v.index()] = Some(slot),
+        }
     }
 
     // Create the other blocks with their parameters.
@@ -401,21 +427,46 @@ pub(crate) fn translate_function(
                 unsupported(format!("an array parameter of the non-entry block {blk}"))
             })?;
             let cv = t.b.append_block_param(cb, cty);
-            t.vals[p.index()] = Some(Slot::Scalar(cv));
+            if !t.spill.is_split(p) {
+                t.vals[p.index()] = Some(Slot::Scalar(cv));
+            }
         }
         t.blocks.insert(blk, cb);
     }
 
     for (n, &blk) in order.iter().enumerate() {
+        t.split_state.clear();
         if n > 0 {
             let cb = t.blocks[&blk];
             t.b.switch_to_block(cb);
+            for (&p, &cv) in func
+                .dfg
+                .block_params(blk)
+                .iter()
+                .zip(t.b.block_params(cb).to_vec().iter())
+            {
+                if t.spill.is_split(p) {
+                    t.set_scalar(p, cv);
+                }
+            }
         }
         t.proven_max.clear();
         t.proven_pairs.clear();
         t.plan_tape_groups(blk);
         for &inst in func.layout.block_insts(blk) {
+            if func.dfg.inst(inst).opcode().is_terminator() {
+                t.reload_live_out(blk)?;
+            }
+            let across = t.spill.cross.get(&inst).cloned();
+            if let Some(across) = &across {
+                t.save_across(across)?;
+            }
             t.inst(inst)?;
+            if let Some(across) = across {
+                for v in across {
+                    t.split_state.insert(v, SplitState::SlotOnly);
+                }
+            }
         }
         if !func
             .layout
@@ -520,23 +571,88 @@ impl Translator<'_, '_> {
             .ok_or_else(|| self.err(format!("{v} is used before it is defined")))
     }
 
-    fn scalar(&self, v: IrValue) -> Result<cl::Value, JitError> {
+    fn scalar(&mut self, v: IrValue) -> Result<cl::Value, JitError> {
         match self.slot(v)? {
             Slot::Scalar(x) => Ok(x),
+            Slot::Split(var, ss) => {
+                if self.split_state.get(&v) == Some(&SplitState::SlotOnly) {
+                    let x = self.b.ins().stack_load(self.env.ptr, cl::types::F64, ss, 0);
+                    self.b.def_var(var, x);
+                    self.split_state.insert(v, SplitState::Both);
+                }
+                Ok(self.b.use_var(var))
+            }
             Slot::Array { .. } => Err(self.err(format!("{v} is an array, a scalar was expected"))),
         }
+    }
+
+    /// Defines the scalar value `v` as `x`: directly, or as a new version
+    /// of its variable when `v` is split around calls.
+    fn set_scalar(&mut self, v: IrValue, x: cl::Value) {
+        if self.spill.is_split(v) {
+            let (var, ss) = match self.vals[v.index()] {
+                Some(Slot::Split(var, ss)) => (var, ss),
+                _ => {
+                    let var = self.b.declare_var(cl::types::F64);
+                    let ss = self.b.create_sized_stack_slot(StackSlotData::new(
+                        StackSlotKind::ExplicitSlot,
+                        8,
+                        3,
+                    ));
+                    (var, ss)
+                }
+            };
+            self.b.def_var(var, x);
+            self.vals[v.index()] = Some(Slot::Split(var, ss));
+        } else {
+            self.vals[v.index()] = Some(Slot::Scalar(x));
+        }
+    }
+
+    /// Before a call: stores each value live across it to its slot, unless
+    /// the slot already holds its current version.
+    fn save_across(&mut self, across: &[IrValue]) -> Result<(), JitError> {
+        for &v in across {
+            if self.split_state.contains_key(&v) {
+                continue;
+            }
+            let Some(Slot::Split(_, ss)) = self.vals[v.index()] else {
+                return Err(self.err(format!("{v} is live across a call but not split")));
+            };
+            let x = self.scalar(v)?;
+            self.b.ins().stack_store(self.env.ptr, x, ss, 0);
+            self.split_state.insert(v, SplitState::Both);
+        }
+        Ok(())
+    }
+
+    /// Before the terminator of `blk`: reloads the split values that a call
+    /// left only in their slots and that later blocks read, so that the
+    /// version before the call is not live across it.
+    fn reload_live_out(&mut self, blk: IrBlock) -> Result<(), JitError> {
+        let Some(out) = self.spill.live_out.get(&blk) else {
+            return Ok(());
+        };
+        for v in out.clone() {
+            if self.split_state.get(&v) == Some(&SplitState::SlotOnly) {
+                self.scalar(v)?;
+            }
+        }
+        Ok(())
     }
 
     fn array(&self, v: IrValue) -> Result<(cl::Value, cl::Value), JitError> {
         match self.slot(v)? {
             Slot::Array { ptr, len } => Ok((ptr, len)),
-            Slot::Scalar(_) => Err(self.err(format!("{v} is a scalar, an array was expected"))),
+            Slot::Scalar(_) | Slot::Split(..) => {
+                Err(self.err(format!("{v} is a scalar, an array was expected")))
+            }
         }
     }
 
     fn define(&mut self, inst: adze_ir::Inst, x: cl::Value) {
         let r = self.func.dfg.first_result(inst);
-        self.vals[r.index()] = Some(Slot::Scalar(x));
+        self.set_scalar(r, x);
     }
 
     fn import(&mut self, name: &str) -> Result<FuncRef, JitError> {
@@ -677,7 +793,7 @@ impl Translator<'_, '_> {
         Ok(self.b.ins().iadd(ptr, off))
     }
 
-    fn block_args(&self, args: &[IrValue]) -> Result<Vec<BlockArg>, JitError> {
+    fn block_args(&mut self, args: &[IrValue]) -> Result<Vec<BlockArg>, JitError> {
         args.iter()
             .map(|&v| self.scalar(v).map(BlockArg::from))
             .collect()
@@ -1223,10 +1339,13 @@ impl Translator<'_, '_> {
         let mut cargs = vec![self.ctx];
         for &a in args {
             match self.slot(a)? {
-                Slot::Scalar(x) => cargs.push(x),
                 Slot::Array { ptr, len } => {
                     cargs.push(ptr);
                     cargs.push(len);
+                }
+                Slot::Scalar(_) | Slot::Split(..) => {
+                    let x = self.scalar(a)?;
+                    cargs.push(x);
                 }
             }
         }
@@ -1262,8 +1381,18 @@ impl Translator<'_, '_> {
                 }
                 Type::Array => return Err(self.err(format!("call result {r} is an array"))),
             };
-            self.vals[r.index()] = Some(Slot::Scalar(x));
+            self.set_scalar(r, x);
         }
         Ok(())
+    }
+}
+
+/// Does `data` call out of the generated code (clobbering every vector
+/// register)? Out-of-line intrinsics, calls, and `zeros` (its allocation).
+fn calls_out(env: &Env<'_>, data: &InstData) -> bool {
+    match data {
+        InstData::Call { .. } | InstData::Zeros { .. } => true,
+        InstData::Unary { op, .. } | InstData::Binary { op, .. } => env.intrinsics.contains_key(op),
+        _ => false,
     }
 }

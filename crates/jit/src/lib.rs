@@ -55,6 +55,7 @@
 mod codegen;
 mod loops;
 mod rt;
+mod spill;
 
 use adze_ir::runtime::check_args;
 use adze_ir::{FuncId, Limits, Opcode, Outcome, RunError, Signature, TrapKind, Type, Val};

@@ -6,6 +6,7 @@ mod arith;
 mod arrays;
 mod control;
 mod intrinsics;
+mod spill;
 mod tape;
 mod timing;
 mod traps;
