@@ -146,11 +146,24 @@ enum Slot {
     Scalar(cl::Value),
     Array {
         ptr: cl::Value,
-        len: cl::Value,
+        len: ArrayLen,
     },
     /// An `f64` whose live range is split around calls (`crate::spill`):
     /// read with `use_var`, saved in its stack slot before a call.
     Split(Variable, cl::StackSlot),
+}
+
+/// Where an array's length is.
+#[derive(Clone, Copy)]
+enum ArrayLen {
+    /// In a value (a `zeros` array: its requested length).
+    Value(cl::Value),
+    /// In a stack slot, stored on entry (a parameter array). Hot loops
+    /// read a parameter's length only in bounds checks the loop does not
+    /// prove; kept in a register, the lengths of a function's parameter
+    /// arrays competed with its loop variables for registers (GMM's
+    /// primal spilled and reloaded its inner loop's operands).
+    Slot(cl::StackSlot),
 }
 
 /// Where the current version of a split value is, within an IR block.
@@ -186,9 +199,12 @@ struct Translator<'a, 'b> {
     blocks: HashMap<IrBlock, cl::Block>,
     refs: HashMap<ClFuncId, FuncRef>,
     ctx: cl::Value,
-    out: cl::Value,
-    depth: cl::Value,
-    mark: Option<cl::Value>,
+    /// The out-pointer, the call depth on entry and (functions with
+    /// `zeros`) the allocation mark, at offsets 0, 8 and 16: read only on
+    /// return, so they live on the stack rather than in three registers
+    /// through the whole function.
+    frame: cl::StackSlot,
+    has_mark: bool,
     trap_fn: FuncRef,
     trap_exit: cl::Block,
     results_slot: Option<cl::StackSlot>,
@@ -314,6 +330,12 @@ pub(crate) fn translate_function(
     // Prologue: depth check.
     let depth = b.ins().load(cl::types::I64, flags(), ctx, DEPTH_OFFSET);
     let mark = has_zeros.then(|| b.ins().load(cl::types::I64, flags(), ctx, LIVE_OFFSET));
+    let frame = b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 24, 3));
+    b.ins().stack_store(env.ptr, out, frame, 0);
+    b.ins().stack_store(env.ptr, depth, frame, 8);
+    if let Some(mark) = mark {
+        b.ins().stack_store(env.ptr, mark, frame, 16);
+    }
     let results_slot = (max_results > 0).then(|| {
         b.create_sized_stack_slot(StackSlotData::new(
             StackSlotKind::ExplicitSlot,
@@ -341,9 +363,8 @@ pub(crate) fn translate_function(
         blocks: HashMap::new(),
         refs: HashMap::new(),
         ctx,
-        out,
-        depth,
-        mark,
+        frame,
+        has_mark: mark.is_some(),
         trap_fn,
         trap_exit,
         results_slot,
@@ -402,9 +423,12 @@ pub(crate) fn translate_function(
     let mut k = 1;
     for &v in func.params() {
         let slot = if func.dfg.value_type(v) == Type::Array {
+            let ss =
+                t.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
+            t.b.ins().stack_store(env.ptr, params[k + 1], ss, 0);
             let s = Slot::Array {
                 ptr: params[k],
-                len: params[k + 1],
+                len: ArrayLen::Slot(ss),
             };
             k += 2;
             s
@@ -641,9 +665,30 @@ impl Translator<'_, '_> {
         Ok(())
     }
 
-    fn array(&self, v: IrValue) -> Result<(cl::Value, cl::Value), JitError> {
+    fn array(&mut self, v: IrValue) -> Result<(cl::Value, cl::Value), JitError> {
+        let ptr = self.array_ptr(v)?;
+        Ok((ptr, self.array_len(v)?))
+    }
+
+    fn array_ptr(&self, v: IrValue) -> Result<cl::Value, JitError> {
         match self.slot(v)? {
-            Slot::Array { ptr, len } => Ok((ptr, len)),
+            Slot::Array { ptr, .. } => Ok(ptr),
+            Slot::Scalar(_) | Slot::Split(..) => {
+                Err(self.err(format!("{v} is a scalar, an array was expected")))
+            }
+        }
+    }
+
+    fn array_len(&mut self, v: IrValue) -> Result<cl::Value, JitError> {
+        match self.slot(v)? {
+            Slot::Array {
+                len: ArrayLen::Value(len),
+                ..
+            } => Ok(len),
+            Slot::Array {
+                len: ArrayLen::Slot(ss),
+                ..
+            } => Ok(self.b.ins().stack_load(self.env.ptr, cl::types::I64, ss, 0)),
             Slot::Scalar(_) | Slot::Split(..) => {
                 Err(self.err(format!("{v} is a scalar, an array was expected")))
             }
@@ -722,13 +767,19 @@ impl Translator<'_, '_> {
 
     /// Frees this frame's arrays and restores the call depth.
     fn epilogue(&mut self) -> Result<(), JitError> {
-        if let Some(mark) = self.mark {
+        if self.has_mark {
             let free = self.import("adze_free_to")?;
+            let mark = self
+                .b
+                .ins()
+                .stack_load(self.env.ptr, cl::types::I64, self.frame, 16);
             self.b.ins().call(free, &[self.ctx, mark]);
         }
-        self.b
+        let depth = self
+            .b
             .ins()
-            .store(flags(), self.depth, self.ctx, DEPTH_OFFSET);
+            .stack_load(self.env.ptr, cl::types::I64, self.frame, 8);
+        self.b.ins().store(flags(), depth, self.ctx, DEPTH_OFFSET);
         Ok(())
     }
 
@@ -763,7 +814,7 @@ impl Translator<'_, '_> {
     /// lengths never change), or an access that the bounds of its counted
     /// loop prove in bounds (`loops::safe_accesses`).
     fn element_addr(&mut self, arr: IrValue, idx: IrValue) -> Result<cl::Value, JitError> {
-        let (ptr, len) = self.array(arr)?;
+        let ptr = self.array_ptr(arr)?;
         let i = self.scalar(idx)?;
         let k = self.const_of(idx).filter(|&k| k >= 0);
         let safe = match k {
@@ -775,6 +826,7 @@ impl Translator<'_, '_> {
         } || self.proven_pairs.contains(&(arr, idx))
             || self.cur.is_some_and(|i| self.loop_safe.contains(&i));
         if !safe {
+            let len = self.array_len(arr)?;
             let oob = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
             let array = self.func.array_name(arr);
             self.trap_if(
@@ -827,7 +879,7 @@ impl Translator<'_, '_> {
             InstData::Unary { op, arg } => {
                 let op = *op;
                 if op == Opcode::Len {
-                    let (_, len) = self.array(*arg)?;
+                    let len = self.array_len(*arg)?;
                     self.define(inst, len);
                     return Ok(());
                 }
@@ -867,8 +919,8 @@ impl Translator<'_, '_> {
                         return Ok(());
                     }
                     Opcode::SameLen => {
-                        let (_, a) = self.array(args[0])?;
-                        let (_, b) = self.array(args[1])?;
+                        let a = self.array_len(args[0])?;
+                        let b = self.array_len(args[1])?;
                         let differ = self.b.ins().icmp(IntCC::NotEqual, a, b);
                         let kind = SiteKind::ShadowLengthMismatch {
                             array: self.func.array_name(args[0]),
@@ -972,7 +1024,10 @@ impl Translator<'_, '_> {
                 let c = self.b.ins().call(alloc, &[self.ctx, n, slot]);
                 let ptr = self.b.inst_results(c)[0];
                 let r = self.func.dfg.first_result(inst);
-                self.vals[r.index()] = Some(Slot::Array { ptr, len: n });
+                self.vals[r.index()] = Some(Slot::Array {
+                    ptr,
+                    len: ArrayLen::Value(n),
+                });
             }
             InstData::Push { tape, arg } => self.push(inst, *tape, *arg)?,
             InstData::Pop { tape, .. } => {
@@ -1013,9 +1068,13 @@ impl Translator<'_, '_> {
                 self.b.ins().brif(c, t, &targs, e, &eargs);
             }
             InstData::Return { args } => {
+                let out = self
+                    .b
+                    .ins()
+                    .stack_load(self.env.ptr, self.env.ptr, self.frame, 0);
                 for (k, &v) in args.iter().enumerate() {
                     let x = self.scalar(v)?;
-                    self.store_slot(x, self.out, k);
+                    self.store_slot(x, out, k);
                 }
                 self.epilogue()?;
                 let ok = self.b.ins().iconst(cl::types::I32, 0);
@@ -1339,7 +1398,8 @@ impl Translator<'_, '_> {
         let mut cargs = vec![self.ctx];
         for &a in args {
             match self.slot(a)? {
-                Slot::Array { ptr, len } => {
+                Slot::Array { .. } => {
+                    let (ptr, len) = self.array(a)?;
                     cargs.push(ptr);
                     cargs.push(len);
                 }
