@@ -218,6 +218,17 @@ impl<'f> FuncBuilder<'f> {
         )
     }
 
+    /// `samelen a, b`: traps unless the two arrays have the same length.
+    pub fn samelen(&mut self, a: Value, b: Value) -> Inst {
+        self.build(
+            InstData::Binary {
+                op: Opcode::SameLen,
+                args: [a, b],
+            },
+            &[],
+        )
+    }
+
     pub fn fill(&mut self, array: Value, x: Value) -> Inst {
         self.build(
             InstData::Binary {

@@ -218,6 +218,13 @@ struct Translator<'a, 'b> {
     proven_max: HashMap<IrValue, i64>,
     /// (array, index) pairs checked in the current IR block.
     proven_pairs: std::collections::HashSet<(IrValue, IrValue)>,
+    /// Arrays of equal length, as a `samelen` that has run proves: each
+    /// array to a representative of its class. Facts of the entry block
+    /// hold in every block (it dominates them all); others only in the
+    /// rest of their own block. A check of `a[i]` then proves `b[i]`.
+    same_len: HashMap<IrValue, IrValue>,
+    /// `same_len` as it was at the end of the entry block.
+    entry_same_len: HashMap<IrValue, IrValue>,
     /// Accesses that the bounds of their loop prove in bounds
     /// (`loops::safe_accesses`).
     loop_safe: std::collections::HashSet<adze_ir::Inst>,
@@ -372,6 +379,8 @@ pub(crate) fn translate_function(
         zeros,
         proven_max: HashMap::new(),
         proven_pairs: Default::default(),
+        same_len: HashMap::new(),
+        entry_same_len: HashMap::new(),
         tape_groups: HashMap::new(),
         loop_safe: crate::loops::safe_accesses(func, &order, |blk| {
             func.layout
@@ -476,6 +485,10 @@ pub(crate) fn translate_function(
         }
         t.proven_max.clear();
         t.proven_pairs.clear();
+        if n == 1 {
+            t.entry_same_len = t.same_len.clone();
+        }
+        t.same_len = t.entry_same_len.clone();
         t.plan_tape_groups(blk);
         for &inst in func.layout.block_insts(blk) {
             if func.dfg.inst(inst).opcode().is_terminator() {
@@ -783,6 +796,11 @@ impl Translator<'_, '_> {
         Ok(())
     }
 
+    /// The representative of the arrays known to have `arr`'s length.
+    fn len_class(&self, arr: IrValue) -> IrValue {
+        self.same_len.get(&arr).copied().unwrap_or(arr)
+    }
+
     /// The immediate of `v` if it is an `iconst`.
     fn const_of(&self, v: IrValue) -> Option<i64> {
         match self.func.dfg.value_def(v) {
@@ -820,10 +838,13 @@ impl Translator<'_, '_> {
         let safe = match k {
             Some(k) => {
                 self.const_len(arr).is_some_and(|n| k < n)
-                    || self.proven_max.get(&arr).is_some_and(|&m| k <= m)
+                    || self
+                        .proven_max
+                        .get(&self.len_class(arr))
+                        .is_some_and(|&m| k <= m)
             }
             None => false,
-        } || self.proven_pairs.contains(&(arr, idx))
+        } || self.proven_pairs.contains(&(self.len_class(arr), idx))
             || self.cur.is_some_and(|i| self.loop_safe.contains(&i));
         if !safe {
             let len = self.array_len(arr)?;
@@ -835,9 +856,10 @@ impl Translator<'_, '_> {
                 Some(i),
                 Some(len),
             );
-            self.proven_pairs.insert((arr, idx));
+            let class = self.len_class(arr);
+            self.proven_pairs.insert((class, idx));
             if let Some(k) = k {
-                let m = self.proven_max.entry(arr).or_insert(k);
+                let m = self.proven_max.entry(class).or_insert(k);
                 *m = (*m).max(k);
             }
         }
@@ -919,6 +941,11 @@ impl Translator<'_, '_> {
                         return Ok(());
                     }
                     Opcode::SameLen => {
+                        let (ra, rb) = (self.len_class(args[0]), self.len_class(args[1]));
+                        if ra == rb {
+                            // An earlier `samelen` already proved it.
+                            return Ok(());
+                        }
                         let a = self.array_len(args[0])?;
                         let b = self.array_len(args[1])?;
                         let differ = self.b.ins().icmp(IntCC::NotEqual, a, b);
@@ -927,6 +954,10 @@ impl Translator<'_, '_> {
                             shadow: self.func.array_name(args[1]),
                         };
                         self.trap_if(differ, kind, None, None);
+                        for r in self.same_len.values_mut().filter(|r| **r == rb) {
+                            *r = ra;
+                        }
+                        self.same_len.insert(rb, ra);
                         return Ok(());
                     }
                     Opcode::Idiv | Opcode::Irem => {

@@ -145,6 +145,16 @@ impl Adj<'_> {
             }
         }
         let cotangents = params[next..].to_vec();
+        // The caller checked each array against its shadow; saying so again
+        // here costs one compare per call and tells later passes (and the
+        // JIT's bounds checks) that the two have one length, so a checked
+        // `x[i]` proves `x.d[i]`.
+        for &p in self.primal.params() {
+            if let (Some(&q), Some(&sh)) = (self.params.get(&p), self.shadow.get(&p)) {
+                let mut b = self.b();
+                b.samelen(q, sh);
+            }
+        }
         if self.plan.num_slots > 0 {
             let k = i64::from(self.plan.num_slots);
             let mut b = self.b();
