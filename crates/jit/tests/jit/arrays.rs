@@ -446,3 +446,54 @@ fn too_much_machine_code_is_an_error() {
     }
     assert!(compile(&mb.m, id, &JitOptions::default()).is_ok());
 }
+
+/// `samelen a, b` lets a checked `a[i]` prove `b[i]`: in every block when
+/// the `samelen` is in the entry block, and only after it in its own block
+/// otherwise (the other arm of the branch keeps `b`'s check).
+#[test]
+fn samelen_proves_the_shadows_index() {
+    let m = adze_ir::parse::parse_module(
+        "function @f(a: arr, b: mut arr, c: mut arr, i: i64, k: bool) -> f64 {
+block0(v0: arr, v1: arr, v2: arr, v3: i64, v4: bool):
+    samelen v0, v1
+    v5 = load v0, v3
+    store v1, v3, v5
+    brif v4, block1, block2
+block1:
+    samelen v0, v2
+    v6 = load v0, v3
+    store v2, v3, v6
+    jump block3(v6)
+block2:
+    v7 = load v1, v3
+    store v2, v3, v7
+    jump block3(v7)
+block3(v8: f64):
+    return v8
+}
+",
+    )
+    .unwrap();
+    verified(&m);
+    let id = m.get("f").unwrap();
+    let arr = |n: usize| Val::Array((0..n).map(|i| i as f64 + 0.5).collect());
+    for (na, nb, nc) in [(3, 3, 3), (3, 3, 1), (3, 2, 3), (3, 3, 2)] {
+        for i in [0, 1, 2, 3, -1] {
+            for k in [true, false] {
+                // `run` compares the JIT with the interpreter, errors and
+                // the arrays' final contents included.
+                let out = run(
+                    &m,
+                    id,
+                    &[arr(na), arr(nb), arr(nc), Val::I64(i), Val::Bool(k)],
+                );
+                let in_c = if k { nc == 3 } else { i < nc as i64 };
+                if na == 3 && nb == 3 && (0..3).contains(&i) && in_c {
+                    assert_eq!(out.unwrap().results, vec![Val::F64(i as f64 + 0.5)]);
+                } else {
+                    assert!(out.is_err(), "{na} {nb} {nc} {i} {k}");
+                }
+            }
+        }
+    }
+}
