@@ -69,7 +69,7 @@ use crate::analysis::{
     Scopes,
 };
 use adze_ir::{semantics, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Region, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// What GVN did to one function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -114,8 +114,13 @@ pub fn gvn(func: &mut Function) -> GvnStats {
     let cfg = Cfg::new(func);
     let doms = DomTree::new(func, &cfg);
     let scopes = Scopes::new(func);
+    let mut stats = GvnStats {
+        simplified: crate::phis::simplify_params(func, &cfg, &scopes),
+        ..GvnStats::default()
+    };
+    let quiet =
+        crate::phis::quiet_params(func, &cfg, |v| is_quiet_depth(func, &HashSet::new(), v, 4));
     let mut repl = Replacements::new(func);
-    let mut stats = GvnStats::default();
     let Some(&entry) = cfg.rpo.first() else {
         return stats;
     };
@@ -163,7 +168,7 @@ pub fn gvn(func: &mut Function) -> GvnStats {
                 continue;
             }
             let result = results[0];
-            match simplify(func, func.dfg.inst(inst)) {
+            match simplify(func, &quiet, func.dfg.inst(inst)) {
                 Simplified::Keep => {}
                 Simplified::Value(v) => {
                     if scopes.can_replace(func, result, v) {
@@ -240,21 +245,22 @@ fn is_signaling_nan(bits: u64) -> bool {
 }
 
 /// Can `v` not be a signaling NaN (see the module documentation)?
-fn is_quiet(func: &Function, v: Value) -> bool {
-    is_quiet_depth(func, v, 4)
+fn is_quiet(func: &Function, quiet: &HashSet<Value>, v: Value) -> bool {
+    is_quiet_depth(func, quiet, v, 4)
 }
 
-fn is_quiet_depth(func: &Function, v: Value, depth: usize) -> bool {
+/// `quiet`: the block parameters known to be quiet (`phis::quiet_params`).
+fn is_quiet_depth(func: &Function, quiet: &HashSet<Value>, v: Value, depth: usize) -> bool {
     use Opcode::*;
     let Some(data) = def_inst(func, v) else {
-        return false;
+        return quiet.contains(&v);
     };
     match data {
         InstData::FConst { bits } => !is_signaling_nan(*bits),
         InstData::Binary { op, .. } => matches!(op, Fadd | Fsub | Fmul | Fdiv | Min | Max),
         InstData::Unary { op, arg } => match op {
             Sqrt | Sitof => true,
-            Fneg | Abs => depth > 0 && is_quiet_depth(func, *arg, depth - 1),
+            Fneg | Abs => depth > 0 && is_quiet_depth(func, quiet, *arg, depth - 1),
             _ => false,
         },
         InstData::Powi { exp, .. } => *exp != 1,
@@ -262,7 +268,9 @@ fn is_quiet_depth(func: &Function, v: Value, depth: usize) -> bool {
             op: Select,
             args: [_, a, b],
         } => {
-            depth > 0 && is_quiet_depth(func, *a, depth - 1) && is_quiet_depth(func, *b, depth - 1)
+            depth > 0
+                && is_quiet_depth(func, quiet, *a, depth - 1)
+                && is_quiet_depth(func, quiet, *b, depth - 1)
         }
         _ => false,
     }
@@ -301,7 +309,7 @@ fn unary_operand(func: &Function, v: Value, op: Opcode) -> Option<Value> {
     }
 }
 
-fn simplify(func: &Function, data: &InstData) -> Simplified {
+fn simplify(func: &Function, quiet: &HashSet<Value>, data: &InstData) -> Simplified {
     use Opcode::*;
     let f = |v| fconst_of(func, v);
     let i = |v| iconst_of(func, v);
@@ -348,7 +356,7 @@ fn simplify(func: &Function, data: &InstData) -> Simplified {
                         f64::from_bits(y),
                     ));
                 }
-                return simplify_f64(func, op, a, b);
+                return simplify_f64(func, quiet, op, a, b);
             }
             if !matches!(op, Iadd | Isub | Imul | Idiv | Irem) {
                 return Simplified::Keep;
@@ -408,7 +416,13 @@ fn simplify(func: &Function, data: &InstData) -> Simplified {
 }
 
 /// The exact identities of f64 arithmetic with one constant operand.
-fn simplify_f64(func: &Function, op: Opcode, a: Value, b: Value) -> Simplified {
+fn simplify_f64(
+    func: &Function,
+    quiet: &HashSet<Value>,
+    op: Opcode,
+    a: Value,
+    b: Value,
+) -> Simplified {
     use Opcode::*;
     let (ca, cb) = (fconst_of(func, a), fconst_of(func, b));
     let keep_a = match op {
@@ -417,7 +431,7 @@ fn simplify_f64(func: &Function, op: Opcode, a: Value, b: Value) -> Simplified {
         Fsub => cb == Some(POS_ZERO),
         _ => false,
     };
-    if keep_a && is_quiet(func, a) {
+    if keep_a && is_quiet(func, quiet, a) {
         return Simplified::Value(a);
     }
     let keep_b = match op {
@@ -425,7 +439,7 @@ fn simplify_f64(func: &Function, op: Opcode, a: Value, b: Value) -> Simplified {
         Fadd => ca == Some(NEG_ZERO),
         _ => false,
     };
-    if keep_b && is_quiet(func, b) {
+    if keep_b && is_quiet(func, quiet, b) {
         return Simplified::Value(b);
     }
     Simplified::Keep

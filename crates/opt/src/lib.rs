@@ -46,6 +46,7 @@ pub mod gvn;
 pub mod inline;
 pub mod licm;
 pub mod mem;
+mod phis;
 pub mod promote;
 
 pub use dce::{dce, DceStats};

@@ -906,3 +906,52 @@ block2:
     assert_eq!(count(&f, "exp "), 1, "{f}");
     assert_eq!(count(&f, "fadd v0,"), 2, "{f}");
 }
+
+#[test]
+fn gvn_sees_through_trivial_and_constant_block_parameters() {
+    // The adjoint loop's shape: `v5` gets -0.0 on every edge, so
+    // `fadd v5, v4` is `fadd -0.0, v4`; `v4` only ever holds the results of
+    // `fadd`s (quiet), so that is `v4`, and then `v4` only ever holds `v10`.
+    // `v6` gets the parameter `y` on one edge: `fadd v6, -0.0` must stay
+    // (y may be a signaling NaN, which the addition quiets). `v7` gets two
+    // different constants and stays.
+    let after = case(
+        "gvn_params",
+        "function @f(x: f64, y: f64, n: i64) -> (f64, f64, f64) {
+block0(v0: f64, v1: f64, v2: i64):
+    v3 = fconst -0.0
+    v10 = fadd v3, v0
+    v11 = iconst 0
+    v12 = fconst 1.0
+    jump block1(v10, v3, v1, v12, v11)
+block1(v4: f64, v5: f64, v6: f64, v7: f64, v8: i64):
+    v13 = icmp lt v8, v2
+    brif v13, block2, block3
+block2:
+    v14 = fadd v5, v4
+    v15 = fconst -0.0
+    v16 = fadd v6, v15
+    v17 = fmul v16, v14
+    v18 = fconst 2.0
+    v19 = iconst 1
+    v20 = iadd v8, v19
+    jump block1(v14, v15, v17, v18, v20)
+block3:
+    v21 = fadd v4, v7
+    return v21, v6, v5
+}
+",
+        &[Pass::Gvn, Pass::Gvn, Pass::Dce],
+    );
+    let f = body(&after, "f");
+    // No more addition of -0.0 to the carried value, and the loop carries
+    // v10 itself.
+    assert!(!f.contains("fadd v5, v4") && !f.contains("v14 ="), "{f}");
+    assert!(f.contains("fmul v16, v10"), "{f}");
+    assert!(f.contains("v21 = fadd v10, v7"), "{f}");
+    // y + -0.0 stays: y may be a signaling NaN.
+    assert!(f.contains("v16 = fadd v6,"), "{f}");
+    // v5 is the constant -0.0 (a copy at the top of block1).
+    assert!(f.contains("return v21, v6, v"), "{f}");
+    assert!(!f.contains("return v21, v6, v5"), "{f}");
+}

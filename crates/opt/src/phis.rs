@@ -1,0 +1,163 @@
+//! Block parameters that are one value in disguise, and which parameters can
+//! never hold a signaling NaN. Both are used by [`crate::gvn`].
+//!
+//! ```text
+//! block1(v4: f64, v5: f64):               ; every edge passes v5 = fconst -0.0
+//!     ...                                 ; or the other constant v9 = fconst -0.0:
+//!     v8 = fadd v5, v4                    ;   v5 is that constant, and
+//!     v9 = fconst -0.0                    ;   `fadd -0.0, v4` is v4 when v4 is quiet:
+//!     jump block1(v8, v9)                 ;   v4 is, since v8 (an fadd) and every
+//!                                         ;   value entering v4 is
+//! ```
+//!
+//! **Trivial parameters** (Braun et al., "Simple and efficient construction
+//! of SSA form"): a parameter `p` of a non-entry block whose every incoming
+//! argument, over the edges from reachable blocks, is `p` itself or one value
+//! `x` always holds `x`, and `x` dominates the block (it dominates every
+//! predecessor, where the edges use it). Its uses read `x`.
+//!
+//! **Constant parameters**: when every incoming argument is a constant
+//! instruction with the same bits, the parameter always holds those bits; a
+//! copy of the constant is placed at the top of the block and its uses read
+//! that.
+//!
+//! Either keeps every bit: the parameter's value at run time is exactly the
+//! value it is replaced by. A parameter a rule region lists stays (pinned),
+//! and a replacement must be allowed in the parameter's region scope. The
+//! parameter itself is left for DCE.
+//!
+//! **Quiet parameters.** A value is *quiet* when it cannot be a signaling
+//! NaN (`gvn` simplifies `fmul x, 1.0` and `fadd x, -0.0` to `x` only then).
+//! A parameter is quiet when every value entering it is: the largest set of
+//! parameters such that each incoming argument is quiet by its instruction
+//! or a member of the set. Sound because every value a parameter in the set
+//! can hold entered the web of such parameters through some argument that is
+//! quiet by its own instruction.
+
+use crate::analysis::{Cfg, Replacements, Scopes};
+use adze_ir::{Block, Function, InstData, Type, Value};
+use std::collections::{HashMap, HashSet};
+
+/// Incoming arguments of each parameter of the non-entry blocks, over the
+/// edges from reachable blocks.
+fn incoming(func: &Function, cfg: &Cfg) -> HashMap<Value, Vec<Value>> {
+    let mut map: HashMap<Value, Vec<Value>> = HashMap::new();
+    for &b in &cfg.rpo {
+        let Some(last) = func.layout.last_inst(b) else {
+            continue;
+        };
+        for dest in func.dfg.inst(last).destinations() {
+            let params = func.dfg.block_params(dest.block);
+            for (&p, &a) in params.iter().zip(&dest.args) {
+                map.entry(p).or_default().push(a);
+            }
+        }
+    }
+    map
+}
+
+fn constant(func: &Function, v: Value) -> Option<InstData> {
+    match crate::analysis::def_inst(func, v)? {
+        d @ (InstData::FConst { .. } | InstData::IConst { .. } | InstData::BConst { .. }) => {
+            Some(d.clone())
+        }
+        _ => None,
+    }
+}
+
+enum Fate {
+    Is(Value),
+    Constant(InstData, Type),
+}
+
+/// Replaces trivial and constant parameters; returns how many.
+pub(crate) fn simplify_params(func: &mut Function, cfg: &Cfg, scopes: &Scopes) -> usize {
+    let Some(&entry) = cfg.rpo.first() else {
+        return 0;
+    };
+    let mut done: HashSet<Value> = HashSet::new();
+    // Each round can make more parameters trivial; a few rounds reach
+    // almost every chain, and what is left waits for the next GVN.
+    for _ in 0..8 {
+        let inc = incoming(func, cfg);
+        let mut fates: Vec<(Value, Block, Fate)> = Vec::new();
+        for &b in &cfg.rpo {
+            if b == entry {
+                continue;
+            }
+            for &p in func.dfg.block_params(b) {
+                let Some(args) = inc.get(&p) else { continue };
+                if scopes.is_pinned(p) || done.contains(&p) {
+                    continue;
+                }
+                let mut others = args.iter().copied().filter(|&a| a != p);
+                let Some(first) = others.next() else { continue };
+                let rest: Vec<Value> = others.collect();
+                if rest.iter().all(|&a| a == first) {
+                    if scopes.can_replace(func, p, first) {
+                        fates.push((p, b, Fate::Is(first)));
+                    }
+                    continue;
+                }
+                let Some(c) = constant(func, first) else {
+                    continue;
+                };
+                if rest.iter().all(|&a| constant(func, a).as_ref() == Some(&c)) {
+                    fates.push((p, b, Fate::Constant(c, func.dfg.value_type(p))));
+                }
+            }
+        }
+        if fates.is_empty() {
+            break;
+        }
+        // New constants first: the replacement table is sized for them.
+        let mut targets = Vec::with_capacity(fates.len());
+        for (p, b, fate) in fates {
+            let to = match fate {
+                Fate::Is(x) => x,
+                Fate::Constant(data, ty) => {
+                    let inst = func.dfg.make_inst(data, &[ty]);
+                    func.layout.insert_inst(inst, b, 0);
+                    func.dfg.first_result(inst)
+                }
+            };
+            targets.push((p, to));
+        }
+        let mut repl = Replacements::new(func);
+        for (p, to) in targets {
+            repl.replace(p, to);
+            done.insert(p);
+        }
+        repl.apply(func);
+    }
+    done.len()
+}
+
+/// The `f64` parameters of non-entry blocks that can never hold a
+/// signaling NaN; `quiet_inst(v)` says whether a value is quiet by its
+/// defining instruction.
+pub(crate) fn quiet_params(
+    func: &Function,
+    cfg: &Cfg,
+    quiet_inst: impl Fn(Value) -> bool,
+) -> HashSet<Value> {
+    let inc = incoming(func, cfg);
+    let mut set: HashSet<Value> = inc
+        .keys()
+        .copied()
+        .filter(|&p| func.dfg.value_type(p) == Type::F64)
+        .collect();
+    loop {
+        let out: Vec<Value> = set
+            .iter()
+            .copied()
+            .filter(|p| !inc[p].iter().all(|&a| set.contains(&a) || quiet_inst(a)))
+            .collect();
+        if out.is_empty() {
+            return set;
+        }
+        for p in out {
+            set.remove(&p);
+        }
+    }
+}
