@@ -188,7 +188,7 @@ struct Translator<'a, 'b> {
     /// (array, index) pairs checked in the current IR block.
     proven_pairs: std::collections::HashSet<(IrValue, IrValue)>,
     /// Accesses that the bounds of their loop prove in bounds
-    /// (`loops::safe_accesses`).
+    /// (`adze_ir::bounds::safe_accesses`).
     loop_safe: std::collections::HashSet<adze_ir::Inst>,
     /// The instruction being translated.
     cur: Option<adze_ir::Inst>,
@@ -331,19 +331,7 @@ pub(crate) fn translate_function(
         proven_max: HashMap::new(),
         proven_pairs: Default::default(),
         tape_groups: HashMap::new(),
-        loop_safe: crate::loops::safe_accesses(func, &order, |blk| {
-            func.layout
-                .last_inst(blk)
-                .map(|i| {
-                    func.dfg
-                        .inst(i)
-                        .destinations()
-                        .iter()
-                        .map(|d| (d.block, d.args.to_vec()))
-                        .collect()
-                })
-                .unwrap_or_default()
-        }),
+        loop_safe: adze_ir::bounds::safe_accesses(func),
         cur: None,
         inlined_owner: func.innermost_inlined_by_block(),
         mismatch: None,
@@ -645,7 +633,7 @@ impl Translator<'_, '_> {
     /// an earlier check in the same IR block proved in bounds, an
     /// (array, index) pair already checked in the same IR block (array
     /// lengths never change), or an access that the bounds of its counted
-    /// loop prove in bounds (`loops::safe_accesses`).
+    /// loop prove in bounds (`adze_ir::bounds::safe_accesses`).
     fn element_addr(&mut self, arr: IrValue, idx: IrValue) -> Result<cl::Value, JitError> {
         let (ptr, len) = self.array(arr)?;
         let i = self.scalar(idx)?;
