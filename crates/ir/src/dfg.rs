@@ -171,6 +171,19 @@ impl DataFlowGraph {
         v
     }
 
+    /// Removes parameter `num` of `block` and returns it, now detached; the
+    /// later parameters move down one place. Branches to `block` are left
+    /// as they are: [`crate::Function::remove_block_param`] and
+    /// [`crate::Function::retain_block_params`] update them too.
+    pub fn remove_block_param(&mut self, block: Block, num: usize) -> Value {
+        let v = self.blocks[block].params.remove(num);
+        self.values[v].def = ValueDef::Detached;
+        for (k, &p) in self.blocks[block].params.iter().enumerate().skip(num) {
+            self.values[p].def = ValueDef::Param { block, num: k };
+        }
+        v
+    }
+
     /// Appends an existing detached value as a parameter of `block`.
     pub fn attach_block_param(&mut self, block: Block, v: Value, ty: Type) {
         let num = self.blocks[block].params.len();

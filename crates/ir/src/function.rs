@@ -1,7 +1,7 @@
 //! Functions, their signatures and their metadata.
 
 use crate::dfg::{DataFlowGraph, ValueDef};
-use crate::entities::{Block, FuncId, Inlined, Region, Value};
+use crate::entities::{Block, FuncId, Inlined, Inst, Region, Value};
 use crate::instructions::{InstData, Mode};
 use crate::layout::Layout;
 use crate::types::Type;
@@ -294,6 +294,74 @@ impl Function {
             .map_or_else(Vec::new, |i| self.inlined_callees(i))
     }
 
+    /// Removes parameter `num` of `block`, and the corresponding argument
+    /// of every branch to `block` among the placed instructions; returns the
+    /// removed parameter, now detached. Its uses are the caller's business.
+    ///
+    /// Panics if `block` is the entry block (its parameters are the
+    /// signature's) or has no parameter `num`.
+    pub fn remove_block_param(&mut self, block: Block, num: usize) -> Value {
+        assert!(
+            Some(block) != self.entry_block(),
+            "the entry block's parameters are the signature"
+        );
+        let v = self.dfg.block_params(block)[num];
+        self.retain_block_params(|b, p| b != block || p != v);
+        v
+    }
+
+    /// Removes, in one sweep over the function, every parameter `p` of a
+    /// block `b` other than the entry block for which `keep(b, p)` is false,
+    /// together with the corresponding argument of every branch to `b` among
+    /// the placed instructions; returns the number of parameters removed.
+    /// The removed parameters are detached; their uses are the caller's
+    /// business. The entry block's parameters (the signature) are never
+    /// removed: `keep` is not asked about them.
+    pub fn retain_block_params(&mut self, mut keep: impl FnMut(Block, Value) -> bool) -> usize {
+        let entry = self.entry_block();
+        // Per block with a removal, which parameters stay.
+        let mut masks: std::collections::HashMap<Block, Vec<bool>> = Default::default();
+        for &b in self.layout.blocks() {
+            if Some(b) == entry {
+                continue;
+            }
+            let mask: Vec<bool> = self
+                .dfg
+                .block_params(b)
+                .iter()
+                .map(|&p| keep(b, p))
+                .collect();
+            if mask.contains(&false) {
+                masks.insert(b, mask);
+            }
+        }
+        if masks.is_empty() {
+            return 0;
+        }
+        let insts: Vec<Inst> = self.layout.insts().map(|(_, i)| i).collect();
+        for inst in insts {
+            for dest in self.dfg.inst_mut(inst).destinations_mut() {
+                if let Some(mask) = masks.get(&dest.block) {
+                    let mut k = 0;
+                    dest.args.retain(|_| {
+                        k += 1;
+                        mask.get(k - 1).copied().unwrap_or(true)
+                    });
+                }
+            }
+        }
+        let mut removed = 0;
+        for (&b, mask) in &masks {
+            for num in (0..mask.len()).rev() {
+                if !mask[num] {
+                    self.dfg.remove_block_param(b, num);
+                    removed += 1;
+                }
+            }
+        }
+        removed
+    }
+
     /// Number of instructions placed in the layout.
     pub fn num_placed_insts(&self) -> usize {
         self.layout
@@ -301,5 +369,79 @@ impl Function {
             .iter()
             .map(|&b| self.layout.block_insts(b).len())
             .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::parse::parse_module;
+    use crate::verify::verify_module;
+
+    const LOOP: &str = "function @f(n: i64) -> i64 {
+block0(v0: i64):
+    v1 = iconst 0
+    v2 = fconst 1.0
+    jump block1(v1, v2, v1)
+block1(v3: i64, v4: f64, v5: i64):
+    v6 = icmp lt v3, v0
+    brif v6, block2, block3(v4, v5)
+block2:
+    v7 = iconst 1
+    v8 = iadd v3, v7
+    v9 = fadd v4, v4
+    v10 = iadd v5, v7
+    jump block1(v8, v9, v10)
+block3(v11: f64, v12: i64):
+    return v12
+}
+";
+
+    #[test]
+    fn remove_block_param_updates_every_branch() {
+        let mut m = parse_module(LOOP).unwrap();
+        let id = m.get("f").unwrap();
+        let f = m.func_mut(id);
+        let (b1, b3) = (f.layout.blocks()[1], f.layout.blocks()[3]);
+        // block1's f64 parameter, then block3's.
+        let v4 = f.remove_block_param(b1, 1);
+        assert_eq!(v4.to_string(), "v4");
+        assert_eq!(*f.dfg.value_def(v4), crate::ValueDef::Detached);
+        f.remove_block_param(b3, 0);
+        let v5 = f.dfg.block_params(b1)[1];
+        assert_eq!(
+            *f.dfg.value_def(v5),
+            crate::ValueDef::Param { block: b1, num: 1 }
+        );
+        // The uses of v4 in the (now dead) fadd are the caller's business.
+        let fadd = f.layout.block_insts(f.layout.blocks()[2])[2];
+        f.layout.remove_inst(fadd);
+        verify_module(&m).unwrap_or_else(|e| panic!("{e}"));
+        let text = m.to_string();
+        assert!(text.contains("jump block1(v1, v1)"), "{text}");
+        assert!(text.contains("block1(v3: i64, v5: i64):"), "{text}");
+        assert!(text.contains("brif v6, block2, block3(v5)"), "{text}");
+        assert!(text.contains("jump block1(v8, v10)"), "{text}");
+        assert!(text.contains("block3(v12: i64):"), "{text}");
+    }
+
+    #[test]
+    fn retain_block_params_never_touches_the_entry() {
+        let mut m = parse_module(LOOP).unwrap();
+        let id = m.get("f").unwrap();
+        let f = m.func_mut(id);
+        let fadd = f.layout.block_insts(f.layout.blocks()[2])[2];
+        f.layout.remove_inst(fadd);
+        // Everything but v3 and v5 (and the entry's v0, never asked).
+        let names = |v: crate::Value| v.to_string();
+        let removed = f.retain_block_params(|_, p| {
+            assert_ne!(names(p), "v0");
+            matches!(names(p).as_str(), "v3" | "v5" | "v12")
+        });
+        assert_eq!(removed, 2);
+        verify_module(&m).unwrap_or_else(|e| panic!("{e}"));
+        let text = m.to_string();
+        assert!(text.contains("block0(v0: i64):"), "{text}");
+        assert!(text.contains("jump block1(v8, v10)"), "{text}");
+        assert!(text.contains("brif v6, block2, block3(v5)"), "{text}");
     }
 }

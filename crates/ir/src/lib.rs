@@ -13,6 +13,9 @@
 //! - The text format: `Display` prints ([`write`](mod@write)), [`parse`] reads it back;
 //!   print → parse → print is the identity.
 //! - [`verify`] checks every invariant listed in its module doc.
+//! - [`mod@cfg`] (successors, reverse postorder, dominators) and [`bounds`]
+//!   (the accesses a counted loop proves in bounds) are the analyses that
+//!   several later crates share.
 //! - [`names`] reads the names of generated functions and arrays back into
 //!   the user's terms, for error messages (a naming convention the AD passes
 //!   follow and document, not a dependency on them).
@@ -20,6 +23,7 @@
 //! Architecture invariant: this crate knows nothing of the `.adz` language,
 //! of the AD passes or of the JIT.
 
+pub mod bounds;
 pub mod builder;
 pub mod cfg;
 pub mod dfg;

@@ -226,7 +226,7 @@ struct Translator<'a, 'b> {
     /// `same_len` as it was at the end of the entry block.
     entry_same_len: HashMap<IrValue, IrValue>,
     /// Accesses that the bounds of their loop prove in bounds
-    /// (`loops::safe_accesses`).
+    /// (`adze_ir::bounds::safe_accesses`).
     loop_safe: std::collections::HashSet<adze_ir::Inst>,
     /// The instruction being translated.
     cur: Option<adze_ir::Inst>,
@@ -382,19 +382,7 @@ pub(crate) fn translate_function(
         same_len: HashMap::new(),
         entry_same_len: HashMap::new(),
         tape_groups: HashMap::new(),
-        loop_safe: crate::loops::safe_accesses(func, &order, |blk| {
-            func.layout
-                .last_inst(blk)
-                .map(|i| {
-                    func.dfg
-                        .inst(i)
-                        .destinations()
-                        .iter()
-                        .map(|d| (d.block, d.args.to_vec()))
-                        .collect()
-                })
-                .unwrap_or_default()
-        }),
+        loop_safe: adze_ir::bounds::safe_accesses(func),
         cur: None,
         inlined_owner: func.innermost_inlined_by_block(),
         mismatch: None,
@@ -830,7 +818,7 @@ impl Translator<'_, '_> {
     /// an earlier check in the same IR block proved in bounds, an
     /// (array, index) pair already checked in the same IR block (array
     /// lengths never change), or an access that the bounds of its counted
-    /// loop prove in bounds (`loops::safe_accesses`).
+    /// loop prove in bounds (`adze_ir::bounds::safe_accesses`).
     fn element_addr(&mut self, arr: IrValue, idx: IrValue) -> Result<cl::Value, JitError> {
         let ptr = self.array_ptr(arr)?;
         let i = self.scalar(idx)?;

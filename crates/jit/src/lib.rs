@@ -53,7 +53,6 @@
 //!   agrees with the interpreter bit for bit (NaN payloads aside).
 
 mod codegen;
-mod loops;
 mod rt;
 mod spill;
 

@@ -312,6 +312,64 @@ impl DomTree {
     }
 }
 
+/// A natural loop ([`find_loops`]).
+pub(crate) struct Loop {
+    pub(crate) header: Block,
+    /// The blocks of the loop, in reverse postorder.
+    pub(crate) body: Vec<Block>,
+}
+
+/// The natural loops of `func`, one per header: a back edge is an edge
+/// `t → h` where `h` dominates `t`, and the loop of `h` is `h` and every
+/// block that reaches a back edge's source without passing through `h`. A
+/// "loop" with a block that `h` does not dominate (irreducible control
+/// flow, which reversed control flow can have) is left out.
+pub(crate) fn find_loops(func: &Function, cfg: &Cfg, doms: &DomTree) -> Vec<Loop> {
+    let mut loops = Vec::new();
+    let mut mark = Table::new(func.dfg.num_blocks(), false);
+    for &h in &cfg.rpo {
+        let latches: Vec<Block> = cfg
+            .preds(h)
+            .iter()
+            .copied()
+            .filter(|&p| doms.dominates(h, p))
+            .collect();
+        if latches.is_empty() {
+            continue;
+        }
+        let mut body = vec![h];
+        mark.set(h, true);
+        let mut work = Vec::new();
+        for l in latches {
+            if !*mark.get(l) {
+                mark.set(l, true);
+                body.push(l);
+                work.push(l);
+            }
+        }
+        while let Some(b) = work.pop() {
+            for &p in cfg.preds(b) {
+                if !*mark.get(p) {
+                    mark.set(p, true);
+                    body.push(p);
+                    work.push(p);
+                }
+            }
+        }
+        for &b in &body {
+            mark.set(b, false);
+        }
+        // Irreducible control flow (reverse sweeps can make it): a block of
+        // the "loop" the header does not dominate is another way in.
+        if body.iter().any(|&b| !doms.dominates(h, b)) {
+            continue;
+        }
+        body.sort_by_key(|&b| cfg.rpo_num(b));
+        loops.push(Loop { header: h, body });
+    }
+    loops
+}
+
 /// The rule region of every block and value, and the values pinned by region
 /// interfaces (see the module documentation).
 pub(crate) struct Scopes {

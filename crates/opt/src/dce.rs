@@ -1,40 +1,58 @@
 //! Dead-code elimination: unreachable blocks, then instructions whose
-//! results are unused and that have no effect.
+//! results are unused and that have no effect, and block parameters nothing
+//! needs.
 //!
 //! ```text
 //! block0(v0: f64, v1: i64, v2: arr):      block0(v0: f64, v1: i64, v2: arr):
 //!     v3 = sin v0           ; unused          v5 = load v2, v1   ; may trap: kept
-//!     v4 = len v2           ; unused          return v0
-//!     v5 = load v2, v1      ; unused
+//!     v4 = len v2           ; unused          jump block1
+//!     v5 = load v2, v1      ; unused      block1:
+//!     jump block1(v3)                         return v0
+//! block1(v6: f64):          ; unused
 //!     return v0
 //! ```
 //!
 //! **What is removable.** An instruction is removed when none of its results
-//! is used by a live instruction and it is pure (`analysis::is_pure`: no effect, no
-//! trap) — or it is a `load` that provably cannot trap (a constant index
-//! below the constant length of a `zeros` array). Everything else is live:
+//! is used by a live instruction and it is pure (`analysis::is_pure`: no
+//! effect, no trap) — or it is a `load` that provably cannot trap: a
+//! constant index below the constant length of a `zeros` array, or an
+//! access that the bounds of its counted loop prove
+//! ([`adze_ir::bounds::safe_accesses`]). Everything else is live:
 //! terminators, `store`, `fill`, `samelen`, `push`, `pop`, `call`,
 //! `autodiff`, `zeros` (allocation may fail), a `load` that may be out of
-//! bounds, an `idiv`/`irem` that may trap. Liveness is computed by marking
-//! from the live instructions through their operands (a worklist, linear).
+//! bounds, an `idiv`/`irem` that may trap.
+//!
+//! **Liveness** is aggressive, as in Cytron et al.'s dead-code elimination:
+//! it is marked from the live instructions through their operands, but a
+//! branch argument is needed only if the block parameter it is passed to
+//! is: a parameter is live when a live instruction uses it, or when it is
+//! passed to a live parameter. So a loop-carried value that only feeds
+//! itself (a sum nobody reads, a counter nobody uses) is dead together with
+//! the parameters it flows through, cycles included. Dead parameters are
+//! removed with the corresponding argument of every branch
+//! ([`adze_ir::Function::retain_block_params`]) — except the entry block's
+//! (the signature), and a region's argument or result is always live. A
+//! removed parameter was read by no live instruction, so every remaining
+//! computation reads the same values: nothing observable changes. The
+//! marking is a worklist, linear in the size of the function.
 //!
 //! **Unreachable blocks.** A block the entry cannot reach is removed, with
 //! its instructions. Except for rule regions: a block that a region lists,
 //! or that defines a region's argument or result, stays (a region's blocks
 //! and interface values must remain valid), together with everything it
 //! needs: the blocks it branches to and the blocks that define the values
-//! it uses. Block parameters are never removed (the IR has no way to remove
-//! one), so branch arguments stay live.
+//! it uses.
 //!
 //! The values a region lists as arguments or results keep their defining
-//! instructions even when nothing else uses them.
+//! instructions (or stay parameters) even when nothing else uses them.
 //!
 //! Removed blocks are dropped from the provenance lists of inlined code
 //! (`Function::inlined`); an entry whose blocks are all gone stays, with an
 //! empty list (entries are numbered, and parents refer to them).
 
 use crate::analysis::{def_block, def_inst, iconst_of, is_pure, Cfg, Scopes, Table};
-use adze_ir::{Block, Function, Inst, InstData, Opcode, ValueDef};
+use adze_ir::{Block, Function, Inst, InstData, Opcode, Value, ValueDef};
+use std::collections::HashSet;
 
 /// What DCE did to one function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -43,6 +61,8 @@ pub struct DceStats {
     pub blocks: usize,
     /// Dead instructions removed (not counting those of removed blocks).
     pub insts: usize,
+    /// Dead block parameters removed (with their incoming arguments).
+    pub params: usize,
 }
 
 /// Runs dead-code elimination on `func`.
@@ -52,16 +72,20 @@ pub fn dce(func: &mut Function) -> DceStats {
         return stats;
     }
     stats.blocks = remove_unreachable_blocks(func);
-    stats.insts = remove_dead_insts(func);
+    (stats.insts, stats.params) = remove_dead_insts(func);
     stats
 }
 
-/// Can this instruction go when its results are unused?
-fn is_removable(func: &Function, data: &InstData) -> bool {
+/// Can this instruction go when its results are unused? `safe`: the
+/// accesses proven in bounds by their loops.
+fn is_removable(func: &Function, inst: Inst, safe: &HashSet<Inst>) -> bool {
+    let data = func.dfg.inst(inst);
     if data.opcode().is_terminator() {
         return false;
     }
-    is_pure(func, data) || is_safe_load(func, data)
+    is_pure(func, data)
+        || is_safe_load(func, data)
+        || (data.opcode() == Opcode::Load && safe.contains(&inst))
 }
 
 /// A `load` of a constant index below the constant length of a `zeros`
@@ -128,46 +152,111 @@ fn remove_unreachable_blocks(func: &mut Function) -> usize {
     removed
 }
 
-fn remove_dead_insts(func: &mut Function) -> usize {
-    let scopes = Scopes::new(func);
-    let mut live = Table::new(func.dfg.num_insts(), false);
-    let mut work: Vec<Inst> = Vec::new();
+fn remove_dead_insts(func: &mut Function) -> (usize, usize) {
+    let safe = adze_ir::bounds::safe_accesses(func);
+    // The instructions that branch to each block.
+    let mut incoming: Table<Vec<Inst>> = Table::new(func.dfg.num_blocks(), Vec::new());
     for (_, inst) in func.layout.insts() {
-        let data = func.dfg.inst(inst);
-        let pinned = func
-            .dfg
-            .inst_results(inst)
-            .iter()
-            .any(|&r| scopes.is_pinned(r));
-        if pinned || !is_removable(func, data) {
-            live.set(inst, true);
-            work.push(inst);
+        for dest in func.dfg.inst(inst).destinations() {
+            let preds = incoming.get_mut(dest.block);
+            if preds.last() != Some(&inst) {
+                preds.push(inst);
+            }
         }
     }
-    while let Some(inst) = work.pop() {
-        let mut defs = Vec::new();
-        func.dfg.inst(inst).for_each_use(|v| {
-            if func.dfg.value_is_valid(v) {
-                if let ValueDef::Result { inst: d, .. } = *func.dfg.value_def(v) {
-                    defs.push(d);
+    let mut live = Live {
+        insts: Table::new(func.dfg.num_insts(), false),
+        params: Table::new(func.dfg.num_values(), false),
+        work: Vec::new(),
+    };
+    if let Some(entry) = func.entry_block() {
+        for &p in func.dfg.block_params(entry) {
+            live.value(func, p);
+        }
+    }
+    for (_, inst) in func.layout.insts() {
+        if !is_removable(func, inst, &safe) {
+            live.inst(inst);
+        }
+    }
+    for data in func.regions.values() {
+        for &v in data.args.iter().chain(&data.results) {
+            live.value(func, v);
+        }
+    }
+    while let Some(item) = live.work.pop() {
+        match item {
+            // A live instruction needs its operands; the arguments it passes
+            // to blocks are needed only by live parameters.
+            Item::Inst(inst) => {
+                for &v in func.dfg.inst(inst).args() {
+                    live.value(func, v);
                 }
             }
-        });
-        for d in defs {
-            if !*live.get(d) && func.layout.inst_block(d).is_some() {
-                live.set(d, true);
-                work.push(d);
+            Item::Param(block, num) => {
+                for &inst in incoming.get(block) {
+                    for dest in func.dfg.inst(inst).destinations() {
+                        if dest.block == block {
+                            if let Some(&v) = dest.args.get(num) {
+                                live.value(func, v);
+                            }
+                        }
+                    }
+                }
             }
         }
     }
     let dead: Vec<Inst> = func
         .layout
         .insts()
-        .filter(|&(_, i)| !*live.get(i))
+        .filter(|&(_, i)| !*live.insts.get(i))
         .map(|(_, i)| i)
         .collect();
     remove_insts(func, &dead);
-    dead.len()
+    let params = func.retain_block_params(|_, p| *live.params.get(p));
+    (dead.len(), params)
+}
+
+enum Item {
+    Inst(Inst),
+    Param(Block, usize),
+}
+
+/// Live instructions and block parameters, with a worklist of those whose
+/// operands (incoming arguments) are still to be marked.
+struct Live {
+    insts: Table<bool>,
+    params: Table<bool>,
+    work: Vec<Item>,
+}
+
+impl Live {
+    fn inst(&mut self, inst: Inst) {
+        if !*self.insts.get(inst) {
+            self.insts.set(inst, true);
+            self.work.push(Item::Inst(inst));
+        }
+    }
+
+    fn value(&mut self, func: &Function, v: Value) {
+        if !func.dfg.value_is_valid(v) {
+            return;
+        }
+        match *func.dfg.value_def(v) {
+            ValueDef::Result { inst, .. } => {
+                if func.layout.inst_block(inst).is_some() {
+                    self.inst(inst);
+                }
+            }
+            ValueDef::Param { block, num } => {
+                if !*self.params.get(v) {
+                    self.params.set(v, true);
+                    self.work.push(Item::Param(block, num));
+                }
+            }
+            ValueDef::Detached => {}
+        }
+    }
 }
 
 /// Removes `insts` from the layout.

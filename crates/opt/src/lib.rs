@@ -1,5 +1,6 @@
 //! IR-to-IR passes of adze that are not AD: the rule-preserving inliner
-//! ([`inline`]) and the optimizer ([`mod@gvn`], [`mod@mem`], [`mod@dce`],
+//! ([`inline`]) and the optimizer ([`mod@gvn`], [`mod@promote`],
+//! [`mod@mem`], [`mod@indvars`], [`mod@dce`], [`mod@loopdel`],
 //! [`mod@licm`], run in order by [`optimize_module`]).
 //!
 //! Each pass is a free function over a [`adze_ir::Function`] (the inliner:
@@ -43,19 +44,23 @@
 mod analysis;
 pub mod dce;
 pub mod gvn;
+pub mod indvars;
 pub mod inline;
 pub mod licm;
+pub mod loopdel;
 pub mod mem;
 mod phis;
 pub mod promote;
 
 pub use dce::{dce, DceStats};
 pub use gvn::{gvn, GvnStats};
+pub use indvars::{indvars, IndvarsStats};
 pub use inline::{
     inline_functions, inline_module, DefaultPolicy, InlinePolicy, InlineStats, DEFAULT_BUDGET,
     MAX_FUNCTION_INSTS,
 };
 pub use licm::{licm, LicmStats};
+pub use loopdel::{delete_loops, LoopDelStats};
 pub use mem::{forward_memory, Callees, MemStats};
 
 use adze_ir::verify::{verify_function, VerifierErrors};
@@ -78,6 +83,11 @@ pub enum Pass {
     /// indices (reverse mode's adjoint slots and trip counts) become SSA
     /// values.
     Promote,
+    /// [`indvars()`]: congruent induction variables become one.
+    Indvars,
+    /// [`delete_loops`]: counted loops without effects whose results
+    /// nothing reads (but the final index, computed in closed form).
+    LoopDel,
 }
 
 impl Pass {
@@ -89,6 +99,8 @@ impl Pass {
             Pass::Dce => "opt-dce",
             Pass::Licm => "opt-licm",
             Pass::Promote => "opt-promote",
+            Pass::Indvars => "opt-indvars",
+            Pass::LoopDel => "opt-loopdel",
         }
     }
 }
@@ -103,16 +115,23 @@ impl Pass {
 ///    the same (`fadd` of a forwarded `-0.0`, constants read back from
 ///    memory);
 /// 4. `gvn` again, for what forwarding exposed;
-/// 5. `dce` removes what the first four left unused and unreachable;
-/// 6. `licm` hoists what is still in loops and invariant;
-/// 7. `gvn` merges the hoisted code with the preheader's;
-/// 8. `dce` sweeps once more.
-pub const PIPELINE: [Pass; 8] = [
+/// 5. `indvars` merges congruent loop counters (reverse mode's trip count
+///    with the loop's index);
+/// 6. `dce` removes what the first five left unused and unreachable, dead
+///    block parameters included (the loop-carried values nobody reads);
+/// 7. `loopdel` removes the counted loops that are left with no effect and
+///    no result but their final index;
+/// 8. `licm` hoists what is still in loops and invariant;
+/// 9. `gvn` merges the hoisted code with the preheader's;
+/// 10. `dce` sweeps once more.
+pub const PIPELINE: [Pass; 10] = [
     Pass::Gvn,
     Pass::Promote,
     Pass::Mem,
     Pass::Gvn,
+    Pass::Indvars,
     Pass::Dce,
+    Pass::LoopDel,
     Pass::Licm,
     Pass::Gvn,
     Pass::Dce,
@@ -130,6 +149,8 @@ pub struct OptStats {
     pub licm: LicmStats,
     /// Arrays promoted to SSA values.
     pub promoted: usize,
+    pub indvars: IndvarsStats,
+    pub loopdel: LoopDelStats,
 }
 
 macro_rules! add_assign {
@@ -145,9 +166,11 @@ macro_rules! add_assign {
 add_assign! {
     GvnStats { folded, simplified, merged, branches }
     MemStats { forwarded, reused, uniform, dead_stores }
-    DceStats { blocks, insts }
+    DceStats { blocks, insts, params }
     LicmStats { loops, with_preheader, hoisted }
-    OptStats { insts_before, insts_after, gvn, mem, dce, licm, promoted }
+    IndvarsStats { replaced }
+    LoopDelStats { deleted, exit_values }
+    OptStats { insts_before, insts_after, gvn, mem, dce, licm, promoted, indvars, loopdel }
 }
 
 /// Optimizes every function of `module` with [`PIPELINE`]. In debug builds
@@ -200,6 +223,8 @@ fn run(
         Pass::Dce => stats.dce = dce(func),
         Pass::Licm => stats.licm = licm(func),
         Pass::Promote => stats.promoted = promote::promote_arrays(func),
+        Pass::Indvars => stats.indvars = indvars(func),
+        Pass::LoopDel => stats.loopdel = delete_loops(func),
     }
     if cfg!(debug_assertions) {
         verify_function(module, id).map_err(|e| e.with_pass(pass.name()))?;

@@ -52,7 +52,7 @@
 //! it dominated the use inside the loop without being in the loop, and
 //! every path into the loop comes through the preheader.
 
-use crate::analysis::{def_block, is_pure, Cfg, DomTree, Scopes, Table};
+use crate::analysis::{def_block, find_loops, is_pure, Cfg, DomTree, Scopes, Table};
 use adze_ir::{Block, Function, Inst, InstData, Value, ValueDef};
 
 /// What LICM did to one function.
@@ -65,12 +65,6 @@ pub struct LicmStats {
     /// Instructions moved out of a loop (an instruction that leaves a nest
     /// of two loops counts twice).
     pub hoisted: usize,
-}
-
-struct Loop {
-    header: Block,
-    /// The blocks of the loop, in reverse postorder.
-    body: Vec<Block>,
 }
 
 /// Runs loop-invariant code motion on `func`.
@@ -154,53 +148,6 @@ pub fn licm(func: &mut Function) -> LicmStats {
         }
     }
     stats
-}
-
-/// The natural loops of `func`, one per header.
-fn find_loops(func: &Function, cfg: &Cfg, doms: &DomTree) -> Vec<Loop> {
-    let mut loops = Vec::new();
-    let mut mark = Table::new(func.dfg.num_blocks(), false);
-    for &h in &cfg.rpo {
-        let latches: Vec<Block> = cfg
-            .preds(h)
-            .iter()
-            .copied()
-            .filter(|&p| doms.dominates(h, p))
-            .collect();
-        if latches.is_empty() {
-            continue;
-        }
-        let mut body = vec![h];
-        mark.set(h, true);
-        let mut work = Vec::new();
-        for l in latches {
-            if !*mark.get(l) {
-                mark.set(l, true);
-                body.push(l);
-                work.push(l);
-            }
-        }
-        while let Some(b) = work.pop() {
-            for &p in cfg.preds(b) {
-                if !*mark.get(p) {
-                    mark.set(p, true);
-                    body.push(p);
-                    work.push(p);
-                }
-            }
-        }
-        for &b in &body {
-            mark.set(b, false);
-        }
-        // Irreducible control flow (reverse sweeps can make it): a block of
-        // the "loop" the header does not dominate is another way in.
-        if body.iter().any(|&b| !doms.dominates(h, b)) {
-            continue;
-        }
-        body.sort_by_key(|&b| cfg.rpo_num(b));
-        loops.push(Loop { header: h, body });
-    }
-    loops
 }
 
 /// Is `inst` an `fconst`, `iconst` or `bconst`?

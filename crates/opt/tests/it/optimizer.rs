@@ -142,12 +142,16 @@ fn stats_lines(s: &OptStats) -> String {
         format!("; mem: {:?}", s.mem),
         format!("; dce: {:?}", s.dce),
         format!("; licm: {:?}", s.licm),
+        format!("; indvars: {:?}", s.indvars),
+        format!("; loopdel: {:?}", s.loopdel),
     ];
     let zero = [
         format!("; gvn: {:?}", adze_opt::GvnStats::default()),
         format!("; mem: {:?}", adze_opt::MemStats::default()),
         format!("; dce: {:?}", adze_opt::DceStats::default()),
         format!("; licm: {:?}", adze_opt::LicmStats::default()),
+        format!("; indvars: {:?}", adze_opt::IndvarsStats::default()),
+        format!("; loopdel: {:?}", adze_opt::LoopDelStats::default()),
     ];
     lines
         .iter()
@@ -398,7 +402,11 @@ block5(v9: f64):
     let f = body(&after, "f");
     assert!(!f.contains("block2") && !f.contains("sin"), "{f}");
     assert!(f.contains("brif v1, block4, block3(v0)"), "{f}");
-    assert!(f.contains("jump block5(v8)"), "{f}");
+    // block5's parameter gets v8 on both edges: it is v8, and DCE removes it.
+    assert!(
+        f.contains("jump block5\n") && f.contains("return v8"),
+        "{f}"
+    );
 }
 
 /// DCE drops the blocks it removes from the provenance of inlined code;
@@ -954,4 +962,407 @@ block3:
     // v5 is the constant -0.0 (a copy at the top of block1).
     assert!(f.contains("return v21, v6, v"), "{f}");
     assert!(!f.contains("return v21, v6, v5"), "{f}");
+}
+
+// ---------------------------------------------------------------- loops
+
+/// A loop-carried sum nobody reads (`v6`, through `block3`'s `v14` too)
+/// goes with the parameters it flows through, cycle included, and so does
+/// the load feeding it, which the loop proves in bounds; the counter read
+/// after the loop stays. A region's argument and result, parameters nothing
+/// reads, stay too, and so do the entry block's parameters.
+#[test]
+fn dce_removes_dead_block_parameters() {
+    let after = case(
+        "dce_params",
+        "function @f(x: arr, n: i64) -> i64 {
+block0(v0: arr, v1: i64):
+    v2 = iconst 0
+    v3 = fconst 0.0
+    v4 = len v0
+    jump block1(v2, v3, v2)
+block1(v5: i64, v6: f64, v7: i64):
+    v8 = icmp lt v5, v4
+    brif v8, block2, block3(v6)
+block2:
+    v9 = load v0, v5
+    v10 = fadd v6, v9
+    v11 = iconst 1
+    v12 = iadd v5, v11
+    v13 = iadd v7, v11
+    jump block1(v12, v10, v13)
+block3(v14: f64):
+    return v7
+}
+
+function @sq(x: f64) -> f64 {
+block0(v0: f64):
+    v1 = fmul v0, v0
+    return v1
+}
+
+function @g(x: f64, n: i64) -> f64 {
+    region0: @sq(v3) -> (v5) blocks(block2)
+block0(v0: f64, v1: i64):
+    v2 = fneg v0
+    jump block1(v2)
+block1(v3: f64):
+    jump block2
+block2:
+    v4 = fmul v3, v3
+    jump block3(v4, v0)
+block3(v5: f64, v6: f64):
+    return v0
+}
+",
+        &[Pass::Dce],
+    );
+    let f = body(&after, "f");
+    assert!(f.contains("block1(v5: i64, v7: i64):"), "{f}");
+    assert!(f.contains("jump block1(v2, v2)"), "{f}");
+    assert!(f.contains("jump block1(v12, v13)"), "{f}");
+    assert!(f.contains("brif v8, block2, block3\n"), "{f}");
+    assert!(f.contains("block3:"), "{f}");
+    for gone in ["fadd", "load", "fconst"] {
+        assert!(!f.contains(gone), "{gone}: {f}");
+    }
+    assert!(f.contains("block0(v0: arr, v1: i64):"), "{f}");
+    let g = body(&after, "g");
+    assert!(g.contains("block1(v3: f64):"), "{g}");
+    assert!(g.contains("v4 = fmul v3, v3"), "{g}");
+    assert!(g.contains("block3(v5: f64):"), "{g}");
+    assert!(g.contains("jump block3(v4)"), "{g}");
+    assert!(g.contains("block0(v0: f64, v1: i64):"), "{g}");
+}
+
+/// Unused loads that the loop's bounds prove in bounds go (`y[i]` through
+/// `samelen x, y`); `x[i + 1]` with `i < len x` may be out of bounds (it is,
+/// at the last trip) and stays, trap included.
+#[test]
+fn dce_removes_loads_the_loop_proves_in_bounds() {
+    let after = case(
+        "dce_safe_loads",
+        "function @f(x: arr, y: arr) -> f64 {
+block0(v0: arr, v1: arr):
+    samelen v0, v1
+    v2 = iconst 0
+    v3 = len v0
+    v4 = fconst 0.0
+    jump block1(v2)
+block1(v5: i64):
+    v6 = icmp lt v5, v3
+    brif v6, block2, block3
+block2:
+    v7 = load v0, v5
+    v8 = load v1, v5
+    v9 = iconst 1
+    v10 = iadd v5, v9
+    v11 = load v0, v10
+    jump block1(v10)
+block3:
+    return v4
+}
+",
+        &[Pass::Dce],
+    );
+    let f = body(&after, "f");
+    assert!(!f.contains("load v0, v5") && !f.contains("load v1"), "{f}");
+    assert!(f.contains("load v0, v10") && f.contains("samelen"), "{f}");
+    let id = after.get("f").unwrap();
+    let out = Interpreter::new(&after).call(id, &[Val::Array(vec![1.0]), Val::Array(vec![2.0])]);
+    assert!(
+        matches!(&out, Err(e) if matches!(e.kind, adze_ir::TrapKind::IndexOutOfBounds { index: 1, .. })),
+        "{out:?}"
+    );
+}
+
+/// Counters that start at the same value and add the same constant each
+/// trip are one (`v5`: `1 + x` the other way round, `v8`: another `iconst
+/// 1`); a counter stepping by 2 or starting at 1 is not.
+#[test]
+fn indvars_merges_congruent_counters() {
+    let after = case(
+        "indvars",
+        "function @f(n: i64) -> (i64, i64, i64, i64) {
+block0(v0: i64):
+    v1 = iconst 0
+    v2 = iconst 0
+    v3 = iconst 1
+    v20 = iconst 8
+    v21 = irem v0, v20
+    jump block1(v1, v2, v1, v3, v1)
+block1(v4: i64, v5: i64, v6: i64, v7: i64, v8: i64):
+    v9 = icmp lt v4, v21
+    brif v9, block2, block3
+block2:
+    v10 = iconst 1
+    v11 = iadd v4, v10
+    v12 = iadd v10, v5
+    v13 = iconst 2
+    v14 = iadd v6, v13
+    v15 = iadd v7, v10
+    v16 = iadd v8, v3
+    jump block1(v11, v12, v14, v15, v16)
+block3:
+    return v5, v6, v7, v8
+}
+",
+        &[Pass::Indvars, Pass::Dce],
+    );
+    let f = body(&after, "f");
+    assert!(f.contains("return v4, v6, v7, v4"), "{f}");
+    assert!(f.contains("block1(v4: i64, v6: i64, v7: i64):"), "{f}");
+}
+
+/// The augmented primal of reverse mode, reduced: a sum nobody reads, a
+/// trip counter next to the index, in-bounds loads. The whole pipeline
+/// leaves the trip count in closed form and no loop. Nested loops that only
+/// count go too, the inner one first.
+#[test]
+fn loopdel_removes_a_loop_that_only_counts() {
+    let after = case(
+        "loopdel",
+        "function @aug(x: arr) -> i64 {
+block0(v0: arr):
+    v1 = fconst 0.0
+    v2 = iconst 0
+    v3 = len v0
+    v4 = iconst 1
+    v5 = isub v3, v4
+    jump block1(v2, v1, v2)
+block1(v6: i64, v7: f64, v8: i64):
+    v9 = icmp lt v6, v5
+    brif v9, block2, block3
+block2:
+    v10 = load v0, v6
+    v11 = iadd v6, v4
+    v12 = load v0, v11
+    v13 = fmul v10, v12
+    v14 = fadd v7, v13
+    v15 = iconst 1
+    v16 = iadd v8, v15
+    jump block1(v11, v14, v16)
+block3:
+    jump block4(v7)
+block4(v17: f64):
+    return v8
+}
+
+function @nested(n: i64, m: i64) -> i64 {
+block0(v0: i64, v1: i64):
+    v2 = iconst 0
+    v3 = iconst 1
+    v4 = iconst 8
+    v5 = irem v0, v4
+    v6 = irem v1, v4
+    jump block1(v2)
+block1(v7: i64):
+    v8 = icmp lt v7, v5
+    brif v8, block2, block5
+block2:
+    jump block3(v2)
+block3(v9: i64):
+    v10 = icmp lt v9, v6
+    brif v10, block4, block6
+block4:
+    v11 = iadd v9, v3
+    jump block3(v11)
+block6:
+    v12 = iadd v7, v3
+    jump block1(v12)
+block5:
+    return v7
+}
+",
+        &PIPELINE,
+    );
+    for name in ["aug", "nested"] {
+        let f = body(&after, name);
+        assert!(!f.contains("brif") && !f.contains("load"), "{f}");
+        assert_eq!(count(&f, "select"), 1, "{f}");
+    }
+    let id = after.get("aug").unwrap();
+    let out = Interpreter::new(&after)
+        .call(id, &[Val::Array(vec![1.0; 5])])
+        .unwrap();
+    assert_eq!(out.results, vec![Val::I64(4)]);
+}
+
+/// The exit value of a loop that runs no trip is its initial value.
+#[test]
+fn loopdel_exit_value_of_a_zero_trip_loop() {
+    let after = case(
+        "loopdel_zero_trip",
+        "function @count(lo: i64, hi: i64) -> i64 {
+block0(v0: i64, v1: i64):
+    v2 = iconst 8
+    v3 = irem v0, v2
+    v4 = irem v1, v2
+    v5 = iconst 1
+    jump block1(v3)
+block1(v6: i64):
+    v7 = icmp lt v6, v4
+    brif v7, block2, block3(v6)
+block2:
+    v8 = sitof v6
+    v9 = iadd v6, v5
+    jump block1(v9)
+block3(v10: i64):
+    return v10
+}
+",
+        &PIPELINE,
+    );
+    let f = body(&after, "count");
+    assert!(!f.contains("brif") && f.contains("select"), "{f}");
+    let id = after.get("count").unwrap();
+    for (lo, hi, exit) in [(5, 2, 5), (3, 3, 3), (-3, 4, 4), (-7, -2, -2)] {
+        let out = Interpreter::new(&after)
+            .call(id, &[Val::I64(lo), Val::I64(hi)])
+            .unwrap();
+        assert_eq!(out.results, vec![Val::I64(exit)], "{lo}..{hi}");
+    }
+}
+
+/// Loops that must stay: one whose load may be out of bounds (the trap
+/// must happen), one whose sum is read after it, one with a rule region
+/// inside (its blocks are the region's).
+#[test]
+fn loopdel_keeps_loops_with_traps_results_or_regions() {
+    let after = case(
+        "loopdel_kept",
+        "function @oob(x: arr) -> i64 {
+block0(v0: arr):
+    v1 = iconst 0
+    v2 = len v0
+    v3 = iconst 1
+    v4 = iadd v2, v3
+    jump block1(v1)
+block1(v5: i64):
+    v6 = icmp lt v5, v4
+    brif v6, block2, block3
+block2:
+    v7 = load v0, v5
+    v8 = iadd v5, v3
+    jump block1(v8)
+block3:
+    return v5
+}
+
+function @sum(x: arr) -> f64 {
+block0(v0: arr):
+    v1 = iconst 0
+    v2 = len v0
+    v3 = iconst 1
+    v4 = fconst 0.0
+    jump block1(v1, v4)
+block1(v5: i64, v6: f64):
+    v7 = icmp lt v5, v2
+    brif v7, block2, block3
+block2:
+    v8 = load v0, v5
+    v9 = fadd v6, v8
+    v10 = iadd v5, v3
+    jump block1(v10, v9)
+block3:
+    return v6
+}
+
+function @sq(x: f64) -> f64 {
+block0(v0: f64):
+    v1 = fmul v0, v0
+    return v1
+}
+
+function @region(x: arr) -> i64 {
+    region0: @sq(v7) -> (v8) blocks(block4)
+block0(v0: arr):
+    v1 = iconst 0
+    v2 = len v0
+    v3 = iconst 1
+    jump block1(v1)
+block1(v5: i64):
+    v6 = icmp lt v5, v2
+    brif v6, block2, block3
+block2:
+    v7 = load v0, v5
+    jump block4
+block4:
+    v8 = fmul v7, v7
+    jump block5
+block5:
+    v9 = iadd v5, v3
+    jump block1(v9)
+block3:
+    return v5
+}
+",
+        &PIPELINE,
+    );
+    for name in ["oob", "sum", "region"] {
+        let f = body(&after, name);
+        assert!(f.contains("brif") && f.contains("load"), "{name}: {f}");
+        assert!(!f.contains("select"), "{name}: {f}");
+    }
+    let id = after.get("oob").unwrap();
+    let out = Interpreter::new(&after).call(id, &[Val::Array(vec![1.0, 2.0])]);
+    assert!(
+        matches!(&out, Err(e) if matches!(e.kind, adze_ir::TrapKind::IndexOutOfBounds { index: 2, .. })),
+        "{out:?}"
+    );
+}
+
+/// Loops that may not terminate stay, although they have no effect and
+/// only their index is read after them: a `while` whose condition has
+/// nothing to do with the counter, and a counted loop whose step may be 0.
+/// (Compared on inputs where they terminate.)
+#[test]
+fn loopdel_keeps_loops_that_may_not_terminate() {
+    let text = "function @unrelated(c: bool, n: i64) -> i64 {
+block0(v0: bool, v1: i64):
+    v2 = iconst 0
+    v3 = iconst 1
+    jump block1(v2)
+block1(v4: i64):
+    brif v0, block2, block3
+block2:
+    v5 = iadd v4, v3
+    jump block1(v5)
+block3:
+    return v4
+}
+
+function @step(n: i64, s: i64) -> i64 {
+block0(v0: i64, v1: i64):
+    v2 = iconst 0
+    jump block1(v2)
+block1(v3: i64):
+    v4 = icmp lt v3, v0
+    brif v4, block2, block3
+block2:
+    v5 = iadd v3, v1
+    jump block1(v5)
+block3:
+    return v3
+}
+";
+    let before = parse(text);
+    let mut after = before.clone();
+    optimize_module(&mut after).unwrap();
+    check_well_formed(&after).unwrap_or_else(|e| panic!("{e}"));
+    for name in ["unrelated", "step"] {
+        let f = body(&after, name);
+        assert!(f.contains("brif") && !f.contains("select"), "{name}: {f}");
+    }
+    let cases = [
+        ("unrelated", vec![Val::Bool(false), Val::I64(3)]),
+        ("step", vec![Val::I64(7), Val::I64(2)]),
+        ("step", vec![Val::I64(-1), Val::I64(0)]),
+    ];
+    for (name, args) in cases {
+        let (b, a) = (before.get(name).unwrap(), after.get(name).unwrap());
+        let x = Interpreter::new(&before).call(b, &args);
+        let y = Interpreter::new(&after).call(a, &args);
+        assert!(same_outcome(&x, &y), "{name}({args:?}): {x:?} vs {y:?}");
+    }
 }
