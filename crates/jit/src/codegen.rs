@@ -145,19 +145,27 @@ pub(crate) fn translate_reserve_trampoline(
 enum Slot {
     Scalar(cl::Value),
     Array {
-        ptr: cl::Value,
+        ptr: Ptr,
         len: ArrayLen,
     },
-    /// An `f64` whose live range is split around calls (`crate::spill`):
-    /// read with `use_var`, saved in its stack slot before a call.
+    /// A scalar whose live range is split (`crate::spill`): read with
+    /// `use_var`, kept in its stack slot where the plan says.
+    Split(Variable, cl::StackSlot),
+}
+
+/// Where an array's pointer is.
+#[derive(Clone, Copy)]
+enum Ptr {
+    Value(cl::Value),
+    /// Split like a scalar (`crate::spill`).
     Split(Variable, cl::StackSlot),
 }
 
 /// Where an array's length is.
 #[derive(Clone, Copy)]
 enum ArrayLen {
-    /// In a value (a `zeros` array: its requested length).
-    Value(cl::Value),
+    /// The IR value of a `zeros` array's requested length.
+    Of(IrValue),
     /// In a stack slot, stored on entry (a parameter array). Hot loops
     /// read a parameter's length only in bounds checks the loop does not
     /// prove; kept in a register, the lengths of a function's parameter
@@ -166,13 +174,13 @@ enum ArrayLen {
     Slot(cl::StackSlot),
 }
 
-/// Where the current version of a split value is, within an IR block.
+/// Where the current version of a split value is, within an IR block:
+/// in a register (the variable's current SSA version), in its slot. A
+/// value not listed is in a register only (it was just defined).
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum SplitState {
-    /// In a register and in its slot (stored before a call, or reloaded).
-    Both,
-    /// Only in its slot: a call ran since it was stored.
-    SlotOnly,
+struct Location {
+    reg: bool,
+    slot: bool,
 }
 
 /// The type byte of a tape entry, checked by `pop`.
@@ -247,9 +255,8 @@ struct Translator<'a, 'b> {
     mismatch: Option<(cl::Block, i64)>,
     /// The `f64` values live across calls (`crate::spill`).
     spill: crate::spill::SpillPlan,
-    /// The state of the split values touched in the current IR block (a
-    /// value not listed is in a register, and maybe not in its slot).
-    split_state: HashMap<IrValue, SplitState>,
+    /// The location of the split values in the current IR block.
+    split_state: HashMap<IrValue, Location>,
 }
 
 /// Can `data` run between two `push`es or `pop`s of one inline group? Only
@@ -419,23 +426,15 @@ pub(crate) fn translate_function(
     // Map the entry block's parameters.
     let mut k = 1;
     for &v in func.params() {
-        let slot = if func.dfg.value_type(v) == Type::Array {
+        if func.dfg.value_type(v) == Type::Array {
             let ss =
                 t.b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
             t.b.ins().stack_store(env.ptr, params[k + 1], ss, 0);
-            let s = Slot::Array {
-                ptr: params[k],
-                len: ArrayLen::Slot(ss),
-            };
+            t.set_array(v, params[k], ArrayLen::Slot(ss));
             k += 2;
-            s
         } else {
+            t.set_scalar(v, params[k]);
             k += 1;
-            Slot::Scalar(params[k - 1])
-        };
-        match slot {
-            Slot::Scalar(x) => t.set_scalar(v, x),
-            _ => t.vals[v.index()] = Some(slot),
         }
     }
 
@@ -451,12 +450,22 @@ pub(crate) fn translate_function(
             if !t.spill.is_split(p) {
                 t.vals[p.index()] = Some(Slot::Scalar(cv));
             }
+            // Split parameters are defined when their block is entered.
         }
         t.blocks.insert(blk, cb);
     }
 
     for (n, &blk) in order.iter().enumerate() {
         t.split_state.clear();
+        for &(v, reg, slot) in t.spill.entry.get(&blk).into_iter().flatten() {
+            if !reg && !slot {
+                return Err(JitError::Codegen {
+                    func: func.name.clone(),
+                    message: format!("the spill plan lost {v} on entry to {blk}"),
+                });
+            }
+            t.split_state.insert(v, Location { reg, slot });
+        }
         if n > 0 {
             let cb = t.blocks[&blk];
             t.b.switch_to_block(cb);
@@ -480,17 +489,36 @@ pub(crate) fn translate_function(
         t.plan_tape_groups(blk);
         for &inst in func.layout.block_insts(blk) {
             if func.dfg.inst(inst).opcode().is_terminator() {
-                t.reload_live_out(blk)?;
+                if let Some(list) = t.spill.store_at_end.get(&blk).cloned() {
+                    t.save(&list, false)?;
+                }
+                for v in t
+                    .spill
+                    .reload_at_end
+                    .get(&blk)
+                    .cloned()
+                    .into_iter()
+                    .flatten()
+                {
+                    t.reload(v)?;
+                }
+                if let Some(list) = t.spill.park.get(&blk).cloned() {
+                    t.save(&list, true)?;
+                }
             }
             let across = t.spill.cross.get(&inst).cloned();
             if let Some(across) = &across {
-                t.save_across(across)?;
+                t.save(across, false)?;
             }
             t.inst(inst)?;
-            if let Some(across) = across {
-                for v in across {
-                    t.split_state.insert(v, SplitState::SlotOnly);
-                }
+            for v in across.into_iter().flatten() {
+                t.split_state.insert(
+                    v,
+                    Location {
+                        reg: false,
+                        slot: true,
+                    },
+                );
             }
         }
         if !func
@@ -599,69 +627,112 @@ impl Translator<'_, '_> {
     fn scalar(&mut self, v: IrValue) -> Result<cl::Value, JitError> {
         match self.slot(v)? {
             Slot::Scalar(x) => Ok(x),
-            Slot::Split(var, ss) => {
-                if self.split_state.get(&v) == Some(&SplitState::SlotOnly) {
-                    let x = self.b.ins().stack_load(self.env.ptr, cl::types::F64, ss, 0);
-                    self.b.def_var(var, x);
-                    self.split_state.insert(v, SplitState::Both);
-                }
-                Ok(self.b.use_var(var))
-            }
+            Slot::Split(var, ss) => Ok(self.read_split(v, var, ss)),
             Slot::Array { .. } => Err(self.err(format!("{v} is an array, a scalar was expected"))),
         }
     }
 
+    /// The current version of the split value `v`, reloaded from its slot
+    /// when it is not in a register.
+    fn read_split(&mut self, v: IrValue, var: Variable, ss: cl::StackSlot) -> cl::Value {
+        let at = self.split_state.get(&v).copied().unwrap_or(Location {
+            reg: true,
+            slot: false,
+        });
+        if !at.reg {
+            let ty = scalar_type(self.func.dfg.value_type(v)).unwrap_or(self.env.ptr);
+            let x = self.b.ins().stack_load(self.env.ptr, ty, ss, 0);
+            self.b.def_var(var, x);
+            self.split_state.insert(
+                v,
+                Location {
+                    reg: true,
+                    slot: true,
+                },
+            );
+        }
+        self.b.use_var(var)
+    }
+
+    /// A variable and a slot for the split value `v`, made at its first
+    /// definition.
+    fn split_home(&mut self, v: IrValue, ty: cl::Type) -> (Variable, cl::StackSlot) {
+        match self.vals[v.index()] {
+            Some(Slot::Split(var, ss))
+            | Some(Slot::Array {
+                ptr: Ptr::Split(var, ss),
+                ..
+            }) => (var, ss),
+            _ => {
+                let var = self.b.declare_var(ty);
+                let ss = self.b.create_sized_stack_slot(StackSlotData::new(
+                    StackSlotKind::ExplicitSlot,
+                    8,
+                    3,
+                ));
+                (var, ss)
+            }
+        }
+    }
+
     /// Defines the scalar value `v` as `x`: directly, or as a new version
-    /// of its variable when `v` is split around calls.
+    /// of its variable when `v` is split.
     fn set_scalar(&mut self, v: IrValue, x: cl::Value) {
         if self.spill.is_split(v) {
-            let (var, ss) = match self.vals[v.index()] {
-                Some(Slot::Split(var, ss)) => (var, ss),
-                _ => {
-                    let var = self.b.declare_var(cl::types::F64);
-                    let ss = self.b.create_sized_stack_slot(StackSlotData::new(
-                        StackSlotKind::ExplicitSlot,
-                        8,
-                        3,
-                    ));
-                    (var, ss)
-                }
-            };
+            let ty = self.b.func.dfg.value_type(x);
+            let (var, ss) = self.split_home(v, ty);
             self.b.def_var(var, x);
+            self.split_state.remove(&v);
             self.vals[v.index()] = Some(Slot::Split(var, ss));
         } else {
             self.vals[v.index()] = Some(Slot::Scalar(x));
         }
     }
 
-    /// Before a call: stores each value live across it to its slot, unless
-    /// the slot already holds its current version.
-    fn save_across(&mut self, across: &[IrValue]) -> Result<(), JitError> {
-        for &v in across {
-            if self.split_state.contains_key(&v) {
-                continue;
-            }
-            let Some(Slot::Split(_, ss)) = self.vals[v.index()] else {
-                return Err(self.err(format!("{v} is live across a call but not split")));
-            };
-            let x = self.scalar(v)?;
-            self.b.ins().stack_store(self.env.ptr, x, ss, 0);
-            self.split_state.insert(v, SplitState::Both);
-        }
-        Ok(())
+    /// Defines the array value `v` with pointer `ptr`.
+    fn set_array(&mut self, v: IrValue, ptr: cl::Value, len: ArrayLen) {
+        let ptr = if self.spill.is_split(v) {
+            let (var, ss) = self.split_home(v, self.env.ptr);
+            self.b.def_var(var, ptr);
+            self.split_state.remove(&v);
+            Ptr::Split(var, ss)
+        } else {
+            Ptr::Value(ptr)
+        };
+        self.vals[v.index()] = Some(Slot::Array { ptr, len });
     }
 
-    /// Before the terminator of `blk`: reloads the split values that a call
-    /// left only in their slots and that later blocks read, so that the
-    /// version before the call is not live across it.
-    fn reload_live_out(&mut self, blk: IrBlock) -> Result<(), JitError> {
-        let Some(out) = self.spill.live_out.get(&blk) else {
-            return Ok(());
-        };
-        for v in out.clone() {
-            if self.split_state.get(&v) == Some(&SplitState::SlotOnly) {
-                self.scalar(v)?;
+    /// Puts the split value `v` in a register (reloading it if needed).
+    fn reload(&mut self, v: IrValue) -> Result<(), JitError> {
+        match self.slot(v)? {
+            Slot::Array { .. } => self.array_ptr(v).map(|_| ()),
+            _ => self.scalar(v).map(|_| ()),
+        }
+    }
+
+    /// Puts each value of `list` in its slot (unless it is there already);
+    /// with `drop`, it then leaves its register (a call clobbers it, or a
+    /// loop it is not used in wants the register).
+    fn save(&mut self, list: &[IrValue], drop: bool) -> Result<(), JitError> {
+        for &v in list {
+            let (var, ss) = match self.vals[v.index()] {
+                Some(Slot::Split(var, ss))
+                | Some(Slot::Array {
+                    ptr: Ptr::Split(var, ss),
+                    ..
+                }) => (var, ss),
+                _ => return Err(self.err(format!("{v} is to be saved but is not split"))),
+            };
+            let at = self.split_state.get(&v).copied().unwrap_or(Location {
+                reg: true,
+                slot: false,
+            });
+            if !at.slot {
+                let x = self.read_split(v, var, ss);
+                self.b.ins().stack_store(self.env.ptr, x, ss, 0);
             }
+            let reg = !drop && (at.reg || !at.slot);
+            self.split_state.insert(v, Location { reg, slot: true });
         }
         Ok(())
     }
@@ -671,9 +742,16 @@ impl Translator<'_, '_> {
         Ok((ptr, self.array_len(v)?))
     }
 
-    fn array_ptr(&self, v: IrValue) -> Result<cl::Value, JitError> {
+    fn array_ptr(&mut self, v: IrValue) -> Result<cl::Value, JitError> {
         match self.slot(v)? {
-            Slot::Array { ptr, .. } => Ok(ptr),
+            Slot::Array {
+                ptr: Ptr::Value(ptr),
+                ..
+            } => Ok(ptr),
+            Slot::Array {
+                ptr: Ptr::Split(var, ss),
+                ..
+            } => Ok(self.read_split(v, var, ss)),
             Slot::Scalar(_) | Slot::Split(..) => {
                 Err(self.err(format!("{v} is a scalar, an array was expected")))
             }
@@ -683,9 +761,9 @@ impl Translator<'_, '_> {
     fn array_len(&mut self, v: IrValue) -> Result<cl::Value, JitError> {
         match self.slot(v)? {
             Slot::Array {
-                len: ArrayLen::Value(len),
+                len: ArrayLen::Of(n),
                 ..
-            } => Ok(len),
+            } => self.scalar(n),
             Slot::Array {
                 len: ArrayLen::Slot(ss),
                 ..
@@ -1043,10 +1121,7 @@ impl Translator<'_, '_> {
                 let c = self.b.ins().call(alloc, &[self.ctx, n, slot]);
                 let ptr = self.b.inst_results(c)[0];
                 let r = self.func.dfg.first_result(inst);
-                self.vals[r.index()] = Some(Slot::Array {
-                    ptr,
-                    len: ArrayLen::Value(n),
-                });
+                self.set_array(r, ptr, ArrayLen::Of(*len));
             }
             InstData::Push { tape, arg } => self.push(inst, *tape, *arg)?,
             InstData::Pop { tape, .. } => {

@@ -1,53 +1,89 @@
-//! Live ranges of `f64` values split around calls.
+//! Live ranges split around calls and around loops that do not use them.
 //!
-//! The System V ABI preserves no vector register across a call, so an `f64`
-//! that is live across a call (an out-of-line intrinsic such as `exp` or
-//! `cos`, a call to generated code, the allocation of `zeros`) lives in
-//! memory while the call runs. Cranelift's register allocator (regalloc2)
-//! does not always split such a value's live range at the call: on the
-//! seed's forward derivative it kept the loop's two running sums in stack
-//! slots for the whole loop — a store and a load on the latency chain of
-//! every iteration — because after the loop they are live across `cos` and
-//! `sin`:
+//! Cranelift's register allocator (regalloc2) does not always split a long
+//! live range where it should, and then spills inside a hot loop. Two cases
+//! measured here:
 //!
-//! ```text
-//! block4(v7: i64, v8: f64, v9: f64):     ; the loop carries the sums v8, v9
-//!     ...
-//! block8(v12: f64, v13: f64):            ; after the loop
-//!     v31 = cos v12                      ; v12, v13 live across this call
-//!     v32 = sin v12                      ; v13 live across this one
-//! ```
+//! - **Calls.** The System V ABI preserves no vector register across a
+//!   call, so an `f64` live across a call (an out-of-line intrinsic such as
+//!   `exp`, a call to generated code, `zeros`' allocation) is in memory
+//!   while it runs. On the seed's forward derivative regalloc2 kept the
+//!   loop's two running sums in stack slots for the whole loop, because
+//!   *after* the loop they are live across `cos` and `sin`:
 //!
-//! So the translator splits these live ranges itself ([`plan`] says where):
-//! a value live across a call becomes a Cranelift `Variable` with its own
-//! 8-byte stack slot; before the call its current version is stored to the
-//! slot (unless the slot already holds it), and its next use after the call
-//! — or the end of the block, if it is live out — reloads it as a new SSA
-//! version. The value's register live range now ends at the store, and
-//! Cranelift's SSA builder joins the versions at control-flow merges. The
-//! memory traffic is what the allocator would have had to do for the call
-//! anyway; what goes away is the traffic where there is no call.
+//!   ```text
+//!   block4(v7: i64, v8: f64, v9: f64):     ; the loop carries v8, v9
+//!       ...
+//!   block8(v12: f64, v13: f64):            ; after the loop
+//!       v31 = cos v12                      ; v12, v13 live across this call
+//!       v32 = sin v12
+//!   ```
 //!
-//! Integer values are left to the allocator: six general-purpose registers
-//! are callee-saved.
+//! - **Loops under pressure.** GMM's primal has about twenty integer values
+//!   (array pointers, sizes, counters) live through its innermost loop,
+//!   which uses seven of them; regalloc2 spilled and reloaded the loop's own
+//!   operands every iteration. A value live through a loop that is not used
+//!   in it is now *parked* on the loop's entry edges (stored, its register
+//!   given up) when the loop's header has more values live in than
+//!   registers, and reloaded at its next use after the loop.
+//!
+//! A split value is a Cranelift `Variable` with its own 8-byte stack slot.
+//! Its *location* at each point is a pair: in a register (the variable's
+//! current SSA version holds it) and in its slot. A call it is live across
+//! and a park store it (unless the slot holds it) and drop the register; a
+//! use reloads it when it is not in a register; a definition puts it in a
+//! register only. Cranelift's SSA builder joins versions at merges. The
+//! [`plan`] computes, by a forward data flow over the blocks, each split
+//! value's location on entry to each block (in a register only if it is on
+//! every incoming edge, in its slot likewise), and where a merge would find
+//! it in neither, it has the edges that have it only in a register store it
+//! ([`SpillPlan::store_at_end`]). Every version of a value holds the same
+//! bits, so the plan decides only where the value lives, never what it is.
+//!
+//! Integer values are split around loops only: six general-purpose
+//! registers are callee-saved, so regalloc2 keeps integers across calls.
 
+use adze_ir::cfg::DominatorTree;
 use adze_ir::{Block, Function, Inst, InstData, Type, Value, ValueDef};
 use cranelift_codegen::entity::EntityRef;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Above this many block × value bits the liveness sets are not computed
 /// and nothing is split (the allocator copes alone, as before).
 const MAX_BITS: usize = 1 << 26;
 
-/// Where to split `f64` live ranges around calls.
+/// Values live into a loop header, above which its unused ones are parked:
+/// general registers (15 on x86-64, less the frame pointer and a few for
+/// the loop's own temporaries) and vector registers (16).
+const GPR_BUDGET: usize = 11;
+const XMM_BUDGET: usize = 13;
+
+/// General registers a call preserves (System V: rbx, r12–r15; rbp is the
+/// frame pointer). Up to this many integer values can stay in registers
+/// across a call; when more are live across one, all of them are split
+/// there, so that none stays in a stack slot through the loops around it.
+const CALLEE_SAVED: usize = 5;
+
+/// Where to split live ranges, and where each split value is on entry to
+/// each block.
 #[derive(Default)]
 pub(crate) struct SpillPlan {
-    /// For each call, the `f64` values live across it (live after it and
-    /// not defined by it).
+    /// For each call, the `f64` values live across it.
     pub cross: HashMap<Inst, Vec<Value>>,
-    /// For each block, the split values live out of it.
-    pub live_out: HashMap<Block, Vec<Value>>,
-    /// Is the value split (live across some call)? Indexed by value number.
+    /// Before the terminator of a block that enters a loop: values to store
+    /// (unless their slot holds them) and drop from registers.
+    pub park: HashMap<Block, Vec<Value>>,
+    /// Before the terminator of a block: values to store (unless their slot
+    /// holds them), keeping their register, because a successor needs them
+    /// in their slot.
+    pub store_at_end: HashMap<Block, Vec<Value>>,
+    /// Before the terminator of a block that enters a loop: values the loop
+    /// uses, reloaded here rather than on every iteration.
+    pub reload_at_end: HashMap<Block, Vec<Value>>,
+    /// For each block, the split values live into it and their location
+    /// on entry: (value, in a register, in its slot).
+    pub entry: HashMap<Block, Vec<(Value, bool, bool)>>,
+    /// Is the value split? Indexed by value number.
     pub split: Vec<bool>,
 }
 
@@ -65,74 +101,66 @@ fn def_block(func: &Function, v: Value) -> Option<Block> {
     }
 }
 
-/// Computes the `f64` values live across each call of `func`, over the
-/// blocks of `order` (reverse postorder; unreachable blocks are not
-/// translated and take no part). `is_call` says which instructions call out.
+/// Which register file a value lives in, if it is one the plan splits.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum File {
+    Gpr,
+    Xmm,
+}
+
+fn file(func: &Function, v: Value) -> Option<File> {
+    match func.dfg.value_type(v) {
+        Type::F64 => Some(File::Xmm),
+        Type::I64 | Type::Array => Some(File::Gpr),
+        Type::Bool => None,
+    }
+}
+
+/// A fixed-width bit set per block.
+struct Sets {
+    words: usize,
+    bits: Vec<u64>,
+}
+
+impl Sets {
+    fn new(blocks: usize, n: usize, fill: bool) -> Sets {
+        let words = n.div_ceil(64);
+        Sets {
+            words,
+            bits: vec![if fill { !0 } else { 0 }; words * blocks],
+        }
+    }
+    fn row(&self, k: usize) -> &[u64] {
+        &self.bits[k * self.words..(k + 1) * self.words]
+    }
+    fn row_mut(&mut self, k: usize) -> &mut [u64] {
+        &mut self.bits[k * self.words..(k + 1) * self.words]
+    }
+    fn has(&self, k: usize, g: usize) -> bool {
+        self.bits[k * self.words + g / 64] >> (g % 64) & 1 == 1
+    }
+    fn set(&mut self, k: usize, g: usize, on: bool) {
+        let w = &mut self.bits[k * self.words + g / 64];
+        if on {
+            *w |= 1 << (g % 64);
+        } else {
+            *w &= !(1 << (g % 64));
+        }
+    }
+}
+
+/// Computes the plan for `func` over the blocks of `order` (reverse
+/// postorder; unreachable blocks are not translated and take no part).
+/// `is_call` says which instructions call out.
 pub(crate) fn plan(
     func: &Function,
     order: &[Block],
     is_call: impl Fn(&InstData) -> bool,
 ) -> SpillPlan {
     let insts = |b: Block| func.layout.block_insts(b);
-    let has_call = order
-        .iter()
-        .any(|&b| insts(b).iter().any(|&i| is_call(func.dfg.inst(i))));
-    if !has_call {
-        return SpillPlan::default();
-    }
     let nvals = func.dfg.num_values();
-    let is_f64 = |v: Value| func.dfg.value_type(v) == Type::F64;
-
-    // The f64 values used outside the block that defines them: only these
-    // need block-level liveness sets.
-    let mut gidx = vec![u32::MAX; nvals];
-    let mut globals: Vec<Value> = Vec::new();
-    for &b in order {
-        for &i in insts(b) {
-            func.dfg.inst(i).for_each_use(|v| {
-                if is_f64(v) && gidx[v.index()] == u32::MAX && def_block(func, v) != Some(b) {
-                    gidx[v.index()] = globals.len() as u32;
-                    globals.push(v);
-                }
-            });
-        }
-    }
-    let words = globals.len().div_ceil(64);
-    if words * 64 * order.len() > MAX_BITS {
-        return SpillPlan::default();
-    }
-
-    // Upward-exposed uses (gen) and definitions (kill) per block.
+    let nb = order.len();
     let pos: HashMap<Block, usize> = order.iter().enumerate().map(|(k, &b)| (b, k)).collect();
-    let mut gen = vec![0u64; words * order.len()];
-    let mut kill = vec![0u64; words * order.len()];
-    let set =
-        |bits: &mut [u64], k: usize, g: u32| bits[k * words + g as usize / 64] |= 1 << (g % 64);
-    let has =
-        |bits: &[u64], k: usize, g: u32| bits[k * words + g as usize / 64] >> (g % 64) & 1 == 1;
-    for (k, &b) in order.iter().enumerate() {
-        for &p in func.dfg.block_params(b) {
-            if let Some(&g) = gidx.get(p.index()).filter(|&&g| g != u32::MAX) {
-                set(&mut kill, k, g);
-            }
-        }
-        for &i in insts(b) {
-            func.dfg.inst(i).for_each_use(|v| {
-                let g = gidx[v.index()];
-                if g != u32::MAX && !has(&kill, k, g) {
-                    set(&mut gen, k, g);
-                }
-            });
-            for &r in func.dfg.inst_results(i) {
-                let g = gidx[r.index()];
-                if g != u32::MAX {
-                    set(&mut kill, k, g);
-                }
-            }
-        }
-    }
-
-    // live_out(b) = ∪ live_in(s); live_in(b) = gen(b) ∪ (live_out(b) − kill(b)).
     let succs: Vec<Vec<usize>> = order
         .iter()
         .map(|&b| {
@@ -142,77 +170,444 @@ pub(crate) fn plan(
                 .collect()
         })
         .collect();
-    let mut live_in = gen.clone();
-    let mut live_out = vec![0u64; words * order.len()];
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); nb];
+    for (k, ss) in succs.iter().enumerate() {
+        for &s in ss {
+            if !preds[s].contains(&k) {
+                preds[s].push(k);
+            }
+        }
+    }
+    let has_call = order
+        .iter()
+        .any(|&b| insts(b).iter().any(|&i| is_call(func.dfg.inst(i))));
+    let has_loop = succs
+        .iter()
+        .enumerate()
+        .any(|(k, ss)| ss.iter().any(|&s| s <= k));
+    if !has_call && !has_loop {
+        return SpillPlan::default();
+    }
+
+    // The splittable values used outside the block that defines them: only
+    // these need block-level liveness sets.
+    let mut gidx = vec![usize::MAX; nvals];
+    let mut globals: Vec<Value> = Vec::new();
+    for &b in order {
+        for &i in insts(b) {
+            func.dfg.inst(i).for_each_use(|v| {
+                if file(func, v).is_some()
+                    && gidx[v.index()] == usize::MAX
+                    && def_block(func, v) != Some(b)
+                {
+                    gidx[v.index()] = globals.len();
+                    globals.push(v);
+                }
+            });
+        }
+    }
+    if globals.len().div_ceil(64) * 64 * nb > MAX_BITS {
+        return SpillPlan::default();
+    }
+
+    // Liveness of the globals: gen (upward-exposed uses) and kill (defs).
+    let ng = globals.len();
+    let mut gen = Sets::new(nb, ng, false);
+    let mut kill = Sets::new(nb, ng, false);
+    for (k, &b) in order.iter().enumerate() {
+        for &p in func.dfg.block_params(b) {
+            if gidx[p.index()] != usize::MAX {
+                kill.set(k, gidx[p.index()], true);
+            }
+        }
+        for &i in insts(b) {
+            func.dfg.inst(i).for_each_use(|v| {
+                let g = gidx[v.index()];
+                if g != usize::MAX && !kill.has(k, g) {
+                    gen.set(k, g, true);
+                }
+            });
+            for &r in func.dfg.inst_results(i) {
+                if gidx[r.index()] != usize::MAX {
+                    kill.set(k, gidx[r.index()], true);
+                }
+            }
+        }
+    }
+    let mut live_in = Sets::new(nb, ng, false);
+    live_in.bits.clone_from(&gen.bits);
+    let mut live_out = Sets::new(nb, ng, false);
+    let words = live_in.words;
     let mut changed = true;
     while changed {
         changed = false;
-        for k in (0..order.len()).rev() {
+        for k in (0..nb).rev() {
             for w in 0..words {
                 let out = succs[k]
                     .iter()
-                    .fold(0u64, |acc, &s| acc | live_in[s * words + w]);
-                live_out[k * words + w] = out;
-                let inn = gen[k * words + w] | (out & !kill[k * words + w]);
-                if inn != live_in[k * words + w] {
-                    live_in[k * words + w] = inn;
+                    .fold(0u64, |acc, &s| acc | live_in.row(s)[w]);
+                live_out.row_mut(k)[w] = out;
+                let inn = gen.row(k)[w] | (out & !kill.row(k)[w]);
+                if inn != live_in.row(k)[w] {
+                    live_in.row_mut(k)[w] = inn;
                     changed = true;
                 }
             }
         }
     }
 
-    // A backward scan of each block finds what is live across each call.
     let mut plan = SpillPlan {
         split: vec![false; nvals],
         ..SpillPlan::default()
     };
-    let mut live = vec![false; nvals];
-    let mut list: Vec<Value> = Vec::new();
-    for (k, &b) in order.iter().enumerate() {
-        for v in list.drain(..) {
-            live[v.index()] = false;
-        }
-        for g in ones(&live_out[k * words..(k + 1) * words]) {
-            let v = globals[g];
-            live[v.index()] = true;
-            list.push(v);
-        }
-        for &i in insts(b).iter().rev() {
-            for &r in func.dfg.inst_results(i) {
-                live[r.index()] = false;
+
+    // Calls: a backward scan of each block finds the f64 values live
+    // across each call.
+    if has_call {
+        let mut live = vec![false; nvals];
+        let mut list: Vec<Value> = Vec::new();
+        for (k, &b) in order.iter().enumerate() {
+            for v in list.drain(..) {
+                live[v.index()] = false;
             }
-            let data = func.dfg.inst(i);
-            if is_call(data) {
-                let across: Vec<Value> = list.iter().copied().filter(|v| live[v.index()]).collect();
-                if !across.is_empty() {
-                    for &v in &across {
-                        plan.split[v.index()] = true;
+            for g in ones(live_out.row(k)) {
+                let v = globals[g];
+                live[v.index()] = true;
+                list.push(v);
+            }
+            for &i in insts(b).iter().rev() {
+                for &r in func.dfg.inst_results(i) {
+                    live[r.index()] = false;
+                }
+                let data = func.dfg.inst(i);
+                if is_call(data) {
+                    let live_across = list.iter().copied().filter(|v| live[v.index()]);
+                    let gprs = live_across
+                        .clone()
+                        .filter(|&v| file(func, v) == Some(File::Gpr))
+                        .count();
+                    let across: Vec<Value> = live_across
+                        .filter(|&v| file(func, v) == Some(File::Xmm) || gprs > CALLEE_SAVED)
+                        .collect();
+                    if !across.is_empty() {
+                        for &v in &across {
+                            plan.split[v.index()] = true;
+                        }
+                        plan.cross.insert(i, across);
                     }
-                    plan.cross.insert(i, across);
+                }
+                data.for_each_use(|v| {
+                    if file(func, v).is_some() && !live[v.index()] {
+                        live[v.index()] = true;
+                        list.push(v);
+                    }
+                });
+            }
+            list.retain(|v| live[v.index()]);
+        }
+    }
+
+    // Loops: natural loops of the back edges (a successor that dominates
+    // its predecessor): (header, body, values used in the body).
+    let mut loops: Vec<(usize, HashSet<usize>, HashSet<Value>)> = Vec::new();
+    if has_loop {
+        let doms = DominatorTree::new(order, |b| {
+            preds[pos[&b]].iter().map(|&p| order[p]).collect::<Vec<_>>()
+        });
+        let mut bodies: HashMap<usize, HashSet<usize>> = HashMap::new();
+        for (k, ss) in succs.iter().enumerate() {
+            for &h in ss {
+                if doms.dominates(order[h], order[k]) {
+                    let body = bodies.entry(h).or_insert_with(|| HashSet::from([h]));
+                    let mut work = vec![k];
+                    while let Some(x) = work.pop() {
+                        if body.insert(x) {
+                            work.extend(preds[x].iter().copied());
+                        }
+                    }
                 }
             }
-            data.for_each_use(|v| {
-                if is_f64(v) && !live[v.index()] {
-                    live[v.index()] = true;
-                    list.push(v);
+        }
+        let mut headers: Vec<usize> = bodies.keys().copied().collect();
+        headers.sort_unstable();
+        for h in headers {
+            let body = &bodies[&h];
+            let mut used: HashSet<Value> = HashSet::new();
+            for &x in body {
+                for &i in insts(order[x]) {
+                    func.dfg.inst(i).for_each_use(|v| {
+                        used.insert(v);
+                    });
                 }
-            });
+            }
+            loops.push((h, body.clone(), used.clone()));
+            for file_kind in [File::Gpr, File::Xmm] {
+                let live: Vec<Value> = ones(live_in.row(h))
+                    .map(|g| globals[g])
+                    .filter(|&v| file(func, v) == Some(file_kind))
+                    .collect();
+                let params = func
+                    .dfg
+                    .block_params(order[h])
+                    .iter()
+                    .filter(|&&p| file(func, p) == Some(file_kind))
+                    .count();
+                let budget = match file_kind {
+                    File::Gpr => GPR_BUDGET,
+                    File::Xmm => XMM_BUDGET,
+                };
+                if live.len() + params <= budget {
+                    continue;
+                }
+                let through: Vec<Value> = live.into_iter().filter(|v| !used.contains(v)).collect();
+                for &p in preds[h].iter().filter(|p| !body.contains(p)) {
+                    let pb = order[p];
+                    let mut term_uses = Vec::new();
+                    if let Some(t) = func.layout.last_inst(pb) {
+                        func.dfg.inst(t).for_each_use(|v| term_uses.push(v));
+                    }
+                    let parked = plan.park.entry(pb).or_default();
+                    for &v in &through {
+                        if !term_uses.contains(&v) && !parked.contains(&v) {
+                            parked.push(v);
+                            plan.split[v.index()] = true;
+                        }
+                    }
+                }
+            }
         }
-        // `list` may hold values no longer live (their definitions were
-        // passed); they are skipped by the `live` check and cleared above.
-        list.retain(|v| live[v.index()]);
     }
-    for (k, &b) in order.iter().enumerate() {
-        let out: Vec<Value> = ones(&live_out[k * words..(k + 1) * words])
-            .map(|g| globals[g])
-            .filter(|v| plan.split[v.index()])
-            .collect();
-        if !out.is_empty() {
-            plan.live_out.insert(b, out);
-        }
+
+    // Where each split value is on entry to each block.
+    let splits: Vec<usize> = (0..ng)
+        .filter(|&g| plan.split[globals[g].index()])
+        .collect();
+    if splits.is_empty() {
+        return plan;
     }
+    let shape = Shape {
+        func,
+        order,
+        preds: &preds,
+        globals: &globals,
+        gidx: &gidx,
+        live_in: &live_in,
+        loops: &loops,
+    };
+    locate(&shape, &mut plan);
     plan
+}
+
+/// What [`locate`] works on: the function, its blocks (reverse postorder)
+/// and their predecessors (as positions in it), the values with block-level
+/// liveness (`globals`, numbered by `gidx`), their liveness on entry to each
+/// block, and the loops (header, body, values used in the body).
+struct Shape<'a> {
+    func: &'a Function,
+    order: &'a [Block],
+    preds: &'a [Vec<usize>],
+    globals: &'a [Value],
+    gidx: &'a [usize],
+    live_in: &'a Sets,
+    loops: &'a [(usize, HashSet<usize>, HashSet<Value>)],
+}
+
+/// Location events within one block, in order, for the forward data flow.
+#[derive(Clone, Copy)]
+enum Event {
+    /// A use: reloaded into a register if it is not in one.
+    Use,
+    /// A definition: in a register, not in its slot.
+    Def,
+    /// A call or a park: stored (if needed), not in a register.
+    Drop,
+    /// A store at the end of the block: in its slot as well.
+    Store,
+}
+
+/// The forward data flow of locations (see the module documentation), and
+/// the stores that merges need.
+fn locate(shape: &Shape<'_>, plan: &mut SpillPlan) {
+    let Shape {
+        func,
+        order,
+        preds,
+        globals,
+        gidx,
+        live_in,
+        loops,
+    } = *shape;
+    let nb = order.len();
+    let ng = globals.len();
+    // The values a loop drops (a call in it, or a park for an inner loop):
+    // those are reloaded inside it anyway.
+    let dropped: Vec<HashSet<Value>> = loops
+        .iter()
+        .map(|(_, body, _)| {
+            let mut set = HashSet::new();
+            for &x in body {
+                let b = order[x];
+                for &i in func.layout.block_insts(b) {
+                    set.extend(plan.cross.get(&i).into_iter().flatten().copied());
+                }
+                set.extend(plan.park.get(&b).into_iter().flatten().copied());
+            }
+            set
+        })
+        .collect();
+    loop {
+        // Per block, the split globals' last event for each of the two
+        // bits, as a mask (the block sets the bit) and the value it sets:
+        // out = (in & !mask) | value.
+        let mut reg_mask = Sets::new(nb, ng, false);
+        let mut reg_val = Sets::new(nb, ng, false);
+        let mut slot_mask = Sets::new(nb, ng, false);
+        let mut slot_val = Sets::new(nb, ng, false);
+        for (k, &b) in order.iter().enumerate() {
+            let mut note = |v: Value, e: Event| {
+                let g = gidx[v.index()];
+                if g == usize::MAX || !plan.split[v.index()] {
+                    return;
+                }
+                let (reg, slot) = match e {
+                    Event::Use => (Some(true), None),
+                    Event::Def => (Some(true), Some(false)),
+                    Event::Drop => (Some(false), Some(true)),
+                    Event::Store => (None, Some(true)),
+                };
+                if let Some(r) = reg {
+                    reg_mask.set(k, g, true);
+                    reg_val.set(k, g, r);
+                }
+                if let Some(x) = slot {
+                    slot_mask.set(k, g, true);
+                    slot_val.set(k, g, x);
+                }
+            };
+            for &p in func.dfg.block_params(b) {
+                note(p, Event::Def);
+            }
+            let body = func.layout.block_insts(b);
+            let (term, rest) = match body.split_last() {
+                Some((t, r)) if func.dfg.inst(*t).opcode().is_terminator() => (Some(*t), r),
+                _ => (None, body),
+            };
+            for &i in rest {
+                func.dfg.inst(i).for_each_use(|v| note(v, Event::Use));
+                if let Some(c) = plan.cross.get(&i) {
+                    for &v in c {
+                        note(v, Event::Drop);
+                    }
+                }
+                for &r in func.dfg.inst_results(i) {
+                    note(r, Event::Def);
+                }
+            }
+            for &v in plan.store_at_end.get(&b).into_iter().flatten() {
+                note(v, Event::Store);
+            }
+            for &v in plan.reload_at_end.get(&b).into_iter().flatten() {
+                note(v, Event::Use);
+            }
+            for &v in plan.park.get(&b).into_iter().flatten() {
+                note(v, Event::Drop);
+            }
+            if let Some(t) = term {
+                func.dfg.inst(t).for_each_use(|v| note(v, Event::Use));
+            }
+        }
+
+        // Greatest fixed point: on entry, a bit holds if it holds at the
+        // end of every predecessor.
+        let mut reg_in = Sets::new(nb, ng, true);
+        let mut slot_in = Sets::new(nb, ng, true);
+        for w in reg_in.row_mut(0).iter_mut().chain(slot_in.row_mut(0)) {
+            *w = 0;
+        }
+        let words = reg_in.words;
+        let word_out = |inn: &Sets, mask: &Sets, val: &Sets, k: usize, w: usize| {
+            (inn.row(k)[w] & !mask.row(k)[w]) | val.row(k)[w]
+        };
+        let mut changed = true;
+        while changed {
+            changed = false;
+            for (k, pk) in preds.iter().enumerate().skip(1) {
+                for w in 0..words {
+                    let (mut r, mut s) = (!0u64, !0u64);
+                    for &p in pk {
+                        r &= word_out(&reg_in, &reg_mask, &reg_val, p, w);
+                        s &= word_out(&slot_in, &slot_mask, &slot_val, p, w);
+                    }
+                    if r != reg_in.row(k)[w] || s != slot_in.row(k)[w] {
+                        reg_in.row_mut(k)[w] = r;
+                        slot_in.row_mut(k)[w] = s;
+                        changed = true;
+                    }
+                }
+            }
+        }
+        let out_reg = |p: usize, g: usize| {
+            word_out(&reg_in, &reg_mask, &reg_val, p, g / 64) >> (g % 64) & 1 == 1
+        };
+        let out_slot = |p: usize, g: usize| {
+            word_out(&slot_in, &slot_mask, &slot_val, p, g / 64) >> (g % 64) & 1 == 1
+        };
+
+        // A live value in neither place on entry: the edges that have it in
+        // a register only store it first.
+        let mut added = false;
+        for (k, pk) in preds.iter().enumerate().skip(1) {
+            for g in ones(live_in.row(k)) {
+                let v = globals[g];
+                if !plan.split[v.index()] || reg_in.has(k, g) || slot_in.has(k, g) {
+                    continue;
+                }
+                for &p in pk {
+                    if !out_slot(p, g) {
+                        let list = plan.store_at_end.entry(order[p]).or_default();
+                        if !list.contains(&v) {
+                            list.push(v);
+                            added = true;
+                        }
+                    }
+                }
+            }
+        }
+        // A loop that uses a value it never drops, entered with the value
+        // out of its register: reload it before the loop, not in it.
+        for ((h, body, used), dropped) in loops.iter().zip(&dropped) {
+            for g in ones(live_in.row(*h)) {
+                let v = globals[g];
+                if !plan.split[v.index()] || !used.contains(&v) || dropped.contains(&v) {
+                    continue;
+                }
+                for &p in preds[*h].iter().filter(|p| !body.contains(p)) {
+                    if !out_reg(p, g) {
+                        let list = plan.reload_at_end.entry(order[p]).or_default();
+                        if !list.contains(&v) {
+                            list.push(v);
+                            added = true;
+                        }
+                    }
+                }
+            }
+        }
+        if added {
+            continue;
+        }
+        plan.entry.clear();
+        for (k, &b) in order.iter().enumerate() {
+            let list: Vec<(Value, bool, bool)> = ones(live_in.row(k))
+                .map(|g| (g, globals[g]))
+                .filter(|&(_, v)| plan.split[v.index()])
+                .map(|(g, v)| (v, reg_in.has(k, g), slot_in.has(k, g)))
+                .collect();
+            if !list.is_empty() {
+                plan.entry.insert(b, list);
+            }
+        }
+        return;
+    }
 }
 
 /// The positions of the set bits of `bits`, in increasing order.
@@ -323,5 +718,92 @@ block3:
             vec![("v11".into(), vec!["v1".into(), "v7".into()])]
         );
         assert!(crossings(&src.replace("exp v9", "fneg v9")).is_empty());
+    }
+
+    /// `m` integers live through an outer loop with a call and an inner
+    /// loop that uses none of them.
+    fn pressure(m: usize) -> SpillPlan {
+        let vals: String = (0..m).map(|k| format!(", v{}: i64", 100 + k)).collect();
+        let params: String = (0..m).map(|k| format!(", a{k}: i64")).collect();
+        let mut sum = String::new();
+        let mut last = "v3".to_string();
+        for k in 0..m {
+            sum += &format!("    v{} = iadd {last}, v{}\n", 200 + k, 100 + k);
+            last = format!("v{}", 200 + k);
+        }
+        let src = format!(
+            "function @f(x: arr{params}) -> i64 {{
+block0(v0: arr{vals}):
+    v3 = iconst 0
+    v4 = len v0
+    jump block1(v3)
+block1(v5: i64):
+    v7 = icmp lt v5, v4
+    brif v7, block2, block5
+block2:
+    v8 = load v0, v5
+    v9 = exp v8
+    jump block3(v3)
+block3(v10: i64):
+    v12 = icmp lt v10, v4
+    brif v12, block4, block6
+block4:
+    v15 = iconst 1
+    v16 = iadd v10, v15
+    jump block3(v16)
+block6:
+{sum}    v20 = iadd v5, {last}
+    jump block1(v20)
+block5:
+    return v5
+}}
+"
+        );
+        let m = adze_ir::parse::parse_module(&src).unwrap();
+        let func = m.func(m.get("f").unwrap());
+        let order = adze_ir::cfg::reverse_postorder(func, func.entry_block().unwrap());
+        plan(func, &order, |d| {
+            matches!(
+                d,
+                InstData::Unary {
+                    op: Opcode::Exp,
+                    ..
+                }
+            )
+        })
+    }
+
+    #[test]
+    fn integers_are_split_only_under_pressure() {
+        // Five integers live across `exp` (x, 0, len x, the counter and one
+        // parameter) fit in the callee-saved registers, and the loops have
+        // registers to spare: nothing is split.
+        let few = pressure(1);
+        assert!(
+            few.cross.is_empty() && few.park.is_empty(),
+            "{:?} {:?}",
+            few.cross,
+            few.park
+        );
+        // Twelve do not: they are split around `exp` and parked on the
+        // inner loop's entry; every block entry has each in a register or
+        // in its slot, and the inner loop finds them in their slots.
+        let many = pressure(12);
+        let across = many.cross.values().next().expect("a call").len();
+        assert!(across >= 12, "{across}");
+        let parked = many.park.values().map(Vec::len).sum::<usize>();
+        assert!(parked >= 12, "{parked}");
+        let lost: Vec<_> = many
+            .entry
+            .iter()
+            .flat_map(|(b, l)| l.iter().map(move |e| (*b, *e)))
+            .filter(|&(_, (_, reg, slot))| !reg && !slot)
+            .collect();
+        assert!(
+            lost.is_empty(),
+            "{lost:?} {:?} {:?}",
+            many.store_at_end,
+            many.park
+        );
     }
 }
