@@ -11,7 +11,10 @@
 //! `T`'s only predecessor is `H`), `i < hi` holds for the current value of
 //! `i`; if moreover every value `H` receives for `i` is either a constant
 //! `>= 0` or a `len`, or `i + 1` computed in a block dominated by `T` (where
-//! `i < hi <= i64::MAX`, so no overflow), then `0 <= i` as well.
+//! `i < hi <= i64::MAX`, so no overflow), then `0 <= i` as well. An entry
+//! value may also be `j` or `j + 1` for an induction variable `j` of an
+//! enclosing loop, read where `j`'s body dominates (so `0 <= j < hi_j`, and
+//! `j + 1` does not wrap): the `for j in i + 1..n` of a triangular nest.
 //!
 //! An access `a[i + c]` (`c >= 0` a constant; `c = 0` for `a[i]`) in such a
 //! block cannot be out of bounds when `hi + c <= len(a)` is evident from the
@@ -188,12 +191,31 @@ pub fn safe_accesses(func: &Function) -> HashSet<Inst> {
         {
             continue;
         }
-        let nonneg_entry =
-            |a: Value| const_of(func, a).is_some_and(|c| c >= 0) || len_of(func, a).is_some();
+        // `a` is >= 0: a constant, a length, or `j` or `j + 1` for an
+        // induction variable `j` of an enclosing loop, computed where
+        // `0 <= j < hi_j <= i64::MAX` (so `j + 1` does not wrap): the
+        // `for j in i + 1..n` of a triangular loop nest.
+        let nonneg_entry = |a: Value, from: Block| {
+            if const_of(func, a).is_some_and(|c| c >= 0) || len_of(func, a).is_some() {
+                return true;
+            }
+            let (x, c) = offset_form(func, a);
+            // Where `x` is read: at the branch for `j`, at the `iadd` for
+            // `j + 1`.
+            let at = if c == 0 {
+                Some(from)
+            } else {
+                def_block(func, a)
+            };
+            (c == 0 || c == 1)
+                && ivs
+                    .get(&x)
+                    .is_some_and(|outer| at.is_some_and(|d| doms.dominates(outer.body, d)))
+        };
         let all_ok = edges.get(&h).is_some_and(|es| {
             es.iter().all(|(from, args)| {
                 let Some(&a) = args.get(k) else { return false };
-                if nonneg_entry(a) {
+                if nonneg_entry(a, *from) {
                     return true;
                 }
                 let (x, c) = offset_form(func, a);
@@ -469,5 +491,56 @@ block3:
 }
 ";
         assert_eq!(proven(src), vec![at("block2", 1)]);
+    }
+
+    /// `for i in 0..n { for j in i + OFF..n { q[j] += x[i] } }` with
+    /// `q = zeros n`, `x = zeros n`.
+    fn triangle_src(off: i64) -> String {
+        format!(
+            "function @f(n: i64) -> f64 {{
+block0(v0: i64):
+    v1 = zeros v0, \"q\"
+    v2 = zeros v0, \"x\"
+    v3 = iconst 0
+    v4 = iconst 1
+    v30 = iconst {off}
+    jump block1(v3)
+block1(v5: i64):
+    v6 = icmp lt v5, v0
+    brif v6, block2, block6
+block2:
+    v7 = iadd v5, v30
+    jump block3(v7)
+block3(v8: i64):
+    v9 = icmp lt v8, v0
+    brif v9, block4, block5
+block4:
+    v10 = load v1, v8
+    v11 = load v2, v5
+    v12 = fadd v10, v11
+    store v1, v8, v12
+    v13 = iadd v8, v4
+    jump block3(v13)
+block5:
+    v14 = iadd v5, v4
+    jump block1(v14)
+block6:
+    v15 = fconst 0.0
+    return v15
+}}
+"
+        )
+    }
+
+    #[test]
+    fn a_triangular_nest_starts_at_the_outer_index() {
+        // j from i + 1 (or i): 0 <= j, and j < n = len q; x[i] as before.
+        let all = vec![at("block4", 0), at("block4", 1), at("block4", 3)];
+        assert_eq!(proven(&triangle_src(1)), all);
+        assert_eq!(proven(&triangle_src(0)), all);
+        // From i + 2 (could wrap past i64::MAX in principle) or i - 1
+        // (could be -1): q[j] keeps its check; x[i] is still proven.
+        assert_eq!(proven(&triangle_src(2)), vec![at("block4", 1)]);
+        assert_eq!(proven(&triangle_src(-1)), vec![at("block4", 1)]);
     }
 }
