@@ -52,6 +52,11 @@ use std::collections::{HashMap, HashSet};
 /// and nothing is split (the allocator copes alone, as before).
 const MAX_BITS: usize = 1 << 26;
 
+/// Nor above this many instructions: such functions are compiled with the
+/// single-pass allocator anyway (`JitOptions::single_pass_above`), and the
+/// plan's loop sets would cost time for nothing.
+const MAX_INSTS: usize = 20_000;
+
 /// Values live into a loop header, above which its unused ones are parked:
 /// general registers (15 on x86-64, less the frame pointer and a few for
 /// the loop's own temporaries) and vector registers (16).
@@ -185,7 +190,7 @@ pub(crate) fn plan(
         .iter()
         .enumerate()
         .any(|(k, ss)| ss.iter().any(|&s| s <= k));
-    if !has_call && !has_loop {
+    if (!has_call && !has_loop) || func.num_placed_insts() > MAX_INSTS {
         return SpillPlan::default();
     }
 
