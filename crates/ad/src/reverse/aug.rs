@@ -142,6 +142,10 @@ pub(crate) fn build(
                     // The counters of the loops this `return` leaves.
                     for &l in plan.enclosing(block) {
                         for v in plan.invariants_of(l) {
+                            let v = match plan.reloaded_invariant(primal, v, l) {
+                                Some((arr, index)) => b.load(arr, index),
+                                None => v,
+                            };
                             b.push(tape, v);
                         }
                         b.push(tape, counter(l)?);
@@ -209,6 +213,10 @@ pub(crate) fn build(
                     b.switch_to_block(split);
                     for l in exited {
                         for v in plan.invariants_of(l) {
+                            let v = match plan.reloaded_invariant(primal, v, l) {
+                                Some((arr, index)) => b.load(arr, index),
+                                None => v,
+                            };
                             b.push(tape, v);
                         }
                         b.push(tape, counter(l)?);

@@ -156,8 +156,12 @@ pub(crate) struct Plan {
     /// `(value, loop)`, pushed once where the loop is left (before its
     /// counter) instead of once per iteration, and kept by the adjoint in
     /// its trip array, in slot `loops.len() + index` (f64 as is, i64 as
-    /// bits).
+    /// bits). Also loads inside the loop that are the same in all its
+    /// iterations ([`Plan::reloaded_invariant`]): the augmented primal loads
+    /// them again where the loop is left.
     pub invariants: Vec<(Value, usize)>,
+    /// The loads the loop bounds prove in bounds (`adze_ir::bounds`).
+    safe_loads: HashSet<Inst>,
     /// The primal parameters the adjoint receives, in order (see
     /// [`adj_takes`]), and which values they are.
     pub adj_params: Vec<Value>,
@@ -265,6 +269,100 @@ impl Plan {
             .rev()
             .copied()
             .find(|&l| !self.loops[l].contains(def))
+            .or_else(|| self.invariant_load_loop(func, v, b))
+    }
+
+    /// The outermost counted loop `l` around `b` in which `v` is a load
+    /// that is the same in every iteration: a load from a local `zeros`
+    /// array that no instruction of `l` can write, at an index defined
+    /// outside `l`, that the loop bounds prove in bounds. Such a value is
+    /// taped once, where `l` is left, by loading it again there: the array
+    /// and the index are those of the load (defined outside `l`, so they
+    /// dominate its exits), the array has not changed, and the proof holds
+    /// there too (it rests on an enclosing loop's index, whose body
+    /// dominates `l`'s header and so its exits). GMM's triangular loop reads
+    /// `xc[i]` in every iteration of its inner loop: taped once per inner
+    /// loop instead of once per iteration.
+    fn invariant_load_loop(&self, func: &Function, v: Value, b: Block) -> Option<usize> {
+        let ValueDef::Result { inst, .. } = *func.dfg.value_def(v) else {
+            return None;
+        };
+        let InstData::Binary {
+            op: Opcode::Load,
+            args: [arr, index],
+        } = *func.dfg.inst(inst)
+        else {
+            return None;
+        };
+        if !self.safe_loads.contains(&inst) {
+            return None;
+        }
+        let ValueDef::Result { inst: z, .. } = *func.dfg.value_def(arr) else {
+            return None;
+        };
+        if !matches!(func.dfg.inst(z), InstData::Zeros { .. }) {
+            return None;
+        }
+        let block_of = |x: Value| match *func.dfg.value_def(x) {
+            ValueDef::Param { block, .. } => Some(block),
+            ValueDef::Result { inst, .. } => func.layout.inst_block(inst),
+            ValueDef::Detached => None,
+        };
+        let (def, arr_def, index_def) = (block_of(v)?, block_of(arr)?, block_of(index)?);
+        self.enclosing(b).iter().rev().copied().find(|&l| {
+            let lp = &self.loops[l];
+            lp.contains(def)
+                && !lp.contains(arr_def)
+                && !lp.contains(index_def)
+                && !self.may_write_in(func, l, arr)
+        })
+    }
+
+    /// Can an instruction of counted loop `l` change the array `arr`? Any
+    /// instruction that takes it, other than `load`, `len` and `samelen`.
+    fn may_write_in(&self, func: &Function, l: usize, arr: Value) -> bool {
+        self.order
+            .iter()
+            .filter(|&&b| self.loops[l].contains(b))
+            .flat_map(|&b| func.layout.block_insts(b))
+            .any(|&i| {
+                let data = func.dfg.inst(i);
+                let reads_only = matches!(
+                    data,
+                    InstData::Binary {
+                        op: Opcode::Load | Opcode::SameLen,
+                        ..
+                    } | InstData::Unary {
+                        op: Opcode::Len,
+                        ..
+                    }
+                );
+                !reads_only && data.args().contains(&arr)
+            })
+    }
+
+    /// The load a loop invariant is, when it is defined inside loop `l`
+    /// (see [`Plan::invariant_load_loop`]): the augmented primal loads it
+    /// again, as `(array, index)`, where `l` is left.
+    pub fn reloaded_invariant(
+        &self,
+        func: &Function,
+        v: Value,
+        l: usize,
+    ) -> Option<(Value, Value)> {
+        let ValueDef::Result { inst, .. } = *func.dfg.value_def(v) else {
+            return None;
+        };
+        if !self.loops[l].contains(func.layout.inst_block(inst)?) {
+            return None;
+        }
+        match *func.dfg.inst(inst) {
+            InstData::Binary {
+                op: Opcode::Load,
+                args: [arr, index],
+            } => Some((arr, index)),
+            _ => None,
+        }
     }
 
     /// Is the primal value `v` a parameter the adjoint receives?
@@ -374,6 +472,7 @@ impl Plan {
             enclosing: vec![Vec::new(); nb],
             ivs: std::collections::HashMap::new(),
             invariants: Vec::new(),
+            safe_loads: adze_ir::bounds::safe_accesses(func),
             adj_params,
             available,
             zeros_sites: Vec::new(),

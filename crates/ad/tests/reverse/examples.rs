@@ -536,3 +536,43 @@ fn values_defined_outside_a_loop_are_taped_once_per_loop() {
         1e-6,
     );
 }
+
+#[test]
+fn loads_the_same_in_every_iteration_are_taped_once_per_loop() {
+    // `t[i]` is read in every iteration of the inner loop, from a local
+    // array the inner loop does not write, at an index it does not change,
+    // proven in bounds: it is taped once per inner loop (loaded again where
+    // the loop is left), not once per iteration. `w[i]`'s array is written
+    // in the inner loop, so it stays per iteration; and the inner loop runs
+    // zero times for the last `i` (the value is taped, never used).
+    let src = "fn tri(x: [f64]) -> f64 {
+        let n = len(x);
+        let t = zeros(n);
+        let w = zeros(n);
+        for i in 0..n { t[i] = sin(x[i]); w[i] = x[i]; }
+        var s = 0.0;
+        for i in 0..n {
+            for j in i + 1..n {
+                s = s + t[i] * x[j] * t[i];
+            }
+            for j in i + 1..n {
+                w[j] = w[j] + w[i] * x[j];
+            }
+        }
+        for i in 0..n { s = s + w[i] * w[i]; }
+        s
+    }";
+    let mut m = compile(src);
+    let xs = |n: usize| Val::Array((0..n).map(|k| 0.3 + 0.1 * k as f64).collect());
+    let at = |m: &mut Module, n: usize| tape_entries(m, "tri", &[xs(n)], &[Dup]);
+    // Entries for n and n + 1: the triangle grows by n iterations per loop;
+    // `t[i]` adds one entry per inner loop, `w[i]` one per iteration of the
+    // second (plus what the other loops keep), so the growth is about n,
+    // not 2n.
+    let (a, b, c) = (at(&mut m, 20), at(&mut m, 21), at(&mut m, 22));
+    let (d1, d2) = (b - a, c - b);
+    assert!(d2 - d1 <= 1.0, "per-iteration growth: {d1} then {d2}");
+    for n in [0, 1, 2, 5] {
+        check_gradient(&mut m, "tri", &[xs(n)], &[Dup], RetActivity::Active, 1e-6);
+    }
+}
