@@ -115,7 +115,8 @@ pub fn gvn(func: &mut Function) -> GvnStats {
     let doms = DomTree::new(func, &cfg);
     let scopes = Scopes::new(func);
     let mut stats = GvnStats {
-        simplified: crate::phis::simplify_params(func, &cfg, &scopes),
+        simplified: crate::phis::simplify_params(func, &cfg, &scopes)
+            + crate::phis::narrow_bit_params(func, &cfg, &scopes),
         ..GvnStats::default()
     };
     let quiet =

@@ -161,3 +161,142 @@ pub(crate) fn quiet_params(
         }
     }
 }
+
+/// `f64` parameters that only carry integer bits become `i64` parameters:
+/// every argument a branch passes is `frombits x` (or the parameter
+/// itself), and every use is `tobits` of it (or a branch passing it back to
+/// itself). The new parameter receives the `x`s, and each `tobits` result
+/// is replaced by it: `tobits (frombits x)` is `x`, bit for bit. The old
+/// parameter and the conversions are left for DCE. Reverse mode keeps a
+/// loop's trip count as bits in its f64 trip array; after `promote` the
+/// count is such a parameter, and every iteration moved it between a vector
+/// and a general register twice, on the loop's critical path. Returns how
+/// many parameters were narrowed.
+pub(crate) fn narrow_bit_params(func: &mut Function, cfg: &Cfg, scopes: &Scopes) -> usize {
+    use adze_ir::Opcode;
+    let Some(&entry) = cfg.rpo.first() else {
+        return 0;
+    };
+    let frombits_arg = |func: &Function, v: Value| match crate::analysis::def_inst(func, v) {
+        Some(InstData::Unary {
+            op: Opcode::Frombits,
+            arg,
+        }) => Some(*arg),
+        _ => None,
+    };
+    // Every placed branch, reachable or not: each passes an argument.
+    let blocks: Vec<Block> = func.layout.blocks().to_vec();
+    let mut args_of: HashMap<Value, Vec<Value>> = HashMap::new();
+    for &b in &blocks {
+        let Some(last) = func.layout.last_inst(b) else {
+            continue;
+        };
+        for dest in func.dfg.inst(last).destinations() {
+            for (&p, &a) in func.dfg.block_params(dest.block).iter().zip(&dest.args) {
+                args_of.entry(p).or_default().push(a);
+            }
+        }
+    }
+    // Candidates: f64 parameters of non-entry blocks whose arguments are
+    // all `frombits` or themselves.
+    let mut cands: HashSet<Value> = args_of
+        .iter()
+        .filter(|(&p, args)| {
+            func.dfg.value_type(p) == Type::F64
+                && !scopes.is_pinned(p)
+                && !matches!(func.dfg.value_def(p), adze_ir::ValueDef::Param { block, .. } if *block == entry)
+                && args.iter().all(|&a| a == p || frombits_arg(func, a).is_some())
+        })
+        .map(|(&p, _)| p)
+        .collect();
+    // Their uses: only `tobits`, or passing themselves back.
+    let mut tobits: Vec<(Value, Value)> = Vec::new();
+    for &b in &blocks {
+        for &i in func.layout.block_insts(b) {
+            let data = func.dfg.inst(i);
+            if let InstData::Unary {
+                op: Opcode::Tobits,
+                arg,
+            } = *data
+            {
+                if cands.contains(&arg) {
+                    tobits.push((arg, func.dfg.first_result(i)));
+                }
+                continue;
+            }
+            for &a in data.args() {
+                cands.remove(&a);
+            }
+            for dest in data.destinations() {
+                let params = func.dfg.block_params(dest.block);
+                for (k, &a) in dest.args.iter().enumerate() {
+                    if params.get(k) != Some(&a) {
+                        cands.remove(&a);
+                    }
+                }
+            }
+        }
+    }
+    // Region arguments and results are uses too.
+    for r in func.regions.values() {
+        for v in r.args.iter().chain(&r.results) {
+            cands.remove(v);
+        }
+    }
+    if cands.is_empty() {
+        return 0;
+    }
+    let mut cands: Vec<Value> = cands.into_iter().collect();
+    cands.sort_by_key(|v| v.as_u32());
+    let mut new_of: HashMap<Value, Value> = HashMap::new();
+    for &p in &cands {
+        let adze_ir::ValueDef::Param { block, .. } = *func.dfg.value_def(p) else {
+            continue;
+        };
+        new_of.insert(p, func.dfg.append_block_param(block, Type::I64));
+    }
+    for &b in &blocks {
+        let Some(last) = func.layout.last_inst(b) else {
+            continue;
+        };
+        let dests: Vec<(Block, Vec<Value>)> = func
+            .dfg
+            .inst(last)
+            .destinations()
+            .iter()
+            .map(|d| (d.block, d.args.clone()))
+            .collect();
+        let mut extra: Vec<Vec<Value>> = Vec::new();
+        for (dest, args) in &dests {
+            let params = func.dfg.block_params(*dest).to_vec();
+            let mut add = Vec::new();
+            for (&p, &a) in params.iter().zip(args) {
+                if let Some(&q) = new_of.get(&p) {
+                    add.push(if a == p {
+                        q
+                    } else {
+                        frombits_arg(func, a).unwrap_or(a)
+                    });
+                }
+            }
+            extra.push(add);
+        }
+        for (call, add) in func
+            .dfg
+            .inst_mut(last)
+            .destinations_mut()
+            .into_iter()
+            .zip(extra)
+        {
+            call.args.extend(add);
+        }
+    }
+    let mut repl = Replacements::new(func);
+    for (p, r) in tobits {
+        if let Some(&q) = new_of.get(&p) {
+            repl.replace(r, q);
+        }
+    }
+    repl.apply(func);
+    new_of.len()
+}

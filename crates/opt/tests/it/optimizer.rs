@@ -1366,3 +1366,43 @@ block3:
         assert!(same_outcome(&x, &y), "{name}({args:?}): {x:?} vs {y:?}");
     }
 }
+
+#[test]
+fn gvn_narrows_parameters_that_only_carry_bits() {
+    // A reverse loop's trip count after `promote`: an f64 parameter fed by
+    // `frombits` and read by `tobits` only. It becomes an i64 parameter.
+    // `v7` is also read by `fadd`: it stays an f64.
+    let after = case(
+        "gvn_bit_params",
+        "function @f(n: i64, x: f64) -> (i64, f64) {
+block0(v0: i64, v1: f64):
+    v2 = frombits v0
+    v3 = fconst 0.0
+    jump block1(v2, v2, v3)
+block1(v4: f64, v7: f64, v12: f64):
+    v5 = tobits v4
+    v6 = iconst 0
+    v8 = icmp le v5, v6
+    brif v8, block3, block2
+block2:
+    v9 = iconst 1
+    v10 = isub v5, v9
+    v11 = frombits v10
+    v13 = fadd v12, v7
+    jump block1(v11, v11, v13)
+block3:
+    v14 = tobits v7
+    v15 = fadd v12, v1
+    return v14, v15
+}
+",
+        &[Pass::Gvn, Pass::Dce],
+    );
+    let f = body(&after, "f");
+    assert!(!f.contains("v5 = tobits"), "{f}");
+    assert!(f.contains("block1(v7: f64, v12: f64, v16: i64)"), "{f}");
+    assert!(
+        f.contains("icmp le v16, v6") && f.contains("fadd v12, v7"),
+        "{f}"
+    );
+}
