@@ -64,7 +64,7 @@
 
 use crate::analysis::{def_inst, iconst_of, Cfg, Replacements, Scopes};
 use adze_ir::{Block, FuncId, Function, Inst, InstData, Module, Opcode, Type, Value, ValueDef};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// What the memory pass did to one function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -290,9 +290,10 @@ impl State {
         ));
     }
 
-    /// Can an access of `a[i]` not trap?
-    fn is_in_bounds(&self, func: &Function, a: Value, i: Index) -> bool {
-        if self.in_bounds.contains(&(a, i)) {
+    /// Can an access of `a[i]` not trap? `key`: `a`'s length class
+    /// ([`Pass::key`]).
+    fn is_in_bounds(&self, func: &Function, a: Value, key: Value, i: Index) -> bool {
+        if self.in_bounds.contains(&(key, i)) {
             return true;
         }
         let len = match def_inst(func, a) {
@@ -338,6 +339,10 @@ pub fn forward_memory(func: &mut Function, callees: &Callees) -> MemStats {
         callees,
         repl: Replacements::new(func),
         stats: MemStats::default(),
+        same_len: entry_same_len(func),
+        entry: func.entry_block(),
+        in_entry: false,
+        proven: adze_ir::bounds::safe_accesses(func),
     };
     for &root in &cfg.rpo {
         if cfg.preds(root).len() == 1 {
@@ -369,10 +374,59 @@ struct Pass<'a> {
     callees: &'a Callees,
     repl: Replacements,
     stats: MemStats,
+    /// Arrays of one length by a `samelen` of the entry block: each to a
+    /// representative of its class.
+    same_len: HashMap<Value, Value>,
+    entry: Option<Block>,
+    /// Is the block being rewritten the entry block?
+    in_entry: bool,
+    /// Accesses the loop bounds prove in bounds (`adze_ir::bounds`).
+    proven: HashSet<Inst>,
+}
+
+/// The length classes of the entry block's `samelen`s: each array to a
+/// representative. The entry block dominates every other block and its
+/// `samelen`s trap unless the lengths are equal, so outside it the arrays
+/// of a class have one length.
+fn entry_same_len(func: &Function) -> HashMap<Value, Value> {
+    let mut class: HashMap<Value, Value> = HashMap::new();
+    let Some(entry) = func.entry_block() else {
+        return class;
+    };
+    for &inst in func.layout.block_insts(entry) {
+        if let InstData::Binary {
+            op: Opcode::SameLen,
+            args: [a, b],
+        } = *func.dfg.inst(inst)
+        {
+            let ra = class.get(&a).copied().unwrap_or(a);
+            let rb = class.get(&b).copied().unwrap_or(b);
+            if ra != rb {
+                for r in class.values_mut().filter(|r| **r == rb) {
+                    *r = ra;
+                }
+                class.insert(rb, ra);
+            }
+        }
+    }
+    class
 }
 
 impl Pass<'_> {
+    /// The key of array `a` in the in-bounds facts: its length class
+    /// outside the entry block (where the entry's `samelen`s have run, so
+    /// an access of one array of a class proves the same index in all),
+    /// itself in the entry block.
+    fn key(&self, a: Value) -> Value {
+        if self.in_entry {
+            a
+        } else {
+            self.same_len.get(&a).copied().unwrap_or(a)
+        }
+    }
+
     fn block(&mut self, func: &mut Function, block: Block, state: &mut State) {
+        self.in_entry = Some(block) == self.entry;
         let mut pending: Vec<Pending> = Vec::new();
         let insts: Vec<Inst> = func.layout.block_insts(block).to_vec();
         for inst in insts {
@@ -388,12 +442,13 @@ impl Pass<'_> {
                         continue;
                     }
                     pending.retain(|p| !may_alias(func, p.array, a) || p.index.must_differ(index));
-                    if !state.is_in_bounds(func, a, index) {
+                    let key = self.key(a);
+                    if !self.proven.contains(&inst) && !state.is_in_bounds(func, a, key, index) {
                         trap_point(&mut pending);
                     }
                     let r = func.dfg.first_result(inst);
                     state.remember(a, index, r, false);
-                    state.in_bounds.insert((a, index));
+                    state.in_bounds.insert((key, index));
                 }
                 InstData::Ternary {
                     op: Opcode::Store,
@@ -413,7 +468,10 @@ impl Pass<'_> {
                             self.stats.dead_stores += 1;
                             dead.safe
                         }
-                        None => state.is_in_bounds(func, a, index),
+                        None => {
+                            self.proven.contains(&inst)
+                                || state.is_in_bounds(func, a, self.key(a), index)
+                        }
                     };
                     if safe {
                         effect_point(&mut pending);
@@ -421,7 +479,7 @@ impl Pass<'_> {
                         trap_point(&mut pending);
                     }
                     state.write(func, a, index, Some(x));
-                    state.in_bounds.insert((a, index));
+                    state.in_bounds.insert((self.key(a), index));
                     pending.push(Pending {
                         inst,
                         array: a,
@@ -530,7 +588,7 @@ impl Pass<'_> {
             }
             return false;
         }
-        if !state.is_in_bounds(func, a, index) {
+        if !self.proven.contains(&inst) && !state.is_in_bounds(func, a, self.key(a), index) {
             return false;
         }
         match state.uniform(a, index) {
