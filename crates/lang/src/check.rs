@@ -1,5 +1,5 @@
 //! Name resolution and type checking: from the [`ast`] to the checked
-//! program of [`typed`].
+//! program of [`typed`](crate::typed).
 //!
 //! In order:
 //! 1. Signatures of every `fn` and rule; duplicate, reserved and

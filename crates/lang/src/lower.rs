@@ -1,4 +1,4 @@
-//! Lowering: the checked program ([`typed`]) to an IR [`Module`] through
+//! Lowering: the checked program ([`typed`](crate::typed)) to an IR [`Module`] through
 //! [`FuncBuilder`].
 //!
 //! - Functions are declared first, in program order, so that calls,

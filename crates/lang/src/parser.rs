@@ -1,4 +1,4 @@
-//! The parser: recursive descent from [`Token`]s to the [`ast`].
+//! The parser: recursive descent from [`Token`]s to the [`ast`](crate::ast).
 //!
 //! Grammar (loosest precedence first; `^` is right-associative and its right
 //! operand may be a unary minus; comparisons do not chain):
