@@ -33,7 +33,7 @@ use adze_ir::{
     Value as IrValue, ValueDef,
 };
 use cranelift_codegen::entity::EntityRef;
-use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
+use cranelift_codegen::ir::condcodes::{CondCode, FloatCC, IntCC};
 use cranelift_codegen::ir::immediates::Ieee64;
 use cranelift_codegen::ir::{
     self as cl, AbiParam, BlockArg, FuncRef, InstBuilder, MemFlagsData, StackSlotData,
@@ -257,6 +257,9 @@ struct Translator<'a, 'b> {
     spill: crate::spill::SpillPlan,
     /// The location of the split values in the current IR block.
     split_state: HashMap<IrValue, Location>,
+    /// Loop headers whose `brif` stays in the loop on `then` and leaves on
+    /// `else` (see the `Brif` case of `inst`).
+    exit_first: std::collections::HashSet<IrBlock>,
 }
 
 /// Can `data` run between two `push`es or `pop`s of one inline group? Only
@@ -397,6 +400,7 @@ pub(crate) fn translate_function(
         popped: HashMap::new(),
         spill,
         split_state: HashMap::new(),
+        exit_first: crate::spill::exit_first_headers(func, &order),
     };
     let limit = env.limits.max_call_depth;
     let over =
@@ -862,6 +866,44 @@ impl Translator<'_, '_> {
         Ok(())
     }
 
+    /// `x <cond> y` as Cranelift computes it (or its complement, `not`).
+    fn compare(
+        &mut self,
+        op: Opcode,
+        cond: CmpCond,
+        a: IrValue,
+        b: IrValue,
+        not: bool,
+    ) -> Result<cl::Value, JitError> {
+        let (x, y) = (self.scalar(a)?, self.scalar(b)?);
+        Ok(if op == Opcode::Fcmp {
+            let cc = match cond {
+                CmpCond::Eq => FloatCC::Equal,
+                // Unordered or not equal, like Rust's `!=`.
+                CmpCond::Ne => FloatCC::NotEqual,
+                CmpCond::Lt => FloatCC::LessThan,
+                CmpCond::Le => FloatCC::LessThanOrEqual,
+                CmpCond::Gt => FloatCC::GreaterThan,
+                CmpCond::Ge => FloatCC::GreaterThanOrEqual,
+            };
+            // The complement of an ordered comparison is unordered-or-..:
+            // exactly `!(x < y)` for NaNs too.
+            let cc = if not { cc.complement() } else { cc };
+            self.b.ins().fcmp(cc, x, y)
+        } else {
+            let cc = match cond {
+                CmpCond::Eq => IntCC::Equal,
+                CmpCond::Ne => IntCC::NotEqual,
+                CmpCond::Lt => IntCC::SignedLessThan,
+                CmpCond::Le => IntCC::SignedLessThanOrEqual,
+                CmpCond::Gt => IntCC::SignedGreaterThan,
+                CmpCond::Ge => IntCC::SignedGreaterThanOrEqual,
+            };
+            let cc = if not { cc.complement() } else { cc };
+            self.b.ins().icmp(cc, x, y)
+        })
+    }
+
     /// The representative of the arrays known to have `arr`'s length.
     fn len_class(&self, arr: IrValue) -> IrValue {
         self.same_len.get(&arr).copied().unwrap_or(arr)
@@ -1077,29 +1119,7 @@ impl Translator<'_, '_> {
                 self.define(inst, r);
             }
             InstData::Cmp { op, cond, args } => {
-                let (x, y) = (self.scalar(args[0])?, self.scalar(args[1])?);
-                let r = if *op == Opcode::Fcmp {
-                    let cc = match cond {
-                        CmpCond::Eq => FloatCC::Equal,
-                        // Unordered or not equal, like Rust's `!=`.
-                        CmpCond::Ne => FloatCC::NotEqual,
-                        CmpCond::Lt => FloatCC::LessThan,
-                        CmpCond::Le => FloatCC::LessThanOrEqual,
-                        CmpCond::Gt => FloatCC::GreaterThan,
-                        CmpCond::Ge => FloatCC::GreaterThanOrEqual,
-                    };
-                    self.b.ins().fcmp(cc, x, y)
-                } else {
-                    let cc = match cond {
-                        CmpCond::Eq => IntCC::Equal,
-                        CmpCond::Ne => IntCC::NotEqual,
-                        CmpCond::Lt => IntCC::SignedLessThan,
-                        CmpCond::Le => IntCC::SignedLessThanOrEqual,
-                        CmpCond::Gt => IntCC::SignedGreaterThan,
-                        CmpCond::Ge => IntCC::SignedGreaterThanOrEqual,
-                    };
-                    self.b.ins().icmp(cc, x, y)
-                };
+                let r = self.compare(*op, *cond, args[0], args[1], false)?;
                 self.define(inst, r);
             }
             InstData::Zeros { len, .. } => {
@@ -1155,11 +1175,36 @@ impl Translator<'_, '_> {
                 then_dest,
                 else_dest,
             } => {
-                let c = self.scalar(*cond)?;
+                // A loop header that stays in the loop on `then`: branch on
+                // the complement, to the exit first. Cranelift lays blocks
+                // out in its reverse postorder, which visits a branch's
+                // first target first and so places the *second* right
+                // after the branch; this way the loop body follows the
+                // header and an iteration takes one jump (the back edge)
+                // instead of two.
+                let here = self.func.layout.inst_block(inst);
+                let flip = here.is_some_and(|b| self.exit_first.contains(&b));
+                let flipped = match self.func.dfg.value_def(*cond) {
+                    ValueDef::Result { inst: c, .. } if flip => match *self.func.dfg.inst(*c) {
+                        InstData::Cmp { op, cond, args } => {
+                            Some(self.compare(op, cond, args[0], args[1], true)?)
+                        }
+                        _ => None,
+                    },
+                    _ => None,
+                };
                 let targs = self.block_args(&then_dest.args)?;
                 let eargs = self.block_args(&else_dest.args)?;
                 let (t, e) = (self.dest(then_dest.block)?, self.dest(else_dest.block)?);
-                self.b.ins().brif(c, t, &targs, e, &eargs);
+                match flipped {
+                    Some(nc) => {
+                        self.b.ins().brif(nc, e, &eargs, t, &targs);
+                    }
+                    None => {
+                        let c = self.scalar(*cond)?;
+                        self.b.ins().brif(c, t, &targs, e, &eargs);
+                    }
+                }
             }
             InstData::Return { args } => {
                 let out = self

@@ -615,6 +615,58 @@ fn locate(shape: &Shape<'_>, plan: &mut SpillPlan) {
     }
 }
 
+/// The loop headers whose `brif` stays in the loop on its first target and
+/// leaves it on the second: the translator branches on the complement, exit
+/// first, so that Cranelift lays the loop body out right after the header.
+pub(crate) fn exit_first_headers(func: &Function, order: &[Block]) -> HashSet<Block> {
+    let pos: HashMap<Block, usize> = order.iter().enumerate().map(|(k, &b)| (b, k)).collect();
+    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); order.len()];
+    for (k, &b) in order.iter().enumerate() {
+        for s in adze_ir::cfg::successors(func, b) {
+            if let Some(&j) = pos.get(&s) {
+                preds[j].push(k);
+            }
+        }
+    }
+    let doms = DominatorTree::new(order, |b| {
+        preds[pos[&b]].iter().map(|&p| order[p]).collect::<Vec<_>>()
+    });
+    let mut out = HashSet::new();
+    for (h, &hb) in order.iter().enumerate() {
+        let latches: Vec<usize> = preds[h]
+            .iter()
+            .copied()
+            .filter(|&p| doms.dominates(hb, order[p]))
+            .collect();
+        if latches.is_empty() {
+            continue;
+        }
+        let Some(last) = func.layout.last_inst(hb) else {
+            continue;
+        };
+        let InstData::Brif {
+            then_dest,
+            else_dest,
+            ..
+        } = func.dfg.inst(last)
+        else {
+            continue;
+        };
+        let mut body: HashSet<usize> = HashSet::from([h]);
+        let mut work = latches;
+        while let Some(x) = work.pop() {
+            if body.insert(x) {
+                work.extend(preds[x].iter().copied());
+            }
+        }
+        let inside = |b: Block| pos.get(&b).is_some_and(|p| body.contains(p));
+        if inside(then_dest.block) && !inside(else_dest.block) {
+            out.insert(hb);
+        }
+    }
+    out
+}
+
 /// The positions of the set bits of `bits`, in increasing order.
 fn ones(bits: &[u64]) -> impl Iterator<Item = usize> + '_ {
     bits.iter().enumerate().flat_map(|(w, &word)| {
