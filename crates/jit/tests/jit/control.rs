@@ -365,3 +365,43 @@ fn deep_recursion_beyond_the_inline_stack_budget() {
         ))
     );
 }
+
+/// Loop headers branch to the exit first on the complemented comparison
+/// (docs/jit.md, *Block layout*): for `fcmp`, the unordered complement, so
+/// a NaN bound or start leaves the loop exactly as `!(s < lim)` says.
+#[test]
+fn loop_headers_on_float_comparisons_with_nans() {
+    let m = adze_ir::parse::parse_module(
+        "function @f(s0: f64, lim: f64) -> (f64, i64) {
+block0(v0: f64, v1: f64):
+    v2 = iconst 0
+    jump block1(v0, v2)
+block1(v3: f64, v4: i64):
+    v5 = fcmp lt v3, v1
+    brif v5, block2, block3
+block2:
+    v6 = fconst 1.0
+    v7 = fadd v3, v6
+    v8 = iconst 1
+    v9 = iadd v4, v8
+    jump block1(v7, v9)
+block3:
+    return v3, v4
+}
+",
+    )
+    .unwrap();
+    verified(&m);
+    let id = m.get("f").unwrap();
+    let nan = f64::NAN;
+    for (s0, lim, n) in [
+        (0.0, 3.0, 3),
+        (5.0, 3.0, 0),
+        (nan, 3.0, 0),
+        (0.0, nan, 0),
+        (-0.0, 0.5, 1),
+    ] {
+        let out = run(&m, id, &[Val::F64(s0), Val::F64(lim)]).unwrap();
+        assert_eq!(out.results[1], Val::I64(n), "{s0} {lim}");
+    }
+}
