@@ -153,3 +153,49 @@ fn in_language_derivatives_are_bit_identical_under_every_inline_setting() {
         }
     }
 }
+
+/// Found by review: the late inliner puts `h.fwd`'s `samelen z, b` inside
+/// the loop, before `z[j]`; the reverse pass must not rely on it where the
+/// loop is left (it may not have run). Every setting gives the same bits,
+/// and no setting faults.
+#[test]
+fn a_samelen_moved_into_a_loop_by_inlining() {
+    let src = "fn h(z: [f64]) -> f64 { 0.0 }
+fn p(x: f64, n: i64, m: i64, b: [f64]) -> f64 {
+    let z = zeros(n);
+    var s = 0.0;
+    for j in 0..len(b) {
+        for k in 0..m {
+            let (y, dy) = autodiff(forward, h, dual, dup(z, b));
+            s = s + x * x * z[j] + y;
+        }
+    }
+    s
+}
+fn big_f(x: f64, n: i64, m: i64, b: [f64]) -> f64 {
+    let (y, dy) = autodiff(forward, p, dual, dual(x, 1.0), const(n), const(m), const(b));
+    dy
+}
+fn g(x: f64, n: i64, m: i64, b: [f64]) -> f64 {
+    autodiff(reverse, big_f, active, active(x), const(n), const(m), const(b))
+}";
+    let base = adze::Session::from_source("samelen.adz", src).unwrap();
+    for (n, m) in [(1, 0), (3, 2)] {
+        let args = [
+            Val::F64(2.0),
+            Val::I64(n),
+            Val::I64(m),
+            Val::Array(vec![1.0, 2.0, 3.0]),
+        ];
+        let outs: Vec<Outcome> = SETTINGS
+            .iter()
+            .flat_map(|&s| {
+                let session = with_inline(&base, s);
+                [Engine::Interp, Engine::Jit].map(|e| session.run("g", &args, e).unwrap())
+            })
+            .collect();
+        for o in &outs[1..] {
+            assert!(outs[0].bit_eq(o), "{n} {m}: {:?} vs {o:?}", outs[0]);
+        }
+    }
+}

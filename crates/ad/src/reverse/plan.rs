@@ -279,8 +279,13 @@ impl Plan {
     /// taped once, where `l` is left, by loading it again there: the array
     /// and the index are those of the load (defined outside `l`, so they
     /// dominate its exits), the array has not changed, and the proof holds
-    /// there too (it rests on an enclosing loop's index, whose body
-    /// dominates `l`'s header and so its exits). GMM's triangular loop reads
+    /// there too: it rests on an enclosing loop's index, whose body
+    /// dominates `l`'s header and so its exits, and on `samelen`s that
+    /// dominate the load — which is why a loop with a `samelen` inside is
+    /// refused: when it runs zero times, that `samelen` has not run at its
+    /// exit (found by review: the load trapped there, depending on the
+    /// inline setting; test `a_samelen_inside_the_loop_is_not_relied_on`).
+    /// GMM's triangular loop reads
     /// `xc[i]` in every iteration of its inner loop: taped once per inner
     /// loop instead of once per iteration.
     fn invariant_load_loop(&self, func: &Function, v: Value, b: Block) -> Option<usize> {
@@ -315,7 +320,25 @@ impl Plan {
                 && !lp.contains(arr_def)
                 && !lp.contains(index_def)
                 && !self.may_write_in(func, l, arr)
+                && !self.has_samelen_in(func, l)
         })
+    }
+
+    /// Does counted loop `l` contain a `samelen`?
+    fn has_samelen_in(&self, func: &Function, l: usize) -> bool {
+        self.order
+            .iter()
+            .filter(|&&b| self.loops[l].contains(b))
+            .flat_map(|&b| func.layout.block_insts(b))
+            .any(|&i| {
+                matches!(
+                    func.dfg.inst(i),
+                    InstData::Binary {
+                        op: Opcode::SameLen,
+                        ..
+                    }
+                )
+            })
     }
 
     /// Can an instruction of counted loop `l` change the array `arr`? Any
