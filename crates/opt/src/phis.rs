@@ -237,10 +237,17 @@ pub(crate) fn narrow_bit_params(func: &mut Function, cfg: &Cfg, scopes: &Scopes)
             }
         }
     }
-    // Region arguments and results are uses too.
+    // Region arguments and results are uses too; and a `tobits` in another
+    // region scope than the parameter must not read it directly (the new
+    // parameter is in the old one's block, so the old one stands for it).
     for r in func.regions.values() {
         for v in r.args.iter().chain(&r.results) {
             cands.remove(v);
+        }
+    }
+    for &(p, r) in &tobits {
+        if !scopes.can_replace(func, r, p) {
+            cands.remove(&p);
         }
     }
     if cands.is_empty() {
