@@ -368,40 +368,62 @@ fn deep_recursion_beyond_the_inline_stack_budget() {
 
 /// Loop headers branch to the exit first on the complemented comparison
 /// (docs/jit.md, *Block layout*): for `fcmp`, the unordered complement, so
-/// a NaN bound or start leaves the loop exactly as `!(s < lim)` says.
+/// a NaN bound or start leaves the loop exactly as `!(s op lim)` says. Every
+/// condition, with NaNs, signed zeros and equal values; the body stops
+/// after 5 iterations so that every condition terminates.
 #[test]
 fn loop_headers_on_float_comparisons_with_nans() {
-    let m = adze_ir::parse::parse_module(
-        "function @f(s0: f64, lim: f64) -> (f64, i64) {
+    let nan = f64::NAN;
+    for cond in ["eq", "ne", "lt", "le", "gt", "ge"] {
+        let m = adze_ir::parse::parse_module(&format!(
+            "function @f(s0: f64, lim: f64) -> (f64, i64) {{
 block0(v0: f64, v1: f64):
     v2 = iconst 0
     jump block1(v0, v2)
 block1(v3: f64, v4: i64):
-    v5 = fcmp lt v3, v1
+    v5 = fcmp {cond} v3, v1
     brif v5, block2, block3
 block2:
     v6 = fconst 1.0
     v7 = fadd v3, v6
     v8 = iconst 1
     v9 = iadd v4, v8
-    jump block1(v7, v9)
+    v10 = iconst 5
+    v11 = icmp ge v9, v10
+    brif v11, block3, block1(v7, v9)
 block3:
     return v3, v4
-}
-",
-    )
-    .unwrap();
-    verified(&m);
-    let id = m.get("f").unwrap();
-    let nan = f64::NAN;
-    for (s0, lim, n) in [
-        (0.0, 3.0, 3),
-        (5.0, 3.0, 0),
-        (nan, 3.0, 0),
-        (0.0, nan, 0),
-        (-0.0, 0.5, 1),
-    ] {
-        let out = run(&m, id, &[Val::F64(s0), Val::F64(lim)]).unwrap();
-        assert_eq!(out.results[1], Val::I64(n), "{s0} {lim}");
+}}
+"
+        ))
+        .unwrap();
+        verified(&m);
+        let id = m.get("f").unwrap();
+        let holds = |s: f64, l: f64| match cond {
+            "eq" => s == l,
+            "ne" => s != l,
+            "lt" => s < l,
+            "le" => s <= l,
+            "gt" => s > l,
+            _ => s >= l,
+        };
+        for (s0, lim) in [
+            (0.0, 3.0),
+            (5.0, 3.0),
+            (nan, 3.0),
+            (0.0, nan),
+            (-0.0, 0.0),
+            (3.0, 3.0),
+        ] {
+            // `run` also compares with the interpreter at every level.
+            let out = run(&m, id, &[Val::F64(s0), Val::F64(lim)]).unwrap();
+            // The body's early exit returns the header's values.
+            let (mut s, mut n) = (s0, 0);
+            while holds(s, lim) && n + 1 < 5 {
+                s += 1.0;
+                n += 1;
+            }
+            assert_eq!(out.results[1], Val::I64(n), "{cond} {s0} {lim}");
+        }
     }
 }
