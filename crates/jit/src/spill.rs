@@ -165,24 +165,7 @@ pub(crate) fn plan(
     let insts = |b: Block| func.layout.block_insts(b);
     let nvals = func.dfg.num_values();
     let nb = order.len();
-    let pos: HashMap<Block, usize> = order.iter().enumerate().map(|(k, &b)| (b, k)).collect();
-    let succs: Vec<Vec<usize>> = order
-        .iter()
-        .map(|&b| {
-            adze_ir::cfg::successors(func, b)
-                .into_iter()
-                .filter_map(|s| pos.get(&s).copied())
-                .collect()
-        })
-        .collect();
-    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); nb];
-    for (k, ss) in succs.iter().enumerate() {
-        for &s in ss {
-            if !preds[s].contains(&k) {
-                preds[s].push(k);
-            }
-        }
-    }
+    let Graph { succs, preds } = Graph::new(func, order);
     let has_call = order
         .iter()
         .any(|&b| insts(b).iter().any(|&i| is_call(func.dfg.inst(i))));
@@ -316,27 +299,8 @@ pub(crate) fn plan(
     // its predecessor): (header, body, values used in the body).
     let mut loops: Vec<(usize, HashSet<usize>, HashSet<Value>)> = Vec::new();
     if has_loop {
-        let doms = DominatorTree::new(order, |b| {
-            preds[pos[&b]].iter().map(|&p| order[p]).collect::<Vec<_>>()
-        });
-        let mut bodies: HashMap<usize, HashSet<usize>> = HashMap::new();
-        for (k, ss) in succs.iter().enumerate() {
-            for &h in ss {
-                if doms.dominates(order[h], order[k]) {
-                    let body = bodies.entry(h).or_insert_with(|| HashSet::from([h]));
-                    let mut work = vec![k];
-                    while let Some(x) = work.pop() {
-                        if body.insert(x) {
-                            work.extend(preds[x].iter().copied());
-                        }
-                    }
-                }
-            }
-        }
-        let mut headers: Vec<usize> = bodies.keys().copied().collect();
-        headers.sort_unstable();
-        for h in headers {
-            let body = &bodies[&h];
+        for (h, body) in natural_loops(order, &preds) {
+            let body = &body;
             let mut used: HashSet<Value> = HashSet::new();
             for &x in body {
                 for &i in insts(order[x]) {
@@ -619,28 +583,11 @@ fn locate(shape: &Shape<'_>, plan: &mut SpillPlan) {
 /// leaves it on the second: the translator branches on the complement, exit
 /// first, so that Cranelift lays the loop body out right after the header.
 pub(crate) fn exit_first_headers(func: &Function, order: &[Block]) -> HashSet<Block> {
+    let graph = Graph::new(func, order);
     let pos: HashMap<Block, usize> = order.iter().enumerate().map(|(k, &b)| (b, k)).collect();
-    let mut preds: Vec<Vec<usize>> = vec![Vec::new(); order.len()];
-    for (k, &b) in order.iter().enumerate() {
-        for s in adze_ir::cfg::successors(func, b) {
-            if let Some(&j) = pos.get(&s) {
-                preds[j].push(k);
-            }
-        }
-    }
-    let doms = DominatorTree::new(order, |b| {
-        preds[pos[&b]].iter().map(|&p| order[p]).collect::<Vec<_>>()
-    });
     let mut out = HashSet::new();
-    for (h, &hb) in order.iter().enumerate() {
-        let latches: Vec<usize> = preds[h]
-            .iter()
-            .copied()
-            .filter(|&p| doms.dominates(hb, order[p]))
-            .collect();
-        if latches.is_empty() {
-            continue;
-        }
+    for (h, body) in natural_loops(order, &graph.preds) {
+        let hb = order[h];
         let Some(last) = func.layout.last_inst(hb) else {
             continue;
         };
@@ -652,6 +599,66 @@ pub(crate) fn exit_first_headers(func: &Function, order: &[Block]) -> HashSet<Bl
         else {
             continue;
         };
+        let inside = |b: Block| pos.get(&b).is_some_and(|p| body.contains(p));
+        if inside(then_dest.block) && !inside(else_dest.block) {
+            out.insert(hb);
+        }
+    }
+    out
+}
+
+/// The control-flow graph over the positions of `order` (reachable blocks
+/// in reverse postorder): successors and predecessors, without repeats.
+struct Graph {
+    succs: Vec<Vec<usize>>,
+    preds: Vec<Vec<usize>>,
+}
+
+impl Graph {
+    fn new(func: &Function, order: &[Block]) -> Graph {
+        let pos: HashMap<Block, usize> = order.iter().enumerate().map(|(k, &b)| (b, k)).collect();
+        let succs: Vec<Vec<usize>> = order
+            .iter()
+            .map(|&b| {
+                adze_ir::cfg::successors(func, b)
+                    .into_iter()
+                    .filter_map(|s| pos.get(&s).copied())
+                    .collect()
+            })
+            .collect();
+        let mut preds: Vec<Vec<usize>> = vec![Vec::new(); order.len()];
+        for (k, ss) in succs.iter().enumerate() {
+            for &s in ss {
+                if !preds[s].contains(&k) {
+                    preds[s].push(k);
+                }
+            }
+        }
+        Graph { succs, preds }
+    }
+}
+
+/// The natural loops: for each block that a back edge enters (a
+/// predecessor it dominates), its position and the positions of its body
+/// (the blocks that reach a back edge's source without passing it), by
+/// header position.
+fn natural_loops(order: &[Block], preds: &[Vec<usize>]) -> Vec<(usize, HashSet<usize>)> {
+    let pos: HashMap<Block, usize> = order.iter().enumerate().map(|(k, &b)| (b, k)).collect();
+    let doms = DominatorTree::new(order, |b| {
+        pos.get(&b)
+            .map(|&k| preds[k].iter().map(|&p| order[p]).collect::<Vec<_>>())
+            .unwrap_or_default()
+    });
+    let mut loops = Vec::new();
+    for (h, &hb) in order.iter().enumerate() {
+        let latches: Vec<usize> = preds[h]
+            .iter()
+            .copied()
+            .filter(|&p| doms.dominates(hb, order[p]))
+            .collect();
+        if latches.is_empty() {
+            continue;
+        }
         let mut body: HashSet<usize> = HashSet::from([h]);
         let mut work = latches;
         while let Some(x) = work.pop() {
@@ -659,12 +666,9 @@ pub(crate) fn exit_first_headers(func: &Function, order: &[Block]) -> HashSet<Bl
                 work.extend(preds[x].iter().copied());
             }
         }
-        let inside = |b: Block| pos.get(&b).is_some_and(|p| body.contains(p));
-        if inside(then_dest.block) && !inside(else_dest.block) {
-            out.insert(hb);
-        }
+        loops.push((h, body));
     }
-    out
+    loops
 }
 
 /// The positions of the set bits of `bits`, in increasing order.
