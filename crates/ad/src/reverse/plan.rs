@@ -162,6 +162,10 @@ pub(crate) struct Plan {
     pub invariants: Vec<(Value, usize)>,
     /// The loads the loop bounds prove in bounds (`adze_ir::bounds`).
     safe_loads: HashSet<Inst>,
+    /// Per counted loop, the arrays an instruction of it may write (every
+    /// array operand of anything but `load`, `len` and `samelen`), and
+    /// whether it contains a `samelen`; computed on first use.
+    loop_writes: std::cell::RefCell<std::collections::HashMap<usize, (HashSet<Value>, bool)>>,
     /// The primal parameters the adjoint receives, in order (see
     /// [`adj_takes`]), and which values they are.
     pub adj_params: Vec<Value>,
@@ -316,52 +320,44 @@ impl Plan {
         let (def, arr_def, index_def) = (block_of(v)?, block_of(arr)?, block_of(index)?);
         self.enclosing(b).iter().rev().copied().find(|&l| {
             let lp = &self.loops[l];
-            lp.contains(def)
-                && !lp.contains(arr_def)
-                && !lp.contains(index_def)
-                && !self.may_write_in(func, l, arr)
-                && !self.has_samelen_in(func, l)
+            lp.contains(def) && !lp.contains(arr_def) && !lp.contains(index_def) && {
+                let mut cache = self.loop_writes.borrow_mut();
+                let (writes, samelen) = cache.entry(l).or_insert_with(|| self.scan_loop(func, l));
+                !writes.contains(&arr) && !*samelen
+            }
         })
     }
 
-    /// Does counted loop `l` contain a `samelen`?
-    fn has_samelen_in(&self, func: &Function, l: usize) -> bool {
-        self.order
-            .iter()
-            .filter(|&&b| self.loops[l].contains(b))
-            .flat_map(|&b| func.layout.block_insts(b))
-            .any(|&i| {
-                matches!(
-                    func.dfg.inst(i),
+    /// The arrays an instruction of counted loop `l` can change (any that
+    /// it takes, unless it is a `load`, `len` or `samelen`), and whether
+    /// `l` contains a `samelen`.
+    fn scan_loop(&self, func: &Function, l: usize) -> (HashSet<Value>, bool) {
+        let mut writes = HashSet::new();
+        let mut samelen = false;
+        for &b in self.order.iter().filter(|&&b| self.loops[l].contains(b)) {
+            for &i in func.layout.block_insts(b) {
+                let data = func.dfg.inst(i);
+                match data {
                     InstData::Binary {
                         op: Opcode::SameLen,
                         ..
-                    }
-                )
-            })
-    }
-
-    /// Can an instruction of counted loop `l` change the array `arr`? Any
-    /// instruction that takes it, other than `load`, `len` and `samelen`.
-    fn may_write_in(&self, func: &Function, l: usize, arr: Value) -> bool {
-        self.order
-            .iter()
-            .filter(|&&b| self.loops[l].contains(b))
-            .flat_map(|&b| func.layout.block_insts(b))
-            .any(|&i| {
-                let data = func.dfg.inst(i);
-                let reads_only = matches!(
-                    data,
+                    } => samelen = true,
                     InstData::Binary {
-                        op: Opcode::Load | Opcode::SameLen,
-                        ..
-                    } | InstData::Unary {
-                        op: Opcode::Len,
-                        ..
+                        op: Opcode::Load, ..
                     }
-                );
-                !reads_only && data.args().contains(&arr)
-            })
+                    | InstData::Unary {
+                        op: Opcode::Len, ..
+                    } => {}
+                    _ => writes.extend(
+                        data.args()
+                            .iter()
+                            .copied()
+                            .filter(|&v| func.dfg.value_type(v) == Type::Array),
+                    ),
+                }
+            }
+        }
+        (writes, samelen)
     }
 
     /// The load a loop invariant is, when it is defined inside loop `l`
@@ -496,6 +492,7 @@ impl Plan {
             ivs: std::collections::HashMap::new(),
             invariants: Vec::new(),
             safe_loads: adze_ir::bounds::safe_accesses(func),
+            loop_writes: Default::default(),
             adj_params,
             available,
             zeros_sites: Vec::new(),
