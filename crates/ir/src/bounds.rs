@@ -72,17 +72,6 @@ fn const_of(func: &Function, v: Value) -> Option<i64> {
     }
 }
 
-fn def_block(func: &Function, v: Value) -> Option<Block> {
-    if !func.dfg.value_is_valid(v) {
-        return None;
-    }
-    match func.dfg.value_def(v) {
-        ValueDef::Result { inst, .. } => func.layout.inst_block(*inst),
-        ValueDef::Param { block, .. } => Some(*block),
-        ValueDef::Detached => None,
-    }
-}
-
 /// `(x, c)` when `v` is `x + c` for a constant `c` (`iadd` either way
 /// round, or `isub` of a constant), or `(v, 0)`.
 fn offset_form(func: &Function, v: Value) -> (Value, i64) {
@@ -187,7 +176,9 @@ pub fn safe_accesses(func: &Function) -> HashSet<Inst> {
         if body == else_dest.block
             || body == h
             || preds.get(&body).map(Vec::as_slice) != Some(&[h][..])
-            || def_block(func, hi).is_none_or(|d| d == h || !doms.dominates(d, h))
+            || func
+                .def_block(hi)
+                .is_none_or(|d| d == h || !doms.dominates(d, h))
         {
             continue;
         }
@@ -205,7 +196,7 @@ pub fn safe_accesses(func: &Function) -> HashSet<Inst> {
             let at = if c == 0 {
                 Some(from)
             } else {
-                def_block(func, a)
+                func.def_block(a)
             };
             (c == 0 || c == 1)
                 && ivs

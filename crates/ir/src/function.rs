@@ -192,6 +192,19 @@ impl Function {
         self.layout.entry_block()
     }
 
+    /// The block that defines `v` (its instruction's block, or the block it
+    /// is a parameter of), if `v` is valid and placed.
+    pub fn def_block(&self, v: Value) -> Option<Block> {
+        if !self.dfg.value_is_valid(v) {
+            return None;
+        }
+        match *self.dfg.value_def(v) {
+            ValueDef::Result { inst, .. } => self.layout.inst_block(inst),
+            ValueDef::Param { block, .. } => Some(block),
+            ValueDef::Detached => None,
+        }
+    }
+
     /// The values of the function's parameters (the entry block's parameters).
     pub fn params(&self) -> &[Value] {
         match self.entry_block() {

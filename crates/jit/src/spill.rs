@@ -44,7 +44,7 @@
 //! registers are callee-saved, so regalloc2 keeps integers across calls.
 
 use adze_ir::cfg::DominatorTree;
-use adze_ir::{Block, Function, Inst, InstData, Type, Value, ValueDef};
+use adze_ir::{Block, Function, Inst, InstData, Type, Value};
 use cranelift_codegen::entity::EntityRef;
 use std::collections::{HashMap, HashSet};
 
@@ -95,14 +95,6 @@ pub(crate) struct SpillPlan {
 impl SpillPlan {
     pub(crate) fn is_split(&self, v: Value) -> bool {
         self.split.get(v.index()).copied().unwrap_or(false)
-    }
-}
-
-fn def_block(func: &Function, v: Value) -> Option<Block> {
-    match func.dfg.value_def(v) {
-        ValueDef::Result { inst, .. } => func.layout.inst_block(*inst),
-        ValueDef::Param { block, .. } => Some(*block),
-        ValueDef::Detached => None,
     }
 }
 
@@ -186,7 +178,7 @@ pub(crate) fn plan(
             func.dfg.inst(i).for_each_use(|v| {
                 if file(func, v).is_some()
                     && gidx[v.index()] == usize::MAX
-                    && def_block(func, v) != Some(b)
+                    && func.def_block(v) != Some(b)
                 {
                     gidx[v.index()] = globals.len();
                     globals.push(v);

@@ -69,18 +69,6 @@ impl<T: Clone> Table<T> {
     }
 }
 
-/// The block that defines `v`, if it is placed.
-pub(crate) fn def_block(func: &Function, v: Value) -> Option<Block> {
-    if !func.dfg.value_is_valid(v) {
-        return None;
-    }
-    match *func.dfg.value_def(v) {
-        ValueDef::Result { inst, .. } => func.layout.inst_block(inst),
-        ValueDef::Param { block, .. } => Some(block),
-        ValueDef::Detached => None,
-    }
-}
-
 /// The instruction that defines `v`, if any.
 pub(crate) fn def_inst(func: &Function, v: Value) -> Option<&InstData> {
     if !func.dfg.value_is_valid(v) {
@@ -400,7 +388,7 @@ impl Scopes {
             }
             for &v in data.args.iter().chain(&data.results) {
                 s.pinned.set(v, true);
-                if let Some(b) = def_block(func, v) {
+                if let Some(b) = func.def_block(v) {
                     s.pinned_blocks.set(b, true);
                 }
             }
@@ -413,7 +401,7 @@ impl Scopes {
     }
 
     pub(crate) fn value_scope(&self, func: &Function, v: Value) -> Option<Region> {
-        def_block(func, v).and_then(|b| self.block_scope(b))
+        func.def_block(v).and_then(|b| self.block_scope(b))
     }
 
     /// Is `v` an argument or result of a region (so it must stay defined)?

@@ -50,7 +50,7 @@
 //! (`Function::inlined`); an entry whose blocks are all gone stays, with an
 //! empty list (entries are numbered, and parents refer to them).
 
-use crate::analysis::{def_block, def_inst, iconst_of, is_pure, Cfg, Scopes, Table};
+use crate::analysis::{def_inst, iconst_of, is_pure, Cfg, Scopes, Table};
 use adze_ir::{Block, Function, Inst, InstData, Opcode, Value, ValueDef};
 use std::collections::HashSet;
 
@@ -126,7 +126,7 @@ fn remove_unreachable_blocks(func: &mut Function) -> usize {
         for &inst in func.layout.block_insts(b) {
             func.dfg
                 .inst(inst)
-                .for_each_use(|v| needed.extend(def_block(func, v)));
+                .for_each_use(|v| needed.extend(func.def_block(v)));
         }
         for n in needed {
             if !*keep.get(n) {

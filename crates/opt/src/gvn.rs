@@ -65,8 +65,7 @@
 //! pass. The blocks it leaves unreachable are removed by [`mod@crate::dce`].
 
 use crate::analysis::{
-    bconst_of, def_block, def_inst, fconst_of, iconst_of, is_pure, Cfg, DomTree, Replacements,
-    Scopes,
+    bconst_of, def_inst, fconst_of, iconst_of, is_pure, Cfg, DomTree, Replacements, Scopes,
 };
 use adze_ir::{semantics, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Region, Value};
 use std::collections::{HashMap, HashSet};
@@ -197,7 +196,7 @@ pub fn gvn(func: &mut Function) -> GvnStats {
             let key = (numbered, scope);
             match table.get(&key) {
                 Some(&v) if !scopes.is_pinned(result) => {
-                    if global(data) || def_block(func, v) == Some(block) {
+                    if global(data) || func.def_block(v) == Some(block) {
                         repl.replace(result, v);
                         func.layout.remove_inst(inst);
                         stats.merged += 1;

@@ -52,7 +52,7 @@
 //! it dominated the use inside the loop without being in the loop, and
 //! every path into the loop comes through the preheader.
 
-use crate::analysis::{def_block, find_loops, is_pure, Cfg, DomTree, Scopes, Table};
+use crate::analysis::{find_loops, is_pure, Cfg, DomTree, Scopes, Table};
 use adze_ir::{Block, Function, Inst, InstData, Value, ValueDef};
 
 /// What LICM did to one function.
@@ -115,7 +115,7 @@ pub fn licm(func: &mut Function) -> LicmStats {
                 // where they are used (see `constant`).
                 let mut invariant = true;
                 data.for_each_use(|v| {
-                    invariant &= def_block(func, v).is_some_and(|d| !*in_loop.get(d))
+                    invariant &= func.def_block(v).is_some_and(|d| !*in_loop.get(d))
                         || constant_value(func, v);
                 });
                 if !invariant {
@@ -125,7 +125,7 @@ pub fn licm(func: &mut Function) -> LicmStats {
                 let mut data = func.dfg.inst(inst).clone();
                 for v in data.args_mut() {
                     if constant_value(func, *v)
-                        && def_block(func, *v).is_some_and(|d| *in_loop.get(d))
+                        && func.def_block(*v).is_some_and(|d| *in_loop.get(d))
                     {
                         let ValueDef::Result { inst: c, .. } = *func.dfg.value_def(*v) else {
                             continue;

@@ -74,9 +74,7 @@
 //! redone after each deletion, so a loop whose only inner loop was deleted
 //! may go next.
 
-use crate::analysis::{
-    def_block, find_loops, iconst_of, is_pure, Cfg, DomTree, Loop, Scopes, Table,
-};
+use crate::analysis::{find_loops, iconst_of, is_pure, Cfg, DomTree, Loop, Scopes, Table};
 use adze_ir::{Block, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Type, Value};
 use std::collections::HashSet;
 
@@ -149,7 +147,7 @@ fn plan(
     for &b in &lp.body {
         in_loop.set(b, true);
     }
-    let inside = |v: Value| def_block(func, v).is_some_and(|b| *in_loop.get(b));
+    let inside = |v: Value| func.def_block(v).is_some_and(|b| *in_loop.get(b));
 
     // One way in, by a branch that names the header once.
     let outside: Vec<_> = cfg
@@ -191,7 +189,7 @@ fn plan(
         return None;
     };
     let k = func.dfg.block_params(h).iter().position(|&p| p == i)?;
-    if def_block(func, hi).is_none() || inside(hi) {
+    if func.def_block(hi).is_none() || inside(hi) {
         return None;
     }
     let init = *entry_edge.args.get(k)?;

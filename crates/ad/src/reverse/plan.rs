@@ -263,11 +263,7 @@ impl Plan {
     /// definition of `v`: `v` is the same in all its iterations (its
     /// definition dominates `b`, so it dominates the loop's header).
     fn invariant_loop(&self, func: &Function, v: Value, b: Block) -> Option<usize> {
-        let def = match *func.dfg.value_def(v) {
-            ValueDef::Param { block, .. } => block,
-            ValueDef::Result { inst, .. } => func.layout.inst_block(inst)?,
-            ValueDef::Detached => return None,
-        };
+        let def = func.def_block(v)?;
         self.enclosing(b)
             .iter()
             .rev()
@@ -312,12 +308,11 @@ impl Plan {
         if !matches!(func.dfg.inst(z), InstData::Zeros { .. }) {
             return None;
         }
-        let block_of = |x: Value| match *func.dfg.value_def(x) {
-            ValueDef::Param { block, .. } => Some(block),
-            ValueDef::Result { inst, .. } => func.layout.inst_block(inst),
-            ValueDef::Detached => None,
-        };
-        let (def, arr_def, index_def) = (block_of(v)?, block_of(arr)?, block_of(index)?);
+        let (def, arr_def, index_def) = (
+            func.def_block(v)?,
+            func.def_block(arr)?,
+            func.def_block(index)?,
+        );
         self.enclosing(b).iter().rev().copied().find(|&l| {
             let lp = &self.loops[l];
             lp.contains(def) && !lp.contains(arr_def) && !lp.contains(index_def) && {
@@ -644,13 +639,6 @@ impl Plan {
     /// at the adjoint's entry).
     fn assign_slots(&mut self, func: &Function, ret: RetActivity) {
         let mut need = vec![false; func.dfg.num_values()];
-        let def_block = |v: Value| -> Option<Block> {
-            match *func.dfg.value_def(v) {
-                ValueDef::Param { block, .. } => Some(block),
-                ValueDef::Result { inst, .. } => func.layout.inst_block(inst),
-                ValueDef::Detached => None,
-            }
-        };
         for &b in &self.order {
             for &inst in func.layout.block_insts(b) {
                 let data = func.dfg.inst(inst);
@@ -676,7 +664,7 @@ impl Plan {
                     }
                     _ => {
                         for &a in data.args() {
-                            if self.is_active(func, a) && def_block(a) != Some(b) {
+                            if self.is_active(func, a) && func.def_block(a) != Some(b) {
                                 need[idx(a)] = true;
                             }
                         }
