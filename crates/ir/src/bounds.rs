@@ -297,6 +297,54 @@ pub fn safe_accesses(func: &Function) -> HashSet<Inst> {
     safe
 }
 
+/// Arrays known to have one length, as `samelen` instructions that have
+/// run prove (a `samelen` traps unless the lengths are equal, and lengths
+/// never change): each array to a representative of its class. The JIT's
+/// bounds checks and the optimizer's `mem` pass use it: a checked `a[i]`
+/// proves `b[i]` for every `b` of `a`'s class.
+#[derive(Clone, Debug, Default)]
+pub struct LengthClasses {
+    rep: HashMap<Value, Value>,
+}
+
+impl LengthClasses {
+    /// The representative of `a`'s class.
+    pub fn rep(&self, a: Value) -> Value {
+        self.rep.get(&a).copied().unwrap_or(a)
+    }
+
+    /// Records that `a` and `b` have one length. False if that was known.
+    pub fn join(&mut self, a: Value, b: Value) -> bool {
+        let (ra, rb) = (self.rep(a), self.rep(b));
+        if ra == rb {
+            return false;
+        }
+        for r in self.rep.values_mut().filter(|r| **r == rb) {
+            *r = ra;
+        }
+        self.rep.insert(rb, ra);
+        true
+    }
+
+    /// The classes the `samelen`s of the entry block make: they hold in
+    /// every other block, which the entry block dominates.
+    pub fn of_entry_block(func: &Function) -> LengthClasses {
+        let mut classes = LengthClasses::default();
+        if let Some(entry) = func.entry_block() {
+            for &inst in func.layout.block_insts(entry) {
+                if let InstData::Binary {
+                    op: Opcode::SameLen,
+                    args: [a, b],
+                } = *func.dfg.inst(inst)
+                {
+                    classes.join(a, b);
+                }
+            }
+        }
+        classes
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

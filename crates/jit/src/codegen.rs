@@ -230,9 +230,9 @@ struct Translator<'a, 'b> {
     /// array to a representative of its class. Facts of the entry block
     /// hold in every block (it dominates them all); others only in the
     /// rest of their own block. A check of `a[i]` then proves `b[i]`.
-    same_len: HashMap<IrValue, IrValue>,
+    same_len: adze_ir::bounds::LengthClasses,
     /// `same_len` as it was at the end of the entry block.
-    entry_same_len: HashMap<IrValue, IrValue>,
+    entry_same_len: adze_ir::bounds::LengthClasses,
     /// Accesses that the bounds of their loop prove in bounds
     /// (`adze_ir::bounds::safe_accesses`).
     loop_safe: std::collections::HashSet<adze_ir::Inst>,
@@ -389,8 +389,8 @@ pub(crate) fn translate_function(
         zeros,
         proven_max: HashMap::new(),
         proven_pairs: Default::default(),
-        same_len: HashMap::new(),
-        entry_same_len: HashMap::new(),
+        same_len: Default::default(),
+        entry_same_len: Default::default(),
         tape_groups: HashMap::new(),
         loop_safe: adze_ir::bounds::safe_accesses(func),
         cur: None,
@@ -906,7 +906,7 @@ impl Translator<'_, '_> {
 
     /// The representative of the arrays known to have `arr`'s length.
     fn len_class(&self, arr: IrValue) -> IrValue {
-        self.same_len.get(&arr).copied().unwrap_or(arr)
+        self.same_len.rep(arr)
     }
 
     /// The immediate of `v` if it is an `iconst`.
@@ -1049,8 +1049,7 @@ impl Translator<'_, '_> {
                         return Ok(());
                     }
                     Opcode::SameLen => {
-                        let (ra, rb) = (self.len_class(args[0]), self.len_class(args[1]));
-                        if ra == rb {
+                        if self.len_class(args[0]) == self.len_class(args[1]) {
                             // An earlier `samelen` already proved it.
                             return Ok(());
                         }
@@ -1062,10 +1061,7 @@ impl Translator<'_, '_> {
                             shadow: self.func.array_name(args[1]),
                         };
                         self.trap_if(differ, kind, None, None);
-                        for r in self.same_len.values_mut().filter(|r| **r == rb) {
-                            *r = ra;
-                        }
-                        self.same_len.insert(rb, ra);
+                        self.same_len.join(args[0], args[1]);
                         return Ok(());
                     }
                     Opcode::Idiv | Opcode::Irem => {

@@ -63,8 +63,9 @@
 //! by a later store of the same block, hence of the same region.
 
 use crate::analysis::{def_inst, iconst_of, Cfg, Replacements, Scopes};
+use adze_ir::bounds::LengthClasses;
 use adze_ir::{Block, FuncId, Function, Inst, InstData, Module, Opcode, Type, Value, ValueDef};
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 
 /// What the memory pass did to one function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -339,7 +340,7 @@ pub fn forward_memory(func: &mut Function, callees: &Callees) -> MemStats {
         callees,
         repl: Replacements::new(func),
         stats: MemStats::default(),
-        same_len: entry_same_len(func),
+        same_len: LengthClasses::of_entry_block(func),
         entry: func.entry_block(),
         in_entry: false,
         proven: adze_ir::bounds::safe_accesses(func),
@@ -374,42 +375,14 @@ struct Pass<'a> {
     callees: &'a Callees,
     repl: Replacements,
     stats: MemStats,
-    /// Arrays of one length by a `samelen` of the entry block: each to a
-    /// representative of its class.
-    same_len: HashMap<Value, Value>,
+    /// Arrays of one length by a `samelen` of the entry block, which hold
+    /// outside the entry block (it dominates every other block).
+    same_len: LengthClasses,
     entry: Option<Block>,
     /// Is the block being rewritten the entry block?
     in_entry: bool,
     /// Accesses the loop bounds prove in bounds (`adze_ir::bounds`).
     proven: HashSet<Inst>,
-}
-
-/// The length classes of the entry block's `samelen`s: each array to a
-/// representative. The entry block dominates every other block and its
-/// `samelen`s trap unless the lengths are equal, so outside it the arrays
-/// of a class have one length.
-fn entry_same_len(func: &Function) -> HashMap<Value, Value> {
-    let mut class: HashMap<Value, Value> = HashMap::new();
-    let Some(entry) = func.entry_block() else {
-        return class;
-    };
-    for &inst in func.layout.block_insts(entry) {
-        if let InstData::Binary {
-            op: Opcode::SameLen,
-            args: [a, b],
-        } = *func.dfg.inst(inst)
-        {
-            let ra = class.get(&a).copied().unwrap_or(a);
-            let rb = class.get(&b).copied().unwrap_or(b);
-            if ra != rb {
-                for r in class.values_mut().filter(|r| **r == rb) {
-                    *r = ra;
-                }
-                class.insert(rb, ra);
-            }
-        }
-    }
-    class
 }
 
 impl Pass<'_> {
@@ -421,7 +394,7 @@ impl Pass<'_> {
         if self.in_entry {
             a
         } else {
-            self.same_len.get(&a).copied().unwrap_or(a)
+            self.same_len.rep(a)
         }
     }
 
