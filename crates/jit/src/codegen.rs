@@ -369,7 +369,8 @@ pub(crate) fn translate_function(
         ))
     });
 
-    let spill = crate::spill::plan(func, &order, |data| calls_out(env, data));
+    let graph = crate::spill::Graph::new(func, &order);
+    let spill = crate::spill::plan(func, &order, &graph, |data| calls_out(env, data));
     let mut t = Translator {
         b,
         env,
@@ -400,7 +401,7 @@ pub(crate) fn translate_function(
         popped: HashMap::new(),
         spill,
         split_state: HashMap::new(),
-        exit_first: crate::spill::exit_first_headers(func, &order),
+        exit_first: crate::spill::exit_first_headers(func, &order, &graph),
     };
     let limit = env.limits.max_call_depth;
     let over =

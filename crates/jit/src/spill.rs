@@ -152,19 +152,21 @@ impl Sets {
 pub(crate) fn plan(
     func: &Function,
     order: &[Block],
+    graph: &Graph,
     is_call: impl Fn(&InstData) -> bool,
 ) -> SpillPlan {
     let insts = |b: Block| func.layout.block_insts(b);
     let nvals = func.dfg.num_values();
     let nb = order.len();
-    let Graph { succs, preds } = Graph::new(func, order);
+    let Graph {
+        succs,
+        preds,
+        loops: natural,
+    } = graph;
     let has_call = order
         .iter()
         .any(|&b| insts(b).iter().any(|&i| is_call(func.dfg.inst(i))));
-    let has_loop = succs
-        .iter()
-        .enumerate()
-        .any(|(k, ss)| ss.iter().any(|&s| s <= k));
+    let has_loop = !natural.is_empty();
     if (!has_call && !has_loop) || func.num_placed_insts() > MAX_INSTS {
         return SpillPlan::default();
     }
@@ -291,8 +293,8 @@ pub(crate) fn plan(
     // its predecessor): (header, body, values used in the body).
     let mut loops: Vec<(usize, HashSet<usize>, HashSet<Value>)> = Vec::new();
     if has_loop {
-        for (h, body) in natural_loops(order, &preds) {
-            let body = &body;
+        for (h, body) in natural {
+            let h = *h;
             let mut used: HashSet<Value> = HashSet::new();
             for &x in body {
                 for &i in insts(order[x]) {
@@ -349,7 +351,7 @@ pub(crate) fn plan(
     let shape = Shape {
         func,
         order,
-        preds: &preds,
+        preds,
         globals: &globals,
         gidx: &gidx,
         live_in: &live_in,
@@ -574,12 +576,15 @@ fn locate(shape: &Shape<'_>, plan: &mut SpillPlan) {
 /// The loop headers whose `brif` stays in the loop on its first target and
 /// leaves it on the second: the translator branches on the complement, exit
 /// first, so that Cranelift lays the loop body out right after the header.
-pub(crate) fn exit_first_headers(func: &Function, order: &[Block]) -> HashSet<Block> {
-    let graph = Graph::new(func, order);
+pub(crate) fn exit_first_headers(
+    func: &Function,
+    order: &[Block],
+    graph: &Graph,
+) -> HashSet<Block> {
     let pos: HashMap<Block, usize> = order.iter().enumerate().map(|(k, &b)| (b, k)).collect();
     let mut out = HashSet::new();
-    for (h, body) in natural_loops(order, &graph.preds) {
-        let hb = order[h];
+    for (h, body) in &graph.loops {
+        let hb = order[*h];
         let Some(last) = func.layout.last_inst(hb) else {
             continue;
         };
@@ -600,14 +605,17 @@ pub(crate) fn exit_first_headers(func: &Function, order: &[Block]) -> HashSet<Bl
 }
 
 /// The control-flow graph over the positions of `order` (reachable blocks
-/// in reverse postorder): successors and predecessors, without repeats.
-struct Graph {
+/// in reverse postorder): successors and predecessors, without repeats, and
+/// the natural loops ([`natural_loops`]). Computed once per function for
+/// the spill plan and the layout of loop headers.
+pub(crate) struct Graph {
     succs: Vec<Vec<usize>>,
     preds: Vec<Vec<usize>>,
+    loops: Vec<(usize, HashSet<usize>)>,
 }
 
 impl Graph {
-    fn new(func: &Function, order: &[Block]) -> Graph {
+    pub(crate) fn new(func: &Function, order: &[Block]) -> Graph {
         let pos: HashMap<Block, usize> = order.iter().enumerate().map(|(k, &b)| (b, k)).collect();
         let succs: Vec<Vec<usize>> = order
             .iter()
@@ -626,7 +634,12 @@ impl Graph {
                 }
             }
         }
-        Graph { succs, preds }
+        let loops = natural_loops(order, &preds);
+        Graph {
+            succs,
+            preds,
+            loops,
+        }
     }
 }
 
@@ -688,7 +701,7 @@ mod tests {
         let func = m.func(m.get("f").unwrap());
         let entry = func.entry_block().unwrap();
         let order = adze_ir::cfg::reverse_postorder(func, entry);
-        let plan = plan(func, &order, |d| {
+        let plan = plan(func, &order, &Graph::new(func, &order), |d| {
             matches!(d, InstData::Unary { op, .. } if matches!(op, Opcode::Cos | Opcode::Sin | Opcode::Exp))
                 || matches!(d, InstData::Call { .. })
         });
@@ -815,7 +828,7 @@ block5:
         let m = adze_ir::parse::parse_module(&src).unwrap();
         let func = m.func(m.get("f").unwrap());
         let order = adze_ir::cfg::reverse_postorder(func, func.entry_block().unwrap());
-        plan(func, &order, |d| {
+        plan(func, &order, &Graph::new(func, &order), |d| {
             matches!(
                 d,
                 InstData::Unary {
