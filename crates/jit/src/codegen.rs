@@ -640,10 +640,7 @@ impl Translator<'_, '_> {
     /// The current version of the split value `v`, reloaded from its slot
     /// when it is not in a register.
     fn read_split(&mut self, v: IrValue, var: Variable, ss: cl::StackSlot) -> cl::Value {
-        let at = self.split_state.get(&v).copied().unwrap_or(Location {
-            reg: true,
-            slot: false,
-        });
+        let at = self.location(v);
         if !at.reg {
             let ty = scalar_type(self.func.dfg.value_type(v)).unwrap_or(self.env.ptr);
             let x = self.b.ins().stack_load(self.env.ptr, ty, ss, 0);
@@ -659,25 +656,39 @@ impl Translator<'_, '_> {
         self.b.use_var(var)
     }
 
+    /// Where the split value `v` is in the current block (one not listed
+    /// was just defined: in a register only).
+    fn location(&self, v: IrValue) -> Location {
+        self.split_state.get(&v).copied().unwrap_or(Location {
+            reg: true,
+            slot: false,
+        })
+    }
+
+    /// The variable and the slot of `v`, if it is split and defined.
+    fn split_of(&self, v: IrValue) -> Option<(Variable, cl::StackSlot)> {
+        match self.vals.get(v.index()).copied().flatten()? {
+            Slot::Split(var, ss)
+            | Slot::Array {
+                ptr: Ptr::Split(var, ss),
+                ..
+            } => Some((var, ss)),
+            _ => None,
+        }
+    }
+
     /// A variable and a slot for the split value `v`, made at its first
     /// definition.
     fn split_home(&mut self, v: IrValue, ty: cl::Type) -> (Variable, cl::StackSlot) {
-        match self.vals[v.index()] {
-            Some(Slot::Split(var, ss))
-            | Some(Slot::Array {
-                ptr: Ptr::Split(var, ss),
-                ..
-            }) => (var, ss),
-            _ => {
-                let var = self.b.declare_var(ty);
-                let ss = self.b.create_sized_stack_slot(StackSlotData::new(
-                    StackSlotKind::ExplicitSlot,
-                    8,
-                    3,
-                ));
-                (var, ss)
-            }
-        }
+        self.split_of(v).unwrap_or_else(|| {
+            let var = self.b.declare_var(ty);
+            let ss = self.b.create_sized_stack_slot(StackSlotData::new(
+                StackSlotKind::ExplicitSlot,
+                8,
+                3,
+            ));
+            (var, ss)
+        })
     }
 
     /// Defines the scalar value `v` as `x`: directly, or as a new version
@@ -709,10 +720,11 @@ impl Translator<'_, '_> {
 
     /// Puts the split value `v` in a register (reloading it if needed).
     fn reload(&mut self, v: IrValue) -> Result<(), JitError> {
-        match self.slot(v)? {
-            Slot::Array { .. } => self.array_ptr(v).map(|_| ()),
-            _ => self.scalar(v).map(|_| ()),
-        }
+        let (var, ss) = self
+            .split_of(v)
+            .ok_or_else(|| self.err(format!("{v} is to be reloaded but is not split")))?;
+        self.read_split(v, var, ss);
+        Ok(())
     }
 
     /// Puts each value of `list` in its slot (unless it is there already);
@@ -720,18 +732,10 @@ impl Translator<'_, '_> {
     /// loop it is not used in wants the register).
     fn save(&mut self, list: &[IrValue], drop: bool) -> Result<(), JitError> {
         for &v in list {
-            let (var, ss) = match self.vals[v.index()] {
-                Some(Slot::Split(var, ss))
-                | Some(Slot::Array {
-                    ptr: Ptr::Split(var, ss),
-                    ..
-                }) => (var, ss),
-                _ => return Err(self.err(format!("{v} is to be saved but is not split"))),
-            };
-            let at = self.split_state.get(&v).copied().unwrap_or(Location {
-                reg: true,
-                slot: false,
-            });
+            let (var, ss) = self
+                .split_of(v)
+                .ok_or_else(|| self.err(format!("{v} is to be saved but is not split")))?;
+            let at = self.location(v);
             if !at.slot {
                 let x = self.read_split(v, var, ss);
                 self.b.ins().stack_store(self.env.ptr, x, ss, 0);
