@@ -302,7 +302,7 @@ fn bconst(imm: bool) -> Simplified {
 }
 
 /// The operand of `v`'s defining instruction if it is `op` of one operand.
-fn unary_operand(func: &Function, v: Value, op: Opcode) -> Option<Value> {
+pub(crate) fn unary_operand(func: &Function, v: Value, op: Opcode) -> Option<Value> {
     match def_inst(func, v)? {
         InstData::Unary { op: o, arg } if *o == op => Some(*arg),
         _ => None,

@@ -38,11 +38,11 @@ use crate::analysis::{Cfg, Replacements, Scopes};
 use adze_ir::{Block, Function, InstData, Type, Value};
 use std::collections::{HashMap, HashSet};
 
-/// Incoming arguments of each parameter of the non-entry blocks, over the
-/// edges from reachable blocks.
-fn incoming(func: &Function, cfg: &Cfg) -> HashMap<Value, Vec<Value>> {
+/// Incoming arguments of each block parameter, over the edges from
+/// `blocks` (the reachable ones, or every placed block).
+fn incoming(func: &Function, blocks: &[Block]) -> HashMap<Value, Vec<Value>> {
     let mut map: HashMap<Value, Vec<Value>> = HashMap::new();
-    for &b in &cfg.rpo {
+    for &b in blocks {
         let Some(last) = func.layout.last_inst(b) else {
             continue;
         };
@@ -79,7 +79,7 @@ pub(crate) fn simplify_params(func: &mut Function, cfg: &Cfg, scopes: &Scopes) -
     // Each round can make more parameters trivial; a few rounds reach
     // almost every chain, and what is left waits for the next GVN.
     for _ in 0..8 {
-        let inc = incoming(func, cfg);
+        let inc = incoming(func, &cfg.rpo);
         let mut fates: Vec<(Value, Block, Fate)> = Vec::new();
         for &b in &cfg.rpo {
             if b == entry {
@@ -141,7 +141,7 @@ pub(crate) fn quiet_params(
     cfg: &Cfg,
     quiet_inst: impl Fn(Value) -> bool,
 ) -> HashSet<Value> {
-    let inc = incoming(func, cfg);
+    let inc = incoming(func, &cfg.rpo);
     let mut set: HashSet<Value> = inc
         .keys()
         .copied()
@@ -177,26 +177,11 @@ pub(crate) fn narrow_bit_params(func: &mut Function, cfg: &Cfg, scopes: &Scopes)
     let Some(&entry) = cfg.rpo.first() else {
         return 0;
     };
-    let frombits_arg = |func: &Function, v: Value| match crate::analysis::def_inst(func, v) {
-        Some(InstData::Unary {
-            op: Opcode::Frombits,
-            arg,
-        }) => Some(*arg),
-        _ => None,
-    };
+    let frombits_arg =
+        |func: &Function, v: Value| crate::gvn::unary_operand(func, v, Opcode::Frombits);
     // Every placed branch, reachable or not: each passes an argument.
     let blocks: Vec<Block> = func.layout.blocks().to_vec();
-    let mut args_of: HashMap<Value, Vec<Value>> = HashMap::new();
-    for &b in &blocks {
-        let Some(last) = func.layout.last_inst(b) else {
-            continue;
-        };
-        for dest in func.dfg.inst(last).destinations() {
-            for (&p, &a) in func.dfg.block_params(dest.block).iter().zip(&dest.args) {
-                args_of.entry(p).or_default().push(a);
-            }
-        }
-    }
+    let args_of = incoming(func, &blocks);
     // Candidates: f64 parameters of non-entry blocks whose arguments are
     // all `frombits` or themselves.
     let mut cands: HashSet<Value> = args_of
