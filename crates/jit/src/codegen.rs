@@ -643,7 +643,7 @@ impl Translator<'_, '_> {
         let at = self.location(v);
         if !at.reg {
             let ty = scalar_type(self.func.dfg.value_type(v)).unwrap_or(self.env.ptr);
-            let x = self.b.ins().stack_load(self.env.ptr, ty, ss, 0);
+            let x = self.slot_load(ty, ss);
             self.b.def_var(var, x);
             self.split_state.insert(
                 v,
@@ -654,6 +654,23 @@ impl Translator<'_, '_> {
             );
         }
         self.b.use_var(var)
+    }
+
+    /// Loads the scalar kept in stack slot `ss`.
+    ///
+    /// Integers are read with an `atomic_load` (a plain `mov` on x86-64):
+    /// Cranelift 0.135 hoists the `stack_addr` of a `stack_load` to the
+    /// function entry, and when it sinks the load into an ALU operand
+    /// (`imul (%r12), ..`) it cannot fold that address, so the address
+    /// stays live in a callee-saved register for the whole function. An
+    /// atomic load is never sunk, and its address folds to `off(%rsp)`.
+    fn slot_load(&mut self, ty: cl::Type, ss: cl::StackSlot) -> cl::Value {
+        if ty.is_int() {
+            let addr = self.b.ins().stack_addr(self.env.ptr, ss, 0);
+            self.b.ins().atomic_load(ty, flags(), addr)
+        } else {
+            self.b.ins().stack_load(self.env.ptr, ty, ss, 0)
+        }
     }
 
     /// Where the split value `v` is in the current block (one not listed
@@ -776,7 +793,7 @@ impl Translator<'_, '_> {
             Slot::Array {
                 len: ArrayLen::Slot(ss),
                 ..
-            } => Ok(self.b.ins().stack_load(self.env.ptr, cl::types::I64, ss, 0)),
+            } => Ok(self.slot_load(cl::types::I64, ss)),
             Slot::Scalar(_) | Slot::Split(..) => {
                 Err(self.err(format!("{v} is a scalar, an array was expected")))
             }
