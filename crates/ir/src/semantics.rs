@@ -21,6 +21,11 @@ use crate::instructions::{CmpCond, Opcode};
 use crate::runtime::TrapKind;
 
 /// Evaluates a one-operand f64 opcode (arithmetic or intrinsic).
+///
+/// `#[inline]`: the JIT's intrinsic wrappers (`adze_exp`, ..) call this with
+/// a constant opcode; inlined, each wrapper is a tail call of libm instead of
+/// a call through this dispatch.
+#[inline]
 pub fn unary_f64(op: Opcode, x: f64) -> f64 {
     use Opcode::*;
     match op {
@@ -50,6 +55,8 @@ pub fn unary_f64(op: Opcode, x: f64) -> f64 {
 }
 
 /// Evaluates a two-operand f64 opcode (arithmetic or intrinsic).
+/// `#[inline]` as [`unary_f64`].
+#[inline]
 pub fn binary_f64(op: Opcode, a: f64, b: f64) -> f64 {
     use Opcode::*;
     match op {
