@@ -32,11 +32,14 @@ use std::hint::black_box;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-/// Per (workload, column), per pass of the whole run (`ADZE_BENCH_REPEAT`):
-/// the time per iteration of every criterion sample, in seconds.
+/// Per pass of the whole run (`ADZE_BENCH_REPEAT`), the time per
+/// iteration of every criterion sample of one column, in seconds.
+type Passes = Vec<Vec<f64>>;
+
+/// Per (workload, column), its samples.
 #[derive(Default)]
 struct Record {
-    times: RefCell<BTreeMap<(String, String), Vec<Vec<f64>>>>,
+    times: RefCell<BTreeMap<(String, String), Passes>>,
     notes: RefCell<Vec<String>>,
 }
 
@@ -246,6 +249,10 @@ fn bench_adze(
                 continue;
             }
         }
+        if let Some(pass) = ab_pass() {
+            ab(rec, label, column, s, fname, pass, &compiled, &args);
+            continue;
+        }
         measure(&mut g, rec, label, column, || {
             // The derivatives overwrite their shadow arrays (they zero them
             // first), so repeated calls on the same buffers are equivalent.
@@ -264,6 +271,74 @@ fn bench_adze(
     }
     g.finish();
     out
+}
+
+/// `ADZE_BENCH_AB=carry` (an optimizer pass, `adze_opt::Pass::name`
+/// without its `opt-`): instead of the criterion columns, each adze
+/// function is also compiled with the optimizer's pipeline less that pass,
+/// and the two are timed in alternation, one call each per round, so that
+/// the machine's ups and downs fall on both alike.
+fn ab_pass() -> Option<adze_opt::Pass> {
+    let name = std::env::var("ADZE_BENCH_AB").ok()?;
+    let pass = adze_opt::PIPELINE
+        .into_iter()
+        .find(|p| p.name() == format!("opt-{name}"));
+    Some(pass.unwrap_or_else(|| panic!("ADZE_BENCH_AB={name}: no such pass")))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn ab(
+    rec: &Record,
+    label: &str,
+    column: &str,
+    s: &adze::Session,
+    fname: &str,
+    pass: adze_opt::Pass,
+    with: &adze_jit::Compiled,
+    args: &[Val],
+) {
+    let mut unopt = s.clone();
+    unopt.optimize = false;
+    let mut module = unopt.prepare(fname).unwrap();
+    let ids: Vec<FuncId> = module.ids().collect();
+    let pipeline: Vec<adze_opt::Pass> = adze_opt::PIPELINE
+        .into_iter()
+        .filter(|&p| p != pass)
+        .collect();
+    adze_opt::optimize_with(&mut module, &ids, &pipeline).unwrap();
+    let id = module.get(fname).unwrap();
+    let without = adze_jit::compile(&module, id, &jit_options()).unwrap();
+    let (mut a, mut b) = (args.to_vec(), args.to_vec());
+    let same = with.call_mut(&mut a).unwrap() == without.call_mut(&mut b).unwrap() && a == b;
+    let time = |f: &adze_jit::Compiled, x: &mut Vec<Val>| {
+        let t = Instant::now();
+        black_box(f.call_mut(x).unwrap());
+        t.elapsed().as_secs_f64()
+    };
+    let once = time(with, &mut a);
+    let rounds = ((3.0 / once) as usize).clamp(10, 5000);
+    let (mut tw, mut to) = (Vec::new(), Vec::new());
+    for _ in 0..rounds {
+        tw.push(time(with, &mut a));
+        to.push(time(&without, &mut b));
+    }
+    let stats = |v: &mut Vec<f64>| {
+        v.sort_by(f64::total_cmp);
+        (v[0], v[v.len() / 2])
+    };
+    let ((wmin, wmed), (omin, omed)) = (stats(&mut tw), stats(&mut to));
+    rec.notes.borrow_mut().push(format!(
+        "A/B {label} {column}: with {p} min {} median {}; without min {} median {}; \
+         with/without: min {:.3} median {:.3} ({rounds} rounds{})",
+        fmt_time(Some(wmin)),
+        fmt_time(Some(wmed)),
+        fmt_time(Some(omin)),
+        fmt_time(Some(omed)),
+        wmin / omin,
+        wmed / omed,
+        if same { "" } else { ", RESULTS DIFFER" },
+        p = pass.name(),
+    ));
 }
 
 fn rel_err(a: &[f64], b: &[f64]) -> f64 {

@@ -52,7 +52,7 @@ pub enum Engine {
 }
 
 /// A checked program, ready to be transformed and run.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Session {
     /// The module as lowered by the front end.
     pub module: Module,

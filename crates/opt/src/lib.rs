@@ -1,7 +1,7 @@
 //! IR-to-IR passes of adze that are not AD: the rule-preserving inliner
 //! ([`inline`]) and the optimizer ([`mod@gvn`], [`mod@promote`],
 //! [`mod@mem`], [`mod@indvars`], [`mod@dce`], [`mod@loopdel`],
-//! [`mod@licm`], run in order by [`optimize_module`]).
+//! [`mod@licm`], [`mod@carry`], run in order by [`optimize_module`]).
 //!
 //! Each pass is a free function over a [`adze_ir::Function`] (the inliner:
 //! over a [`adze_ir::Module`]). The inliner replaces calls by the callee's
@@ -42,6 +42,7 @@
 //! See `docs/inliner.md` and `docs/optimizer.md`.
 
 mod analysis;
+pub mod carry;
 pub mod dce;
 pub mod gvn;
 pub mod indvars;
@@ -52,6 +53,7 @@ pub mod mem;
 mod phis;
 pub mod promote;
 
+pub use carry::{carry_loads, CarryStats};
 pub use dce::{dce, DceStats};
 pub use gvn::{gvn, GvnStats};
 pub use indvars::{indvars, IndvarsStats};
@@ -88,6 +90,9 @@ pub enum Pass {
     /// [`delete_loops`]: counted loops without effects whose results
     /// nothing reads (but the final index, computed in closed form).
     LoopDel,
+    /// [`carry_loads`]: an element read (and written) at a loop-invariant
+    /// index is carried in a block parameter (first iteration peeled).
+    Carry,
 }
 
 impl Pass {
@@ -101,6 +106,7 @@ impl Pass {
             Pass::Promote => "opt-promote",
             Pass::Indvars => "opt-indvars",
             Pass::LoopDel => "opt-loopdel",
+            Pass::Carry => "opt-carry",
         }
     }
 }
@@ -122,9 +128,12 @@ impl Pass {
 /// 7. `loopdel` removes the counted loops that are left with no effect and
 ///    no result but their final index;
 /// 8. `licm` hoists what is still in loops and invariant;
-/// 9. `gvn` merges the hoisted code with the preheader's;
-/// 10. `dce` sweeps once more.
-pub const PIPELINE: [Pass; 10] = [
+/// 9. `carry` peels the first iteration of inner loops that read and write
+///    an element at an invariant index (the adjoint's `xc.d[i] += ..`), so
+///    that the element is carried in a register;
+/// 10. `gvn` merges the hoisted code with the preheader's;
+/// 11. `dce` sweeps once more.
+pub const PIPELINE: [Pass; 11] = [
     Pass::Gvn,
     Pass::Promote,
     Pass::Mem,
@@ -133,6 +142,7 @@ pub const PIPELINE: [Pass; 10] = [
     Pass::Dce,
     Pass::LoopDel,
     Pass::Licm,
+    Pass::Carry,
     Pass::Gvn,
     Pass::Dce,
 ];
@@ -151,6 +161,7 @@ pub struct OptStats {
     pub promoted: usize,
     pub indvars: IndvarsStats,
     pub loopdel: LoopDelStats,
+    pub carry: CarryStats,
 }
 
 macro_rules! add_assign {
@@ -170,7 +181,8 @@ add_assign! {
     LicmStats { loops, with_preheader, hoisted }
     IndvarsStats { replaced }
     LoopDelStats { deleted, exit_values }
-    OptStats { insts_before, insts_after, gvn, mem, dce, licm, promoted, indvars, loopdel }
+    CarryStats { loops, loads }
+    OptStats { insts_before, insts_after, gvn, mem, dce, licm, promoted, indvars, loopdel, carry }
 }
 
 /// Optimizes every function of `module` with [`PIPELINE`]. In debug builds
@@ -184,6 +196,16 @@ pub fn optimize_module(module: &mut Module) -> Result<OptStats, VerifierErrors> 
 
 /// Optimizes the functions `ids` of `module` (see [`optimize_module`]).
 pub fn optimize_functions(module: &mut Module, ids: &[FuncId]) -> Result<OptStats, VerifierErrors> {
+    optimize_with(module, ids, &PIPELINE)
+}
+
+/// Runs `pipeline` instead of [`PIPELINE`] on the functions `ids` (to
+/// measure what one pass is worth: the benchmarks' `ADZE_BENCH_AB`).
+pub fn optimize_with(
+    module: &mut Module,
+    ids: &[FuncId],
+    pipeline: &[Pass],
+) -> Result<OptStats, VerifierErrors> {
     let callees = Callees::of(module);
     let mut stats = OptStats::default();
     for &id in ids {
@@ -191,7 +213,7 @@ pub fn optimize_functions(module: &mut Module, ids: &[FuncId]) -> Result<OptStat
             continue;
         }
         stats.insts_before += module.func(id).num_placed_insts();
-        for pass in PIPELINE {
+        for &pass in pipeline {
             stats += run(module, id, pass, &callees)?;
         }
         stats.insts_after += module.func(id).num_placed_insts();
@@ -225,6 +247,7 @@ fn run(
         Pass::Promote => stats.promoted = promote::promote_arrays(func),
         Pass::Indvars => stats.indvars = indvars(func),
         Pass::LoopDel => stats.loopdel = delete_loops(func),
+        Pass::Carry => stats.carry = carry_loads(func),
     }
     if cfg!(debug_assertions) {
         verify_function(module, id).map_err(|e| e.with_pass(pass.name()))?;

@@ -178,7 +178,7 @@ fn kind(func: &Function, a: Value) -> Kind {
     }
 }
 
-fn may_alias(func: &Function, a: Value, b: Value) -> bool {
+pub(crate) fn may_alias(func: &Function, a: Value, b: Value) -> bool {
     if a == b {
         return true;
     }

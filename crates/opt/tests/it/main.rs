@@ -1,5 +1,6 @@
 //! Integration tests of the inliner and the optimizer (one test binary).
 
+mod carry;
 mod examples;
 mod generated;
 mod optimizer;

@@ -1,0 +1,473 @@
+//! Loop-carried loads: an innermost loop that reads (and writes) one array
+//! element at a loop-invariant index gets its first iteration peeled, and the
+//! later iterations take the element from a block parameter instead of
+//! memory.
+//!
+//! ```text
+//! block1(v4: i64):                          block1'(v4': i64):      ; peeled
+//!     brif .., block3, block2                   brif .., block3(..), block2'
+//! block2:                                   block2':
+//!     v7 = load v0, v1        ; v1 fixed        v7' = load v0, v1
+//!     v8 = fadd v7, ..                          v8' = fadd v7', ..
+//!     store v0, v1, v8                          store v0, v1, v8'
+//!     jump block1(v9)                           jump block1(v9', v8')
+//!                                           block1(v4: i64, acc: f64):
+//!                                               brif .., block3(..), block2
+//!                                           block2:
+//!                                               v8 = fadd acc, ..   ; no load
+//!                                               store v0, v1, v8
+//!                                               jump block1(v9, v8)
+//! ```
+//!
+//! Reverse mode makes this shape wherever the primal reads an element at a
+//! fixed index in an inner loop: GMM's `qx[j] += icf[li] * xc[i]` becomes,
+//! in the adjoint, `xc.d[i] += ..` in every iteration of the `j` loop. Left
+//! in memory, each iteration's load waits for the previous iteration's store
+//! (store-to-load forwarding, then the `fadd`), a chain that bounds the
+//! loop's speed; carried in a register, only the `fadd` remains on it.
+//!
+//! **Exact.** Peeling changes nothing: the peeled copy is the loop's first
+//! iteration, with the same instructions in the same order, and it jumps to
+//! the loop's header as the back edge did. In the remaining iterations the
+//! load is replaced by the value the element holds at that point: the stored
+//! value of the iteration before (or the loaded value, when the loop does not
+//! store the element), because nothing else in the loop may write it (every
+//! store to an array that may alias it is that one store, at the same index
+//! value; no `fill` of such an array; no call). The load removed could not
+//! trap: the same load, of the same array at the same index, succeeded in the
+//! first iteration, and arrays do not change length. So every result bit,
+//! every trap and every effect stays where it was; the stores stay too.
+//!
+//! **Which loops.** Innermost natural loops outside rule regions, of at most
+//! [`MAX_PEEL_INSTS`] instructions, entered from one preheader by a `jump`,
+//! with one latch and one exit, from the header, to a block the header alone
+//! branches to; with no `call` or `autodiff`. A candidate load `x = load a,
+//! c` has `a` and `c` defined outside the loop and its block dominates the
+//! latch; it is the loop's only load of `a` at `c`; the loop stores to `a` at
+//! `c` at most once, after the load and in a block that dominates the latch
+//! (so at the back edge the element holds that store's value). Values the
+//! header defines and code after the loop reads are merged at the exit block
+//! (new parameters), since the exit now has two predecessors.
+
+use crate::analysis::{find_loops, Cfg, DomTree, Scopes, Table};
+use adze_ir::{Block, BlockCall, Function, Inst, InstData, Opcode, Type, Value, ValueDef};
+use std::collections::HashMap;
+
+/// The largest loop (in instructions) that is peeled.
+pub const MAX_PEEL_INSTS: usize = 200;
+
+/// Functions above this many instructions are left alone (as `promote`:
+/// carried values are long-lived SSA values, where Cranelift's register
+/// allocator has its cliffs).
+const MAX_FUNCTION_INSTS: usize = 20_000;
+
+/// What the pass did to one function.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CarryStats {
+    /// Loops peeled.
+    pub loops: usize,
+    /// Loads replaced by a carried value.
+    pub loads: usize,
+}
+
+/// One loop to peel.
+struct Plan {
+    header: Block,
+    latch: Block,
+    preheader: Block,
+    exit: Block,
+    /// The loop's blocks, header first, in reverse postorder.
+    body: Vec<Block>,
+    carried: Vec<Carried>,
+}
+
+/// A load the loop's later iterations no longer execute.
+struct Carried {
+    load: Inst,
+    /// The value the element holds at the back edge: the value the loop
+    /// stores to it.
+    back: Value,
+    /// The loop's store to the element, when it can wait for the loop's
+    /// exit: the array is local (`zeros`: no caller sees it, even after a
+    /// trap) and the loop reads no other element of it.
+    sink: Option<Inst>,
+}
+
+/// Peels the loops with loop-carried loads (see the module documentation).
+pub fn carry_loads(func: &mut Function) -> CarryStats {
+    let mut stats = CarryStats::default();
+    if func.num_placed_insts() > MAX_FUNCTION_INSTS {
+        return stats;
+    }
+    let cfg = Cfg::new(func);
+    let doms = DomTree::new(func, &cfg);
+    let scopes = Scopes::new(func);
+    let loops = find_loops(func, &cfg, &doms);
+    let mut is_header = Table::new(func.dfg.num_blocks(), false);
+    for lp in &loops {
+        is_header.set(lp.header, true);
+    }
+    let plans: Vec<Plan> = loops
+        .iter()
+        .filter(|lp| {
+            lp.body
+                .iter()
+                .all(|&b| b == lp.header || !*is_header.get(b))
+        })
+        .filter_map(|lp| plan(func, &cfg, &doms, &scopes, lp.header, &lp.body))
+        .collect();
+    for p in plans {
+        stats.loops += 1;
+        stats.loads += p.carried.len();
+        peel(func, &p);
+    }
+    stats
+}
+
+fn plan(
+    func: &Function,
+    cfg: &Cfg,
+    doms: &DomTree,
+    scopes: &Scopes,
+    header: Block,
+    body: &[Block],
+) -> Option<Plan> {
+    let in_loop = |b: Block| body.contains(&b);
+    if body.iter().any(|&b| scopes.block_scope(b).is_some()) {
+        return None;
+    }
+    let size: usize = body.iter().map(|&b| func.layout.block_insts(b).len()).sum();
+    if size > MAX_PEEL_INSTS {
+        return None;
+    }
+    let (inside, outside): (Vec<Block>, Vec<Block>) =
+        cfg.preds(header).iter().partition(|&&p| in_loop(p));
+    let (&[latch], &[preheader]) = (&inside[..], &outside[..]) else {
+        return None;
+    };
+    let enters_by_jump = func.layout.last_inst(preheader).is_some_and(
+        |i| matches!(func.dfg.inst(i), InstData::Jump { dest } if dest.block == header),
+    );
+    if !enters_by_jump {
+        return None;
+    }
+    // One exit, from the header, to a block only the header reaches.
+    let mut exits = Vec::new();
+    for &b in body {
+        let last = func.layout.last_inst(b)?;
+        if matches!(func.dfg.inst(last), InstData::Return { .. }) {
+            return None;
+        }
+        for &s in cfg.succs(b) {
+            if !in_loop(s) {
+                if b != header {
+                    return None;
+                }
+                exits.push(s);
+            }
+        }
+    }
+    let [exit] = exits[..] else { return None };
+    if cfg.preds(exit) != [header] {
+        return None;
+    }
+
+    // What the loop reads and writes.
+    let mut loads: Vec<Inst> = Vec::new();
+    let mut stores: Vec<Inst> = Vec::new();
+    let mut fills: Vec<Value> = Vec::new();
+    for &b in body {
+        for &inst in func.layout.block_insts(b) {
+            match func.dfg.inst(inst) {
+                InstData::Call { .. } | InstData::Autodiff { .. } => return None,
+                InstData::Binary {
+                    op: Opcode::Load, ..
+                } => loads.push(inst),
+                InstData::Binary {
+                    op: Opcode::Fill,
+                    args: [a, _],
+                } => fills.push(*a),
+                InstData::Ternary {
+                    op: Opcode::Store, ..
+                } => stores.push(inst),
+                _ => {}
+            }
+        }
+    }
+    let outside_loop = |v: Value| func.def_block(v).is_some_and(|d| !in_loop(d));
+    let position = |inst: Inst| {
+        let b = func.layout.inst_block(inst)?;
+        let at = func.layout.block_insts(b).iter().position(|&i| i == inst)?;
+        Some((b, at))
+    };
+    let mut carried = Vec::new();
+    for &ld in &loads {
+        let InstData::Binary { args: [a, c], .. } = *func.dfg.inst(ld) else {
+            continue;
+        };
+        if !outside_loop(a) || !outside_loop(c) || func.dfg.value_type(c) != Type::I64 {
+            continue;
+        }
+        let same = |inst: Inst| func.dfg.inst(inst).args()[..2] == [a, c];
+        if loads.iter().filter(|&&l| same(l)).count() != 1
+            || fills.iter().any(|&f| crate::mem::may_alias(func, a, f))
+        {
+            continue;
+        }
+        let writes: Vec<Inst> = stores
+            .iter()
+            .copied()
+            .filter(|&s| crate::mem::may_alias(func, a, func.dfg.inst(s).args()[0]))
+            .collect();
+        if writes.iter().any(|&s| !same(s)) || writes.len() > 1 {
+            continue;
+        }
+        let Some((lb, li)) = position(ld) else {
+            continue;
+        };
+        if !doms.dominates(lb, latch) {
+            continue;
+        }
+        let at_back_edge: (Value, Inst) = match writes[..] {
+            // A load without a store is not on a chain of iterations; peeling
+            // for it would only cost code (and the loop's canonical shape,
+            // which the JIT's bounds proofs read).
+            [] => continue,
+            [st] => {
+                let Some((sb, si)) = position(st) else {
+                    continue;
+                };
+                let after = if sb == lb {
+                    si > li
+                } else {
+                    doms.dominates(lb, sb)
+                };
+                if !after || !doms.dominates(sb, latch) {
+                    continue;
+                }
+                (func.dfg.inst(st).args()[2], st)
+            }
+            _ => continue,
+        };
+        let (back, st) = at_back_edge;
+        let local = matches!(*func.dfg.value_def(a),
+            ValueDef::Result { inst, .. } if func.dfg.inst(inst).opcode() == Opcode::Zeros);
+        let reads_other = loads
+            .iter()
+            .any(|&l| l != ld && func.dfg.inst(l).args()[0] == a);
+        carried.push(Carried {
+            load: ld,
+            back,
+            sink: (local && !reads_other).then_some(st),
+        });
+    }
+    if carried.is_empty() {
+        return None;
+    }
+    Some(Plan {
+        header,
+        latch,
+        preheader,
+        exit,
+        body: body.to_vec(),
+        carried,
+    })
+}
+
+fn peel(func: &mut Function, p: &Plan) {
+    // 1. The copy of the first iteration, laid out after the preheader.
+    let mut blocks: HashMap<Block, Block> = HashMap::new();
+    let mut values: HashMap<Value, Value> = HashMap::new();
+    let mut after = p.preheader;
+    for &b in &p.body {
+        let nb = func.dfg.make_block();
+        func.layout.insert_block_after(nb, after);
+        after = nb;
+        for &v in func.dfg.block_params(b).to_vec().iter() {
+            let ty = func.dfg.value_type(v);
+            values.insert(v, func.dfg.append_block_param(nb, ty));
+        }
+        blocks.insert(b, nb);
+    }
+    for &b in &p.body {
+        let nb = blocks[&b];
+        for inst in func.layout.block_insts(b).to_vec() {
+            let mut data = func.dfg.inst(inst).clone();
+            data.map_uses(|v| values.get(&v).copied().unwrap_or(v));
+            for dest in data.destinations_mut() {
+                if dest.block != p.header {
+                    if let Some(&c) = blocks.get(&dest.block) {
+                        dest.block = c;
+                    }
+                }
+            }
+            let types: Vec<Type> = func
+                .dfg
+                .inst_results(inst)
+                .iter()
+                .map(|&r| func.dfg.value_type(r))
+                .collect();
+            let copy = func.dfg.make_inst(data, &types);
+            for (&r, &nr) in func
+                .dfg
+                .inst_results(inst)
+                .to_vec()
+                .iter()
+                .zip(func.dfg.inst_results(copy).to_vec().iter())
+            {
+                values.insert(r, nr);
+            }
+            func.layout.append_inst(copy, nb);
+        }
+    }
+    for data in func.inlined.values_mut() {
+        let extra: Vec<Block> = data
+            .blocks
+            .iter()
+            .filter_map(|b| blocks.get(b).copied())
+            .collect();
+        data.blocks.extend(extra);
+    }
+
+    // 2. The preheader enters the copy.
+    let pre = func.layout.last_inst(p.preheader).expect("preheader jump");
+    for dest in func.dfg.inst_mut(pre).destinations_mut() {
+        if dest.block == p.header {
+            dest.block = blocks[&p.header];
+        }
+    }
+
+    // 3. The loop's loads become header parameters: from the copy's back
+    //    edge, the copy's value at its end; from the loop's, the loop's.
+    let latch_copy = blocks[&p.latch];
+    let mut carried_params = Vec::new();
+    for c in &p.carried {
+        let (ld, at_back_edge) = (c.load, c.back);
+        let x = func.dfg.first_result(ld);
+        let acc = func
+            .dfg
+            .append_block_param(p.header, func.dfg.value_type(x));
+        let copy_value = values[&at_back_edge];
+        add_arg(func, p.latch, p.header, at_back_edge);
+        add_arg(func, latch_copy, p.header, copy_value);
+        func.layout.remove_inst(ld);
+        // Every use in the loop, the latch's argument included when the
+        // loop does not store the element.
+        for &b in &p.body {
+            replace_in_block(func, b, x, acc);
+        }
+        values.insert(acc, values[&x]);
+        carried_params.push(acc);
+    }
+
+    // 4. Values of the header read after the loop meet at the exit.
+    let mut in_copy_or_loop = std::collections::HashSet::new();
+    in_copy_or_loop.extend(p.body.iter().copied());
+    in_copy_or_loop.extend(blocks.values().copied());
+    let defined: Vec<Value> = func
+        .dfg
+        .block_params(p.header)
+        .iter()
+        .copied()
+        .chain(
+            func.layout
+                .block_insts(p.header)
+                .iter()
+                .flat_map(|&i| func.dfg.inst_results(i).to_vec()),
+        )
+        .collect();
+    let outside: Vec<Block> = func
+        .layout
+        .blocks()
+        .iter()
+        .copied()
+        .filter(|b| !in_copy_or_loop.contains(b))
+        .collect();
+    for v in defined {
+        let used_after = outside.iter().any(|&b| {
+            func.layout.block_insts(b).iter().any(|&i| {
+                let mut hit = false;
+                func.dfg.inst(i).for_each_use(|u| hit |= u == v);
+                hit
+            })
+        });
+        if !used_after {
+            continue;
+        }
+        let merged = func.dfg.append_block_param(p.exit, func.dfg.value_type(v));
+        for &b in &outside {
+            replace_in_block(func, b, v, merged);
+        }
+        add_arg(func, p.header, p.exit, v);
+        add_arg(func, blocks[&p.header], p.exit, values[&v]);
+    }
+
+    // 5. Stores that wait for the exit: on the loop's own exit edge (the
+    //    copy's exit is taken before any iteration, when nothing was
+    //    stored), the element gets its last value, the header's parameter.
+    let sunk: Vec<(Inst, Value)> = p
+        .carried
+        .iter()
+        .zip(carried_params)
+        .filter_map(|(c, acc)| c.sink.map(|st| (st, acc)))
+        .collect();
+    if sunk.is_empty() {
+        return;
+    }
+    let edge = func.dfg.make_block();
+    func.layout.insert_block_after(edge, p.header);
+    let last = func.layout.last_inst(p.header).expect("a terminator");
+    let mut to_exit = None;
+    for dest in func.dfg.inst_mut(last).destinations_mut() {
+        if dest.block == p.exit {
+            let args = std::mem::take(&mut dest.args);
+            dest.block = edge;
+            to_exit = Some(BlockCall {
+                block: p.exit,
+                args,
+            });
+        }
+    }
+    for (st, acc) in sunk {
+        func.layout.remove_inst(st);
+        let InstData::Ternary {
+            args: [a, c, _], ..
+        } = *func.dfg.inst(st)
+        else {
+            unreachable!("a store");
+        };
+        let store = func.dfg.make_inst(
+            InstData::Ternary {
+                op: Opcode::Store,
+                args: [a, c, acc],
+            },
+            &[],
+        );
+        func.layout.append_inst(store, edge);
+    }
+    let jump = func.dfg.make_inst(
+        InstData::Jump {
+            dest: to_exit.expect("the header branches to the exit"),
+        },
+        &[],
+    );
+    func.layout.append_inst(jump, edge);
+}
+
+/// Appends `v` to the arguments of `from`'s branch to `to`.
+fn add_arg(func: &mut Function, from: Block, to: Block, v: Value) {
+    let last = func.layout.last_inst(from).expect("a terminator");
+    for dest in func.dfg.inst_mut(last).destinations_mut() {
+        if dest.block == to {
+            dest.args.push(v);
+        }
+    }
+}
+
+fn replace_in_block(func: &mut Function, b: Block, old: Value, new: Value) {
+    for inst in func.layout.block_insts(b).to_vec() {
+        func.dfg
+            .inst_mut(inst)
+            .map_uses(|u| if u == old { new } else { u });
+    }
+}
