@@ -5,36 +5,19 @@
 //! different places.
 
 use crate::support::*;
-use adze_interp::Interpreter;
-use adze_ir::{verify::verify_module, Val};
+use adze_ir::Val;
 use adze_opt::carry::{carry_loads, CarryStats};
 
-/// Runs the pass on every function of `text`, checks that the result
-/// verifies and computes the same bits (or the same error) as before on
-/// every input, and returns the counts and the transformed module's text.
+/// Runs the pass on every function of `text` (see
+/// [`transform_and_compare`]); returns the counts and the result's text.
 fn carry_and_compare(text: &str, name: &str, inputs: &[Vec<Val>]) -> (CarryStats, String) {
-    let before = parse(text);
-    let mut after = before.clone();
-    let ids: Vec<_> = after.iter().map(|(id, _)| id).collect();
     let mut stats = CarryStats::default();
-    for id in ids {
-        let s = carry_loads(after.func_mut(id));
+    let text = transform_and_compare(text, name, inputs, |f| {
+        let s = carry_loads(f);
         stats.loops += s.loops;
         stats.loads += s.loads;
-    }
-    if let Err(e) = verify_module(&after) {
-        panic!("{e}\n{after}");
-    }
-    for args in inputs {
-        let a = Interpreter::new(&before).call_by_name(name, args);
-        let b = Interpreter::new(&after).call_by_name(name, args);
-        match (&a, &b) {
-            (Ok(p), Ok(q)) => assert!(p.bit_eq(q), "{args:?}: {p:?} vs {q:?}\n{after}"),
-            (Err(p), Err(q)) => assert!(same_error(p, q), "{args:?}: {p:?} vs {q:?}\n{after}"),
-            _ => panic!("{args:?}: {a:?} vs {b:?}\n{after}"),
-        }
-    }
-    (stats, after.to_string())
+    });
+    (stats, text)
 }
 
 /// `for i in 0..n { acc[c] += x[i]; y[c] *= x[i]; }` then `acc[c]`: `acc`

@@ -3,34 +3,15 @@
 //! left alone, and equality with the interpreter before and after.
 
 use crate::support::*;
-use adze_interp::Interpreter;
-use adze_ir::{verify::verify_module, Val};
+use adze_ir::Val;
 use adze_opt::promote::promote_arrays;
 
-/// Promotes every function of `text`, checks that the result verifies and
-/// computes the same bits (or the same error) as before on `inputs`, and
-/// returns the number of arrays promoted and the promoted module's text.
+/// Promotes every function of `text` (see [`transform_and_compare`]);
+/// returns the number of arrays promoted and the result's text.
 fn promote_and_compare(text: &str, name: &str, inputs: &[Vec<Val>]) -> (usize, String) {
-    let before = parse(text);
-    let mut after = before.clone();
-    let ids: Vec<_> = after.iter().map(|(id, _)| id).collect();
     let mut n = 0;
-    for id in ids {
-        n += promote_arrays(after.func_mut(id));
-    }
-    if let Err(e) = verify_module(&after) {
-        panic!("{e}\n{after}");
-    }
-    for args in inputs {
-        let a = Interpreter::new(&before).call_by_name(name, args);
-        let b = Interpreter::new(&after).call_by_name(name, args);
-        match (&a, &b) {
-            (Ok(p), Ok(q)) => assert!(p.bit_eq(q), "{args:?}: {p:?} vs {q:?}\n{after}"),
-            (Err(p), Err(q)) => assert!(same_error(p, q), "{args:?}: {p:?} vs {q:?}"),
-            _ => panic!("{args:?}: {a:?} vs {b:?}\n{after}"),
-        }
-    }
-    (n, after.to_string())
+    let text = transform_and_compare(text, name, inputs, |f| n += promote_arrays(f));
+    (n, text)
 }
 
 /// The adjoint of `s = Σ x[i]·c` as reverse mode emits it: the adjoint of

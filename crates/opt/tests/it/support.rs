@@ -13,6 +13,36 @@ pub fn parse(text: &str) -> Module {
     adze_ir::parse::parse_module(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
 }
 
+/// Parses `text`, runs `pass` on every function, checks that the result
+/// verifies and computes the same bits (or the same error) as before on
+/// every input, and returns the transformed module's text.
+pub fn transform_and_compare(
+    text: &str,
+    name: &str,
+    inputs: &[Vec<Val>],
+    mut pass: impl FnMut(&mut adze_ir::Function),
+) -> String {
+    let before = parse(text);
+    let mut after = before.clone();
+    let ids: Vec<_> = after.iter().map(|(id, _)| id).collect();
+    for id in ids {
+        pass(after.func_mut(id));
+    }
+    if let Err(e) = adze_ir::verify::verify_module(&after) {
+        panic!("{e}\n{after}");
+    }
+    for args in inputs {
+        let a = Interpreter::new(&before).call_by_name(name, args);
+        let b = Interpreter::new(&after).call_by_name(name, args);
+        match (&a, &b) {
+            (Ok(p), Ok(q)) => assert!(p.bit_eq(q), "{args:?}: {p:?} vs {q:?}\n{after}"),
+            (Err(p), Err(q)) => assert!(same_error(p, q), "{args:?}: {p:?} vs {q:?}\n{after}"),
+            _ => panic!("{args:?}: {a:?} vs {b:?}\n{after}"),
+        }
+    }
+    after.to_string()
+}
+
 /// Verifies the module and checks print → parse → print.
 pub fn check_well_formed(module: &Module) -> Result<(), String> {
     adze_ir::verify::verify_after_pass(module, "inline").map_err(|e| format!("{e}"))?;
