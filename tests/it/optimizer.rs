@@ -306,3 +306,54 @@ fn grad(d: i64, k: i64, n: i64, alphas: [f64], means: [f64], icf: [f64],
     }
     assert_eq!(runs, 6);
 }
+
+/// A count-down loop (the shape of reverse mode's adjoint loops) that
+/// `version` copies behind a guard: on the JIT, which compiles the copy
+/// without bounds checks, every count and base agrees with the interpreter,
+/// those the guard turns away (negative counts, ranges past either end)
+/// included, with the same errors.
+#[test]
+fn versioned_count_down_loops_agree_on_both_engines() {
+    let text = "function @f(x: arr, y: mut arr, c0: i64, base: i64) -> f64 {
+block0(v0: arr, v1: arr, v2: i64, v3: i64):
+    v4 = fconst 0.0
+    jump block1(v2, v4)
+block1(v5: i64, v6: f64):
+    v7 = iconst 0
+    v8 = icmp eq v5, v7
+    brif v8, block3, block2
+block2:
+    v9 = iconst 1
+    v10 = isub v5, v9
+    v11 = iadd v3, v10
+    v12 = load v0, v11
+    v14 = load v0, v10
+    v15 = fmul v12, v14
+    v13 = fadd v6, v15
+    store v1, v10, v13
+    jump block1(v10, v13)
+block3:
+    v16 = sitof v5
+    v17 = fadd v6, v16
+    return v17
+}
+";
+    let before = adze_ir::parse::parse_module(text).unwrap();
+    let mut probe = before.clone();
+    let stats = adze_opt::optimize_module(&mut probe).unwrap();
+    assert_eq!(stats.version.loops, 1);
+    let after = optimized(&before);
+    let id = before.get("f").unwrap();
+    let mut all = Vec::new();
+    for c0 in [-2, -1, 0, 1, 3, 4, 5, i64::MAX, i64::MIN] {
+        for base in [-1, 0, 1, 3, i64::MAX] {
+            all.push(vec![
+                Val::Array(vec![0.5, -1.25, 3.0, 2.0]),
+                Val::Array(vec![0.0; 3]),
+                Val::I64(c0),
+                Val::I64(base),
+            ]);
+        }
+    }
+    assert_eq!(agree("versioned", &before, &after, id, &all), 45);
+}

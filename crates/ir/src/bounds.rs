@@ -55,6 +55,18 @@ struct Induction {
     body: Block,
 }
 
+/// A count-down loop behind a guard (see the module documentation,
+/// "Count-down loops"): in every block dominated by `body`, the header's
+/// parameter `c` satisfies `1 <= c <= c0`, and every atom of the guard holds.
+struct CountDown {
+    header: Block,
+    c: Value,
+    body: Block,
+    c0: Value,
+    /// `icmp` atoms of the guard: (condition, left, right).
+    facts: Vec<(CmpCond, Value, Value)>,
+}
+
 fn inst_of(func: &Function, v: Value) -> Option<&InstData> {
     if !func.dfg.value_is_valid(v) {
         return None;
@@ -217,7 +229,8 @@ pub fn safe_accesses(func: &Function) -> HashSet<Inst> {
             ivs.insert(i, Induction { hi, body });
         }
     }
-    if ivs.is_empty() {
+    let countdowns = count_down_loops(func, &order, &preds, &edges, &doms);
+    if ivs.is_empty() && countdowns.is_empty() {
         return safe;
     }
 
@@ -278,6 +291,13 @@ pub fn safe_accesses(func: &Function) -> HashSet<Inst> {
                 } => (args[0], args[1]),
                 _ => continue,
             };
+            if countdowns.iter().any(|cd| {
+                doms.dominates(cd.body, b)
+                    && count_down_proves(func, &doms, cd, idx, &same_length_as(arr, b, pos))
+            }) {
+                safe.insert(inst);
+                continue;
+            }
             let (i, c) = offset_form(func, idx);
             let Some(iv) = ivs.get(&i) else { continue };
             if c < 0 || !doms.dominates(iv.body, b) {
@@ -295,6 +315,210 @@ pub fn safe_accesses(func: &Function) -> HashSet<Inst> {
         }
     }
     safe
+}
+
+/// The count-down loops of `func` (see the module documentation).
+fn count_down_loops(
+    func: &Function,
+    order: &[Block],
+    preds: &HashMap<Block, Vec<Block>>,
+    edges: &HashMap<Block, Vec<(Block, &[Value])>>,
+    doms: &DominatorTree,
+) -> Vec<CountDown> {
+    let mut out = Vec::new();
+    for &h in order {
+        let Some(last) = func.layout.last_inst(h) else {
+            continue;
+        };
+        let InstData::Brif {
+            cond,
+            then_dest,
+            else_dest,
+        } = func.dfg.inst(last)
+        else {
+            continue;
+        };
+        let Some(InstData::Cmp {
+            op: Opcode::Icmp,
+            cond: CmpCond::Eq,
+            args,
+        }) = inst_of(func, *cond)
+        else {
+            continue;
+        };
+        let c = match (const_of(func, args[0]), const_of(func, args[1])) {
+            (_, Some(0)) => args[0],
+            (Some(0), _) => args[1],
+            _ => continue,
+        };
+        let Some(k) = func.dfg.block_params(h).iter().position(|&p| p == c) else {
+            continue;
+        };
+        let body = else_dest.block;
+        if body == then_dest.block
+            || body == h
+            || preds.get(&body).map(Vec::as_slice) != Some(&[h][..])
+        {
+            continue;
+        }
+        // Back edges pass `c - 1` from the body; one entry edge, from a
+        // block that only the true side of a guard reaches.
+        let mut entry = None;
+        let mut ok = true;
+        for (from, args) in edges.get(&h).map(Vec::as_slice).unwrap_or_default() {
+            let Some(&a) = args.get(k) else {
+                ok = false;
+                break;
+            };
+            if doms.dominates(body, *from) {
+                ok &= is_minus_one(func, a, c);
+            } else if entry.is_none() {
+                entry = Some((*from, a));
+            } else {
+                ok = false;
+            }
+        }
+        let (Some((pre, c0)), true) = (entry, ok) else {
+            continue;
+        };
+        let [guard] = preds.get(&pre).map(Vec::as_slice).unwrap_or_default() else {
+            continue;
+        };
+        let Some(gl) = func.layout.last_inst(*guard) else {
+            continue;
+        };
+        let InstData::Brif {
+            cond: okv,
+            then_dest: yes,
+            else_dest: no,
+        } = func.dfg.inst(gl)
+        else {
+            continue;
+        };
+        if yes.block != pre || no.block == pre {
+            continue;
+        }
+        let facts = guard_atoms(func, *okv);
+        let nonneg = facts
+            .iter()
+            .any(|&(cc, x, y)| cc == CmpCond::Ge && x == c0 && const_of(func, y) == Some(0));
+        if nonneg {
+            out.push(CountDown {
+                header: h,
+                c,
+                body,
+                c0,
+                facts,
+            });
+        }
+    }
+    out
+}
+
+/// Is `v` `c - 1` (`isub c, 1`)?
+fn is_minus_one(func: &Function, v: Value, c: Value) -> bool {
+    matches!(inst_of(func, v), Some(InstData::Binary { op: Opcode::Isub, args: [x, one] })
+        if *x == c && const_of(func, *one) == Some(1))
+}
+
+/// The `icmp` atoms of a guard: the guard itself, or the atoms of both
+/// sides of `select p, q, false` (`p && q`).
+fn guard_atoms(func: &Function, ok: Value) -> Vec<(CmpCond, Value, Value)> {
+    let mut atoms = Vec::new();
+    let mut work = vec![ok];
+    let mut seen = HashSet::new();
+    while let Some(v) = work.pop() {
+        if !seen.insert(v) {
+            continue;
+        }
+        match inst_of(func, v) {
+            Some(InstData::Cmp {
+                op: Opcode::Icmp,
+                cond,
+                args,
+            }) => atoms.push((*cond, args[0], args[1])),
+            Some(InstData::Ternary {
+                op: Opcode::Select,
+                args: [p, q, f],
+            }) if matches!(inst_of(func, *f), Some(InstData::BConst { imm: false })) => {
+                work.push(*p);
+                work.push(*q);
+            }
+            _ => {}
+        }
+    }
+    atoms
+}
+
+/// Does the count-down loop `cd` prove `arr[idx]` in bounds? `idx` is
+/// `c - 1`, or `base + (c - 1)` either way round, with the guard's atoms
+/// `base >= 0` (or `base` a constant `>= 0`) and `c0 <= L - base` (`c0 <=
+/// L` without a base), `L` a length of `arr` (`len b` or `n` of `b = zeros
+/// n`, `b` in `class`, the arrays known to have `arr`'s length there).
+fn count_down_proves(
+    func: &Function,
+    doms: &DominatorTree,
+    cd: &CountDown,
+    idx: Value,
+    class: &[Value],
+) -> bool {
+    // Defined before the loop, so the same in every iteration as when the
+    // guard compared it (a constant is the same anywhere).
+    let before_loop = |v: Value| {
+        const_of(func, v).is_some()
+            || func
+                .def_block(v)
+                .is_some_and(|d| d != cd.header && doms.dominates(d, cd.header))
+    };
+    let base = if is_minus_one(func, idx, cd.c) {
+        None
+    } else {
+        match inst_of(func, idx) {
+            Some(InstData::Binary {
+                op: Opcode::Iadd,
+                args: [x, y],
+            }) => {
+                if is_minus_one(func, *x, cd.c) {
+                    Some(*y)
+                } else if is_minus_one(func, *y, cd.c) {
+                    Some(*x)
+                } else {
+                    return false;
+                }
+            }
+            _ => return false,
+        }
+    };
+    let same = |a: Value, b: Value| {
+        a == b || matches!((const_of(func, a), const_of(func, b)), (Some(p), Some(q)) if p == q)
+    };
+    let is_length = |l: Value| {
+        before_loop(l)
+            && class
+                .iter()
+                .any(|&b| len_of(func, l) == Some(b) || (is_zeros_of(func, b, l) && before_loop(b)))
+    };
+    let zero = |v: Value| const_of(func, v) == Some(0);
+    let fact = |cc: CmpCond, x: &dyn Fn(Value) -> bool, y: &dyn Fn(Value) -> bool| {
+        cd.facts.iter().any(|&(c, a, b)| c == cc && x(a) && y(b))
+    };
+    let is_c0 = |v: Value| v == cd.c0;
+    match base {
+        None => fact(CmpCond::Le, &is_c0, &is_length),
+        Some(base) => {
+            if !before_loop(base) {
+                return false;
+            }
+            let base_nonneg = const_of(func, base).is_some_and(|k| k >= 0)
+                || fact(CmpCond::Ge, &|v| same(v, base), &zero);
+            // `L - base`: with `0 <= base` and `0 <= L`, it does not wrap.
+            let lim = |v: Value| {
+                matches!(inst_of(func, v), Some(InstData::Binary { op: Opcode::Isub, args: [l, b] })
+                    if is_length(*l) && same(*b, base))
+            };
+            base_nonneg && fact(CmpCond::Le, &is_c0, &lim)
+        }
+    }
 }
 
 /// Arrays known to have one length, as `samelen` instructions that have
@@ -581,5 +805,139 @@ block6:
         // (could be -1): q[j] keeps its check; x[i] is still proven.
         assert_eq!(proven(&triangle_src(2)), vec![at("block4", 1)]);
         assert_eq!(proven(&triangle_src(-1)), vec![at("block4", 1)]);
+    }
+
+    /// A count-down loop behind a guard: `c` from `c0` (v2) down to 1,
+    /// reading `x[base + c - 1]` (base v3). `GUARD` is the guard's
+    /// instructions (ending in `v30`, the condition); `BACK` the back edge's
+    /// step; `TRUE`/`FALSE` the guard's targets.
+    fn countdown_src(guard: &str, back: &str, targets: (&str, &str)) -> String {
+        format!(
+            "function @f(x: arr, c0: i64, base: i64) -> f64 {{
+block0(v0: arr, v2: i64, v3: i64):
+    v4 = fconst 0.0
+    v20 = iconst 0
+    v21 = bconst false
+{guard}
+    brif v30, {t}, {f}
+block5:
+    jump block1(v2, v4)
+block6:
+    v40 = fconst 1.0
+    return v40
+block1(v5: i64, v6: f64):
+    v7 = iconst 0
+    v8 = icmp eq v5, v7
+    brif v8, block3, block2
+block2:
+    v9 = iconst 1
+    v10 = isub v5, v9
+    v11 = iadd v3, v10
+    v12 = load v0, v11
+    v13 = fadd v6, v12
+    v14 = load v0, v10
+    {back}
+    jump block1(v15, v13)
+block3:
+    return v6
+}}
+",
+            t = targets.0,
+            f = targets.1,
+        )
+    }
+
+    /// The whole guard: c0 >= 0, base >= 0, c0 <= len(x) - base, and
+    /// c0 <= len(x) for `x[c - 1]`.
+    const FULL: &str = "    v22 = icmp ge v2, v20
+    v23 = icmp ge v3, v20
+    v24 = len v0
+    v25 = isub v24, v3
+    v26 = icmp le v2, v25
+    v27 = icmp le v2, v24
+    v28 = select v22, v23, v21
+    v29 = select v28, v26, v21
+    v30 = select v29, v27, v21";
+
+    const STEP: &str = "v15 = isub v5, v9";
+
+    #[test]
+    fn a_guarded_count_down_loop_is_proven() {
+        let src = countdown_src(FULL, STEP, ("block5", "block6"));
+        assert_eq!(proven(&src), vec![at("block2", 3), at("block2", 5)]);
+        // The guard's atoms in another order, or nested the other way.
+        let other = FULL
+            .replace("v28 = select v22, v23, v21", "v28 = select v23, v22, v21")
+            .replace("v30 = select v29, v27, v21", "v30 = select v27, v29, v21");
+        let src = countdown_src(&other, STEP, ("block5", "block6"));
+        assert_eq!(proven(&src), vec![at("block2", 3), at("block2", 5)]);
+    }
+
+    #[test]
+    fn count_down_proofs_need_every_atom() {
+        let prove =
+            |guard: String, back: &str, targets| proven(&countdown_src(&guard, back, targets));
+        let t = ("block5", "block6");
+        // No c0 >= 0: a negative count would run through negative indices.
+        assert!(prove(
+            FULL.replace("v22 = icmp ge v2, v20", "v22 = icmp ge v20, v20"),
+            STEP,
+            t
+        )
+        .is_empty());
+        // No base >= 0: only x[c - 1] is proven.
+        assert_eq!(
+            prove(
+                FULL.replace("v23 = icmp ge v3, v20", "v23 = icmp ge v20, v20"),
+                STEP,
+                t
+            ),
+            vec![at("block2", 5)]
+        );
+        // The limit of another base.
+        assert_eq!(
+            prove(
+                FULL.replace("v25 = isub v24, v3", "v25 = isub v24, v20"),
+                STEP,
+                t
+            ),
+            vec![at("block2", 5)]
+        );
+        // c0 < .. is fine too in math, but only `le` is read: nothing for it.
+        assert_eq!(
+            prove(
+                FULL.replace("v26 = icmp le v2, v25", "v26 = icmp ge v2, v25"),
+                STEP,
+                t
+            ),
+            vec![at("block2", 5)]
+        );
+        // An `or` is not an `and`: select p, q, true.
+        let or = FULL.replace("v21 = bconst false", "").replace(
+            "v30 = select v29, v27, v21",
+            "v31 = bconst true\n    v30 = select v29, v27, v31",
+        );
+        assert!(prove(or, STEP, t).is_empty());
+        // The loop on the guard's false side.
+        assert!(prove(FULL.to_string(), STEP, ("block6", "block5")).is_empty());
+        // A back edge that steps by 2 (c would skip 0 and go negative).
+        let two = "v16 = iconst 2\n    v15 = isub v5, v16";
+        assert!(prove(FULL.to_string(), two, t).is_empty());
+    }
+
+    /// The guard's facts hold only where its true side was the way in: a
+    /// second way into the preheader, or a base the loop redefines, proves
+    /// nothing.
+    #[test]
+    fn count_down_proofs_need_the_guard_on_the_way_in() {
+        let src = countdown_src(FULL, STEP, ("block5", "block6"))
+            .replace("    v40 = fconst 1.0\n    return v40", "    jump block5");
+        assert!(proven(&src).is_empty());
+        let src = countdown_src(FULL, STEP, ("block5", "block6")).replace(
+            "    v11 = iadd v3, v10",
+            "    v50 = iconst 7\n    v51 = iadd v3, v50\n    v11 = iadd v51, v10",
+        );
+        // base + 7 is another base (defined in the loop): only x[c - 1].
+        assert_eq!(proven(&src), vec![at("block2", 7)]);
     }
 }

@@ -50,8 +50,10 @@
 //! (new parameters), since the exit now has two predecessors.
 
 use crate::analysis::{find_loops, Cfg, DomTree, Scopes, Table};
+use crate::copy::{
+    add_arg, copy_loop, loop_shape, merge_at_exit, replace_in_block, BackEdges, LoopCopy, LoopShape,
+};
 use adze_ir::{Block, BlockCall, Function, Inst, InstData, Opcode, Type, Value, ValueDef};
-use std::collections::HashMap;
 
 /// The largest loop (in instructions) that is peeled.
 pub const MAX_PEEL_INSTS: usize = 200;
@@ -133,44 +135,11 @@ fn plan(
     body: &[Block],
 ) -> Option<Plan> {
     let in_loop = |b: Block| body.contains(&b);
-    if body.iter().any(|&b| scopes.block_scope(b).is_some()) {
-        return None;
-    }
-    let size: usize = body.iter().map(|&b| func.layout.block_insts(b).len()).sum();
-    if size > MAX_PEEL_INSTS {
-        return None;
-    }
-    let (inside, outside): (Vec<Block>, Vec<Block>) =
-        cfg.preds(header).iter().partition(|&&p| in_loop(p));
-    let (&[latch], &[preheader]) = (&inside[..], &outside[..]) else {
-        return None;
-    };
-    let enters_by_jump = func.layout.last_inst(preheader).is_some_and(
-        |i| matches!(func.dfg.inst(i), InstData::Jump { dest } if dest.block == header),
-    );
-    if !enters_by_jump {
-        return None;
-    }
-    // One exit, from the header, to a block only the header reaches.
-    let mut exits = Vec::new();
-    for &b in body {
-        let last = func.layout.last_inst(b)?;
-        if matches!(func.dfg.inst(last), InstData::Return { .. }) {
-            return None;
-        }
-        for &s in cfg.succs(b) {
-            if !in_loop(s) {
-                if b != header {
-                    return None;
-                }
-                exits.push(s);
-            }
-        }
-    }
-    let [exit] = exits[..] else { return None };
-    if cfg.preds(exit) != [header] {
-        return None;
-    }
+    let LoopShape {
+        latch,
+        preheader,
+        exit,
+    } = loop_shape(func, cfg, scopes, header, body, MAX_PEEL_INSTS)?;
 
     // What the loop reads and writes.
     let mut loads: Vec<Inst> = Vec::new();
@@ -275,59 +244,10 @@ fn plan(
 }
 
 fn peel(func: &mut Function, p: &Plan) {
-    // 1. The copy of the first iteration, laid out after the preheader.
-    let mut blocks: HashMap<Block, Block> = HashMap::new();
-    let mut values: HashMap<Value, Value> = HashMap::new();
-    let mut after = p.preheader;
-    for &b in &p.body {
-        let nb = func.dfg.make_block();
-        func.layout.insert_block_after(nb, after);
-        after = nb;
-        for &v in func.dfg.block_params(b).to_vec().iter() {
-            let ty = func.dfg.value_type(v);
-            values.insert(v, func.dfg.append_block_param(nb, ty));
-        }
-        blocks.insert(b, nb);
-    }
-    for &b in &p.body {
-        let nb = blocks[&b];
-        for inst in func.layout.block_insts(b).to_vec() {
-            let mut data = func.dfg.inst(inst).clone();
-            data.map_uses(|v| values.get(&v).copied().unwrap_or(v));
-            for dest in data.destinations_mut() {
-                if dest.block != p.header {
-                    if let Some(&c) = blocks.get(&dest.block) {
-                        dest.block = c;
-                    }
-                }
-            }
-            let types: Vec<Type> = func
-                .dfg
-                .inst_results(inst)
-                .iter()
-                .map(|&r| func.dfg.value_type(r))
-                .collect();
-            let copy = func.dfg.make_inst(data, &types);
-            for (&r, &nr) in func
-                .dfg
-                .inst_results(inst)
-                .to_vec()
-                .iter()
-                .zip(func.dfg.inst_results(copy).to_vec().iter())
-            {
-                values.insert(r, nr);
-            }
-            func.layout.append_inst(copy, nb);
-        }
-    }
-    for data in func.inlined.values_mut() {
-        let extra: Vec<Block> = data
-            .blocks
-            .iter()
-            .filter_map(|b| blocks.get(b).copied())
-            .collect();
-        data.blocks.extend(extra);
-    }
+    // 1. The copy of the first iteration, laid out after the preheader; its
+    //    back edge goes to the loop's header.
+    let LoopCopy { blocks, mut values } =
+        copy_loop(func, &p.body, p.header, p.preheader, BackEdges::ToOriginal);
 
     // 2. The preheader enters the copy.
     let pre = func.layout.last_inst(p.preheader).expect("preheader jump");
@@ -361,46 +281,7 @@ fn peel(func: &mut Function, p: &Plan) {
     }
 
     // 4. Values of the header read after the loop meet at the exit.
-    let mut in_copy_or_loop = std::collections::HashSet::new();
-    in_copy_or_loop.extend(p.body.iter().copied());
-    in_copy_or_loop.extend(blocks.values().copied());
-    let defined: Vec<Value> = func
-        .dfg
-        .block_params(p.header)
-        .iter()
-        .copied()
-        .chain(
-            func.layout
-                .block_insts(p.header)
-                .iter()
-                .flat_map(|&i| func.dfg.inst_results(i).to_vec()),
-        )
-        .collect();
-    let outside: Vec<Block> = func
-        .layout
-        .blocks()
-        .iter()
-        .copied()
-        .filter(|b| !in_copy_or_loop.contains(b))
-        .collect();
-    for v in defined {
-        let used_after = outside.iter().any(|&b| {
-            func.layout.block_insts(b).iter().any(|&i| {
-                let mut hit = false;
-                func.dfg.inst(i).for_each_use(|u| hit |= u == v);
-                hit
-            })
-        });
-        if !used_after {
-            continue;
-        }
-        let merged = func.dfg.append_block_param(p.exit, func.dfg.value_type(v));
-        for &b in &outside {
-            replace_in_block(func, b, v, merged);
-        }
-        add_arg(func, p.header, p.exit, v);
-        add_arg(func, blocks[&p.header], p.exit, values[&v]);
-    }
+    merge_at_exit(func, &p.body, p.header, p.exit, &blocks, &values);
 
     // 5. Stores that wait for the exit: on the loop's own exit edge (the
     //    copy's exit is taken before any iteration, when nothing was
@@ -452,22 +333,4 @@ fn peel(func: &mut Function, p: &Plan) {
         &[],
     );
     func.layout.append_inst(jump, edge);
-}
-
-/// Appends `v` to the arguments of `from`'s branch to `to`.
-fn add_arg(func: &mut Function, from: Block, to: Block, v: Value) {
-    let last = func.layout.last_inst(from).expect("a terminator");
-    for dest in func.dfg.inst_mut(last).destinations_mut() {
-        if dest.block == to {
-            dest.args.push(v);
-        }
-    }
-}
-
-fn replace_in_block(func: &mut Function, b: Block, old: Value, new: Value) {
-    for inst in func.layout.block_insts(b).to_vec() {
-        func.dfg
-            .inst_mut(inst)
-            .map_uses(|u| if u == old { new } else { u });
-    }
 }

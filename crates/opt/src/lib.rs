@@ -1,7 +1,7 @@
 //! IR-to-IR passes of adze that are not AD: the rule-preserving inliner
 //! ([`inline`]) and the optimizer ([`mod@gvn`], [`mod@promote`],
 //! [`mod@mem`], [`mod@indvars`], [`mod@dce`], [`mod@loopdel`],
-//! [`mod@licm`], [`mod@carry`], run in order by [`optimize_module`]).
+//! [`mod@licm`], [`mod@carry`], [`mod@version`], run in order by [`optimize_module`]).
 //!
 //! Each pass is a free function over a [`adze_ir::Function`] (the inliner:
 //! over a [`adze_ir::Module`]). The inliner replaces calls by the callee's
@@ -43,6 +43,7 @@
 
 mod analysis;
 pub mod carry;
+mod copy;
 pub mod dce;
 pub mod gvn;
 pub mod indvars;
@@ -52,6 +53,7 @@ pub mod loopdel;
 pub mod mem;
 mod phis;
 pub mod promote;
+pub mod version;
 
 pub use carry::{carry_loads, CarryStats};
 pub use dce::{dce, DceStats};
@@ -64,6 +66,7 @@ pub use inline::{
 pub use licm::{licm, LicmStats};
 pub use loopdel::{delete_loops, LoopDelStats};
 pub use mem::{forward_memory, Callees, MemStats};
+pub use version::{version_loops, VersionStats};
 
 use adze_ir::verify::{verify_function, VerifierErrors};
 use adze_ir::{FuncId, Module};
@@ -93,6 +96,9 @@ pub enum Pass {
     /// [`carry_loads`]: an element read (and written) at a loop-invariant
     /// index is carried in a block parameter (first iteration peeled).
     Carry,
+    /// [`version_loops`]: a count-down loop with unproven indices gets a
+    /// copy behind one guard that checks their whole range.
+    Version,
 }
 
 impl Pass {
@@ -107,6 +113,7 @@ impl Pass {
             Pass::Indvars => "opt-indvars",
             Pass::LoopDel => "opt-loopdel",
             Pass::Carry => "opt-carry",
+            Pass::Version => "opt-version",
         }
     }
 }
@@ -131,9 +138,11 @@ impl Pass {
 /// 9. `carry` peels the first iteration of inner loops that read and write
 ///    an element at an invariant index (the adjoint's `xc.d[i] += ..`), so
 ///    that the element is carried in a register;
-/// 10. `gvn` merges the hoisted code with the preheader's;
-/// 11. `dce` sweeps once more.
-pub const PIPELINE: [Pass; 11] = [
+/// 10. `version` gives count-down loops (reverse mode's) whose indices no
+///     analysis bounds a copy behind one guard on their whole range;
+/// 11. `gvn` merges the hoisted code with the preheader's;
+/// 12. `dce` sweeps once more.
+pub const PIPELINE: [Pass; 12] = [
     Pass::Gvn,
     Pass::Promote,
     Pass::Mem,
@@ -143,6 +152,7 @@ pub const PIPELINE: [Pass; 11] = [
     Pass::LoopDel,
     Pass::Licm,
     Pass::Carry,
+    Pass::Version,
     Pass::Gvn,
     Pass::Dce,
 ];
@@ -162,6 +172,7 @@ pub struct OptStats {
     pub indvars: IndvarsStats,
     pub loopdel: LoopDelStats,
     pub carry: CarryStats,
+    pub version: VersionStats,
 }
 
 macro_rules! add_assign {
@@ -182,7 +193,8 @@ add_assign! {
     IndvarsStats { replaced }
     LoopDelStats { deleted, exit_values }
     CarryStats { loops, loads }
-    OptStats { insts_before, insts_after, gvn, mem, dce, licm, promoted, indvars, loopdel, carry }
+    VersionStats { loops, ranges }
+    OptStats { insts_before, insts_after, gvn, mem, dce, licm, promoted, indvars, loopdel, carry, version }
 }
 
 /// Optimizes every function of `module` with [`PIPELINE`]. In debug builds
@@ -248,6 +260,7 @@ fn run(
         Pass::Indvars => stats.indvars = indvars(func),
         Pass::LoopDel => stats.loopdel = delete_loops(func),
         Pass::Carry => stats.carry = carry_loads(func),
+        Pass::Version => stats.version = version_loops(func),
     }
     if cfg!(debug_assertions) {
         verify_function(module, id).map_err(|e| e.with_pass(pass.name()))?;

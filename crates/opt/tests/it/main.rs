@@ -7,3 +7,4 @@ mod optimizer;
 mod promote;
 mod snapshots;
 mod support;
+mod version;

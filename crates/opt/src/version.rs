@@ -1,0 +1,379 @@
+//! Loop versioning: a count-down loop whose array indices cannot be proven
+//! in bounds statically gets a second copy, run behind one guard that checks
+//! the whole range of every such index before the loop; the JIT compiles the
+//! copy's accesses without bounds checks (`adze_ir::bounds` proves them
+//! from the guard).
+//!
+//! ```text
+//! block0:                                  block0:
+//!     ..                                       ..
+//!     jump block1(v0)                          v20 = iconst 0
+//! block1(v1: i64):       ; c                   v21 = icmp ge v0, v20          ; c0 >= 0
+//!     v2 = icmp eq v1, 0                       v22 = icmp ge v9, v20          ; base >= 0
+//!     brif v2, block3, block2                  v23 = len v5
+//! block2:                                      v24 = isub v23, v9
+//!     v3 = isub v1, 1    ; c - 1               v25 = icmp le v0, v24          ; c0 <= len - base
+//!     v4 = iadd v9, v3   ; base + c - 1        v26 = select v21, v22, false   ; (and so on)
+//!     v6 = load v5, v4                         brif v27, block4, block5
+//!     ..                                   block4: jump block1'(v0)            ; checked range
+//!     jump block1(v3)                      block5: jump block1(v0)             ; as before
+//! ```
+//!
+//! Reverse mode makes these loops: an adjoint loop runs its primal's
+//! iterations backwards, counting down a trip count popped from the tape, so
+//! its indices (`base + c - 1`, `base` another popped or loop-invariant
+//! value) are related to no array length the bounds analysis can see. The
+//! check of each access then costs a compare, a branch and, in GMM's reverse
+//! triangular loop, register copies around them.
+//!
+//! **The guard.** For a loop whose counter `c` enters as `c0`, runs while
+//! `c != 0` and steps by `c - 1`, and accesses `a[base + (c - 1)]` (or
+//! `a[c - 1]`), the guard is the conjunction of `c0 >= 0`, `base >= 0` (left
+//! out for a constant `base >= 0`) and `c0 <= len(a) - base` (`c0 <= len(a)`
+//! without a base), for every such access, as `select p, q, false` chains
+//! of `icmp`s. Then every iteration has `1 <= c <= c0`, so the index lies in
+//! `base ..= base + c0 - 1`, inside `0 .. len(a)`; `len(a) - base` cannot
+//! wrap once `base >= 0`. The guard computes with wrapping integer
+//! arithmetic and comparisons only: it cannot trap.
+//!
+//! **Exact.** Both copies are the loop, instruction for instruction; the
+//! guard only chooses which one runs, and computes nothing the program
+//! reads. When it fails (a negative trip count, an index out of bounds
+//! somewhere in the range), the original loop runs, with its checks, and
+//! traps where it always did. The JIT does not trust this pass: it proves
+//! the copy's accesses itself from the guard it finds (`adze_ir::bounds`,
+//! "Count-down loops"), and checks anything it cannot prove.
+//!
+//! **Which loops.** Innermost loops of the shape `carry` copies (one
+//! preheader entering by a `jump`, one latch, one exit from the header to a
+//! block only the header reaches, outside rule regions, at most
+//! [`MAX_VERSION_INSTS`] instructions, no `call`), whose header ends in
+//! `brif (icmp eq c, 0), exit, body` and which have at least one access of
+//! the form above that the bounds analysis does not already prove. It runs
+//! after `carry`, so that a loop's first iteration is peeled once, and the
+//! original (cold) copy is not peeled again.
+
+use crate::analysis::{find_loops, Cfg, DomTree, Scopes, Table};
+use crate::copy::{copy_loop, loop_shape, merge_at_exit, BackEdges, LoopCopy, LoopShape};
+use adze_ir::{Block, BlockCall, CmpCond, Function, InstData, Opcode, Type, Value};
+
+/// The largest loop (in instructions) that is versioned.
+pub const MAX_VERSION_INSTS: usize = 200;
+
+/// Functions above this many instructions are left alone.
+const MAX_FUNCTION_INSTS: usize = 20_000;
+
+/// What the pass did to one function.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VersionStats {
+    /// Loops versioned.
+    pub loops: usize,
+    /// Distinct (array, base) ranges their guards check.
+    pub ranges: usize,
+}
+
+/// An index range the guard checks: `array[base + (c - 1)]`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Range {
+    array: Value,
+    base: Base,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Base {
+    None,
+    Const(i64),
+    Value(Value),
+}
+
+struct Plan {
+    header: Block,
+    body: Vec<Block>,
+    shape: LoopShape,
+    /// The counter's position among the header's parameters.
+    counter: usize,
+    ranges: Vec<Range>,
+}
+
+/// Versions the count-down loops with unproven accesses (see the module
+/// documentation).
+pub fn version_loops(func: &mut Function) -> VersionStats {
+    let mut stats = VersionStats::default();
+    if func.num_placed_insts() > MAX_FUNCTION_INSTS {
+        return stats;
+    }
+    let cfg = Cfg::new(func);
+    let doms = DomTree::new(func, &cfg);
+    let scopes = Scopes::new(func);
+    let loops = find_loops(func, &cfg, &doms);
+    let mut is_header = Table::new(func.dfg.num_blocks(), false);
+    for lp in &loops {
+        is_header.set(lp.header, true);
+    }
+    let safe = adze_ir::bounds::safe_accesses(func);
+    let plans: Vec<Plan> = loops
+        .iter()
+        .filter(|lp| {
+            lp.body
+                .iter()
+                .all(|&b| b == lp.header || !*is_header.get(b))
+        })
+        .filter_map(|lp| plan(func, &cfg, &scopes, &safe, lp.header, &lp.body))
+        .collect();
+    for p in plans {
+        stats.loops += 1;
+        stats.ranges += p.ranges.len();
+        version(func, &p);
+    }
+    stats
+}
+
+fn const_of(func: &Function, v: Value) -> Option<i64> {
+    match func.dfg.value_def(v) {
+        adze_ir::ValueDef::Result { inst, .. } => match func.dfg.inst(*inst) {
+            InstData::IConst { imm } => Some(*imm),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// Is `v` `isub c, 1`?
+fn minus_one(func: &Function, v: Value, c: Value) -> bool {
+    matches!(*func.dfg.value_def(v), adze_ir::ValueDef::Result { inst, .. }
+        if matches!(func.dfg.inst(inst), InstData::Binary { op: Opcode::Isub, args: [x, one] }
+            if *x == c && const_of(func, *one) == Some(1)))
+}
+
+fn plan(
+    func: &Function,
+    cfg: &Cfg,
+    scopes: &Scopes,
+    safe: &std::collections::HashSet<adze_ir::Inst>,
+    header: Block,
+    body: &[Block],
+) -> Option<Plan> {
+    let shape = loop_shape(func, cfg, scopes, header, body, MAX_VERSION_INSTS)?;
+    let in_loop = |b: Block| body.contains(&b);
+    let outside = |v: Value| func.def_block(v).is_some_and(|d| !in_loop(d));
+    // brif (icmp eq c, 0), exit, body
+    let InstData::Brif {
+        cond,
+        then_dest,
+        else_dest,
+    } = func.dfg.inst(func.layout.last_inst(header)?)
+    else {
+        return None;
+    };
+    if then_dest.block != shape.exit || !in_loop(else_dest.block) {
+        return None;
+    }
+    let adze_ir::ValueDef::Result { inst, .. } = *func.dfg.value_def(*cond) else {
+        return None;
+    };
+    let InstData::Cmp {
+        op: Opcode::Icmp,
+        cond: CmpCond::Eq,
+        args: [x, y],
+    } = *func.dfg.inst(inst)
+    else {
+        return None;
+    };
+    let c = match (const_of(func, x), const_of(func, y)) {
+        (_, Some(0)) => x,
+        (Some(0), _) => y,
+        _ => return None,
+    };
+    let counter = func.dfg.block_params(header).iter().position(|&p| p == c)?;
+    // The latch steps the counter by one (else nothing is proven).
+    let latch = func.layout.last_inst(shape.latch)?;
+    let steps_by_one =
+        func.dfg.inst(latch).destinations().iter().all(|d| {
+            d.block != header || d.args.get(counter).is_some_and(|&a| minus_one(func, a, c))
+        });
+    if !steps_by_one {
+        return None;
+    }
+
+    let mut ranges: Vec<Range> = Vec::new();
+    for &b in body {
+        for &inst in func.layout.block_insts(b) {
+            let (array, idx) = match func.dfg.inst(inst) {
+                InstData::Call { .. } | InstData::Autodiff { .. } => return None,
+                InstData::Binary {
+                    op: Opcode::Load,
+                    args,
+                } => (args[0], args[1]),
+                InstData::Ternary {
+                    op: Opcode::Store,
+                    args,
+                } => (args[0], args[1]),
+                _ => continue,
+            };
+            if safe.contains(&inst) || !outside(array) {
+                continue;
+            }
+            let base = if minus_one(func, idx, c) {
+                Base::None
+            } else {
+                let adze_ir::ValueDef::Result { inst: add, .. } = *func.dfg.value_def(idx) else {
+                    continue;
+                };
+                let InstData::Binary {
+                    op: Opcode::Iadd,
+                    args: [p, q],
+                } = *func.dfg.inst(add)
+                else {
+                    continue;
+                };
+                let other = if minus_one(func, p, c) {
+                    q
+                } else if minus_one(func, q, c) {
+                    p
+                } else {
+                    continue;
+                };
+                match const_of(func, other) {
+                    Some(k) => Base::Const(k),
+                    None if outside(other) => Base::Value(other),
+                    None => continue,
+                }
+            };
+            if matches!(base, Base::Const(k) if k < 0) {
+                continue;
+            }
+            let r = Range { array, base };
+            if !ranges.contains(&r) {
+                ranges.push(r);
+            }
+        }
+    }
+    if ranges.is_empty() {
+        return None;
+    }
+    Some(Plan {
+        header,
+        body: body.to_vec(),
+        shape,
+        counter,
+        ranges,
+    })
+}
+
+fn version(func: &mut Function, p: &Plan) {
+    let pre = p.shape.preheader;
+    let jump = func.layout.last_inst(pre).expect("the preheader's jump");
+    let InstData::Jump { dest } = func.dfg.inst(jump).clone() else {
+        unreachable!("the preheader enters by a jump");
+    };
+    let c0 = dest.args[p.counter];
+
+    // The checked copy, laid out after the preheader; the guard's two
+    // targets enter one loop each.
+    let LoopCopy { blocks, values } = copy_loop(func, &p.body, p.header, pre, BackEdges::ToCopy);
+    let fast = func.dfg.make_block();
+    func.layout.insert_block_after(fast, pre);
+    let slow = func.dfg.make_block();
+    let last_copy = blocks[p.body.last().expect("a loop has blocks")];
+    func.layout.insert_block_after(slow, last_copy);
+    for (block, target) in [(fast, blocks[&p.header]), (slow, p.header)] {
+        let j = func.dfg.make_inst(
+            InstData::Jump {
+                dest: BlockCall {
+                    block: target,
+                    args: dest.args.clone(),
+                },
+            },
+            &[],
+        );
+        func.layout.append_inst(j, block);
+    }
+
+    // The guard, in place of the preheader's jump.
+    func.layout.remove_inst(jump);
+    let g = Guard { block: pre };
+    let zero = g.value(func, InstData::IConst { imm: 0 }, Type::I64);
+    let no = g.value(func, InstData::BConst { imm: false }, Type::Bool);
+    let mut ok = g.icmp(func, CmpCond::Ge, c0, zero);
+    for r in &p.ranges {
+        let len = g.value(
+            func,
+            InstData::Unary {
+                op: Opcode::Len,
+                arg: r.array,
+            },
+            Type::I64,
+        );
+        let base = match r.base {
+            Base::None => None,
+            Base::Const(k) => Some(g.value(func, InstData::IConst { imm: k }, Type::I64)),
+            Base::Value(b) => {
+                let nonneg = g.icmp(func, CmpCond::Ge, b, zero);
+                ok = g.and(func, ok, nonneg, no);
+                Some(b)
+            }
+        };
+        let lim = match base {
+            None => len,
+            Some(b) => g.value(
+                func,
+                InstData::Binary {
+                    op: Opcode::Isub,
+                    args: [len, b],
+                },
+                Type::I64,
+            ),
+        };
+        let fits = g.icmp(func, CmpCond::Le, c0, lim);
+        ok = g.and(func, ok, fits, no);
+    }
+    let brif = func.dfg.make_inst(
+        InstData::Brif {
+            cond: ok,
+            then_dest: BlockCall {
+                block: fast,
+                args: Vec::new(),
+            },
+            else_dest: BlockCall {
+                block: slow,
+                args: Vec::new(),
+            },
+        },
+        &[],
+    );
+    func.layout.append_inst(brif, pre);
+
+    // Values of the header read after the loop meet at the exit.
+    merge_at_exit(func, &p.body, p.header, p.shape.exit, &blocks, &values);
+}
+
+/// Appends the guard's instructions to its block.
+struct Guard {
+    block: Block,
+}
+
+impl Guard {
+    fn value(&self, func: &mut Function, data: InstData, ty: Type) -> Value {
+        let inst = func.dfg.make_inst(data, &[ty]);
+        func.layout.append_inst(inst, self.block);
+        func.dfg.first_result(inst)
+    }
+
+    fn icmp(&self, func: &mut Function, cond: CmpCond, a: Value, b: Value) -> Value {
+        let data = InstData::Cmp {
+            op: Opcode::Icmp,
+            cond,
+            args: [a, b],
+        };
+        self.value(func, data, Type::Bool)
+    }
+
+    /// `p && q`, as `select p, q, false` (`no` is the `bconst false`).
+    fn and(&self, func: &mut Function, p: Value, q: Value, no: Value) -> Value {
+        let data = InstData::Ternary {
+            op: Opcode::Select,
+            args: [p, q, no],
+        };
+        self.value(func, data, Type::Bool)
+    }
+}
