@@ -38,6 +38,33 @@
 //! a path from the entry to `H` that avoids `T`, reach the access without
 //! passing `T`, contradicting dominance.
 //!
+//! **Count-down loops.** Reverse mode runs a loop backwards from a trip
+//! count popped from the tape: a header `H(c, ..)` ending in `brif (icmp eq
+//! c, 0), E, T` (`T`'s only predecessor `H`), re-entered from blocks
+//! dominated by `T` with `c - 1` (`isub c, 1`), and indices `c - 1` or
+//! `base + (c - 1)`. Nothing relates such a count to an array's length, so
+//! the optimizer's `version` pass puts a copy of the loop behind a guard,
+//! and this analysis proves the copy's accesses from it. The rule: `H` has
+//! one other entry edge, passing `c0`, from a block `P` whose only
+//! predecessor `G` ends in `brif ok, P, _` (`P` on the true side), and
+//! `ok` is a conjunction (`select p, q, false`, nested either way) of
+//! `icmp`s among which are `c0 >= 0` and, for an access `a[c - 1]`, `c0 <=
+//! L`, for `a[base + (c - 1)]`, `base >= 0` (unless `base` is a constant
+//! `>= 0`) and `c0 <= L - base` (`isub L, base`), where `L` is a length of
+//! `a` (`len b` or the `n` of `b = zeros n`, `b` of `a`'s length class at
+//! the access), and `base` and `L` are defined in blocks that strictly
+//! dominate `H` (a constant `base` may be another `iconst` of the same
+//! value). Why it holds: `ok` was true on the way from `G` to `P` to `H`
+//! (`G` is `P`'s only predecessor and `P` runs nothing that redefines the
+//! guard's operands, which dominate `G`); every later entry to `H` is a back
+//! edge, or comes through `G` again. At each entry `0 <= c <= c0`: true for
+//! `c0`, and a back edge passes `c - 1` from a block dominated by `T`, where
+//! `c != 0`, so `1 <= c` and `c - 1` does not wrap. So in blocks dominated
+//! by `T`, `0 <= c - 1 <= c0 - 1`, and the index is in `base ..= base + c0 -
+//! 1`, within `0 .. L` (`L - base` cannot wrap once `base >= 0`, `L >= 0`);
+//! `base` and `L` are the values the guard compared, since their
+//! definitions strictly dominate `H` and so are not re-run inside the loop.
+//!
 //! Every other access may be out of bounds (as far as this analysis knows):
 //! the JIT keeps its check, so errors are exactly the interpreter's.
 
