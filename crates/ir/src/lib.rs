@@ -13,7 +13,7 @@
 //! - The text format: `Display` prints ([`write`](mod@write)), [`parse`] reads it back;
 //!   print → parse → print is the identity.
 //! - [`verify`] checks every invariant listed in its module doc.
-//! - [`mod@cfg`] (successors, reverse postorder, dominators) and [`bounds`]
+//! - [`mod@cfg`] (successors, reverse postorder, dominators, natural loops) and [`bounds`]
 //!   (the accesses a counted loop proves in bounds) are the analyses that
 //!   several later crates share.
 //! - [`names`] reads the names of generated functions and arrays back into

@@ -47,6 +47,11 @@
 //! The verifier never panics, whatever entity numbers it finds; when the
 //! layout refers to blocks or instructions that do not exist, it reports that
 //! and stops checking the function.
+//!
+//! It computes dominators itself rather than with [`crate::cfg`], on
+//! purpose: the passes that move code (GVN, LICM, carry) decide where it may
+//! go with `cfg`'s dominator tree, and a check that shared that code would
+//! accept whatever a bug in it let them do.
 
 use crate::dfg::ValueDef;
 use crate::entities::{Block, FuncId, Inlined, Inst, Region, Value};
