@@ -43,7 +43,7 @@
 //! Integer values are split around loops only: six general-purpose
 //! registers are callee-saved, so regalloc2 keeps integers across calls.
 
-use adze_ir::cfg::DominatorTree;
+use adze_ir::cfg::{self, DominatorTree};
 use adze_ir::{Block, Function, Inst, InstData, Type, Value};
 use cranelift_codegen::entity::EntityRef;
 use std::collections::{HashMap, HashSet};
@@ -643,37 +643,20 @@ impl Graph {
     }
 }
 
-/// The natural loops: for each block that a back edge enters (a
-/// predecessor it dominates), its position and the positions of its body
-/// (the blocks that reach a back edge's source without passing it), by
-/// header position.
+/// The natural loops ([`adze_ir::cfg::natural_loops`]) over positions: each
+/// header's position and the positions of its blocks, by header position.
 fn natural_loops(order: &[Block], preds: &[Vec<usize>]) -> Vec<(usize, HashSet<usize>)> {
     let pos: HashMap<Block, usize> = order.iter().enumerate().map(|(k, &b)| (b, k)).collect();
-    let doms = DominatorTree::new(order, |b| {
+    let preds_of = |b: Block| {
         pos.get(&b)
             .map(|&k| preds[k].iter().map(|&p| order[p]).collect::<Vec<_>>())
             .unwrap_or_default()
-    });
-    let mut loops = Vec::new();
-    for (h, &hb) in order.iter().enumerate() {
-        let latches: Vec<usize> = preds[h]
-            .iter()
-            .copied()
-            .filter(|&p| doms.dominates(hb, order[p]))
-            .collect();
-        if latches.is_empty() {
-            continue;
-        }
-        let mut body: HashSet<usize> = HashSet::from([h]);
-        let mut work = latches;
-        while let Some(x) = work.pop() {
-            if body.insert(x) {
-                work.extend(preds[x].iter().copied());
-            }
-        }
-        loops.push((h, body));
-    }
-    loops
+    };
+    let doms = DominatorTree::new(order, preds_of);
+    cfg::natural_loops(preds_of, &doms)
+        .into_iter()
+        .map(|lp| (pos[&lp.header], lp.blocks.iter().map(|b| pos[b]).collect()))
+        .collect()
 }
 
 /// The positions of the set bits of `bits`, in increasing order.

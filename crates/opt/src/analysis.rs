@@ -1,6 +1,7 @@
-//! What the optimizer's passes share: the control-flow graph, dominators,
-//! the rule region each block belongs to, which instructions are pure, and
-//! value replacement.
+//! What the optimizer's passes share: the control-flow graph (with the
+//! dominator tree and natural loops of [`adze_ir::cfg`]), the rule region
+//! each block belongs to, which instructions are pure, and value
+//! replacement.
 //!
 //! Everything here is computed from scratch by each pass in time linear in
 //! the size of the function (dominators: Cooper, Harvey and Kennedy's
@@ -18,6 +19,7 @@
 //! never starts using a value of the body (other than its results), and the
 //! region stays exactly the call it stands for.
 
+use adze_ir::cfg::{self, DominatorTree, NaturalLoop};
 use adze_ir::{Block, Function, Inst, InstData, Opcode, Region, Value, ValueDef};
 
 /// Dense index of an entity, for side tables kept in `Vec`s.
@@ -161,24 +163,7 @@ impl Cfg {
         let Some(entry) = func.entry_block() else {
             return cfg;
         };
-        // Iterative depth-first search for a postorder.
-        let mut visited = Table::new(n, false);
-        let mut post = Vec::new();
-        let mut stack = vec![(entry, 0usize)];
-        visited.set(entry, true);
-        while let Some((b, i)) = stack.pop() {
-            if let Some(&s) = cfg.succs.get(b).get(i) {
-                stack.push((b, i + 1));
-                if !visited.get(s) {
-                    visited.set(s, true);
-                    stack.push((s, 0));
-                }
-            } else {
-                post.push(b);
-            }
-        }
-        post.reverse();
-        cfg.rpo = post;
+        cfg.rpo = cfg::reverse_postorder_by(entry, |b| cfg.succs.get(b).clone());
         for (k, &b) in cfg.rpo.iter().enumerate() {
             cfg.rpo_num.set(b, k as u32);
         }
@@ -207,155 +192,19 @@ impl Cfg {
     pub(crate) fn preds(&self, b: Block) -> &[Block] {
         self.preds.get(b)
     }
-}
 
-/// The dominator tree of the reachable blocks.
-pub(crate) struct DomTree {
-    children: Table<Vec<Block>>,
-    /// Preorder and postorder numbers in the tree, for O(1) dominance.
-    pre: Table<u32>,
-    post: Table<u32>,
-}
-
-impl DomTree {
-    pub(crate) fn new(func: &Function, cfg: &Cfg) -> DomTree {
-        let n = func.dfg.num_blocks();
-        let mut tree = DomTree {
-            children: Table::new(n, Vec::new()),
-            pre: Table::new(n, u32::MAX),
-            post: Table::new(n, u32::MAX),
-        };
-        let Some(&entry) = cfg.rpo.first() else {
-            return tree;
-        };
-        // Immediate dominators as rpo numbers.
-        const UNDEF: u32 = u32::MAX;
-        let mut idom = vec![UNDEF; cfg.rpo.len()];
-        idom[0] = 0;
-        let intersect = |idom: &[u32], mut a: u32, mut b: u32| {
-            while a != b {
-                while a > b {
-                    a = idom[a as usize];
-                }
-                while b > a {
-                    b = idom[b as usize];
-                }
-            }
-            a
-        };
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for k in 1..cfg.rpo.len() {
-                let mut new = UNDEF;
-                for &p in cfg.preds(cfg.rpo[k]) {
-                    let pk = cfg.rpo_num(p);
-                    if idom[pk as usize] == UNDEF {
-                        continue;
-                    }
-                    new = if new == UNDEF {
-                        pk
-                    } else {
-                        intersect(&idom, pk, new)
-                    };
-                }
-                if new != UNDEF && idom[k] != new {
-                    idom[k] = new;
-                    changed = true;
-                }
-            }
-        }
-        for (k, &b) in cfg.rpo.iter().enumerate().skip(1) {
-            let d = cfg.rpo[idom[k] as usize];
-            tree.children.get_mut(d).push(b);
-        }
-        // Number the tree.
-        let (mut pre, mut post) = (0u32, 0u32);
-        let mut stack = vec![(entry, false)];
-        while let Some((b, done)) = stack.pop() {
-            if done {
-                tree.post.set(b, post);
-                post += 1;
-                continue;
-            }
-            tree.pre.set(b, pre);
-            pre += 1;
-            stack.push((b, true));
-            for &c in tree.children.get(b).iter().rev() {
-                stack.push((c, false));
-            }
-        }
-        tree
+    /// The dominator tree of the reachable blocks; its children are in
+    /// reverse postorder.
+    pub(crate) fn dominators(&self) -> DominatorTree {
+        DominatorTree::new(&self.rpo, |b| self.preds(b).iter().copied())
     }
 
-    /// Does `a` dominate `b` (reflexively)? False if either is unreachable.
-    pub(crate) fn dominates(&self, a: Block, b: Block) -> bool {
-        let (pa, pb) = (*self.pre.get(a), *self.pre.get(b));
-        pa != u32::MAX && pb != u32::MAX && pa <= pb && *self.post.get(b) <= *self.post.get(a)
+    /// The natural loops ([`cfg::natural_loops`]), one per header, in
+    /// reverse postorder of their headers, each with its blocks in reverse
+    /// postorder.
+    pub(crate) fn loops(&self, doms: &DominatorTree) -> Vec<NaturalLoop> {
+        cfg::natural_loops(|b| self.preds(b).iter().copied(), doms)
     }
-
-    /// Children in the dominator tree, in reverse postorder of the CFG.
-    pub(crate) fn children(&self, b: Block) -> &[Block] {
-        self.children.get(b)
-    }
-}
-
-/// A natural loop ([`find_loops`]).
-pub(crate) struct Loop {
-    pub(crate) header: Block,
-    /// The blocks of the loop, in reverse postorder.
-    pub(crate) body: Vec<Block>,
-}
-
-/// The natural loops of `func`, one per header: a back edge is an edge
-/// `t → h` where `h` dominates `t`, and the loop of `h` is `h` and every
-/// block that reaches a back edge's source without passing through `h`. A
-/// "loop" with a block that `h` does not dominate (irreducible control
-/// flow, which reversed control flow can have) is left out.
-pub(crate) fn find_loops(func: &Function, cfg: &Cfg, doms: &DomTree) -> Vec<Loop> {
-    let mut loops = Vec::new();
-    let mut mark = Table::new(func.dfg.num_blocks(), false);
-    for &h in &cfg.rpo {
-        let latches: Vec<Block> = cfg
-            .preds(h)
-            .iter()
-            .copied()
-            .filter(|&p| doms.dominates(h, p))
-            .collect();
-        if latches.is_empty() {
-            continue;
-        }
-        let mut body = vec![h];
-        mark.set(h, true);
-        let mut work = Vec::new();
-        for l in latches {
-            if !*mark.get(l) {
-                mark.set(l, true);
-                body.push(l);
-                work.push(l);
-            }
-        }
-        while let Some(b) = work.pop() {
-            for &p in cfg.preds(b) {
-                if !*mark.get(p) {
-                    mark.set(p, true);
-                    body.push(p);
-                    work.push(p);
-                }
-            }
-        }
-        for &b in &body {
-            mark.set(b, false);
-        }
-        // Irreducible control flow (reverse sweeps can make it): a block of
-        // the "loop" the header does not dominate is another way in.
-        if body.iter().any(|&b| !doms.dominates(h, b)) {
-            continue;
-        }
-        body.sort_by_key(|&b| cfg.rpo_num(b));
-        loops.push(Loop { header: h, body });
-    }
-    loops
 }
 
 /// The rule region of every block and value, and the values pinned by region

@@ -49,10 +49,11 @@
 //! header defines and code after the loop reads are merged at the exit block
 //! (new parameters), since the exit now has two predecessors.
 
-use crate::analysis::{find_loops, Cfg, DomTree, Scopes, Table};
+use crate::analysis::{Cfg, Scopes, Table};
 use crate::copy::{
     add_arg, copy_loop, loop_shape, merge_at_exit, replace_in_block, BackEdges, LoopCopy, LoopShape,
 };
+use adze_ir::cfg::DominatorTree;
 use adze_ir::{Block, BlockCall, Function, Inst, InstData, Opcode, Type, Value, ValueDef};
 
 /// The largest loop (in instructions) that is peeled.
@@ -102,9 +103,9 @@ pub fn carry_loads(func: &mut Function) -> CarryStats {
         return stats;
     }
     let cfg = Cfg::new(func);
-    let doms = DomTree::new(func, &cfg);
+    let doms = cfg.dominators();
     let scopes = Scopes::new(func);
-    let loops = find_loops(func, &cfg, &doms);
+    let loops = cfg.loops(&doms);
     let mut is_header = Table::new(func.dfg.num_blocks(), false);
     for lp in &loops {
         is_header.set(lp.header, true);
@@ -112,11 +113,11 @@ pub fn carry_loads(func: &mut Function) -> CarryStats {
     let plans: Vec<Plan> = loops
         .iter()
         .filter(|lp| {
-            lp.body
+            lp.blocks
                 .iter()
                 .all(|&b| b == lp.header || !*is_header.get(b))
         })
-        .filter_map(|lp| plan(func, &cfg, &doms, &scopes, lp.header, &lp.body))
+        .filter_map(|lp| plan(func, &cfg, &doms, &scopes, lp.header, &lp.blocks))
         .collect();
     for p in plans {
         stats.loops += 1;
@@ -129,7 +130,7 @@ pub fn carry_loads(func: &mut Function) -> CarryStats {
 fn plan(
     func: &Function,
     cfg: &Cfg,
-    doms: &DomTree,
+    doms: &DominatorTree,
     scopes: &Scopes,
     header: Block,
     body: &[Block],

@@ -65,7 +65,7 @@
 //! pass. The blocks it leaves unreachable are removed by [`mod@crate::dce`].
 
 use crate::analysis::{
-    bconst_of, def_inst, fconst_of, iconst_of, is_pure, Cfg, DomTree, Replacements, Scopes,
+    bconst_of, def_inst, fconst_of, iconst_of, is_pure, Cfg, Replacements, Scopes,
 };
 use adze_ir::{semantics, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Region, Value};
 use std::collections::{HashMap, HashSet};
@@ -111,7 +111,7 @@ fn global(data: &InstData) -> bool {
 /// Runs GVN, folding and simplification on `func`.
 pub fn gvn(func: &mut Function) -> GvnStats {
     let cfg = Cfg::new(func);
-    let doms = DomTree::new(func, &cfg);
+    let doms = cfg.dominators();
     let scopes = Scopes::new(func);
     let mut stats = GvnStats {
         simplified: crate::phis::simplify_params(func, &cfg, &scopes)

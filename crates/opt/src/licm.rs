@@ -20,11 +20,11 @@
 //!
 //! **Loops.** A back edge is an edge `t → h` where `h` dominates `t`; the
 //! natural loop of header `h` is `h` and every block that reaches one of its
-//! back edges' sources without passing through `h` (a "loop" with a block
-//! that `h` does not dominate — irreducible control flow, which reversed
-//! control flow can have — is skipped). Loops are processed
-//! innermost first (by size), so an instruction can climb out of a nest one
-//! loop at a time.
+//! back edges' sources without passing through `h`
+//! ([`adze_ir::cfg::natural_loops`]; irreducible control flow, which
+//! reversed control flow can have, has no back edge and so no loop). Loops
+//! are processed innermost first (by size), so an instruction can climb out
+//! of a nest one loop at a time.
 //!
 //! **Preheader.** Code moves to the end of the header's only predecessor
 //! outside the loop, and only when that block ends in an unconditional
@@ -52,7 +52,7 @@
 //! it dominated the use inside the loop without being in the loop, and
 //! every path into the loop comes through the preheader.
 
-use crate::analysis::{find_loops, is_pure, Cfg, DomTree, Scopes, Table};
+use crate::analysis::{is_pure, Cfg, Scopes, Table};
 use adze_ir::{Block, Function, Inst, InstData, Value, ValueDef};
 
 /// What LICM did to one function.
@@ -70,11 +70,11 @@ pub struct LicmStats {
 /// Runs loop-invariant code motion on `func`.
 pub fn licm(func: &mut Function) -> LicmStats {
     let cfg = Cfg::new(func);
-    let doms = DomTree::new(func, &cfg);
+    let doms = cfg.dominators();
     let scopes = Scopes::new(func);
     let mut stats = LicmStats::default();
-    let mut loops = find_loops(func, &cfg, &doms);
-    loops.sort_by_key(|l| (l.body.len(), cfg.rpo_num(l.header)));
+    let mut loops = cfg.loops(&doms);
+    loops.sort_by_key(|l| (l.blocks.len(), cfg.rpo_num(l.header)));
     stats.loops = loops.len();
     let mut in_loop = Table::new(func.dfg.num_blocks(), false);
     for lp in &loops {
@@ -82,7 +82,7 @@ pub fn licm(func: &mut Function) -> LicmStats {
             .preds(lp.header)
             .iter()
             .copied()
-            .filter(|p| !lp.body.contains(p))
+            .filter(|p| !lp.blocks.contains(p))
             .collect();
         let [pre] = outside[..] else { continue };
         let enters_by_jump = func.layout.last_inst(pre).is_some_and(
@@ -92,11 +92,11 @@ pub fn licm(func: &mut Function) -> LicmStats {
             continue;
         }
         stats.with_preheader += 1;
-        for &b in &lp.body {
+        for &b in &lp.blocks {
             in_loop.set(b, true);
         }
         let scope = scopes.block_scope(pre);
-        for &b in &lp.body {
+        for &b in &lp.blocks {
             if scopes.block_scope(b) != scope {
                 continue;
             }
@@ -143,7 +143,7 @@ pub fn licm(func: &mut Function) -> LicmStats {
                 stats.hoisted += 1;
             }
         }
-        for &b in &lp.body {
+        for &b in &lp.blocks {
             in_loop.set(b, false);
         }
     }

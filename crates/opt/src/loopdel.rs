@@ -24,7 +24,7 @@
 //! primal once DCE has removed the sum nobody reads and `indvars` the
 //! iteration counter: a loop that only counts.
 //!
-//! **Which loops.** A natural loop (`analysis::find_loops`) of header `H`
+//! **Which loops.** A natural loop (`adze_ir::cfg::natural_loops`) of header `H`
 //! such that
 //!
 //! - it has the *canonical counted shape*: `H` has one predecessor outside
@@ -74,7 +74,8 @@
 //! redone after each deletion, so a loop whose only inner loop was deleted
 //! may go next.
 
-use crate::analysis::{find_loops, iconst_of, is_pure, Cfg, DomTree, Loop, Scopes, Table};
+use crate::analysis::{iconst_of, is_pure, Cfg, Scopes, Table};
+use adze_ir::cfg::NaturalLoop;
 use adze_ir::{Block, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Type, Value};
 use std::collections::HashSet;
 
@@ -96,12 +97,12 @@ pub fn delete_loops(func: &mut Function) -> LoopDelStats {
     }
     loop {
         let cfg = Cfg::new(func);
-        let doms = DomTree::new(func, &cfg);
-        let mut loops = find_loops(func, &cfg, &doms);
+        let doms = cfg.dominators();
+        let mut loops = cfg.loops(&doms);
         if loops.is_empty() {
             break;
         }
-        loops.sort_by_key(|l| (l.body.len(), cfg.rpo_num(l.header)));
+        loops.sort_by_key(|l| (l.blocks.len(), cfg.rpo_num(l.header)));
         let scopes = Scopes::new(func);
         let safe = adze_ir::bounds::safe_accesses(func);
         let plan = loops
@@ -140,11 +141,11 @@ fn plan(
     cfg: &Cfg,
     scopes: &Scopes,
     safe: &HashSet<Inst>,
-    lp: &Loop,
+    lp: &NaturalLoop,
 ) -> Option<Plan> {
     let h = lp.header;
     let mut in_loop = Table::new(func.dfg.num_blocks(), false);
-    for &b in &lp.body {
+    for &b in &lp.blocks {
         in_loop.set(b, true);
     }
     let inside = |v: Value| func.def_block(v).is_some_and(|b| *in_loop.get(b));
@@ -195,7 +196,7 @@ fn plan(
     let init = *entry_edge.args.get(k)?;
 
     // Regions: nothing of the loop listed, preheader and exit outside all.
-    if lp.body.iter().any(|&b| scopes.is_pinned_block(b))
+    if lp.blocks.iter().any(|&b| scopes.is_pinned_block(b))
         || scopes.block_scope(pre).is_some()
         || scopes.block_scope(exit.block).is_some()
     {
@@ -203,7 +204,7 @@ fn plan(
     }
 
     // Shape, effects, ways back and ways out.
-    for &b in &lp.body {
+    for &b in &lp.blocks {
         let insts = func.layout.block_insts(b);
         let (&last, rest) = insts.split_last()?;
         for &inst in rest {
@@ -289,7 +290,7 @@ fn plan(
         }
     }
     Some(Plan {
-        body: lp.body.clone(),
+        body: lp.blocks.clone(),
         pre_branch,
         pre,
         header: h,
@@ -322,7 +323,7 @@ fn is_increment_of(func: &Function, v: Value, i: Value) -> bool {
 
 /// Does the loop have a cycle that does not pass its header (an inner loop,
 /// or irreducible control flow inside it)?
-fn has_cycle_avoiding(func: &Function, lp: &Loop, in_loop: &Table<bool>) -> bool {
+fn has_cycle_avoiding(func: &Function, lp: &NaturalLoop, in_loop: &Table<bool>) -> bool {
     // Kahn's algorithm on the loop's blocks without the header and without
     // the edges into it: a cycle leaves blocks with incoming edges.
     let succs = |b: Block| -> Vec<Block> {
@@ -332,7 +333,7 @@ fn has_cycle_avoiding(func: &Function, lp: &Loop, in_loop: &Table<bool>) -> bool
             .collect()
     };
     let mut indeg: Table<usize> = Table::new(func.dfg.num_blocks(), 0);
-    for &b in &lp.body {
+    for &b in &lp.blocks {
         if b != lp.header {
             for s in succs(b) {
                 *indeg.get_mut(s) += 1;
@@ -340,7 +341,7 @@ fn has_cycle_avoiding(func: &Function, lp: &Loop, in_loop: &Table<bool>) -> bool
         }
     }
     let mut ready: Vec<Block> = lp
-        .body
+        .blocks
         .iter()
         .copied()
         .filter(|&b| b != lp.header && *indeg.get(b) == 0)
@@ -356,7 +357,7 @@ fn has_cycle_avoiding(func: &Function, lp: &Loop, in_loop: &Table<bool>) -> bool
             }
         }
     }
-    seen != lp.body.len() - 1
+    seen != lp.blocks.len() - 1
 }
 
 fn apply(func: &mut Function, plan: Plan) {

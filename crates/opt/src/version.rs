@@ -53,7 +53,7 @@
 //! after `carry`, so that a loop's first iteration is peeled once, and the
 //! original (cold) copy is not peeled again.
 
-use crate::analysis::{find_loops, Cfg, DomTree, Scopes, Table};
+use crate::analysis::{Cfg, Scopes, Table};
 use crate::copy::{copy_loop, loop_shape, merge_at_exit, BackEdges, LoopCopy, LoopShape};
 use adze_ir::{Block, BlockCall, CmpCond, Function, InstData, Opcode, Type, Value};
 
@@ -108,9 +108,9 @@ pub fn version_loops(func: &mut Function) -> VersionStats {
         return stats;
     }
     let cfg = Cfg::new(func);
-    let doms = DomTree::new(func, &cfg);
+    let doms = cfg.dominators();
     let scopes = Scopes::new(func);
-    let loops = find_loops(func, &cfg, &doms);
+    let loops = cfg.loops(&doms);
     let mut is_header = Table::new(func.dfg.num_blocks(), false);
     for lp in &loops {
         is_header.set(lp.header, true);
@@ -119,11 +119,11 @@ pub fn version_loops(func: &mut Function) -> VersionStats {
     let plans: Vec<Plan> = loops
         .iter()
         .filter(|lp| {
-            lp.body
+            lp.blocks
                 .iter()
                 .all(|&b| b == lp.header || !*is_header.get(b))
         })
-        .filter_map(|lp| plan(func, &cfg, &scopes, &safe, lp.header, &lp.body))
+        .filter_map(|lp| plan(func, &cfg, &scopes, &safe, lp.header, &lp.blocks))
         .collect();
     for p in plans {
         stats.loops += 1;

@@ -500,34 +500,28 @@ impl Plan {
         Ok(plan)
     }
 
-    /// Finds the counted loops (see [`Loop`]) and their induction variables.
+    /// Finds the counted loops (see [`Loop`]) and their induction variables:
+    /// the natural loops ([`adze_ir::cfg::natural_loops`]) whose header is
+    /// not the entry and has two incoming edges, one of them a back edge.
     fn find_loops(&mut self, func: &Function, collapsed: &dyn Fn(Block) -> bool) {
         let nb = func.dfg.num_blocks();
-        let doms = adze_ir::cfg::DominatorTree::new(&self.order, |b| {
-            self.preds[bidx(b)]
-                .iter()
-                .map(|e| e.from)
-                .collect::<Vec<_>>()
-        });
-        let dominates = |a: Block, b: Block| doms.dominates(a, b);
-        for &h in &self.order {
+        let preds = |b: Block| self.preds[bidx(b)].iter().map(|e| e.from);
+        let doms = adze_ir::cfg::DominatorTree::new(&self.order, preds);
+        for natural in adze_ir::cfg::natural_loops(preds, &doms) {
+            let h = natural.header;
             let ps = &self.preds[bidx(h)];
             if h == self.entry || ps.len() != 2 {
                 continue;
             }
-            let backs: Vec<usize> = (0..2).filter(|&k| dominates(h, ps[k].from)).collect();
+            let backs: Vec<usize> = (0..2)
+                .filter(|&k| natural.latches.contains(&ps[k].from))
+                .collect();
             let [back] = backs[..] else { continue };
             let entry = 1 - back;
-            // The natural loop of the back edge.
+            // The natural loop of the back edge (its only one).
             let mut body = vec![false; nb];
-            body[bidx(h)] = true;
-            let mut stack = vec![ps[back].from];
-            while let Some(b) = stack.pop() {
-                if body[bidx(b)] {
-                    continue;
-                }
+            for &b in &natural.blocks {
                 body[bidx(b)] = true;
-                stack.extend(self.preds[bidx(b)].iter().map(|e| e.from));
             }
             let mut ok = !collapsed(ps[entry].from);
             for &b in &self.order {
