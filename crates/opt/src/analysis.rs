@@ -205,6 +205,20 @@ impl Cfg {
     pub(crate) fn loops(&self, doms: &DominatorTree) -> Vec<NaturalLoop> {
         cfg::natural_loops(|b| self.preds(b).iter().copied(), doms)
     }
+
+    /// The loops of [`Cfg::loops`] that contain no other loop's header.
+    pub(crate) fn innermost_loops(&self, doms: &DominatorTree) -> Vec<NaturalLoop> {
+        let loops = self.loops(doms);
+        let headers: std::collections::HashSet<Block> = loops.iter().map(|l| l.header).collect();
+        loops
+            .into_iter()
+            .filter(|lp| {
+                lp.blocks
+                    .iter()
+                    .all(|&b| b == lp.header || !headers.contains(&b))
+            })
+            .collect()
+    }
 }
 
 /// The rule region of every block and value, and the values pinned by region

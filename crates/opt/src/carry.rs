@@ -49,7 +49,7 @@
 //! header defines and code after the loop reads are merged at the exit block
 //! (new parameters), since the exit now has two predecessors.
 
-use crate::analysis::{Cfg, Scopes, Table};
+use crate::analysis::{Cfg, Scopes};
 use crate::copy::{
     add_arg, copy_loop, loop_shape, merge_at_exit, replace_in_block, BackEdges, LoopCopy, LoopShape,
 };
@@ -105,18 +105,9 @@ pub fn carry_loads(func: &mut Function) -> CarryStats {
     let cfg = Cfg::new(func);
     let doms = cfg.dominators();
     let scopes = Scopes::new(func);
-    let loops = cfg.loops(&doms);
-    let mut is_header = Table::new(func.dfg.num_blocks(), false);
-    for lp in &loops {
-        is_header.set(lp.header, true);
-    }
-    let plans: Vec<Plan> = loops
+    let plans: Vec<Plan> = cfg
+        .innermost_loops(&doms)
         .iter()
-        .filter(|lp| {
-            lp.blocks
-                .iter()
-                .all(|&b| b == lp.header || !*is_header.get(b))
-        })
         .filter_map(|lp| plan(func, &cfg, &doms, &scopes, lp.header, &lp.blocks))
         .collect();
     for p in plans {

@@ -53,7 +53,7 @@
 //! after `carry`, so that a loop's first iteration is peeled once, and the
 //! original (cold) copy is not peeled again.
 
-use crate::analysis::{Cfg, Scopes, Table};
+use crate::analysis::{iconst_of, Cfg, Scopes};
 use crate::copy::{copy_loop, loop_shape, merge_at_exit, BackEdges, LoopCopy, LoopShape};
 use adze_ir::{Block, BlockCall, CmpCond, Function, InstData, Opcode, Type, Value};
 
@@ -110,19 +110,10 @@ pub fn version_loops(func: &mut Function) -> VersionStats {
     let cfg = Cfg::new(func);
     let doms = cfg.dominators();
     let scopes = Scopes::new(func);
-    let loops = cfg.loops(&doms);
-    let mut is_header = Table::new(func.dfg.num_blocks(), false);
-    for lp in &loops {
-        is_header.set(lp.header, true);
-    }
     let safe = adze_ir::bounds::safe_accesses(func);
-    let plans: Vec<Plan> = loops
+    let plans: Vec<Plan> = cfg
+        .innermost_loops(&doms)
         .iter()
-        .filter(|lp| {
-            lp.blocks
-                .iter()
-                .all(|&b| b == lp.header || !*is_header.get(b))
-        })
         .filter_map(|lp| plan(func, &cfg, &scopes, &safe, lp.header, &lp.blocks))
         .collect();
     for p in plans {
@@ -133,21 +124,11 @@ pub fn version_loops(func: &mut Function) -> VersionStats {
     stats
 }
 
-fn const_of(func: &Function, v: Value) -> Option<i64> {
-    match func.dfg.value_def(v) {
-        adze_ir::ValueDef::Result { inst, .. } => match func.dfg.inst(*inst) {
-            InstData::IConst { imm } => Some(*imm),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
 /// Is `v` `isub c, 1`?
 fn minus_one(func: &Function, v: Value, c: Value) -> bool {
     matches!(*func.dfg.value_def(v), adze_ir::ValueDef::Result { inst, .. }
         if matches!(func.dfg.inst(inst), InstData::Binary { op: Opcode::Isub, args: [x, one] }
-            if *x == c && const_of(func, *one) == Some(1)))
+            if *x == c && iconst_of(func, *one) == Some(1)))
 }
 
 fn plan(
@@ -184,7 +165,7 @@ fn plan(
     else {
         return None;
     };
-    let c = match (const_of(func, x), const_of(func, y)) {
+    let c = match (iconst_of(func, x), iconst_of(func, y)) {
         (_, Some(0)) => x,
         (Some(0), _) => y,
         _ => return None,
@@ -238,7 +219,7 @@ fn plan(
                 } else {
                     continue;
                 };
-                match const_of(func, other) {
+                match iconst_of(func, other) {
                     Some(k) => Base::Const(k),
                     None if outside(other) => Base::Value(other),
                     None => continue,
