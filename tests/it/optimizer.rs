@@ -314,30 +314,7 @@ fn grad(d: i64, k: i64, n: i64, alphas: [f64], means: [f64], icf: [f64],
 /// included, with the same errors.
 #[test]
 fn versioned_count_down_loops_agree_on_both_engines() {
-    let text = "function @f(x: arr, y: mut arr, c0: i64, base: i64) -> f64 {
-block0(v0: arr, v1: arr, v2: i64, v3: i64):
-    v4 = fconst 0.0
-    jump block1(v2, v4)
-block1(v5: i64, v6: f64):
-    v7 = iconst 0
-    v8 = icmp eq v5, v7
-    brif v8, block3, block2
-block2:
-    v9 = iconst 1
-    v10 = isub v5, v9
-    v11 = iadd v3, v10
-    v12 = load v0, v11
-    v14 = load v0, v10
-    v15 = fmul v12, v14
-    v13 = fadd v6, v15
-    store v1, v10, v13
-    jump block1(v10, v13)
-block3:
-    v16 = sitof v5
-    v17 = fadd v6, v16
-    return v17
-}
-";
+    let text = include_str!("../../crates/opt/tests/data/count_down.ir");
     let before = adze_ir::parse::parse_module(text).unwrap();
     let mut probe = before.clone();
     let stats = adze_opt::optimize_module(&mut probe).unwrap();

@@ -188,31 +188,13 @@ pub fn safe_accesses(func: &Function) -> HashSet<Inst> {
     // Induction variables.
     let mut ivs: HashMap<Value, Induction> = HashMap::new();
     for &h in &order {
-        let Some(last) = func.layout.last_inst(h) else {
+        let Some(([i, hi], body, other)) = branch_on_icmp(func, h, CmpCond::Lt) else {
             continue;
         };
-        let InstData::Brif {
-            cond,
-            then_dest,
-            else_dest,
-        } = func.dfg.inst(last)
-        else {
-            continue;
-        };
-        let Some(InstData::Cmp {
-            op: Opcode::Icmp,
-            cond: CmpCond::Lt,
-            args,
-        }) = inst_of(func, *cond)
-        else {
-            continue;
-        };
-        let (i, hi) = (args[0], args[1]);
         let Some(k) = func.dfg.block_params(h).iter().position(|&p| p == i) else {
             continue;
         };
-        let body = then_dest.block;
-        if body == else_dest.block
+        if body == other
             || body == h
             || preds.get(&body).map(Vec::as_slice) != Some(&[h][..])
             || func
@@ -307,16 +289,8 @@ pub fn safe_accesses(func: &Function) -> HashSet<Inst> {
     // Accesses in their bodies.
     for &b in &order {
         for (pos, &inst) in func.layout.block_insts(b).iter().enumerate() {
-            let (arr, idx) = match func.dfg.inst(inst) {
-                InstData::Binary {
-                    op: Opcode::Load,
-                    args,
-                } => (args[0], args[1]),
-                InstData::Ternary {
-                    op: Opcode::Store,
-                    args,
-                } => (args[0], args[1]),
-                _ => continue,
+            let Some((arr, idx)) = func.dfg.inst(inst).array_access() else {
+                continue;
             };
             if countdowns.iter().any(|cd| {
                 doms.dominates(cd.body, b)
@@ -354,38 +328,16 @@ fn count_down_loops(
 ) -> Vec<CountDown> {
     let mut out = Vec::new();
     for &h in order {
-        let Some(last) = func.layout.last_inst(h) else {
-            continue;
-        };
-        let InstData::Brif {
-            cond,
-            then_dest,
-            else_dest,
-        } = func.dfg.inst(last)
+        let Some(CountDownHeader {
+            counter: c,
+            position: k,
+            exit,
+            body,
+        }) = count_down_header(func, h)
         else {
             continue;
         };
-        let Some(InstData::Cmp {
-            op: Opcode::Icmp,
-            cond: CmpCond::Eq,
-            args,
-        }) = inst_of(func, *cond)
-        else {
-            continue;
-        };
-        let c = match (const_of(func, args[0]), const_of(func, args[1])) {
-            (_, Some(0)) => args[0],
-            (Some(0), _) => args[1],
-            _ => continue,
-        };
-        let Some(k) = func.dfg.block_params(h).iter().position(|&p| p == c) else {
-            continue;
-        };
-        let body = else_dest.block;
-        if body == then_dest.block
-            || body == h
-            || preds.get(&body).map(Vec::as_slice) != Some(&[h][..])
-        {
+        if body == exit || body == h || preds.get(&body).map(Vec::as_slice) != Some(&[h][..]) {
             continue;
         }
         // Back edges pass `c - 1` from the body; one entry edge, from a
@@ -440,6 +392,65 @@ fn count_down_loops(
         }
     }
     out
+}
+
+/// `([a, b], then, else)` when `block` ends in `brif (icmp cc a, b), then,
+/// else`.
+fn branch_on_icmp(
+    func: &Function,
+    block: Block,
+    cc: CmpCond,
+) -> Option<([Value; 2], Block, Block)> {
+    let InstData::Brif {
+        cond,
+        then_dest,
+        else_dest,
+    } = func.dfg.inst(func.layout.last_inst(block)?)
+    else {
+        return None;
+    };
+    match inst_of(func, *cond)? {
+        InstData::Cmp {
+            op: Opcode::Icmp,
+            cond,
+            args,
+        } if *cond == cc => Some((*args, then_dest.block, else_dest.block)),
+        _ => None,
+    }
+}
+
+/// The test of a count-down loop's header: `brif (icmp eq c, 0), exit,
+/// body` (the `0` on either side), `c` a parameter of the header.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CountDownHeader {
+    /// The counter `c`.
+    pub counter: Value,
+    /// Its position among the header's parameters.
+    pub position: usize,
+    pub exit: Block,
+    pub body: Block,
+}
+
+/// The count-down test `header` ends in, if it does (the optimizer's
+/// `version` pass looks for the loops this analysis proves).
+pub fn count_down_header(func: &Function, header: Block) -> Option<CountDownHeader> {
+    let ([a, b], exit, body) = branch_on_icmp(func, header, CmpCond::Eq)?;
+    let counter = match (const_of(func, a), const_of(func, b)) {
+        (_, Some(0)) => a,
+        (Some(0), _) => b,
+        _ => return None,
+    };
+    let position = func
+        .dfg
+        .block_params(header)
+        .iter()
+        .position(|&p| p == counter)?;
+    Some(CountDownHeader {
+        counter,
+        position,
+        exit,
+        body,
+    })
 }
 
 /// Is `v` `c - 1` (`isub c, 1`)?

@@ -543,6 +543,21 @@ impl InstData {
         }
     }
 
+    /// `(array, index)` when the instruction is a `load` or a `store`.
+    pub fn array_access(&self) -> Option<(Value, Value)> {
+        match self {
+            InstData::Binary {
+                op: Opcode::Load,
+                args,
+            } => Some((args[0], args[1])),
+            InstData::Ternary {
+                op: Opcode::Store,
+                args,
+            } => Some((args[0], args[1])),
+            _ => None,
+        }
+    }
+
     /// Calls `f` on every value the instruction reads, block-call arguments
     /// included.
     pub fn for_each_use(&self, mut f: impl FnMut(Value)) {

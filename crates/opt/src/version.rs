@@ -143,34 +143,15 @@ fn plan(
     let in_loop = |b: Block| body.contains(&b);
     let outside = |v: Value| func.def_block(v).is_some_and(|d| !in_loop(d));
     // brif (icmp eq c, 0), exit, body
-    let InstData::Brif {
-        cond,
-        then_dest,
-        else_dest,
-    } = func.dfg.inst(func.layout.last_inst(header)?)
-    else {
-        return None;
-    };
-    if then_dest.block != shape.exit || !in_loop(else_dest.block) {
+    let adze_ir::bounds::CountDownHeader {
+        counter: c,
+        position: counter,
+        exit,
+        body: first,
+    } = adze_ir::bounds::count_down_header(func, header)?;
+    if exit != shape.exit || !in_loop(first) {
         return None;
     }
-    let adze_ir::ValueDef::Result { inst, .. } = *func.dfg.value_def(*cond) else {
-        return None;
-    };
-    let InstData::Cmp {
-        op: Opcode::Icmp,
-        cond: CmpCond::Eq,
-        args: [x, y],
-    } = *func.dfg.inst(inst)
-    else {
-        return None;
-    };
-    let c = match (iconst_of(func, x), iconst_of(func, y)) {
-        (_, Some(0)) => x,
-        (Some(0), _) => y,
-        _ => return None,
-    };
-    let counter = func.dfg.block_params(header).iter().position(|&p| p == c)?;
     // The latch steps the counter by one (else nothing is proven).
     let latch = func.layout.last_inst(shape.latch)?;
     let steps_by_one =
@@ -184,17 +165,12 @@ fn plan(
     let mut ranges: Vec<Range> = Vec::new();
     for &b in body {
         for &inst in func.layout.block_insts(b) {
-            let (array, idx) = match func.dfg.inst(inst) {
-                InstData::Call { .. } | InstData::Autodiff { .. } => return None,
-                InstData::Binary {
-                    op: Opcode::Load,
-                    args,
-                } => (args[0], args[1]),
-                InstData::Ternary {
-                    op: Opcode::Store,
-                    args,
-                } => (args[0], args[1]),
-                _ => continue,
+            let data = func.dfg.inst(inst);
+            if matches!(data, InstData::Call { .. } | InstData::Autodiff { .. }) {
+                return None;
+            }
+            let Some((array, idx)) = data.array_access() else {
+                continue;
             };
             if safe.contains(&inst) || !outside(array) {
                 continue;

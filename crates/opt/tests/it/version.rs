@@ -8,32 +8,11 @@ use crate::support::*;
 use adze_ir::{Inst, Val};
 use adze_opt::version::{version_loops, VersionStats};
 
-/// `s = Σ x[base + c - 1] * x[c - 1]` for `c` from `c0` down to 1, then
-/// `y[c0 - 1] = s` — as an adjoint runs a popped trip count down.
-const COUNT_DOWN: &str = "function @f(x: arr, y: mut arr, c0: i64, base: i64) -> f64 {
-block0(v0: arr, v1: arr, v2: i64, v3: i64):
-    v4 = fconst 0.0
-    jump block1(v2, v4)
-block1(v5: i64, v6: f64):
-    v7 = iconst 0
-    v8 = icmp eq v5, v7
-    brif v8, block3, block2
-block2:
-    v9 = iconst 1
-    v10 = isub v5, v9
-    v11 = iadd v3, v10
-    v12 = load v0, v11
-    v14 = load v0, v10
-    v15 = fmul v12, v14
-    v13 = fadd v6, v15
-    store v1, v10, v13
-    jump block1(v10, v13)
-block3:
-    v16 = sitof v5
-    v17 = fadd v6, v16
-    return v17
-}
-";
+/// `s = Σ x[base + c - 1] * x[c - 1]` for `c` from `c0` down to 1, each
+/// partial sum stored to `y[c - 1]` — as an adjoint runs a popped trip
+/// count down (`tests/data/count_down.ir`, also run on the JIT by the
+/// workspace's `tests/it/optimizer.rs`).
+const COUNT_DOWN: &str = include_str!("../data/count_down.ir");
 
 fn inputs() -> Vec<Vec<Val>> {
     let x = vec![0.5, -1.25, 3.0, 2.0];
