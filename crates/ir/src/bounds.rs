@@ -453,10 +453,31 @@ pub fn count_down_header(func: &Function, header: Block) -> Option<CountDownHead
     })
 }
 
-/// Is `v` `c - 1` (`isub c, 1`)?
-fn is_minus_one(func: &Function, v: Value, c: Value) -> bool {
+/// Is `v` `c - 1` (`isub c, 1`): a count-down loop's step and index?
+pub fn is_minus_one(func: &Function, v: Value, c: Value) -> bool {
     matches!(inst_of(func, v), Some(InstData::Binary { op: Opcode::Isub, args: [x, one] })
         if *x == c && const_of(func, *one) == Some(1))
+}
+
+/// The forms of a count-down loop's index that [`safe_accesses`] proves
+/// from a guard: `Some(None)` when `idx` is `c - 1`, `Some(Some(base))` when
+/// it is `base + (c - 1)` (`iadd` either way round), `None` otherwise. The
+/// optimizer's `version` pass builds its guards from the same forms.
+pub fn count_down_index(func: &Function, idx: Value, c: Value) -> Option<Option<Value>> {
+    if is_minus_one(func, idx, c) {
+        return Some(None);
+    }
+    match inst_of(func, idx)? {
+        InstData::Binary {
+            op: Opcode::Iadd,
+            args: [x, y],
+        } if is_minus_one(func, *x, c) => Some(Some(*y)),
+        InstData::Binary {
+            op: Opcode::Iadd,
+            args: [x, y],
+        } if is_minus_one(func, *y, c) => Some(Some(*x)),
+        _ => None,
+    }
 }
 
 /// The `icmp` atoms of a guard: the guard itself, or the atoms of both
@@ -508,24 +529,8 @@ fn count_down_proves(
                 .def_block(v)
                 .is_some_and(|d| d != cd.header && doms.dominates(d, cd.header))
     };
-    let base = if is_minus_one(func, idx, cd.c) {
-        None
-    } else {
-        match inst_of(func, idx) {
-            Some(InstData::Binary {
-                op: Opcode::Iadd,
-                args: [x, y],
-            }) => {
-                if is_minus_one(func, *x, cd.c) {
-                    Some(*y)
-                } else if is_minus_one(func, *y, cd.c) {
-                    Some(*x)
-                } else {
-                    return false;
-                }
-            }
-            _ => return false,
-        }
+    let Some(base) = count_down_index(func, idx, cd.c) else {
+        return false;
     };
     let same = |a: Value, b: Value| {
         a == b || matches!((const_of(func, a), const_of(func, b)), (Some(p), Some(q)) if p == q)

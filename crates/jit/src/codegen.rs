@@ -643,7 +643,7 @@ impl Translator<'_, '_> {
         let at = self.location(v);
         if !at.reg {
             let ty = scalar_type(self.func.dfg.value_type(v)).unwrap_or(self.env.ptr);
-            let x = self.slot_load(ty, ss);
+            let x = self.slot_load(ty, ss, 0);
             self.b.def_var(var, x);
             self.split_state.insert(
                 v,
@@ -656,7 +656,7 @@ impl Translator<'_, '_> {
         self.b.use_var(var)
     }
 
-    /// Loads the scalar kept in stack slot `ss`.
+    /// Loads the scalar kept in stack slot `ss` at `offset`.
     ///
     /// Integers are read with an `atomic_load` (a plain `mov` on x86-64):
     /// Cranelift 0.135 hoists the `stack_addr` of a `stack_load` to the
@@ -664,12 +664,12 @@ impl Translator<'_, '_> {
     /// (`imul (%r12), ..`) it cannot fold that address, so the address
     /// stays live in a callee-saved register for the whole function. An
     /// atomic load is never sunk, and its address folds to `off(%rsp)`.
-    fn slot_load(&mut self, ty: cl::Type, ss: cl::StackSlot) -> cl::Value {
+    fn slot_load(&mut self, ty: cl::Type, ss: cl::StackSlot, offset: i32) -> cl::Value {
         if ty.is_int() {
-            let addr = self.b.ins().stack_addr(self.env.ptr, ss, 0);
+            let addr = self.b.ins().stack_addr(self.env.ptr, ss, offset);
             self.b.ins().atomic_load(ty, flags(), addr)
         } else {
-            self.b.ins().stack_load(self.env.ptr, ty, ss, 0)
+            self.b.ins().stack_load(self.env.ptr, ty, ss, offset)
         }
     }
 
@@ -793,7 +793,7 @@ impl Translator<'_, '_> {
             Slot::Array {
                 len: ArrayLen::Slot(ss),
                 ..
-            } => Ok(self.slot_load(cl::types::I64, ss)),
+            } => Ok(self.slot_load(cl::types::I64, ss, 0)),
             Slot::Scalar(_) | Slot::Split(..) => {
                 Err(self.err(format!("{v} is a scalar, an array was expected")))
             }
@@ -874,16 +874,10 @@ impl Translator<'_, '_> {
     fn epilogue(&mut self) -> Result<(), JitError> {
         if self.has_mark {
             let free = self.import("adze_free_to")?;
-            let mark = self
-                .b
-                .ins()
-                .stack_load(self.env.ptr, cl::types::I64, self.frame, 16);
+            let mark = self.slot_load(cl::types::I64, self.frame, 16);
             self.b.ins().call(free, &[self.ctx, mark]);
         }
-        let depth = self
-            .b
-            .ins()
-            .stack_load(self.env.ptr, cl::types::I64, self.frame, 8);
+        let depth = self.slot_load(cl::types::I64, self.frame, 8);
         self.b.ins().store(flags(), depth, self.ctx, DEPTH_OFFSET);
         Ok(())
     }
@@ -1225,10 +1219,7 @@ impl Translator<'_, '_> {
                 }
             }
             InstData::Return { args } => {
-                let out = self
-                    .b
-                    .ins()
-                    .stack_load(self.env.ptr, self.env.ptr, self.frame, 0);
+                let out = self.slot_load(self.env.ptr, self.frame, 0);
                 for (k, &v) in args.iter().enumerate() {
                     let x = self.scalar(v)?;
                     self.store_slot(x, out, k);

@@ -30,13 +30,14 @@
 //! iteration, with the same instructions in the same order, and it jumps to
 //! the loop's header as the back edge did. In the remaining iterations the
 //! load is replaced by the value the element holds at that point: the stored
-//! value of the iteration before (or the loaded value, when the loop does not
-//! store the element), because nothing else in the loop may write it (every
+//! value of the iteration before, because nothing else in the loop may write
+//! it (every
 //! store to an array that may alias it is that one store, at the same index
 //! value; no `fill` of such an array; no call). The load removed could not
 //! trap: the same load, of the same array at the same index, succeeded in the
 //! first iteration, and arrays do not change length. So every result bit,
-//! every trap and every effect stays where it was; the stores stay too.
+//! every trap and every effect stays where it was; the stores stay too
+//! (but for a local array's, below).
 //!
 //! **Which loops.** Innermost natural loops outside rule regions, of at most
 //! [`MAX_PEEL_INSTS`] instructions, entered from one preheader by a `jump`,
@@ -54,7 +55,7 @@ use crate::copy::{
     add_arg, copy_loop, loop_shape, merge_at_exit, replace_in_block, BackEdges, LoopCopy, LoopShape,
 };
 use adze_ir::cfg::DominatorTree;
-use adze_ir::{Block, BlockCall, Function, Inst, InstData, Opcode, Type, Value, ValueDef};
+use adze_ir::{Block, BlockCall, Function, Inst, InstData, Opcode, Type, Value};
 
 /// The largest loop (in instructions) that is peeled.
 pub const MAX_PEEL_INSTS: usize = 200;
@@ -189,30 +190,25 @@ fn plan(
         if !doms.dominates(lb, latch) {
             continue;
         }
-        let at_back_edge: (Value, Inst) = match writes[..] {
-            // A load without a store is not on a chain of iterations; peeling
-            // for it would only cost code (and the loop's canonical shape,
-            // which the JIT's bounds proofs read).
-            [] => continue,
-            [st] => {
-                let Some((sb, si)) = position(st) else {
-                    continue;
-                };
-                let after = if sb == lb {
-                    si > li
-                } else {
-                    doms.dominates(lb, sb)
-                };
-                if !after || !doms.dominates(sb, latch) {
-                    continue;
-                }
-                (func.dfg.inst(st).args()[2], st)
-            }
-            _ => continue,
+        // A load without a store is not on a chain of iterations; peeling
+        // for it would only cost code (and the loop's canonical shape, which
+        // the JIT's bounds proofs read).
+        let [st] = writes[..] else {
+            continue;
         };
-        let (back, st) = at_back_edge;
-        let local = matches!(*func.dfg.value_def(a),
-            ValueDef::Result { inst, .. } if func.dfg.inst(inst).opcode() == Opcode::Zeros);
+        let Some((sb, si)) = position(st) else {
+            continue;
+        };
+        let after = if sb == lb {
+            si > li
+        } else {
+            doms.dominates(lb, sb)
+        };
+        if !after || !doms.dominates(sb, latch) {
+            continue;
+        }
+        let back = func.dfg.inst(st).args()[2];
+        let local = crate::mem::is_local(func, a);
         let reads_other = loads
             .iter()
             .any(|&l| l != ld && func.dfg.inst(l).args()[0] == a);
@@ -263,8 +259,7 @@ fn peel(func: &mut Function, p: &Plan) {
         add_arg(func, p.latch, p.header, at_back_edge);
         add_arg(func, latch_copy, p.header, copy_value);
         func.layout.remove_inst(ld);
-        // Every use in the loop, the latch's argument included when the
-        // loop does not store the element.
+        // Every use in the loop.
         for &b in &p.body {
             replace_in_block(func, b, x, acc);
         }
@@ -303,20 +298,8 @@ fn peel(func: &mut Function, p: &Plan) {
     }
     for (st, acc) in sunk {
         func.layout.remove_inst(st);
-        let InstData::Ternary {
-            args: [a, c, _], ..
-        } = *func.dfg.inst(st)
-        else {
-            unreachable!("a store");
-        };
-        let store = func.dfg.make_inst(
-            InstData::Ternary {
-                op: Opcode::Store,
-                args: [a, c, acc],
-            },
-            &[],
-        );
-        func.layout.append_inst(store, edge);
+        func.dfg.inst_mut(st).args_mut()[2] = acc;
+        func.layout.append_inst(st, edge);
     }
     let jump = func.dfg.make_inst(
         InstData::Jump {

@@ -178,6 +178,11 @@ fn kind(func: &Function, a: Value) -> Kind {
     }
 }
 
+/// Is `a` a local array (a `zeros` result), which no caller can see?
+pub(crate) fn is_local(func: &Function, a: Value) -> bool {
+    kind(func, a) == Kind::Local
+}
+
 pub(crate) fn may_alias(func: &Function, a: Value, b: Value) -> bool {
     if a == b {
         return true;
@@ -458,7 +463,7 @@ impl Pass<'_> {
                         array: a,
                         index,
                         safe,
-                        local: kind(func, a) == Kind::Local,
+                        local: is_local(func, a),
                     });
                 }
                 InstData::Binary {

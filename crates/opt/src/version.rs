@@ -55,6 +55,7 @@
 
 use crate::analysis::{iconst_of, Cfg, Scopes};
 use crate::copy::{copy_loop, loop_shape, merge_at_exit, BackEdges, LoopCopy, LoopShape};
+use adze_ir::bounds::{count_down_index, is_minus_one};
 use adze_ir::{Block, BlockCall, CmpCond, Function, InstData, Opcode, Type, Value};
 
 /// The largest loop (in instructions) that is versioned.
@@ -124,13 +125,6 @@ pub fn version_loops(func: &mut Function) -> VersionStats {
     stats
 }
 
-/// Is `v` `isub c, 1`?
-fn minus_one(func: &Function, v: Value, c: Value) -> bool {
-    matches!(*func.dfg.value_def(v), adze_ir::ValueDef::Result { inst, .. }
-        if matches!(func.dfg.inst(inst), InstData::Binary { op: Opcode::Isub, args: [x, one] }
-            if *x == c && iconst_of(func, *one) == Some(1)))
-}
-
 fn plan(
     func: &Function,
     cfg: &Cfg,
@@ -154,10 +148,12 @@ fn plan(
     }
     // The latch steps the counter by one (else nothing is proven).
     let latch = func.layout.last_inst(shape.latch)?;
-    let steps_by_one =
-        func.dfg.inst(latch).destinations().iter().all(|d| {
-            d.block != header || d.args.get(counter).is_some_and(|&a| minus_one(func, a, c))
-        });
+    let steps_by_one = func.dfg.inst(latch).destinations().iter().all(|d| {
+        d.block != header
+            || d.args
+                .get(counter)
+                .is_some_and(|&a| is_minus_one(func, a, c))
+    });
     if !steps_by_one {
         return None;
     }
@@ -175,31 +171,14 @@ fn plan(
             if safe.contains(&inst) || !outside(array) {
                 continue;
             }
-            let base = if minus_one(func, idx, c) {
-                Base::None
-            } else {
-                let adze_ir::ValueDef::Result { inst: add, .. } = *func.dfg.value_def(idx) else {
-                    continue;
-                };
-                let InstData::Binary {
-                    op: Opcode::Iadd,
-                    args: [p, q],
-                } = *func.dfg.inst(add)
-                else {
-                    continue;
-                };
-                let other = if minus_one(func, p, c) {
-                    q
-                } else if minus_one(func, q, c) {
-                    p
-                } else {
-                    continue;
-                };
-                match iconst_of(func, other) {
+            let base = match count_down_index(func, idx, c) {
+                None => continue,
+                Some(None) => Base::None,
+                Some(Some(other)) => match iconst_of(func, other) {
                     Some(k) => Base::Const(k),
                     None if outside(other) => Base::Value(other),
                     None => continue,
-                }
+                },
             };
             if matches!(base, Base::Const(k) if k < 0) {
                 continue;
