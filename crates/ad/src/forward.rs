@@ -298,6 +298,7 @@ fn build(
     crate::reverse::lower_reverse_requests(module, primal, building.len())?;
     lower_forward_requests(module, primal, building)?;
     crate::lower::between(module, mark);
+    crate::lower::lower_reachable(module, primal)?;
     crate::lower::check_size()?;
     // Regions with a forward rule become calls to the rule, as the calls
     // they stand for do.
@@ -349,6 +350,7 @@ pub(crate) fn lower_forward_requests(
         })
         .collect();
     for (inst, req, args) in requests {
+        crate::lower::check_not_self(module, func, req.func)?;
         let d = derive(module, &req, building)?;
         crate::lower::replace_request(module, func, inst, d, args)?;
     }

@@ -54,6 +54,10 @@ struct Budget {
     total: usize,
     /// The function whose derivatives are being built, for the error.
     root: Option<String>,
+    /// Functions whose requests [`lower_reachable`] has lowered (or found
+    /// none) in this lowering: each is visited once, so that the walk stays
+    /// linear in the module over all the derivatives one lowering builds.
+    lowered: Vec<bool>,
 }
 
 thread_local! {
@@ -63,6 +67,7 @@ thread_local! {
             sizes: Vec::new(),
             total: 0,
             root: None,
+            lowered: Vec::new(),
         })
     };
 }
@@ -81,6 +86,7 @@ pub(crate) fn session<R>(root: Option<&str>, f: impl FnOnce() -> R) -> R {
                     b.sizes = Vec::new();
                     b.total = 0;
                     b.root = None;
+                    b.lowered = Vec::new();
                 }
             });
         }
@@ -92,6 +98,7 @@ pub(crate) fn session<R>(root: Option<&str>, f: impl FnOnce() -> R) -> R {
             b.sizes.clear();
             b.total = 0;
             b.root = root.map(str::to_string);
+            b.lowered.clear();
         }
     });
     let _close = Close;
@@ -219,9 +226,10 @@ pub fn lower_autodiff(module: &mut Module) -> Result<(), AdError> {
     })
 }
 
-/// Like [`lower_autodiff`], but only for `root` and what it reaches (calls
-/// and rules): a request elsewhere in the module that cannot be lowered does
-/// not stop `root` from running.
+/// Like [`lower_autodiff`], but only for `root` and what it reaches (calls,
+/// rules, rule regions and their callees: what the JIT compiles for it): a
+/// request elsewhere in the module that cannot be lowered does not stop
+/// `root` from running.
 pub fn lower_autodiff_from(module: &mut Module, root: FuncId) -> Result<(), AdError> {
     session(None, || {
         let mut done = HashSet::new();
@@ -231,15 +239,95 @@ pub fn lower_autodiff_from(module: &mut Module, root: FuncId) -> Result<(), AdEr
                 continue;
             }
             lower_function(module, id)?;
-            let func = module.func(id);
-            stack.extend(func.meta.rules.iter().map(|(_, r)| r));
-            for (_, inst) in func.layout.insts() {
-                if let InstData::Call { func: callee, .. } = func.dfg.inst(inst) {
-                    stack.push(*callee);
-                }
-            }
+            stack.extend(direct_callees(module.func(id)));
         }
         Ok(())
+    })
+}
+
+/// The functions `func` refers to: its callees, the targets of its
+/// `autodiff` requests, its rules, and the callees and rules of its rule
+/// regions.
+fn direct_callees(func: &Function) -> Vec<FuncId> {
+    let mut out: Vec<FuncId> = func.meta.rules.iter().map(|(_, r)| r).collect();
+    for (_, inst) in func.layout.insts() {
+        match func.dfg.inst(inst) {
+            InstData::Call { func: callee, .. } => out.push(*callee),
+            InstData::Autodiff { spec, .. } => out.push(spec.func),
+            _ => {}
+        }
+    }
+    for r in func.regions.values() {
+        out.push(r.callee);
+        out.extend(r.rules.iter().map(|(_, r)| r));
+    }
+    out
+}
+
+/// Lowers, in the module, the requests of every function that `func`
+/// reaches, before `func` is analysed and differentiated. The analyses read
+/// callees' bodies (activity summaries, usefulness): they must see the
+/// code a callee runs, a call of a derivative, not the request it stands
+/// for — exactly as they see it when the inliner has put the callee's body
+/// (requests lowered with it) into `func`. Each function is visited once
+/// per lowering; outside a lowering every call walks again.
+pub(crate) fn lower_reachable(module: &mut Module, func: &Function) -> Result<(), AdError> {
+    let mut stack = direct_callees(func);
+    stack.reverse();
+    while let Some(id) = stack.pop() {
+        if !module.is_valid(id) {
+            continue;
+        }
+        let fresh = BUDGET.with(|b| {
+            let mut b = b.borrow_mut();
+            if b.open == 0 {
+                return true;
+            }
+            let i = id.as_u32() as usize;
+            if b.lowered.len() <= i {
+                b.lowered.resize(i + 1, false);
+            }
+            !std::mem::replace(&mut b.lowered[i], true)
+        });
+        if !fresh {
+            continue;
+        }
+        let root = BUDGET.with(|b| b.borrow().root.clone());
+        lower_function(module, id)?;
+        BUDGET.with(|b| b.borrow_mut().root = root);
+        let mut next = direct_callees(module.func(id));
+        next.reverse();
+        stack.extend(next);
+    }
+    Ok(())
+}
+
+/// Refuses a request on `target` inside `func` when `target` reaches
+/// `func` (through calls, rules, regions or requests): the derivative of
+/// `target` would contain a derivative of itself, a tower that never ends.
+pub(crate) fn check_not_self(
+    module: &Module,
+    func: &Function,
+    target: FuncId,
+) -> Result<(), AdError> {
+    let Some(here) = module.get(&func.name) else {
+        return Ok(());
+    };
+    if !module.is_valid(target) || !module.reachable_from(target).contains(&here) {
+        return Ok(());
+    }
+    let t = &module.func(target).name;
+    let reason = if here == target {
+        format!("`{t}` differentiates itself: the derivative of `{t}` would contain its own derivative, without end; take the derivative outside `{t}`")
+    } else {
+        format!(
+            "`{t}` calls `{}`, which differentiates `{t}`: the derivative of `{t}` would contain its own derivative, without end; take the derivative outside what `{t}` calls",
+            func.name
+        )
+    };
+    Err(AdError::BadRequest {
+        func: func.name.clone(),
+        reason,
     })
 }
 

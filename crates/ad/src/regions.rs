@@ -46,10 +46,17 @@ pub(crate) struct Collapsed {
     pub region: Region,
     /// The call standing for the region, in the collapsed function.
     pub call: Inst,
-    /// The block `X` holding the call.
+    /// The block holding the call: `P`, the block that entered the region
+    /// (`X` is merged into it, see [`collapse`]).
     pub block: Block,
     pub entry: Block,
+    /// The region's continuation in the primal (merged into `P` too when
+    /// the region was its only way in).
     pub cont: Block,
+    /// For each parameter of `cont`: the number of the call's result that
+    /// the region's exits pass to it, or `None` for a value defined
+    /// outside the region.
+    pub cont_results: Vec<Option<usize>>,
     /// The region's blocks, in the primal's layout order.
     pub blocks: Vec<Block>,
 }
@@ -64,10 +71,6 @@ pub(crate) struct Collapse {
 impl Collapse {
     pub fn by_call(&self, inst: Inst) -> Option<&Collapsed> {
         self.regions.iter().find(|c| c.call == inst)
-    }
-
-    pub fn by_block(&self, b: Block) -> Option<&Collapsed> {
-        self.regions.iter().find(|c| c.block == b)
     }
 
     /// The rules of the region a collapsed call stands for.
@@ -327,6 +330,7 @@ pub(crate) fn collapse(
             block: x,
             entry,
             cont,
+            cont_results: cont_args.iter().map(|a| a.ok()).collect(),
             blocks,
         });
     }
@@ -363,5 +367,92 @@ pub(crate) fn collapse(
         }
         map[r.as_u32() as usize] = Some(func.regions.push(d));
     }
+    merge(func, &mut out);
     Ok(out)
+}
+
+/// Puts each collapsed call where the call it stands for would be: `X` is
+/// merged into `P` (which entered the region by a `jump`), and so is `C`
+/// when `X` was its only way in (always, for the inliner's shape):
+///
+/// ```text
+/// P:  ... jump X          X:  r' = call @F(args)          C(p):  ...
+///                             jump C(r')
+/// ```
+///
+/// becomes `P: ... r' = call @F(args) ...` with `p` replaced by `r'`: the
+/// block the inliner split at the call is one block again. So the analyses
+/// and the derivative see the blocks, the segments and the adjoint slots of
+/// the call itself, and derivatives of the derivative (whose summation
+/// order follows those) keep every bit whether `F` was inlined or not.
+/// The augmented primal splits the block again at the call to put the
+/// region back (`aug.rs`).
+fn merge(func: &mut Function, collapse: &mut Collapse) {
+    for k in 0..collapse.regions.len() {
+        let x = collapse.regions[k].block;
+        let cont = collapse.regions[k].cont;
+        let Some(p) = jump_pred(func, x) else {
+            continue;
+        };
+        if let Some(t) = func.layout.last_inst(p) {
+            func.layout.remove_inst(t);
+        }
+        move_insts(func, x, p);
+        func.layout.remove_block(x);
+        collapse.regions[k].block = p;
+        if cont == p || Some(cont) == func.layout.entry_block() || jump_pred(func, cont) != Some(p)
+        {
+            continue;
+        }
+        let Some(t) = func.layout.last_inst(p) else {
+            continue;
+        };
+        let InstData::Jump { dest } = func.dfg.inst(t).clone() else {
+            continue;
+        };
+        func.layout.remove_inst(t);
+        let params = func.dfg.block_params(cont).to_vec();
+        let subst: Vec<(Value, Value)> = params.into_iter().zip(dest.args).collect();
+        let map = |v: Value| subst.iter().find(|(a, _)| *a == v).map_or(v, |&(_, b)| b);
+        let insts: Vec<Inst> = func.layout.insts().map(|(_, i)| i).collect();
+        for i in insts {
+            func.dfg.inst_mut(i).map_uses(map);
+        }
+        for rd in func.regions.values_mut() {
+            for v in rd.args.iter_mut().chain(rd.results.iter_mut()) {
+                *v = map(*v);
+            }
+        }
+        move_insts(func, cont, p);
+        func.layout.remove_block(cont);
+    }
+}
+
+/// The one block that reaches `b`, when that is by a `jump` and no other
+/// edge enters `b`.
+fn jump_pred(func: &Function, b: Block) -> Option<Block> {
+    let mut found = None;
+    for &from in func.layout.blocks() {
+        let Some(t) = func.layout.last_inst(from) else {
+            continue;
+        };
+        let data = func.dfg.inst(t);
+        for d in data.destinations() {
+            if d.block != b {
+                continue;
+            }
+            if found.is_some() || !matches!(data, InstData::Jump { .. }) {
+                return None;
+            }
+            found = Some(from);
+        }
+    }
+    found
+}
+
+fn move_insts(func: &mut Function, from: Block, to: Block) {
+    for inst in func.layout.block_insts(from).to_vec() {
+        func.layout.remove_inst(inst);
+        func.layout.append_inst(inst, to);
+    }
 }

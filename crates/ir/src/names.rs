@@ -27,8 +27,8 @@
 //! |---|---|
 //! | `X.fwd.<acts>[.noret][.xN]` | forward derivative (vector mode: width N) |
 //! | `X.rev.<acts>[.noret]` | reverse derivative |
-//! | `X.aug.<acts>[.noret][.uK_..][.tL]` | augmented primal of a reverse derivative |
-//! | `X.adj.<acts>[.noret][.uK_..][.tL]` | adjoint of a reverse derivative |
+//! | `X.aug.<acts>[.noret][.nrK_..][.uK_..][.tL]` | augmented primal of a reverse derivative |
+//! | `X.adj.<acts>[.noret][.nrK_..][.uK_..][.tL]` | adjoint of a reverse derivative |
 //! | `X.rule.forward`, `X.rule.reverse` | a custom rule (named by the front end) |
 //! | `X.revrule[.tL]` | the reverse rule made for a function with only a forward rule |
 //! | `X.apply.tL.<mask>` | the adjoint code that applies the reverse rule `X` |
@@ -109,6 +109,10 @@ pub fn parse(name: &str) -> Option<Derived<'_>> {
             "rev" | "aug" | "adj" => {
                 take_acts(&mut rest)?;
                 take_if(&mut rest, |s| s == "noret");
+                take_if(&mut rest, |s| {
+                    s.strip_prefix("nr")
+                        .is_some_and(|u| u.split('_').all(is_number))
+                });
                 take_if(&mut rest, |s| {
                     s.strip_prefix('u')
                         .is_some_and(|u| u.split('_').all(is_number))
@@ -355,6 +359,10 @@ mod tests {
         );
         assert_eq!(
             d("g.adj.active_dup.noret.u0_2.t3"),
+            "the adjoint of the reverse derivative of `g`"
+        );
+        assert_eq!(
+            d("g.adj.active_dup.nr1_2.u0_2.t3"),
             "the adjoint of the reverse derivative of `g`"
         );
         assert_eq!(

@@ -232,7 +232,7 @@ impl Adj<'_> {
         if let InstData::Return { args } = self.primal.dfg.inst(term) {
             if self.req.ret == RetActivity::Active {
                 let mut j = 0;
-                for &a in args {
+                for (k, &a) in args.iter().enumerate() {
                     if self.primal.dfg.value_type(a) != Type::F64 {
                         continue;
                     }
@@ -240,7 +240,8 @@ impl Adj<'_> {
                         .get(j)
                         .ok_or_else(|| self.internal("too few cotangents"))?;
                     j += 1;
-                    if self.active(a) {
+                    // An ignored result's cotangent is not differentiated.
+                    if self.active(a) && !self.req.ignored.contains(&k) {
                         self.slot_add(a, c)?;
                     }
                 }

@@ -56,12 +56,10 @@ pub(crate) fn build(
         .collect();
     for &b in &blocks {
         out.layout.append_block(b);
-        if let Some(c) = collapse.by_block(b) {
-            for &rb in &c.blocks {
-                out.layout.append_block(rb);
-            }
-        }
     }
+    // Per collapsed region: the block that continues its block after the
+    // region (the region's exits jump there, with its results).
+    let mut conts: Vec<Option<adze_ir::Block>> = vec![None; collapse.regions.len()];
     let nb = primal.dfg.num_blocks();
     let mut edge_param: Vec<Option<Value>> = vec![None; nb];
     let mut max_params: Vec<Vec<Value>> = vec![Vec::new(); nb];
@@ -104,11 +102,14 @@ pub(crate) fn build(
         } else {
             max_params[bi].clone()
         };
+        // Where the block's code goes: `block`, then after each collapsed
+        // region the block that continues it.
+        let mut cur = block;
         // The record of segment `segment` (see `Plan::tape`), pushed where
         // the segment ends.
-        let push_record = |out: &mut Function, segment: u32| -> Result<(), AdError> {
+        let push_record = |out: &mut Function, cur, segment: u32| -> Result<(), AdError> {
             let mut b = FuncBuilder::new(out);
-            b.switch_to_block(block);
+            b.switch_to_block(cur);
             for (s, item) in &plan.tape[bi] {
                 if *s != segment {
                     continue;
@@ -125,18 +126,13 @@ pub(crate) fn build(
         for &inst in primal.layout.block_insts(block) {
             let data = primal.dfg.inst(inst).clone();
             if matches!(data, InstData::Call { .. }) {
-                push_record(&mut out, segment)?;
+                push_record(&mut out, cur, segment)?;
                 segment += 1;
             }
             if data.opcode().is_terminator() {
-                push_record(&mut out, segment)?;
+                push_record(&mut out, cur, segment)?;
                 let mut b = FuncBuilder::new(&mut out);
-                b.switch_to_block(block);
-                if let Some(c) = collapse.by_block(block) {
-                    // The region's body runs here; its exits jump to C.
-                    b.jump(c.entry, &[]);
-                    continue;
-                }
+                b.switch_to_block(cur);
                 let mut data = data;
                 if matches!(data, InstData::Return { .. }) {
                     // The counters of the loops this `return` leaves.
@@ -225,7 +221,7 @@ pub(crate) fn build(
                     b.jump(call.block, &args);
                     call.block = split;
                 }
-                copy(&mut out, inst, data, block);
+                copy(&mut out, inst, data, cur);
                 continue;
             }
             match &data {
@@ -237,11 +233,11 @@ pub(crate) fn build(
                                 func: *aug,
                                 args: args.clone(),
                             };
-                            copy(&mut out, inst, new, block);
+                            copy(&mut out, inst, new, cur);
                         }
                         Some(CallTarget::Rule { save, .. }) => {
                             let mut b = FuncBuilder::new(&mut out);
-                            b.switch_to_block(block);
+                            b.switch_to_block(cur);
                             for &a in args {
                                 if primal.dfg.value_type(a) == Type::Array {
                                     let save = save.ok_or_else(|| internal(primal))?;
@@ -251,62 +247,81 @@ pub(crate) fn build(
                                 }
                             }
                             if !region {
-                                copy(&mut out, inst, data.clone(), block);
+                                copy(&mut out, inst, data.clone(), cur);
                             }
                         }
                         None if region => {}
-                        None => copy(&mut out, inst, data.clone(), block),
+                        None => copy(&mut out, inst, data.clone(), cur),
+                    }
+                    if let Some(k) = collapse.regions.iter().position(|c| c.call == inst) {
+                        // The region's body runs here, then the rest of the
+                        // block in a block of its own, which receives the
+                        // region's results as the call's result values.
+                        let c = &collapse.regions[k];
+                        let mut b = FuncBuilder::new(&mut out);
+                        b.switch_to_block(cur);
+                        b.jump(c.entry, &[]);
+                        let next = out.dfg.make_block();
+                        if c.cont_results.iter().any(Option::is_some) {
+                            for &r in primal.dfg.inst_results(inst) {
+                                out.dfg
+                                    .attach_block_param(next, r, primal.dfg.value_type(r));
+                            }
+                        }
+                        let mut after = cur;
+                        for &rb in &c.blocks {
+                            out.layout.insert_block_after(rb, after);
+                            after = rb;
+                        }
+                        out.layout.insert_block_after(next, after);
+                        conts[k] = Some(next);
+                        cur = next;
                     }
                 }
                 InstData::Zeros { len, .. } => {
                     let len = *len;
                     let r = primal.dfg.first_result(inst);
-                    copy(&mut out, inst, data.clone(), block);
+                    copy(&mut out, inst, data.clone(), cur);
                     let site = plan.zeros_sites.iter().find(|z| z.array == r);
                     if let Some(t) = site.and_then(|z| z.threaded) {
                         let mut b = FuncBuilder::new(&mut out);
-                        b.switch_to_block(block);
+                        b.switch_to_block(cur);
                         let gt = b.icmp(CmpCond::Gt, len, maxima[t]);
                         maxima[t] = b.select(gt, len, maxima[t]);
                     }
                 }
-                _ => copy(&mut out, inst, data.clone(), block),
+                _ => copy(&mut out, inst, data.clone(), cur),
             }
         }
     }
-    // The collapsed regions' blocks, as they are; exits to the continuation
-    // carry what X's jump to it would have carried.
-    for c in &collapse.regions {
-        // (Counted loops have no edge from a collapsed block, see `Loop`.)
-        let edge_k = if plan.has_edge_item(c.cont) {
-            plan.preds[c.cont.as_u32() as usize]
-                .iter()
-                .position(|e| e.from == c.block)
-        } else {
-            None
-        };
-        let maxima = max_params[c.block.as_u32() as usize].clone();
+    // The collapsed regions' blocks, as they are; their exits go to the
+    // block that continues the call's block, with the region's results.
+    for (c, next) in collapse.regions.iter().zip(&conts) {
+        let next = next.ok_or_else(|| internal(primal))?;
         let orig = &collapse.orig;
+        let n_results = primal.dfg.inst_results(c.call).len();
+        let results_are_params = c.cont_results.iter().any(Option::is_some);
         for &rb in &c.blocks {
             for &p in orig.dfg.block_params(rb) {
                 out.dfg.attach_block_param(rb, p, orig.dfg.value_type(p));
             }
             for &inst in orig.layout.block_insts(rb) {
                 let mut data = orig.dfg.inst(inst).clone();
-                let mut extra = Vec::new();
-                if data.opcode().is_terminator()
-                    && data.destinations().iter().any(|d| d.block == c.cont)
-                {
-                    let mut b = FuncBuilder::new(&mut out);
-                    b.switch_to_block(rb);
-                    if let Some(k) = edge_k {
-                        extra.push(b.iconst(k as i64));
-                    }
-                    extra.extend_from_slice(&maxima);
-                }
                 for d in data.destinations_mut() {
-                    if d.block == c.cont {
-                        d.args.extend_from_slice(&extra);
+                    if d.block != c.cont {
+                        continue;
+                    }
+                    let passed = std::mem::take(&mut d.args);
+                    d.block = next;
+                    if results_are_params {
+                        for k in 0..n_results {
+                            let i = c
+                                .cont_results
+                                .iter()
+                                .position(|&r| r == Some(k))
+                                .ok_or_else(|| internal(primal))?;
+                            d.args.push(*passed.get(i).ok_or_else(|| internal(primal))?);
+                        }
                     }
                 }
                 let results: Vec<(Value, Type)> = orig
@@ -321,6 +336,19 @@ pub(crate) fn build(
         }
     }
     collapse.keep_regions(&mut out);
+    // A kept region's results are now the call's result values, which its
+    // exits pass on (the continuation's parameters are gone).
+    for c in &collapse.regions {
+        if !c.cont_results.iter().any(Option::is_some) {
+            continue;
+        }
+        let results = primal.dfg.inst_results(c.call).to_vec();
+        for rd in out.regions.values_mut() {
+            if rd.blocks.first() == Some(&c.entry) {
+                rd.results = results.clone();
+            }
+        }
+    }
     // Same block numbers: the primal's provenance of inlined code holds.
     out.inlined = primal.inlined.clone();
     Ok(out)

@@ -113,6 +113,11 @@ pub struct ReverseRequest {
     /// callee, its scalars (see `plan_calls`) and the read-only arrays
     /// whose contents may change before its adjoint runs.
     pub untaken: Vec<usize>,
+    /// Results (by number) whose cotangent the caller does not use: they
+    /// are not differentiated (nothing is useful only for them), so that a
+    /// call is as precise as its callee inlined. Empty for a top-level
+    /// request; for a callee, the results its caller never uses.
+    pub ignored: Vec<usize>,
 }
 
 impl ReverseRequest {
@@ -122,6 +127,7 @@ impl ReverseRequest {
             args,
             ret,
             untaken: Vec::new(),
+            ignored: Vec::new(),
         }
     }
 
@@ -134,6 +140,10 @@ impl ReverseRequest {
         };
         if self.ret == RetActivity::Const {
             s.push_str(".noret");
+        } else if !self.ignored.is_empty() {
+            let ks: Vec<String> = self.ignored.iter().map(|k| k.to_string()).collect();
+            s.push_str(".nr");
+            s.push_str(&ks.join("_"));
         }
         if !self.untaken.is_empty() {
             let ks: Vec<String> = self.untaken.iter().map(|k| k.to_string()).collect();
@@ -443,6 +453,7 @@ pub(crate) fn lower_reverse_requests(
         .collect();
     let any = !requests.is_empty();
     for (inst, req, args) in requests {
+        crate::lower::check_not_self(module, func, req.func)?;
         let d = derive_top(module, &req, depth)?;
         crate::lower::replace_request(module, func, inst, d, args)?;
     }
@@ -586,9 +597,14 @@ pub(crate) fn derive_split(
     let collapse =
         crate::regions::collapse(&mut primal, |_| true).map_err(|e| unsupported(&primal, e))?;
     primal.regions.clear();
-    let mut plan = plan::Plan::new(module, &primal, &req.args, req.ret, &req.untaken, &|b| {
-        collapse.by_block(b).is_some()
-    })?;
+    let mut plan = plan::Plan::new(
+        module,
+        &primal,
+        &req.args,
+        req.ret,
+        &req.ignored,
+        &req.untaken,
+    )?;
     let calls = plan_calls(module, &primal, &plan, &collapse, depth, tape)?;
     let call_args: HashMap<Inst, Vec<Value>> = calls
         .iter()
@@ -624,6 +640,7 @@ fn prepare(module: &mut Module, primal: &mut Function, depth: usize) -> Result<(
     lower_reverse_requests(module, primal, depth + 1)?;
     crate::forward::lower_forward_requests(module, primal, &mut Vec::new())?;
     crate::lower::between(module, mark);
+    crate::lower::lower_reachable(module, primal)?;
     for (_, inst) in primal.layout.insts() {
         if let InstData::Autodiff { .. } = primal.dfg.inst(inst) {
             return Err(unsupported(primal, "an `autodiff` request left unlowered"));
@@ -695,6 +712,16 @@ fn plan_calls(
             } else {
                 RetActivity::Const
             };
+            // The f64 results nobody here differentiates: the callee does
+            // not differentiate them either (as inlined code would not).
+            let ignored: Vec<usize> = results
+                .iter()
+                .enumerate()
+                .filter(|(_, &r)| {
+                    primal.dfg.value_type(r) == Type::F64 && !plan.is_active(primal, r)
+                })
+                .map(|(k, _)| k)
+                .collect();
             // The callee's adjoint takes the read-only arrays that the
             // caller's adjoint has (a local or writable array may change
             // before the callee's adjoint runs), and no scalar: inlined, the
@@ -717,6 +744,9 @@ fn plan_calls(
                 .collect();
             let mut req = ReverseRequest::new(callee, acts.clone(), ret);
             req.untaken = untaken;
+            if ret == RetActivity::Active {
+                req.ignored = ignored;
+            }
             let (aug, adj) = derive_split(module, &req, depth + 1, Some(tape))?;
             calls.insert(
                 inst,

@@ -11,7 +11,7 @@ use crate::activity::{self, Activity};
 use crate::partials::{self, Local, Partial};
 use crate::AdError;
 use adze_ir::{
-    ArgActivity, Block, FuncBuilder, Function, Inst, InstData, Module, Opcode, RetActivity,
+    ArgActivity, Block, FuncBuilder, FuncId, Function, Inst, InstData, Module, Opcode, RetActivity,
     Signature, Type, Value, ValueDef,
 };
 use std::collections::HashSet;
@@ -73,8 +73,7 @@ impl Recipe {
 }
 
 /// A *counted* loop: its header has exactly two incoming edges, one from
-/// outside (the entry edge) and one back edge, and none of its edges starts
-/// in a collapsed rule region. Instead of an edge number per header
+/// outside (the entry edge) and one back edge. Instead of an edge number per header
 /// execution, the augmented primal threads an iteration counter through the
 /// header and pushes it once, where the loop is left (an exit edge or a
 /// `return` inside it). The adjoint keeps it in its trip array and counts
@@ -406,15 +405,15 @@ impl Plan {
 
     /// The analyses, up to the tape plan ([`Plan::plan_tape`], which needs
     /// to know what the calls become). `untaken`: the parameters the adjoint
-    /// does not receive although it could (see [`adj_takes`]); `collapsed`:
-    /// the blocks that stand for a rule region.
+    /// does not receive although it could (see [`adj_takes`]); `ignored`:
+    /// the results whose cotangent is not differentiated.
     pub fn new(
         module: &Module,
         func: &Function,
         args: &[ArgActivity],
         ret: RetActivity,
+        ignored: &[usize],
         untaken: &[usize],
-        collapsed: &dyn Fn(Block) -> bool,
     ) -> Result<Plan, AdError> {
         let entry = func.entry_block().ok_or_else(|| AdError::NoBody {
             func: func.name.clone(),
@@ -457,7 +456,15 @@ impl Plan {
             .collect();
         let varied = activity::analyze(module, func, &fwd_args);
 
-        let useful = usefulness(module, func, &order, args, ret);
+        let useful = usefulness(
+            module,
+            func,
+            &order,
+            args,
+            ret,
+            ignored,
+            &mut UsefulSummaries::default(),
+        );
 
         let mut available = vec![false; nv];
         let mut adj_params = Vec::new();
@@ -496,14 +503,14 @@ impl Plan {
         };
         plan.find_shadows(func, args, entry);
         plan.assign_slots(func, ret);
-        plan.find_loops(func, collapsed);
+        plan.find_loops(func);
         Ok(plan)
     }
 
     /// Finds the counted loops (see [`Loop`]) and their induction variables:
     /// the natural loops ([`adze_ir::cfg::natural_loops`]) whose header is
     /// not the entry and has two incoming edges, one of them a back edge.
-    fn find_loops(&mut self, func: &Function, collapsed: &dyn Fn(Block) -> bool) {
+    fn find_loops(&mut self, func: &Function) {
         let nb = func.dfg.num_blocks();
         let preds = |b: Block| self.preds[bidx(b)].iter().map(|e| e.from);
         let doms = adze_ir::cfg::DominatorTree::new(&self.order, preds);
@@ -522,28 +529,6 @@ impl Plan {
             let mut body = vec![false; nb];
             for &b in &natural.blocks {
                 body[bidx(b)] = true;
-            }
-            let mut ok = !collapsed(ps[entry].from);
-            for &b in &self.order {
-                if !body[bidx(b)] || !collapsed(b) {
-                    continue;
-                }
-                let Some(t) = func.layout.last_inst(b) else {
-                    continue;
-                };
-                // A collapsed block inside the loop may not leave it or close it.
-                if func
-                    .dfg
-                    .inst(t)
-                    .destinations()
-                    .iter()
-                    .any(|d| d.block == h || !body[bidx(d.block)])
-                {
-                    ok = false;
-                }
-            }
-            if !ok {
-                continue;
             }
             let l = self.loops.len();
             let size = body.iter().filter(|&&x| x).count();
@@ -1055,15 +1040,26 @@ pub(crate) fn partial_needs(
 }
 
 /// Backward analysis: which values can influence what the derivative
-/// differentiates — the f64 results (for `ret active`) and the final
-/// contents of `dup` `mut` arrays. Iterated to a fixed point over the
+/// differentiates — the f64 results (for `ret active`, except the results
+/// numbered in `ignored`, whose cotangents the caller does not use) and the
+/// final contents of `dup` `mut` arrays. Iterated to a fixed point over the
 /// reachable blocks.
+///
+/// A call is as precise as its callee's body inlined: which arguments are
+/// useful is the callee's own analysis for the results and the `mut`
+/// arrays that are useful here ([`UsefulSummaries`]), so an argument that
+/// only feeds a result nobody uses, or a scratch array nobody reads, gets
+/// no adjoint — as it gets none when the inliner has put the body here.
+/// Calls to functions with rules (a rule takes every input) and to
+/// functions that use the tape stay conservative: every argument is useful.
 fn usefulness(
     module: &Module,
     func: &Function,
     order: &[Block],
     args: &[ArgActivity],
     ret: RetActivity,
+    ignored: &[usize],
+    summaries: &mut UsefulSummaries,
 ) -> Vec<bool> {
     let mut useful = vec![false; func.dfg.num_values()];
     for (num, &p) in func.params().iter().enumerate() {
@@ -1088,8 +1084,10 @@ fn usefulness(
                 match data {
                     InstData::Return { args } => {
                         if ret == RetActivity::Active {
-                            for &a in args {
-                                mark(&mut useful, a);
+                            for (k, &a) in args.iter().enumerate() {
+                                if !ignored.contains(&k) {
+                                    mark(&mut useful, a);
+                                }
                             }
                         }
                     }
@@ -1135,18 +1133,31 @@ fn usefulness(
                         } else {
                             Vec::new()
                         };
-                        let writes_useful = args
+                        let arrays: Vec<bool> = args
                             .iter()
-                            .zip(&params)
-                            .any(|(&a, p)| p.ty == Type::Array && p.mutable && useful[idx(a)]);
+                            .enumerate()
+                            .map(|(k, &a)| {
+                                params
+                                    .get(k)
+                                    .is_some_and(|p| p.ty == Type::Array && p.mutable)
+                                    && useful[idx(a)]
+                            })
+                            .collect();
+                        let results_useful: Vec<bool> =
+                            results.iter().map(|&r| useful[idx(r)]).collect();
                         // A callee that uses the tape may push its arguments
                         // for code elsewhere to pop.
-                        if writes_useful
-                            || results.iter().any(|&r| useful[idx(r)])
-                            || activity::uses_tape(module, *callee)
-                        {
-                            for &a in args {
-                                mark(&mut useful, a);
+                        let tape = activity::uses_tape(module, *callee);
+                        if tape || arrays.contains(&true) || results_useful.contains(&true) {
+                            let which = if tape {
+                                None
+                            } else {
+                                summaries.params(module, *callee, &results_useful, &arrays)
+                            };
+                            for (k, &a) in args.iter().enumerate() {
+                                if which.as_ref().is_none_or(|w| w.get(k) != Some(&false)) {
+                                    mark(&mut useful, a);
+                                }
                             }
                         }
                     }
@@ -1165,5 +1176,91 @@ fn usefulness(
         if !changed {
             return useful;
         }
+    }
+}
+
+/// Usefulness across calls: for a callee, which results are useful at the
+/// call and which `mut` array arguments are useful there (their contents
+/// after the call may be read), the callee's parameters that are useful —
+/// the callee's own [`usefulness`] on the code its split derivative is
+/// built from (rule regions collapsed into calls). Memoized per pattern; a
+/// callee being summarised (recursion, which is never inlined) and a callee
+/// with rules (the rule takes every input) are conservative (`None`).
+#[derive(Default)]
+pub(crate) struct UsefulSummaries {
+    stack: Vec<FuncId>,
+    memo: std::collections::HashMap<(FuncId, Vec<bool>, Vec<bool>), Option<Vec<bool>>>,
+}
+
+impl UsefulSummaries {
+    fn params(
+        &mut self,
+        module: &Module,
+        callee: FuncId,
+        results: &[bool],
+        arrays: &[bool],
+    ) -> Option<Vec<bool>> {
+        if !module.is_valid(callee) || self.stack.contains(&callee) {
+            return None;
+        }
+        let key = (callee, results.to_vec(), arrays.to_vec());
+        if let Some(s) = self.memo.get(&key) {
+            return s.clone();
+        }
+        self.stack.push(callee);
+        let out = self.compute(module, callee, results, arrays);
+        self.stack.pop();
+        self.memo.insert(key, out.clone());
+        out
+    }
+
+    fn compute(
+        &mut self,
+        module: &Module,
+        callee: FuncId,
+        results: &[bool],
+        arrays: &[bool],
+    ) -> Option<Vec<bool>> {
+        let f = module.func(callee);
+        if !f.meta.rules.is_empty()
+            || f.is_declaration()
+            || f.params().len() != arrays.len()
+            || f.sig.results.len() != results.len()
+            || f.layout
+                .insts()
+                .any(|(_, i)| f.dfg.inst(i).opcode() == Opcode::Autodiff)
+        {
+            return None;
+        }
+        let collapsed;
+        let f = if crate::rules::applied_regions(f).0.is_empty() {
+            f
+        } else {
+            let mut copy = f.clone();
+            crate::regions::collapse(&mut copy, |_| true).ok()?;
+            copy.regions.clear();
+            collapsed = copy;
+            &collapsed
+        };
+        let entry = f.entry_block()?;
+        let order = adze_ir::cfg::reverse_postorder(f, entry);
+        let args: Vec<ArgActivity> = arrays
+            .iter()
+            .map(|&a| {
+                if a {
+                    ArgActivity::Dup
+                } else {
+                    ArgActivity::Const
+                }
+            })
+            .collect();
+        let ret = if results.contains(&true) {
+            RetActivity::Active
+        } else {
+            RetActivity::Const
+        };
+        let ignored: Vec<usize> = (0..results.len()).filter(|&k| !results[k]).collect();
+        let useful = usefulness(module, f, &order, &args, ret, &ignored, self);
+        Some(f.params().iter().map(|&p| useful[idx(p)]).collect())
     }
 }
