@@ -9,6 +9,7 @@ mod generated;
 mod generated_rules;
 mod inlining;
 mod optimizer;
+mod outsiders;
 mod reverse;
 mod robustness;
 mod rule_matrix;
