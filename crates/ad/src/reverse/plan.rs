@@ -1189,8 +1189,11 @@ fn usefulness(
 #[derive(Default)]
 pub(crate) struct UsefulSummaries {
     stack: Vec<FuncId>,
-    memo: std::collections::HashMap<(FuncId, Vec<bool>, Vec<bool>), Option<Vec<bool>>>,
+    memo: std::collections::HashMap<UsefulKey, Option<Vec<bool>>>,
 }
+
+/// A callee, its useful results and its useful `mut` array arguments.
+type UsefulKey = (FuncId, Vec<bool>, Vec<bool>);
 
 impl UsefulSummaries {
     fn params(
