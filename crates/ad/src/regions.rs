@@ -26,15 +26,20 @@
 //!     jump C(r')                      ; (C(), results = r', for docs/ir.md's shape)
 //! ```
 //!
-//! with the region's blocks out of the layout, so the region is analysed,
+//! with the region's blocks out of the layout, and then `X` and `C` are
+//! merged into `P` ([`merge`]): the block the inliner split at the call is
+//! one block again, `... r' = call @F(args) ...`, so the region is analysed,
 //! taped and reversed exactly like the call `call @F(args)` with the
-//! region's rules ([`Collapse::rules`]).
-//! The augmented primal puts the region back: `X` pushes the rule's inputs
-//! and jumps to the region's entry, the region's blocks are copied as they
-//! are (nested regions included), and their exits to `C` carry what `X`'s
-//! jump to `C` would have carried (an edge number, running maxima). The
-//! region and the regions nested in it are kept in the augmented primal
-//! with their values and blocks, whose numbers it shares with the primal.
+//! region's rules ([`Collapse::rules`]) — the same blocks, the same segments,
+//! the same adjoint slots, and so the same summation order in derivatives
+//! of the derivative.
+//! The augmented primal puts the region back: at the call it pushes the
+//! rule's inputs and jumps to the region's entry, the region's blocks are
+//! copied as they are (nested regions included), and their exits go to a new
+//! block, which receives the region's results as the call's result values
+//! and holds the rest of the block. The region and the regions nested in it
+//! are kept in the augmented primal with their values and blocks, whose
+//! numbers it shares with the primal.
 
 use crate::rules::{applied_regions, region_pred};
 use adze_ir::{Block, Function, Inst, InstData, Region, Value, ValueDef};
