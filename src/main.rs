@@ -142,6 +142,10 @@ struct PipelineArgs {
     /// `optimized` stage is then the `ad` stage).
     #[arg(long)]
     no_opt: bool,
+    /// How deeply calls may nest at run time (recursion) before the run
+    /// stops with an error.
+    #[arg(long, value_name = "N", default_value_t = adze_ir::DEFAULT_MAX_CALL_DEPTH)]
+    max_call_depth: u32,
 }
 
 impl PipelineArgs {
@@ -152,6 +156,7 @@ impl PipelineArgs {
         session.ad_limits.max_nesting = self.max_ad_depth;
         session.ad_limits.max_size = self.max_ad_size;
         session.optimize = !self.no_opt;
+        session.limits.max_call_depth = self.max_call_depth;
         Ok(session)
     }
 }

@@ -147,7 +147,7 @@ fn run_time_faults_exit_1_with_one_line() {
     );
     fails_with(
         &["run", f, "--fn", "runaway", "--arg", "n=0"],
-        "call depth limit of 1000 exceeded",
+        "call depth limit of 100000 exceeded",
     );
     for engine in ["jit", "interp"] {
         fails_with(

@@ -338,7 +338,7 @@ fn runaway_recursion_inside_derivatives() {
     for f in ["grad_spiral", "tangent_spiral"] {
         let e = fault(f, &[Val::F64(0.5)]);
         assert!(e.func.contains("spiral"), "{e}");
-        assert_eq!(e.kind, TrapKind::CallDepthExceeded { limit: 1000 });
+        assert_eq!(e.kind, TrapKind::CallDepthExceeded { limit: 100_000 });
     }
 }
 
@@ -567,7 +567,7 @@ fn derivative_faults_through_the_command() {
         ),
         (
             &["--fn", "grad_spiral", "--arg", "x=0.5"],
-            "call depth limit of 1000 exceeded",
+            "call depth limit of 100000 exceeded",
         ),
         (
             &["--fn", "grad_grow", "--arg", "x=0.5", "--arg", "n=2"],

@@ -147,6 +147,7 @@ fn analyze_in(
         }
     }
     let is_f64 = |v: Value| func.dfg.value_type(v) == Type::F64;
+    let mut tape = TapeUse::default();
     loop {
         let mut changed = false;
         for &r in &rule_regions {
@@ -194,7 +195,7 @@ fn analyze_in(
                     }
                 }
                 InstData::Call { func: callee, args } => {
-                    if args.iter().any(|&v| act.is_active(v)) || uses_tape(module, *callee) {
+                    if args.iter().any(|&v| act.is_active(v)) || tape.uses(module, *callee) {
                         changed |=
                             mark_call(&mut act, module, func, *callee, args, results, summaries);
                     }
@@ -238,13 +239,21 @@ fn analyze_in(
 /// active, and so is every array it passes to a `mut` parameter.
 /// Does `func`, or any function it reaches, use the tape (`push`/`pop`)?
 pub fn uses_tape(module: &Module, func: FuncId) -> bool {
-    module.is_valid(func)
-        && module.reachable_from(func).into_iter().any(|id| {
-            let f = module.func(id);
-            f.layout
-                .insts()
-                .any(|(_, i)| matches!(f.dfg.inst(i).opcode(), Opcode::Push | Opcode::Pop))
-        })
+    crate::lower::tape_use(module, func)
+}
+
+/// [`uses_tape`], memoized for one analysis (the module does not change
+/// during it): a call's answer is asked in every round of a fixed point.
+#[derive(Default)]
+pub(crate) struct TapeUse(HashMap<FuncId, bool>);
+
+impl TapeUse {
+    pub fn uses(&mut self, module: &Module, func: FuncId) -> bool {
+        *self
+            .0
+            .entry(func)
+            .or_insert_with(|| uses_tape(module, func))
+    }
 }
 
 fn mark_call(

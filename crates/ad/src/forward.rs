@@ -214,7 +214,27 @@ pub fn forward_derivative(
     module: &mut Module,
     request: &ForwardRequest,
 ) -> Result<FuncId, AdError> {
-    derive(module, request, &mut Vec::new())
+    derive(module, request, &mut Building::default())
+}
+
+/// The forward derivatives being built (outermost first: a request for one
+/// of them is a recursive call), and how deeply the one being built now is
+/// nested in derivatives of derivatives (requests inside a function being
+/// differentiated; calls do not count).
+#[derive(Default)]
+pub(crate) struct Building {
+    pub stack: Vec<FuncId>,
+    pub nesting: usize,
+}
+
+impl Building {
+    /// At nesting depth `nesting` (a reverse pass's depth).
+    pub fn at(nesting: usize) -> Building {
+        Building {
+            stack: Vec::new(),
+            nesting,
+        }
+    }
 }
 
 /// [`forward_derivative`], with the derivatives being built (outermost
@@ -224,7 +244,7 @@ pub fn forward_derivative(
 pub(crate) fn derive(
     module: &mut Module,
     req: &ForwardRequest,
-    building: &mut Vec<FuncId>,
+    building: &mut Building,
 ) -> Result<FuncId, AdError> {
     let root = module
         .is_valid(req.func)
@@ -235,7 +255,7 @@ pub(crate) fn derive(
 fn derive_in(
     module: &mut Module,
     req: &ForwardRequest,
-    building: &mut Vec<FuncId>,
+    building: &mut Building,
 ) -> Result<FuncId, AdError> {
     req.validate(module)?;
     let name = req.derivative_name(module);
@@ -245,7 +265,7 @@ fn derive_in(
         if module.func(id).sig != sig {
             return Err(AdError::NameTaken { name });
         }
-        if !module.func(id).is_declaration() || building.contains(&id) {
+        if !module.func(id).is_declaration() || building.stack.contains(&id) {
             return Ok(id);
         }
     }
@@ -256,7 +276,7 @@ fn derive_in(
         });
     }
     let limit = crate::limits().max_nesting;
-    if building.len() >= limit {
+    if building.nesting >= limit {
         return Err(AdError::TooDeep {
             func: primal.name.clone(),
             limit,
@@ -274,9 +294,9 @@ fn derive_in(
             .declare(&name, sig.clone())
             .map_err(|_| AdError::NameTaken { name: name.clone() })?,
     };
-    building.push(id);
+    building.stack.push(id);
     let built = build(module, &mut primal, req, building, Function::new(name, sig));
-    building.pop();
+    building.stack.pop();
     let mut built = built?;
     crate::lower::check_shadows(&mut built, &req.args, req.width);
     module.replace(id, built);
@@ -289,14 +309,19 @@ fn build(
     module: &mut Module,
     primal: &mut Function,
     req: &ForwardRequest,
-    building: &mut Vec<FuncId>,
+    building: &mut Building,
     out: Function,
 ) -> Result<Function, AdError> {
     // Innermost first: the requests inside the function, of either mode,
     // become calls before it is differentiated (forward over reverse).
     let mark = module.len();
-    crate::reverse::lower_reverse_requests(module, primal, building.len())?;
-    lower_forward_requests(module, primal, building)?;
+    // Requests inside the function are derivatives of derivatives: one
+    // level deeper (calls are not; see `AdLimits::max_nesting`).
+    crate::reverse::lower_reverse_requests(module, primal, building.nesting + 1)?;
+    building.nesting += 1;
+    let lowered = lower_forward_requests(module, primal, building);
+    building.nesting -= 1;
+    lowered?;
     crate::lower::between(module, mark);
     crate::lower::lower_reachable(module, primal)?;
     crate::lower::check_size()?;
@@ -335,7 +360,7 @@ fn build(
 pub(crate) fn lower_forward_requests(
     module: &mut Module,
     func: &mut Function,
-    building: &mut Vec<FuncId>,
+    building: &mut Building,
 ) -> Result<(), AdError> {
     let requests: Vec<(Inst, ForwardRequest, Vec<Value>)> = func
         .layout
@@ -362,7 +387,7 @@ struct Transform<'a> {
     primal: &'a Function,
     act: &'a Activity,
     req: &'a ForwardRequest,
-    building: &'a mut Vec<FuncId>,
+    building: &'a mut Building,
     out: Function,
     tan: TangentMap,
     /// Zero constants of each type, placed at the top of the entry block.

@@ -58,6 +58,9 @@ struct Budget {
     /// none) in this lowering: each is visited once, so that the walk stays
     /// linear in the module over all the derivatives one lowering builds.
     lowered: Vec<bool>,
+    /// [`crate::activity::uses_tape`] answers that cannot change any more
+    /// in this lowering (see [`tape_use`]).
+    tape_use: Vec<Option<bool>>,
 }
 
 thread_local! {
@@ -68,6 +71,7 @@ thread_local! {
             total: 0,
             root: None,
             lowered: Vec::new(),
+            tape_use: Vec::new(),
         })
     };
 }
@@ -87,6 +91,7 @@ pub(crate) fn session<R>(root: Option<&str>, f: impl FnOnce() -> R) -> R {
                     b.total = 0;
                     b.root = None;
                     b.lowered = Vec::new();
+                    b.tape_use = Vec::new();
                 }
             });
         }
@@ -99,6 +104,7 @@ pub(crate) fn session<R>(root: Option<&str>, f: impl FnOnce() -> R) -> R {
             b.total = 0;
             b.root = root.map(str::to_string);
             b.lowered.clear();
+            b.tape_use.clear();
         }
     });
     let _close = Close;
@@ -302,6 +308,51 @@ pub(crate) fn lower_reachable(module: &mut Module, func: &Function) -> Result<()
     Ok(())
 }
 
+/// Does `func`, or anything it reaches, use the tape? Answered once per
+/// lowering where the answer is final: `true` always is (lowering and
+/// inlining never remove a `push`), `false` when nothing reached is a
+/// declaration (a derivative being built) or holds a request still to be
+/// lowered. Outside a lowering, computed every time.
+pub(crate) fn tape_use(module: &Module, func: FuncId) -> bool {
+    let i = func.as_u32() as usize;
+    if let Some(Some(known)) = BUDGET.with(|b| b.borrow().tape_use.get(i).copied()) {
+        return known;
+    }
+    if !module.is_valid(func) {
+        return false;
+    }
+    let mut uses = false;
+    let mut settled = true;
+    for id in module.reachable_from(func) {
+        let f = module.func(id);
+        if f.is_declaration() {
+            settled = false;
+        }
+        for (_, inst) in f.layout.insts() {
+            match f.dfg.inst(inst).opcode() {
+                Opcode::Push | Opcode::Pop => uses = true,
+                Opcode::Autodiff => settled = false,
+                _ => {}
+            }
+        }
+        if uses {
+            break;
+        }
+    }
+    if uses || settled {
+        BUDGET.with(|b| {
+            let mut b = b.borrow_mut();
+            if b.open > 0 {
+                if b.tape_use.len() <= i {
+                    b.tape_use.resize(i + 1, None);
+                }
+                b.tape_use[i] = Some(uses);
+            }
+        });
+    }
+    uses
+}
+
 /// Refuses a request on `target` inside `func` when `target` reaches
 /// `func` (through calls, rules, regions or requests): the derivative of
 /// `target` would contain a derivative of itself, a tower that never ends.
@@ -346,7 +397,11 @@ fn lower_function(module: &mut Module, id: FuncId) -> Result<(), AdError> {
         crate::reverse::lower_reverse_requests(module, &mut func, 0)?;
         account_since(module, mark);
         check_size()?;
-        crate::forward::lower_forward_requests(module, &mut func, &mut Vec::new())?;
+        crate::forward::lower_forward_requests(
+            module,
+            &mut func,
+            &mut crate::forward::Building::default(),
+        )?;
         account_since(module, mark);
         check_size()?;
         module.replace(id, func);

@@ -71,6 +71,21 @@ pub(crate) struct Collapsed {
 pub(crate) struct Collapse {
     pub orig: Function,
     pub regions: Vec<Collapsed>,
+    /// Values of merged continuations replaced by others (a parameter that
+    /// is not a result: what the region's exits pass it; a second parameter
+    /// for one result): the augmented primal's copies of region code and
+    /// kept regions use them too.
+    pub subst: Vec<(Value, Value)>,
+}
+
+impl Collapse {
+    /// `v`, or what it was replaced by when a continuation was merged.
+    pub fn renamed(&self, v: Value) -> Value {
+        self.subst
+            .iter()
+            .find(|(a, _)| *a == v)
+            .map_or(v, |&(_, b)| b)
+    }
 }
 
 impl Collapse {
@@ -135,6 +150,7 @@ pub(crate) fn collapse(
     let mut out = Collapse {
         orig: orig.clone(),
         regions: Vec::new(),
+        subst: Vec::new(),
     };
     for r in applied {
         if !which(&orig.regions[r]) {
@@ -416,17 +432,46 @@ fn merge(func: &mut Function, collapse: &mut Collapse) {
             continue;
         };
         func.layout.remove_inst(t);
+        // C's parameters become the call's results (each result once); any
+        // other parameter is replaced by what X passed it. So the values
+        // the rest of the code (and the regions kept in the augmented
+        // primal) use keep their numbers.
+        let call = collapse.regions[k].call;
         let params = func.dfg.block_params(cont).to_vec();
-        let subst: Vec<(Value, Value)> = params.into_iter().zip(dest.args).collect();
-        let map = |v: Value| subst.iter().find(|(a, _)| *a == v).map_or(v, |&(_, b)| b);
-        let insts: Vec<Inst> = func.layout.insts().map(|(_, i)| i).collect();
-        for i in insts {
-            func.dfg.inst_mut(i).map_uses(map);
+        for _ in 0..params.len() {
+            func.dfg.remove_block_param(cont, 0);
         }
-        for rd in func.regions.values_mut() {
-            for v in rd.args.iter_mut().chain(rd.results.iter_mut()) {
-                *v = map(*v);
+        let mut given = vec![false; func.dfg.inst_results(call).len()];
+        for (i, &p) in params.iter().enumerate() {
+            if let Some(Some(r)) = collapse.regions[k].cont_results.get(i) {
+                if !given[*r] {
+                    given[*r] = true;
+                    func.dfg.replace_result(call, *r, p);
+                }
             }
+        }
+        let mut subst: Vec<(Value, Value)> = Vec::new();
+        for (i, &p) in params.iter().enumerate() {
+            let to = match collapse.regions[k].cont_results.get(i) {
+                Some(Some(r)) => func.dfg.inst_results(call)[*r],
+                _ => dest.args[i],
+            };
+            if to != p {
+                subst.push((p, to));
+            }
+        }
+        if !subst.is_empty() {
+            let map = |v: Value| subst.iter().find(|(a, _)| *a == v).map_or(v, |&(_, b)| b);
+            let insts: Vec<Inst> = func.layout.insts().map(|(_, i)| i).collect();
+            for i in insts {
+                func.dfg.inst_mut(i).map_uses(map);
+            }
+            for rd in func.regions.values_mut() {
+                for v in rd.args.iter_mut().chain(rd.results.iter_mut()) {
+                    *v = map(*v);
+                }
+            }
+            collapse.subst.extend(subst);
         }
         move_insts(func, cont, p);
         func.layout.remove_block(cont);

@@ -132,6 +132,16 @@ impl DataFlowGraph {
         };
     }
 
+    /// Makes the detached value `v` result `num` of `inst` in place of the
+    /// value that was; that one is detached and returned.
+    pub fn replace_result(&mut self, inst: Inst, num: usize, v: Value) -> Value {
+        let ty = self.values[v].ty;
+        let old = std::mem::replace(&mut self.results[inst][num], v);
+        self.values[old].def = ValueDef::Detached;
+        self.attach_result(v, ty, inst, num);
+        old
+    }
+
     /// Creates an instruction whose results are the given (detached) values.
     pub fn make_inst_with_results(&mut self, data: InstData, results: &[(Value, Type)]) -> Inst {
         let inst = self.insts.push(data);

@@ -51,5 +51,5 @@ pub use instructions::{
 };
 pub use layout::Layout;
 pub use module::Module;
-pub use runtime::{Limits, Outcome, RunError, TrapKind, Val};
+pub use runtime::{Limits, Outcome, RunError, TrapKind, Val, DEFAULT_MAX_CALL_DEPTH};
 pub use types::Type;

@@ -98,11 +98,18 @@ pub struct Limits {
 impl Default for Limits {
     fn default() -> Limits {
         Limits {
-            max_call_depth: 1000,
+            max_call_depth: DEFAULT_MAX_CALL_DEPTH,
             max_array_len: MAX_ARRAY_LEN,
         }
     }
 }
+
+/// Default bound on the depth of nested calls: deep enough that only real
+/// recursion reaches it (a chain of distinct functions is as deep as the
+/// program is long), shallow enough to stop a runaway recursion in well
+/// under a second. Executors do not use the native stack for it (the JIT
+/// re-runs on a large stack; the interpreter keeps its own).
+pub const DEFAULT_MAX_CALL_DEPTH: u32 = 100_000;
 
 /// Default upper bound on `zeros(n)`: 2^28 elements (2 GiB).
 pub const MAX_ARRAY_LEN: i64 = 1 << 28;
@@ -156,7 +163,7 @@ impl fmt::Display for TrapKind {
             ),
             TrapKind::CallDepthExceeded { limit } => write!(
                 f,
-                "call depth limit of {limit} exceeded (runaway recursion?)"
+                "call depth limit of {limit} exceeded: a recursion that does not end? (`--max-call-depth` raises the limit)"
             ),
             TrapKind::ShadowLengthMismatch { array, shadow } => write!(
                 f,

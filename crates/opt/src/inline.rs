@@ -72,13 +72,18 @@
 //! continuation, exactly as for regions. Run-time errors use it to name the
 //! inlined function a fault comes from; nothing else reads it.
 //!
-//! Everything is deterministic: functions are visited in the order given,
-//! calls in layout order (the first acceptable call first, so an inlined
-//! body's own calls are considered right after it), and nothing iterates a
-//! hash table. Every callee body is copied from the module *as it was when
-//! inlining started*, so a function's result does not depend on the order
-//! in which the others are processed; the policy, too, is consulted on that
-//! snapshot.
+//! **Bottom-up.** Functions are finished callees first (a post-order of the
+//! call graph, cycles broken anywhere): a call receives its callee's
+//! finished body, whose remaining calls were refused already and are not
+//! looked at again, and the policy judges the callee at that size. So each
+//! body is copied once per call site, and the output of a whole module is
+//! bounded by the budget (a chain of `n` functions, each calling the next,
+//! is O(n); re-expanding each callee's original body into every caller was
+//! O(n³) in time).
+//!
+//! Everything is deterministic: functions are visited in post-order from
+//! the order given, calls in layout order, and nothing iterates a hash
+//! table.
 
 use adze_ir::{
     Block, BlockCall, FuncId, Function, InlineHint, Inlined, InlinedData, Inst, InstData, Module,
@@ -157,32 +162,79 @@ pub fn inline_module(module: &mut Module, policy: &dyn InlinePolicy) -> InlineSt
     inline_functions(module, &funcs, policy)
 }
 
-/// Inlines calls in the functions `funcs` only (each once, in the order
-/// given; invalid ids are ignored), to a fixed point bounded by the policy
-/// and a total budget. Callees outside `funcs` are copied but not modified.
+/// Inlines calls in the functions `funcs` only (each once; invalid ids are
+/// ignored), bottom-up: a function's callees among `funcs` are finished
+/// first, and each call site receives its callee's finished body, whose own
+/// calls are not looked at again. So every body is copied once per call
+/// site at its final size, the policy judges a callee by that size, and the
+/// total output stays bounded by the policy's budget — a chain of `n`
+/// functions costs O(n), not a re-expansion of the whole chain into every
+/// function (which was cubic). Callees outside `funcs` are copied as they
+/// are (not modified), and the calls in their copies are considered too.
 pub fn inline_functions(
     module: &mut Module,
     funcs: &[FuncId],
     policy: &dyn InlinePolicy,
 ) -> InlineStats {
-    let original = module.clone();
-    let recursive = recursive_functions(&original);
+    let recursive = recursive_functions(module);
     let mut stats = InlineStats::default();
-    let mut visited = vec![false; module.len()];
-    for &id in funcs {
-        if !module.is_valid(id) || std::mem::replace(&mut visited[index(id)], true) {
-            continue;
-        }
+    let order = post_order(module, funcs);
+    let mut finished = vec![false; module.len()];
+    for id in order {
+        let mut func = module.func(id).clone();
         let mut inliner = Inliner {
-            module: &original,
+            module,
             recursive: &recursive,
+            finished: &finished,
             policy,
             caller: id,
             stats: &mut stats,
         };
-        inliner.run(module.func_mut(id));
+        inliner.run(&mut func);
+        module.replace(id, func);
+        finished[index(id)] = true;
     }
     stats
+}
+
+/// `funcs` (valid, without duplicates) in post-order of the call graph:
+/// each after the functions of `funcs` it calls, cycles broken anywhere;
+/// otherwise in the order given. Iterative, so any depth of calls is fine.
+fn post_order(module: &Module, funcs: &[FuncId]) -> Vec<FuncId> {
+    let mut wanted = vec![false; module.len()];
+    for &f in funcs {
+        if module.is_valid(f) {
+            wanted[index(f)] = true;
+        }
+    }
+    // 0: not seen, 1: on the stack, 2: done.
+    let mut state = vec![0u8; module.len()];
+    let mut out = Vec::new();
+    for &root in funcs {
+        if !module.is_valid(root) || state[index(root)] != 0 {
+            continue;
+        }
+        state[index(root)] = 1;
+        let mut stack: Vec<(FuncId, Vec<FuncId>)> =
+            vec![(root, callees(module, module.func(root)))];
+        while let Some((f, next)) = stack.last_mut() {
+            let f = *f;
+            match next.pop() {
+                Some(c) if wanted[index(c)] && state[index(c)] == 0 => {
+                    state[index(c)] = 1;
+                    let cs = callees(module, module.func(c));
+                    stack.push((c, cs));
+                }
+                Some(_) => {}
+                None => {
+                    state[index(f)] = 2;
+                    out.push(f);
+                    stack.pop();
+                }
+            }
+        }
+    }
+    out
 }
 
 /// Entity numbers as indices (without depending on `cranelift-entity`).
@@ -246,16 +298,22 @@ fn recursive_functions(module: &Module) -> Vec<bool> {
 }
 
 struct Inliner<'a> {
-    /// The module as it was when inlining started: callee bodies come from here.
+    /// The module, with the callees that come before the caller in
+    /// [`post_order`] already finished: callee bodies come from here.
     module: &'a Module,
     recursive: &'a [bool],
+    /// The functions this run has finished: their copies hold no call worth
+    /// looking at again.
+    finished: &'a [bool],
     policy: &'a dyn InlinePolicy,
     caller: FuncId,
     stats: &'a mut InlineStats,
 }
 
 impl Inliner<'_> {
-    /// Inlines acceptable calls of `func` until none is left.
+    /// Inlines acceptable calls of `func` until none is left, in one pass
+    /// over its blocks: the copy of a finished callee is skipped, the copy
+    /// of any other callee is looked at like the rest.
     fn run(&mut self, func: &mut Function) {
         let limit = self.policy.max_function_insts();
         let mut size = func.num_placed_insts();
@@ -290,9 +348,16 @@ impl Inliner<'_> {
                 break;
             };
             let body = self.module.func(callee);
+            let body_size = body.num_placed_insts();
             inline_call(func, block, at, inst, callee, body, self.stats);
-            size = func.num_placed_insts();
-            from = pos;
+            // The call became a jump; each `return` of the copy a jump too.
+            size += body_size;
+            from = if self.finished.get(index(callee)).copied().unwrap_or(false) {
+                // The continuation: after the call's block and the copy.
+                pos + 1 + body.layout.blocks().len()
+            } else {
+                pos
+            };
         }
     }
 

@@ -307,6 +307,9 @@ pub(crate) fn build(
             }
             for &inst in orig.layout.block_insts(rb) {
                 let mut data = orig.dfg.inst(inst).clone();
+                if !collapse.subst.is_empty() {
+                    data.map_uses(|v| collapse.renamed(v));
+                }
                 for d in data.destinations_mut() {
                     if d.block != c.cont {
                         continue;
@@ -336,6 +339,11 @@ pub(crate) fn build(
         }
     }
     collapse.keep_regions(&mut out);
+    for rd in out.regions.values_mut() {
+        for v in rd.args.iter_mut().chain(rd.results.iter_mut()) {
+            *v = collapse.renamed(*v);
+        }
+    }
     // A kept region's results are now the call's result values, which its
     // exits pass on (the continuation's parameters are gone).
     for c in &collapse.regions {

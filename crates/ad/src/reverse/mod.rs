@@ -638,7 +638,11 @@ fn unsupported(func: &Function, what: impl Into<String>) -> AdError {
 fn prepare(module: &mut Module, primal: &mut Function, depth: usize) -> Result<(), AdError> {
     let mark = module.len();
     lower_reverse_requests(module, primal, depth + 1)?;
-    crate::forward::lower_forward_requests(module, primal, &mut Vec::new())?;
+    crate::forward::lower_forward_requests(
+        module,
+        primal,
+        &mut crate::forward::Building::at(depth + 1),
+    )?;
     crate::lower::between(module, mark);
     crate::lower::lower_reachable(module, primal)?;
     for (_, inst) in primal.layout.insts() {
@@ -747,7 +751,9 @@ fn plan_calls(
             if ret == RetActivity::Active {
                 req.ignored = ignored;
             }
-            let (aug, adj) = derive_split(module, &req, depth + 1, Some(tape))?;
+            // A callee is at the caller's nesting depth: the limit counts
+            // derivatives of derivatives, not calls.
+            let (aug, adj) = derive_split(module, &req, depth, Some(tape))?;
             calls.insert(
                 inst,
                 CallTarget::Split {
@@ -959,7 +965,7 @@ fn recompute_rule(
         .declare(&name, sig.clone())
         .map_err(|_| AdError::NameTaken { name: name.clone() })?;
     let req = ReverseRequest::new(owner, acts, ret);
-    let (aug, adj) = derive_split(module, &req, depth + 1, Some(tape))?;
+    let (aug, adj) = derive_split(module, &req, depth, Some(tape))?;
     let mut w = Function::new(name, sig.clone());
     let mut b = FuncBuilder::new(&mut w);
     let entry = b.create_entry_block();

@@ -1067,6 +1067,7 @@ fn usefulness(
             useful[idx(p)] = true;
         }
     }
+    let mut tape_use = activity::TapeUse::default();
     loop {
         let mut changed = false;
         let mut mark = |useful: &mut Vec<bool>, v: Value| {
@@ -1147,7 +1148,7 @@ fn usefulness(
                             results.iter().map(|&r| useful[idx(r)]).collect();
                         // A callee that uses the tape may push its arguments
                         // for code elsewhere to pop.
-                        let tape = activity::uses_tape(module, *callee);
+                        let tape = tape_use.uses(module, *callee);
                         if tape || arrays.contains(&true) || results_useful.contains(&true) {
                             let which = if tape {
                                 None

@@ -101,19 +101,31 @@ fn mutual_recursion() {
 
 #[test]
 fn call_depth_limit_is_exact() {
-    // is_even(n) nests n + 1 calls: 999 reaches depth 1000, the default limit.
+    // is_even(n) nests n + 1 calls: 999 reaches depth 1000, the limit here.
     let mut m = Module::new();
     let (even, _) = even_odd(&mut m);
-    assert!(!run_bool(&m, even, &[Val::I64(999)]));
+    let at_1000 = Interpreter::with_limits(
+        &m,
+        Limits {
+            max_call_depth: 1000,
+            ..Limits::default()
+        },
+    );
+    assert_eq!(
+        at_1000.call(even, &[Val::I64(999)]).unwrap().results,
+        vec![Val::Bool(false)]
+    );
     // 1000 would enter a 1001st function: the one at odd depth, is_even (n = 0).
-    let e = run_err(&m, even, &[Val::I64(1000)]);
+    let e = at_1000.call(even, &[Val::I64(1000)]).unwrap_err();
     assert_eq!(e.func, "is_even");
     assert_eq!(e.kind, TrapKind::CallDepthExceeded { limit: 1000 });
     // From is_odd, depth 1001 is is_odd again.
-    let (_, odd) = (even, m.get("is_odd").unwrap());
-    let e = run_err(&m, odd, &[Val::I64(5000)]);
+    let odd = m.get("is_odd").unwrap();
+    let e = at_1000.call(odd, &[Val::I64(5000)]).unwrap_err();
     assert_eq!(e.func, "is_odd");
     assert_eq!(e.kind, TrapKind::CallDepthExceeded { limit: 1000 });
+    // The default limit is 100 000: only a real recursion reaches it.
+    assert!(!run_bool(&m, even, &[Val::I64(99_999)]));
 
     // A limit of 1 allows the outermost call only; 0 not even that.
     let limits = |d| Limits {

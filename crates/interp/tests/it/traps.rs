@@ -186,10 +186,13 @@ fn runaway_recursion_hits_the_depth_limit() {
     let id = crate::calls::count(&mut m);
     assert_eq!(run_i64(&m, id, &[Val::I64(999)]), 999);
     let e = run_err(&m, id, &[Val::I64(100_000)]);
-    assert_eq!(e, err("count", TrapKind::CallDepthExceeded { limit: 1000 }));
+    assert_eq!(
+        e,
+        err("count", TrapKind::CallDepthExceeded { limit: 100_000 })
+    );
     assert_eq!(
         e.to_string(),
-        "in function `count`: call depth limit of 1000 exceeded (runaway recursion?)"
+        "in function `count`: call depth limit of 100000 exceeded: a recursion that does not end? (`--max-call-depth` raises the limit)"
     );
 }
 

@@ -110,7 +110,8 @@ fn every_example_function_inlines_and_agrees() {
         }
     }
     assert!(checked > 200, "only {checked} runs compared");
-    assert!(inlined > 20, "only {inlined} calls inlined");
+    // Bottom-up, each call site is inlined once, with its callee finished.
+    assert!(inlined > 10, "only {inlined} calls inlined");
 }
 
 /// Every call the policy allows was inlined: only calls to recursive
