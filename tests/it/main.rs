@@ -15,3 +15,4 @@ mod rule_matrix;
 mod runtime_errors;
 mod seed;
 mod support;
+mod verification;
