@@ -228,7 +228,6 @@ impl DeriveArgs {
             None => Ok((session.prepare(func)?, func.to_string())),
             Some(mode) => {
                 let mode = mode.ir();
-
                 if self.width == 0 {
                     return Err(Error::Argument("`--width` must be at least 1".into()));
                 }

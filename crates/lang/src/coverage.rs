@@ -69,8 +69,9 @@ struct Node {
     /// The rules of a `fn`, by mode ([forward, reverse]): the rule's node
     /// and its signature's span.
     rules: [Option<(usize, Span)>; 2],
-    /// The declaration a missing rule of each mode must have (`fn`s only).
-    expected: [String; 2],
+    /// The parameters and results (for the declaration of a missing rule).
+    params: Vec<Param>,
+    results: Vec<Type>,
 }
 
 /// The pass that meets a function, and what asked for it.
@@ -127,19 +128,14 @@ impl ModeCoverage {
                 fns.entry(item.name.name.clone()).or_insert(nodes.len());
             }
             item_node.push(nodes.len());
-            let expected = match item.kind {
-                FuncKind::Fn => [Mode::Forward, Mode::Reverse].map(|mode| {
-                    let (ps, rs) = &params[i];
-                    crate::check::rule_declaration(mode, &item.name.name, ps, rs)
-                }),
-                FuncKind::Rule(_) => Default::default(),
-            };
+            let (ps, rs) = params.get(i).cloned().unwrap_or_default();
             nodes.push(Node {
                 name: item.name.name.clone(),
                 calls: Vec::new(),
                 autodiffs: Vec::new(),
                 rules: [None, None],
-                expected,
+                params: ps,
+                results: rs,
             });
         }
         for (i, item) in file.items.iter().enumerate() {
@@ -266,7 +262,7 @@ impl ModeCoverage {
             format!("`{name}` has no {mode} rule, but {mode} mode differentiates it: its {has} rule is ignored there"),
             format!(
                 "{mode} mode uses the derivative of the body of `{name}` (a {mode} derivative is not derived from a {has} rule); to cover {mode} mode write `{}`",
-                node.expected[slot(mode)]
+                crate::check::rule_declaration(mode, name, &node.params, &node.results)
             ),
         )
         .label(format!("the only rule of `{name}`"));
