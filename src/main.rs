@@ -112,15 +112,32 @@ enum Command {
         #[command(flatten)]
         pipeline: PipelineArgs,
     },
-    /// Check FILE (parse, resolve, type-check, lower, verify) without running it.
+    /// Check FILE (parse, resolve, type-check, lower, verify) without running
+    /// it; warn about rules that do not cover a mode the program uses.
     Check { file: PathBuf },
     /// Compare every custom rule of FILE with the AD derivative of its
-    /// function's body; exit 1 if one disagrees.
+    /// function's body at random (seeded) sample points; exit 1 if one
+    /// disagrees.
     CheckRules {
         file: PathBuf,
         /// Largest discrepancy |rule - AD| / max(1, |AD|) that agrees.
         #[arg(long, default_value_t = 1e-6)]
         tolerance: f64,
+        /// Sample points per function.
+        #[arg(long, value_name = "N", default_value_t = adze::check_rules::DEFAULT_SAMPLES)]
+        samples: usize,
+        /// Seed of the sample generator (the same seed, the same points).
+        #[arg(long, value_name = "S", default_value_t = 0)]
+        seed: u64,
+        /// Every array argument has this length (default: drawn per sample).
+        #[arg(long, value_name = "L")]
+        len: Option<usize>,
+        /// Pin a parameter: NAME=VALUE, for every function that has NAME.
+        #[arg(long = "arg", value_name = "NAME=VALUE")]
+        args: Vec<String>,
+        /// Check only the rules of this function.
+        #[arg(long = "fn", value_name = "NAME")]
+        func: Option<String>,
     },
 }
 
@@ -184,7 +201,22 @@ enum DeriveMode {
     Reverse,
 }
 
+impl DeriveMode {
+    fn ir(self) -> adze_ir::Mode {
+        match self {
+            DeriveMode::Forward => adze_ir::Mode::Forward,
+            DeriveMode::Reverse => adze_ir::Mode::Reverse,
+        }
+    }
+}
+
 impl DeriveArgs {
+    /// Warnings about the rules of the functions `--derive` differentiates
+    /// in a mode they have no rule for.
+    fn warnings(&self, session: &Session, func: &str) -> Option<adze_lang::Diagnostics> {
+        session.derive_warnings(func, self.derive?.ir())
+    }
+
     /// The module to use and the function to run in it.
     fn apply(&self, session: &Session, func: &str) -> Result<(adze_ir::Module, String), Error> {
         self.apply_at(session, func, true)
@@ -200,10 +232,7 @@ impl DeriveArgs {
         match self.derive {
             None => Ok((session.prepare(func)?, func.to_string())),
             Some(mode) => {
-                let mode = match mode {
-                    DeriveMode::Forward => adze_ir::Mode::Forward,
-                    DeriveMode::Reverse => adze_ir::Mode::Reverse,
-                };
+                let mode = mode.ir();
                 if self.width == 0 {
                     return Err(Error::Argument("`--width` must be at least 1".into()));
                 }
@@ -268,6 +297,11 @@ fn execute(command: Command) -> Result<(), Error> {
         } => {
             let session = pipeline.session(&file)?;
             session.function(&func)?;
+            if json {
+                warn_json(derive.warnings(&session, &func));
+            } else {
+                warn(derive.warnings(&session, &func));
+            }
             let (module, func) = derive.apply(&session, &func)?;
             let id = adze::pipeline::function_by_name(&module, &func)?;
             let sig = module.func(id).sig.clone();
@@ -306,6 +340,7 @@ fn execute(command: Command) -> Result<(), Error> {
             let func = match (&func, derive.derive.is_some()) {
                 (None, true) => return Err(Error::Argument("`--derive` needs `--fn NAME`".into())),
                 (Some(name), true) => {
+                    warn(derive.warnings(&session, name));
                     // The derivative is part of the `ad` stage and every
                     // later one (optimized in the `optimized` stage).
                     let (module, derived) = derive.apply_at(&session, name, false)?;
@@ -345,9 +380,29 @@ fn execute(command: Command) -> Result<(), Error> {
             }
             Ok(())
         }
-        Command::CheckRules { file, tolerance } => {
+        Command::CheckRules {
+            file,
+            tolerance,
+            samples,
+            seed,
+            len,
+            args,
+            func,
+        } => {
             let session = Session::from_file(&file)?;
-            let checks = adze::check_rules::check_rules(&session.module)?;
+            warn(session.rule_warnings());
+            let pinned = args
+                .iter()
+                .map(|a| split_assignment(a).map(|(n, v)| (n.to_string(), v.to_string())))
+                .collect::<Result<Vec<_>, _>>()?;
+            let options = adze::check_rules::CheckOptions {
+                samples,
+                seed,
+                len,
+                pinned,
+                func,
+            };
+            let checks = adze::check_rules::check_rules(&session.module, &options)?;
             print!("{}", adze::check_rules::render_table(&checks, tolerance));
             let bad: Vec<&str> = checks
                 .iter()
@@ -366,13 +421,33 @@ fn execute(command: Command) -> Result<(), Error> {
             }
         }
         Command::Check { file } => {
+            // Checks, lowers and verifies the IR (in every build).
             let session = Session::from_file(&file)?;
+            warn(session.rule_warnings());
             println!(
                 "ok: {} checked, {} function(s)",
                 file.display(),
                 session.module.len()
             );
             Ok(())
+        }
+    }
+}
+
+/// Prints warnings on stderr, each as `FILE:LINE:COL: warning: ..` and its
+/// excerpt; the exit code is not affected.
+fn warn(warnings: Option<adze_lang::Diagnostics>) {
+    if let Some(w) = warnings {
+        eprintln!("{}\n", w.report().trim_end());
+    }
+}
+
+/// The same, for `--json` runs: one `{"warning": ..}` object per line.
+fn warn_json(warnings: Option<adze_lang::Diagnostics>) {
+    if let Some(w) = warnings {
+        for d in w.errors() {
+            let one = adze_lang::Diagnostics::new_like(&w, vec![d.clone()]);
+            eprintln!("{}", serde_json::json!({ "warning": one.summary() }));
         }
     }
 }

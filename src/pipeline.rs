@@ -2,8 +2,12 @@
 //!
 //! The stages after `parsed` are where the inliner, the AD passes and the
 //! optimizer (`adze_opt::optimize_module`, after AD: derivatives are
-//! computed on unoptimized IR) plug in. The verifier runs after every stage
-//! in debug builds and tests.
+//! computed on unoptimized IR) plug in. The verifier runs after every stage,
+//! in release builds too (it costs a few percent of a compile, see
+//! `docs/robustness.md`), and on the functions an engine is about to run:
+//! IR that does not verify is an internal error naming the stage, never
+//! code handed to Cranelift (whose register allocator panics on it). The
+//! optimizer verifies after each of its own passes in debug builds.
 
 use crate::Error;
 use adze_ir::{FuncId, Module, Outcome, Val};
@@ -64,6 +68,10 @@ pub struct Session {
     /// Whether the `optimized` stage runs the optimizer (the default); off,
     /// it is the `ad` stage unchanged.
     pub optimize: bool,
+    /// The call graph and `autodiff` requests of the source, for the
+    /// warnings about rules that do not cover a mode (`None` for a session
+    /// made from a module).
+    pub coverage: Option<adze_lang::ModeCoverage>,
 }
 
 impl Session {
@@ -73,15 +81,40 @@ impl Session {
             path: path.to_path_buf(),
             source,
         })?;
-        let module = adze_lang::compile_bytes(&path.display().to_string(), &bytes)
-            .map_err(Error::Diagnostics)?;
-        Session::from_module(module)
+        let (module, coverage) =
+            adze_lang::compile_bytes_with_coverage(&path.display().to_string(), &bytes)
+                .map_err(Error::Diagnostics)?;
+        let mut session = Session::from_module(module)?;
+        session.coverage = Some(coverage);
+        Ok(session)
     }
 
     /// Checks `.adz` source text.
     pub fn from_source(file_name: &str, source: &str) -> Result<Session, Error> {
-        let module = adze_lang::compile(file_name, source).map_err(Error::Diagnostics)?;
-        Session::from_module(module)
+        let (module, coverage) =
+            adze_lang::compile_with_coverage(file_name, source).map_err(Error::Diagnostics)?;
+        let mut session = Session::from_module(module)?;
+        session.coverage = Some(coverage);
+        Ok(session)
+    }
+
+    /// Warnings about functions whose custom rules do not cover a mode that
+    /// the program's `autodiff` requests differentiate them in (their body
+    /// is used in that mode, the rule ignored). `None`: nothing to warn
+    /// about, or a session made from a module.
+    pub fn rule_warnings(&self) -> Option<adze_lang::Diagnostics> {
+        self.coverage.as_ref()?.warnings()
+    }
+
+    /// The same warnings for the derivative of `name` in `mode` requested
+    /// outside the source ([`Session::derive`], `--derive MODE`), without
+    /// those of the program's own requests.
+    pub fn derive_warnings(
+        &self,
+        name: &str,
+        mode: adze_ir::Mode,
+    ) -> Option<adze_lang::Diagnostics> {
+        self.coverage.as_ref()?.warnings_for(false, &[(name, mode)])
     }
 
     /// Wraps a module (verified first).
@@ -93,6 +126,7 @@ impl Session {
             limits: adze_ir::Limits::default(),
             ad_limits: adze_ad::AdLimits::default(),
             optimize: true,
+            coverage: None,
         })
     }
 
@@ -296,6 +330,7 @@ impl Session {
         engine: Engine,
     ) -> Result<Outcome, Error> {
         let id = function_by_name(module, name)?;
+        verify_reachable(module, id)?;
         match engine {
             Engine::Interp => {
                 Ok(adze_interp::Interpreter::with_limits(module, self.limits).call(id, args)?)
@@ -319,10 +354,11 @@ fn inline(module: &mut Module, pass: &str) -> Result<(), Error> {
 }
 
 /// Runs the optimizer on every function; in debug builds it verifies after
-/// each of its passes, and an error names the pass.
+/// each of its passes, and an error names the pass; in every build the
+/// result is verified.
 pub fn optimize(module: &mut Module) -> Result<(), Error> {
     adze_opt::optimize_module(module).map_err(|e| Error::Verify(e.to_string()))?;
-    Ok(())
+    verify(module, "optimize")
 }
 
 /// Finds a user-visible function by name.
@@ -338,12 +374,24 @@ pub fn function_by_name(module: &Module, name: &str) -> Result<FuncId, Error> {
     })
 }
 
-/// Runs the verifier where it is cheap enough to always run (debug builds
-/// and tests); the error names the pass that produced the module.
-fn verify(module: &Module, pass: &str) -> Result<(), Error> {
-    if cfg!(debug_assertions) {
-        adze_ir::verify::verify_module(module)
-            .map_err(|e| Error::Verify(format!("after pass `{pass}`: {e}")))?;
+/// Runs the verifier on the whole module (in every build); the error names
+/// the pass or stage that produced it.
+pub fn verify(module: &Module, pass: &str) -> Result<(), Error> {
+    adze_ir::verify::verify_module(module)
+        .map_err(|e| Error::Verify(format!("after pass `{pass}`: {e}")))
+}
+
+/// Verifies the functions an engine runs when it runs `root`, so that IR
+/// that does not verify (a module built or changed by hand, or a pass's
+/// bug) is an error before it reaches Cranelift or the interpreter.
+pub fn verify_reachable(module: &Module, root: FuncId) -> Result<(), Error> {
+    for id in module.reachable_from(root) {
+        adze_ir::verify::verify_function(module, id).map_err(|e| {
+            Error::Verify(format!(
+                "the IR to be run does not verify (function `{}`): {e}",
+                module.func(id).name
+            ))
+        })?;
     }
     Ok(())
 }

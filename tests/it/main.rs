@@ -16,3 +16,4 @@ mod rule_matrix;
 mod runtime_errors;
 mod seed;
 mod support;
+mod verification;

@@ -200,7 +200,10 @@ fn ir_type(t: TypeKind) -> Type {
     }
 }
 
-fn signature(item: &ast::FuncDecl, errors: &mut Vec<Diagnostic>) -> (Vec<Param>, Vec<Type>) {
+pub(crate) fn signature(
+    item: &ast::FuncDecl,
+    errors: &mut Vec<Diagnostic>,
+) -> (Vec<Param>, Vec<Type>) {
     let mut params: Vec<Param> = Vec::new();
     for (i, p) in item.params.iter().enumerate() {
         if let Some(first) = item.params[..i].iter().find(|q| q.name.name == p.name.name) {
@@ -279,6 +282,17 @@ pub fn expected_rule_signature(
         }
     }
     (ps, rs)
+}
+
+/// `rule MODE f(..) -> .. { .. }`: the declaration a rule of `mode` for
+/// `fn f(params) -> results` must have.
+pub(crate) fn rule_declaration(mode: Mode, f: &str, params: &[Param], results: &[Type]) -> String {
+    let (ps, rs) = expected_rule_signature(mode, params, results);
+    format!(
+        "rule {mode} {f}({}){} {{ .. }}",
+        fmt_params(&ps),
+        fmt_results(&rs)
+    )
 }
 
 /// `f64`, `mut [f64]`, ...
@@ -389,6 +403,7 @@ fn check_body(
         poisoned: HashSet::new(),
         scopes: vec![Vec::new()],
         results: results.to_vec(),
+        results_span: item.results.as_ref().map(|r| r.span),
         what,
     };
     for (p, decl) in params.iter().zip(&item.params) {
@@ -401,25 +416,20 @@ fn check_body(
         cx.declare(&decl.name, ty, LocalKind::Param);
     }
     let body = cx.block(&item.body, Some(results)).ok()?;
-    if body.ty != Ty::Never && body.tail.is_none() && !results.is_empty() {
-        let end = Span::new(item.body.span.end.saturating_sub(1), item.body.span.end);
-        let mut d = Diagnostic::new(
-            end,
-            format!(
-                "{} must return {}, but its body can end without a value",
-                cx.what,
-                Ty::results(results).describe()
-            ),
-            "end the body with an expression of the result type (no `;`), or `return` a value on every path",
-        )
-        .label("the body can reach its end here");
-        if let Some(r) = &item.results {
-            d = d.secondary(r.span, "result type declared here");
-        }
+    if misses_value(&body, results) {
+        let d = cx.missing_value(&body, &item.body, results, false);
         cx.errors.push(d);
         return None;
     }
     Some((cx.locals, body))
+}
+
+/// Can the checked block `b`, in a position that must produce `results`,
+/// reach its end without a value? (A tail of the wrong type is reported
+/// where it is checked; this is the block without a tail: empty, or ending
+/// in a statement.)
+fn misses_value(b: &Block, results: &[Type]) -> bool {
+    !results.is_empty() && b.ty != Ty::Never && b.tail.is_none()
 }
 
 struct Ctx<'a> {
@@ -431,6 +441,8 @@ struct Ctx<'a> {
     poisoned: HashSet<LocalId>,
     scopes: Vec<Vec<(String, LocalId)>>,
     results: Vec<Type>,
+    /// Where the result types are declared.
+    results_span: Option<Span>,
     /// "`f`" or "the reverse rule of `f`", for messages.
     what: String,
 }
@@ -630,6 +642,10 @@ impl Ctx<'_> {
                 "an array is not a value",
                 "index it (`a[i]`), or pass it to a function that takes an array",
             ),
+            Ty::Unit if matches!(x.kind, ExprKind::If(..)) => (
+                "this `if` has no value",
+                "an `if` has a value only with an `else` and a value at the end of both branches (the last expression, without `;`)",
+            ),
             Ty::Unit => (
                 "this expression has no value",
                 "use it as a statement (`...;`); only expressions with a value can be used here",
@@ -643,7 +659,10 @@ impl Ctx<'_> {
                 "every branch returns; move the `return`s out of the expression",
             ),
         };
-        let label = format!("this is {}", x.ty.describe());
+        let label = match x.kind {
+            ExprKind::If(..) if x.ty == Ty::Unit => "its branches end without a value".to_string(),
+            _ => format!("this is {}", x.ty.describe()),
+        };
         self.error(Diagnostic::new(span, msg, help).label(label))
     }
 
@@ -857,6 +876,81 @@ impl Ctx<'_> {
                 Ok(Stmt::While(c?, body?))
             }
         }
+    }
+
+    /// The diagnostic for a block in result position that can end without
+    /// a value (`misses_value`): the function body (`branch` false) or a
+    /// branch of an `if` in result position.
+    fn missing_value(
+        &self,
+        typed: &Block,
+        block: &ast::Block,
+        results: &[Type],
+        branch: bool,
+    ) -> Diagnostic {
+        let end = Span::new(block.span.end.saturating_sub(1), block.span.end);
+        let want = Ty::results(results).describe();
+        let (message, place) = if branch {
+            (
+                format!(
+                    "this branch of the `if` can end without a value, but {} must return {want}",
+                    self.what
+                ),
+                "branch",
+            )
+        } else {
+            (
+                format!(
+                    "{} must return {want}, but its body can end without a value",
+                    self.what
+                ),
+                "body",
+            )
+        };
+        // `x;` where `x` would have been the value.
+        let fits = |x: &Expr| match results {
+            [t] => {
+                x.ty.ir_scalar() == Some(*t) || (*t == Type::F64 && x.ty == Ty::I64 && x.literal)
+            }
+            _ => x.ty == Ty::Tuple(results.to_vec()),
+        };
+        let discarded = match (typed.stmts.last(), block.stmts.last()) {
+            (Some(Stmt::Expr(x)), Some(s)) if fits(x) => Some(s.span),
+            _ => None,
+        };
+        let mut d = if let Some(span) = discarded {
+            Diagnostic::new(
+                end,
+                message,
+                format!(
+                    "remove the `;` after the last expression of the {place}: a block's last expression without `;` is its value"
+                ),
+            )
+            .label(format!("the {place} ends here without a value"))
+            .secondary(span, "this value is discarded by its `;`")
+        } else if block.stmts.is_empty() && block.tail.is_none() {
+            Diagnostic::new(
+                Span::new(block.span.start, block.span.end),
+                message,
+                format!(
+                    "give the {place} a value of type {want} (a last expression without `;`), or `return` one"
+                ),
+            )
+            .label(format!("empty {place}"))
+        } else {
+            Diagnostic::new(
+                end,
+                message,
+                format!(
+                    "end the {place} with an expression of type {want} (no `;`), or `return` a value on every path"
+                ),
+            )
+            .label(format!("the {place} can reach its end here"))
+        };
+        if let Some(span) = self.results_span {
+            d = d.secondary(span, "result type declared here");
+        }
+        d
     }
 
     fn read_only(&self, name: &Ident, a: LocalId) -> Diagnostic {
@@ -1292,6 +1386,23 @@ impl Ctx<'_> {
             }
             return Ok(expr(ExprKind::If(c, t, None), Ty::Unit));
         };
+        // In result position (a function's tail, `return if ..`, a branch of
+        // such an `if`) each branch is itself in result position: a branch
+        // without a value would make the `if` a unit value that nothing
+        // compares with the declared result.
+        if let (Some(results), Some(els)) = (want, els) {
+            let mut missing = false;
+            for (typed, block) in [(&t, then), (&e, els)] {
+                if misses_value(typed, results) {
+                    let d = self.missing_value(typed, block, results, true);
+                    self.errors.push(d);
+                    missing = true;
+                }
+            }
+            if missing {
+                return Err(Reported);
+            }
+        }
         let literal = |b: &Block| b.tail.as_ref().is_some_and(|x| x.literal);
         if t.ty == Ty::I64 && literal(&t) && e.ty == Ty::F64 {
             t = block_to_f64(t);

@@ -34,9 +34,27 @@ impl Span {
     }
 }
 
-/// One error: where, what, and what to do about it.
+/// An error stops compilation; a warning does not.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub enum Severity {
+    #[default]
+    Error,
+    Warning,
+}
+
+impl Severity {
+    pub fn name(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// One error (or warning): where, what, and what to do about it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Diagnostic {
+    pub severity: Severity,
     pub span: Span,
     pub message: String,
     /// Text printed under the span (may be empty).
@@ -50,11 +68,20 @@ pub struct Diagnostic {
 impl Diagnostic {
     pub fn new(span: Span, message: impl Into<String>, help: impl Into<String>) -> Diagnostic {
         Diagnostic {
+            severity: Severity::Error,
             span,
             message: message.into(),
             label: String::new(),
             help: help.into(),
             secondary: Vec::new(),
+        }
+    }
+
+    /// A warning: reported, but compilation goes on.
+    pub fn warning(span: Span, message: impl Into<String>, help: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            severity: Severity::Warning,
+            ..Diagnostic::new(span, message, help)
         }
     }
 
@@ -95,6 +122,11 @@ impl Diagnostics {
         }
     }
 
+    /// Other diagnostics about the same file.
+    pub fn new_like(other: &Diagnostics, errors: Vec<Diagnostic>) -> Diagnostics {
+        Diagnostics::new(&other.file_name, &other.source, errors)
+    }
+
     /// The errors, in the order they were found.
     pub fn errors(&self) -> &[Diagnostic] {
         &self.errors
@@ -113,6 +145,21 @@ impl Diagnostics {
         line_col(&self.source, offset)
     }
 
+    /// Each diagnostic as its one-line summary, a blank line and its
+    /// rendered excerpt (what the command prints for warnings).
+    pub fn report(&self) -> String {
+        let mut out = String::new();
+        for d in &self.errors {
+            let one = Diagnostics {
+                file_name: self.file_name.clone(),
+                source: self.source.clone(),
+                errors: vec![d.clone()],
+            };
+            out += &format!("{}\n\n{}", one.summary(), one.render());
+        }
+        out
+    }
+
     /// All errors, rendered by `codespan-reporting` without colour.
     pub fn render(&self) -> String {
         let file = SimpleFile::new(self.file_name.as_str(), self.source.as_str());
@@ -126,7 +173,11 @@ impl Diagnostics {
                     .iter()
                     .map(|(s, m)| Label::secondary((), s.start..s.end).with_message(m.clone())),
             );
-            let diag = CsDiagnostic::error()
+            let diag = match d.severity {
+                Severity::Error => CsDiagnostic::error(),
+                Severity::Warning => CsDiagnostic::warning(),
+            };
+            let diag = diag
                 .with_message(d.message.clone())
                 .with_labels(labels)
                 .with_notes(vec![format!("help: {}", d.help)]);
@@ -139,12 +190,18 @@ impl Diagnostics {
         String::from_utf8_lossy(&out.into_inner()).into_owned()
     }
 
-    /// One line: `file:line:col: error: message` of the first error.
+    /// One line: `file:line:col: error: message` of the first error
+    /// (`warning:` for a warning).
     pub fn summary(&self) -> String {
         match self.errors.first() {
             Some(d) => {
                 let (line, col) = self.line_col(d.span.start);
-                format!("{}:{line}:{col}: error: {}", self.file_name, d.message)
+                format!(
+                    "{}:{line}:{col}: {}: {}",
+                    self.file_name,
+                    d.severity.name(),
+                    d.message
+                )
             }
             None => format!("{}: error: no diagnostics", self.file_name),
         }

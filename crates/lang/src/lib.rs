@@ -25,13 +25,15 @@
 
 pub mod ast;
 pub mod check;
+pub mod coverage;
 pub mod diagnostic;
 pub mod lexer;
 pub mod lower;
 pub mod parser;
 pub mod typed;
 
-pub use diagnostic::{Diagnostic, Diagnostics, Span};
+pub use coverage::ModeCoverage;
+pub use diagnostic::{Diagnostic, Diagnostics, Severity, Span};
 
 /// The stack of the thread the front end runs on. Every stage recurses over
 /// the syntax tree, whose depth the parser bounds ([`parser::MAX_DEPTH`]);
@@ -43,34 +45,73 @@ pub const STACK_SIZE: usize = 64 << 20;
 /// Compiles a whole `.adz` file to an IR module (every fn and rule), or
 /// returns diagnostics.
 pub fn compile(file_name: &str, source: &str) -> Result<adze_ir::Module, Diagnostics> {
+    on_big_stack(|| compile_here(file_name, source, false)).map(|(m, _)| m)
+}
+
+/// [`compile`], and the [`ModeCoverage`] of the file: its call graph and
+/// `autodiff` requests, for the warnings about rules that do not cover a
+/// mode the program differentiates in.
+pub fn compile_with_coverage(
+    file_name: &str,
+    source: &str,
+) -> Result<(adze_ir::Module, ModeCoverage), Diagnostics> {
+    let (module, coverage) = on_big_stack(|| compile_here(file_name, source, true))?;
+    let coverage = coverage.unwrap_or_else(|| ModeCoverage::empty(file_name, source));
+    Ok((module, coverage))
+}
+
+/// Runs `f` on a thread with a [`STACK_SIZE`] stack (or here, on the
+/// caller's stack, if no thread can be started).
+fn on_big_stack<T: Send>(f: impl Fn() -> T + Sync) -> T {
     std::thread::scope(|scope| {
         let thread = std::thread::Builder::new()
             .name("adze-lang".into())
             .stack_size(STACK_SIZE)
-            .spawn_scoped(scope, || compile_here(file_name, source));
+            .spawn_scoped(scope, &f);
         match thread {
             Ok(handle) => handle
                 .join()
                 .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
-            // No thread available: run here, on the caller's stack.
-            Err(_) => compile_here(file_name, source),
+            Err(_) => f(),
         }
     })
 }
 
-fn compile_here(file_name: &str, source: &str) -> Result<adze_ir::Module, Diagnostics> {
+type Compiled = (adze_ir::Module, Option<ModeCoverage>);
+
+fn compile_here(file_name: &str, source: &str, coverage: bool) -> Result<Compiled, Diagnostics> {
     let fail = |errors| Diagnostics::new(file_name, source, errors);
     let tokens = lexer::lex(source).map_err(fail)?;
     let file = parser::parse(source, &tokens).map_err(fail)?;
     let program = check::check(&file).map_err(fail)?;
-    Ok(lower::lower(&program))
+    let coverage = coverage.then(|| {
+        let sigs: Vec<_> = file
+            .items
+            .iter()
+            .map(|item| check::signature(item, &mut Vec::new()))
+            .collect();
+        ModeCoverage::new(file_name, source, &file, &sigs)
+    });
+    Ok((lower::lower(&program), coverage))
 }
 
 /// Same as [`compile`], from bytes: invalid UTF-8 is a diagnostic at the
 /// first bad byte.
 pub fn compile_bytes(file_name: &str, source: &[u8]) -> Result<adze_ir::Module, Diagnostics> {
+    compile(file_name, utf8(file_name, source)?)
+}
+
+/// [`compile_with_coverage`] from bytes, as [`compile_bytes`].
+pub fn compile_bytes_with_coverage(
+    file_name: &str,
+    source: &[u8],
+) -> Result<(adze_ir::Module, ModeCoverage), Diagnostics> {
+    compile_with_coverage(file_name, utf8(file_name, source)?)
+}
+
+fn utf8<'a>(file_name: &str, source: &'a [u8]) -> Result<&'a str, Diagnostics> {
     match std::str::from_utf8(source) {
-        Ok(text) => compile(file_name, text),
+        Ok(text) => Ok(text),
         Err(e) => {
             // The lossy text agrees with the source up to the bad byte, which
             // becomes one U+FFFD (3 bytes) there.

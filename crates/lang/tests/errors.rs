@@ -246,6 +246,83 @@ fn results_and_returns() {
     );
 }
 
+/// Issue #13, item 5: a declared result that some path can miss is a
+/// diagnostic, wherever the `if` that misses it sits.
+#[test]
+fn a_missing_result_on_some_path_is_an_error() {
+    // A final `if` whose branches end in `;`.
+    check(
+        "fn relu(x: f64) -> f64 { if x > 0.0 { x; } else { 0.0; } }",
+        "this branch of the `if` can end without a value",
+    );
+    check(
+        "fn relu(x: f64) -> f64 { if x > 0.0 { x; } else { 0.0; } }",
+        "remove the `;`",
+    );
+    // An empty `else`, the other branch returning.
+    check(
+        "fn h(a: f64) -> f64 { if a > 0.0 { return 1.0; } else { } }",
+        "this branch of the `if` can end without a value",
+    );
+    check(
+        "fn h(a: f64) -> f64 { if a > 0.0 { return 1.0; } else { } }",
+        "empty branch",
+    );
+    // One branch only.
+    check(
+        "fn f(x: f64) -> f64 { if x > 0.0 { x } else { 0.0; } }",
+        "can end without a value",
+    );
+    check(
+        "fn f(x: f64) -> f64 { if x > 0.0 { 1.0; } else { x } }",
+        "can end without a value",
+    );
+    // Deeper: `else if` chains, nested `if`s, `return if`, tuples, rules.
+    check(
+        "fn f(x: f64) -> f64 { if x > 0.0 { 1.0 } else if x < 0.0 { 2.0 } else { } }",
+        "can end without a value",
+    );
+    check(
+        "fn f(x: f64) -> f64 { if x > 0.0 { if x > 1.0 { 1.0 } else { 2.0; } } else { 3.0 } }",
+        "can end without a value",
+    );
+    check(
+        "fn f(x: f64) -> f64 { return if x > 0.0 { 1.0; } else { 2.0 }; }",
+        "can end without a value",
+    );
+    check(
+        "fn f(x: f64) -> (f64, f64) { if x > 0.0 { (x, x) } else { } }",
+        "can end without a value",
+    );
+    check(
+        "fn f(x: f64) -> f64 { x } rule reverse f(x: f64, dret: f64) -> f64 { if x > 0.0 { dret; } else { 0.0 } }",
+        "can end without a value",
+    );
+    // A body whose last statement is an expression with `;`.
+    check("fn f(x: f64) -> f64 { x * 2.0; }", "remove the `;`");
+    // Value positions: `let`, `var`, assignment, operands, arguments.
+    for src in [
+        "fn f(c: bool) -> f64 { let x = if c { 1.0; } else { 2.0; }; x }",
+        "fn f(c: bool) -> f64 { var x = if c { 1.0; } else { 2.0; }; x }",
+        "fn f(c: bool) -> f64 { var x = 0.0; x = if c { 1.0; } else { 2.0; }; x }",
+        "fn f(c: bool) -> f64 { 1.0 + if c { 1.0; } else { 2.0; } }",
+        "fn f(c: bool) -> f64 { sin(if c { 1.0; } else { 2.0; }) }",
+        "fn f(c: bool, a: mut [f64]) { a[0] = if c { 1.0; } else { 2.0; }; }",
+    ] {
+        check(src, "this `if` has no value");
+    }
+    check(
+        "fn f(c: bool) -> f64 { let x = if c { 1.0 } else { 2.0; }; x }",
+        "`if` and `else` have different types",
+    );
+    // Still fine: statements, unit functions, values on every path.
+    ok("fn f(x: f64) -> f64 { if x > 0.0 { x } else { 0.0 } }");
+    ok("fn f(x: f64) -> f64 { if x > 0.0 { return x; } else { 0.0 } }");
+    ok("fn f(x: f64) -> f64 { if x > 0.0 { x; } else { 0.0; } x }");
+    ok("fn f(a: mut [f64]) { if a[0] > 0.0 { a[0] = 1.0; } else { } }");
+    ok("fn f(a: mut [f64]) { if a[0] > 0.0 { a[0] = 1.0; } }");
+}
+
 #[test]
 fn rules() {
     check(
