@@ -604,14 +604,7 @@ impl<'a> FnGen<'a> {
         let a = self.fexpr(2);
         let b = self.fexpr(2);
         match self.rng.below(6) {
-            0 => self.line(format!("{name}({a}, {b});")),
-            1 => {
-                let (p, q) = (self.fresh("p"), self.fresh("q"));
-                self.line(format!("var ({p}, {q}) = {name}({a}, {b});"));
-                let scope = self.top();
-                scope.f.extend([p.clone(), q.clone()]);
-                scope.vars.extend([p, q]);
-            }
+            0 | 1 => self.line(format!("{name}({a}, {b});")),
             k => {
                 let (p, q) = (self.fresh("p"), self.fresh("q"));
                 self.line(format!("let ({p}, {q}) = {name}({a}, {b});"));
@@ -767,10 +760,23 @@ impl<'a> FnGen<'a> {
         }
     }
 
-    /// A tail expression that uses (some of) the given names.
+    /// A tail expression that uses (some of) the given names and some of
+    /// the function's own f64 locals (others stay unused on purpose).
     fn tail_with(&mut self, names: &[String]) -> String {
         let mut e = self.fexpr(2);
-        for n in names {
+        let params = ["x", "y", "tx", "ty", "dret", "d1", "d2"];
+        let locals: Vec<String> = self
+            .fnames()
+            .into_iter()
+            .filter(|n| !params.contains(&n.as_str()) && !names.contains(n))
+            .collect();
+        let mut used: Vec<String> = names.to_vec();
+        for l in locals.iter().rev().take(4) {
+            if self.rng.chance(60) {
+                used.push(l.clone());
+            }
+        }
+        for n in &used {
             let op = *self.rng.pick(&["+", "-", "+", "*"]);
             e = format!("{e} {op} {n}");
         }
@@ -859,7 +865,7 @@ pub fn generate(seed: u64, config: &GenConfig) -> Program {
         match h.kind {
             Kind::Scalar => {
                 g.stmts(stmts, 0);
-                let t = g.fexpr(3);
+                let t = g.tail_with(&[]);
                 g.line(t);
             }
             Kind::Diff => {
@@ -867,16 +873,13 @@ pub fn generate(seed: u64, config: &GenConfig) -> Program {
                 g.autodiff_left = 1;
                 g.autodiff_stmt();
                 g.stmts(stmts.min(2), 0);
-                let t = g.fexpr(2);
-                let fs = g.fnames();
-                let last = fs.last().cloned().into_iter().collect::<Vec<_>>();
-                let t = format!("{t} + {}", last.join(""));
+                let t = g.tail_with(&[]);
                 g.line(t);
             }
             Kind::Tuple => {
                 features.tuple += 1;
                 g.stmts(stmts, 0);
-                let a = g.fexpr(3);
+                let a = g.tail_with(&[]);
                 // The second result is often singular at the points.
                 let b = if g.rng.chance(50) {
                     let f = *g.rng.pick(&["sqrt", "log", "cbrt", "asin"]);
@@ -893,7 +896,7 @@ pub fn generate(seed: u64, config: &GenConfig) -> Program {
                 let v = g.singular_arg(1);
                 g.line(format!("a[0] = {f}({v});"));
                 g.stmts(stmts, 0);
-                let t = g.fexpr(3);
+                let t = g.tail_with(&[]);
                 g.line(t);
             }
             Kind::Recursive => {

@@ -35,6 +35,9 @@ pub struct Config {
     pub reduce: bool,
     /// Predicate evaluations allowed per reduction.
     pub max_reduce_tests: usize,
+    /// Compare NaN payloads too (off: every NaN equals every NaN, see
+    /// [`run::categorize`]).
+    pub exact_nan: bool,
 }
 
 impl Default for Config {
@@ -46,6 +49,7 @@ impl Default for Config {
             fd: true,
             reduce: false,
             max_reduce_tests: 400,
+            exact_nan: false,
         }
     }
 }
@@ -320,10 +324,11 @@ pub fn check_function_args(
     for (p, &point) in points.iter().enumerate() {
         stats.comparisons += 1;
         let col: Vec<&Observed> = outs.iter().map(|o| &o[p]).collect();
-        let gs = run::groups(&col);
+        let gs = run::groups(&col, config.exact_nan);
         let finding = if gs.len() > 1 {
             let (a, b) = (gs[0][0], gs[1][0]);
-            let cat = run::categorize(&col[a].res, &col[b].res).expect("different groups");
+            let cat = run::categorize(&col[a].res, &col[b].res, config.exact_nan)
+                .expect("different groups");
             stats.disagreements += 1;
             *stats.by_category.entry(cat.name().to_string()).or_default() += 1;
             Some((FindingKind::Disagreement(cat), (a, b)))
@@ -401,7 +406,8 @@ pub fn still_shows(
     );
     match &finding.kind {
         FindingKind::Disagreement(cat) => {
-            run::categorize(&outs[0][0].res, &outs[1][0].res).as_ref() == Some(cat)
+            run::categorize(&outs[0][0].res, &outs[1][0].res, config.exact_nan).as_ref()
+                == Some(cat)
         }
         FindingKind::Internal => outs[0][0].internal && outs[0][0].res == finding.witness,
     }

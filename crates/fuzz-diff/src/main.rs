@@ -41,6 +41,10 @@ struct Args {
     /// Skip the finite-difference check.
     #[arg(long)]
     no_fd: bool,
+    /// Compare NaN payloads (sign and bits) too; by default every NaN
+    /// equals every NaN, as adze's semantics leave payloads unspecified.
+    #[arg(long)]
+    exact_nan: bool,
     /// Stop after this many findings (0: never).
     #[arg(long, default_value_t = 0)]
     max_findings: usize,
@@ -65,6 +69,7 @@ fn main() {
         reduce: args.reduce,
         max_reduce_tests: args.max_reduce_tests,
         fd: !args.no_fd,
+        exact_nan: args.exact_nan,
         ..Config::default()
     };
     let stats = match &args.file {

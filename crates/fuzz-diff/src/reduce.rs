@@ -27,7 +27,8 @@ pub fn reduce(source: &str, still: impl FnMut(&str) -> bool, max_tests: usize) -
         lines = r.items(lines);
         lines = r.blocks(lines);
         lines = r.ddmin(lines);
-        if lines.len() == before || r.exhausted() {
+        let simplified = r.expressions(&mut lines);
+        if (lines.len() == before && !simplified) || r.exhausted() {
             break;
         }
     }
@@ -183,6 +184,28 @@ impl<F: FnMut(&str) -> bool> Reducer<F> {
         lines
     }
 
+    /// Simplifies expressions inside lines (see [`simplifications`]);
+    /// returns whether anything changed.
+    fn expressions(&mut self, lines: &mut [String]) -> bool {
+        let mut changed = false;
+        for i in 0..lines.len() {
+            let mut progress = true;
+            while progress && !self.exhausted() {
+                progress = false;
+                for cand in simplifications(&lines[i]) {
+                    let old = std::mem::replace(&mut lines[i], cand);
+                    if self.test(lines) {
+                        progress = true;
+                        changed = true;
+                        break;
+                    }
+                    lines[i] = old;
+                }
+            }
+        }
+        changed
+    }
+
     /// Classic ddmin on lines: delete chunks of n/2, n/4, .., single lines.
     fn ddmin(&mut self, mut lines: Vec<String>) -> Vec<String> {
         let mut chunk = (lines.len() / 2).max(1);
@@ -215,6 +238,202 @@ impl<F: FnMut(&str) -> bool> Reducer<F> {
     }
 }
 
+/// Names whose calls the expression phase leaves alone (replacing them by
+/// an argument can never type-check).
+const KEEP_CALLS: [&str; 8] = [
+    "autodiff", "zeros", "dual", "const", "active", "dup", "fill", "len",
+];
+
+/// Byte ranges `(start, end)` of the depth-0 operands of `s` split at
+/// binary arithmetic operators written with spaces around them (the
+/// generator always writes them so; a unary minus has none after it).
+fn operands(s: &str) -> Vec<(usize, usize)> {
+    let b = s.as_bytes();
+    let mut depth = 0i64;
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut i = 0;
+    while i < b.len() {
+        match b[i] {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            b' ' if depth == 0
+                && i + 2 < b.len()
+                && matches!(b[i + 1], b'+' | b'-' | b'*' | b'/' | b'^')
+                && b[i + 2] == b' ' =>
+            {
+                out.push((start, i));
+                start = i + 3;
+                i += 3;
+                continue;
+            }
+            _ => {}
+        }
+        i += 1;
+    }
+    out.push((start, b.len()));
+    out
+}
+
+/// Depth-0 comma-separated parts of `s`.
+fn split_commas(s: &str) -> Vec<&str> {
+    let mut depth = 0i64;
+    let mut out = Vec::new();
+    let mut start = 0;
+    for (i, c) in s.char_indices() {
+        match c {
+            '(' | '[' | '{' => depth += 1,
+            ')' | ']' | '}' => depth -= 1,
+            ',' if depth == 0 => {
+                out.push(s[start..i].trim());
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(s[start..].trim());
+    out
+}
+
+/// `if C { A } else { B }` → `(A, B)`.
+fn if_branches(s: &str) -> Option<(&str, &str)> {
+    let s = s.strip_prefix("if ")?;
+    let mut depth = 0i64;
+    let mut open = None;
+    let mut blocks = Vec::new();
+    for (i, c) in s.char_indices() {
+        match c {
+            '{' => {
+                if depth == 0 {
+                    open = Some(i + 1);
+                }
+                depth += 1;
+            }
+            '}' => {
+                depth -= 1;
+                if depth == 0 {
+                    blocks.push(s[open?..i].trim());
+                }
+            }
+            '(' | '[' => depth += 1,
+            ')' | ']' => depth -= 1,
+            _ => {}
+        }
+    }
+    match blocks.as_slice() {
+        [a, b] => Some((a, b)),
+        _ => None,
+    }
+}
+
+/// The part of a line that is an expression: a `let`/`var`/assignment's
+/// right-hand side, a `return` value, or a tail line.
+fn expr_region(line: &str) -> Option<(usize, usize)> {
+    let t = line.trim_end();
+    if t.ends_with('{') || t.ends_with('}') || t.trim_start().starts_with("//") {
+        return None;
+    }
+    let lead = line.len() - line.trim_start().len();
+    if let Some(body) = t.strip_suffix(';') {
+        if let Some(p) = body.find(" = ") {
+            return Some((p + 3, body.len()));
+        }
+        if let Some(p) = body.find("return ") {
+            return Some((p + 7, body.len()));
+        }
+        return None;
+    }
+    (t.len() > lead).then_some((lead, t.len()))
+}
+
+/// Simpler versions of one line, most aggressive first.
+fn simplifications(line: &str) -> Vec<String> {
+    let t = line.trim_start();
+    if t.starts_with("fn ") || t.starts_with("rule ") || t.starts_with("#[") {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut replace = |a: usize, b: usize, with: &str| {
+        let cand = format!("{}{}{}", &line[..a], with, &line[b..]);
+        if cand != line && !out.contains(&cand) {
+            out.push(cand);
+        }
+    };
+    // The whole expression: one of its operands, or all but one.
+    if let Some((a, b)) = expr_region(line) {
+        let region = &line[a..b];
+        let ops = operands(region);
+        if ops.len() > 1 {
+            for &(s, e) in &ops {
+                replace(a, b, &region[s..e]);
+            }
+            for k in 0..ops.len() {
+                let (s, e) = if k == 0 {
+                    (ops[0].0, ops[1].0)
+                } else {
+                    (ops[k - 1].1, ops[k].1)
+                };
+                replace(a + s, a + e, "");
+            }
+        }
+    }
+    // Each parenthesised group, outermost first: a call by one of its
+    // arguments, `(if ..)` by a branch, `(a op b)` by an operand; any
+    // group by `x`.
+    let bytes = line.as_bytes();
+    let mut stack = Vec::new();
+    let mut groups = Vec::new();
+    for (i, &c) in bytes.iter().enumerate() {
+        if c == b'(' {
+            stack.push(i);
+        } else if c == b')' {
+            if let Some(o) = stack.pop() {
+                groups.push((stack.len(), o, i));
+            }
+        }
+    }
+    groups.sort();
+    let (lo, hi) = expr_region(line).unwrap_or((0, 0));
+    for (_, open, close) in groups {
+        if open < lo || close >= hi {
+            continue;
+        }
+        let mut start = open;
+        while start > 0 && (bytes[start - 1].is_ascii_alphanumeric() || bytes[start - 1] == b'_') {
+            start -= 1;
+        }
+        let callee = &line[start..open];
+        if KEEP_CALLS.contains(&callee) {
+            continue;
+        }
+        if callee.starts_with(|c: char| c.is_ascii_digit()) {
+            continue;
+        }
+        let inner = &line[open + 1..close];
+        if !callee.is_empty() {
+            // A call: not `f64(i)` (an i64 argument), nor a tuple pattern.
+            if callee == "f64" {
+                continue;
+            }
+            for arg in split_commas(inner) {
+                replace(start, close + 1, &format!("({arg})"));
+            }
+        } else if let Some((x, y)) = if_branches(inner) {
+            replace(open, close + 1, &format!("({x})"));
+            replace(open, close + 1, &format!("({y})"));
+        } else {
+            let ops = operands(inner);
+            if ops.len() > 1 {
+                for &(s, e) in &ops {
+                    replace(open, close + 1, &format!("({})", &inner[s..e]));
+                }
+            }
+        }
+        replace(start, close + 1, "x");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -234,6 +453,20 @@ mod tests {
         assert!(r.contains(&(0, 6, true)));
         assert!(r.contains(&(1, 5, true)));
         assert!(r.contains(&(3, 4, false)));
+    }
+
+    #[test]
+    fn expressions_are_split_at_their_operators_and_groups() {
+        let c = simplifications("    let v = (a + sin(b)) * c - d;");
+        assert!(c.contains(&"    let v = c;".to_string()), "{c:?}");
+        assert!(c.contains(&"    let v = (a + sin(b)) * c;".to_string()));
+        assert!(c.contains(&"    let v = (a) * c - d;".to_string()));
+        assert!(c.contains(&"    let v = (a + (b)) * c - d;".to_string()));
+        let c = simplifications("    (if y < x { 1.0 } else { -(x) }) + y");
+        assert!(c.contains(&"    (-(x)) + y".to_string()), "{c:?}");
+        assert!(simplifications("fn f(x: f64) -> f64 {").is_empty());
+        let c = simplifications("    let (a, b) = autodiff(reverse, f, active, active(x), active(y));");
+        assert!(c.is_empty(), "{c:?}");
     }
 
     #[test]

@@ -356,7 +356,12 @@ impl Category {
 }
 
 /// The category of a difference between two outcomes (`None`: equal).
-pub fn categorize(a: &Res, b: &Res) -> Option<Category> {
+/// With `exact_nan` off, two NaNs are equal whatever their payloads (sign
+/// included): adze's semantics leave NaN payloads unspecified
+/// (docs/robustness.md, "Integer and float semantics"), and the JIT
+/// without the optimizer and the interpreter do give NaNs of different
+/// signs.
+pub fn categorize(a: &Res, b: &Res, exact_nan: bool) -> Option<Category> {
     if a == b {
         return None;
     }
@@ -370,6 +375,9 @@ pub fn categorize(a: &Res, b: &Res) -> Option<Category> {
                 }
                 let (u, v) = (f64::from_bits(p), f64::from_bits(q));
                 let c = if u.is_nan() && v.is_nan() {
+                    if !exact_nan {
+                        continue;
+                    }
                     Category::NanPayload
                 } else if u.is_nan() || v.is_nan() {
                     Category::NanVsNumber
@@ -414,11 +422,15 @@ pub fn ulps(a: f64, b: f64) -> u64 {
     (key(a) - key(b)).unsigned_abs().min(u64::MAX as u128) as u64
 }
 
-/// Groups equal outcomes: each group lists the indices of its settings.
-pub fn groups(outs: &[&Observed]) -> Vec<Vec<usize>> {
+/// Groups equal outcomes (in the sense of [`categorize`]): each group lists
+/// the indices of its settings.
+pub fn groups(outs: &[&Observed], exact_nan: bool) -> Vec<Vec<usize>> {
     let mut gs: Vec<Vec<usize>> = Vec::new();
     for (i, o) in outs.iter().enumerate() {
-        match gs.iter_mut().find(|g| outs[g[0]].res == o.res) {
+        match gs
+            .iter_mut()
+            .find(|g| categorize(&outs[g[0]].res, &o.res, exact_nan).is_none())
+        {
             Some(g) => g.push(i),
             None => gs.push(vec![i]),
         }

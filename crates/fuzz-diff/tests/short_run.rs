@@ -84,7 +84,6 @@ fn the_generator_covers_every_feature() {
         "abs(",
         "(1.0 / (",
         "return",
-        "var (",
         "n - 1)",
         "autodiff(forward, f",
         "autodiff(reverse, f",
