@@ -233,7 +233,10 @@ impl<'a> FnGen<'a> {
         self.scopes.last_mut().unwrap()
     }
     fn fnames(&self) -> Vec<String> {
-        self.scopes.iter().flat_map(|s| s.f.iter().cloned()).collect()
+        self.scopes
+            .iter()
+            .flat_map(|s| s.f.iter().cloned())
+            .collect()
     }
     fn vars(&self) -> Vec<String> {
         self.scopes
@@ -1134,9 +1137,9 @@ fn forward_rule(rng: &mut Rng, helpers: &[Helper], k: usize, calls: &mut [Vec<us
         Kind::Scalar | Kind::Diff => {
             format!("rule forward {f}(x: f64, tx: f64, y: f64, ty: f64) -> (f64, f64) {{")
         }
-        Kind::Tuple => format!(
-            "rule forward {f}(x: f64, tx: f64, y: f64, ty: f64) -> (f64, f64, f64, f64) {{"
-        ),
+        Kind::Tuple => {
+            format!("rule forward {f}(x: f64, tx: f64, y: f64, ty: f64) -> (f64, f64, f64, f64) {{")
+        }
         Kind::Writer => {
             scope.arrays.push(("ta".into(), 2, true));
             format!(
@@ -1145,9 +1148,7 @@ fn forward_rule(rng: &mut Rng, helpers: &[Helper], k: usize, calls: &mut [Vec<us
         }
         Kind::Recursive => {
             scope.ints.push("n".into());
-            format!(
-                "rule forward {f}(x: f64, tx: f64, y: f64, ty: f64, n: i64) -> (f64, f64) {{"
-            )
+            format!("rule forward {f}(x: f64, tx: f64, y: f64, ty: f64, n: i64) -> (f64, f64) {{")
         }
     };
     let mut g = FnGen::new(rng, helpers, k, scope);

@@ -35,6 +35,8 @@ pub struct Config {
     pub reduce: bool,
     /// Predicate evaluations allowed per reduction.
     pub max_reduce_tests: usize,
+    /// Reduce at most this many findings of one signature.
+    pub max_reduced_per_signature: usize,
     /// Compare NaN payloads too (off: every NaN equals every NaN, see
     /// [`run::categorize`]).
     pub exact_nan: bool,
@@ -50,6 +52,7 @@ impl Default for Config {
             reduce: false,
             max_reduce_tests: 400,
             exact_nan: false,
+            max_reduced_per_signature: 3,
         }
     }
 }
@@ -80,6 +83,10 @@ pub struct Finding {
     /// an internal finding).
     pub witness: Res,
     pub reduced: Option<String>,
+    /// What kind of bug this is, for grouping: the category and the classes
+    /// of the two outcomes (`NaN vs number: values/values`,
+    /// `error: values/jit:Unsupported`).
+    pub signature: String,
 }
 
 impl Finding {
@@ -88,10 +95,7 @@ impl Finding {
             FindingKind::Disagreement(c) => format!("disagreement ({})", c.name()),
             FindingKind::Internal => "internal error".to_string(),
         };
-        let seed = self
-            .seed
-            .map(|s| format!("seed {s}, "))
-            .unwrap_or_default();
+        let seed = self.seed.map(|s| format!("seed {s}, ")).unwrap_or_default();
         format!(
             "{seed}{} at (x, y) = ({:?}, {:?}): {what}",
             self.func, self.point.0, self.point.1
@@ -154,7 +158,10 @@ pub struct Stats {
     pub fd_mismatches: Vec<FdMismatch>,
     /// Rejected programs (seed, first diagnostic), the first few.
     pub rejects: Vec<(u64, String)>,
+    /// Findings (one per function of a program), all of them.
     pub findings: Vec<Finding>,
+    /// Findings by signature (see [`Finding::signature`]).
+    pub by_signature: BTreeMap<String, usize>,
     pub elapsed: Duration,
 }
 
@@ -207,6 +214,9 @@ impl Stats {
             },
             self.internal
         ));
+        for (sig, n) in &self.by_signature {
+            s.push_str(&format!("  findings of kind `{sig}`: {n}\n"));
+        }
         s.push_str(&format!(
             "finite differences: {} checked, {} skipped (not smooth or not finite), {} mismatches\n",
             self.fd_checked,
@@ -227,12 +237,7 @@ impl Stats {
 }
 
 /// Generates and checks the programs of seeds `seed .. seed + count`.
-pub fn fuzz(
-    seed: u64,
-    count: u64,
-    config: &Config,
-    mut on_finding: impl FnMut(&Finding),
-) -> Stats {
+pub fn fuzz(seed: u64, count: u64, config: &Config, mut on_finding: impl FnMut(&Finding)) -> Stats {
     let start = std::time::Instant::now();
     let mut stats = Stats::default();
     for s in seed..seed.saturating_add(count) {
@@ -360,6 +365,14 @@ pub fn check_function_args(
                     )
                 })
                 .collect();
+            let signature = match &kind {
+                FindingKind::Disagreement(c) => {
+                    let mut classes = [col[pair.0].res.class(), col[pair.1].res.class()];
+                    classes.sort();
+                    format!("{}: {}/{}", c.name(), classes[0], classes[1])
+                }
+                FindingKind::Internal => format!("internal: {}", col[0].res.class()),
+            };
             let mut f = Finding {
                 seed,
                 source: source.to_string(),
@@ -370,10 +383,19 @@ pub fn check_function_args(
                 pair,
                 witness: col[pair.0].res.clone(),
                 reduced: None,
+                signature,
             };
-            if config.reduce {
+            // Reduce the first finding of a program, unless this kind of
+            // finding has been reduced `max_reduced_per_signature` times.
+            let seen = stats.by_signature.get(&f.signature).copied().unwrap_or(0);
+            let first_of_program = !stats
+                .findings
+                .iter()
+                .any(|g| g.seed == seed && g.source == f.source);
+            if config.reduce && first_of_program && seen < config.max_reduced_per_signature {
                 f.reduced = Some(reduce_finding(&f, &args[p], config));
             }
+            *stats.by_signature.entry(f.signature.clone()).or_default() += 1;
             stats.findings.push(f);
         }
     }

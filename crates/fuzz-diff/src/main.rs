@@ -35,6 +35,10 @@ struct Args {
     /// Predicate evaluations allowed per reduction.
     #[arg(long, default_value_t = 400)]
     max_reduce_tests: usize,
+    /// Reduce (and print in full) at most this many findings of one kind
+    /// (signature); the others are listed by their title.
+    #[arg(long, default_value_t = 3)]
+    per_signature: usize,
     /// Print every generated program before checking it.
     #[arg(long)]
     print: bool,
@@ -70,6 +74,7 @@ fn main() {
         max_reduce_tests: args.max_reduce_tests,
         fd: !args.no_fd,
         exact_nan: args.exact_nan,
+        max_reduced_per_signature: args.per_signature,
         ..Config::default()
     };
     let stats = match &args.file {
@@ -100,8 +105,16 @@ fn run_seeds(args: &Args, config: &Config) -> Stats {
             );
         }
         adze_fuzz_diff::check_program(&prog, config, &mut stats);
-        for f in &stats.findings[printed..] {
-            println!("{}", f.report());
+        for (i, f) in stats.findings.iter().enumerate().skip(printed) {
+            let earlier = stats.findings[..i]
+                .iter()
+                .filter(|g| g.signature == f.signature)
+                .count();
+            if earlier < args.per_signature {
+                println!("{}", f.report());
+            } else {
+                println!("=== {} [{}]", f.title(), f.signature);
+            }
         }
         printed = stats.findings.len();
         if args.max_findings > 0 && printed >= args.max_findings {
@@ -158,14 +171,7 @@ fn check_file(path: &PathBuf, funcs: &[String], config: &Config) -> Stats {
             arg_lists.push(vals.into_iter().map(adze::adze_ir::Val::F64).collect());
         }
         adze_fuzz_diff::check_function_args(
-            &module,
-            &source,
-            None,
-            name,
-            &points,
-            &arg_lists,
-            config,
-            &mut stats,
+            &module, &source, None, name, &points, &arg_lists, config, &mut stats,
         );
     }
     for f in &stats.findings {

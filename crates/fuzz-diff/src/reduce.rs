@@ -465,7 +465,8 @@ mod tests {
         let c = simplifications("    (if y < x { 1.0 } else { -(x) }) + y");
         assert!(c.contains(&"    (-(x)) + y".to_string()), "{c:?}");
         assert!(simplifications("fn f(x: f64) -> f64 {").is_empty());
-        let c = simplifications("    let (a, b) = autodiff(reverse, f, active, active(x), active(y));");
+        let c =
+            simplifications("    let (a, b) = autodiff(reverse, f, active, active(x), active(y));");
         assert!(c.is_empty(), "{c:?}");
     }
 

@@ -155,7 +155,12 @@ fn observe_trap(e: &RunError) -> Observed {
 fn observe_outcome(o: &Outcome) -> Observed {
     let mut bits = Vec::new();
     let mut text = String::new();
-    for v in o.results.iter().chain(o.args.iter()) {
+    // Results, then the final contents of array arguments (scalar
+    // arguments never change).
+    for v in o.results.iter() {
+        push_bits(v, &mut bits);
+    }
+    for v in o.args.iter().filter(|v| matches!(v, Val::Array(_))) {
         push_bits(v, &mut bits);
     }
     for (i, v) in o.results.iter().enumerate() {
@@ -251,15 +256,15 @@ pub fn run_prepared(
                 limits,
                 ..adze::adze_jit::JitOptions::default()
             };
-            let compiled =
-                match catch_unwind(AssertUnwindSafe(|| adze::adze_jit::compile(module, id, &options)))
-                {
-                    Ok(Ok(c)) => c,
-                    Ok(Err(e)) => {
-                        return vec![observe_error(&adze::Error::Jit(e)); points.len()];
-                    }
-                    Err(p) => return vec![Observed::panic(panic_message(&*p)); points.len()],
-                };
+            let compiled = match catch_unwind(AssertUnwindSafe(|| {
+                adze::adze_jit::compile(module, id, &options)
+            })) {
+                Ok(Ok(c)) => c,
+                Ok(Err(e)) => {
+                    return vec![observe_error(&adze::Error::Jit(e)); points.len()];
+                }
+                Err(p) => return vec![Observed::panic(panic_message(&*p)); points.len()],
+            };
             points
                 .iter()
                 .map(
@@ -351,6 +356,19 @@ impl Category {
             Category::Value => "value",
             Category::Error => "error",
             Category::Panic => "panic",
+        }
+    }
+}
+
+impl Res {
+    /// What kind of outcome this is, without values or numbers: `values`,
+    /// `trap:IndexOutOfBounds`, `ad:ReverseUnsupported`, `panic`.
+    pub fn class(&self) -> String {
+        match self {
+            Res::Values(_) => "values".to_string(),
+            Res::Trap(k) => format!("trap:{}", variant(k)),
+            Res::Error(c) => c.clone(),
+            Res::Panic(_) => "panic".to_string(),
         }
     }
 }

@@ -21,14 +21,7 @@ fn check(source: &str, funcs: &[&str]) -> Stats {
             .collect();
         let points: Vec<(f64, f64)> = POINTS.iter().map(|&v| (v, v)).collect();
         check_function_args(
-            &module,
-            source,
-            None,
-            func,
-            &points,
-            &args,
-            &config,
-            &mut stats,
+            &module, source, None, func, &points, &args, &config, &mut stats,
         );
     }
     stats

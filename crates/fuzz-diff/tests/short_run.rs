@@ -106,9 +106,8 @@ fn the_reducer_shrinks_a_program() {
                 && p.source.lines().count() > 40
         })
         .expect("a program with a reverse rule and sqrt");
-    let pred = |s: &str| {
-        run::compile(s).is_ok() && s.contains("rule reverse") && s.contains("sqrt(")
-    };
+    let pred =
+        |s: &str| run::compile(s).is_ok() && s.contains("rule reverse") && s.contains("sqrt(");
     assert!(pred(&prog.source));
     let reduced = reduce::reduce(&prog.source, pred, 2000);
     assert!(pred(&reduced), "{reduced}");
