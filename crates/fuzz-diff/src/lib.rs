@@ -97,8 +97,8 @@ impl Finding {
         };
         let seed = self.seed.map(|s| format!("seed {s}, ")).unwrap_or_default();
         format!(
-            "{seed}{} at (x, y) = ({:?}, {:?}): {what}",
-            self.func, self.point.0, self.point.1
+            "{seed}{} at (x, y) = ({:?}, {:?}): {what} [{}]",
+            self.func, self.point.0, self.point.1, self.signature
         )
     }
 
@@ -131,6 +131,77 @@ pub struct FdMismatch {
     pub point: (f64, f64),
     pub ad: f64,
     pub fd: f64,
+    /// The program, reduced while the mismatch stays (with `--reduce`).
+    pub reduced: Option<String>,
+}
+
+/// What the finite-difference check says at one point.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FdVerdict {
+    /// Not smooth there (the estimates with steps `h` and `2h` disagree)
+    /// or something is not finite.
+    Skipped,
+    Agrees,
+    /// The central difference, far from the derivative.
+    Mismatch(f64),
+}
+
+/// Compares `ad`, the value of `dk = dir · ∇ d(k-1)` at `(x, y)`, with the
+/// central difference of `of` (= `d(k-1)`) of a prepared module.
+pub fn fd_verdict(
+    base: &Module,
+    of: &str,
+    ad: f64,
+    (x, y): (f64, f64),
+    dir: [f64; 2],
+    limits: Limits,
+) -> FdVerdict {
+    const H: f64 = 1e-5;
+    let f = |t: f64| run::eval_scalar(base, of, limits, x + t * dir[0], y + t * dir[1]);
+    let (Some(a1), Some(b1), Some(a2), Some(b2)) = (f(H), f(-H), f(2.0 * H), f(-2.0 * H)) else {
+        return FdVerdict::Skipped;
+    };
+    if [a1, b1, a2, b2, ad].iter().any(|v| !v.is_finite()) {
+        return FdVerdict::Skipped;
+    }
+    let fd1 = (a1 - b1) / (2.0 * H);
+    let fd2 = (a2 - b2) / (4.0 * H);
+    let scale = [a1, b1, a2, b2].iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    let noise = 64.0 * f64::EPSILON * scale / H;
+    if (fd1 - fd2).abs() > 1e-6 * fd1.abs().max(1.0) + 4.0 * noise {
+        return FdVerdict::Skipped;
+    }
+    if (fd1 - ad).abs() > 1e-4 * ad.abs().max(1.0) + 4.0 * noise {
+        FdVerdict::Mismatch(fd1)
+    } else {
+        FdVerdict::Agrees
+    }
+}
+
+/// Does `source` still show a finite-difference mismatch of `d` at
+/// `point` (reference setting: `--inline none`, no optimizer, the
+/// interpreter)? Invalid programs do not.
+pub fn fd_still_mismatches(
+    source: &str,
+    d: &gen::Deriv,
+    point: (f64, f64),
+    limits: Limits,
+) -> bool {
+    let Ok(module) = run::compile(source) else {
+        return false;
+    };
+    let prep =
+        |name: &str| run::prepare(&module, name, adze::InlineSetting::None, false, limits).ok();
+    let (Some(dm), Some(om)) = (prep(&d.name), prep(&d.of)) else {
+        return false;
+    };
+    let Some(ad) = run::eval_scalar(&dm, &d.name, limits, point.0, point.1) else {
+        return false;
+    };
+    matches!(
+        fd_verdict(&om, &d.of, ad, point, d.dir, limits),
+        FdVerdict::Mismatch(_)
+    )
 }
 
 /// The figures of a run.
@@ -290,7 +361,7 @@ pub fn check_program(prog: &Program, config: &Config, stats: &mut Stats) {
         refs.insert(func.clone(), found);
     }
     if config.fd && prog.rule_free {
-        finite_differences(prog, &refs, config.limits, stats);
+        finite_differences(prog, &refs, config, stats);
     }
 }
 
@@ -445,20 +516,19 @@ pub fn reduce_finding(finding: &Finding, args: &[adze::adze_ir::Val], config: &C
 }
 
 /// Central finite differences: `dk = u · ∇ d(k-1)`, so
-/// `(d(k-1)(p + h u) - d(k-1)(p - h u)) / 2h` approximates `dk(p)`. A point
-/// is skipped as not smooth when the estimates with steps `h` and `2h`
-/// disagree, or anything is not finite.
+/// `(d(k-1)(p + h u) - d(k-1)(p - h u)) / 2h` approximates `dk(p)` (see
+/// [`fd_verdict`]). Only at the generic points, where every setting agreed.
 fn finite_differences(
     prog: &Program,
     refs: &BTreeMap<String, (Option<Module>, Vec<Option<f64>>)>,
-    limits: Limits,
+    config: &Config,
     stats: &mut Stats,
 ) {
-    const H: f64 = 1e-5;
     for d in &prog.chain {
         let (Some((_, ad)), Some((Some(base), _))) = (refs.get(&d.name), refs.get(&d.of)) else {
             continue;
         };
+        let mut reduced_one = false;
         for (p, point) in prog.points.iter().enumerate() {
             if point.special {
                 continue;
@@ -467,42 +537,28 @@ fn finite_differences(
                 stats.fd_skipped += 1;
                 continue;
             };
-            let f = |t: f64| {
-                run::eval_scalar(
-                    base,
-                    &d.of,
-                    limits,
-                    point.x + t * d.dir[0],
-                    point.y + t * d.dir[1],
-                )
-            };
-            let (Some(a1), Some(b1), Some(a2), Some(b2)) = (f(H), f(-H), f(2.0 * H), f(-2.0 * H))
-            else {
-                stats.fd_skipped += 1;
-                continue;
-            };
-            let vals = [a1, b1, a2, b2, ad];
-            if vals.iter().any(|v| !v.is_finite()) {
-                stats.fd_skipped += 1;
-                continue;
-            }
-            let fd1 = (a1 - b1) / (2.0 * H);
-            let fd2 = (a2 - b2) / (4.0 * H);
-            let scale = [a1, b1, a2, b2].iter().fold(0.0f64, |m, v| m.max(v.abs()));
-            let noise = 64.0 * f64::EPSILON * scale / H;
-            if (fd1 - fd2).abs() > 1e-6 * fd1.abs().max(1.0) + 4.0 * noise {
-                stats.fd_skipped += 1;
-                continue;
-            }
-            stats.fd_checked += 1;
-            if (fd1 - ad).abs() > 1e-4 * ad.abs().max(1.0) + 4.0 * noise {
-                stats.fd_mismatches.push(FdMismatch {
-                    seed: prog.seed,
-                    func: d.name.clone(),
-                    point: (point.x, point.y),
-                    ad,
-                    fd: fd1,
-                });
+            match fd_verdict(base, &d.of, ad, (point.x, point.y), d.dir, config.limits) {
+                FdVerdict::Skipped => stats.fd_skipped += 1,
+                FdVerdict::Agrees => stats.fd_checked += 1,
+                FdVerdict::Mismatch(fd) => {
+                    stats.fd_checked += 1;
+                    let reduced = (config.reduce && !reduced_one).then(|| {
+                        reduced_one = true;
+                        reduce::reduce(
+                            &prog.source,
+                            |s| fd_still_mismatches(s, d, (point.x, point.y), config.limits),
+                            config.max_reduce_tests,
+                        )
+                    });
+                    stats.fd_mismatches.push(FdMismatch {
+                        seed: prog.seed,
+                        func: d.name.clone(),
+                        point: (point.x, point.y),
+                        ad,
+                        fd,
+                        reduced,
+                    });
+                }
             }
         }
     }

@@ -187,5 +187,8 @@ fn print_fd(stats: &Stats) {
             "finite-difference mismatch: seed {}: {} at ({:?}, {:?}): AD {:?}, central difference {:?}",
             m.seed, m.func, m.point.0, m.point.1, m.ad, m.fd
         );
+        if let Some(r) = &m.reduced {
+            println!("--- reduced program ({} lines):\n{r}", r.lines().count());
+        }
     }
 }
