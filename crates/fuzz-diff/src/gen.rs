@@ -1223,8 +1223,20 @@ fn reverse_rule(rng: &mut Rng, helpers: &[Helper], k: usize, calls: &mut [Vec<us
     g.stmts(stmts, 1);
     let a = g.fexpr(2);
     let b = g.fexpr(2);
-    let seed = if h.kind == Kind::Tuple { "d1" } else { "dret" };
-    g.line(format!("({a} * {seed}, {b})"));
+    let (c1, c2) = if h.kind == Kind::Tuple {
+        ("d1", "d2")
+    } else {
+        ("dret", "dret")
+    };
+    // Usually linear in the cotangents, as an adjoint is (an unused call
+    // result has a zero cotangent, and whether the rule is then applied at
+    // all may legitimately depend on how the code was cut into functions);
+    // sometimes arbitrary.
+    if g.rng.chance(80) {
+        g.line(format!("({a} * {c1}, {b} * {c2})"));
+    } else {
+        g.line(format!("({a} * {c1}, {b})"));
+    }
     calls[k].extend(g.called.iter().copied());
     let lines = std::mem::take(&mut g.lines);
     let mut out = hint(rng).to_string();

@@ -113,7 +113,7 @@ fn run_seeds(args: &Args, config: &Config) -> Stats {
             if earlier < args.per_signature {
                 println!("{}", f.report());
             } else {
-                println!("=== {} [{}]", f.title(), f.signature);
+                println!("=== {}", f.title());
             }
         }
         printed = stats.findings.len();
