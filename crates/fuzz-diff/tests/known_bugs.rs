@@ -283,3 +283,31 @@ fn d1(x: f64, y: f64) -> f64 {
     let d = value(src, "d1", &[0.5, 1.0]);
     assert_eq!(d, 8.0, "d1 = {d}, expected 8");
 }
+
+/// Seed 1100: reverse over a function that uses the primal result of a
+/// forward `autodiff`. `top(x, y) = -y`, so `d1 = -1`; adze gives 0 with
+/// `--inline none` and `late`, -1 with `early` and `all`.
+#[test]
+#[ignore = "known bug on main: reverse over the primal result of an inner forward autodiff gives 0 unless inlined early"]
+fn reverse_over_primal_of_inner_forward() {
+    let src = "fn f0(x: f64, y: f64) -> f64 {
+    let v4 = x;
+    v4
+}
+fn f1(x: f64, y: f64) -> f64 {
+    let (g1, g2) = autodiff(forward, f0, dual, dual(-x, 0.5), dual(x, 1.0));
+    g1
+}
+fn top(x: f64, y: f64) -> f64 {
+    let v10 = f1(((y)), x);
+    v10
+}
+fn d1(x: f64, y: f64) -> f64 {
+    let t = autodiff(reverse, top, active, const(x), active(y));
+    t
+}
+";
+    assert_eq!(value(src, "top", &[0.5, 2.0]), -2.0);
+    assert_eq!(value(src, "d1", &[0.5, 2.0]), -1.0);
+    assert_agree(src, &["d1"]);
+}
