@@ -133,12 +133,34 @@ impl Program {
 pub struct GenConfig {
     /// The highest nesting order of the derivative chain (1..=3).
     pub order_max: usize,
+    /// A fixed mode order for the chain (innermost first), instead of a
+    /// random one: `--modes rrr` aims a run at third-order reverse.
+    pub modes: Option<[Option<Mode>; 3]>,
 }
 
 impl Default for GenConfig {
     fn default() -> GenConfig {
-        GenConfig { order_max: 3 }
+        GenConfig {
+            order_max: 3,
+            modes: None,
+        }
     }
+}
+
+/// Parses a mode order such as `rfr` (innermost first).
+pub fn parse_modes(s: &str) -> Option<[Option<Mode>; 3]> {
+    if s.is_empty() || s.len() > 3 {
+        return None;
+    }
+    let mut out = [None; 3];
+    for (i, c) in s.chars().enumerate() {
+        out[i] = Some(match c {
+            'f' => Mode::Forward,
+            'r' => Mode::Reverse,
+            _ => return None,
+        });
+    }
+    Some(out)
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -1010,7 +1032,15 @@ pub fn generate(seed: u64, config: &GenConfig) -> Program {
     }
 
     // The derivative chain.
-    let order = 1 + rng.below(config.order_max.clamp(1, 3));
+    let fixed: Vec<Mode> = config
+        .modes
+        .map(|m| m.iter().flatten().copied().collect())
+        .unwrap_or_default();
+    let order = if fixed.is_empty() {
+        1 + rng.below(config.order_max.clamp(1, 3))
+    } else {
+        fixed.len()
+    };
     let mut chain = Vec::new();
     let mut modes = Vec::new();
     for k in 1..=order {
@@ -1020,11 +1050,12 @@ pub fn generate(seed: u64, config: &GenConfig) -> Program {
         } else {
             format!("d{}", k - 1)
         };
-        let mode = if rng.chance(50) {
+        let random = if rng.chance(50) {
             Mode::Forward
         } else {
             Mode::Reverse
         };
+        let mode = fixed.get(k - 1).copied().unwrap_or(random);
         let mut lines = Vec::new();
         let dir = match mode {
             Mode::Forward => match rng.below(4) {

@@ -29,6 +29,10 @@ struct Args {
     /// Highest nesting order of the derivative chain (1..=3).
     #[arg(long, default_value_t = 3)]
     order_max: usize,
+    /// A fixed mode order of the derivative chain, innermost first
+    /// (`rrr`: reverse over reverse over reverse); default: random.
+    #[arg(long, value_parser = parse_modes)]
+    modes: Option<[Option<gen::Mode>; 3]>,
     /// Shrink every finding and print the reduced program.
     #[arg(long)]
     reduce: bool,
@@ -69,6 +73,7 @@ fn main() {
     let config = Config {
         gen: gen::GenConfig {
             order_max: args.order_max.clamp(1, 3),
+            modes: args.modes,
         },
         reduce: args.reduce,
         max_reduce_tests: args.max_reduce_tests,
@@ -88,6 +93,10 @@ fn main() {
     print!("{}", stats.summary());
     let bad = stats.findings_count() > 0 || stats.rejected > 0;
     std::process::exit(i32::from(bad));
+}
+
+fn parse_modes(s: &str) -> Result<[Option<gen::Mode>; 3], String> {
+    gen::parse_modes(s).ok_or_else(|| format!("`{s}`: one to three of `f` and `r`"))
 }
 
 fn run_seeds(args: &Args, config: &Config) -> Stats {

@@ -40,6 +40,20 @@ fn generated_programs_pass_the_front_end() {
 }
 
 #[test]
+fn a_fixed_mode_order_is_obeyed() {
+    let config = GenConfig {
+        modes: gen::parse_modes("rfr"),
+        ..GenConfig::default()
+    };
+    for seed in 0..10 {
+        let p = gen::generate(seed, &config);
+        assert_eq!(gen::mode_order(&p.modes), "rfr");
+        assert!(run::compile(&p.source).is_ok());
+    }
+    assert!(gen::parse_modes("rx").is_none() && gen::parse_modes("rrrr").is_none());
+}
+
+#[test]
 fn the_generator_is_deterministic() {
     let a = gen::generate(7, &GenConfig::default());
     let b = gen::generate(7, &GenConfig::default());
@@ -53,7 +67,7 @@ fn the_generator_covers_every_feature() {
     let mut all = String::new();
     let (mut rule_free, mut recursive, mut tuple, mut writer, mut diff) = (0, 0, 0, 0, 0);
     for seed in 0..300 {
-        let p = gen::generate(seed, &GenConfig { order_max: 3 });
+        let p = gen::generate(seed, &GenConfig::default());
         orders.insert(gen::mode_order(&p.modes));
         all.push_str(&p.source);
         rule_free += usize::from(p.rule_free);
