@@ -26,3 +26,7 @@ dump FILE:
 # The README's example.
 example:
     cargo run --release -- run ir-examples/seed.adz --fn g_custom --arg 'x=[2.0]'
+
+# The differential fuzzer of derivatives (docs/robustness.md).
+fuzz-diff COUNT="1000":
+    cargo run --release -p adze-fuzz-diff -- --seed 0 --count {{COUNT}} --order-max 3 --reduce

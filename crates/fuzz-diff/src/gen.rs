@@ -1,0 +1,1276 @@
+//! The generator: random well-typed `.adz` programs from a `u64` seed.
+//!
+//! A program is a few helper functions `f0 .. fK` (each may call the ones
+//! before it; a recursive helper also calls itself with an `i64` countdown),
+//! custom rules on some of them, a primal `top(x, y)` that calls them, and a
+//! chain of in-source derivatives `d1 .. dN` (`N` the nesting order, 1..=3):
+//! `d1` differentiates `top`, `d2` differentiates `d1`, and so on, each in
+//! forward or reverse mode, so that every `dk` is `u · ∇ d(k-1)` for a known
+//! direction `u` (what the finite-difference check uses).
+//!
+//! Every statement is one line and every item is separated from the next by
+//! a blank line, so that the reducer can delete lines and items; constructs
+//! whose parts must stay together (a `while` header and its counter's
+//! increment, a forward rule's primal result) are written on one line.
+//! While loops always count their trip count in the header's line, so no
+//! deletion can make a program run forever.
+
+use std::fmt::Write as _;
+
+/// A small deterministic random source (xorshift64*, seeded by splitmix64).
+#[derive(Clone, Debug)]
+pub struct Rng(u64);
+
+impl Rng {
+    pub fn new(seed: u64) -> Rng {
+        let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^= z >> 31;
+        Rng(z | 1)
+    }
+    pub fn next_u64(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
+    }
+    /// Uniform in `0..n` (`n > 0`).
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next_u64() % n as u64) as usize
+    }
+    /// True with probability `percent` / 100.
+    pub fn chance(&mut self, percent: usize) -> bool {
+        self.below(100) < percent
+    }
+    pub fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
+        &xs[self.below(xs.len())]
+    }
+}
+
+/// A differentiation mode of one level of the derivative chain.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Mode {
+    Forward,
+    Reverse,
+}
+
+impl Mode {
+    pub fn letter(self) -> char {
+        match self {
+            Mode::Forward => 'f',
+            Mode::Reverse => 'r',
+        }
+    }
+}
+
+/// The mode order of a chain as letters, innermost (`d1`) first: `"rf"` is
+/// forward over reverse.
+pub fn mode_order(modes: &[Mode]) -> String {
+    modes.iter().map(|m| m.letter()).collect()
+}
+
+/// One level of the derivative chain: `name(x, y) = dir · ∇ of(x, y)`.
+#[derive(Clone, Debug)]
+pub struct Deriv {
+    pub name: String,
+    pub of: String,
+    pub mode: Mode,
+    pub dir: [f64; 2],
+}
+
+/// An argument point `(x, y)` of `top` and of every `dk`.
+#[derive(Clone, Copy, Debug)]
+pub struct Point {
+    pub x: f64,
+    pub y: f64,
+    /// Chosen to hit non-differentiable points (zeros, ties, integers):
+    /// never finite-difference checked.
+    pub special: bool,
+}
+
+/// What a program contains (for the figures).
+#[derive(Clone, Debug, Default)]
+pub struct Features {
+    pub helpers: usize,
+    pub forward_rules: usize,
+    pub reverse_rules: usize,
+    pub recursive: usize,
+    pub tuple: usize,
+    pub writer: usize,
+    pub with_autodiff: usize,
+    pub loops: usize,
+}
+
+/// A generated program and what to run.
+#[derive(Clone, Debug)]
+pub struct Program {
+    pub seed: u64,
+    pub source: String,
+    /// `modes[k]` is the mode of `d{k+1}`.
+    pub modes: Vec<Mode>,
+    pub chain: Vec<Deriv>,
+    /// No `rule` item: derivatives can be checked against finite differences.
+    pub rule_free: bool,
+    pub points: Vec<Point>,
+    pub features: Features,
+}
+
+impl Program {
+    pub fn order(&self) -> usize {
+        self.chain.len()
+    }
+    /// The functions the runner compares: `top`, `d1`, .., `dN`.
+    pub fn functions(&self) -> Vec<String> {
+        std::iter::once("top".to_string())
+            .chain(self.chain.iter().map(|d| d.name.clone()))
+            .collect()
+    }
+}
+
+/// Generator settings.
+#[derive(Clone, Copy, Debug)]
+pub struct GenConfig {
+    /// The highest nesting order of the derivative chain (1..=3).
+    pub order_max: usize,
+    /// A fixed mode order for the chain (innermost first), instead of a
+    /// random one: `--modes rrr` aims a run at third-order reverse.
+    pub modes: Option<[Option<Mode>; 3]>,
+}
+
+impl Default for GenConfig {
+    fn default() -> GenConfig {
+        GenConfig {
+            order_max: 3,
+            modes: None,
+        }
+    }
+}
+
+/// Parses a mode order such as `rfr` (innermost first).
+pub fn parse_modes(s: &str) -> Option<[Option<Mode>; 3]> {
+    if s.is_empty() || s.len() > 3 {
+        return None;
+    }
+    let mut out = [None; 3];
+    for (i, c) in s.chars().enumerate() {
+        out[i] = Some(match c {
+            'f' => Mode::Forward,
+            'r' => Mode::Reverse,
+            _ => return None,
+        });
+    }
+    Some(out)
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// `(x: f64, y: f64) -> f64`
+    Scalar,
+    /// `(x: f64, y: f64) -> (f64, f64)`
+    Tuple,
+    /// `(x: f64, y: f64, a: mut [f64]) -> f64`, writes `a`
+    Writer,
+    /// `(x: f64, y: f64, n: i64) -> f64`, calls itself with `n - 1`
+    Recursive,
+    /// `(x: f64, y: f64) -> f64`, contains an `autodiff`
+    Diff,
+}
+
+#[derive(Clone, Debug)]
+struct Helper {
+    name: String,
+    kind: Kind,
+}
+
+#[derive(Clone, Debug, Default)]
+struct Scope {
+    /// Readable f64 names.
+    f: Vec<String>,
+    /// Assignable f64 `var`s.
+    vars: Vec<String>,
+    /// Non-negative, small i64 names (loop indices, counters, `n`).
+    ints: Vec<String>,
+    /// Arrays: name, minimum length, writable.
+    arrays: Vec<(String, usize, bool)>,
+}
+
+const CONSTS: [&str; 8] = ["0.5", "2.0", "-1.5", "0.0", "1.0", "3.0", "0.25", "-1.0"];
+const SMOOTH: [&str; 5] = ["sin", "cos", "tanh", "atan", "sinh"];
+/// Intrinsics with infinite, NaN or jumping partials somewhere.
+const SINGULAR: [&str; 10] = [
+    "sqrt", "log", "abs", "floor", "cbrt", "sqrt", "ceil", "sign", "round", "asin",
+];
+const BINARY: [&str; 7] = ["min", "max", "min", "max", "hypot", "atan2", "pow"];
+
+/// Generates the body of one function or rule, line by line.
+struct FnGen<'a> {
+    rng: &'a mut Rng,
+    helpers: &'a [Helper],
+    /// `helpers[..callable]` may be called.
+    callable: usize,
+    lines: Vec<String>,
+    indent: usize,
+    scopes: Vec<Scope>,
+    counter: usize,
+    calls_left: usize,
+    /// Results of a `return` statement: 0 (none allowed), 1 or 2.
+    returns: usize,
+    autodiff_left: usize,
+    /// Helpers called (indices).
+    called: Vec<usize>,
+    loops: usize,
+}
+
+impl<'a> FnGen<'a> {
+    fn new(rng: &'a mut Rng, helpers: &'a [Helper], callable: usize, scope: Scope) -> Self {
+        FnGen {
+            rng,
+            helpers,
+            callable,
+            lines: Vec::new(),
+            indent: 1,
+            scopes: vec![scope],
+            counter: 0,
+            calls_left: 3,
+            returns: 0,
+            autodiff_left: 0,
+            called: Vec::new(),
+            loops: 0,
+        }
+    }
+
+    fn line(&mut self, text: impl AsRef<str>) {
+        let mut s = "    ".repeat(self.indent);
+        s.push_str(text.as_ref());
+        self.lines.push(s);
+    }
+
+    fn fresh(&mut self, prefix: &str) -> String {
+        self.counter += 1;
+        format!("{prefix}{}", self.counter)
+    }
+
+    fn top(&mut self) -> &mut Scope {
+        self.scopes.last_mut().unwrap()
+    }
+    fn fnames(&self) -> Vec<String> {
+        self.scopes
+            .iter()
+            .flat_map(|s| s.f.iter().cloned())
+            .collect()
+    }
+    fn vars(&self) -> Vec<String> {
+        self.scopes
+            .iter()
+            .flat_map(|s| s.vars.iter().cloned())
+            .collect()
+    }
+    fn ints(&self) -> Vec<String> {
+        self.scopes
+            .iter()
+            .flat_map(|s| s.ints.iter().cloned())
+            .collect()
+    }
+    fn arrays(&self, writable: bool) -> Vec<(String, usize)> {
+        self.scopes
+            .iter()
+            .flat_map(|s| s.arrays.iter())
+            .filter(|a| a.2 || !writable)
+            .map(|a| (a.0.clone(), a.1))
+            .collect()
+    }
+
+    fn var_name(&mut self) -> String {
+        let fs = self.fnames();
+        self.rng.pick(&fs).clone()
+    }
+
+    fn leaf(&mut self) -> String {
+        match self.rng.below(10) {
+            0 | 1 => self.rng.pick(&CONSTS).to_string(),
+            2 => {
+                let ints = self.ints();
+                if ints.is_empty() {
+                    self.var_name()
+                } else {
+                    format!("f64({})", self.rng.pick(&ints))
+                }
+            }
+            3 => {
+                let arrays = self.arrays(false);
+                if arrays.is_empty() {
+                    self.var_name()
+                } else {
+                    let (a, len) = self.rng.pick(&arrays).clone();
+                    self.index(&a, len)
+                }
+            }
+            _ => self.var_name(),
+        }
+    }
+
+    /// `a[..]` in bounds: a literal below the minimum length or an index
+    /// modulo the length.
+    fn index(&mut self, a: &str, len: usize) -> String {
+        let ints = self.ints();
+        if !ints.is_empty() && self.rng.chance(40) {
+            format!("{a}[{} % len({a})]", self.rng.pick(&ints))
+        } else {
+            format!("{a}[{}]", self.rng.below(len))
+        }
+    }
+
+    /// A small non-negative i64 (a recursion depth).
+    fn small_int(&mut self) -> String {
+        let ints = self.ints();
+        if !ints.is_empty() && self.rng.chance(30) {
+            self.rng.pick(&ints).clone()
+        } else {
+            self.rng.below(4).to_string()
+        }
+    }
+
+    /// An argument of a singular intrinsic: often a bare variable or a
+    /// difference of two, so that the argument points hit the singularity
+    /// exactly (`sqrt(x)` at `x = 0`, `sqrt(x - y)` at `x = y`).
+    fn singular_arg(&mut self, depth: usize) -> String {
+        match self.rng.below(5) {
+            0 | 1 => self.var_name(),
+            2 => {
+                let (a, b) = (self.var_name(), self.var_name());
+                format!("{a} - {b}")
+            }
+            _ => self.fexpr(depth),
+        }
+    }
+
+    fn fexpr(&mut self, depth: usize) -> String {
+        if depth == 0 || self.rng.chance(25) {
+            return self.leaf();
+        }
+        let d = depth - 1;
+        match self.rng.below(14) {
+            0 | 1 => {
+                let f = *self.rng.pick(&SMOOTH);
+                format!("{f}({})", self.fexpr(d))
+            }
+            2 => format!("exp(sin({}))", self.fexpr(d)),
+            3 | 4 => {
+                let f = *self.rng.pick(&SINGULAR);
+                format!("{f}({})", self.singular_arg(d))
+            }
+            5 => format!("(1.0 / ({}))", self.singular_arg(d)),
+            6 => {
+                let f = *self.rng.pick(&BINARY);
+                let a = self.singular_arg(d);
+                let b = self.singular_arg(d);
+                format!("{f}({a}, {b})")
+            }
+            7 => {
+                let e = *self.rng.pick(&["2", "3", "-1", "0.5", "2"]);
+                format!("({} ^ {e})", self.fexpr(d))
+            }
+            8 => {
+                let c = self.bexpr(d);
+                let a = self.fexpr(d);
+                let b = self.fexpr(d);
+                format!("(if {c} {{ {a} }} else {{ {b} }})")
+            }
+            9 | 10 => match self.call_expr(d) {
+                Some(c) => c,
+                None => self.arith(d),
+            },
+            11 => format!("-({})", self.fexpr(d)),
+            _ => self.arith(d),
+        }
+    }
+
+    fn arith(&mut self, d: usize) -> String {
+        let op = *self.rng.pick(&["+", "-", "*", "*", "/", "+"]);
+        let a = self.fexpr(d);
+        let b = self.fexpr(d);
+        format!("({a} {op} {b})")
+    }
+
+    fn bexpr(&mut self, d: usize) -> String {
+        let op = *self.rng.pick(&["<", "<=", ">", ">=", "<"]);
+        let a = if self.rng.chance(60) {
+            self.leaf()
+        } else {
+            self.fexpr(d.min(1))
+        };
+        let b = self.leaf();
+        let c = format!("{a} {op} {b}");
+        if self.rng.chance(15) {
+            let e = self.leaf();
+            let f = self.leaf();
+            let join = *self.rng.pick(&["&&", "||"]);
+            format!("{c} {join} {e} < {f}")
+        } else {
+            c
+        }
+    }
+
+    /// A call of a helper with one f64 result, as an expression.
+    fn call_expr(&mut self, d: usize) -> Option<String> {
+        if self.calls_left == 0 {
+            return None;
+        }
+        let has_array = !self.arrays(true).is_empty();
+        let cands: Vec<usize> = (0..self.callable)
+            .filter(|&j| match self.helpers[j].kind {
+                Kind::Tuple => false,
+                Kind::Writer => has_array,
+                _ => true,
+            })
+            .collect();
+        if cands.is_empty() {
+            return None;
+        }
+        let j = *self.rng.pick(&cands);
+        Some(self.call_of(j, d))
+    }
+
+    /// `fj(..)` for a helper with one result (Scalar, Diff, Recursive,
+    /// Writer with an array in scope).
+    fn call_of(&mut self, j: usize, d: usize) -> String {
+        self.calls_left = self.calls_left.saturating_sub(1);
+        self.called.push(j);
+        let name = self.helpers[j].name.clone();
+        let a = self.fexpr(d);
+        let b = self.fexpr(d);
+        match self.helpers[j].kind {
+            Kind::Recursive => {
+                let n = self.small_int();
+                format!("{name}({a}, {b}, {n})")
+            }
+            Kind::Writer => {
+                let arrays = self.arrays(true);
+                let arr = self.rng.pick(&arrays).0.clone();
+                format!("{name}({a}, {b}, {arr})")
+            }
+            _ => format!("{name}({a}, {b})"),
+        }
+    }
+
+    /// A fresh scratch array `let tN = zeros(L);`, returned by name.
+    fn scratch(&mut self) -> String {
+        let t = self.fresh("t");
+        let len = 2 + self.rng.below(2);
+        self.line(format!("let {t} = zeros({len});"));
+        self.top().arrays.push((t.clone(), len, true));
+        t
+    }
+
+    fn stmts(&mut self, n: usize, nest: usize) {
+        for _ in 0..n {
+            self.stmt(nest);
+        }
+    }
+
+    fn stmt(&mut self, nest: usize) {
+        match self.rng.below(17) {
+            0..=2 => {
+                let v = self.fresh("v");
+                let e = self.fexpr(3);
+                self.line(format!("let {v} = {e};"));
+                self.top().f.push(v);
+            }
+            3 => {
+                let s = self.fresh("s");
+                let e = self.fexpr(2);
+                self.line(format!("var {s} = {e};"));
+                let scope = self.top();
+                scope.f.push(s.clone());
+                scope.vars.push(s);
+            }
+            4 | 5 => self.assign(),
+            6 if nest < 2 => self.for_loop(nest),
+            7 if nest < 2 => self.while_loop(nest),
+            8 if nest < 2 => self.if_stmt(nest),
+            9 => self.tuple_call(),
+            10 => self.writer_call(),
+            11 => {
+                self.scratch();
+            }
+            12 => self.store(),
+            13 if self.returns > 0 => {
+                let c = self.bexpr(1);
+                let e = self.result_expr(2);
+                self.line(format!("if {c} {{ return {e}; }}"));
+            }
+            14 if self.autodiff_left > 0 => self.autodiff_stmt(),
+            _ => {
+                let v = self.fresh("v");
+                let e = self.fexpr(2);
+                self.line(format!("let {v} = {e};"));
+                self.top().f.push(v);
+            }
+        }
+    }
+
+    /// The value of a `return` or a tail: one f64 or a pair.
+    fn result_expr(&mut self, d: usize) -> String {
+        if self.returns == 2 {
+            let a = self.fexpr(d);
+            let b = self.fexpr(d);
+            format!("({a}, {b})")
+        } else {
+            self.fexpr(d)
+        }
+    }
+
+    fn assign(&mut self) {
+        let vars = self.vars();
+        if vars.is_empty() {
+            let s = self.fresh("s");
+            let e = self.fexpr(2);
+            self.line(format!("var {s} = {e};"));
+            let scope = self.top();
+            scope.f.push(s.clone());
+            scope.vars.push(s);
+            return;
+        }
+        let s = self.rng.pick(&vars).clone();
+        let e = self.fexpr(2);
+        if self.rng.chance(70) {
+            let op = *self.rng.pick(&["+", "*", "-", "+"]);
+            self.line(format!("{s} = {s} {op} {e};"));
+        } else {
+            self.line(format!("{s} = {e};"));
+        }
+    }
+
+    fn for_loop(&mut self, nest: usize) {
+        self.loops += 1;
+        let i = self.fresh("i");
+        let lo = self.rng.below(2);
+        let hi = lo + 1 + self.rng.below(3);
+        self.line(format!("for {i} in {lo}..{hi} {{"));
+        self.block(
+            Scope {
+                ints: vec![i],
+                ..Scope::default()
+            },
+            nest,
+        );
+        self.line("}");
+    }
+
+    fn while_loop(&mut self, nest: usize) {
+        self.loops += 1;
+        let j = self.fresh("j");
+        let k = 1 + self.rng.below(3);
+        self.line(format!("var {j} = 0;"));
+        // The counter's increment is on the header's line: no deletion by
+        // the reducer can make the loop run forever.
+        let extra = if self.rng.chance(40) {
+            let c = self.bexpr(1);
+            format!(" && ({c})")
+        } else {
+            String::new()
+        };
+        self.line(format!("while {j} < {k}{extra} {{ {j} = {j} + 1;"));
+        self.block(
+            Scope {
+                ints: vec![j],
+                ..Scope::default()
+            },
+            nest,
+        );
+        self.line("}");
+    }
+
+    /// A loop or branch body: a few statements, and an update of an outer
+    /// `var` so that the body matters.
+    fn block(&mut self, scope: Scope, nest: usize) {
+        let outer_vars = self.vars();
+        self.scopes.push(scope);
+        self.indent += 1;
+        let n = 1 + self.rng.below(2);
+        self.stmts(n, nest + 1);
+        if !outer_vars.is_empty() && self.rng.chance(80) {
+            let s = self.rng.pick(&outer_vars).clone();
+            let e = self.fexpr(2);
+            let op = *self.rng.pick(&["+", "*", "-", "+"]);
+            self.line(format!("{s} = {s} {op} {e};"));
+        }
+        self.indent -= 1;
+        self.scopes.pop();
+    }
+
+    fn if_stmt(&mut self, nest: usize) {
+        let c = self.bexpr(1);
+        self.line(format!("if {c} {{"));
+        self.block(Scope::default(), nest);
+        if self.rng.chance(60) {
+            self.line("} else {");
+            self.block(Scope::default(), nest);
+        }
+        self.line("}");
+    }
+
+    fn tuple_call(&mut self) {
+        let cands: Vec<usize> = (0..self.callable)
+            .filter(|&j| self.helpers[j].kind == Kind::Tuple)
+            .collect();
+        if cands.is_empty() || self.calls_left == 0 {
+            return self.assign();
+        }
+        let j = *self.rng.pick(&cands);
+        self.tuple_call_of(j);
+    }
+
+    fn tuple_call_of(&mut self, j: usize) {
+        self.calls_left = self.calls_left.saturating_sub(1);
+        self.called.push(j);
+        let name = self.helpers[j].name.clone();
+        let a = self.fexpr(2);
+        let b = self.fexpr(2);
+        match self.rng.below(6) {
+            0 | 1 => self.line(format!("{name}({a}, {b});")),
+            k => {
+                let (p, q) = (self.fresh("p"), self.fresh("q"));
+                self.line(format!("let ({p}, {q}) = {name}({a}, {b});"));
+                // Often only one of the two results is ever read.
+                match k {
+                    2 => self.top().f.push(p),
+                    3 => self.top().f.push(q),
+                    _ => self.top().f.extend([p, q]),
+                }
+            }
+        }
+    }
+
+    fn writer_call(&mut self) {
+        let cands: Vec<usize> = (0..self.callable)
+            .filter(|&j| self.helpers[j].kind == Kind::Writer)
+            .collect();
+        if cands.is_empty() || self.calls_left == 0 {
+            return self.store();
+        }
+        let j = *self.rng.pick(&cands);
+        self.writer_call_of(j);
+    }
+
+    fn writer_call_of(&mut self, j: usize) {
+        let arrays = self.arrays(true);
+        if arrays.is_empty() || self.rng.chance(50) {
+            // A scratch array that the caller may never read.
+            self.scratch();
+        }
+        let call = self.call_of(j, 2);
+        if self.rng.chance(50) {
+            self.line(format!("{call};"));
+        } else {
+            let v = self.fresh("v");
+            self.line(format!("let {v} = {call};"));
+            self.top().f.push(v);
+        }
+    }
+
+    fn store(&mut self) {
+        let arrays = self.arrays(true);
+        if arrays.is_empty() {
+            self.scratch();
+            return;
+        }
+        let (a, len) = self.rng.pick(&arrays).clone();
+        if self.rng.chance(20) {
+            let e = self.fexpr(2);
+            self.line(format!("fill({a}, {e});"));
+        } else {
+            let idx = self.index(&a, len);
+            let e = self.fexpr(3);
+            self.line(format!("{idx} = {e};"));
+        }
+    }
+
+    /// An in-source `autodiff` of an earlier helper (not one that itself
+    /// contains `autodiff`).
+    fn autodiff_stmt(&mut self) {
+        let cands: Vec<usize> = (0..self.callable)
+            .filter(|&j| self.helpers[j].kind != Kind::Diff)
+            .collect();
+        if cands.is_empty() {
+            return self.assign();
+        }
+        self.autodiff_left -= 1;
+        let j = *self.rng.pick(&cands);
+        self.called.push(j);
+        let f = self.helpers[j].name.clone();
+        let kind = self.helpers[j].kind;
+        let a = self.fexpr(2);
+        let b = self.fexpr(2);
+        let fwd = self.rng.chance(50);
+        let tang = *self.rng.pick(&["1.0", "0.5", "-1.0", "0.0"]);
+        let (p, q) = (self.fresh("g"), self.fresh("g"));
+        match kind {
+            Kind::Scalar | Kind::Diff if fwd => {
+                let yarg = if self.rng.chance(30) {
+                    format!("const({b})")
+                } else {
+                    format!("dual({b}, 1.0)")
+                };
+                self.line(format!(
+                    "let ({p}, {q}) = autodiff(forward, {f}, dual, dual({a}, {tang}), {yarg});"
+                ));
+                self.use_pair(p, q);
+            }
+            Kind::Scalar | Kind::Diff => {
+                if self.rng.chance(30) {
+                    self.line(format!(
+                        "let {p} = autodiff(reverse, {f}, active, active({a}), const({b}));"
+                    ));
+                    self.top().f.push(p);
+                } else {
+                    self.line(format!(
+                        "let ({p}, {q}) = autodiff(reverse, {f}, active, active({a}), active({b}));"
+                    ));
+                    self.use_pair(p, q);
+                }
+            }
+            Kind::Tuple => {
+                let (r, s) = (self.fresh("g"), self.fresh("g"));
+                self.line(format!(
+                    "let ({p}, {q}, {r}, {s}) = autodiff(forward, {f}, dual, dual({a}, {tang}), dual({b}, 1.0));"
+                ));
+                self.use_pair(p, r);
+                self.top().f.push(s);
+            }
+            Kind::Recursive => {
+                let n = self.small_int();
+                if fwd {
+                    self.line(format!(
+                        "let ({p}, {q}) = autodiff(forward, {f}, dual, dual({a}, {tang}), dual({b}, 1.0), const({n}));"
+                    ));
+                } else {
+                    self.line(format!(
+                        "let ({p}, {q}) = autodiff(reverse, {f}, active, active({a}), active({b}), const({n}));"
+                    ));
+                }
+                self.use_pair(p, q);
+            }
+            Kind::Writer => {
+                let len = 2 + self.rng.below(2);
+                let (t, dt) = (self.fresh("t"), self.fresh("t"));
+                self.line(format!("let {t} = zeros({len});"));
+                self.line(format!("let {dt} = zeros({len});"));
+                if self.rng.chance(40) {
+                    self.line(format!("{dt}[0] = 1.0;"));
+                }
+                if fwd {
+                    self.line(format!(
+                        "let ({p}, {q}) = autodiff(forward, {f}, dual, dual({a}, {tang}), const({b}), dup({t}, {dt}));"
+                    ));
+                } else {
+                    self.line(format!(
+                        "let ({p}, {q}) = autodiff(reverse, {f}, active, active({a}), active({b}), dup({t}, {dt}));"
+                    ));
+                }
+                self.use_pair(p, q);
+                let scope = self.top();
+                scope.arrays.push((t, len, true));
+                scope.arrays.push((dt, len, true));
+            }
+        }
+    }
+
+    fn use_pair(&mut self, p: String, q: String) {
+        match self.rng.below(3) {
+            0 => self.top().f.push(p),
+            1 => self.top().f.push(q),
+            _ => self.top().f.extend([p, q]),
+        }
+    }
+
+    /// A tail expression that uses (some of) the given names and some of
+    /// the function's own f64 locals (others stay unused on purpose).
+    fn tail_with(&mut self, names: &[String]) -> String {
+        let mut e = self.fexpr(2);
+        let params = ["x", "y", "tx", "ty", "dret", "d1", "d2"];
+        let locals: Vec<String> = self
+            .fnames()
+            .into_iter()
+            .filter(|n| !params.contains(&n.as_str()) && !names.contains(n))
+            .collect();
+        let mut used: Vec<String> = names.to_vec();
+        for l in locals.iter().rev().take(4) {
+            if self.rng.chance(60) {
+                used.push(l.clone());
+            }
+        }
+        for n in &used {
+            let op = *self.rng.pick(&["+", "-", "+", "*"]);
+            e = format!("{e} {op} {n}");
+        }
+        e
+    }
+}
+
+fn hint(rng: &mut Rng) -> &'static str {
+    match rng.below(4) {
+        0 => "#[inline(always)]\n",
+        1 => "#[inline(never)]\n",
+        _ => "",
+    }
+}
+
+fn scope_xy() -> Scope {
+    Scope {
+        f: vec!["x".into(), "y".into()],
+        ..Scope::default()
+    }
+}
+
+fn item(out: &mut String, head: &str, lines: &[String]) {
+    out.push_str(head);
+    out.push('\n');
+    for l in lines {
+        out.push_str(l);
+        out.push('\n');
+    }
+    out.push_str("}\n\n");
+}
+
+/// Generates the program of `seed`.
+pub fn generate(seed: u64, config: &GenConfig) -> Program {
+    let mut rng = Rng::new(seed);
+    let rng = &mut rng;
+    let mut features = Features::default();
+    let rule_free = rng.chance(30);
+
+    // Helper kinds: a `Diff` helper needs an earlier helper to differentiate.
+    let n = 2 + rng.below(3);
+    let mut helpers: Vec<Helper> = Vec::new();
+    for k in 0..n {
+        let kind = loop {
+            let kind = match rng.below(20) {
+                0..=5 => Kind::Scalar,
+                6..=9 => Kind::Tuple,
+                10..=13 => Kind::Writer,
+                14..=16 => Kind::Recursive,
+                _ => Kind::Diff,
+            };
+            if kind != Kind::Diff || k > 0 {
+                break kind;
+            }
+        };
+        helpers.push(Helper {
+            name: format!("f{k}"),
+            kind,
+        });
+    }
+    features.helpers = n;
+
+    let mut src = String::new();
+    let _ = writeln!(src, "// adze-fuzz-diff seed {seed}\n");
+    let mut calls: Vec<Vec<usize>> = Vec::new();
+    let mut rule_items: Vec<String> = Vec::new();
+
+    for k in 0..n {
+        let h = helpers[k].clone();
+        let mut scope = scope_xy();
+        let head = match h.kind {
+            Kind::Scalar | Kind::Diff => format!("fn {}(x: f64, y: f64) -> f64 {{", h.name),
+            Kind::Tuple => format!("fn {}(x: f64, y: f64) -> (f64, f64) {{", h.name),
+            Kind::Writer => {
+                scope.arrays.push(("a".into(), 2, true));
+                format!("fn {}(x: f64, y: f64, a: mut [f64]) -> f64 {{", h.name)
+            }
+            Kind::Recursive => {
+                scope.ints.push("n".into());
+                format!("fn {}(x: f64, y: f64, n: i64) -> f64 {{", h.name)
+            }
+        };
+        let mut g = FnGen::new(rng, &helpers, k, scope);
+        g.returns = if h.kind == Kind::Tuple { 2 } else { 1 };
+        let stmts = g.rng.below(4);
+        match h.kind {
+            Kind::Scalar => {
+                g.stmts(stmts, 0);
+                let t = g.tail_with(&[]);
+                g.line(t);
+            }
+            Kind::Diff => {
+                features.with_autodiff += 1;
+                g.autodiff_left = 1;
+                g.autodiff_stmt();
+                g.stmts(stmts.min(2), 0);
+                let t = g.tail_with(&[]);
+                g.line(t);
+            }
+            Kind::Tuple => {
+                features.tuple += 1;
+                g.stmts(stmts, 0);
+                let a = g.tail_with(&[]);
+                // The second result is often singular at the points.
+                let b = if g.rng.chance(50) {
+                    let f = *g.rng.pick(&["sqrt", "log", "cbrt", "asin"]);
+                    let v = g.singular_arg(1);
+                    format!("{f}({v})")
+                } else {
+                    g.fexpr(3)
+                };
+                g.line(format!("({a}, {b})"));
+            }
+            Kind::Writer => {
+                features.writer += 1;
+                let f = *g.rng.pick(&["sqrt", "log", "cbrt", "abs", "floor"]);
+                let v = g.singular_arg(1);
+                g.line(format!("a[0] = {f}({v});"));
+                g.stmts(stmts, 0);
+                let t = g.tail_with(&[]);
+                g.line(t);
+            }
+            Kind::Recursive => {
+                features.recursive += 1;
+                g.returns = 0;
+                g.stmts(stmts.min(2), 0);
+                let base = g.fexpr(2);
+                g.line("if n <= 0 {");
+                g.indent += 1;
+                g.line(base);
+                g.indent -= 1;
+                g.line("} else {");
+                g.indent += 1;
+                let r = g.fresh("r");
+                let a = g.fexpr(2);
+                let b = g.fexpr(1);
+                g.line(format!("let {r} = {}({a}, {b}, n - 1);", h.name));
+                let t = g.tail_with(std::slice::from_ref(&r));
+                g.line(t);
+                g.indent -= 1;
+                g.line("}");
+            }
+        }
+        features.loops += g.loops;
+        calls.push(std::mem::take(&mut g.called));
+        let lines = std::mem::take(&mut g.lines);
+        let mut text = String::new();
+        text.push_str(hint(rng));
+        item(&mut text, &head, &lines);
+        src.push_str(&text);
+
+        if !rule_free {
+            // Rules: arbitrary derivatives; a forward rule's primal result is
+            // the function's own value (a call of it, on the result line).
+            if rng.chance(45) {
+                features.forward_rules += 1;
+                let r = forward_rule(rng, &helpers, k, &mut calls);
+                if rng.chance(25) {
+                    rule_items.push(r);
+                } else {
+                    src.push_str(&r);
+                }
+            }
+            if rng.chance(45) {
+                features.reverse_rules += 1;
+                let r = reverse_rule(rng, &helpers, k, &mut calls);
+                if rng.chance(25) {
+                    rule_items.push(r);
+                } else {
+                    src.push_str(&r);
+                }
+            }
+        }
+    }
+
+    // `top`: calls helpers; every helper that `top` would not reach is
+    // called from it too.
+    {
+        let mut g = FnGen::new(rng, &helpers, n, scope_xy());
+        g.calls_left = 4;
+        g.returns = 1;
+        g.autodiff_left = usize::from(g.rng.chance(20));
+        let count = 2 + g.rng.below(4);
+        g.stmts(count, 0);
+        let mut reached = vec![false; n];
+        let mut stack: Vec<usize> = g.called.clone();
+        while let Some(j) = stack.pop() {
+            if !reached[j] {
+                reached[j] = true;
+                stack.extend(calls[j].iter().copied());
+            }
+        }
+        let mut forced = Vec::new();
+        for j in (0..n).rev() {
+            if reached[j] {
+                continue;
+            }
+            reached[j] = true;
+            let mut stack = calls[j].clone();
+            while let Some(i) = stack.pop() {
+                if !reached[i] {
+                    reached[i] = true;
+                    stack.extend(calls[i].iter().copied());
+                }
+            }
+            match helpers[j].kind {
+                Kind::Tuple => {
+                    g.tuple_call_of(j);
+                }
+                Kind::Writer => g.writer_call_of(j),
+                _ => {
+                    let v = g.fresh("v");
+                    let c = g.call_of(j, 2);
+                    g.line(format!("let {v} = {c};"));
+                    forced.push(v);
+                }
+            }
+        }
+        let t = g.tail_with(&forced);
+        g.line(t);
+        features.loops += g.loops;
+        let lines = std::mem::take(&mut g.lines);
+        let head = hint(rng).to_string() + "fn top(x: f64, y: f64) -> f64 {";
+        item(&mut src, &head, &lines);
+    }
+    for r in rule_items {
+        src.push_str(&r);
+    }
+
+    // The derivative chain.
+    let fixed: Vec<Mode> = config
+        .modes
+        .map(|m| m.iter().flatten().copied().collect())
+        .unwrap_or_default();
+    let order = if fixed.is_empty() {
+        1 + rng.below(config.order_max.clamp(1, 3))
+    } else {
+        fixed.len()
+    };
+    let mut chain = Vec::new();
+    let mut modes = Vec::new();
+    for k in 1..=order {
+        let name = format!("d{k}");
+        let of = if k == 1 {
+            "top".to_string()
+        } else {
+            format!("d{}", k - 1)
+        };
+        let random = if rng.chance(50) {
+            Mode::Forward
+        } else {
+            Mode::Reverse
+        };
+        let mode = fixed.get(k - 1).copied().unwrap_or(random);
+        let mut lines = Vec::new();
+        let dir = match mode {
+            Mode::Forward => match rng.below(4) {
+                0 => {
+                    lines.push(format!(
+                        "    let (p, t) = autodiff(forward, {of}, dual, dual(x, 1.0), const(y));"
+                    ));
+                    [1.0, 0.0]
+                }
+                1 => {
+                    lines.push(format!(
+                        "    let (p, t) = autodiff(forward, {of}, dual, const(x), dual(y, 1.0));"
+                    ));
+                    [0.0, 1.0]
+                }
+                _ => {
+                    let (ux, uy) = *rng.pick(&[(1.0, 0.5), (-0.5, 1.0), (1.0, 1.0), (0.25, -1.0)]);
+                    lines.push(format!(
+                        "    let (p, t) = autodiff(forward, {of}, dual, dual(x, {ux:?}), dual(y, {uy:?}));"
+                    ));
+                    [ux, uy]
+                }
+            },
+            Mode::Reverse => match rng.below(4) {
+                0 => {
+                    lines.push(format!(
+                        "    let t = autodiff(reverse, {of}, active, active(x), const(y));"
+                    ));
+                    [1.0, 0.0]
+                }
+                1 => {
+                    lines.push(format!(
+                        "    let t = autodiff(reverse, {of}, active, const(x), active(y));"
+                    ));
+                    [0.0, 1.0]
+                }
+                _ => {
+                    let uy = *rng.pick(&[0.5, -1.0, 1.0]);
+                    lines.push(format!(
+                        "    let (a, b) = autodiff(reverse, {of}, active, active(x), active(y));"
+                    ));
+                    lines.push(format!("    let t = a + {uy:?} * b;"));
+                    [1.0, uy]
+                }
+            },
+        };
+        lines.push("    t".to_string());
+        let head = hint(rng).to_string() + &format!("fn {name}(x: f64, y: f64) -> f64 {{");
+        item(&mut src, &head, &lines);
+        modes.push(mode);
+        chain.push(Deriv {
+            name,
+            of,
+            mode,
+            dir,
+        });
+    }
+
+    // Points: a generic one (finite-difference checked when the program is
+    // rule-free) and special ones at zeros, ties and integers.
+    let mut points = Vec::new();
+    for _ in 0..2 {
+        let x = (rng.below(2001) as f64 - 1000.0) / 700.0;
+        let y = (rng.below(2001) as f64 - 1000.0) / 700.0;
+        points.push(Point {
+            x,
+            y,
+            special: false,
+        });
+    }
+    const SPECIAL: [(f64, f64); 9] = [
+        (0.0, 0.0),
+        (1.0, 1.0),
+        (0.0, 1.5),
+        (2.0, 0.0),
+        (-1.0, -1.0),
+        (0.5, 0.5),
+        (-0.0, 0.5),
+        (1.0, 0.0),
+        (0.0, -2.0),
+    ];
+    for _ in 0..2 {
+        let (x, y) = *rng.pick(&SPECIAL);
+        points.push(Point {
+            x,
+            y,
+            special: true,
+        });
+    }
+
+    Program {
+        seed,
+        source: src,
+        modes,
+        chain,
+        rule_free,
+        points,
+        features,
+    }
+}
+
+fn forward_rule(rng: &mut Rng, helpers: &[Helper], k: usize, calls: &mut [Vec<usize>]) -> String {
+    let h = &helpers[k];
+    let f = &h.name;
+    let mut scope = Scope {
+        f: vec!["x".into(), "tx".into(), "y".into(), "ty".into()],
+        ..Scope::default()
+    };
+    let head = match h.kind {
+        Kind::Scalar | Kind::Diff => {
+            format!("rule forward {f}(x: f64, tx: f64, y: f64, ty: f64) -> (f64, f64) {{")
+        }
+        Kind::Tuple => {
+            format!("rule forward {f}(x: f64, tx: f64, y: f64, ty: f64) -> (f64, f64, f64, f64) {{")
+        }
+        Kind::Writer => {
+            scope.arrays.push(("ta".into(), 2, true));
+            format!(
+                "rule forward {f}(x: f64, tx: f64, y: f64, ty: f64, a: mut [f64], ta: mut [f64]) -> (f64, f64) {{"
+            )
+        }
+        Kind::Recursive => {
+            scope.ints.push("n".into());
+            format!("rule forward {f}(x: f64, tx: f64, y: f64, ty: f64, n: i64) -> (f64, f64) {{")
+        }
+    };
+    let mut g = FnGen::new(rng, helpers, k, scope);
+    g.calls_left = 1;
+    let stmts = g.rng.below(3);
+    match h.kind {
+        Kind::Scalar | Kind::Diff => {
+            g.stmts(stmts, 1);
+            let t = g.fexpr(2);
+            g.line(format!("({f}(x, y), {t})"));
+        }
+        Kind::Recursive => {
+            g.stmts(stmts, 1);
+            let t = g.fexpr(2);
+            g.line(format!("({f}(x, y, n), {t})"));
+        }
+        Kind::Tuple => {
+            g.line(format!("let (pr, qr) = {f}(x, y);"));
+            g.stmts(stmts, 1);
+            let t = g.fexpr(2);
+            let u = g.fexpr(2);
+            g.line(format!("(pr, qr, {t}, {u})"));
+        }
+        Kind::Writer => {
+            g.line(format!("let r = {f}(x, y, a);"));
+            g.top().f.push("r".into());
+            g.stmts(stmts, 1);
+            let t = g.fexpr(2);
+            g.line(format!("(r, {t})"));
+        }
+    }
+    calls[k].extend(g.called.iter().copied());
+    let lines = std::mem::take(&mut g.lines);
+    let mut out = hint(rng).to_string();
+    item(&mut out, &head, &lines);
+    out
+}
+
+fn reverse_rule(rng: &mut Rng, helpers: &[Helper], k: usize, calls: &mut [Vec<usize>]) -> String {
+    let h = &helpers[k];
+    let f = &h.name;
+    let mut scope = Scope {
+        f: vec!["x".into(), "y".into()],
+        ..Scope::default()
+    };
+    let head = match h.kind {
+        Kind::Scalar | Kind::Diff => {
+            scope.f.push("dret".into());
+            format!("rule reverse {f}(x: f64, y: f64, dret: f64) -> (f64, f64) {{")
+        }
+        Kind::Tuple => {
+            scope.f.extend(["d1".into(), "d2".into()]);
+            format!("rule reverse {f}(x: f64, y: f64, d1: f64, d2: f64) -> (f64, f64) {{")
+        }
+        Kind::Writer => {
+            scope.f.push("dret".into());
+            scope.arrays.push(("a".into(), 2, false));
+            scope.arrays.push(("da".into(), 2, true));
+            format!(
+                "rule reverse {f}(x: f64, y: f64, a: mut [f64], da: mut [f64], dret: f64) -> (f64, f64) {{"
+            )
+        }
+        Kind::Recursive => {
+            scope.f.push("dret".into());
+            scope.ints.push("n".into());
+            format!("rule reverse {f}(x: f64, y: f64, n: i64, dret: f64) -> (f64, f64) {{")
+        }
+    };
+    let mut g = FnGen::new(rng, helpers, k, scope);
+    g.calls_left = 1;
+    let stmts = g.rng.below(3);
+    g.stmts(stmts, 1);
+    let a = g.fexpr(2);
+    let b = g.fexpr(2);
+    let (c1, c2) = if h.kind == Kind::Tuple {
+        ("d1", "d2")
+    } else {
+        ("dret", "dret")
+    };
+    // Usually linear in the cotangents, as an adjoint is (an unused call
+    // result has a zero cotangent, and whether the rule is then applied at
+    // all may legitimately depend on how the code was cut into functions);
+    // sometimes arbitrary.
+    if g.rng.chance(80) {
+        g.line(format!("({a} * {c1}, {b} * {c2})"));
+    } else {
+        g.line(format!("({a} * {c1}, {b})"));
+    }
+    calls[k].extend(g.called.iter().copied());
+    let lines = std::mem::take(&mut g.lines);
+    let mut out = hint(rng).to_string();
+    item(&mut out, &head, &lines);
+    out
+}

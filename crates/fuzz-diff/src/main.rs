@@ -1,0 +1,203 @@
+//! `adze-fuzz-diff`: the differential fuzzer of derivatives.
+//!
+//! ```text
+//! adze-fuzz-diff --seed 0 --count 1000 --order-max 3 --reduce
+//! adze-fuzz-diff --seed 42 --count 1 --print        # show one program
+//! adze-fuzz-diff --file prog.adz --fn d2 --reduce   # check a file of your own
+//! ```
+//!
+//! Exit status: 0 when every program agreed under every setting, 1 when
+//! there were findings (disagreements, internal errors, panics) or
+//! generator rejects, 2 on a usage error.
+
+use adze_fuzz_diff::{gen, run, Config, Stats};
+use clap::Parser;
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "adze-fuzz-diff",
+    about = "Differential fuzzer of adze's derivatives: random programs, 16 settings, bit for bit"
+)]
+struct Args {
+    /// First seed.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Number of programs (seeds `seed .. seed + count`).
+    #[arg(long, default_value_t = 100)]
+    count: u64,
+    /// Highest nesting order of the derivative chain (1..=3).
+    #[arg(long, default_value_t = 3)]
+    order_max: usize,
+    /// A fixed mode order of the derivative chain, innermost first
+    /// (`rrr`: reverse over reverse over reverse); default: random.
+    #[arg(long, value_parser = parse_modes)]
+    modes: Option<[Option<gen::Mode>; 3]>,
+    /// Shrink every finding and print the reduced program.
+    #[arg(long)]
+    reduce: bool,
+    /// Predicate evaluations allowed per reduction.
+    #[arg(long, default_value_t = 400)]
+    max_reduce_tests: usize,
+    /// Reduce (and print in full) at most this many findings of one kind
+    /// (signature); the others are listed by their title.
+    #[arg(long, default_value_t = 3)]
+    per_signature: usize,
+    /// Print every generated program before checking it.
+    #[arg(long)]
+    print: bool,
+    /// Skip the finite-difference check.
+    #[arg(long)]
+    no_fd: bool,
+    /// Compare NaN payloads (sign and bits) too; by default every NaN
+    /// equals every NaN, as adze's semantics leave payloads unspecified.
+    #[arg(long)]
+    exact_nan: bool,
+    /// Stop after this many findings (0: never).
+    #[arg(long, default_value_t = 0)]
+    max_findings: usize,
+    /// Check this file instead of generated programs: every function given
+    /// with `--fn` (default: `top` and `d1`, `d2`, .. if present), whose
+    /// parameters must all be f64, at a few points.
+    #[arg(long)]
+    file: Option<PathBuf>,
+    /// With `--file`: the functions to check.
+    #[arg(long = "fn")]
+    funcs: Vec<String>,
+}
+
+fn main() {
+    let args = Args::parse();
+    // Panics are caught and reported as findings; keep stderr readable.
+    std::panic::set_hook(Box::new(|_| {}));
+    let config = Config {
+        gen: gen::GenConfig {
+            order_max: args.order_max.clamp(1, 3),
+            modes: args.modes,
+        },
+        reduce: args.reduce,
+        max_reduce_tests: args.max_reduce_tests,
+        fd: !args.no_fd,
+        exact_nan: args.exact_nan,
+        max_reduced_per_signature: args.per_signature,
+        ..Config::default()
+    };
+    let stats = match &args.file {
+        Some(path) => check_file(path, &args.funcs, &config),
+        None => run_seeds(&args, &config),
+    };
+    print_fd(&stats);
+    for (seed, e) in &stats.rejects {
+        println!("generator reject: seed {seed}: {e}");
+    }
+    print!("{}", stats.summary());
+    let bad = stats.findings_count() > 0 || stats.rejected > 0;
+    std::process::exit(i32::from(bad));
+}
+
+fn parse_modes(s: &str) -> Result<[Option<gen::Mode>; 3], String> {
+    gen::parse_modes(s).ok_or_else(|| format!("`{s}`: one to three of `f` and `r`"))
+}
+
+fn run_seeds(args: &Args, config: &Config) -> Stats {
+    let start = std::time::Instant::now();
+    let mut stats = Stats::default();
+    let mut printed = 0;
+    for s in args.seed..args.seed.saturating_add(args.count) {
+        let prog = gen::generate(s, &config.gen);
+        if args.print {
+            println!(
+                "// ---- seed {s}: order {} ({})\n{}",
+                prog.order(),
+                gen::mode_order(&prog.modes),
+                prog.source
+            );
+        }
+        adze_fuzz_diff::check_program(&prog, config, &mut stats);
+        for (i, f) in stats.findings.iter().enumerate().skip(printed) {
+            let earlier = stats.findings[..i]
+                .iter()
+                .filter(|g| g.signature == f.signature)
+                .count();
+            if earlier < args.per_signature {
+                println!("{}", f.report());
+            } else {
+                println!("=== {}", f.title());
+            }
+        }
+        printed = stats.findings.len();
+        if args.max_findings > 0 && printed >= args.max_findings {
+            break;
+        }
+    }
+    stats.elapsed = start.elapsed();
+    stats
+}
+
+fn check_file(path: &PathBuf, funcs: &[String], config: &Config) -> Stats {
+    let start = std::time::Instant::now();
+    let mut stats = Stats::default();
+    let source = match std::fs::read_to_string(path) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("error: cannot read {}: {e}", path.display());
+            std::process::exit(2);
+        }
+    };
+    stats.generated = 1;
+    let module = match run::compile(&source) {
+        Ok(m) => m,
+        Err(e) => {
+            eprintln!("error: {e}");
+            std::process::exit(2);
+        }
+    };
+    stats.checked = 1;
+    let mut names: Vec<String> = funcs.to_vec();
+    if names.is_empty() {
+        names = std::iter::once("top".to_string())
+            .chain((1..=9).map(|k| format!("d{k}")))
+            .filter(|n| module.get(n).is_some())
+            .collect();
+    }
+    const VALUES: [f64; 6] = [0.0, 1.0, 0.5, -1.0, 2.0, 0.3];
+    for name in &names {
+        let Some(id) = module.get(name) else {
+            eprintln!("error: no function `{name}` in {}", path.display());
+            std::process::exit(2);
+        };
+        let n = module.func(id).sig.params.len();
+        let mut points = Vec::new();
+        let mut arg_lists = Vec::new();
+        for k in 0..VALUES.len() {
+            let vals: Vec<f64> = (0..n)
+                .map(|i| VALUES[(k + i * (k % 2)) % VALUES.len()])
+                .collect();
+            points.push((
+                vals.first().copied().unwrap_or(0.0),
+                vals.get(1).copied().unwrap_or(0.0),
+            ));
+            arg_lists.push(vals.into_iter().map(adze::adze_ir::Val::F64).collect());
+        }
+        adze_fuzz_diff::check_function_args(
+            &module, &source, None, name, &points, &arg_lists, config, &mut stats,
+        );
+    }
+    for f in &stats.findings {
+        println!("{}", f.report());
+    }
+    stats.elapsed = start.elapsed();
+    stats
+}
+
+fn print_fd(stats: &Stats) {
+    for m in &stats.fd_mismatches {
+        println!(
+            "finite-difference mismatch: seed {}: {} at ({:?}, {:?}): AD {:?}, central difference {:?}",
+            m.seed, m.func, m.point.0, m.point.1, m.ad, m.fd
+        );
+        if let Some(r) = &m.reduced {
+            println!("--- reduced program ({} lines):\n{r}", r.lines().count());
+        }
+    }
+}

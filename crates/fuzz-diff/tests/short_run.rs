@@ -1,0 +1,202 @@
+//! The differential fuzzer in `cargo test`: the generator's programs are
+//! valid and cover what they should, the reducer shrinks, and a short run
+//! over a fixed seed range finds no disagreement.
+
+use adze_fuzz_diff::gen::{self, GenConfig};
+use adze_fuzz_diff::{reduce, run, Config, Stats};
+use std::collections::BTreeSet;
+
+/// The short run: seeds `0 .. SHORT_RUN` (a few seconds each in a debug
+/// build on two cores).
+const SHORT_RUN: u64 = 20;
+
+fn report(stats: &Stats) -> String {
+    let mut s = stats.summary();
+    for (seed, e) in &stats.rejects {
+        s.push_str(&format!("generator reject: seed {seed}: {e}\n"));
+    }
+    for f in &stats.findings {
+        s.push_str(&f.report());
+        s.push('\n');
+    }
+    s
+}
+
+#[test]
+fn generated_programs_pass_the_front_end() {
+    let mut bad = Vec::new();
+    for seed in 0..300 {
+        let p = gen::generate(seed, &GenConfig::default());
+        if let Err(e) = run::compile(&p.source) {
+            bad.push(format!("seed {seed}: {e}\n{}", p.source));
+        }
+    }
+    assert!(
+        bad.is_empty(),
+        "{} generator rejects, the first:\n{}",
+        bad.len(),
+        bad[0]
+    );
+}
+
+#[test]
+fn a_fixed_mode_order_is_obeyed() {
+    let config = GenConfig {
+        modes: gen::parse_modes("rfr"),
+        ..GenConfig::default()
+    };
+    for seed in 0..10 {
+        let p = gen::generate(seed, &config);
+        assert_eq!(gen::mode_order(&p.modes), "rfr");
+        assert!(run::compile(&p.source).is_ok());
+    }
+    assert!(gen::parse_modes("rx").is_none() && gen::parse_modes("rrrr").is_none());
+}
+
+#[test]
+fn the_generator_is_deterministic() {
+    let a = gen::generate(7, &GenConfig::default());
+    let b = gen::generate(7, &GenConfig::default());
+    assert_eq!(a.source, b.source);
+    assert_ne!(a.source, gen::generate(8, &GenConfig::default()).source);
+}
+
+#[test]
+fn the_generator_covers_every_feature() {
+    let mut orders = BTreeSet::new();
+    let mut all = String::new();
+    let (mut rule_free, mut recursive, mut tuple, mut writer, mut diff) = (0, 0, 0, 0, 0);
+    for seed in 0..300 {
+        let p = gen::generate(seed, &GenConfig::default());
+        orders.insert(gen::mode_order(&p.modes));
+        all.push_str(&p.source);
+        rule_free += usize::from(p.rule_free);
+        recursive += p.features.recursive;
+        tuple += p.features.tuple;
+        writer += p.features.writer;
+        diff += p.features.with_autodiff;
+        assert!(p.points.iter().any(|q| q.special));
+    }
+    // Every mode order at orders 1, 2 and 3.
+    assert_eq!(orders.len(), 2 + 4 + 8, "{orders:?}");
+    assert!(rule_free > 0 && recursive > 0 && tuple > 0 && writer > 0 && diff > 0);
+    for needle in [
+        "rule forward",
+        "rule reverse",
+        "#[inline(always)]",
+        "#[inline(never)]",
+        "for i",
+        "while j",
+        "} else {",
+        "= zeros(",
+        "fill(",
+        "sqrt(",
+        "log(",
+        "floor(",
+        "min(",
+        "max(",
+        "abs(",
+        "(1.0 / (",
+        "return",
+        "n - 1)",
+        "autodiff(forward, f",
+        "autodiff(reverse, f",
+        "dup(",
+    ] {
+        assert!(all.contains(needle), "no program contains `{needle}`");
+    }
+}
+
+/// The reducer with a synthetic predicate (valid, and still has a reverse
+/// rule and a `sqrt`): it must shrink a generated program to a few lines
+/// that still satisfy it.
+#[test]
+fn the_reducer_shrinks_a_program() {
+    let prog = (0..200)
+        .map(|s| gen::generate(s, &GenConfig::default()))
+        .find(|p| {
+            p.source.contains("rule reverse")
+                && p.source.contains("sqrt(")
+                && p.source.lines().count() > 40
+        })
+        .expect("a program with a reverse rule and sqrt");
+    let pred =
+        |s: &str| run::compile(s).is_ok() && s.contains("rule reverse") && s.contains("sqrt(");
+    assert!(pred(&prog.source));
+    let reduced = reduce::reduce(&prog.source, pred, 2000);
+    assert!(pred(&reduced), "{reduced}");
+    let n = reduced.lines().filter(|l| !l.trim().is_empty()).count();
+    assert!(
+        n <= 12,
+        "reduced from {} to {n} lines:\n{reduced}",
+        prog.source.lines().count()
+    );
+}
+
+/// The reducer on a real pipeline predicate that holds on main and does not
+/// depend on a bug: `top` still returns a NaN at (0, 0) on the interpreter
+/// with `--inline none` (a `log`/`sqrt`/`asin` of a negative number, or a
+/// `0/0`, must survive).
+#[test]
+fn the_reducer_keeps_a_pipeline_property() {
+    let config = Config::default();
+    let nan_at_zero = |s: &str| -> bool {
+        let Ok(m) = run::compile(s) else { return false };
+        let (outs, _) = run::run_settings(
+            &m,
+            "top",
+            &config.settings[..1],
+            config.limits,
+            &[run::args_of(0.0, 0.0)],
+        );
+        matches!(&outs[0][0].res, run::Res::Values(b) if f64::from_bits(b[0]).is_nan())
+    };
+    let Some(prog) = (0..200)
+        .map(|s| gen::generate(s, &GenConfig::default()))
+        .find(|p| p.source.lines().count() > 30 && nan_at_zero(&p.source))
+    else {
+        panic!("no generated program is NaN at (0, 0)");
+    };
+    let reduced = reduce::reduce(&prog.source, nan_at_zero, 600);
+    assert!(nan_at_zero(&reduced));
+    assert!(
+        reduced.lines().count() * 2 < prog.source.lines().count(),
+        "{reduced}"
+    );
+}
+
+/// Seeds `0 .. SHORT_RUN`, every setting, bit for bit.
+///
+/// Fails on main as of this commit: seed 14 (an argument that a callee
+/// never reads gets an adjoint: NaN with `--inline none`, a number when
+/// the callee is inlined; `known_bugs.rs`, `unused_callee_argument_*`) and
+/// seeds 1, 17 and 19 (`--inline early` leaves an `autodiff` unlowered in a
+/// function that carries a rule and contains `autodiff`; the JIT refuses
+/// it). Un-ignore once the fixes land.
+#[test]
+#[ignore = "known bugs on main: unused callee arguments get adjoints (seed 14); --inline early leaves an autodiff unlowered in a function with a rule (seeds 1, 17, 19)"]
+fn short_run_has_no_disagreements() {
+    let stats = adze_fuzz_diff::fuzz(0, SHORT_RUN, &Config::default(), |_| {});
+    assert!(
+        stats.findings_count() == 0 && stats.rejected == 0,
+        "{}",
+        report(&stats)
+    );
+}
+
+/// The same seeds, what holds on main today: every program is valid, and
+/// nothing panics or fails internally in every setting at once.
+#[test]
+fn short_run_has_no_rejects_or_panics() {
+    let stats = adze_fuzz_diff::fuzz(0, SHORT_RUN, &Config::default(), |_| {});
+    assert!(stats.checked as u64 == SHORT_RUN, "{}", report(&stats));
+    assert!(
+        stats.rejected == 0
+            && stats.internal == 0
+            && !stats.by_category.contains_key(run::Category::Panic.name()),
+        "{}",
+        report(&stats)
+    );
+    // Every order and both modes occur in the short run.
+    assert_eq!(stats.by_order.len(), 3, "{}", stats.summary());
+}
