@@ -350,6 +350,7 @@ fn build(
         tan: TangentMap::default(),
         consts: Vec::new(),
         region_rules,
+        leaving_opaque: Vec::new(),
     };
     t.run()?;
     Ok(t.out)
@@ -395,6 +396,11 @@ struct Transform<'a> {
     /// The calls that stand for collapsed rule regions, with the regions'
     /// rules.
     region_rules: Vec<(Inst, Rules)>,
+    /// Per block: is it inside an applied region without forward rule
+    /// (opaque)? An edge from such a block to one outside the region is an
+    /// exit to the region's continuation, whose results' tangents come from
+    /// the call placed before the region, the same on every exit.
+    leaving_opaque: Vec<bool>,
 }
 
 impl Transform<'_> {
@@ -495,6 +501,7 @@ impl Transform<'_> {
                 .filter(|b| !seen[b.as_u32() as usize]),
         );
         let (rule_regions, opaque) = activity::forward_rule_regions(p);
+        self.leaving_opaque = opaque.clone();
         // Each applied region's derivative call goes at the end of the one
         // block that enters it, outside the region.
         let mut at_pred: Vec<(Block, Region)> = Vec::new();
@@ -722,10 +729,25 @@ impl Transform<'_> {
             }
             InstData::Jump { .. } | InstData::Brif { .. } => {
                 let mut data = data.clone();
-                for dest in data.destinations_mut() {
+                let opaque = |b: Block| self.leaving_opaque.get(b.as_u32() as usize) == Some(&true);
+                let from_opaque = opaque(block);
+                let leaving: Vec<bool> = data
+                    .destinations()
+                    .iter()
+                    .map(|d| from_opaque && !opaque(d.block))
+                    .collect();
+                for (dest, leaving) in data.destinations_mut().into_iter().zip(leaving) {
                     let params = self.primal.dfg.block_params(dest.block).to_vec();
                     for (&arg, &p) in dest.args.clone().iter().zip(&params) {
-                        if self.tan.get(p).is_some() {
+                        if let Some(lanes) = self.tan.get(p) {
+                            if leaving {
+                                // A region's exit: its results' tangents are
+                                // the ones the region's rule or derivative
+                                // call gave, on every exit (the region keeps
+                                // the shape of a call for an outer pass).
+                                dest.args.extend_from_slice(&lanes.to_vec());
+                                continue;
+                            }
                             for lane in 0..w {
                                 let t = self.lane_or_zero(arg, lane);
                                 dest.args.push(t);

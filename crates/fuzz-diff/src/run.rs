@@ -222,6 +222,7 @@ pub fn prepare(
         limits,
         ad_limits: adze::adze_ad::AdLimits::default(),
         optimize,
+        coverage: None,
     };
     match catch_unwind(AssertUnwindSafe(|| session.prepare(func))) {
         Ok(Ok(m)) => Ok(m),
