@@ -1050,8 +1050,9 @@ pub(crate) fn partial_needs(
 /// arrays that are useful here ([`UsefulSummaries`]), so an argument that
 /// only feeds a result nobody uses, or a scratch array nobody reads, gets
 /// no adjoint — as it gets none when the inliner has put the body here.
-/// Calls to functions with rules (a rule takes every input) and to
-/// functions that use the tape stay conservative: every argument is useful.
+/// Calls to functions with rules (a rule takes every input) stay
+/// conservative: every argument is useful. A callee that uses the tape is
+/// summarised too: what it pushes is useful, as in its inlined body.
 fn usefulness(
     module: &Module,
     func: &Function,
@@ -1146,15 +1147,13 @@ fn usefulness(
                             .collect();
                         let results_useful: Vec<bool> =
                             results.iter().map(|&r| useful[idx(r)]).collect();
-                        // A callee that uses the tape may push its arguments
-                        // for code elsewhere to pop.
+                        // A callee that uses the tape may push values of its
+                        // arguments for code elsewhere to pop: its own
+                        // usefulness marks what it pushes (as inlined code
+                        // does), whatever the call's results.
                         let tape = tape_use.uses(module, *callee);
                         if tape || arrays.contains(&true) || results_useful.contains(&true) {
-                            let which = if tape {
-                                None
-                            } else {
-                                summaries.params(module, *callee, &results_useful, &arrays)
-                            };
+                            let which = summaries.params(module, *callee, &results_useful, &arrays);
                             for (k, &a) in args.iter().enumerate() {
                                 if which.as_ref().is_none_or(|w| w.get(k) != Some(&false)) {
                                     mark(&mut useful, a);
