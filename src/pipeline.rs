@@ -150,6 +150,15 @@ impl Session {
         &self,
         root: Option<&str>,
         last: Stage,
+        record: impl FnMut(Stage, &Module) + Send,
+    ) -> Result<Module, Error> {
+        on_big_stack(|| self.run_stages_here(root, last, record))
+    }
+
+    fn run_stages_here(
+        &self,
+        root: Option<&str>,
+        last: Stage,
         mut record: impl FnMut(Stage, &Module),
     ) -> Result<Module, Error> {
         let mut module = self.module.clone();
@@ -251,8 +260,18 @@ impl Session {
         width: usize,
         consts: &[String],
     ) -> Result<(Module, String), Error> {
+        on_big_stack(|| self.derive_here(name, mode, width, consts))
+    }
+
+    fn derive_here(
+        &self,
+        name: &str,
+        mode: adze_ir::Mode,
+        width: usize,
+        consts: &[String],
+    ) -> Result<(Module, String), Error> {
         use adze_ir::{ArgActivity, Mode, RetActivity, Type};
-        let mut module = self.run_stages(Some(name), Stage::Ad, |_, _| {})?;
+        let mut module = self.run_stages_here(Some(name), Stage::Ad, |_, _| {})?;
         let id = function_by_name(&module, name)?;
         let sig = module.func(id).sig.clone();
         if let Some(c) = consts
@@ -344,6 +363,34 @@ impl Session {
                 Ok(compiled.call(args)?)
             }
         }
+    }
+}
+
+/// The stack the compiler's passes run on. Some of them recurse along the
+/// program's call chains (the AD passes build a callee's derivative inside
+/// its caller's), so a chain of thousands of functions needs more than a
+/// main thread's 8 MiB; reserving address space costs nothing until it is
+/// touched. About 4 KiB per level of calls: 256 MiB is some 60 000 levels.
+const COMPILER_STACK: usize = 256 << 20;
+
+/// Runs `f` on a thread with [`COMPILER_STACK`] bytes of stack (on this
+/// thread if no such thread can be made, e.g. under a tight address-space
+/// limit).
+fn on_big_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
+    let mut f = Some(f);
+    let spawned = std::thread::scope(|scope| {
+        let run = &mut f;
+        std::thread::Builder::new()
+            .name("adze-compile".into())
+            .stack_size(COMPILER_STACK)
+            .spawn_scoped(scope, move || run.take().map(|f| f()))
+            .ok()
+            .map(|h| h.join())
+    });
+    match spawned {
+        Some(Ok(Some(r))) => r,
+        Some(Err(panic)) => std::panic::resume_unwind(panic),
+        _ => (f.take().expect("not run"))(),
     }
 }
 

@@ -129,6 +129,48 @@ struct Summary {
 struct Summaries {
     stack: Vec<String>,
     memo: HashMap<(FuncId, Vec<ArgActivity>), Summary>,
+    /// How many answers so far depended on something that may change: a
+    /// call into the stack (recursion, answered conservatively for this
+    /// stack only), a declaration (a derivative being built) or a request
+    /// not lowered yet. A summary computed without any is final for the
+    /// lowering and goes into [`SESSION_SUMMARIES`].
+    unsettled: usize,
+}
+
+type SummaryKey = (FuncId, Vec<ArgActivity>);
+
+thread_local! {
+    /// Final summaries of the lowering in progress (its number, then the
+    /// summaries): each function is summarised once per pattern, not once
+    /// per function that calls it (which was quadratic in a chain of
+    /// calls, and as deep as the chain).
+    static SESSION_SUMMARIES: std::cell::RefCell<(u64, HashMap<SummaryKey, Summary>)> =
+        std::cell::RefCell::new((0, HashMap::new()));
+}
+
+fn session_summary(key: &SummaryKey) -> Option<Summary> {
+    let g = crate::lower::generation()?;
+    SESSION_SUMMARIES.with(|c| {
+        let c = c.borrow();
+        if c.0 == g {
+            c.1.get(key).cloned()
+        } else {
+            None
+        }
+    })
+}
+
+fn keep_summary(key: SummaryKey, s: &Summary) {
+    let Some(g) = crate::lower::generation() else {
+        return;
+    };
+    SESSION_SUMMARIES.with(|c| {
+        let mut c = c.borrow_mut();
+        if c.0 != g {
+            *c = (g, HashMap::new());
+        }
+        c.1.insert(key, s.clone());
+    });
 }
 
 fn analyze_in(
@@ -304,11 +346,11 @@ fn summarize(
         return None;
     }
     let f = module.func(callee);
-    if f.meta.rules.forward.is_some()
-        || f.is_declaration()
-        || f.params().len() != args.len()
-        || summaries.stack.contains(&f.name)
-    {
+    if f.is_declaration() || summaries.stack.contains(&f.name) {
+        summaries.unsettled += 1;
+        return None;
+    }
+    if f.meta.rules.forward.is_some() || f.params().len() != args.len() {
         return None;
     }
     let acts: Vec<ArgActivity> = args
@@ -323,9 +365,20 @@ fn summarize(
     if let Some(s) = summaries.memo.get(&key) {
         return Some(s.clone());
     }
+    if let Some(s) = session_summary(&key) {
+        return Some(s);
+    }
+    let before = summaries.unsettled;
+    if f.layout
+        .insts()
+        .any(|(_, i)| f.dfg.inst(i).opcode() == Opcode::Autodiff)
+    {
+        summaries.unsettled += 1;
+    }
     summaries.stack.push(f.name.clone());
     let a = analyze_in(module, f, &key.1, summaries);
     summaries.stack.pop();
+    let settled = summaries.unsettled == before;
     let mut results = vec![false; f.sig.results.len()];
     for (_, inst) in f.layout.insts() {
         if let InstData::Return { args } = f.dfg.inst(inst) {
@@ -338,6 +391,9 @@ fn summarize(
     }
     let params = f.params().iter().map(|&p| a.is_active(p)).collect();
     let s = Summary { results, params };
+    if settled {
+        keep_summary(key.clone(), &s);
+    }
     summaries.memo.insert(key, s.clone());
     Some(s)
 }

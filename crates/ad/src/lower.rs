@@ -61,6 +61,9 @@ struct Budget {
     /// [`crate::activity::uses_tape`] answers that cannot change any more
     /// in this lowering (see [`tape_use`]).
     tape_use: Vec<Option<bool>>,
+    /// Which lowering this is: caches elsewhere keyed by it
+    /// ([`generation`]) are valid for one lowering only.
+    generation: u64,
 }
 
 thread_local! {
@@ -72,6 +75,7 @@ thread_local! {
             root: None,
             lowered: Vec::new(),
             tape_use: Vec::new(),
+            generation: 0,
         })
     };
 }
@@ -105,6 +109,7 @@ pub(crate) fn session<R>(root: Option<&str>, f: impl FnOnce() -> R) -> R {
             b.root = root.map(str::to_string);
             b.lowered.clear();
             b.tape_use.clear();
+            b.generation += 1;
         }
     });
     let _close = Close;
@@ -306,6 +311,16 @@ pub(crate) fn lower_reachable(module: &mut Module, func: &Function) -> Result<()
         stack.extend(next);
     }
     Ok(())
+}
+
+/// The number of the lowering in progress, if any: analyses cache what
+/// cannot change during one lowering (summaries of functions whose code is
+/// final) under it.
+pub(crate) fn generation() -> Option<u64> {
+    BUDGET.with(|b| {
+        let b = b.borrow();
+        (b.open > 0).then_some(b.generation)
+    })
 }
 
 /// Does `func`, or anything it reaches, use the tape? Answered once per

@@ -1190,10 +1190,24 @@ fn usefulness(
 pub(crate) struct UsefulSummaries {
     stack: Vec<FuncId>,
     memo: std::collections::HashMap<UsefulKey, Option<Vec<bool>>>,
+    /// Answers so far that depended on what may change (a call into the
+    /// stack, a declaration, a request not lowered yet); a summary computed
+    /// without any is final for the lowering and is kept for it.
+    unsettled: usize,
 }
 
 /// A callee, its useful results and its useful `mut` array arguments.
 type UsefulKey = (FuncId, Vec<bool>, Vec<bool>);
+
+/// The final usefulness summaries of one lowering (its number first).
+type SessionUseful = (u64, std::collections::HashMap<UsefulKey, Option<Vec<bool>>>);
+
+thread_local! {
+    /// Final usefulness summaries of the lowering in progress: each callee
+    /// is summarised once per pattern, not once per caller.
+    static SESSION_USEFUL: std::cell::RefCell<SessionUseful> =
+        std::cell::RefCell::new((0, std::collections::HashMap::new()));
+}
 
 impl UsefulSummaries {
     fn params(
@@ -1203,16 +1217,40 @@ impl UsefulSummaries {
         results: &[bool],
         arrays: &[bool],
     ) -> Option<Vec<bool>> {
-        if !module.is_valid(callee) || self.stack.contains(&callee) {
+        if !module.is_valid(callee) {
+            return None;
+        }
+        if self.stack.contains(&callee) {
+            self.unsettled += 1;
             return None;
         }
         let key = (callee, results.to_vec(), arrays.to_vec());
         if let Some(s) = self.memo.get(&key) {
             return s.clone();
         }
+        let generation = crate::lower::generation();
+        if let Some(g) = generation {
+            let kept = SESSION_USEFUL.with(|c| {
+                let c = c.borrow();
+                (c.0 == g).then(|| c.1.get(&key).cloned()).flatten()
+            });
+            if let Some(s) = kept {
+                return s;
+            }
+        }
+        let before = self.unsettled;
         self.stack.push(callee);
         let out = self.compute(module, callee, results, arrays);
         self.stack.pop();
+        if let (Some(g), true) = (generation, self.unsettled == before) {
+            SESSION_USEFUL.with(|c| {
+                let mut c = c.borrow_mut();
+                if c.0 != g {
+                    *c = (g, std::collections::HashMap::new());
+                }
+                c.1.insert(key.clone(), out.clone());
+            });
+        }
         self.memo.insert(key, out.clone());
         out
     }
@@ -1225,13 +1263,17 @@ impl UsefulSummaries {
         arrays: &[bool],
     ) -> Option<Vec<bool>> {
         let f = module.func(callee);
-        if !f.meta.rules.is_empty()
-            || f.is_declaration()
-            || f.params().len() != arrays.len()
-            || f.sig.results.len() != results.len()
+        if f.is_declaration()
             || f.layout
                 .insts()
                 .any(|(_, i)| f.dfg.inst(i).opcode() == Opcode::Autodiff)
+        {
+            self.unsettled += 1;
+            return None;
+        }
+        if !f.meta.rules.is_empty()
+            || f.params().len() != arrays.len()
+            || f.sig.results.len() != results.len()
         {
             return None;
         }
