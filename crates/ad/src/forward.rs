@@ -745,7 +745,7 @@ impl Transform<'_> {
                                 // the ones the region's rule or derivative
                                 // call gave, on every exit (the region keeps
                                 // the shape of a call for an outer pass).
-                                dest.args.extend_from_slice(&lanes.to_vec());
+                                dest.args.extend_from_slice(lanes);
                                 continue;
                             }
                             for lane in 0..w {

@@ -695,7 +695,7 @@ fn plan_calls(
                     .inst_results(inst)
                     .iter()
                     .any(|&r| plan.is_active(primal, r));
-            if !(plan.call_is_active(primal, args) && gives) && !uses_tape {
+            if !(uses_tape || plan.call_is_active(primal, args) && gives) {
                 continue;
             }
             if !module.is_valid(callee) {
