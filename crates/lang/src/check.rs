@@ -19,7 +19,7 @@ use crate::diagnostic::{Diagnostic, Span};
 use crate::typed::*;
 use adze_ir::{ArgActivity, CmpCond, InlineHint, Mode, Opcode, Param, RetActivity, Type};
 use indexmap::IndexMap;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Built-in functions besides the intrinsics; user functions may not take
 /// these names.
@@ -143,7 +143,11 @@ pub fn check(file: &ast::File) -> Result<Program, Vec<Diagnostic>> {
         let pair = rules.get(&file.items[info.item].name.name).copied();
         order.extend(pair.into_iter().flatten().flatten());
     }
-    let index_of = |item: usize| order.iter().position(|&i| i == item);
+    let mut position = vec![None; file.items.len()];
+    for (k, &item) in order.iter().enumerate() {
+        position[item] = Some(k);
+    }
+    let index_of = |item: usize| position.get(item).copied().flatten();
     let globals = Globals { fns };
 
     let mut funcs = Vec::new();
@@ -402,6 +406,7 @@ fn check_body(
         local_spans: Vec::new(),
         poisoned: HashSet::new(),
         scopes: vec![Vec::new()],
+        bindings: HashMap::new(),
         results: results.to_vec(),
         results_span: item.results.as_ref().map(|r| r.span),
         what,
@@ -439,7 +444,12 @@ struct Ctx<'a> {
     local_spans: Vec<Span>,
     /// Locals whose initializer had an error: uses report nothing more.
     poisoned: HashSet<LocalId>,
-    scopes: Vec<Vec<(String, LocalId)>>,
+    /// Per open scope, the names it declared (in order); `bindings` holds,
+    /// per name, the locals it denotes in the open scopes, innermost last.
+    /// Declaring, finding and closing a scope are O(1) per name, so a body
+    /// of 100 000 `let`s checks in linear time.
+    scopes: Vec<Vec<String>>,
+    bindings: HashMap<String, Vec<LocalId>>,
     results: Vec<Type>,
     /// Where the result types are declared.
     results_span: Option<Span>,
@@ -539,7 +549,8 @@ impl Ctx<'_> {
         });
         self.local_spans.push(id.span);
         if let Some(scope) = self.scopes.last_mut() {
-            scope.push((id.name.clone(), l));
+            scope.push(id.name.clone());
+            self.bindings.entry(id.name.clone()).or_default().push(l);
         }
         l
     }
@@ -552,17 +563,16 @@ impl Ctx<'_> {
     fn scoped<T>(&mut self, f: impl FnOnce(&mut Self) -> R<T>) -> R<T> {
         self.scopes.push(Vec::new());
         let r = f(self);
-        self.scopes.pop();
+        for name in self.scopes.pop().unwrap_or_default() {
+            if let Some(b) = self.bindings.get_mut(&name) {
+                b.pop();
+            }
+        }
         r
     }
 
     fn find(&self, name: &str) -> Option<LocalId> {
-        self.scopes
-            .iter()
-            .rev()
-            .flat_map(|s| s.iter().rev())
-            .find(|(n, _)| n == name)
-            .map(|&(_, l)| l)
+        self.bindings.get(name).and_then(|b| b.last()).copied()
     }
 
     fn lookup(&mut self, id: &Ident) -> R<LocalId> {
