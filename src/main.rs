@@ -336,9 +336,16 @@ fn execute(command: Command) -> Result<(), Error> {
             if let Some(name) = &func {
                 session.function(name)?;
             }
-            let mut stages = session.stages(func.as_deref())?;
+            // Only the stages up to the one printed run.
+            let last = adze::Stage::ALL
+                .into_iter()
+                .find(|s| s.name() == stage)
+                .unwrap_or(Stage::Optimized);
+            let mut stages = session.stages_until(func.as_deref(), last)?;
+            let derives = matches!(last, Stage::Ad | Stage::Optimized);
             let func = match (&func, derive.derive.is_some()) {
                 (None, true) => return Err(Error::Argument("`--derive` needs `--fn NAME`".into())),
+                (Some(_), true) if !derives => func,
                 (Some(name), true) => {
                     warn(derive.warnings(&session, name));
                     // The derivative is part of the `ad` stage and every

@@ -137,8 +137,18 @@ impl Session {
     /// optimizer, `adze_opt::optimize_module`). With a `root`, the `ad`
     /// stage lowers only what `root` reaches.
     pub fn stages(&self, root: Option<&str>) -> Result<Vec<(Stage, Module)>, Error> {
+        self.stages_until(root, Stage::Optimized)
+    }
+
+    /// [`Session::stages`] up to `last` only: no later stage runs (`adze
+    /// dump --stage parsed` runs no inliner, no AD, no optimizer).
+    pub fn stages_until(
+        &self,
+        root: Option<&str>,
+        last: Stage,
+    ) -> Result<Vec<(Stage, Module)>, Error> {
         let mut out = Vec::with_capacity(Stage::ALL.len());
-        self.run_stages(root, Stage::Optimized, |stage, module| {
+        self.run_stages(root, last, |stage, module| {
             out.push((stage, module.clone()))
         })?;
         Ok(out)
@@ -167,18 +177,21 @@ impl Session {
                 Stage::Parsed => {}
                 Stage::Optimized => {
                     if self.optimize {
-                        optimize(&mut module)?;
+                        let ids = scope(&module, root);
+                        optimize_functions(&mut module, &ids)?;
                     }
                 }
                 Stage::Inlined => {
                     if matches!(self.inline, InlineSetting::Early | InlineSetting::All) {
-                        inline(&mut module, "inline (early)")?;
+                        let ids = scope(&module, root);
+                        inline(&mut module, &ids, "inline (early)")?;
                     }
                 }
                 Stage::Ad => {
                     module = self.lowered(module, root)?;
                     if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
-                        inline(&mut module, "inline (late)")?;
+                        let ids = scope(&module, root);
+                        inline(&mut module, &ids, "inline (late)")?;
                     }
                 }
             }
@@ -245,7 +258,8 @@ impl Session {
     ) -> Result<(Module, String), Error> {
         let (mut module, derived) = self.derive_unoptimized(name, mode, width, consts)?;
         if self.optimize {
-            optimize(&mut module)?;
+            let ids = scope(&module, Some(&derived));
+            optimize_functions(&mut module, &ids)?;
         }
         Ok((module, derived))
     }
@@ -322,7 +336,8 @@ impl Session {
         })?;
         verify(&module, "ad")?;
         if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
-            inline(&mut module, "inline (late)")?;
+            let ids = module.reachable_from(derived);
+            inline(&mut module, &ids, "inline (late)")?;
         }
         let derived_name = module.func(derived).name.clone();
         Ok((module, derived_name))
@@ -394,10 +409,26 @@ fn on_big_stack<R: Send>(f: impl FnOnce() -> R + Send) -> R {
     }
 }
 
-/// Runs the inliner with its default policy on every function.
-fn inline(module: &mut Module, pass: &str) -> Result<(), Error> {
-    adze_opt::inline_module(module, &adze_opt::DefaultPolicy::default());
+/// The functions a stage transforms: what `root` reaches (calls, rules,
+/// regions, requests), or every function without a root. A program of a
+/// thousand functions run from one of them transforms only that one's.
+fn scope(module: &Module, root: Option<&str>) -> Vec<FuncId> {
+    match root.and_then(|name| module.get(name)) {
+        Some(id) => module.reachable_from(id),
+        None => module.ids().collect(),
+    }
+}
+
+/// Runs the inliner with its default policy on the functions `ids`.
+fn inline(module: &mut Module, ids: &[FuncId], pass: &str) -> Result<(), Error> {
+    adze_opt::inline_functions(module, ids, &adze_opt::DefaultPolicy::default());
     verify(module, pass)
+}
+
+/// Runs the optimizer on the functions `ids`.
+fn optimize_functions(module: &mut Module, ids: &[FuncId]) -> Result<(), Error> {
+    adze_opt::optimize_functions(module, ids).map_err(|e| Error::Verify(e.to_string()))?;
+    Ok(())
 }
 
 /// Runs the optimizer on every function; in debug builds it verifies after
