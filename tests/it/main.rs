@@ -14,6 +14,7 @@ mod reverse;
 mod robustness;
 mod rule_matrix;
 mod runtime_errors;
+mod scale;
 mod seed;
 mod support;
 mod verification;

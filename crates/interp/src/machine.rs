@@ -552,11 +552,17 @@ impl<'m> Machine<'m> {
                             Slot::Array(i) if i >= frame.heap_base && i < self.heap.len() => {
                                 let data = &mut self.heap[i];
                                 data.clear();
+                                data.try_reserve_exact(size)
+                                    .map_err(|_| trap(func, TrapKind::OutOfMemory { len: n }))?;
                                 data.resize(size, 0.0);
                                 i
                             }
                             _ => {
-                                self.heap.push(vec![0.0; size]);
+                                let mut data = Vec::new();
+                                data.try_reserve_exact(size)
+                                    .map_err(|_| trap(func, TrapKind::OutOfMemory { len: n }))?;
+                                data.resize(size, 0.0);
+                                self.heap.push(data);
                                 self.heap.len() - 1
                             }
                         };

@@ -128,6 +128,10 @@ pub enum TrapKind {
     BadArrayLength {
         len: i64,
     },
+    /// `zeros(n)` with a valid `n`, but the memory could not be had.
+    OutOfMemory {
+        len: i64,
+    },
     /// The call depth limit was reached (runaway recursion).
     CallDepthExceeded {
         limit: u32,
@@ -160,6 +164,11 @@ impl fmt::Display for TrapKind {
             TrapKind::BadArrayLength { len } => write!(
                 f,
                 "cannot allocate an array of length {len} (must be between 0 and {MAX_ARRAY_LEN})"
+            ),
+            TrapKind::OutOfMemory { len } => write!(
+                f,
+                "out of memory: cannot allocate an array of {len} elements ({} MiB)",
+                len.saturating_mul(8) >> 20
             ),
             TrapKind::CallDepthExceeded { limit } => write!(
                 f,

@@ -1152,6 +1152,8 @@ impl Translator<'_, '_> {
                 let slot = self.b.ins().stack_addr(self.env.ptr, ss, off);
                 let c = self.b.ins().call(alloc, &[self.ctx, n, slot]);
                 let ptr = self.b.inst_results(c)[0];
+                let failed = self.b.ins().icmp_imm_s(IntCC::Equal, ptr, 0);
+                self.trap_if(failed, SiteKind::OutOfMemory, Some(n), Some(n));
                 let r = self.func.dfg.first_result(inst);
                 self.set_array(r, ptr, ArrayLen::Of(*len));
             }

@@ -229,6 +229,8 @@ pub(crate) enum SiteKind {
     DivisionOverflow,
     /// `a` = requested length.
     BadArrayLength,
+    /// `a` = requested length: the allocation failed.
+    OutOfMemory,
     CallDepthExceeded {
         limit: u32,
     },
@@ -256,6 +258,7 @@ impl TrapSite {
             SiteKind::DivisionByZero => TrapKind::DivisionByZero,
             SiteKind::DivisionOverflow => TrapKind::DivisionOverflow,
             SiteKind::BadArrayLength => TrapKind::BadArrayLength { len: a },
+            SiteKind::OutOfMemory => TrapKind::OutOfMemory { len: a },
             SiteKind::CallDepthExceeded { limit } => TrapKind::CallDepthExceeded { limit: *limit },
             SiteKind::TapeMismatch => TrapKind::TapeMismatch,
             SiteKind::ShadowLengthMismatch { array, shadow } => TrapKind::ShadowLengthMismatch {
@@ -318,18 +321,28 @@ pub(crate) extern "C" fn adze_alloc(ctx: *mut Ctx<'_>, n: i64, slot: *mut i64) -
     let reuse = usize::try_from(*slot)
         .ok()
         .filter(|&k| k < ctx.allocs.len());
+    // A failed allocation returns null, which generated code turns into
+    // `TrapKind::OutOfMemory` (never an abort).
     let v = match reuse {
         Some(k) => {
             let v = &mut ctx.allocs[k];
             v.clear();
+            if v.try_reserve_exact(n).is_err() {
+                return std::ptr::null_mut();
+            }
             v.resize(n, 0.0);
             v
         }
         None => {
+            let mut fresh: Vec<f64> = Vec::new();
+            if fresh.try_reserve_exact(n).is_err() || ctx.allocs.try_reserve(1).is_err() {
+                return std::ptr::null_mut();
+            }
+            fresh.resize(n, 0.0);
             // Moving the Vec into `allocs` moves its header, not its heap
             // buffer, so the returned pointer stays valid until the Vec is
             // dropped by `adze_free_to` or `Compiled::call`.
-            ctx.allocs.push(vec![0.0f64; n]);
+            ctx.allocs.push(fresh);
             *slot = ctx.allocs.len() as i64 - 1;
             ctx.live = ctx.allocs.len() as i64;
             ctx.peak = ctx.peak.max(ctx.allocs.len());
