@@ -73,7 +73,7 @@ fn the_nesting_limit_counts_derivatives_of_derivatives_not_calls() {
     let mut deep = String::from("fn d0(x: f64) -> f64 { x * x }\n");
     for i in 1..6 {
         deep.push_str(&format!(
-            "fn d{i}(x: f64) -> f64 {{ autodiff(reverse, d{}, active, active(x)) }}\n",
+            "fn d{i}(x: f64) -> f64 {{ let (p, t) = autodiff(forward, d{}, dual, dual(x, 1.0)); t }}\n",
             i - 1
         ));
     }
