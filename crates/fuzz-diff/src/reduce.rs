@@ -349,7 +349,13 @@ fn expr_region(line: &str) -> Option<(usize, usize)> {
 /// Simpler versions of one line, most aggressive first.
 fn simplifications(line: &str) -> Vec<String> {
     let t = line.trim_start();
-    if t.starts_with("fn ") || t.starts_with("rule ") || t.starts_with("#[") {
+    // Loop headers stay as they are: a `while` line carries its counter's
+    // increment (`while j < 3 { j = j + 1;`), and simplifying that to
+    // `j = j;` would make the program run forever.
+    if ["fn ", "rule ", "#[", "while ", "for "]
+        .iter()
+        .any(|p| t.starts_with(p))
+    {
         return Vec::new();
     }
     let mut out = Vec::new();
@@ -465,6 +471,7 @@ mod tests {
         let c = simplifications("    (if y < x { 1.0 } else { -(x) }) + y");
         assert!(c.contains(&"    (-(x)) + y".to_string()), "{c:?}");
         assert!(simplifications("fn f(x: f64) -> f64 {").is_empty());
+        assert!(simplifications("    while j1 < 3 && (x < 1.0) { j1 = j1 + 1;").is_empty());
         let c =
             simplifications("    let (a, b) = autodiff(reverse, f, active, active(x), active(y));");
         assert!(c.is_empty(), "{c:?}");

@@ -311,3 +311,28 @@ fn d1(x: f64, y: f64) -> f64 {
     assert_eq!(value(src, "d1", &[0.5, 2.0]), -1.0);
     assert_agree(src, &["d1"]);
 }
+
+/// Seed 5000 of `--modes rrr` (finite differences, reduced): reverse over
+/// a function containing a reverse `autodiff` of `x · x` written through a
+/// `var`, with the same value passed to both active arguments.
+/// `top(x, y) = 2x`, so `d1 = 2`; adze gives 0 with `--inline none`, 2
+/// with `all`.
+#[test]
+#[ignore = "known bug on main: reverse over reverse of a product through a var gives 0 with --inline none"]
+fn reverse_over_inner_reverse_through_a_var() {
+    let src = "fn f0(x: f64, y: f64) -> f64 {
+    var s3 = x;
+    let v4 = s3;
+    v4 * s3
+}
+fn f1(x: f64, y: f64) -> f64 {
+    let (g1, g2) = autodiff(reverse, f0, active, active(x), active(x));
+    g1
+}
+fn top(x: f64, y: f64) -> f64 { f1(x, x) }
+fn d1(x: f64, y: f64) -> f64 { autodiff(reverse, top, active, active(x), const(y)) }
+";
+    assert_eq!(value(src, "top", &[0.5, 2.0]), 1.0);
+    assert_eq!(value(src, "d1", &[0.5, 2.0]), 2.0);
+    assert_agree(src, &["d1"]);
+}
