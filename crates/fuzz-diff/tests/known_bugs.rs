@@ -1,7 +1,7 @@
 //! Programs the fuzzer found (or was told about) that disagreed across
-//! settings, each checked under all 16 settings at a few points. A test
-//! that fails on the current main is `#[ignore]`d with the bug it shows;
-//! remove the attribute when the fix lands.
+//! settings on the main of 2026-12-01 (issue #13), each checked under all
+//! 16 settings at a few points. All of them agree now; a test still
+//! `#[ignore]`d names a bug that is open.
 
 use adze_fuzz_diff::{check_function_args, run, Config, Stats};
 
@@ -38,7 +38,6 @@ fn assert_agree(source: &str, funcs: &[&str]) {
 
 /// An unused tuple result with an infinite partial (`sqrt` at 0).
 #[test]
-#[ignore = "known bug on main: an unused tuple result of a call gets an adjoint (NaN with --inline none, 1.0 inlined)"]
 fn unused_tuple_result_with_infinite_partial() {
     assert_agree(
         "fn g(x: f64) -> (f64, f64) { (x, sqrt(x)) }
@@ -52,7 +51,6 @@ fn t(x: f64) -> f64 { let (p, q) = autodiff(forward, f, dual, dual(x, 1.0)); q }
 
 /// A scratch array written by a callee and never read.
 #[test]
-#[ignore = "known bug on main: a never-read scratch array written by a callee gets an adjoint (NaN with --inline none, 1.0 inlined)"]
 fn never_read_scratch_array_with_infinite_partial() {
     assert_agree(
         "fn g(x: f64, a: mut [f64]) -> f64 { a[0] = sqrt(x); x }
@@ -66,7 +64,6 @@ fn t(x: f64) -> f64 { let (p, q) = autodiff(forward, f, dual, dual(x, 1.0)); q }
 
 /// A reverse rule on a function that contains `autodiff`.
 #[test]
-#[ignore = "known bug on main: --inline early fails on a rule of a function that contains autodiff"]
 fn rule_on_a_function_that_contains_autodiff() {
     assert_agree(
         "fn inner(y: f64) -> f64 { y * y * y }
@@ -86,7 +83,6 @@ fn d(x: f64) -> f64 { autodiff(reverse, top, active, active(x)) }
 /// adjoint, `0 · NaN` (`y ^ 0.5` at `y < 0`): NaN with `--inline none` and
 /// `late`, 0 with `early` and `all`.
 #[test]
-#[ignore = "known bug on main: an argument the callee never reads gets an adjoint (NaN with --inline none, 0 inlined)"]
 fn unused_callee_argument_with_nan_partial() {
     assert_agree(
         "fn f2(x: f64, y: f64) -> f64 { x }
@@ -104,7 +100,6 @@ fn d1(x: f64, y: f64) -> f64 {
 /// differentiated through) with an infinite input (`1/y` at 0): 0 with
 /// `--inline none`, NaN with `early`.
 #[test]
-#[ignore = "known bug on main: an inner reverse autodiff whose results are unused leaks NaN into the outer derivative when inlined early"]
 fn unused_inner_autodiff_result_with_infinite_input() {
     assert_agree(
         "fn f0(x: f64, y: f64, a: mut [f64]) -> f64 {
@@ -136,7 +131,6 @@ fn d1(x: f64, y: f64) -> f64 {
 /// `--inline none` and `late`, 5.22 with `early` and `all` (at
 /// (-0.5414285714285715, -0.1442857142857143)).
 #[test]
-#[ignore = "known bug on main: forward over an inner forward autodiff of a tuple function with an early return differs when inlined early"]
 fn forward_over_inner_forward_of_early_return() {
     assert_agree(
         "fn f2(x: f64, y: f64) -> (f64, f64) {
@@ -164,7 +158,6 @@ fn d1(x: f64, y: f64) -> f64 {
 /// a function with a reverse rule: 0 with `--inline none` and `late`, 1
 /// (what the rule implies) with `early` and `all`.
 #[test]
-#[ignore = "known bug on main: reverse over reverse through a reverse rule differs when inlined early"]
 fn reverse_over_inner_reverse_with_rule() {
     assert_agree(
         "fn f0(x: f64, y: f64) -> f64 { y }
@@ -188,7 +181,6 @@ fn d1(x: f64, y: f64) -> f64 {
 /// AD error with `early` (`reverse mode does not support region1: exits
 /// that pass different values to a parameter that is not a result`).
 #[test]
-#[ignore = "known bug on main: reverse over forward fails on a rule region with an early return when inlined early"]
 fn reverse_over_forward_of_rule_region_with_early_return() {
     assert_agree(
         "fn f0(x: f64, y: f64) -> (f64, f64) {
@@ -237,7 +229,6 @@ fn value(source: &str, func: &str, args: &[f64]) -> f64 {
 /// input. `top(x, y) = 1 / (1 + y²)`, so `d1 = -2y / (1 + y²)²` (-0.64 at
 /// y = 0.5); adze gives 0.
 #[test]
-#[ignore = "known bug on main: reverse over an inner reverse autodiff with a dup array argument gives 0"]
 fn reverse_over_inner_reverse_with_dup_array() {
     let src = "fn f1(x: f64, y: f64, a: mut [f64]) -> f64 { atan(y) }
 fn f2(x: f64, y: f64) -> f64 {
@@ -259,7 +250,6 @@ fn d1(x: f64, y: f64) -> f64 { autodiff(reverse, top, active, const(x), active(y
 /// function with a branch on a `const` i64. `top(x, y) = 1 / x²`, and
 /// `d1 = -0.5 · (-2 / x³) = 8` at x = 0.5; adze gives 0.
 #[test]
-#[ignore = "known bug on main: forward over an inner forward autodiff (const i64 argument, branch) gives 0"]
 fn forward_over_inner_forward_with_branch() {
     let src = "fn f0(x: f64, y: f64, n: i64) -> f64 {
     if n <= 0 {
@@ -288,7 +278,6 @@ fn d1(x: f64, y: f64) -> f64 {
 /// forward `autodiff`. `top(x, y) = -y`, so `d1 = -1`; adze gives 0 with
 /// `--inline none` and `late`, -1 with `early` and `all`.
 #[test]
-#[ignore = "known bug on main: reverse over the primal result of an inner forward autodiff gives 0 unless inlined early"]
 fn reverse_over_primal_of_inner_forward() {
     let src = "fn f0(x: f64, y: f64) -> f64 {
     let v4 = x;
@@ -318,7 +307,6 @@ fn d1(x: f64, y: f64) -> f64 {
 /// `top(x, y) = 2x`, so `d1 = 2`; adze gives 0 with `--inline none`, 2
 /// with `all`.
 #[test]
-#[ignore = "known bug on main: reverse over reverse of a product through a var gives 0 with --inline none"]
 fn reverse_over_inner_reverse_through_a_var() {
     let src = "fn f0(x: f64, y: f64) -> f64 {
     var s3 = x;
@@ -335,4 +323,30 @@ fn d1(x: f64, y: f64) -> f64 { autodiff(reverse, top, active, active(x), const(y
     assert_eq!(value(src, "top", &[0.5, 2.0]), 1.0);
     assert_eq!(value(src, "d1", &[0.5, 2.0]), 2.0);
     assert_agree(src, &["d1"]);
+}
+
+// Open: found by the long run of 2026-12-01 (seed 100518), after the fixes
+// above. Reverse over forward of a call to a function with only a reverse
+// rule, whose forward derivative (rule identity) is inlined late: `none`
+// and `early` give 1.0, `late` and `all` NaN at x = 0.
+#[test]
+#[ignore = "open bug: late inlining of a rule-identity forward derivative changes a reverse-over-forward NaN (seed 100518)"]
+fn late_inlined_rule_identity_tangent_under_reverse() {
+    assert_agree(
+        "fn f1(x: f64, y: f64) -> f64 { x }
+rule reverse f1(x: f64, y: f64, dret: f64) -> (f64, f64) { (dret, y) }
+fn top(x: f64, y: f64) -> f64 {
+    let v8 = f1((1.0), (x ^ -1));
+    -((x * x)) * v8
+}
+fn d1(x: f64, y: f64) -> f64 {
+    let (p, t) = autodiff(forward, top, dual, dual(x, -0.5), dual(y, 1.0));
+    t
+}
+fn d2(x: f64, y: f64) -> f64 {
+    let (a, b) = autodiff(reverse, d1, active, active(x), active(y));
+    a
+}",
+        &["d2"],
+    );
 }

@@ -174,7 +174,6 @@ fn the_reducer_keeps_a_pipeline_property() {
 /// function that carries a rule and contains `autodiff`; the JIT refuses
 /// it). Un-ignore once the fixes land.
 #[test]
-#[ignore = "known bugs on main: unused callee arguments get adjoints (seed 14); --inline early leaves an autodiff unlowered in a function with a rule (seeds 1, 17, 19)"]
 fn short_run_has_no_disagreements() {
     let stats = adze_fuzz_diff::fuzz(0, SHORT_RUN, &Config::default(), |_| {});
     assert!(
