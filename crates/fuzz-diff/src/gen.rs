@@ -1160,8 +1160,14 @@ pub fn generate(seed: u64, config: &GenConfig) -> Program {
 fn forward_rule(rng: &mut Rng, helpers: &[Helper], k: usize, calls: &mut [Vec<usize>]) -> String {
     let h = &helpers[k];
     let f = &h.name;
+    // The rule's code sees the primal arguments only; the tangents enter
+    // its result linearly (`a · tx + b · ty`): a forward rule is a linear
+    // map of the tangents, as a derivative is. adze may call a rule with
+    // zero tangents or not call it at all, depending on what its analyses
+    // prove (docs/rules.md), so a rule that is not linear in its tangents
+    // can legitimately give different derivatives when inlined or not.
     let mut scope = Scope {
-        f: vec!["x".into(), "tx".into(), "y".into(), "ty".into()],
+        f: vec!["x".into(), "y".into()],
         ..Scope::default()
     };
     let head = match h.kind {
@@ -1172,7 +1178,6 @@ fn forward_rule(rng: &mut Rng, helpers: &[Helper], k: usize, calls: &mut [Vec<us
             format!("rule forward {f}(x: f64, tx: f64, y: f64, ty: f64) -> (f64, f64, f64, f64) {{")
         }
         Kind::Writer => {
-            scope.arrays.push(("ta".into(), 2, true));
             format!(
                 "rule forward {f}(x: f64, tx: f64, y: f64, ty: f64, a: mut [f64], ta: mut [f64]) -> (f64, f64) {{"
             )
@@ -1185,29 +1190,33 @@ fn forward_rule(rng: &mut Rng, helpers: &[Helper], k: usize, calls: &mut [Vec<us
     let mut g = FnGen::new(rng, helpers, k, scope);
     g.calls_left = 1;
     let stmts = g.rng.below(3);
+    let linear = |g: &mut FnGen| {
+        let (a, b) = (g.fexpr(2), g.fexpr(2));
+        format!("({a}) * tx + ({b}) * ty")
+    };
     match h.kind {
         Kind::Scalar | Kind::Diff => {
             g.stmts(stmts, 1);
-            let t = g.fexpr(2);
+            let t = linear(&mut g);
             g.line(format!("({f}(x, y), {t})"));
         }
         Kind::Recursive => {
             g.stmts(stmts, 1);
-            let t = g.fexpr(2);
+            let t = linear(&mut g);
             g.line(format!("({f}(x, y, n), {t})"));
         }
         Kind::Tuple => {
             g.line(format!("let (pr, qr) = {f}(x, y);"));
             g.stmts(stmts, 1);
-            let t = g.fexpr(2);
-            let u = g.fexpr(2);
+            let t = linear(&mut g);
+            let u = linear(&mut g);
             g.line(format!("(pr, qr, {t}, {u})"));
         }
         Kind::Writer => {
             g.line(format!("let r = {f}(x, y, a);"));
             g.top().f.push("r".into());
             g.stmts(stmts, 1);
-            let t = g.fexpr(2);
+            let t = linear(&mut g);
             g.line(format!("(r, {t})"));
         }
     }
@@ -1227,23 +1236,18 @@ fn reverse_rule(rng: &mut Rng, helpers: &[Helper], k: usize, calls: &mut [Vec<us
     };
     let head = match h.kind {
         Kind::Scalar | Kind::Diff => {
-            scope.f.push("dret".into());
             format!("rule reverse {f}(x: f64, y: f64, dret: f64) -> (f64, f64) {{")
         }
         Kind::Tuple => {
-            scope.f.extend(["d1".into(), "d2".into()]);
             format!("rule reverse {f}(x: f64, y: f64, d1: f64, d2: f64) -> (f64, f64) {{")
         }
         Kind::Writer => {
-            scope.f.push("dret".into());
             scope.arrays.push(("a".into(), 2, false));
-            scope.arrays.push(("da".into(), 2, true));
             format!(
                 "rule reverse {f}(x: f64, y: f64, a: mut [f64], da: mut [f64], dret: f64) -> (f64, f64) {{"
             )
         }
         Kind::Recursive => {
-            scope.f.push("dret".into());
             scope.ints.push("n".into());
             format!("rule reverse {f}(x: f64, y: f64, n: i64, dret: f64) -> (f64, f64) {{")
         }
@@ -1259,15 +1263,11 @@ fn reverse_rule(rng: &mut Rng, helpers: &[Helper], k: usize, calls: &mut [Vec<us
     } else {
         ("dret", "dret")
     };
-    // Usually linear in the cotangents, as an adjoint is (an unused call
-    // result has a zero cotangent, and whether the rule is then applied at
-    // all may legitimately depend on how the code was cut into functions);
-    // sometimes arbitrary.
-    if g.rng.chance(80) {
-        g.line(format!("({a} * {c1}, {b} * {c2})"));
-    } else {
-        g.line(format!("({a} * {c1}, {b})"));
-    }
+    // Linear in the cotangents, as an adjoint is: the rule's code sees the
+    // primal arguments only (an unused call result has a zero cotangent,
+    // and whether the rule is then applied at all may legitimately depend
+    // on how the code was cut into functions; see docs/rules.md).
+    g.line(format!("(({a}) * {c1}, ({b}) * {c2})"));
     calls[k].extend(g.called.iter().copied());
     let lines = std::mem::take(&mut g.lines);
     let mut out = hint(rng).to_string();

@@ -129,7 +129,9 @@ impl Default for JitOptions {
 pub enum JitError {
     /// The IR uses something the JIT does not compile (an `autodiff` request,
     /// a function without a body, ...).
-    #[error("cannot compile function `{func}`: unsupported {what}")]
+    #[error(
+        "cannot compile function `{func}`: it contains {what}, which the JIT does not support"
+    )]
     Unsupported { func: String, what: String },
     /// Cranelift rejected the generated code, or the IR is malformed.
     #[error("code generation failed for function `{func}`: {message}")]

@@ -587,6 +587,14 @@ impl Ctx<'_> {
                 )
                 .label("function used as a value"),
             ),
+            None if matches!(id.name.as_str(), "break" | "continue") => self.error(
+                Diagnostic::new(
+                    id.span,
+                    format!("`{}` is not in the language yet", id.name),
+                    "end the loop through its condition instead (a `while` with a flag), or return from the function",
+                )
+                .label("not supported yet"),
+            ),
             None => self.error(
                 Diagnostic::new(
                     id.span,
@@ -1727,8 +1735,9 @@ impl Ctx<'_> {
                 Diagnostic::new(
                     span,
                     format!(
-                        "`autodiff` of `{fname}` needs {} arguments after the return activity (one per parameter), found {}",
+                        "`autodiff` of `{fname}` needs {} argument{} after the return activity (one per parameter), found {}",
                         info.params.len(),
+                        if info.params.len() == 1 { "" } else { "s" },
                         acts.len()
                     ),
                     format!("`{fname}` is `fn {fname}({})`", fmt_params(&info.params)),

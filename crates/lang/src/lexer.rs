@@ -307,7 +307,11 @@ fn stray_char(ch: char, span: Span) -> Diagnostic {
     };
     Diagnostic::new(
         span,
-        format!("unexpected character `{}`", ch.escape_debug()),
+        if ch.is_ascii_graphic() || (!ch.is_control() && !ch.is_whitespace()) {
+            format!("unexpected character `{ch}`")
+        } else {
+            format!("unexpected character `{}`", ch.escape_debug())
+        },
         help,
     )
     .label("not part of any token")
