@@ -325,12 +325,13 @@ fn d1(x: f64, y: f64) -> f64 { autodiff(reverse, top, active, active(x), const(y
     assert_agree(src, &["d1"]);
 }
 
-// Open: found by the long run of 2026-12-01 (seed 100518), after the fixes
-// above. Reverse over forward of a call to a function with only a reverse
-// rule, whose forward derivative (rule identity) is inlined late: `none`
-// and `early` give 1.0, `late` and `all` NaN at x = 0.
+// Found by the long run of 2026-12-01 (seed 100518 of the first
+// generator). Reverse over forward of a call to a function with only a
+// reverse rule, whose forward derivative (rule identity) is inlined late:
+// `none` and `early` gave 1.0, `late` and `all` NaN at x = 0 (an adjoint
+// slot read as -0.0 times an infinite partial, where the call's own block
+// had no term at all).
 #[test]
-#[ignore = "open bug: late inlining of a rule-identity forward derivative changes a reverse-over-forward NaN (seed 100518)"]
 fn late_inlined_rule_identity_tangent_under_reverse() {
     assert_agree(
         "fn f1(x: f64, y: f64) -> f64 { x }
@@ -351,22 +352,25 @@ fn d2(x: f64, y: f64) -> f64 {
     );
 }
 
-/// The other open findings of the long run of 2026-12-01 (seeds 100000 ..
-/// 102000, see docs/robustness.md), by seed: 100550 (forward over reverse
-/// through a forward rule that calls its own function: values differ with
-/// early inlining) and 100968 (third-order reverse, an unused call of a
-/// branching function next to `log(x - x)`: NaN with early inlining, 0
-/// without).
+/// Open: the long run of 2026-12-01 (seed 100968 of the first generator),
+/// reduced. Third-order reverse: an unused call of a branching function
+/// next to `log(x - x)` gives NaN inlined early and 0 called.
 #[test]
-#[ignore = "open bugs: long-run seeds 100550 and 100968"]
-fn long_run_open_seeds() {
-    for seed in [100_550, 100_968] {
-        let stats = adze_fuzz_diff::fuzz(seed, 1, &adze_fuzz_diff::Config::default(), |_| {});
-        assert_eq!(
-            stats.findings_count(),
-            0,
-            "seed {seed}: {}",
-            stats.summary()
-        );
-    }
+#[ignore = "open bug: third-order reverse, early inlining of an unused branching call (seed 100968)"]
+fn third_order_unused_branching_call_next_to_a_nan_partial() {
+    assert_agree(
+        "fn f0(x: f64, y: f64, n: i64) -> f64 {
+    if n <= 0 { x } else { f64(n) }
+}
+fn top(x: f64, y: f64) -> f64 {
+    let v1 = log(x - x);
+    let v3 = f0(x, -x, 0);
+    let v4 = log(y);
+    v4 - v1
+}
+fn d1(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, top, active, active(x), active(y)); a }
+fn d2(x: f64, y: f64) -> f64 { autodiff(reverse, d1, active, const(x), active(y)) }
+fn d3(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, d2, active, active(x), active(y)); a }",
+        &["d3"],
+    );
 }

@@ -502,9 +502,53 @@ impl Plan {
             const_shadows: Vec::new(),
         };
         plan.find_shadows(func, args, entry);
-        plan.assign_slots(func, ret);
+        plan.assign_slots(module, func, ret);
         plan.find_loops(func);
         Ok(plan)
+    }
+
+    /// Can the reverse of `inst` (not a branch or `return`) add to the
+    /// adjoints of its operands? A differentiable operation with an active
+    /// result, a `store` or `fill` into a shadowed array, an f64 `push`, and
+    /// a call that the pass differentiates (`super::plan_calls`: something
+    /// active goes in and something differentiated comes out, or it uses
+    /// the tape).
+    fn contributes(
+        &self,
+        module: &Module,
+        func: &Function,
+        inst: Inst,
+        tape_use: &mut activity::TapeUse,
+    ) -> bool {
+        let data = func.dfg.inst(inst);
+        let results = func.dfg.inst_results(inst);
+        match data {
+            InstData::Ternary {
+                op: Opcode::Store,
+                args: [a, _, _],
+            }
+            | InstData::Binary {
+                op: Opcode::Fill,
+                args: [a, _],
+            } => self.is_shadowed(*a),
+            InstData::Push { .. } => true,
+            InstData::Call { func: callee, args } => {
+                if tape_use.uses(module, *callee) {
+                    return true;
+                }
+                let writes_shadow = module.is_valid(*callee)
+                    && args
+                        .iter()
+                        .zip(&module.func(*callee).sig.params)
+                        .any(|(&a, p)| p.ty == Type::Array && p.mutable && self.is_shadowed(a));
+                self.call_is_active(func, args)
+                    && (writes_shadow || results.iter().any(|&r| self.is_active(func, r)))
+            }
+            _ => {
+                partials::is_differentiable(data.opcode())
+                    && results.iter().any(|&r| self.is_active(func, r))
+            }
+        }
     }
 
     /// Finds the counted loops (see [`Loop`]) and their induction variables:
@@ -616,8 +660,9 @@ impl Plan {
     /// block of its definition contributes to it: a use in another block, a
     /// branch argument (moved on the reverse edge), a returned value (seeded
     /// at the adjoint's entry).
-    fn assign_slots(&mut self, func: &Function, ret: RetActivity) {
+    fn assign_slots(&mut self, module: &Module, func: &Function, ret: RetActivity) {
         let mut need = vec![false; func.dfg.num_values()];
+        let mut tape_use = activity::TapeUse::default();
         for &b in &self.order {
             for &inst in func.layout.block_insts(b) {
                 let data = func.dfg.inst(inst);
@@ -642,6 +687,15 @@ impl Plan {
                         }
                     }
                     _ => {
+                        // Only a use that adds to the adjoint needs it in a
+                        // slot; a slot that nothing adds to reads as -0.0,
+                        // and `inf · -0.0` is NaN where, in one block, the
+                        // missing adjoint gives no term at all. So the slots
+                        // (and the terms) do not depend on how inlining cut
+                        // the code into blocks.
+                        if !self.contributes(module, func, inst, &mut tape_use) {
+                            continue;
+                        }
                         for &a in data.args() {
                             if self.is_active(func, a) && func.def_block(a) != Some(b) {
                                 need[idx(a)] = true;
