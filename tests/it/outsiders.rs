@@ -33,15 +33,18 @@ fn session(src: &str, inline: InlineSetting, optimize: bool) -> Session {
     s
 }
 
-/// `name(args)` under every setting: the f64 results, the same bits
+/// What `run` gives under every setting: the f64 results, the same bits
 /// everywhere (checked), returned once.
-fn run_everywhere(src: &str, name: &str, args: &[Val]) -> Vec<f64> {
+fn everywhere(
+    src: &str,
+    what: &str,
+    run: impl Fn(&Session, Engine) -> Result<adze_ir::Outcome, adze::Error>,
+) -> Vec<f64> {
     let mut first: Option<(Vec<u64>, String)> = None;
     for (inline, engine, optimize) in settings() {
         let s = session(src, inline, optimize);
-        let out = s
-            .run(name, args, engine)
-            .unwrap_or_else(|e| panic!("{name} under {inline:?} {engine:?} opt={optimize}: {e}"));
+        let here = format!("{inline:?} {engine:?} opt={optimize}");
+        let out = run(&s, engine).unwrap_or_else(|e| panic!("{what} under {here}: {e}"));
         let bits: Vec<u64> = out
             .results
             .iter()
@@ -50,13 +53,12 @@ fn run_everywhere(src: &str, name: &str, args: &[Val]) -> Vec<f64> {
                 other => panic!("a non-f64 result {other:?}"),
             })
             .collect();
-        let here = format!("{inline:?} {engine:?} opt={optimize}");
         match &first {
             None => first = Some((bits, here)),
             Some((b, there)) => assert_eq!(
                 &bits,
                 b,
-                "{name}: {here} gives {:?}, {there} gives {:?}",
+                "{what}: {here} gives {:?}, {there} gives {:?}",
                 bits.iter().map(|&x| f64::from_bits(x)).collect::<Vec<_>>(),
                 b.iter().map(|&x| f64::from_bits(x)).collect::<Vec<_>>()
             ),
@@ -70,31 +72,18 @@ fn run_everywhere(src: &str, name: &str, args: &[Val]) -> Vec<f64> {
         .collect()
 }
 
+/// `name(args)` under every setting (see [`everywhere`]).
+fn run_everywhere(src: &str, name: &str, args: &[Val]) -> Vec<f64> {
+    everywhere(src, name, |s, engine| s.run(name, args, engine))
+}
+
 /// The reverse derivative of `name` (every f64 parameter active, as
 /// `adze run --derive reverse`) at `args`, under every setting.
 fn gradient_everywhere(src: &str, name: &str, args: &[Val]) -> Vec<f64> {
-    let mut first: Option<Vec<u64>> = None;
-    for (inline, engine, optimize) in settings() {
-        let s = session(src, inline, optimize);
-        let (module, d) = s.derive(name, Mode::Reverse, 1, &[]).unwrap();
-        let out = s.run_in(&module, &d, args, engine).unwrap();
-        let bits: Vec<u64> = out
-            .results
-            .iter()
-            .map(|v| match v {
-                Val::F64(x) => x.to_bits(),
-                other => panic!("a non-f64 result {other:?}"),
-            })
-            .collect();
-        match &first {
-            None => first = Some(bits),
-            Some(b) => assert_eq!(
-                &bits, b,
-                "{name} under {inline:?} {engine:?} opt={optimize}"
-            ),
-        }
-    }
-    first.unwrap().into_iter().map(f64::from_bits).collect()
+    everywhere(src, name, |s, engine| {
+        let (module, d) = s.derive(name, Mode::Reverse, 1, &[])?;
+        s.run_in(&module, &d, args, engine)
+    })
 }
 
 #[test]
