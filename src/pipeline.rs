@@ -77,6 +77,7 @@ pub struct Session {
 impl Session {
     /// Reads and checks a `.adz` file.
     pub fn from_file(path: &Path) -> Result<Session, Error> {
+        timing_mark("start");
         let bytes = std::fs::read(path).map_err(|source| Error::Io {
             path: path.to_path_buf(),
             source,
@@ -86,6 +87,7 @@ impl Session {
                 .map_err(Error::Diagnostics)?;
         let mut session = Session::from_module(module)?;
         session.coverage = Some(coverage);
+        timing_mark("front-end");
         Ok(session)
     }
 
@@ -195,6 +197,7 @@ impl Session {
                     }
                 }
             }
+            timing_mark(stage.name());
             record(stage, &module);
             if stage == last {
                 break;
@@ -260,6 +263,7 @@ impl Session {
         if self.optimize {
             let ids = scope(&module, Some(&derived));
             optimize_functions(&mut module, &ids)?;
+            timing_mark("optimized (derivative)");
         }
         Ok((module, derived))
     }
@@ -340,6 +344,7 @@ impl Session {
             inline(&mut module, &ids, "inline (late)")?;
         }
         let derived_name = module.func(derived).name.clone();
+        timing_mark("derive");
         Ok((module, derived_name))
     }
 
@@ -367,7 +372,9 @@ impl Session {
         verify_reachable(module, id)?;
         match engine {
             Engine::Interp => {
-                Ok(adze_interp::Interpreter::with_limits(module, self.limits).call(id, args)?)
+                let out = adze_interp::Interpreter::with_limits(module, self.limits).call(id, args);
+                timing_mark("run (interpreter)");
+                Ok(out?)
             }
             Engine::Jit => {
                 let options = adze_jit::JitOptions {
@@ -375,10 +382,41 @@ impl Session {
                     ..adze_jit::JitOptions::default()
                 };
                 let compiled = adze_jit::compile(module, id, &options)?;
-                Ok(compiled.call(args)?)
+                timing_mark("jit");
+                let out = compiled.call(args);
+                timing_mark("run");
+                Ok(out?)
             }
         }
     }
+}
+
+/// With `ADZE_TIMINGS` set in the environment, prints to stderr, for each
+/// stage as it ends, its wall time since the previous mark and the
+/// process's peak memory so far (`VmHWM`): one line `adze-timing STAGE MS
+/// PEAK_KB`. Read by the scaling benchmark (`benches/scaling.py`); costs
+/// nothing otherwise.
+pub fn timing_mark(stage: &str) {
+    use std::sync::Mutex;
+    use std::time::Instant;
+    static LAST: Mutex<Option<Instant>> = Mutex::new(None);
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    if !*ON.get_or_init(|| std::env::var_os("ADZE_TIMINGS").is_some()) {
+        return;
+    }
+    let now = Instant::now();
+    let mut last = LAST.lock().unwrap_or_else(|e| e.into_inner());
+    let ms = last.map_or(0.0, |t| now.duration_since(t).as_secs_f64() * 1e3);
+    *last = Some(now);
+    let hwm = std::fs::read_to_string("/proc/self/status")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1).map(str::to_string))
+        })
+        .unwrap_or_else(|| "0".into());
+    eprintln!("adze-timing {stage} {ms:.2} {hwm}");
 }
 
 /// The stack the compiler's passes run on. Some of them recurse along the
