@@ -96,6 +96,24 @@ impl Layout {
         self.inst_block[inst] = block.into();
     }
 
+    /// Removes every instruction of `insts` from its block: one pass over
+    /// each block concerned, however many are removed (removing them one by
+    /// one with [`Layout::remove_inst`] is quadratic in a large block).
+    pub fn remove_insts(&mut self, insts: &[Inst]) {
+        let mut blocks: Vec<Block> = Vec::new();
+        for &inst in insts {
+            if let Some(block) = self.inst_block[inst].take() {
+                blocks.push(block);
+            }
+        }
+        blocks.sort_unstable();
+        blocks.dedup();
+        for block in blocks {
+            let inst_block = &self.inst_block;
+            self.insts[block].retain(|&i| inst_block[i].expand() == Some(block));
+        }
+    }
+
     /// Removes `inst` from its block.
     pub fn remove_inst(&mut self, inst: Inst) {
         if let Some(block) = self.inst_block[inst].take() {

@@ -261,7 +261,5 @@ impl Live {
 
 /// Removes `insts` from the layout.
 pub(crate) fn remove_insts(func: &mut Function, insts: &[Inst]) {
-    for &inst in insts {
-        func.layout.remove_inst(inst);
-    }
+    func.layout.remove_insts(insts);
 }

@@ -154,6 +154,9 @@ pub fn gvn(func: &mut Function) -> GvnStats {
         }
         let scope = scopes.block_scope(block);
         let insts: Vec<Inst> = func.layout.block_insts(block).to_vec();
+        // Removed at the end of the block, in one pass (one by one is
+        // quadratic in a block of 30 000 instructions).
+        let mut removed: Vec<Inst> = Vec::new();
         for inst in insts {
             repl.rewrite_inst(func, inst);
             if func.dfg.inst(inst).opcode() == Opcode::Brif {
@@ -173,7 +176,7 @@ pub fn gvn(func: &mut Function) -> GvnStats {
                 Simplified::Value(v) => {
                     if scopes.can_replace(func, result, v) {
                         repl.replace(result, v);
-                        func.layout.remove_inst(inst);
+                        removed.push(inst);
                         stats.simplified += 1;
                         continue;
                     }
@@ -198,7 +201,7 @@ pub fn gvn(func: &mut Function) -> GvnStats {
                 Some(&v) if !scopes.is_pinned(result) => {
                     if global(data) || func.def_block(v) == Some(block) {
                         repl.replace(result, v);
-                        func.layout.remove_inst(inst);
+                        removed.push(inst);
                         stats.merged += 1;
                     } else {
                         number.insert(result, v);
@@ -211,6 +214,7 @@ pub fn gvn(func: &mut Function) -> GvnStats {
                 }
             }
         }
+        func.layout.remove_insts(&removed);
     }
     repl.apply(func);
     stats
