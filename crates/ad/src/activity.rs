@@ -190,6 +190,16 @@ fn analyze_in(
     }
     let is_f64 = |v: Value| func.dfg.value_type(v) == Type::F64;
     let mut tape = TapeUse::default();
+    // Local arrays used only by loads and stores at constant indices (the
+    // adjoint slots of reverse-mode code): activity per element, as the
+    // SSA values they stand for would have. A slot that only ever holds a
+    // constant (a seed) stays inactive although other slots of the array
+    // are active, so no explicit zero tangent meets an infinite partial
+    // where the same code in one block has no term at all.
+    let elementwise = constant_index_arrays(func);
+    let mut active_elements: std::collections::HashSet<(Value, i64)> =
+        std::collections::HashSet::new();
+    let mut all_active: std::collections::HashSet<Value> = std::collections::HashSet::new();
     loop {
         let mut changed = false;
         for &r in &rule_regions {
@@ -218,21 +228,36 @@ fn analyze_in(
             match data {
                 InstData::Ternary {
                     op: Opcode::Store,
-                    args: [a, _, x],
+                    args: [a, i, x],
+                } => {
+                    if act.is_active(*x) {
+                        changed |= act.mark(*a);
+                        if elementwise.contains(a) {
+                            if let Some(k) = iconst_value(func, *i) {
+                                changed |= active_elements.insert((*a, k));
+                            }
+                        }
+                    }
                 }
-                | InstData::Binary {
+                InstData::Binary {
                     op: Opcode::Fill,
                     args: [a, x],
                 } => {
                     if act.is_active(*x) {
                         changed |= act.mark(*a);
+                        changed |= all_active.insert(*a);
                     }
                 }
                 InstData::Binary {
                     op: Opcode::Load,
-                    args: [a, _],
+                    args: [a, i],
                 } => {
-                    if act.is_active(*a) {
+                    let element = if elementwise.contains(a) && !all_active.contains(a) {
+                        iconst_value(func, *i).map(|k| active_elements.contains(&(*a, k)))
+                    } else {
+                        None
+                    };
+                    if element.unwrap_or_else(|| act.is_active(*a)) {
                         changed |= act.mark(results[0]);
                     }
                 }
@@ -275,6 +300,71 @@ fn analyze_in(
             return act;
         }
     }
+}
+
+/// The `iconst` value of `v`, if it is one.
+fn iconst_value(func: &Function, v: Value) -> Option<i64> {
+    match *func.dfg.value_def(v) {
+        adze_ir::ValueDef::Result { inst, .. } => match func.dfg.inst(inst) {
+            InstData::IConst { imm } => Some(*imm),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// The local `zeros` arrays of `func` that only `load`, `store` (as the
+/// array) and `len` use, every `load` and `store` at an `iconst` index: the
+/// arrays whose activity can be tracked per element.
+fn constant_index_arrays(func: &Function) -> std::collections::HashSet<Value> {
+    let mut candidates: std::collections::HashSet<Value> = std::collections::HashSet::new();
+    for (_, inst) in func.layout.insts() {
+        if let InstData::Zeros { .. } = func.dfg.inst(inst) {
+            candidates.insert(func.dfg.first_result(inst));
+        }
+    }
+    if candidates.is_empty() {
+        return candidates;
+    }
+    let mut bad: std::collections::HashSet<Value> = std::collections::HashSet::new();
+    for (_, inst) in func.layout.insts() {
+        let data = func.dfg.inst(inst);
+        match data {
+            InstData::Binary {
+                op: Opcode::Load,
+                args: [a, i],
+            } => {
+                if iconst_value(func, *i).is_none() {
+                    bad.insert(*a);
+                }
+            }
+            InstData::Ternary {
+                op: Opcode::Store,
+                args: [a, i, x],
+            } => {
+                if iconst_value(func, *i).is_none() {
+                    bad.insert(*a);
+                }
+                bad.insert(*x);
+            }
+            InstData::Unary {
+                op: Opcode::Len, ..
+            } => {}
+            // `fill a, x`: every element; an active `x` makes the whole
+            // array active (below).
+            InstData::Binary {
+                op: Opcode::Fill,
+                args: [_, x],
+            } => {
+                bad.insert(*x);
+            }
+            _ => data.for_each_use(|v| {
+                bad.insert(v);
+            }),
+        }
+    }
+    candidates.retain(|v| !bad.contains(v));
+    candidates
 }
 
 /// A call (or a rule region) with an active argument: its f64 results are

@@ -803,6 +803,11 @@ impl Transform<'_> {
                 args: [a, i],
             } => {
                 self.copy(block, inst, data.clone(), &[]);
+                // An inactive element of an active array (activity per
+                // element, `activity.rs`) has no tangent.
+                if !self.act.is_active(results[0]) {
+                    return Ok(());
+                }
                 if let Some(shadows) = self.tan.get(*a).map(<[Value]>::to_vec) {
                     let lanes = shadows
                         .into_iter()

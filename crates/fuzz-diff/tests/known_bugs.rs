@@ -1,7 +1,6 @@
 //! Programs the fuzzer found (or was told about) that disagreed across
 //! settings on the main of 2026-12-01 (issue #13), each checked under all
-//! 16 settings at a few points. All of them agree now; a test still
-//! `#[ignore]`d names a bug that is open.
+//! 16 settings at a few points. All of them agree now.
 
 use adze_fuzz_diff::{check_function_args, run, Config, Stats};
 
@@ -352,11 +351,11 @@ fn d2(x: f64, y: f64) -> f64 {
     );
 }
 
-/// Open: the long run of 2026-12-01 (seed 100968 of the first generator),
-/// reduced. Third-order reverse: an unused call of a branching function
-/// next to `log(x - x)` gives NaN inlined early and 0 called.
+/// The long run of 2026-12-01 (seed 100968), reduced. Third-order
+/// reverse: an unused call of a branching function next to `log(x - x)`
+/// gave NaN inlined early and 0 called (an adjoint slot array was active
+/// as a whole; activity is now per element for constant-index arrays).
 #[test]
-#[ignore = "open bug: third-order reverse, early inlining of an unused branching call (seed 100968)"]
 fn third_order_unused_branching_call_next_to_a_nan_partial() {
     assert_agree(
         "fn f0(x: f64, y: f64, n: i64) -> f64 {
