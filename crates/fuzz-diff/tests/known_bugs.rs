@@ -373,3 +373,22 @@ fn d3(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, d2, active, active
         &["d3"],
     );
 }
+
+/// The long run of 2026-12-01 (seed 100013), reduced: forward over reverse
+/// of `asin` at -1 beside an unused inlined call. Inlining split the block,
+/// the adjoint of `y` crossed it in a slot of the adjoint array, and the
+/// array was active as a whole: the slot holding the constant seed got an
+/// explicit zero tangent, `inf · 0 = NaN` inlined, `-inf` called.
+#[test]
+fn forward_over_reverse_with_a_seed_slot_next_to_an_infinite_partial() {
+    assert_agree(
+        "fn f1(x: f64, y: f64) -> f64 { 0.25 }
+fn top(x: f64, y: f64) -> f64 {
+    f1(1.0, y);
+    asin(y)
+}
+fn d1(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, top, active, active(x), active(y)); b }
+fn d2(x: f64, y: f64) -> f64 { let (p, t) = autodiff(forward, d1, dual, const(x), dual(y, 1.0)); t }",
+        &["d2"],
+    );
+}
