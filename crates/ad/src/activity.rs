@@ -313,14 +313,24 @@ fn iconst_value(func: &Function, v: Value) -> Option<i64> {
     }
 }
 
-/// The local `zeros` arrays of `func` that only `load`, `store` (as the
-/// array) and `len` use, every `load` and `store` at an `iconst` index: the
+/// The name reverse mode gives its adjoint-slot arrays (`reverse/adj.rs`).
+pub(crate) const ADJOINT_SLOTS: &str = "adj";
+
+/// The adjoint-slot arrays of `func` that only `load`, `store` (as the
+/// array), `len` and `fill` use, every `load` and `store` at an `iconst` index: the
 /// arrays whose activity can be tracked per element.
 fn constant_index_arrays(func: &Function) -> std::collections::HashSet<Value> {
     let mut candidates: std::collections::HashSet<Value> = std::collections::HashSet::new();
     for (_, inst) in func.layout.insts() {
-        if let InstData::Zeros { .. } = func.dfg.inst(inst) {
-            candidates.insert(func.dfg.first_result(inst));
+        // Only reverse mode's adjoint-slot arrays: they never cross a call,
+        // whatever the inline setting, so their per-element activity is
+        // the same everywhere. A user's array may be passed to a callee,
+        // whose summary is per array: tracking its elements inlined only
+        // would differ from the call (long-run seed 100732).
+        if let InstData::Zeros { name, .. } = func.dfg.inst(inst) {
+            if name.as_str() == ADJOINT_SLOTS {
+                candidates.insert(func.dfg.first_result(inst));
+            }
         }
     }
     if candidates.is_empty() {

@@ -159,7 +159,7 @@ impl Adj<'_> {
             let k = i64::from(self.plan.num_slots);
             let mut b = self.b();
             let n = b.iconst(k);
-            let s = b.zeros(n, "adj");
+            let s = b.zeros(n, crate::activity::ADJOINT_SLOTS);
             // Adjoints start at -0.0, the exact identity of IEEE addition
             // (+0.0 is not: 0.0 + -0.0 = 0.0), so a sum of adjoint
             // contributions has the same bits whether it starts in a slot,
