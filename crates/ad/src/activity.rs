@@ -233,7 +233,7 @@ fn analyze_in(
                     if act.is_active(*x) {
                         changed |= act.mark(*a);
                         if elementwise.contains(a) {
-                            if let Some(k) = iconst_value(func, *i) {
+                            if let Some(k) = func.iconst_value(*i) {
                                 changed |= active_elements.insert((*a, k));
                             }
                         }
@@ -253,7 +253,8 @@ fn analyze_in(
                     args: [a, i],
                 } => {
                     let element = if elementwise.contains(a) && !all_active.contains(a) {
-                        iconst_value(func, *i).map(|k| active_elements.contains(&(*a, k)))
+                        func.iconst_value(*i)
+                            .map(|k| active_elements.contains(&(*a, k)))
                     } else {
                         None
                     };
@@ -302,17 +303,6 @@ fn analyze_in(
     }
 }
 
-/// The `iconst` value of `v`, if it is one.
-fn iconst_value(func: &Function, v: Value) -> Option<i64> {
-    match *func.dfg.value_def(v) {
-        adze_ir::ValueDef::Result { inst, .. } => match func.dfg.inst(inst) {
-            InstData::IConst { imm } => Some(*imm),
-            _ => None,
-        },
-        _ => None,
-    }
-}
-
 /// The name reverse mode gives its adjoint-slot arrays (`reverse/adj.rs`).
 pub(crate) const ADJOINT_SLOTS: &str = "adj";
 
@@ -344,7 +334,7 @@ fn constant_index_arrays(func: &Function) -> std::collections::HashSet<Value> {
                 op: Opcode::Load,
                 args: [a, i],
             } => {
-                if iconst_value(func, *i).is_none() {
+                if func.iconst_value(*i).is_none() {
                     bad.insert(*a);
                 }
             }
@@ -352,7 +342,7 @@ fn constant_index_arrays(func: &Function) -> std::collections::HashSet<Value> {
                 op: Opcode::Store,
                 args: [a, i, x],
             } => {
-                if iconst_value(func, *i).is_none() {
+                if func.iconst_value(*i).is_none() {
                     bad.insert(*a);
                 }
                 bad.insert(*x);

@@ -250,29 +250,10 @@ pub fn lower_autodiff_from(module: &mut Module, root: FuncId) -> Result<(), AdEr
                 continue;
             }
             lower_function(module, id)?;
-            stack.extend(direct_callees(module.func(id)));
+            stack.extend(module.func(id).referenced_functions());
         }
         Ok(())
     })
-}
-
-/// The functions `func` refers to: its callees, the targets of its
-/// `autodiff` requests, its rules, and the callees and rules of its rule
-/// regions.
-fn direct_callees(func: &Function) -> Vec<FuncId> {
-    let mut out: Vec<FuncId> = func.meta.rules.iter().map(|(_, r)| r).collect();
-    for (_, inst) in func.layout.insts() {
-        match func.dfg.inst(inst) {
-            InstData::Call { func: callee, .. } => out.push(*callee),
-            InstData::Autodiff { spec, .. } => out.push(spec.func),
-            _ => {}
-        }
-    }
-    for r in func.regions.values() {
-        out.push(r.callee);
-        out.extend(r.rules.iter().map(|(_, r)| r));
-    }
-    out
 }
 
 /// Lowers, in the module, the requests of every function that `func`
@@ -283,7 +264,7 @@ fn direct_callees(func: &Function) -> Vec<FuncId> {
 /// (requests lowered with it) into `func`. Each function is visited once
 /// per lowering; outside a lowering every call walks again.
 pub(crate) fn lower_reachable(module: &mut Module, func: &Function) -> Result<(), AdError> {
-    let mut stack = direct_callees(func);
+    let mut stack = func.referenced_functions();
     stack.reverse();
     while let Some(id) = stack.pop() {
         if !module.is_valid(id) {
@@ -306,7 +287,7 @@ pub(crate) fn lower_reachable(module: &mut Module, func: &Function) -> Result<()
         let root = BUDGET.with(|b| b.borrow().root.clone());
         lower_function(module, id)?;
         BUDGET.with(|b| b.borrow_mut().root = root);
-        let mut next = direct_callees(module.func(id));
+        let mut next = module.func(id).referenced_functions();
         next.reverse();
         stack.extend(next);
     }

@@ -105,10 +105,7 @@ fn inst_of(func: &Function, v: Value) -> Option<&InstData> {
 }
 
 fn const_of(func: &Function, v: Value) -> Option<i64> {
-    match inst_of(func, v)? {
-        InstData::IConst { imm } => Some(*imm),
-        _ => None,
-    }
+    func.iconst_value(v)
 }
 
 /// `(x, c)` when `v` is `x + c` for a constant `c` (`iadd` either way

@@ -205,6 +205,39 @@ impl Function {
         }
     }
 
+    /// The functions this one refers to: its rules, then in layout order
+    /// the callees of its calls and the targets of its `autodiff`
+    /// requests, then each rule region's callee and rules.
+    pub fn referenced_functions(&self) -> Vec<FuncId> {
+        let mut out: Vec<FuncId> = self.meta.rules.iter().map(|(_, r)| r).collect();
+        for (_, inst) in self.layout.insts() {
+            match self.dfg.inst(inst) {
+                InstData::Call { func, .. } => out.push(*func),
+                InstData::Autodiff { spec, .. } => out.push(spec.func),
+                _ => {}
+            }
+        }
+        for r in self.regions.values() {
+            out.push(r.callee);
+            out.extend(r.rules.iter().map(|(_, r)| r));
+        }
+        out
+    }
+
+    /// The value of `v` if it is the result of an `iconst`.
+    pub fn iconst_value(&self, v: Value) -> Option<i64> {
+        if !self.dfg.value_is_valid(v) {
+            return None;
+        }
+        match *self.dfg.value_def(v) {
+            ValueDef::Result { inst, .. } => match self.dfg.inst(inst) {
+                InstData::IConst { imm } => Some(*imm),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
     /// The values of the function's parameters (the entry block's parameters).
     pub fn params(&self) -> &[Value] {
         match self.entry_block() {

@@ -112,19 +112,7 @@ impl Module {
             if !seen.insert(id) {
                 continue;
             }
-            let f = &self.funcs[id];
-            let mut next: Vec<FuncId> = f.meta.rules.iter().map(|(_, r)| r).collect();
-            for (_, inst) in f.layout.insts() {
-                match f.dfg.inst(inst) {
-                    crate::InstData::Call { func, .. } => next.push(*func),
-                    crate::InstData::Autodiff { spec, .. } => next.push(spec.func),
-                    _ => {}
-                }
-            }
-            for r in f.regions.values() {
-                next.push(r.callee);
-                next.extend(r.rules.iter().map(|(_, r)| r));
-            }
+            let next = self.funcs[id].referenced_functions();
             stack.extend(next.into_iter().rev());
         }
         seen.into_iter().collect()

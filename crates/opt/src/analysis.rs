@@ -84,10 +84,7 @@ pub(crate) fn def_inst(func: &Function, v: Value) -> Option<&InstData> {
 
 /// The value of `v` if it is an `iconst`.
 pub(crate) fn iconst_of(func: &Function, v: Value) -> Option<i64> {
-    match def_inst(func, v)? {
-        InstData::IConst { imm } => Some(*imm),
-        _ => None,
-    }
+    func.iconst_value(v)
 }
 
 /// The bits of `v` if it is an `fconst`.

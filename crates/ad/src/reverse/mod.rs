@@ -670,32 +670,14 @@ fn plan_calls(
     tape: u8,
 ) -> Result<Calls, AdError> {
     let mut calls = Calls::new();
+    let mut tape_use = crate::activity::TapeUse::default();
     for &b in &plan.order {
         for &inst in primal.layout.block_insts(b) {
             let InstData::Call { func: callee, args } = primal.dfg.inst(inst) else {
                 continue;
             };
             let callee = *callee;
-            let uses_tape = crate::activity::uses_tape(module, callee);
-            // A call matters to the adjoint when an active value goes in and
-            // something differentiated comes out: an active result, or a
-            // shadowed array it may write (its adjoint must at least clear
-            // what it overwrites). Otherwise its body, inlined, would get no
-            // adjoint code either (nothing in it useful), and a split pair
-            // would only add zeros that `inf · 0` can turn into NaN at the
-            // next order.
-            let writes_shadow = module.is_valid(callee)
-                && args
-                    .iter()
-                    .zip(&module.func(callee).sig.params)
-                    .any(|(&a, p)| p.ty == Type::Array && p.mutable && plan.is_shadowed(a));
-            let gives = writes_shadow
-                || primal
-                    .dfg
-                    .inst_results(inst)
-                    .iter()
-                    .any(|&r| plan.is_active(primal, r));
-            if !(uses_tape || plan.call_is_active(primal, args) && gives) {
+            if !plan.differentiates_call(module, primal, inst, &mut tape_use) {
                 continue;
             }
             if !module.is_valid(callee) {

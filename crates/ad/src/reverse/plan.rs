@@ -532,23 +532,48 @@ impl Plan {
                 args: [a, _],
             } => self.is_shadowed(*a),
             InstData::Push { .. } => true,
-            InstData::Call { func: callee, args } => {
-                if tape_use.uses(module, *callee) {
-                    return true;
-                }
-                let writes_shadow = module.is_valid(*callee)
-                    && args
-                        .iter()
-                        .zip(&module.func(*callee).sig.params)
-                        .any(|(&a, p)| p.ty == Type::Array && p.mutable && self.is_shadowed(a));
-                self.call_is_active(func, args)
-                    && (writes_shadow || results.iter().any(|&r| self.is_active(func, r)))
-            }
+            InstData::Call { .. } => self.differentiates_call(module, func, inst, tape_use),
             _ => {
                 partials::is_differentiable(data.opcode())
                     && results.iter().any(|&r| self.is_active(func, r))
             }
         }
+    }
+
+    /// Is the call `inst` differentiated (split, or its reverse rule
+    /// applied)? When it uses the tape (its traffic must stay balanced), or
+    /// when an active value goes in and something differentiated comes
+    /// out: an active result, or a shadowed array it may write (its adjoint
+    /// must at least clear what it overwrites). Otherwise its body, inlined,
+    /// would get no adjoint code either (nothing in it useful), and a split
+    /// pair would only add zeros that `inf · 0` can turn into NaN at the
+    /// next order. `super::plan_calls` and the adjoint slots
+    /// ([`Plan::contributes`]) decide by this one test.
+    pub(crate) fn differentiates_call(
+        &self,
+        module: &Module,
+        func: &Function,
+        inst: Inst,
+        tape_use: &mut activity::TapeUse,
+    ) -> bool {
+        let InstData::Call { func: callee, args } = func.dfg.inst(inst) else {
+            return false;
+        };
+        if tape_use.uses(module, *callee) {
+            return true;
+        }
+        let writes_shadow = module.is_valid(*callee)
+            && args
+                .iter()
+                .zip(&module.func(*callee).sig.params)
+                .any(|(&a, p)| p.ty == Type::Array && p.mutable && self.is_shadowed(a));
+        self.call_is_active(func, args)
+            && (writes_shadow
+                || func
+                    .dfg
+                    .inst_results(inst)
+                    .iter()
+                    .any(|&r| self.is_active(func, r)))
     }
 
     /// Finds the counted loops (see [`Loop`]) and their induction variables:
@@ -1003,15 +1028,7 @@ fn iv_step(func: &Function, p: Value, next: Value) -> Option<i64> {
     let ValueDef::Result { inst, .. } = *func.dfg.value_def(next) else {
         return None;
     };
-    let konst = |v: Value| -> Option<i64> {
-        let ValueDef::Result { inst, .. } = *func.dfg.value_def(v) else {
-            return None;
-        };
-        match func.dfg.inst(inst) {
-            InstData::IConst { imm } => Some(*imm),
-            _ => None,
-        }
-    };
+    let konst = |v: Value| func.iconst_value(v);
     match func.dfg.inst(inst) {
         InstData::Binary {
             op: Opcode::Iadd,
