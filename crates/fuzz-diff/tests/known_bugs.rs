@@ -392,3 +392,65 @@ fn d2(x: f64, y: f64) -> f64 { let (p, t) = autodiff(forward, d1, dual, const(x)
         &["d2"],
     );
 }
+
+/// The long run of 2026-12-01 (seed 101750), reduced: third-order reverse,
+/// rule-free. Early inlining cut `top` into a chain of blocks; `sinh(x)`
+/// and `x` crossed it, so their first-order adjoints lived in memory
+/// slots, and the third order summed three terms as `(a + c) + b` where
+/// the same code in one block (the call not inlined) gives `(a + b) + c`:
+/// the last bit differed. A chain of blocks now carries its adjoints as
+/// SSA values, as one block does.
+#[test]
+fn third_order_reverse_through_a_chain_of_inlined_blocks() {
+    assert_agree(
+        "fn f2(x: f64) -> f64 { x }
+fn top(x: f64) -> f64 {
+    let v4 = sinh(x);
+    let q6 = f2(v4 * x);
+    q6 + v4 * x
+}
+fn d1(x: f64) -> f64 { autodiff(reverse, top, active, active(x)) }
+fn d2(x: f64) -> f64 { autodiff(reverse, d1, active, active(x)) }
+fn d3(x: f64) -> f64 { autodiff(reverse, d2, active, active(x)) }",
+        &["d3"],
+    );
+}
+
+/// The long run of 2026-12-01 (seed 100711), reduced (and the forward rule
+/// made linear in its tangents again): a call with no active argument to
+/// `f2`, whose forward rule runs an `autodiff` (so it uses the tape), was
+/// differentiated anyway and its results made active; the rule's tangent
+/// `f1(..) * 0` is NaN at 0. Inlined early, `f2` is a rule region with no
+/// active argument, not differentiated: 0. Only a callee *coupled* to
+/// others through the tape (an augmented primal, an adjoint) is
+/// differentiated whatever its arguments now.
+#[test]
+fn call_that_uses_the_tape_for_itself_with_constant_arguments() {
+    assert_agree(
+        "fn f0(x: f64, y: f64, a: mut [f64]) -> f64 {
+    a[0] = sqrt(y);
+    atan2(y, a[0])
+}
+fn f1(x: f64, y: f64) -> f64 {
+    let t3 = zeros(2);
+    let t4 = zeros(2);
+    let (g1, g2) = autodiff(reverse, f0, active, active(x), active(x), dup(t3, t4));
+    g2
+}
+fn f2(x: f64, y: f64, a: mut [f64]) -> f64 { x }
+rule forward f2(x: f64, tx: f64, y: f64, ty: f64, a: mut [f64], ta: mut [f64]) -> (f64, f64) {
+    (x, f1(y, x) * tx)
+}
+#[inline(never)]
+fn f3(x: f64, y: f64) -> f64 {
+    let t1 = zeros(2);
+    f2(y, y, t1)
+}
+fn top(x: f64, y: f64) -> f64 { f3(-x, x - x) }
+fn d1(x: f64, y: f64) -> f64 {
+    let (p, t) = autodiff(forward, top, dual, const(x), dual(y, 1.0));
+    t
+}",
+        &["d1"],
+    );
+}

@@ -58,6 +58,7 @@ pub(crate) fn build(
         block: None,
         map: HashMap::new(),
         acc: BTreeMap::new(),
+        carried: HashMap::new(),
         dummies: HashMap::new(),
         edge_index: None,
         params: HashMap::new(),
@@ -91,6 +92,9 @@ struct Adj<'a> {
     /// For a value with a slot, the first contribution starts from the
     /// slot's value (see [`Adj::add`]), so the entry is the whole adjoint.
     acc: BTreeMap<Value, Value>,
+    /// The adjoints that R(B) of a chain's block `B` hands to R(A) of the
+    /// block before it (see [`Plan::chain_pred`]), by `A`.
+    carried: HashMap<Block, BTreeMap<Value, Value>>,
     dummies: HashMap<Type, Value>,
     /// Within the current R(B): the popped incoming-edge number.
     edge_index: Option<Value>,
@@ -474,7 +478,7 @@ impl Adj<'_> {
         let bi = block.as_u32() as usize;
         self.block = Some(self.rev[&block]);
         self.map.clear();
-        self.acc.clear();
+        self.acc = self.carried.remove(&block).unwrap_or_default();
         self.edge_index = None;
         // Records and recipes by segment (see `Plan::recipes`): the last
         // segment's first; an earlier one's where the sweep passes the call
@@ -518,6 +522,9 @@ impl Adj<'_> {
             }
             self.b().ret(&results);
             return Ok(());
+        }
+        if let Some(e) = self.plan.chain_pred(block) {
+            return self.chain_edge(block, e, &param_adj);
         }
         // Each pending adjoint already includes its slot's value: store it.
         let pending: Vec<(Value, Value)> = std::mem::take(&mut self.acc).into_iter().collect();
@@ -596,6 +603,37 @@ impl Adj<'_> {
         Ok(())
     }
 
+    /// The reverse of the chain edge `e` into `block`: the parameter
+    /// adjoints are added to the branch arguments' as SSA values, and every
+    /// pending adjoint goes on to R(e.from) (which only this block reaches)
+    /// instead of to a slot.
+    fn chain_edge(
+        &mut self,
+        block: Block,
+        e: Edge,
+        param_adj: &[Option<Value>],
+    ) -> Result<(), AdError> {
+        let data = self.primal.dfg.inst(e.inst);
+        let args = match data.destinations().get(e.dest) {
+            Some(call) if call.block == block => call.args.clone(),
+            _ => return Err(self.internal("a bad chain edge")),
+        };
+        for (&arg, adj) in args.iter().zip(param_adj) {
+            if let Some(adj) = *adj {
+                if self.active(arg) {
+                    self.add(arg, adj)?;
+                }
+            }
+        }
+        let exited = self.plan.exited(e, block);
+        self.pop_trips(&exited)?;
+        let acc = std::mem::take(&mut self.acc);
+        self.carried.insert(e.from, acc);
+        let r = self.rev[&e.from];
+        self.b().jump(r, &[]);
+        Ok(())
+    }
+
     fn rev_inst(&mut self, inst: Inst) -> Result<(), AdError> {
         let data = self.primal.dfg.inst(inst).clone();
         let results = self.primal.dfg.inst_results(inst).to_vec();
@@ -609,7 +647,15 @@ impl Adj<'_> {
                 Some(CallTarget::Rule {
                     apply, shadowed, ..
                 }) => self.rev_rule(*apply, shadowed, args, &results)?,
-                None => {}
+                None => {
+                    // Not differentiated: nothing active goes in, so what
+                    // its results' adjoints add up to goes nowhere.
+                    for &r in &results {
+                        if self.active(r) {
+                            self.take(r)?;
+                        }
+                    }
+                }
             },
             InstData::Push { arg, tape } => {
                 // Its value was popped by a later `pop`, whose reverse pushed

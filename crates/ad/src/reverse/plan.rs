@@ -97,6 +97,38 @@ impl Loop {
 /// instructions in the reverse block; beyond, the value is taped.
 const RECOMPUTE_BUDGET: usize = 8;
 
+/// Per block: its chain edge (see [`Plan::chain_pred`]) and the first block
+/// of its chain. `order` is a reverse postorder, so a chain's blocks come
+/// in chain order.
+fn chains(
+    func: &Function,
+    entry: Block,
+    order: &[Block],
+    preds: &[Vec<Edge>],
+) -> (Vec<Option<Edge>>, Vec<Block>) {
+    let nb = func.dfg.num_blocks();
+    let mut pos = vec![usize::MAX; nb];
+    for (k, &b) in order.iter().enumerate() {
+        pos[bidx(b)] = k;
+    }
+    let mut chain_pred = vec![None; nb];
+    let mut chain: Vec<Block> = (0..nb).map(|k| Block::from_u32(k as u32)).collect();
+    for &b in order {
+        if b == entry {
+            continue;
+        }
+        let [e] = preds[bidx(b)].as_slice() else {
+            continue;
+        };
+        let is_jump = matches!(func.dfg.inst(e.inst), InstData::Jump { .. });
+        if is_jump && e.from != b && pos[bidx(e.from)] < pos[bidx(b)] {
+            chain_pred[bidx(b)] = Some(*e);
+            chain[bidx(b)] = chain[bidx(e.from)];
+        }
+    }
+    (chain_pred, chain)
+}
+
 /// A local `zeros` array that needs a shadow in the adjoint.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ZerosSite {
@@ -121,7 +153,14 @@ pub(crate) struct Plan {
     varied: Activity,
     useful: Vec<bool>,
     shadowed: Vec<bool>,
-    /// Adjoint slot of each value whose adjoint crosses reverse blocks.
+    /// Per block: the edge by which it continues a *chain*, when its only
+    /// incoming edge is a `jump` from a block that jumps only to it (see
+    /// [`Plan::chain_pred`]).
+    chain_pred: Vec<Option<Edge>>,
+    /// Per block: the first block of its chain.
+    chain: Vec<Block>,
+    /// Adjoint slot of each value whose adjoint crosses chains of reverse
+    /// blocks.
     slot: Vec<Option<u32>>,
     pub num_slots: u32,
     /// Per block: what its reverse block pops, in push order, each with its
@@ -218,6 +257,23 @@ impl Plan {
     }
 
     /// The counted loop `b` heads, if any.
+    /// The edge `A -> b` when `b` continues a chain: `b` is not the entry,
+    /// its only incoming edge is the `jump` that ends `A`. The adjoint
+    /// sweep then runs R(b) straight into R(A) (R(A) has no other
+    /// predecessor, so R(b)'s values dominate it) and carries the adjoints
+    /// it has summed so far as SSA values instead of memory slots: code cut
+    /// into blocks by the inliner (a straight-line callee is a chain) sums
+    /// its adjoints exactly as the same code in one block does, at every
+    /// order of differentiation.
+    pub fn chain_pred(&self, b: Block) -> Option<Edge> {
+        self.chain_pred.get(bidx(b)).copied().flatten()
+    }
+
+    /// The first block of `b`'s chain.
+    fn chain_of(&self, b: Block) -> Block {
+        self.chain.get(bidx(b)).copied().unwrap_or(b)
+    }
+
     pub fn counted(&self, b: Block) -> Option<usize> {
         self.header_loop.get(bidx(b)).copied().flatten()
     }
@@ -475,11 +531,14 @@ impl Plan {
             }
         }
 
+        let (chain_pred, chain) = chains(func, entry, &order, &preds);
         let mut plan = Plan {
             entry,
             order,
             reachable,
             preds,
+            chain_pred,
+            chain,
             returns,
             varied,
             useful,
@@ -559,7 +618,7 @@ impl Plan {
         let InstData::Call { func: callee, args } = func.dfg.inst(inst) else {
             return false;
         };
-        if tape_use.uses(module, *callee) {
+        if tape_use.coupled(module, *callee) {
             return true;
         }
         let writes_shadow = module.is_valid(*callee)
@@ -681,10 +740,17 @@ impl Plan {
         }
     }
 
-    /// An adjoint needs a memory slot when something outside the reverse
-    /// block of its definition contributes to it: a use in another block, a
-    /// branch argument (moved on the reverse edge), a returned value (seeded
-    /// at the adjoint's entry).
+    /// Is `a` defined in the chain of block `b`?
+    fn same_chain(&self, func: &Function, a: Value, b: Block) -> bool {
+        func.def_block(a)
+            .is_some_and(|d| self.chain_of(d) == self.chain_of(b))
+    }
+
+    /// An adjoint needs a memory slot when something outside the chain of
+    /// reverse blocks of its definition contributes to it (see
+    /// [`Plan::chain_pred`]): a use in another chain, a branch argument
+    /// (moved on the reverse edge) other than a chain's own `jump`, a
+    /// returned value (seeded at the adjoint's entry).
     fn assign_slots(&mut self, module: &Module, func: &Function, ret: RetActivity) {
         let mut need = vec![false; func.dfg.num_values()];
         let mut tape_use = activity::TapeUse::default();
@@ -694,9 +760,13 @@ impl Plan {
                 match data {
                     InstData::Jump { .. } | InstData::Brif { .. } => {
                         for dest in data.destinations() {
+                            let link = self.chain_pred(dest.block).map(|e| e.inst) == Some(inst);
                             let params = func.dfg.block_params(dest.block);
                             for (&a, &p) in dest.args.iter().zip(params) {
-                                if self.is_active(func, p) && self.is_active(func, a) {
+                                if self.is_active(func, p)
+                                    && self.is_active(func, a)
+                                    && !(link && self.same_chain(func, a, b))
+                                {
                                     need[idx(a)] = true;
                                 }
                             }
@@ -722,7 +792,7 @@ impl Plan {
                             continue;
                         }
                         for &a in data.args() {
-                            if self.is_active(func, a) && func.def_block(a) != Some(b) {
+                            if self.is_active(func, a) && !self.same_chain(func, a, b) {
                                 need[idx(a)] = true;
                             }
                         }
