@@ -570,8 +570,8 @@ impl Plan {
     /// adjoints of its operands? A differentiable operation with an active
     /// result, a `store` or `fill` into a shadowed array, an f64 `push`, and
     /// a call that the pass differentiates (`super::plan_calls`: something
-    /// active goes in and something differentiated comes out, or it uses
-    /// the tape).
+    /// active goes in and something differentiated comes out, or it is
+    /// coupled to others through the tape).
     fn contributes(
         &self,
         module: &Module,
@@ -600,7 +600,8 @@ impl Plan {
     }
 
     /// Is the call `inst` differentiated (split, or its reverse rule
-    /// applied)? When it uses the tape (its traffic must stay balanced), or
+    /// applied)? When it is coupled to other functions through the tape
+    /// ([`activity::tape_coupled`]: its traffic must stay balanced), or
     /// when an active value goes in and something differentiated comes
     /// out: an active result, or a shadowed array it may write (its adjoint
     /// must at least clear what it overwrites). Otherwise its body, inlined,
