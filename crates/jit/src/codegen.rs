@@ -290,7 +290,7 @@ pub(crate) fn translate_function(
     clif: &mut cl::Function,
     func: &Function,
     sites: &mut Vec<TrapSite>,
-) -> Result<(), JitError> {
+) -> Result<Translated, JitError> {
     let unsupported = |what: String| JitError::Unsupported {
         func: func.name.clone(),
         what,
@@ -371,6 +371,7 @@ pub(crate) fn translate_function(
 
     let graph = crate::spill::Graph::new(func, &order);
     let spill = crate::spill::plan(func, &order, &graph, |data| calls_out(env, data));
+    let deeply_nested = graph.deeply_nested();
     let mut t = Translator {
         b,
         env,
@@ -554,7 +555,18 @@ pub(crate) fn translate_function(
     t.b.seal_all_blocks();
     let cfg = t.jm.target_config();
     t.b.finalize(cfg);
-    Ok(())
+    Ok(Translated { deeply_nested })
+}
+
+/// What [`translate_function`] learned about the function that matters for
+/// how Cranelift compiles it.
+pub(crate) struct Translated {
+    /// Loops nested so deep that the sizes of the loops add up to many
+    /// times the function ([`crate::spill::Graph::deeply_nested`]): the
+    /// register allocator's liveness (per block, every value live through
+    /// it) grows with the square of the depth, and the single-pass
+    /// allocator is used instead.
+    pub deeply_nested: bool,
 }
 
 /// Builds the entry trampoline

@@ -100,9 +100,10 @@ pub struct JitOptions {
     /// Run Cranelift's IR verifier on every function (costs 30–50 % of
     /// compile time). Defaults to `cfg!(debug_assertions)`.
     pub verify: bool,
-    /// Functions with more Cranelift instructions than this are compiled
-    /// with the single-pass register allocator (`None`: never). Defaults to
-    /// [`SINGLE_PASS_ABOVE`].
+    /// Functions with more Cranelift instructions than this, or with loops
+    /// nested so deep that the loops' sizes add up to many times the
+    /// function's, are compiled with the single-pass register allocator
+    /// (`None`: never). Defaults to [`SINGLE_PASS_ABOVE`].
     pub single_pass_above: Option<usize>,
     /// Keep the disassembly of every function ([`Compiled::disassembly`]).
     pub disasm: bool,
@@ -357,7 +358,8 @@ pub fn compile(
         let f = module.func(id);
         jm.clear_context(&mut ctx);
         ctx.set_disasm(options.disasm);
-        codegen::translate_function(&env, jm, &mut fctx, &mut ctx.func, f, &mut sites)?;
+        let translated =
+            codegen::translate_function(&env, jm, &mut fctx, &mut ctx.func, f, &mut sites)?;
         stack_bound += FRAME_OVERHEAD + BYTES_PER_VALUE * ctx.func.dfg.num_values();
         let size = ctx.func.dfg.num_insts();
         let speed = match options.opt_level {
@@ -365,7 +367,9 @@ pub fn compile(
             OptLevel::Speed => true,
             OptLevel::Auto => size <= SPEED_MAX_INSTS,
         };
-        let single_pass = options.single_pass_above.is_some_and(|n| size > n);
+        let single_pass = options
+            .single_pass_above
+            .is_some_and(|n| size > n || translated.deeply_nested);
         let codegen_err = |ctx: &cranelift_codegen::Context, e| JitError::Codegen {
             func: f.name.clone(),
             message: module_error_message(&ctx.func, e),

@@ -57,6 +57,12 @@ const MAX_BITS: usize = 1 << 26;
 /// plan's loop sets would cost time for nothing.
 const MAX_INSTS: usize = 20_000;
 
+/// Nor when the loops' sizes add up to more than this many times the
+/// number of blocks (plus a little): loops nested that deep are not where
+/// the plan pays, and its per-loop sets would make compile time quadratic.
+/// Ordinary code nests loops a few deep (GMM: 3).
+const MAX_LOOP_BLOCKS_PER_BLOCK: usize = 8;
+
 /// Values live into a loop header, above which its unused ones are parked:
 /// general registers (15 on x86-64, less the frame pointer and a few for
 /// the loop's own temporaries) and vector registers (16).
@@ -168,6 +174,12 @@ pub(crate) fn plan(
         .any(|&b| insts(b).iter().any(|&i| is_call(func.dfg.inst(i))));
     let has_loop = !natural.is_empty();
     if (!has_call && !has_loop) || func.num_placed_insts() > MAX_INSTS {
+        return SpillPlan::default();
+    }
+    // Per-loop sets cost the sum of the loops' sizes, which deep nesting
+    // makes quadratic (each block is in every loop around it); past this
+    // budget nothing is split, as above.
+    if graph.deeply_nested() {
         return SpillPlan::default();
     }
 
@@ -640,6 +652,14 @@ impl Graph {
             preds,
             loops,
         }
+    }
+
+    /// Do the loops' sizes add up to more than [`MAX_LOOP_BLOCKS_PER_BLOCK`]
+    /// times the number of blocks (each block counts once per loop around
+    /// it)? Then per-loop work is quadratic in the nesting depth.
+    pub(crate) fn deeply_nested(&self) -> bool {
+        let loop_blocks: usize = self.loops.iter().map(|(_, body)| body.len()).sum();
+        loop_blocks > MAX_LOOP_BLOCKS_PER_BLOCK * self.succs.len() + 4096
     }
 }
 

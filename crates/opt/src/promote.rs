@@ -36,14 +36,29 @@ pub const MAX_CELLS: i64 = 1024;
 /// values live at once (see `CRANELIFT-NOTES.md`).
 pub const MAX_FUNCTION_INSTS: usize = 20_000;
 
+/// The construction may make at most this many parameters per variable
+/// and block (plus a little) before it gives up on the function. Ordinary
+/// code needs about one per variable (GMM's gradient: 56 for 51
+/// variables); a variable that lives through `n` nested loops and is
+/// redefined in the innermost (an adjoint slot reset at every loop level
+/// of reverse mode's code for deeply nested loops) needs one per level,
+/// which is quadratic in `n` (issue #14's nested-loops family).
+const PHI_BUDGET_PER_ITEM: usize = 4;
+
 /// An incoming value while the variables are resolved.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum AVal {
     Real(Value),
     /// Whatever the load with this result reads.
     Load(Value),
-    /// The `+0.0` a `zeros` starts with.
-    Zero,
+    /// An `fconst` with these bits (the `+0.0` a `zeros` starts with, or a
+    /// stored constant): by bits, not by value, so that two stores of
+    /// `-0.0` (reverse mode resets an adjoint slot with a fresh `fconst
+    /// -0.0` each time) are one definition and a join of them needs no
+    /// parameter. Without this, an adjoint slot read in the innermost of
+    /// `n` nested loops got a parameter at every enclosing loop header:
+    /// quadratic code, and a register allocator in trouble.
+    Const(u64),
     /// Read before any definition (only on paths that never reach a load).
     Undef,
     Phi(usize),
@@ -109,10 +124,14 @@ pub fn promote_arrays(func: &mut Function) -> usize {
     };
     let as_aval = |func: &Function, x: Value| -> AVal {
         if promoted_load(func, x) {
-            AVal::Load(x)
-        } else {
-            AVal::Real(x)
+            return AVal::Load(x);
         }
+        if let ValueDef::Result { inst, .. } = *func.dfg.value_def(x) {
+            if let InstData::FConst { bits } = func.dfg.inst(inst) {
+                return AVal::Const(*bits);
+            }
+        }
+        AVal::Real(x)
     };
     for &b in &order {
         let defs = &mut last_def[b.as_u32() as usize];
@@ -122,7 +141,7 @@ pub fn promote_arrays(func: &mut Function) -> usize {
                     let a = func.dfg.first_result(inst);
                     if let Some(&k) = cells.get(&a) {
                         for c in 0..k {
-                            defs.insert(var_of[&(a, c)], AVal::Zero);
+                            defs.insert(var_of[&(a, c)], AVal::Const(0f64.to_bits()));
                         }
                         doomed.push(inst);
                     }
@@ -184,6 +203,43 @@ pub fn promote_arrays(func: &mut Function) -> usize {
         }
     }
 
+    // The natural loops, for the loop headers the walk below can pass: a
+    // block's membership is a binary search in its loop's blocks, by
+    // position in the reverse postorder.
+    let pred_blocks = |b: Block| {
+        preds[b.as_u32() as usize]
+            .iter()
+            .map(|e| e.from)
+            .collect::<Vec<_>>()
+    };
+    let doms = adze_ir::cfg::DominatorTree::new(&order, pred_blocks);
+    let mut position = vec![usize::MAX; nb];
+    for (k, &b) in order.iter().enumerate() {
+        position[b.as_u32() as usize] = k;
+    }
+    let mut header_loop: HashMap<Block, usize> = HashMap::new();
+    let mut bodies: Vec<Vec<usize>> = Vec::new();
+    for lp in adze_ir::cfg::natural_loops(pred_blocks, &doms) {
+        header_loop.insert(lp.header, bodies.len());
+        let mut body: Vec<usize> = lp
+            .blocks
+            .iter()
+            .map(|b| position[b.as_u32() as usize])
+            .collect();
+        body.sort_unstable();
+        bodies.push(body);
+    }
+    let in_loop = |l: usize, b: Block| {
+        bodies[l]
+            .binary_search(&position[b.as_u32() as usize])
+            .is_ok()
+    };
+    let mut def_blocks: Vec<Vec<Block>> = vec![Vec::new(); var_of.len()];
+    for &b in &order {
+        for &var in last_def[b.as_u32() as usize].keys() {
+            def_blocks[var].push(b);
+        }
+    }
     // Demand-driven entry values: (var, block) -> value at the block's entry.
     let mut entry_val: HashMap<(usize, Block), AVal> = HashMap::new();
     let mut phis: Vec<Phi> = Vec::new();
@@ -203,9 +259,28 @@ pub fn promote_arrays(func: &mut Function) -> usize {
                 break v;
             }
             let ps = &preds[b.as_u32() as usize];
-            if ps.len() == 1 {
+            // A loop header (some predecessors are back edges) with one
+            // edge in, whose loop defines nothing of `var` (no definition
+            // is in a block the header dominates), has the value that
+            // comes in: the back edges bring it around unchanged. Without
+            // this, a variable live across `n` nested loops got a
+            // parameter at each header, made and removed again: quadratic
+            // work on deep nests.
+            let single = match ps.as_slice() {
+                [e] => Some(e.from),
+                [_, _, ..] => header_loop.get(&b).and_then(|&l| {
+                    let mut entries = ps.iter().filter(|e| !in_loop(l, e.from));
+                    match (entries.next(), entries.next()) {
+                        (Some(e), None) if !def_blocks[var].iter().any(|&d| in_loop(l, d)) => {
+                            Some(e.from)
+                        }
+                        _ => None,
+                    }
+                }),
+                _ => None,
+            };
+            if let Some(p) = single {
                 path.push(b);
-                let p = ps[0].from;
                 if let Some(&d) = last_def[p.as_u32() as usize].get(&var) {
                     break d;
                 }
@@ -230,11 +305,23 @@ pub fn promote_arrays(func: &mut Function) -> usize {
         }
         val
     };
+    // The construction's work is bounded: past the budget, nothing is
+    // promoted (the arrays stay in memory; the function is unchanged).
+    let budget = PHI_BUDGET_PER_ITEM * (var_of.len() + nb) + 4096;
+    let over = |phis: &Vec<Phi>, entry_val: &HashMap<(usize, Block), AVal>| {
+        phis.len() > budget || entry_val.len() > 8 * budget
+    };
     for &(r, var, b) in &entry_reads {
         let v = read_entry(var, b, &mut entry_val, &mut phis, &mut pending);
         load_val.insert(r, v);
+        if over(&phis, &entry_val) {
+            return 0;
+        }
     }
     while let Some((id, var)) = pending.pop() {
+        if over(&phis, &entry_val) {
+            return 0;
+        }
         let block = phis[id].block;
         let mut ops = Vec::new();
         for e in preds[block.as_u32() as usize].clone() {
@@ -247,7 +334,8 @@ pub fn promote_arrays(func: &mut Function) -> usize {
         phis[id].operands = ops;
     }
 
-    // Resolve loads, then remove trivial parameters until none is left.
+    // Resolve loads, then remove the parameters that are one value: trivial
+    // ones (every incoming value the same) and redundant cycles of them.
     let resolve = |v: AVal, phis: &[Phi], load_val: &HashMap<Value, AVal>| -> AVal {
         let mut v = v;
         loop {
@@ -264,40 +352,35 @@ pub fn promote_arrays(func: &mut Function) -> usize {
             };
         }
     };
-    loop {
-        let mut changed = false;
-        for id in 0..phis.len() {
-            if phis[id].replaced.is_some() {
-                continue;
-            }
-            let mut same: Option<AVal> = None;
-            let mut trivial = true;
-            for &op in &phis[id].operands {
-                let op = resolve(op, &phis, &load_val);
-                if op == AVal::Phi(id) || Some(op) == same {
-                    continue;
-                }
-                if same.is_some() {
-                    trivial = false;
-                    break;
-                }
-                same = Some(op);
-            }
-            if trivial {
-                phis[id].replaced = Some(same.unwrap_or(AVal::Undef));
-                changed = true;
-            }
+    remove_redundant_sccs(&mut phis, |v, phis| resolve(v, phis, &load_val));
+
+    // The parameters something reads: from the loads whose results are
+    // used by code that stays, transitively. (A load nothing reads, such
+    // as reverse mode's reading of an adjoint slot that no term needs,
+    // would otherwise keep a parameter at every loop header on its way.)
+    let doomed_set: std::collections::HashSet<Inst> = doomed.iter().copied().collect();
+    let mut used: Vec<Value> = Vec::new();
+    for (_, inst) in func.layout.insts() {
+        if doomed_set.contains(&inst) {
+            continue;
         }
-        if !changed {
-            break;
+        func.dfg.inst(inst).for_each_use(|v| {
+            if load_val.contains_key(&v) {
+                used.push(v);
+            }
+        });
+    }
+    for region in func.regions.values() {
+        for v in region.args.iter().chain(&region.results) {
+            if load_val.contains_key(v) {
+                used.push(*v);
+            }
         }
     }
-
-    // The parameters something reads: from the loads, transitively.
     let mut live = vec![false; phis.len()];
     let mut work: Vec<usize> = Vec::new();
-    for &v in load_val.values() {
-        if let AVal::Phi(id) = resolve(v, &phis, &load_val) {
+    for r in used {
+        if let AVal::Phi(id) = resolve(AVal::Load(r), &phis, &load_val) {
             work.push(id);
         }
     }
@@ -313,18 +396,33 @@ pub fn promote_arrays(func: &mut Function) -> usize {
         }
     }
 
-    // Materialise: one shared +0.0 in the entry block, block parameters for
-    // the live phis, then their incoming arguments.
-    let zero = {
-        let inst = func.dfg.make_inst(
-            InstData::FConst {
-                bits: 0f64.to_bits(),
-            },
-            &[Type::F64],
-        );
+    // Materialise: one shared `fconst` per constant in the entry block (a
+    // +0.0 for what is never defined), block parameters for the live phis,
+    // then their incoming arguments.
+    let mut consts: Vec<u64> = vec![0f64.to_bits()];
+    for &v in load_val.values() {
+        if let AVal::Const(bits) = resolve(v, &phis, &load_val) {
+            consts.push(bits);
+        }
+    }
+    for (id, phi) in phis.iter().enumerate() {
+        if live[id] {
+            for &op in &phi.operands {
+                if let AVal::Const(bits) = resolve(op, &phis, &load_val) {
+                    consts.push(bits);
+                }
+            }
+        }
+    }
+    consts.sort_unstable();
+    consts.dedup();
+    let mut const_value: HashMap<u64, Value> = HashMap::new();
+    for &bits in consts.iter().rev() {
+        let inst = func.dfg.make_inst(InstData::FConst { bits }, &[Type::F64]);
         func.layout.insert_inst(inst, entry, 0);
-        func.dfg.first_result(inst)
-    };
+        const_value.insert(bits, func.dfg.first_result(inst));
+    }
+    let zero = const_value[&0f64.to_bits()];
     let mut param: Vec<Option<Value>> = vec![None; phis.len()];
     for id in 0..phis.len() {
         if live[id] {
@@ -335,7 +433,8 @@ pub fn promote_arrays(func: &mut Function) -> usize {
         match resolve(v, phis, &load_val) {
             AVal::Real(x) => x,
             AVal::Phi(id) => param[id].unwrap_or(zero),
-            AVal::Zero | AVal::Undef | AVal::Load(_) => zero,
+            AVal::Const(bits) => const_value.get(&bits).copied().unwrap_or(zero),
+            AVal::Undef | AVal::Load(_) => zero,
         }
     };
     for id in 0..phis.len() {
@@ -375,6 +474,109 @@ pub fn promote_arrays(func: &mut Function) -> usize {
         }
     }
     arrays.len()
+}
+
+/// Braun et al.'s removal of redundant phi SCCs (their Algorithm 5, one
+/// level): a strongly connected set of phis whose operands from outside
+/// the set are all one value is that value. Trivial-phi removal alone
+/// cannot see it: around nested loops, the phis of one variable at two
+/// loop headers can take each other and one constant (an adjoint slot
+/// reset to `-0.0` everywhere), each with two distinct operands. Left in
+/// place, an adjoint slot of the innermost of `n` nested loops became a
+/// parameter at every enclosing header: quadratic code. Tarjan's algorithm,
+/// iterative (nests can be deep), emits an SCC after every SCC it reaches,
+/// so the operands from outside are final when an SCC is looked at.
+fn remove_redundant_sccs(phis: &mut [Phi], resolve: impl Fn(AVal, &[Phi]) -> AVal) {
+    let n = phis.len();
+    let succs: Vec<Vec<usize>> = (0..n)
+        .map(|id| {
+            if phis[id].replaced.is_some() {
+                return Vec::new();
+            }
+            phis[id]
+                .operands
+                .iter()
+                .filter_map(|&op| match resolve(op, phis) {
+                    AVal::Phi(o) if o != id => Some(o),
+                    _ => None,
+                })
+                .collect()
+        })
+        .collect();
+    const NONE: usize = usize::MAX;
+    let mut index = vec![NONE; n];
+    let mut low = vec![0usize; n];
+    let mut on_stack = vec![false; n];
+    let mut in_scc = vec![false; n];
+    let mut stack: Vec<usize> = Vec::new();
+    let mut next = 0usize;
+    for root in 0..n {
+        if index[root] != NONE || phis[root].replaced.is_some() {
+            continue;
+        }
+        // (node, next successor to visit)
+        let mut call: Vec<(usize, usize)> = vec![(root, 0)];
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (v, ref mut k)) = call.last_mut() {
+            if let Some(&w) = succs[v].get(*k) {
+                *k += 1;
+                if index[w] == NONE {
+                    index[w] = next;
+                    low[w] = next;
+                    next += 1;
+                    stack.push(w);
+                    on_stack[w] = true;
+                    call.push((w, 0));
+                } else if on_stack[w] {
+                    low[v] = low[v].min(index[w]);
+                }
+                continue;
+            }
+            call.pop();
+            if let Some(&(u, _)) = call.last() {
+                low[u] = low[u].min(low[v]);
+            }
+            if low[v] != index[v] {
+                continue;
+            }
+            let mut scc = Vec::new();
+            while let Some(w) = stack.pop() {
+                on_stack[w] = false;
+                scc.push(w);
+                if w == v {
+                    break;
+                }
+            }
+            for &m in &scc {
+                in_scc[m] = true;
+            }
+            let mut outer: Option<AVal> = None;
+            let mut redundant = true;
+            'members: for &m in &scc {
+                for &op in &phis[m].operands {
+                    let op = resolve(op, phis);
+                    if matches!(op, AVal::Phi(o) if in_scc[o]) || Some(op) == outer {
+                        continue;
+                    }
+                    if outer.is_some() {
+                        redundant = false;
+                        break 'members;
+                    }
+                    outer = Some(op);
+                }
+            }
+            for &m in &scc {
+                in_scc[m] = false;
+                if redundant {
+                    phis[m].replaced = Some(outer.unwrap_or(AVal::Undef));
+                }
+            }
+        }
+    }
 }
 
 /// The arrays that qualify, with their lengths.
