@@ -454,3 +454,34 @@ fn d1(x: f64, y: f64) -> f64 {
         &["d1"],
     );
 }
+
+/// Seed 100489 of session 6's run, reduced: `f0`'s result is active (it
+/// depends on `x`) and useful (it feeds `s4`, which feeds calls with
+/// rules), but nothing adds to its adjoint: the calls of `f1` are not
+/// differentiated (their results are constants of the body). Called, `f0`
+/// was differentiated anyway (its result active) with an explicit zero
+/// cotangent, and `sqrt(y - y)` at 0 turned it into NaN; inlined, the same
+/// code has no adjoint at all: 0. A call's result is now differentiated
+/// only when something adds to its adjoint.
+#[test]
+fn call_result_that_nothing_adds_to_gets_no_cotangent() {
+    assert_agree(
+        "fn f0(x: f64, y: f64, a: mut [f64]) -> f64 {
+    a[0] = x;
+    sqrt(y - y)
+}
+fn f1(x: f64, y: f64) -> f64 { x }
+rule reverse f1(x: f64, y: f64, dret: f64) -> (f64, f64) { (x * dret, x * dret) }
+fn top(x: f64, y: f64) -> f64 {
+    let t3 = zeros(3);
+    f0(sqrt(x), y, t3);
+    let s4 = 1.0 / f0(x, x, t3);
+    f1(f1(0.5, log(s4)), s4)
+}
+fn d1(x: f64, y: f64) -> f64 {
+    let (a, b) = autodiff(reverse, top, active, active(x), active(y));
+    a - b
+}",
+        &["d1"],
+    );
+}

@@ -711,7 +711,10 @@ fn plan_calls(
                 })
                 .collect();
             let results = primal.dfg.inst_results(inst);
-            let ret = if results.iter().any(|&r| plan.is_active(primal, r)) {
+            // A result is differentiated when it is active and something
+            // adds to its adjoint (`Plan::is_reached`).
+            let differentiated = |r: Value| plan.is_active(primal, r) && plan.is_reached(r);
+            let ret = if results.iter().any(|&r| differentiated(r)) {
                 RetActivity::Active
             } else {
                 RetActivity::Const
@@ -721,9 +724,7 @@ fn plan_calls(
             let ignored: Vec<usize> = results
                 .iter()
                 .enumerate()
-                .filter(|(_, &r)| {
-                    primal.dfg.value_type(r) == Type::F64 && !plan.is_active(primal, r)
-                })
+                .filter(|(_, &r)| primal.dfg.value_type(r) == Type::F64 && !differentiated(r))
                 .map(|(k, _)| k)
                 .collect();
             // The callee's adjoint takes the read-only arrays that the

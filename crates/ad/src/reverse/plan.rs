@@ -159,6 +159,9 @@ pub(crate) struct Plan {
     chain_pred: Vec<Option<Edge>>,
     /// Per block: the first block of its chain.
     chain: Vec<Block>,
+    /// Per value: does anything add to its adjoint? (See
+    /// [`Plan::is_reached`].)
+    reached: Vec<bool>,
     /// Adjoint slot of each value whose adjoint crosses chains of reverse
     /// blocks.
     slot: Vec<Option<u32>>,
@@ -543,6 +546,7 @@ impl Plan {
             varied,
             useful,
             shadowed: vec![false; nv],
+            reached: vec![false; nv],
             slot: vec![None; nv],
             num_slots: 0,
             tape: vec![Vec::new(); nb],
@@ -561,6 +565,7 @@ impl Plan {
             const_shadows: Vec::new(),
         };
         plan.find_shadows(func, args, entry);
+        plan.find_reached(module, func, ret, ignored);
         plan.assign_slots(module, func, ret);
         plan.find_loops(func);
         Ok(plan)
@@ -579,6 +584,20 @@ impl Plan {
         inst: Inst,
         tape_use: &mut activity::TapeUse,
     ) -> bool {
+        self.contributes_with(module, func, inst, tape_use, true)
+    }
+
+    /// [`Plan::contributes`]; `use_reached: false` while
+    /// [`Plan::is_reached`] is being found (a call then counts as
+    /// differentiated when an active result comes out, reached or not).
+    fn contributes_with(
+        &self,
+        module: &Module,
+        func: &Function,
+        inst: Inst,
+        tape_use: &mut activity::TapeUse,
+        use_reached: bool,
+    ) -> bool {
         let data = func.dfg.inst(inst);
         let results = func.dfg.inst_results(inst);
         match data {
@@ -591,7 +610,9 @@ impl Plan {
                 args: [a, _],
             } => self.is_shadowed(*a),
             InstData::Push { .. } => true,
-            InstData::Call { .. } => self.differentiates_call(module, func, inst, tape_use),
+            InstData::Call { .. } => {
+                self.call_differentiated(module, func, inst, tape_use, use_reached)
+            }
             _ => {
                 partials::is_differentiable(data.opcode())
                     && results.iter().any(|&r| self.is_active(func, r))
@@ -603,7 +624,8 @@ impl Plan {
     /// applied)? When it is coupled to other functions through the tape
     /// ([`activity::tape_coupled`]: its traffic must stay balanced), or
     /// when an active value goes in and something differentiated comes
-    /// out: an active result, or a shadowed array it may write (its adjoint
+    /// out: an active result that something adds to
+    /// ([`Plan::is_reached`]), or a shadowed array it may write (its adjoint
     /// must at least clear what it overwrites). Otherwise its body, inlined,
     /// would get no adjoint code either (nothing in it useful), and a split
     /// pair would only add zeros that `inf · 0` can turn into NaN at the
@@ -616,24 +638,30 @@ impl Plan {
         inst: Inst,
         tape_use: &mut activity::TapeUse,
     ) -> bool {
+        self.call_differentiated(module, func, inst, tape_use, true)
+    }
+
+    fn call_differentiated(
+        &self,
+        module: &Module,
+        func: &Function,
+        inst: Inst,
+        tape_use: &mut activity::TapeUse,
+        use_reached: bool,
+    ) -> bool {
         let InstData::Call { func: callee, args } = func.dfg.inst(inst) else {
             return false;
         };
         if tape_use.coupled(module, *callee) {
             return true;
         }
-        let writes_shadow = module.is_valid(*callee)
-            && args
-                .iter()
-                .zip(&module.func(*callee).sig.params)
-                .any(|(&a, p)| p.ty == Type::Array && p.mutable && self.is_shadowed(a));
         self.call_is_active(func, args)
-            && (writes_shadow
+            && (self.call_writes_shadow(module, func, inst)
                 || func
                     .dfg
                     .inst_results(inst)
                     .iter()
-                    .any(|&r| self.is_active(func, r)))
+                    .any(|&r| self.is_active(func, r) && (!use_reached || self.is_reached(r))))
     }
 
     /// Finds the counted loops (see [`Loop`]) and their induction variables:
@@ -739,6 +767,119 @@ impl Plan {
                 }
             }
         }
+    }
+
+    /// Does the adjoint of the active value `v` receive anything: is there
+    /// a chain of contributing instructions ([`Plan::contributes`]) from
+    /// it to a seed (a differentiated result, a shadowed array)? A value
+    /// can be active (varied, and useful: it reaches a seed through
+    /// differentiable code) and still get nothing, when the path goes
+    /// through a call that is not differentiated (no active argument in
+    /// it, or nothing differentiated out). Inlined code then has no
+    /// adjoint for it at all; a call's result that is not reached is
+    /// therefore not differentiated by the callee either
+    /// (`super::plan_calls`), instead of getting an explicit zero
+    /// cotangent that `inf · 0` turns into NaN in the callee (long-run seed
+    /// 100489).
+    pub fn is_reached(&self, v: Value) -> bool {
+        self.reached.get(idx(v)).copied().unwrap_or(false)
+    }
+
+    fn find_reached(
+        &mut self,
+        module: &Module,
+        func: &Function,
+        ret: RetActivity,
+        ignored: &[usize],
+    ) {
+        let mut reached = vec![false; func.dfg.num_values()];
+        let mut tape_use = activity::TapeUse::default();
+        loop {
+            let mut changed = false;
+            let mut mark = |reached: &mut Vec<bool>, v: Value| {
+                if let Some(r) = reached.get_mut(idx(v)) {
+                    if !*r {
+                        *r = true;
+                        changed = true;
+                    }
+                }
+            };
+            for &b in self.order.iter().rev() {
+                for &inst in func.layout.block_insts(b).iter().rev() {
+                    let data = func.dfg.inst(inst);
+                    match data {
+                        InstData::Return { args } => {
+                            if ret == RetActivity::Active {
+                                for (k, &a) in args.iter().enumerate() {
+                                    if !ignored.contains(&k) && self.is_active(func, a) {
+                                        mark(&mut reached, a);
+                                    }
+                                }
+                            }
+                        }
+                        InstData::Jump { .. } | InstData::Brif { .. } => {
+                            for dest in data.destinations() {
+                                let params = func.dfg.block_params(dest.block);
+                                for (&a, &p) in dest.args.iter().zip(params) {
+                                    if reached[idx(p)] && self.is_active(func, a) {
+                                        mark(&mut reached, a);
+                                    }
+                                }
+                            }
+                        }
+                        _ => {
+                            if !self.contributes_with(module, func, inst, &mut tape_use, false) {
+                                continue;
+                            }
+                            let results = func.dfg.inst_results(inst);
+                            // Stores, fills, pushes and calls feed shadows,
+                            // the tape or a callee: conservatively reached.
+                            let out = match data {
+                                InstData::Call { .. } | InstData::Push { .. } => true,
+                                InstData::Ternary {
+                                    op: Opcode::Store, ..
+                                }
+                                | InstData::Binary {
+                                    op: Opcode::Fill, ..
+                                } => true,
+                                _ => results.iter().any(|&r| reached[idx(r)]),
+                            };
+                            let call_reaches = match data {
+                                InstData::Call { .. } => {
+                                    results.is_empty()
+                                        || results.iter().any(|&r| reached[idx(r)])
+                                        || self.call_writes_shadow(module, func, inst)
+                                }
+                                _ => true,
+                            };
+                            if out && call_reaches {
+                                for &a in data.args() {
+                                    if self.is_active(func, a) {
+                                        mark(&mut reached, a);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        self.reached = reached;
+    }
+
+    /// Does the call `inst` pass a shadowed array to a `mut` parameter?
+    fn call_writes_shadow(&self, module: &Module, func: &Function, inst: Inst) -> bool {
+        let InstData::Call { func: callee, args } = func.dfg.inst(inst) else {
+            return false;
+        };
+        module.is_valid(*callee)
+            && args
+                .iter()
+                .zip(&module.func(*callee).sig.params)
+                .any(|(&a, p)| p.ty == Type::Array && p.mutable && self.is_shadowed(a))
     }
 
     /// Is `a` defined in the chain of block `b`?
