@@ -26,7 +26,8 @@ pub fn bind_args(
         if !sig.params.iter().any(|p| &p.name == name) {
             let names: Vec<&str> = sig.params.iter().map(|p| p.name.as_str()).collect();
             return Err(Error::Argument(format!(
-                "`{func}` has no parameter `{name}` (its parameters: {})",
+                "{} has no parameter `{name}` (its parameters: {})",
+                display(func),
                 if names.is_empty() {
                     "none".to_string()
                 } else {
@@ -43,15 +44,22 @@ pub fn bind_args(
         .map(|p| {
             let (_, text) = pairs.iter().find(|(n, _)| n == &p.name).ok_or_else(|| {
                 Error::Argument(format!(
-                    "missing `--arg {}=VALUE` ({} parameter of `{func}`)",
+                    "missing `--arg {}=VALUE` ({} parameter of {})",
                     p.name,
-                    describe(p.ty)
+                    describe(p.ty),
+                    display(func)
                 ))
             })?;
             parse_value(text, p.ty)
                 .map_err(|why| Error::Argument(format!("`--arg {}={text}`: {why}", p.name)))
         })
         .collect()
+}
+
+/// A function as messages name it: the user's function in backquotes, a
+/// derivative in the user's terms ("the forward derivative of `f`").
+fn display(func: &str) -> String {
+    adze_ir::names::describe(func).unwrap_or_else(|| format!("`{func}`"))
 }
 
 fn describe(ty: Type) -> &'static str {
