@@ -1,5 +1,9 @@
 # Recipes for common tasks; every one is a plain cargo command underneath.
 
+# Plain `just` lists the recipes.
+default:
+    @just --list
+
 # Run the whole test suite (what CI runs).
 test:
     cargo test --workspace
@@ -8,9 +12,14 @@ test:
 bless:
     ADZE_BLESS=1 INSTA_UPDATE=always cargo test --workspace
 
-# Benchmarks (criterion); see docs/performance.md.
+# Benchmarks (criterion): both benches, `jit` and `workloads`; see
+# docs/performance.md.
 bench:
-    cargo bench --bench jit
+    cargo bench --bench jit --bench workloads
+
+# Compile time per stage against program size (docs/performance.md).
+scaling:
+    cargo build --release && python3 benches/scaling.py
 
 fmt:
     cargo fmt --all
