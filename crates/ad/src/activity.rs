@@ -41,14 +41,9 @@
 //!   them, so every f64 `pop` is active. A value pushed by one function
 //!   (an augmented primal) is often popped by another (its adjoint), so the
 //!   decision cannot be local to a function; for the same reason a call to a
-//!   function *coupled* to others through the tape (one that may leave
-//!   values on it or take values it did not push: an augmented primal, an
-//!   adjoint, see [`tape_coupled`]) is always differentiated, active
-//!   arguments or not, and its results may be active. A function whose tape
-//!   traffic is its own (a user's function containing `autodiff`, a
-//!   reverse derivative as a whole) is a call like any other: with no
-//!   active argument its results are constants, as the same code inlined
-//!   (or a rule region) gives;
+//!   function that uses the tape, directly or through its callees, is always
+//!   differentiated, active arguments or not (see [`uses_tape`]), and so is
+//!   a rule region whose callee does (it is the same call, collapsed);
 //! - a rule region with rules (of either mode) is a call: its body is
 //!   *opaque* (only primal code, nothing in it is active) and, when an
 //!   argument is active, its results are active (the forward rule, or the
@@ -210,7 +205,10 @@ fn analyze_in(
         let mut changed = false;
         for &r in &rule_regions {
             let rd = &func.regions[r];
-            if rd.args.iter().any(|&v| act.is_active(v)) {
+            // As a call: an active argument, or a callee that uses the
+            // tape (forward mode differentiates such a call whatever its
+            // arguments, and so it does the region collapsed into one).
+            if rd.args.iter().any(|&v| act.is_active(v)) || tape.uses(module, rd.callee) {
                 changed |= mark_call(
                     &mut act,
                     module,
@@ -269,7 +267,7 @@ fn analyze_in(
                     }
                 }
                 InstData::Call { func: callee, args } => {
-                    if args.iter().any(|&v| act.is_active(v)) || tape.coupled(module, *callee) {
+                    if args.iter().any(|&v| act.is_active(v)) || tape.uses(module, *callee) {
                         changed |=
                             mark_call(&mut act, module, func, *callee, args, results, summaries);
                     }
@@ -380,25 +378,11 @@ pub fn uses_tape(module: &Module, func: FuncId) -> bool {
     crate::lower::tape_use(module, func)
 }
 
-/// Is `func` coupled to other functions through the tape: may it leave
-/// values on the tape for code elsewhere to pop, or pop values that code
-/// elsewhere pushed? The augmented primal and the adjoint of a reverse
-/// derivative are (and so are their forward derivatives, the code applying
-/// a reverse rule and the tape helpers); a reverse derivative as a whole
-/// (`X.rev`, which calls both halves) is not; any other function is when a
-/// function it calls is. Only a coupled callee's results can depend on
-/// anything but its arguments.
-pub fn tape_coupled(module: &Module, func: FuncId) -> bool {
-    TapeUse::default().coupled(module, func)
-}
-
-/// [`uses_tape`] and [`tape_coupled`], memoized for one analysis (the
-/// module does not change during it): a call's answer is asked in every
-/// round of a fixed point.
+/// [`uses_tape`], memoized for one analysis (the module does not change
+/// during it): a call's answer is asked in every round of a fixed point.
 #[derive(Default)]
 pub(crate) struct TapeUse {
     uses: HashMap<FuncId, bool>,
-    coupled: HashMap<FuncId, bool>,
 }
 
 impl TapeUse {
@@ -407,51 +391,6 @@ impl TapeUse {
             .uses
             .entry(func)
             .or_insert_with(|| uses_tape(module, func))
-    }
-
-    /// See [`tape_coupled`]. The least fixed point over the call graph: a
-    /// cycle of calls that reaches no coupled function is not coupled.
-    pub fn coupled(&mut self, module: &Module, func: FuncId) -> bool {
-        if let Some(&known) = self.coupled.get(&func) {
-            return known;
-        }
-        if !module.is_valid(func) || !self.uses(module, func) {
-            return false;
-        }
-        use adze_ir::names::{parse, Step};
-        let f = module.func(func);
-        let by_name = parse(&f.name).and_then(|d| {
-            if d.helper {
-                return Some(true);
-            }
-            match d
-                .steps
-                .iter()
-                .rev()
-                .find(|s| !matches!(s, Step::Forward { .. }))
-            {
-                Some(Step::Augmented | Step::Adjoint | Step::Apply) => Some(true),
-                Some(Step::Reverse) => Some(false),
-                _ => None,
-            }
-        });
-        if let Some(known) = by_name {
-            self.coupled.insert(func, known);
-            return known;
-        }
-        // In progress: a recursive call adds nothing.
-        self.coupled.insert(func, false);
-        let callees: Vec<FuncId> = f
-            .layout
-            .insts()
-            .filter_map(|(_, inst)| match f.dfg.inst(inst) {
-                InstData::Call { func: c, .. } => Some(*c),
-                _ => None,
-            })
-            .collect();
-        let known = callees.into_iter().any(|c| self.coupled(module, c));
-        self.coupled.insert(func, known);
-        known
     }
 }
 

@@ -908,7 +908,7 @@ impl Transform<'_> {
         args: &[Value],
     ) -> Result<(), AdError> {
         let data = self.primal.dfg.inst(inst).clone();
-        let tape = crate::activity::tape_coupled(self.module, callee);
+        let tape = crate::activity::uses_tape(self.module, callee);
         if !tape && !args.iter().any(|&v| self.tan.get(v).is_some()) {
             self.copy(block, inst, data, &[]);
             return Ok(());

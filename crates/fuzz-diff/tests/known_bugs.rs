@@ -485,3 +485,47 @@ fn d1(x: f64, y: f64) -> f64 {
         &["d1"],
     );
 }
+
+/// Seed 101907 of session 6's long run, reduced: a wrong second derivative
+/// (0 instead of `2 / x³`) with `--inline none`, from the first version of
+/// `Plan::is_reached`, which did not let a call that uses the tape pass
+/// adjoints to its arguments (`f3`'s augmented primal pushes `f0(x, y)`
+/// for its adjoint; the reverse over it pops that value's adjoint).
+/// Checked against the value worked out by hand under every setting.
+#[test]
+fn reverse_over_reverse_through_a_value_a_callee_tapes() {
+    let src = "fn f0(x: f64, y: f64) -> f64 { x }
+fn f3(x: f64, y: f64) -> f64 { 1.0 / y }
+fn top(x: f64, y: f64) -> f64 { f3(y, f0(x, y)) }
+fn d1(x: f64, y: f64) -> f64 {
+    let (a, b) = autodiff(reverse, top, active, active(x), active(y));
+    a
+}
+fn d2(x: f64, y: f64) -> f64 { autodiff(reverse, d1, active, active(x), const(y)) }";
+    assert_agree(src, &["d2"]);
+    let x = -1.2771428571428571f64;
+    for inline in [
+        adze::InlineSetting::None,
+        adze::InlineSetting::Early,
+        adze::InlineSetting::Late,
+        adze::InlineSetting::All,
+    ] {
+        let mut s = adze::Session::from_source("t.adz", src).unwrap();
+        s.inline = inline;
+        let out = s
+            .run(
+                "d2",
+                &[adze::adze_ir::Val::F64(x), adze::adze_ir::Val::F64(1.16)],
+                adze::Engine::Jit,
+            )
+            .unwrap();
+        let adze::adze_ir::Val::F64(got) = out.results[0] else {
+            panic!("{:?}", out.results)
+        };
+        let want = 2.0 / (x * x * x);
+        assert!(
+            (got - want).abs() < 1e-12 * want.abs(),
+            "{inline:?}: {got} vs {want}"
+        );
+    }
+}

@@ -575,8 +575,8 @@ impl Plan {
     /// adjoints of its operands? A differentiable operation with an active
     /// result, a `store` or `fill` into a shadowed array, an f64 `push`, and
     /// a call that the pass differentiates (`super::plan_calls`: something
-    /// active goes in and something differentiated comes out, or it is
-    /// coupled to others through the tape).
+    /// active goes in and something differentiated comes out, or it uses
+    /// the tape).
     fn contributes(
         &self,
         module: &Module,
@@ -621,8 +621,7 @@ impl Plan {
     }
 
     /// Is the call `inst` differentiated (split, or its reverse rule
-    /// applied)? When it is coupled to other functions through the tape
-    /// ([`activity::tape_coupled`]: its traffic must stay balanced), or
+    /// applied)? When it uses the tape (its traffic must stay balanced), or
     /// when an active value goes in and something differentiated comes
     /// out: an active result that something adds to
     /// ([`Plan::is_reached`]), or a shadowed array it may write (its adjoint
@@ -652,7 +651,7 @@ impl Plan {
         let InstData::Call { func: callee, args } = func.dfg.inst(inst) else {
             return false;
         };
-        if tape_use.coupled(module, *callee) {
+        if tape_use.uses(module, *callee) {
             return true;
         }
         self.call_is_active(func, args)
@@ -844,11 +843,16 @@ impl Plan {
                                 } => true,
                                 _ => results.iter().any(|&r| reached[idx(r)]),
                             };
+                            // A call passes adjoints to its arguments when
+                            // one of its results is reached, it writes a
+                            // shadowed array, or it uses the tape (what it
+                            // pushes gets adjoints from the pops elsewhere).
                             let call_reaches = match data {
-                                InstData::Call { .. } => {
+                                InstData::Call { func: callee, .. } => {
                                     results.is_empty()
                                         || results.iter().any(|&r| reached[idx(r)])
                                         || self.call_writes_shadow(module, func, inst)
+                                        || tape_use.uses(module, *callee)
                                 }
                                 _ => true,
                             };
