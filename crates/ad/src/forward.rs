@@ -538,7 +538,12 @@ impl Transform<'_> {
     /// pass still sees the region; the call's own primal results are unused.
     fn rule_region(&mut self, block: Block, r: Region) -> Result<(), AdError> {
         let rd = &self.primal.regions[r];
-        if !rd.args.iter().any(|&v| self.tan.get(v).is_some()) {
+        // As a call (`Builder::call`): differentiated when an argument has
+        // a tangent or the callee uses the tape (the activity analysis
+        // made its results active then).
+        if !rd.args.iter().any(|&v| self.tan.get(v).is_some())
+            && !crate::activity::uses_tape(self.module, rd.callee)
+        {
             return Ok(());
         }
         let (callee, args, results) = (rd.callee, rd.args.clone(), rd.results.clone());
