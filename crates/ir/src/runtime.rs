@@ -311,11 +311,13 @@ impl RunError {
 
 impl TrapKind {
     /// Is this fault raised by one instruction of the function's body (a
-    /// bounds check, a division, a `zeros`, a `samelen`)? Only those name the
-    /// inlined code they come from; a call-depth fault is raised on entry,
-    /// a tape mismatch reported once per function, and argument or
-    /// unsupported-code errors are not faults of an instruction. Both
-    /// executors follow this, so their errors stay equal.
+    /// bounds check, a division, a `zeros` — its length or its memory — a
+    /// `samelen`)? Only those name the inlined code they come from and the
+    /// instruction's source location; a call-depth fault is raised on entry
+    /// (its location is the call's), a tape mismatch reported once per
+    /// function, and argument or unsupported-code errors are not faults of
+    /// an instruction. Both executors follow this, so their errors stay
+    /// equal.
     pub fn is_at_instruction(&self) -> bool {
         matches!(
             self,
@@ -323,6 +325,7 @@ impl TrapKind {
                 | TrapKind::DivisionByZero
                 | TrapKind::DivisionOverflow
                 | TrapKind::BadArrayLength { .. }
+                | TrapKind::OutOfMemory { .. }
                 | TrapKind::ShadowLengthMismatch { .. }
         )
     }
