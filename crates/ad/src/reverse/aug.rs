@@ -127,177 +127,177 @@ pub(crate) fn build(
             // Everything made for `inst` (its copy, the tape pushes before
             // it, the region it stands for being put back) has its location.
             let mark = out.dfg.inst_mark();
+            let loc = primal.dfg.srcloc(inst);
             let data = primal.dfg.inst(inst).clone();
-            'inst: {
-                if matches!(data, InstData::Call { .. }) {
-                    push_record(&mut out, cur, segment)?;
-                    segment += 1;
-                }
-                if data.opcode().is_terminator() {
-                    push_record(&mut out, cur, segment)?;
-                    let mut b = FuncBuilder::new(&mut out);
-                    b.switch_to_block(cur);
-                    let mut data = data;
-                    if matches!(data, InstData::Return { .. }) {
-                        // The counters of the loops this `return` leaves.
-                        for &l in plan.enclosing(block) {
-                            for v in plan.invariants_of(l) {
-                                let v = match plan.reloaded_invariant(primal, v, l) {
-                                    Some((arr, index)) => b.load(arr, index),
-                                    None => v,
-                                };
-                                b.push(tape, v);
-                            }
-                            b.push(tape, counter(l)?);
-                        }
-                        if plan.returns.len() > 1 {
-                            let k = plan
-                                .returns
-                                .iter()
-                                .position(|&r| r == block)
-                                .ok_or_else(|| internal(primal))?;
-                            let k = b.iconst(k as i64);
-                            b.push(tape, k);
-                        }
-                        for z in &plan.zeros_sites {
-                            let n = match z.threaded {
-                                Some(t) => maxima[t],
-                                None => z.len,
-                            };
-                            b.push(tape, n);
-                        }
-                        for &a in &plan.const_shadows {
-                            let n = b.len(a);
-                            b.push(tape, n);
-                        }
-                    }
-                    let mut extra: Vec<Vec<Value>> = Vec::new();
-                    let mut exits: Vec<Vec<usize>> = Vec::new();
-                    for (dest, call) in data.destinations().iter().enumerate() {
-                        let mut args = Vec::new();
-                        let edge = super::plan::Edge {
-                            from: block,
-                            inst,
-                            dest,
-                        };
-                        let k = plan.edge_number(call.block, edge);
-                        if plan.has_edge_item(call.block) {
-                            let k = k.ok_or_else(|| internal(primal))?;
-                            args.push(b.iconst(k as i64));
-                        }
-                        args.extend_from_slice(&maxima);
-                        if let Some(l) = plan.counted(call.block) {
-                            let k = k.ok_or_else(|| internal(primal))?;
-                            if k == plan.loops[l].back {
-                                let one = b.iconst(1);
-                                let c = counter(l)?;
-                                args.push(b.iadd(c, one));
-                            } else {
-                                args.push(b.iconst(0));
-                            }
-                        }
-                        extra.push(args);
-                        exits.push(plan.exited(edge, call.block));
-                    }
-                    for ((call, args), exited) in
-                        data.destinations_mut().into_iter().zip(extra).zip(exits)
-                    {
-                        call.args.extend(args);
-                        if exited.is_empty() {
-                            continue;
-                        }
-                        // The edge leaves counted loops: a block of its own pushes
-                        // their counters (innermost first), then goes on.
-                        let mut b = FuncBuilder::new(&mut out);
-                        let split = b.create_block();
-                        b.switch_to_block(split);
-                        for l in exited {
-                            for v in plan.invariants_of(l) {
-                                let v = match plan.reloaded_invariant(primal, v, l) {
-                                    Some((arr, index)) => b.load(arr, index),
-                                    None => v,
-                                };
-                                b.push(tape, v);
-                            }
-                            b.push(tape, counter(l)?);
-                        }
-                        let args = std::mem::take(&mut call.args);
-                        b.jump(call.block, &args);
-                        call.block = split;
-                    }
-                    copy(&mut out, inst, data, cur);
-                    break 'inst;
-                }
-                match &data {
-                    InstData::Call { args, .. } => {
-                        let region = collapse.by_call(inst).is_some();
-                        match calls.get(&inst) {
-                            Some(CallTarget::Split { aug, .. }) => {
-                                let new = InstData::Call {
-                                    func: *aug,
-                                    args: args.clone(),
-                                };
-                                copy(&mut out, inst, new, cur);
-                            }
-                            Some(CallTarget::Rule { save, .. }) => {
-                                let mut b = FuncBuilder::new(&mut out);
-                                b.switch_to_block(cur);
-                                for &a in args {
-                                    if primal.dfg.value_type(a) == Type::Array {
-                                        let save = save.ok_or_else(|| internal(primal))?;
-                                        b.call(save, &[a], &[]);
-                                    } else {
-                                        b.push(tape, a);
-                                    }
-                                }
-                                if !region {
-                                    copy(&mut out, inst, data.clone(), cur);
-                                }
-                            }
-                            None if region => {}
-                            None => copy(&mut out, inst, data.clone(), cur),
-                        }
-                        if let Some(k) = collapse.regions.iter().position(|c| c.call == inst) {
-                            // The region's body runs here, then the rest of the
-                            // block in a block of its own, which receives the
-                            // region's results as the call's result values.
-                            let c = &collapse.regions[k];
-                            let mut b = FuncBuilder::new(&mut out);
-                            b.switch_to_block(cur);
-                            b.jump(c.entry, &[]);
-                            let next = out.dfg.make_block();
-                            if c.cont_results.iter().any(Option::is_some) {
-                                for &r in primal.dfg.inst_results(inst) {
-                                    out.dfg
-                                        .attach_block_param(next, r, primal.dfg.value_type(r));
-                                }
-                            }
-                            let mut after = cur;
-                            for &rb in &c.blocks {
-                                out.layout.insert_block_after(rb, after);
-                                after = rb;
-                            }
-                            out.layout.insert_block_after(next, after);
-                            conts[k] = Some(next);
-                            cur = next;
-                        }
-                    }
-                    InstData::Zeros { len, .. } => {
-                        let len = *len;
-                        let r = primal.dfg.first_result(inst);
-                        copy(&mut out, inst, data.clone(), cur);
-                        let site = plan.zeros_sites.iter().find(|z| z.array == r);
-                        if let Some(t) = site.and_then(|z| z.threaded) {
-                            let mut b = FuncBuilder::new(&mut out);
-                            b.switch_to_block(cur);
-                            let gt = b.icmp(CmpCond::Gt, len, maxima[t]);
-                            maxima[t] = b.select(gt, len, maxima[t]);
-                        }
-                    }
-                    _ => copy(&mut out, inst, data.clone(), cur),
-                }
+            if matches!(data, InstData::Call { .. }) {
+                push_record(&mut out, cur, segment)?;
+                segment += 1;
             }
-            out.dfg.set_srclocs_since(mark, primal.dfg.srcloc(inst));
+            if data.opcode().is_terminator() {
+                push_record(&mut out, cur, segment)?;
+                let mut b = FuncBuilder::new(&mut out);
+                b.switch_to_block(cur);
+                let mut data = data;
+                if matches!(data, InstData::Return { .. }) {
+                    // The counters of the loops this `return` leaves.
+                    for &l in plan.enclosing(block) {
+                        for v in plan.invariants_of(l) {
+                            let v = match plan.reloaded_invariant(primal, v, l) {
+                                Some((arr, index)) => b.load(arr, index),
+                                None => v,
+                            };
+                            b.push(tape, v);
+                        }
+                        b.push(tape, counter(l)?);
+                    }
+                    if plan.returns.len() > 1 {
+                        let k = plan
+                            .returns
+                            .iter()
+                            .position(|&r| r == block)
+                            .ok_or_else(|| internal(primal))?;
+                        let k = b.iconst(k as i64);
+                        b.push(tape, k);
+                    }
+                    for z in &plan.zeros_sites {
+                        let n = match z.threaded {
+                            Some(t) => maxima[t],
+                            None => z.len,
+                        };
+                        b.push(tape, n);
+                    }
+                    for &a in &plan.const_shadows {
+                        let n = b.len(a);
+                        b.push(tape, n);
+                    }
+                }
+                let mut extra: Vec<Vec<Value>> = Vec::new();
+                let mut exits: Vec<Vec<usize>> = Vec::new();
+                for (dest, call) in data.destinations().iter().enumerate() {
+                    let mut args = Vec::new();
+                    let edge = super::plan::Edge {
+                        from: block,
+                        inst,
+                        dest,
+                    };
+                    let k = plan.edge_number(call.block, edge);
+                    if plan.has_edge_item(call.block) {
+                        let k = k.ok_or_else(|| internal(primal))?;
+                        args.push(b.iconst(k as i64));
+                    }
+                    args.extend_from_slice(&maxima);
+                    if let Some(l) = plan.counted(call.block) {
+                        let k = k.ok_or_else(|| internal(primal))?;
+                        if k == plan.loops[l].back {
+                            let one = b.iconst(1);
+                            let c = counter(l)?;
+                            args.push(b.iadd(c, one));
+                        } else {
+                            args.push(b.iconst(0));
+                        }
+                    }
+                    extra.push(args);
+                    exits.push(plan.exited(edge, call.block));
+                }
+                for ((call, args), exited) in
+                    data.destinations_mut().into_iter().zip(extra).zip(exits)
+                {
+                    call.args.extend(args);
+                    if exited.is_empty() {
+                        continue;
+                    }
+                    // The edge leaves counted loops: a block of its own pushes
+                    // their counters (innermost first), then goes on.
+                    let mut b = FuncBuilder::new(&mut out);
+                    let split = b.create_block();
+                    b.switch_to_block(split);
+                    for l in exited {
+                        for v in plan.invariants_of(l) {
+                            let v = match plan.reloaded_invariant(primal, v, l) {
+                                Some((arr, index)) => b.load(arr, index),
+                                None => v,
+                            };
+                            b.push(tape, v);
+                        }
+                        b.push(tape, counter(l)?);
+                    }
+                    let args = std::mem::take(&mut call.args);
+                    b.jump(call.block, &args);
+                    call.block = split;
+                }
+                copy(&mut out, inst, data, cur);
+                out.dfg.set_srclocs_since(mark, loc);
+                continue;
+            }
+            match &data {
+                InstData::Call { args, .. } => {
+                    let region = collapse.by_call(inst).is_some();
+                    match calls.get(&inst) {
+                        Some(CallTarget::Split { aug, .. }) => {
+                            let new = InstData::Call {
+                                func: *aug,
+                                args: args.clone(),
+                            };
+                            copy(&mut out, inst, new, cur);
+                        }
+                        Some(CallTarget::Rule { save, .. }) => {
+                            let mut b = FuncBuilder::new(&mut out);
+                            b.switch_to_block(cur);
+                            for &a in args {
+                                if primal.dfg.value_type(a) == Type::Array {
+                                    let save = save.ok_or_else(|| internal(primal))?;
+                                    b.call(save, &[a], &[]);
+                                } else {
+                                    b.push(tape, a);
+                                }
+                            }
+                            if !region {
+                                copy(&mut out, inst, data.clone(), cur);
+                            }
+                        }
+                        None if region => {}
+                        None => copy(&mut out, inst, data.clone(), cur),
+                    }
+                    if let Some(k) = collapse.regions.iter().position(|c| c.call == inst) {
+                        // The region's body runs here, then the rest of the
+                        // block in a block of its own, which receives the
+                        // region's results as the call's result values.
+                        let c = &collapse.regions[k];
+                        let mut b = FuncBuilder::new(&mut out);
+                        b.switch_to_block(cur);
+                        b.jump(c.entry, &[]);
+                        let next = out.dfg.make_block();
+                        if c.cont_results.iter().any(Option::is_some) {
+                            for &r in primal.dfg.inst_results(inst) {
+                                out.dfg
+                                    .attach_block_param(next, r, primal.dfg.value_type(r));
+                            }
+                        }
+                        let mut after = cur;
+                        for &rb in &c.blocks {
+                            out.layout.insert_block_after(rb, after);
+                            after = rb;
+                        }
+                        out.layout.insert_block_after(next, after);
+                        conts[k] = Some(next);
+                        cur = next;
+                    }
+                }
+                InstData::Zeros { len, .. } => {
+                    let len = *len;
+                    let r = primal.dfg.first_result(inst);
+                    copy(&mut out, inst, data.clone(), cur);
+                    let site = plan.zeros_sites.iter().find(|z| z.array == r);
+                    if let Some(t) = site.and_then(|z| z.threaded) {
+                        let mut b = FuncBuilder::new(&mut out);
+                        b.switch_to_block(cur);
+                        let gt = b.icmp(CmpCond::Gt, len, maxima[t]);
+                        maxima[t] = b.select(gt, len, maxima[t]);
+                    }
+                }
+                _ => copy(&mut out, inst, data.clone(), cur),
+            }
+            out.dfg.set_srclocs_since(mark, loc);
         }
     }
     // The collapsed regions' blocks, as they are; their exits go to the
