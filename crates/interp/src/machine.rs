@@ -285,7 +285,7 @@ impl<'m> Machine<'m> {
                 // inlined from (the JIT records the same per trap site).
                 if e.kind.is_at_instruction() && e.func == frame.func.name {
                     e.inlined = frame.func.inlined_chain(frame.block);
-                    e.loc = self.location(&frame);
+                    e.loc = self.location(&frame).map(Box::new);
                 }
                 e
             })?;
@@ -298,7 +298,7 @@ impl<'m> Machine<'m> {
                     // A call-depth fault is the callee's, at the call.
                     let entered = entered.map_err(|mut e| {
                         if matches!(e.kind, TrapKind::CallDepthExceeded { .. }) {
-                            e.loc = self.location(&frame);
+                            e.loc = self.location(&frame).map(Box::new);
                         }
                         e
                     })?;

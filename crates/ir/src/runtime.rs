@@ -216,8 +216,9 @@ pub struct RunError {
     pub kind: TrapKind,
     /// The inlined functions the faulting code came from, innermost first.
     pub inlined: Vec<String>,
-    /// Where in the source the fault happened, if known.
-    pub loc: Option<Location>,
+    /// Where in the source the fault happened, if known (boxed: errors
+    /// travel in `Result`s, which stay small).
+    pub loc: Option<Box<Location>>,
 }
 
 /// A place in the source, for run-time errors: the module's source file
@@ -297,7 +298,7 @@ impl RunError {
 
     /// The same error, at `loc` in the source.
     pub fn with_loc(mut self, loc: Option<Location>) -> RunError {
-        self.loc = loc;
+        self.loc = loc.map(Box::new);
         self
     }
 

@@ -303,7 +303,7 @@ pub(crate) extern "C" fn adze_trap(ctx: *mut Ctx<'_>, site: i64, a: i64, b: i64)
         // this call (the innermost call reports first).
         if let Some(e) = ctx.error.as_mut() {
             if matches!(e.kind, TrapKind::CallDepthExceeded { .. }) && e.loc.is_none() {
-                e.loc = loc.clone();
+                e.loc = loc.clone().map(Box::new);
             }
         }
         return;
