@@ -123,7 +123,7 @@ fn run_time_faults_exit_1_with_one_line() {
         &[
             "run", f, "--fn", "read_at", "--arg", "x=[1.0]", "--arg", "i=3",
         ],
-        "in function `read_at`: index 3 is out of bounds for array `x` of length 1",
+        "in function `read_at` at tests/programs/faults.adz:3:39: index 3 is out of bounds for array `x` of length 1",
     );
     fails_with(
         &[
@@ -135,19 +135,32 @@ fn run_time_faults_exit_1_with_one_line() {
         &[
             "run", f, "--fn", "write_at", "--arg", "x=[1.0]", "--arg", "i=1", "--arg", "v=2",
         ],
-        "in function `write_at`: index 1 is out of bounds for array `x`",
+        "in function `write_at` at tests/programs/faults.adz:5:45: index 1 is out of bounds for array `x`",
     );
     fails_with(
         &["run", f, "--fn", "divide", "--arg", "a=1", "--arg", "b=0"],
-        "integer division by zero",
+        "in function `divide` at tests/programs/faults.adz:7:36: integer division by zero",
+    );
+    fails_with(
+        &[
+            "run",
+            f,
+            "--fn",
+            "remainder",
+            "--arg",
+            "a=1",
+            "--arg",
+            "b=0",
+        ],
+        "in function `remainder` at tests/programs/faults.adz:9:39: integer division by zero",
     );
     fails_with(
         &["run", f, "--fn", "alloc", "--arg", "n=-5"],
-        "cannot allocate an array of length -5",
+        "in function `alloc` at tests/programs/faults.adz:12:13: cannot allocate an array of length -5",
     );
     fails_with(
         &["run", f, "--fn", "runaway", "--arg", "n=0"],
-        "call depth limit of 100000 exceeded",
+        "in function `runaway` (called at tests/programs/faults.adz:16:29): call depth limit of 100000 exceeded",
     );
     for engine in ["jit", "interp"] {
         fails_with(
@@ -206,7 +219,7 @@ fn json_errors_are_json() {
     assert_eq!(out.code, 1);
     assert_eq!(
         out.stderr,
-        "{\"error\":\"in function `divide`: integer division by zero\"}\n"
+        "{\"error\":\"in function `divide` at tests/programs/faults.adz:7:36: integer division by zero\"}\n"
     );
 }
 

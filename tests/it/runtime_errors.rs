@@ -45,19 +45,22 @@ fn errors_name_the_faulting_function() {
     // it came from and the caller it was inlined into (docs/robustness.md,
     // "Faults in inlined code"). `RunError::func` is the function executing
     // the code, `RunError::inlined` the chain of inlined functions.
-    let mut session = load(&root().join("tests/programs/faults.adz"));
+    let path = root().join("tests/programs/faults.adz");
+    let mut session = load(&path);
+    // The location is `x[i]` in `read_at`, inlined or not.
+    let at = format!("at {}:3:39", path.display());
     for (inline, func, inlined, message) in [
         (
             adze::InlineSetting::None,
             "read_at",
             vec![],
-            "in function `read_at`",
+            format!("in function `read_at` {at}"),
         ),
         (
             adze::InlineSetting::All,
             "nested_fault",
             vec!["read_at"],
-            "in function `read_at`, inlined into function `nested_fault`",
+            format!("in function `read_at` {at}, inlined into function `nested_fault`"),
         ),
     ] {
         session.inline = inline;
@@ -87,13 +90,14 @@ fn faults_in_code_inlined_two_levels_deep_name_the_chain() {
     const OOB: &str = "index 2 is out of bounds for array `x` of length 2";
     let path = root().join("tests/programs/faults.adz");
     let mut session = load(&path);
+    let at = format!("at {}:3:39", path.display());
     let cases = [
         (
             adze::InlineSetting::None,
             "none",
             "read_at",
             vec![],
-            format!("in function `read_at`: {OOB}"),
+            format!("in function `read_at` {at}: {OOB}"),
         ),
         (
             adze::InlineSetting::All,
@@ -101,7 +105,7 @@ fn faults_in_code_inlined_two_levels_deep_name_the_chain() {
             "deep_fault",
             vec!["read_at", "mid_fault"],
             format!(
-                "in function `read_at`, inlined into function `mid_fault`, \
+                "in function `read_at` {at}, inlined into function `mid_fault`, \
                  inlined into function `deep_fault`: {OOB}"
             ),
         ),
@@ -282,13 +286,25 @@ const OOB_A: &str = "index 3 is out of bounds for array `a` of length 3";
 const OOB_DA: &str = "index 5 is out of bounds for array `da` of length 3";
 const DEPTH: &str = "call depth limit of 100000 exceeded: a recursion that does not end? (`--max-call-depth` raises the limit)";
 
-/// (inlining, function, raw name of the function that faults, message).
-fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str, String)> {
+/// (inlining, function, raw name of the function that faults, message), for
+/// `DERIVED_FAULTS` read from the file `file`. The location is the user's
+/// indexing expression (`a[i + k]` in `shifted`, `da[k]` in the rule), or
+/// the recursive call of `spiral`, whatever code the derivative made of it
+/// and wherever the inliner put that code.
+fn derived_fault_cases(
+    file: &str,
+) -> Vec<(adze::InlineSetting, &'static str, &'static str, String)> {
     use adze::InlineSetting::{All, None};
-    let derived =
-        |what: &str, raw: &str, kind: &str| format!("in {what} (function `{raw}`): {kind}");
+    let at_shifted = format!(" at {file}:4:50");
+    let at_pick = format!(" at {file}:19:13");
+    let at_spiral = format!(" (called at {file}:29:31)");
+    let derived = |what: &str, raw: &str, at: &str, kind: &str| {
+        format!("in {what} (function `{raw}`){at}: {kind}")
+    };
     // A generated function, as the message names it.
     let g = |what: &str, raw: &str| format!("{what} (function `{raw}`)");
+    // The same, at a location (the innermost function named).
+    let g_at = |what: &str, raw: &str, at: &str| format!("{what} (function `{raw}`){at}");
     // Inlined code: innermost first, then each function it was inlined into.
     let inlined =
         |chain: &[String], kind: &str| format!("in {}: {kind}", chain.join(", inlined into "));
@@ -300,6 +316,7 @@ fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str
             derived(
                 "the augmented primal of the reverse derivative of `shifted`",
                 "shifted.aug.dup_const",
+                &at_shifted,
                 OOB_A,
             ),
         ),
@@ -307,7 +324,12 @@ fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str
             None,
             "tangent_shifted",
             "shifted.fwd.dup_const",
-            derived("the forward derivative of `shifted`", "shifted.fwd.dup_const", OOB_A),
+            derived(
+                "the forward derivative of `shifted`",
+                "shifted.fwd.dup_const",
+                &at_shifted,
+                OOB_A,
+            ),
         ),
         (
             None,
@@ -316,6 +338,7 @@ fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str
             derived(
                 "the forward derivative of the augmented primal of the reverse derivative of `shifted`",
                 "shifted.aug.dup_const.fwd.dup_const",
+                &at_shifted,
                 OOB_A,
             ),
         ),
@@ -323,7 +346,12 @@ fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str
             None,
             "grad_pick",
             "pick.rule.reverse",
-            derived("the reverse rule of `pick`", "pick.rule.reverse", OOB_DA),
+            derived(
+                "the reverse rule of `pick`",
+                "pick.rule.reverse",
+                &at_pick,
+                OOB_DA,
+            ),
         ),
         (
             None,
@@ -332,6 +360,7 @@ fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str
             derived(
                 "the forward derivative of the reverse rule of `pick`",
                 "pick.rule.reverse.fwd.dup_dup_const_dual.noret",
+                &at_pick,
                 OOB_DA,
             ),
         ),
@@ -342,6 +371,7 @@ fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str
             derived(
                 "the augmented primal of the reverse derivative of `spiral`",
                 "spiral.aug.active_const.u0_1",
+                &at_spiral,
                 DEPTH,
             ),
         ),
@@ -349,7 +379,12 @@ fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str
             None,
             "tangent_spiral",
             "spiral.fwd.dual_const",
-            derived("the forward derivative of `spiral`", "spiral.fwd.dual_const", DEPTH),
+            derived(
+                "the forward derivative of `spiral`",
+                "spiral.fwd.dual_const",
+                &at_spiral,
+                DEPTH,
+            ),
         ),
         // Inlined into the user's function: `func` is the user's function,
         // and the message names the inlined code innermost first, then each
@@ -360,7 +395,11 @@ fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str
             "grad_shifted",
             inlined(
                 &[
-                    g("the augmented primal of the reverse derivative of `shifted`", "shifted.aug.dup_const"),
+                    g_at(
+                        "the augmented primal of the reverse derivative of `shifted`",
+                        "shifted.aug.dup_const",
+                        &at_shifted,
+                    ),
                     g("the reverse derivative of `shifted`", "shifted.rev.dup_const"),
                     "function `grad_shifted`".into(),
                 ],
@@ -373,7 +412,11 @@ fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str
             "tangent_shifted",
             inlined(
                 &[
-                    g("the forward derivative of `shifted`", "shifted.fwd.dup_const"),
+                    g_at(
+                        "the forward derivative of `shifted`",
+                        "shifted.fwd.dup_const",
+                        &at_shifted,
+                    ),
                     "function `tangent_shifted`".into(),
                 ],
                 OOB_A,
@@ -385,7 +428,11 @@ fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str
             "hvp_shifted",
             inlined(
                 &[
-                    g("the augmented primal of the reverse derivative of `shifted`", "shifted.aug.dup_const"),
+                    g_at(
+                        "the augmented primal of the reverse derivative of `shifted`",
+                        "shifted.aug.dup_const",
+                        &at_shifted,
+                    ),
                     g(
                         "the forward derivative of the reverse derivative of `shifted`",
                         "shifted.rev.dup_const.fwd.dup_dup_const.noret",
@@ -406,7 +453,7 @@ fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str
             "use_pick.rev.dup_const",
             inlined(
                 &[
-                    g("the reverse rule of `pick`", "pick.rule.reverse"),
+                    g_at("the reverse rule of `pick`", "pick.rule.reverse", &at_pick),
                     g(
                         "the adjoint code applying the reverse rule of `pick`",
                         "pick.rule.reverse.apply.t0.d",
@@ -427,7 +474,7 @@ fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str
             "use_pick.rev.dup_const.fwd.dup_dup_const.noret",
             inlined(
                 &[
-                    g("the reverse rule of `pick`", "pick.rule.reverse"),
+                    g_at("the reverse rule of `pick`", "pick.rule.reverse", &at_pick),
                     g(
                         "the adjoint code applying the reverse rule of `pick`",
                         "pick.rule.reverse.apply.t0.d",
@@ -449,6 +496,7 @@ fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str
             derived(
                 "the augmented primal of the reverse derivative of `spiral`",
                 "spiral.aug.active_const.u0_1",
+                &at_spiral,
                 DEPTH,
             ),
         ),
@@ -456,7 +504,12 @@ fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str
             All,
             "tangent_spiral",
             "spiral.fwd.dual_const",
-            derived("the forward derivative of `spiral`", "spiral.fwd.dual_const", DEPTH),
+            derived(
+                "the forward derivative of `spiral`",
+                "spiral.fwd.dual_const",
+                &at_spiral,
+                DEPTH,
+            ),
         ),
     ]
 }
@@ -464,7 +517,7 @@ fn derived_fault_cases() -> Vec<(adze::InlineSetting, &'static str, &'static str
 #[test]
 fn faults_inside_derivatives_name_the_users_function() {
     let mut session = adze::Session::from_source("derived_faults.adz", DERIVED_FAULTS).unwrap();
-    for (inline, func, raw, message) in derived_fault_cases() {
+    for (inline, func, raw, message) in derived_fault_cases("derived_faults.adz") {
         session.inline = inline;
         let args: Vec<Val> = derived_fault_args(func)
             .into_iter()
@@ -500,7 +553,7 @@ fn faults_inside_api_derivatives_name_the_users_function() {
             err.to_string(),
             format!(
                 "in the forward derivative (vector mode, width 2) of `shifted` \
-                 (function `shifted.fwd.dup_const.x2`): {OOB_A}"
+                 (function `shifted.fwd.dup_const.x2`) at derived_faults.adz:4:50: {OOB_A}"
             )
         );
     }
@@ -512,7 +565,7 @@ fn faults_inside_derivatives_through_the_command() {
     let path = std::env::temp_dir().join(format!("adze-derived-faults-{}.adz", std::process::id()));
     std::fs::write(&path, DERIVED_FAULTS).unwrap();
     let file = path.display().to_string();
-    for (inline, func, _, message) in derived_fault_cases() {
+    for (inline, func, _, message) in derived_fault_cases(&file) {
         let inline = match inline {
             adze::InlineSetting::None => "none",
             _ => "all",
@@ -644,5 +697,84 @@ fn every_generated_name_is_described() {
             adze_ir::names::describe(name).is_some(),
             "`{name}` is not understood by adze_ir::names"
         );
+    }
+}
+
+/// A fault reports one `FILE:LINE:COL` whatever the setting: through `adze
+/// run`, under `--inline none|early|late|all` × both engines × optimizer
+/// on/off. In the primal (an out-of-bounds read, an integer remainder by
+/// zero) the whole message is the same under the 16 settings; in a reverse
+/// derivative (`--derive reverse`, the out-of-bounds read in the
+/// derivative's code) the location is the user's indexing expression and
+/// the message the same under each inline setting (the late inliner moves
+/// the augmented primal into the derivative, which the message names).
+#[test]
+fn fault_locations_agree_under_every_setting() {
+    let f = "tests/programs/locations.adz";
+    let run = |args: &[&str]| -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for inline in ["none", "early", "late", "all"] {
+            for engine in ["jit", "interp"] {
+                for opt in [None, Some("--no-opt")] {
+                    let mut a: Vec<String> = ["run", f]
+                        .iter()
+                        .chain(args)
+                        .chain(&["--inline", inline, "--engine", engine])
+                        .map(|s| s.to_string())
+                        .collect();
+                    a.extend(opt.map(String::from));
+                    let o = adze_command(&a);
+                    assert_eq!(o.status.code(), Some(1), "{a:?}");
+                    assert!(o.stdout.is_empty(), "{a:?}");
+                    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+                    assert_eq!(err.lines().count(), 1, "{a:?}: {err}");
+                    out.push((inline.to_string(), err));
+                }
+            }
+        }
+        out
+    };
+    let oob = run(&["--fn", "oob", "--arg", "a=[1, 2]", "--arg", "k=1"]);
+    for (inline, err) in &oob {
+        assert_eq!(
+            err,
+            "error: in function `oob` at tests/programs/locations.adz:10:9: \
+             index 2 is out of bounds for array `a` of length 2\n",
+            "--inline {inline}"
+        );
+    }
+    let div = run(&["--fn", "divide", "--arg", "n=1", "--arg", "d=0"]);
+    for (inline, err) in &div {
+        assert_eq!(
+            err,
+            "error: in function `divide` at tests/programs/locations.adz:26:5: \
+             integer division by zero\n",
+            "--inline {inline}"
+        );
+    }
+    let rev = run(&[
+        "--fn",
+        "grad_me",
+        "--derive",
+        "reverse",
+        "--arg",
+        "a=[1, 2]",
+        "--arg",
+        "a.d=[0, 0]",
+        "--arg",
+        "n=3",
+    ]);
+    let aug = "error: in the augmented primal of the reverse derivative of `grad_me` \
+               (function `grad_me.aug.dup_const`) at tests/programs/locations.adz:20:43";
+    let oob3 = "index 3 is out of bounds for array `a` of length 2\n";
+    for (inline, err) in &rev {
+        let want = match inline.as_str() {
+            "none" | "early" => format!("{aug}: {oob3}"),
+            _ => format!(
+                "{aug}, inlined into the reverse derivative of `grad_me` \
+                 (function `grad_me.rev.dup_const`): {oob3}"
+            ),
+        };
+        assert_eq!(err, &want, "--inline {inline}");
     }
 }

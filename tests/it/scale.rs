@@ -125,7 +125,10 @@ fn an_allocation_that_fails_is_an_error_not_an_abort() {
         assert_eq!(out.status.code(), Some(1), "{engine}: {err}");
         assert_eq!(
             err,
-            "error: in function `big`: out of memory: cannot allocate an array of 268435456 elements (2048 MiB)\n",
+            format!(
+                "error: in function `big` at {}:3:33: out of memory: cannot allocate an array of 268435456 elements (2048 MiB)\n",
+                file.display()
+            ),
             "{engine}"
         );
     }

@@ -512,6 +512,9 @@ impl Transform<'_> {
         for block in order {
             let is_opaque = opaque[block.as_u32() as usize];
             for &inst in p.layout.block_insts(block) {
+                // Everything made for `inst` — its copy, its tangent code,
+                // the call of a rule region it enters — has its location.
+                let mark = self.out.dfg.inst_mark();
                 let data = p.dfg.inst(inst);
                 if data.opcode().is_terminator() {
                     for &(pred, r) in &at_pred {
@@ -525,6 +528,7 @@ impl Transform<'_> {
                 } else {
                     self.inst(block, inst)?;
                 }
+                self.out.dfg.set_srclocs_since(mark, p.dfg.srcloc(inst));
             }
         }
         Ok(())

@@ -453,6 +453,7 @@ pub(crate) fn replace_request(
         .map_or(0, |p| p + 1);
     let mut place = |func: &mut Function, data: InstData| {
         let i = func.dfg.make_inst(data, &[Type::F64]);
+        func.dfg.copy_srcloc(inst, i);
         func.layout.insert_inst(i, block, at);
         at += 1;
         (i, func.dfg.first_result(i))

@@ -330,6 +330,10 @@ pub(crate) fn collapse(
             .layout
             .last_inst(pred)
             .ok_or_else(|| unsupported(&orig, r, "no terminator"))?;
+        // The call stands for the region, entered by `pterm` (the inliner
+        // gave the jump into it the inlined call's location).
+        func.dfg.copy_srcloc(pterm, call);
+        func.dfg.copy_srcloc(pterm, jump);
         for d in func.dfg.inst_mut(pterm).destinations_mut() {
             if d.block == entry {
                 d.block = x;

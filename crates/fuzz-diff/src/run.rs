@@ -71,7 +71,9 @@ pub enum Res {
     Values(Vec<u64>),
     /// A run-time error: its kind, without the names of functions and
     /// arrays (inlining moves code between functions, see
-    /// `tests/it/inlining.rs`).
+    /// `tests/it/inlining.rs`), and its source location (`@LINE:COL`, or
+    /// `@-`), which must not depend on inlining, the optimizer or the
+    /// engine.
     Trap(String),
     /// An error before the run (AD, JIT, verifier): its class.
     Error(String),
@@ -145,8 +147,12 @@ fn observe_trap(e: &RunError) -> Observed {
         }
         k => (format!("{k:?}"), false),
     };
+    let at = match &e.loc {
+        Some(l) => format!("@{}:{}", l.line, l.col),
+        None => "@-".to_string(),
+    };
     Observed {
-        res: Res::Trap(kind),
+        res: Res::Trap(format!("{kind} {at}")),
         text: format!("run-time error: {e}"),
         internal,
     }

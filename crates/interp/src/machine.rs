@@ -280,11 +280,12 @@ impl<'m> Machine<'m> {
         let root_func = frame.func;
         loop {
             let step = self.exec(&mut frame).map_err(|mut e| {
-                // A fault of an instruction in inlined code names where
-                // that code came from (the JIT records the same per trap
-                // site).
+                // A fault of an instruction names where that code came from
+                // in the source and, for inlined code, the functions it was
+                // inlined from (the JIT records the same per trap site).
                 if e.kind.is_at_instruction() && e.func == frame.func.name {
                     e.inlined = frame.func.inlined_chain(frame.block);
+                    e.loc = self.location(&frame).map(Box::new);
                 }
                 e
             })?;
@@ -294,7 +295,14 @@ impl<'m> Machine<'m> {
                     let args = std::mem::take(&mut self.scratch);
                     let entered = self.enter(callee, &args, depth);
                     self.scratch = args;
-                    stack.push(std::mem::replace(&mut frame, entered?));
+                    // A call-depth fault is the callee's, at the call.
+                    let entered = entered.map_err(|mut e| {
+                        if matches!(e.kind, TrapKind::CallDepthExceeded { .. }) {
+                            e.loc = self.location(&frame).map(Box::new);
+                        }
+                        e
+                    })?;
+                    stack.push(std::mem::replace(&mut frame, entered));
                 }
                 Step::Return => {
                     self.heap.truncate(frame.heap_base);
@@ -333,6 +341,13 @@ impl<'m> Machine<'m> {
             })
             .collect();
         Ok(Outcome { results, args })
+    }
+
+    /// The source location of the instruction `frame` is at (a fault's:
+    /// the engine stops on the faulting instruction).
+    fn location(&self, frame: &Frame<'m>) -> Option<adze_ir::Location> {
+        let inst = *frame.func.layout.block_insts(frame.block).get(frame.pc)?;
+        self.module.location(frame.func.dfg.srcloc(inst))
     }
 
     /// Makes the frame of a call to `callee` at call depth `depth`.

@@ -17,17 +17,33 @@
 use crate::entities::{Block, FuncId, Inst, Value};
 use crate::function::Function;
 use crate::instructions::{AutodiffSpec, BlockCall, CmpCond, InstData, Opcode};
+use crate::srcloc::SourceLoc;
 use crate::types::Type;
 
-/// Appends instructions at the end of the current block.
+/// Appends instructions at the end of the current block, each with the
+/// builder's current source location (none until [`FuncBuilder::set_srcloc`]).
 pub struct FuncBuilder<'f> {
     pub func: &'f mut Function,
     block: Option<Block>,
+    srcloc: SourceLoc,
 }
 
 impl<'f> FuncBuilder<'f> {
     pub fn new(func: &'f mut Function) -> FuncBuilder<'f> {
-        FuncBuilder { func, block: None }
+        FuncBuilder {
+            func,
+            block: None,
+            srcloc: SourceLoc::NONE,
+        }
+    }
+
+    /// The location given to the instructions built from now on.
+    pub fn set_srcloc(&mut self, loc: SourceLoc) {
+        self.srcloc = loc;
+    }
+
+    pub fn srcloc(&self) -> SourceLoc {
+        self.srcloc
     }
 
     /// Creates the entry block with one parameter per signature parameter and
@@ -72,6 +88,7 @@ impl<'f> FuncBuilder<'f> {
     pub fn build(&mut self, data: InstData, result_types: &[Type]) -> Inst {
         let block = self.block.expect("no current block");
         let inst = self.func.dfg.make_inst(data, result_types);
+        self.func.dfg.set_srcloc(inst, self.srcloc);
         self.func.layout.append_inst(inst, block);
         inst
     }

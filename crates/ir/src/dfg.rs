@@ -3,6 +3,7 @@
 
 use crate::entities::{Block, Inst, Value};
 use crate::instructions::InstData;
+use crate::srcloc::{InstMark, SourceLoc};
 use crate::types::Type;
 use cranelift_entity::{PrimaryMap, SecondaryMap};
 
@@ -37,6 +38,9 @@ pub struct DataFlowGraph {
     results: SecondaryMap<Inst, Vec<Value>>,
     values: PrimaryMap<Value, ValueData>,
     blocks: PrimaryMap<Block, BlockData>,
+    /// Where each instruction comes from in the source (see
+    /// [`crate::srcloc`]); [`SourceLoc::NONE`] by default.
+    srclocs: SecondaryMap<Inst, SourceLoc>,
 }
 
 impl DataFlowGraph {
@@ -81,6 +85,53 @@ impl DataFlowGraph {
 
     pub fn num_insts(&self) -> usize {
         self.insts.len()
+    }
+
+    // ---- source locations ----
+
+    /// The source location of `inst` ([`SourceLoc::NONE`] if it has none).
+    pub fn srcloc(&self, inst: Inst) -> SourceLoc {
+        self.srclocs[inst]
+    }
+
+    pub fn set_srcloc(&mut self, inst: Inst, loc: SourceLoc) {
+        if loc.is_some() || self.srclocs[inst].is_some() {
+            self.srclocs[inst] = loc;
+        }
+    }
+
+    /// Gives `to` the location of `from` (both of this function): for a
+    /// pass that copies an instruction.
+    pub fn copy_srcloc(&mut self, from: Inst, to: Inst) {
+        let loc = self.srclocs[from];
+        self.set_srcloc(to, loc);
+    }
+
+    /// A mark of the instructions made so far, for
+    /// [`DataFlowGraph::set_srclocs_since`].
+    pub fn inst_mark(&self) -> InstMark {
+        InstMark(self.insts.len())
+    }
+
+    /// Gives `loc` to every instruction made since `mark` that has no
+    /// location: the code a pass generated for one instruction takes that
+    /// instruction's location, while instructions that already have one
+    /// (copies, or code of an inner construct) keep theirs.
+    pub fn set_srclocs_since(&mut self, mark: InstMark, loc: SourceLoc) {
+        if loc.is_none() {
+            return;
+        }
+        for k in mark.0..self.insts.len() {
+            let inst = Inst::from_u32(k as u32);
+            if self.srclocs[inst].is_none() {
+                self.srclocs[inst] = loc;
+            }
+        }
+    }
+
+    /// Does any instruction have a location?
+    pub fn has_srclocs(&self) -> bool {
+        self.insts.keys().any(|i| self.srclocs[i].is_some())
     }
 
     /// Every instruction ever created, placed in the layout or not.

@@ -7,6 +7,9 @@
 //!   where they are ([`Layout`]), plus its signature and metadata
 //!   ([`FuncMeta`]: inline hint, custom rules), its rule regions and the
 //!   provenance of its inlined code ([`InlinedData`]).
+//! - Instructions may carry a [`SourceLoc`] (line and column), in a side
+//!   table of the data-flow graph; a [`Module`] names its source file
+//!   ([`srcloc`]).
 //! - A [`Module`] holds functions in a deterministic (creation) order.
 //! - [`semantics`] defines every scalar operation once; [`runtime`] holds the
 //!   values and errors every executor shares.
@@ -36,6 +39,7 @@ pub mod names;
 pub mod parse;
 pub mod runtime;
 pub mod semantics;
+pub mod srcloc;
 pub mod types;
 pub mod verify;
 pub mod write;
@@ -51,5 +55,6 @@ pub use instructions::{
 };
 pub use layout::Layout;
 pub use module::Module;
-pub use runtime::{Limits, Outcome, RunError, TrapKind, Val, DEFAULT_MAX_CALL_DEPTH};
+pub use runtime::{Limits, Location, Outcome, RunError, TrapKind, Val, DEFAULT_MAX_CALL_DEPTH};
+pub use srcloc::{InstMark, SourceLoc};
 pub use types::Type;

@@ -14,6 +14,9 @@ use indexmap::IndexMap;
 pub struct Module {
     funcs: PrimaryMap<FuncId, Function>,
     names: IndexMap<String, FuncId>,
+    /// The source file the instructions' locations refer to (one per
+    /// module; see [`crate::srcloc`]). Printed as `source "FILE"` first.
+    pub source_file: Option<String>,
 }
 
 impl Module {
@@ -40,6 +43,12 @@ impl Module {
         let id = self.funcs.push(func);
         self.names.insert(name, id);
         Ok(id)
+    }
+
+    /// The location `loc` of this module's source file, for a run-time
+    /// error (`None` when `loc` is none).
+    pub fn location(&self, loc: crate::SourceLoc) -> Option<crate::Location> {
+        crate::Location::new(self.source_file.as_deref(), loc)
     }
 
     pub fn get(&self, name: &str) -> Option<FuncId> {

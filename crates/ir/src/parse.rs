@@ -21,6 +21,9 @@
 //!   (of type `f64` unless known) and a block that is branched to but has no
 //!   header exists but is not in the layout; the verifier reports both.
 //! - Lines may carry `;` comments; blank lines are ignored.
+//! - An instruction may end in a source location `!LINE:COL` (both numbers
+//!   from 1); anything else starting with `!` is a parse error. The module
+//!   may start with `source "FILE"` (see [`crate::srcloc`]).
 //!
 //! No input makes the parser panic; entity numbers above [`MAX_ENTITY`] are
 //! rejected so that garbage cannot reserve unbounded memory.
@@ -33,6 +36,7 @@ use crate::instructions::{
     ArgActivity, AutodiffSpec, BlockCall, CmpCond, InstData, Mode, Opcode, RetActivity,
 };
 use crate::module::Module;
+use crate::srcloc::SourceLoc;
 use crate::types::Type;
 use std::collections::HashMap;
 
@@ -63,10 +67,32 @@ pub fn parse_into(module: &mut Module, text: &str) -> Result<Vec<FuncId>, ParseE
     let lines = lex(text)?;
     let mut work = module.clone();
 
+    // The module's source file, before the first function.
+    let mut i = 0;
+    if let Some(line) = lines.first().filter(|l| l.starts_with_word("source")) {
+        let (file, pos) = parse_source(line)?;
+        match &work.source_file {
+            Some(old) if *old != file => {
+                return Err(err(
+                    pos,
+                    format!("the module's source file is already {old:?}, not {file:?}"),
+                ))
+            }
+            _ => work.source_file = Some(file),
+        }
+        i = 1;
+    }
+
     // Pass 1: declare every header.
     let mut funcs = Vec::new();
-    let mut i = 0;
     while i < lines.len() {
+        if lines[i].starts_with_word("source") {
+            let pos = lines[i].toks[0].pos;
+            return Err(err(
+                pos,
+                "`source \"FILE\"` must come once, before the first function",
+            ));
+        }
         let header = parse_header(&lines[i])?;
         let start = i + 1;
         let mut end = start;
@@ -473,6 +499,75 @@ impl<'a> Cursor<'a> {
 
 // ---------------------------------------------------------------- headers
 
+/// `source "FILE"`: the file the source locations refer to.
+fn parse_source(line: &Line) -> Result<(String, Pos), ParseError> {
+    let mut c = Cursor::new(line);
+    let pos = c.pos();
+    c.keyword("source")?;
+    let file = c.string()?;
+    c.finish()?;
+    Ok((file, pos))
+}
+
+/// The source location that ends an instruction line, `!LINE:COL` (three
+/// tokens: `!LINE`, `:`, `COL`), if there is one: the number of tokens
+/// before it, and the location. Any other word starting with `!` is a
+/// malformed location.
+fn split_srcloc(line: &Line) -> Result<(usize, SourceLoc), ParseError> {
+    let toks = &line.toks;
+    let Some(k) = toks
+        .iter()
+        .position(|t| matches!(&t.tok, Tok::Word(w) if w.starts_with('!')))
+    else {
+        return Ok((toks.len(), SourceLoc::NONE));
+    };
+    // A decimal number from 1, without sign or leading zeros.
+    let number = |t: Option<&Token>, bang: bool| match t.map(|t| &t.tok) {
+        Some(Tok::Word(w)) => {
+            let d = if bang {
+                w.strip_prefix('!')?
+            } else {
+                w.as_str()
+            };
+            let ok = !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()) && !d.starts_with('0');
+            ok.then(|| d.parse::<u32>().ok()).flatten()
+        }
+        _ => None,
+    };
+    let line_no = number(toks.get(k), true);
+    let colon = toks.get(k + 1).map(|t| &t.tok) == Some(&Tok::Punct(':'));
+    let col = if colon {
+        number(toks.get(k + 2), false)
+    } else {
+        None
+    };
+    match (line_no, col) {
+        (Some(l), Some(c)) if k + 3 == toks.len() => Ok((k, SourceLoc::new(l, c))),
+        (Some(_), Some(_)) => Err(err(
+            toks[k + 3].pos,
+            "a source location `!LINE:COL` must end the instruction",
+        )),
+        _ => {
+            let text: String = toks[k..]
+                .iter()
+                .take(3)
+                .map(|t| match &t.tok {
+                    Tok::Word(w) => w.clone(),
+                    Tok::Punct(c) => c.to_string(),
+                    Tok::Str(s) => format!("{s:?}"),
+                    Tok::Arrow => "->".to_string(),
+                })
+                .collect();
+            Err(err(
+                toks[k].pos,
+                format!(
+                    "malformed source location `{text}`: expected `!LINE:COL`, two numbers from 1 (`!3:14`)"
+                ),
+            ))
+        }
+    }
+}
+
 struct Header {
     name: String,
     pos: Pos,
@@ -587,6 +682,7 @@ struct ParsedInst {
     data: InstData,
     results: Vec<Value>,
     types: ResultTypes,
+    srcloc: SourceLoc,
 }
 
 struct ParsedBlock {
@@ -694,7 +790,7 @@ impl<'m> Body<'m> {
         } else if head.starts_with("inlined") && next == Some(&Tok::Punct(':')) {
             self.inlined(c)
         } else {
-            self.inst(c)
+            self.inst(line)
         }
     }
 
@@ -841,8 +937,14 @@ impl<'m> Body<'m> {
         Ok(())
     }
 
-    /// `v1, v2 = opcode operands`
-    fn inst(&mut self, mut c: Cursor) -> Result<(), ParseError> {
+    /// `v1, v2 = opcode operands`, then an optional `!LINE:COL`.
+    fn inst(&mut self, line: &Line) -> Result<(), ParseError> {
+        let (n, srcloc) = split_srcloc(line)?;
+        let mut c = Cursor {
+            toks: &line.toks[..n],
+            i: 0,
+            end: line.toks.get(n).map_or(line.end, |t| t.pos),
+        };
         if self.blocks.is_empty() {
             return Err(err(
                 c.pos(),
@@ -888,6 +990,7 @@ impl<'m> Body<'m> {
                 data,
                 results,
                 types,
+                srcloc,
             });
         }
         Ok(())
@@ -1130,6 +1233,7 @@ impl<'m> Body<'m> {
                     .map(|v| (*v, types.get(v).copied().unwrap_or(Type::F64)))
                     .collect();
                 let i = func.dfg.make_inst_with_results(inst.data, &results);
+                func.dfg.set_srcloc(i, inst.srcloc);
                 func.layout.append_inst(i, b.block);
             }
         }

@@ -4,6 +4,7 @@
 
 use crate::function::Signature;
 use crate::names;
+use crate::srcloc::SourceLoc;
 use crate::types::Type;
 use std::fmt;
 
@@ -202,12 +203,53 @@ impl fmt::Display for TrapKind {
 /// `` in the augmented primal of the reverse derivative of `f` (function `f.aug.dup`): ``.
 /// Inlined code is named innermost first, then each function it was inlined
 /// into: `` in function `read_at`, inlined into function `mid`, inlined into function `f`: ``.
+///
+/// `loc` is where in the source the faulting instruction comes from, when it
+/// has a location ([`crate::srcloc`]): `` in function `f` at t.adz:3:14: ``,
+/// after the innermost function named when the code was inlined (the
+/// location is in that function's source). A call-depth fault is raised on
+/// entry to the callee; its location is the call's:
+/// `` in function `f` (called at t.adz:7:5): ``.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunError {
     pub func: String,
     pub kind: TrapKind,
     /// The inlined functions the faulting code came from, innermost first.
     pub inlined: Vec<String>,
+    /// Where in the source the fault happened, if known (boxed: errors
+    /// travel in `Result`s, which stay small).
+    pub loc: Option<Box<Location>>,
+}
+
+/// A place in the source, for run-time errors: the module's source file
+/// (if it has one) and an instruction's [`SourceLoc`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Location {
+    pub file: Option<String>,
+    pub line: u32,
+    pub col: u32,
+}
+
+impl Location {
+    /// The location `loc` of the file `file`; `None` when `loc` is none.
+    pub fn new(file: Option<&str>, loc: SourceLoc) -> Option<Location> {
+        let (line, col) = loc.expand()?;
+        Some(Location {
+            file: file.map(str::to_string),
+            line,
+            col,
+        })
+    }
+}
+
+impl fmt::Display for Location {
+    /// `FILE:LINE:COL`, or `LINE:COL` without a file.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(file) = &self.file {
+            write!(f, "{file}:")?;
+        }
+        write!(f, "{}:{}", self.line, self.col)
+    }
 }
 
 /// `function `f`` or `the forward derivative of `f` (function `f.fwd.dual`)`.
@@ -221,11 +263,23 @@ fn function_phrase(f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
 impl fmt::Display for RunError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("in ")?;
+        // The location follows the innermost function named: the code comes
+        // from its source.
+        let mut loc = self.loc.as_ref();
+        let mut at = |f: &mut fmt::Formatter<'_>| match loc.take() {
+            Some(l) if matches!(self.kind, TrapKind::CallDepthExceeded { .. }) => {
+                write!(f, " (called at {l})")
+            }
+            Some(l) => write!(f, " at {l}"),
+            None => Ok(()),
+        };
         for name in &self.inlined {
             function_phrase(f, name)?;
+            at(f)?;
             f.write_str(", inlined into ")?;
         }
         function_phrase(f, &self.func)?;
+        at(f)?;
         write!(f, ": {}", self.kind)
     }
 }
@@ -238,7 +292,14 @@ impl RunError {
             func: func.into(),
             kind,
             inlined: Vec::new(),
+            loc: None,
         }
+    }
+
+    /// The same error, at `loc` in the source.
+    pub fn with_loc(mut self, loc: Option<Location>) -> RunError {
+        self.loc = loc.map(Box::new);
+        self
     }
 
     /// The same error, raised by code inlined from `inlined` (innermost
@@ -251,11 +312,13 @@ impl RunError {
 
 impl TrapKind {
     /// Is this fault raised by one instruction of the function's body (a
-    /// bounds check, a division, a `zeros`, a `samelen`)? Only those name the
-    /// inlined code they come from; a call-depth fault is raised on entry,
-    /// a tape mismatch reported once per function, and argument or
-    /// unsupported-code errors are not faults of an instruction. Both
-    /// executors follow this, so their errors stay equal.
+    /// bounds check, a division, a `zeros` — its length or its memory — a
+    /// `samelen`)? Only those name the inlined code they come from and the
+    /// instruction's source location; a call-depth fault is raised on entry
+    /// (its location is the call's), a tape mismatch reported once per
+    /// function, and argument or unsupported-code errors are not faults of
+    /// an instruction. Both executors follow this, so their errors stay
+    /// equal.
     pub fn is_at_instruction(&self) -> bool {
         matches!(
             self,
@@ -263,6 +326,7 @@ impl TrapKind {
                 | TrapKind::DivisionByZero
                 | TrapKind::DivisionOverflow
                 | TrapKind::BadArrayLength { .. }
+                | TrapKind::OutOfMemory { .. }
                 | TrapKind::ShadowLengthMismatch { .. }
         )
     }

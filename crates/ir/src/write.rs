@@ -31,11 +31,15 @@
 //! - Floats print in Rust's shortest round-trip form (`0.1`, `1e-7`, `inf`,
 //!   `NaN`); array names in `zeros` are quoted strings.
 //! - A function with no blocks is a declaration: `function @f(x: f64) -> f64 {` `}`.
+//! - An instruction with a source location ends in `!LINE:COL`
+//!   (`v7 = load v0, v4 !3:14`); a module with a source file starts with
+//!   `source "FILE"` (see [`crate::srcloc`]).
 
 use crate::entities::FuncId;
 use crate::function::{Function, InlineHint, Rules};
 use crate::instructions::{BlockCall, InstData};
 use crate::module::Module;
+use crate::srcloc::SourceLoc;
 use crate::Inst;
 use std::fmt::{self, Write};
 
@@ -128,10 +132,19 @@ pub fn write_function(w: &mut dyn Write, func: &Function, module: Option<&Module
         for &inst in func.layout.block_insts(block) {
             w.write_str("    ")?;
             write_inst(w, func, inst, module)?;
+            write_srcloc(w, func.dfg.srcloc(inst))?;
             w.write_str("\n")?;
         }
     }
     w.write_str("}\n")
+}
+
+/// ` !LINE:COL` after an instruction that has a location; nothing otherwise.
+pub fn write_srcloc(w: &mut dyn Write, loc: SourceLoc) -> fmt::Result {
+    match loc.expand() {
+        Some((line, col)) => write!(w, " !{line}:{col}"),
+        None => Ok(()),
+    }
 }
 
 fn write_rules(w: &mut dyn Write, rules: &Rules, names: &Names) -> fmt::Result {
@@ -256,8 +269,15 @@ impl fmt::Display for Function {
 }
 
 impl fmt::Display for Module {
-    /// Every function in module order, separated by blank lines.
+    /// The source file directive, if the module has a source file, then
+    /// every function in module order, separated by blank lines.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if let Some(file) = &self.source_file {
+            writeln!(f, "source {file:?}")?;
+            if !self.is_empty() {
+                f.write_str("\n")?;
+            }
+        }
         for (i, (_, func)) in self.iter().enumerate() {
             if i > 0 {
                 f.write_str("\n")?;

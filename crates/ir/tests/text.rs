@@ -7,7 +7,7 @@ use adze_ir::parse::{parse_into, parse_module, ParseError};
 use adze_ir::verify::verify_module;
 use adze_ir::{
     ArgActivity, AutodiffSpec, CmpCond, FuncBuilder, FuncId, Function, InstData, Mode, Module,
-    Opcode, Param, RetActivity, Signature, Type, Value,
+    Opcode, Param, RetActivity, Signature, SourceLoc, Type, Value,
 };
 use proptest::prelude::*;
 use std::collections::HashSet;
@@ -289,6 +289,131 @@ fn parse_into_extends_a_module_and_leaves_it_unchanged_on_error() {
     let before = m.to_string();
     assert!(parse_into(&mut m, "function @h() {\nblock0:\n    bogus\n}\n").is_err());
     assert_eq!(m.to_string(), before);
+}
+
+/// Source locations: a file directive and `!LINE:COL` after some
+/// instructions (terminators and a call included), not after others.
+const LOCATED: &str = r#"source "dir/t \"1\".adz"
+
+function @g(a: arr, i: i64) -> f64 {
+block0(v0: arr, v1: i64):
+    v2 = load v0, v1 !3:14
+    return v2 !3:5
+}
+
+function @f(a: mut arr, n: i64) -> f64 {
+block0(v0: arr, v1: i64):
+    v2 = iconst 0
+    v3 = idiv v1, v2 !7:13
+    v4 = call @g(v0, v3) !8:5
+    store v0, v3, v4 !9:5
+    v5 = zeros v1, "t" !10:13
+    v6 = bconst true
+    brif v6, block1, block2 !4000000000:4000000000
+block1:
+    jump block2
+block2:
+    return v4
+}
+"#;
+
+#[test]
+fn source_locations_roundtrip() {
+    let m = roundtrip(LOCATED);
+    assert_eq!(m.source_file.as_deref(), Some("dir/t \"1\".adz"));
+    let f = m.func(m.get("f").unwrap());
+    let locs: Vec<String> = f
+        .layout
+        .insts()
+        .map(|(_, i)| f.dfg.srcloc(i).to_string())
+        .collect();
+    assert_eq!(
+        locs,
+        [
+            "none",
+            "7:13",
+            "8:5",
+            "9:5",
+            "10:13",
+            "none",
+            "4000000000:4000000000",
+            "none",
+            "none"
+        ]
+    );
+    // Without locations and file, the same text minus the annotations.
+    let mut bare = m.clone();
+    bare.source_file = None;
+    for id in bare.ids().collect::<Vec<_>>() {
+        let f = bare.func_mut(id);
+        let insts: Vec<_> = f.layout.insts().map(|(_, i)| i).collect();
+        for i in insts {
+            f.dfg.set_srcloc(i, SourceLoc::NONE);
+        }
+    }
+    let text = bare.to_string();
+    assert!(!text.contains('!') && !text.contains("source"), "{text}");
+    roundtrip(&text);
+    // A location is provenance only: the verifier does not look at it.
+    verify_module(&m).unwrap_or_else(|e| panic!("{e}"));
+    // A module with a source file and no function.
+    roundtrip("source \"empty.adz\"\n");
+}
+
+#[test]
+fn malformed_source_locations_are_parse_errors() {
+    let body = |loc: &str| {
+        format!("function @f() {{\nblock0:\n    v0 = fconst 1.0 {loc}\n    return\n}}\n")
+    };
+    let cases: &[(&str, usize, &str)] = &[
+        (
+            "!3",
+            21,
+            "malformed source location `!3`: expected `!LINE:COL`",
+        ),
+        ("!3:", 21, "malformed source location `!3:`"),
+        ("!:4", 21, "malformed source location `!:4`"),
+        ("!0:4", 21, "malformed source location `!0:4`"),
+        ("!3:0", 21, "malformed source location `!3:0`"),
+        ("!03:4", 21, "malformed source location"),
+        ("!3:x", 21, "malformed source location `!3:x`"),
+        ("!-3:4", 21, "malformed source location"),
+        ("!99999999999:4", 21, "malformed source location"),
+        ("! 3:4", 21, "malformed source location `!3:`"),
+        (
+            "!3:4 v1",
+            26,
+            "a source location `!LINE:COL` must end the instruction",
+        ),
+    ];
+    for &(loc, col, msg) in cases {
+        let e = parse_err(&body(loc));
+        assert!(
+            e.line == 3 && e.col == col && e.message.contains(msg),
+            "for {loc:?}\n got {e}\nwant 3:{col}: ..{msg}.."
+        );
+    }
+    // Before the operands: the location must come last.
+    let e = parse_err("function @f() {\nblock0:\n    v0 = fneg !3:4 v1\n}\n");
+    assert!(e.message.contains("must end the instruction"), "{e}");
+    // Only instructions carry locations.
+    let e = parse_err("function @f() {\nblock0: !3:4\n}\n");
+    assert_eq!((e.line, e.col), (2, 9), "{e}");
+    // The file directive: first, once, a string.
+    let e = parse_err("function @f() {\n}\nsource \"a.adz\"\n");
+    assert!(
+        e.message
+            .contains("must come once, before the first function"),
+        "{e}"
+    );
+    let e = parse_err("source \"a.adz\"\nsource \"a.adz\"\n");
+    assert_eq!((e.line, e.col), (2, 1), "{e}");
+    let e = parse_err("source a.adz\n");
+    assert!(e.message.contains("expected a string"), "{e}");
+    let mut m = parse_module("source \"a.adz\"\n").unwrap();
+    let e = parse_into(&mut m, "source \"b.adz\"\n").unwrap_err();
+    assert!(e.message.contains("already \"a.adz\""), "{e}");
+    parse_into(&mut m, "source \"a.adz\"\n").unwrap();
 }
 
 fn parse_err(text: &str) -> ParseError {
@@ -702,6 +827,29 @@ proptest! {
         prop_assert!(verify_module(&back).is_ok());
     }
 
+    /// The same with a location on some instructions and a source file.
+    #[test]
+    fn random_ir_with_locations_roundtrips(
+        steps in prop::collection::vec(step(), 0..40),
+        locs in prop::collection::vec((0u32..3, 1u32..1000, 1u32..200), 1..20),
+    ) {
+        let mut m = build_random(&steps);
+        m.source_file = Some("gen.adz".to_string());
+        for id in m.ids().collect::<Vec<_>>() {
+            let f = m.func_mut(id);
+            let insts: Vec<_> = f.layout.insts().map(|(_, i)| i).collect();
+            for (k, i) in insts.into_iter().enumerate() {
+                let (skip, line, col) = locs[k % locs.len()];
+                if skip != 0 {
+                    f.dfg.set_srcloc(i, SourceLoc::new(line, col));
+                }
+            }
+        }
+        let text = m.to_string();
+        let back = parse_module(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+        prop_assert_eq!(back.to_string(), text);
+    }
+
     /// Garbage never panics; whatever parses prints and re-parses to the
     /// same text, and the verifier does not panic on it.
     #[test]
@@ -717,13 +865,14 @@ proptest! {
         "active", "jump", "brif", "return", "region0", "blocks", "parent", "rules", "inline",
         "inlined0", "inlined1",
         "zeros", "\"s\"", "fconst", "1.5", "iconst", "-3", "powi", "fcmp", "lt",
+        "!3:4", "!3", "!0", "4", "!", "source", "\"t.adz\"",
     ]), 0..80)) {
         check_no_panic(&words.join(" "));
     }
 
     #[test]
-    fn mutated_valid_text_never_panics(pos in 0usize..4000, ch in any::<char>(), op in 0u8..3) {
-        let mut chars: Vec<char> = ALL.chars().collect();
+    fn mutated_valid_text_never_panics(pos in 0usize..4000, ch in any::<char>(), op in 0u8..3, located: bool) {
+        let mut chars: Vec<char> = if located { LOCATED } else { ALL }.chars().collect();
         let pos = pos % chars.len();
         match op {
             0 => { chars.remove(pos); }

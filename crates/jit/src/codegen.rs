@@ -849,9 +849,13 @@ impl Translator<'_, '_> {
                     .flatten()
             })
             .map_or_else(Vec::new, |i| self.func.inlined_callees(i));
+        let loc = self
+            .cur
+            .and_then(|i| self.env.module.location(self.func.dfg.srcloc(i)));
         self.sites.push(TrapSite {
             func: self.func.name.clone(),
             inlined,
+            loc,
             kind,
         });
         (self.sites.len() - 1) as i64
@@ -1581,7 +1585,22 @@ impl Translator<'_, '_> {
         let c = self.b.ins().call(f, &cargs);
         let status = self.b.inst_results(c)[0];
         let cont = self.b.create_block();
-        self.b.ins().brif(status, self.trap_exit, &[], cont, &[]);
+        if self.func.dfg.srcloc(inst).is_some() {
+            // The callee trapped: a cold block gives a call-depth fault of
+            // its entry this call's location (`adze_trap` with a `Call`
+            // site), then leaves.
+            let site = self.new_site(SiteKind::Call);
+            let cold = self.b.create_block();
+            self.b.set_cold_block(cold);
+            self.b.ins().brif(status, cold, &[], cont, &[]);
+            self.b.switch_to_block(cold);
+            let s = self.b.ins().iconst(cl::types::I64, site);
+            let trap_fn = self.trap_fn;
+            self.b.ins().call(trap_fn, &[self.ctx, s, s, s]);
+            self.b.ins().jump(self.trap_exit, &[]);
+        } else {
+            self.b.ins().brif(status, self.trap_exit, &[], cont, &[]);
+        }
         self.b.switch_to_block(cont);
         for (k, &r) in results.iter().enumerate() {
             let ty = self.func.dfg.value_type(r);

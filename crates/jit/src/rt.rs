@@ -214,6 +214,9 @@ pub(crate) struct TrapSite {
     /// The inlined functions the faulting instruction came from, innermost
     /// first (`Function::inlined_chain`).
     pub inlined: Vec<String>,
+    /// The faulting instruction's source location (for
+    /// [`SiteKind::Call`], the call's).
+    pub loc: Option<adze_ir::Location>,
     pub kind: SiteKind,
 }
 
@@ -244,6 +247,9 @@ pub(crate) enum SiteKind {
         array: String,
         shadow: String,
     },
+    /// Not a fault: a call whose callee trapped. The callee's call-depth
+    /// fault (raised on its entry) takes this call's location.
+    Call,
 }
 
 impl TrapSite {
@@ -265,14 +271,16 @@ impl TrapSite {
                 array: array.clone(),
                 shadow: shadow.clone(),
             },
-            SiteKind::StackExhausted => return None,
+            SiteKind::StackExhausted | SiteKind::Call => return None,
         };
-        let inlined = if kind.is_at_instruction() {
-            self.inlined.clone()
-        } else {
-            Vec::new()
-        };
-        Some(RunError::new(self.func.clone(), kind).with_inlined(inlined))
+        if !kind.is_at_instruction() {
+            return Some(RunError::new(self.func.clone(), kind));
+        }
+        Some(
+            RunError::new(self.func.clone(), kind)
+                .with_inlined(self.inlined.clone())
+                .with_loc(self.loc.clone()),
+        )
     }
 }
 
@@ -284,10 +292,26 @@ pub(crate) extern "C" fn adze_trap(ctx: *mut Ctx<'_>, site: i64, a: i64, b: i64)
     // the whole duration of the call; no Rust reference to it exists while
     // generated code runs.
     let ctx = unsafe { &mut *ctx };
+    let at = usize::try_from(site).ok().and_then(|s| ctx.sites.get(s));
+    if let Some(TrapSite {
+        kind: SiteKind::Call,
+        loc,
+        ..
+    }) = at
+    {
+        // A callee trapped: a call-depth fault raised on its entry is at
+        // this call (the innermost call reports first).
+        if let Some(e) = ctx.error.as_mut() {
+            if matches!(e.kind, TrapKind::CallDepthExceeded { .. }) && e.loc.is_none() {
+                e.loc = loc.clone().map(Box::new);
+            }
+        }
+        return;
+    }
     if ctx.error.is_some() || ctx.stack_exhausted {
         return;
     }
-    match usize::try_from(site).ok().and_then(|s| ctx.sites.get(s)) {
+    match at {
         Some(s) => match s.error(a, b) {
             Some(err) => ctx.error = Some(err),
             None => ctx.stack_exhausted = true,

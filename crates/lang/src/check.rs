@@ -175,6 +175,7 @@ pub fn check(file: &ast::File) -> Result<Program, Vec<Diagnostic>> {
                 reverse_rule: rule(Mode::Reverse),
                 locals,
                 body,
+                span: item.sig_span,
             },
         ));
     }
@@ -462,11 +463,23 @@ fn expr(kind: ExprKind, ty: Ty) -> Expr {
         kind,
         ty,
         literal: false,
+        span: Span::default(),
     }
+}
+
+/// `x`, with the span of its source `span` unless it has one already.
+fn spanned(r: R<Expr>, span: Span) -> R<Expr> {
+    r.map(|mut x| {
+        if x.span == Span::default() {
+            x.span = span;
+        }
+        x
+    })
 }
 
 /// An i64 expression built from literals, retyped as f64.
 fn literal_to_f64(e: Expr) -> Expr {
+    let span = e.span;
     let kind = match e.kind {
         ExprKind::I64(n) => ExprKind::F64(n as f64),
         ExprKind::Unary(Opcode::Ineg, a) => {
@@ -493,6 +506,7 @@ fn literal_to_f64(e: Expr) -> Expr {
         kind,
         ty: Ty::F64,
         literal: true,
+        span,
     }
 }
 
@@ -526,7 +540,7 @@ fn word(e: &ast::Expr) -> Option<&str> {
 
 fn stmt_diverges(s: &Stmt) -> bool {
     match s {
-        Stmt::Return(_) => true,
+        Stmt::Return(..) => true,
         Stmt::Expr(e) => e.ty == Ty::Never,
         _ => false,
     }
@@ -796,7 +810,7 @@ impl Ctx<'_> {
                                     Ty::Array { writable: true },
                                     LocalKind::Zeros,
                                 );
-                                Ok(Stmt::Zeros(l, n))
+                                Ok(Stmt::Zeros(l, n, value.span))
                             }
                             Err(r) => {
                                 self.poison(name);
@@ -874,7 +888,7 @@ impl Ctx<'_> {
                 if !writable {
                     return self.error(self.read_only(name, a));
                 }
-                Ok(Stmt::Store(a, i, v))
+                Ok(Stmt::Store(a, i, v, s.span))
             }
             StmtKind::Expr(e) => Ok(Stmt::Expr(self.expr(e)?)),
             StmtKind::Return(value) => self.return_stmt(value.as_ref(), s.span),
@@ -886,12 +900,12 @@ impl Ctx<'_> {
                     Ok((i, cx.block(body, None)?))
                 });
                 let (lo, hi, (i, body)) = (lo?, hi?, r?);
-                Ok(Stmt::For(i, lo, hi, body))
+                Ok(Stmt::For(i, lo, hi, body, s.span))
             }
             StmtKind::While(cond, body) => {
                 let c = self.expect(cond, Type::Bool, "the condition of `while`");
                 let body = self.block(body, None);
-                Ok(Stmt::While(c?, body?))
+                Ok(Stmt::While(c?, body?, s.span))
             }
         }
     }
@@ -1069,7 +1083,7 @@ impl Ctx<'_> {
 
     fn return_stmt(&mut self, value: Option<&ast::Expr>, span: Span) -> R<Stmt> {
         match value {
-            None if self.results.is_empty() => Ok(Stmt::Return(None)),
+            None if self.results.is_empty() => Ok(Stmt::Return(None, span)),
             None => {
                 let d = Diagnostic::new(
                     span,
@@ -1085,7 +1099,7 @@ impl Ctx<'_> {
             }
             Some(e) => {
                 let results = self.results.clone();
-                Ok(Stmt::Return(Some(self.result_value(e, &results)?)))
+                Ok(Stmt::Return(Some(self.result_value(e, &results)?), span))
             }
         }
     }
@@ -1093,6 +1107,11 @@ impl Ctx<'_> {
     /// An expression in result position: a `return` value, or the tail of a
     /// function body (or of a branch of an `if` in that position).
     fn result_value(&mut self, e: &ast::Expr, results: &[Type]) -> R<Expr> {
+        let x = self.result_value_here(e, results);
+        spanned(x, e.span)
+    }
+
+    fn result_value_here(&mut self, e: &ast::Expr, results: &[Type]) -> R<Expr> {
         match &e.kind {
             AK::Tuple(elems) if results.len() >= 2 => {
                 if elems.len() != results.len() {
@@ -1174,16 +1193,23 @@ impl Ctx<'_> {
     // ---- expressions ----
 
     fn expr(&mut self, e: &ast::Expr) -> R<Expr> {
+        let x = self.expr_here(e);
+        spanned(x, e.span)
+    }
+
+    fn expr_here(&mut self, e: &ast::Expr) -> R<Expr> {
         match &e.kind {
             AK::Int(n) => Ok(Expr {
                 kind: ExprKind::I64(*n),
                 ty: Ty::I64,
                 literal: true,
+                span: e.span,
             }),
             AK::Float(x) => Ok(Expr {
                 kind: ExprKind::F64(*x),
                 ty: Ty::F64,
                 literal: true,
+                span: e.span,
             }),
             AK::Bool(b) => Ok(expr(ExprKind::Bool(*b), Ty::Bool)),
             AK::Name(id) => {
@@ -1206,6 +1232,7 @@ impl Ctx<'_> {
                     ty: a.ty.clone(),
                     literal: a.literal,
                     kind: ExprKind::Unary(op, Box::new(a)),
+                    span: e.span,
                 })
             }
             AK::Unary(UnOp::Not, a) => {
@@ -1340,6 +1367,7 @@ impl Ctx<'_> {
         Ok(Expr {
             literal: a.literal && b.literal && op != BinOp::Rem,
             kind: ExprKind::Binary(opc, Box::new(a), Box::new(b)),
+            span,
             ty,
         })
     }
@@ -1457,6 +1485,7 @@ impl Ctx<'_> {
             literal: literal(&t) && literal(&e),
             kind: ExprKind::If(c, t, Some(e)),
             ty,
+            span,
         })
     }
 

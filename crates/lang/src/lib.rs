@@ -92,7 +92,7 @@ fn compile_here(file_name: &str, source: &str, coverage: bool) -> Result<Compile
             .collect();
         ModeCoverage::new(file_name, source, &file, &sigs)
     });
-    Ok((lower::lower(&program), coverage))
+    Ok((lower::lower(&program, file_name, source), coverage))
 }
 
 /// Same as [`compile`], from bytes: invalid UTF-8 is a diagnostic at the

@@ -12,17 +12,29 @@
 //!   branch reaches (both arms `return`) is never placed: no unreachable
 //!   blocks are left behind.
 
+use crate::diagnostic::Span;
 use crate::typed::*;
 use adze_ir::{
     AutodiffSpec, Block as IrBlock, CmpCond, FuncBuilder, FuncId, Function, Module, Opcode,
-    Signature, Type, Value,
+    Signature, SourceLoc, Type, Value,
 };
 use std::collections::BTreeSet;
 
-/// Lowers a checked program. Function names are unique (the checker
-/// guarantees it), so declaring them cannot fail.
-pub fn lower(prog: &Program) -> Module {
+/// Lowers a checked program of the file `file_name` (whose text is
+/// `source`). Function names are unique (the checker guarantees it), so
+/// declaring them cannot fail.
+///
+/// Every instruction gets a source location (`adze_ir::srcloc`): the line
+/// and column, as the diagnostics count them, where the innermost
+/// expression or statement it is lowered from starts — `a[i]` for its
+/// `load`, `a[i] = e;` for its `store`, `x / y` for an `idiv`, `f(..)` for
+/// a call, `zeros(n)` for its `zeros`; the branches of an `if`, a loop or a
+/// `&&` take the construct's, and the final `return` of a body its value's
+/// (or the signature's). The module's source file is `file_name`.
+pub fn lower(prog: &Program, file_name: &str, source: &str) -> Module {
+    let lines = LineIndex::new(source);
     let mut module = Module::new();
+    module.source_file = Some(file_name.to_string());
     let mut ids = Vec::new();
     for f in &prog.funcs {
         let sig = Signature {
@@ -35,13 +47,51 @@ pub fn lower(prog: &Program) -> Module {
         ids.push(id);
     }
     for (f, &id) in prog.funcs.iter().zip(&ids) {
-        let func = lower_func(&module, &ids, f);
+        let func = lower_func(&module, &ids, &lines, f);
         module.replace(id, func);
     }
     module
 }
 
-fn lower_func(module: &Module, ids: &[FuncId], f: &Func) -> Function {
+/// Byte offsets to 1-based lines and columns in characters
+/// ([`crate::diagnostic::line_col`], without rescanning the text for each).
+pub struct LineIndex<'s> {
+    source: &'s str,
+    /// The byte offset where each line starts.
+    starts: Vec<usize>,
+}
+
+impl<'s> LineIndex<'s> {
+    pub fn new(source: &'s str) -> LineIndex<'s> {
+        let starts = std::iter::once(0)
+            .chain(source.match_indices('\n').map(|(i, _)| i + 1))
+            .collect();
+        LineIndex { source, starts }
+    }
+
+    /// The line and column of byte `offset` (clamped to the text, and back
+    /// to the start of a character).
+    pub fn line_col(&self, offset: usize) -> (usize, usize) {
+        let mut offset = offset.min(self.source.len());
+        while !self.source.is_char_boundary(offset) {
+            offset -= 1;
+        }
+        let line = self.starts.partition_point(|&s| s <= offset);
+        let start = self.starts[line - 1];
+        (line, self.source[start..offset].chars().count() + 1)
+    }
+
+    /// The location of the start of `span`.
+    pub fn loc(&self, span: Span) -> SourceLoc {
+        let (line, col) = self.line_col(span.start);
+        SourceLoc::new(
+            u32::try_from(line).unwrap_or(0),
+            u32::try_from(col).unwrap_or(0),
+        )
+    }
+}
+
+fn lower_func(module: &Module, ids: &[FuncId], lines: &LineIndex, f: &Func) -> Function {
     let sig = Signature {
         params: f.params.clone(),
         results: f.results.clone(),
@@ -51,6 +101,7 @@ fn lower_func(module: &Module, ids: &[FuncId], f: &Func) -> Function {
     func.meta.rules.forward = f.forward_rule.map(|i| ids[i]);
     func.meta.rules.reverse = f.reverse_rule.map(|i| ids[i]);
     let mut b = FuncBuilder::new(&mut func);
+    b.set_srcloc(lines.loc(f.span));
     let entry = b.create_entry_block();
     b.switch_to_block(entry);
     let mut env = vec![None; f.locals.len()];
@@ -64,10 +115,12 @@ fn lower_func(module: &Module, ids: &[FuncId], f: &Func) -> Function {
         func: f,
         env,
         live: true,
+        lines,
     };
     let values = cx.block(&f.body);
     if cx.live {
-        cx.b.ret(&values);
+        let span = f.body.tail.as_ref().map_or(f.span, |t| t.span);
+        cx.at(span, |cx| cx.b.ret(&values));
     }
     func
 }
@@ -81,9 +134,23 @@ struct Lower<'a, 'f> {
     env: Vec<Option<Value>>,
     /// Is there a current block to append to? False after a terminator.
     live: bool,
+    lines: &'a LineIndex<'a>,
 }
 
 impl Lower<'_, '_> {
+    /// Runs `f` with the instructions it builds located at the start of
+    /// `span` (or, for a span the checker made up, where they would be
+    /// anyway), then restores the location.
+    fn at<T>(&mut self, span: Span, f: impl FnOnce(&mut Self) -> T) -> T {
+        let saved = self.b.srcloc();
+        if span != Span::default() {
+            self.b.set_srcloc(self.lines.loc(span));
+        }
+        let r = f(self);
+        self.b.set_srcloc(saved);
+        r
+    }
+
     // ---- blocks of the IR ----
 
     /// A block not yet in the layout.
@@ -161,33 +228,33 @@ impl Lower<'_, '_> {
                     self.env[l] = Some(v);
                 }
             }
-            Stmt::Zeros(l, n) => {
-                let n = self.scalar(n);
-                let name = self.func.locals[*l].name.clone();
-                self.env[*l] = Some(self.b.zeros(n, name));
-            }
+            Stmt::Zeros(l, n, span) => self.at(*span, |cx| {
+                let n = cx.scalar(n);
+                let name = cx.func.locals[*l].name.clone();
+                cx.env[*l] = Some(cx.b.zeros(n, name));
+            }),
             Stmt::Assign(l, e) => {
                 let v = self.scalar(e);
                 self.env[*l] = Some(v);
             }
-            Stmt::Store(a, i, x) => {
-                let a = self.local(*a);
-                let i = self.scalar(i);
-                let x = self.scalar(x);
-                self.b.store(a, i, x);
-            }
+            Stmt::Store(a, i, x, span) => self.at(*span, |cx| {
+                let a = cx.local(*a);
+                let i = cx.scalar(i);
+                let x = cx.scalar(x);
+                cx.b.store(a, i, x);
+            }),
             Stmt::Expr(e) => {
                 self.expr(e);
             }
-            Stmt::Return(e) => {
-                let vs = e.as_ref().map(|e| self.expr(e)).unwrap_or_default();
-                if self.live {
-                    self.b.ret(&vs);
-                    self.live = false;
+            Stmt::Return(e, span) => self.at(*span, |cx| {
+                let vs = e.as_ref().map(|e| cx.expr(e)).unwrap_or_default();
+                if cx.live {
+                    cx.b.ret(&vs);
+                    cx.live = false;
                 }
-            }
-            Stmt::For(i, lo, hi, body) => self.for_loop(*i, lo, hi, body),
-            Stmt::While(cond, body) => self.while_loop(cond, body),
+            }),
+            Stmt::For(i, lo, hi, body, span) => self.at(*span, |cx| cx.for_loop(*i, lo, hi, body)),
+            Stmt::While(cond, body, span) => self.at(*span, |cx| cx.while_loop(cond, body)),
         }
     }
 
@@ -273,6 +340,10 @@ impl Lower<'_, '_> {
     /// Lowers an expression to its values: one for a scalar or an array,
     /// several for a tuple, none for no value.
     fn expr(&mut self, e: &Expr) -> Vec<Value> {
+        self.at(e.span, |cx| cx.expr_here(e))
+    }
+
+    fn expr_here(&mut self, e: &Expr) -> Vec<Value> {
         let v = match &e.kind {
             ExprKind::F64(x) => self.b.fconst(*x),
             ExprKind::I64(n) => self.b.iconst(*n),
@@ -428,26 +499,26 @@ impl Lower<'_, '_> {
 fn assigned_in_block(b: &Block, set: &mut BTreeSet<LocalId>) {
     for s in &b.stmts {
         match s {
-            Stmt::Let(_, e) | Stmt::Zeros(_, e) | Stmt::Expr(e) => assigned_in_expr(e, set),
+            Stmt::Let(_, e) | Stmt::Zeros(_, e, _) | Stmt::Expr(e) => assigned_in_expr(e, set),
             Stmt::Assign(l, e) => {
                 set.insert(*l);
                 assigned_in_expr(e, set);
             }
-            Stmt::Store(_, i, x) => {
+            Stmt::Store(_, i, x, _) => {
                 assigned_in_expr(i, set);
                 assigned_in_expr(x, set);
             }
-            Stmt::Return(e) => {
+            Stmt::Return(e, _) => {
                 if let Some(e) = e {
                     assigned_in_expr(e, set);
                 }
             }
-            Stmt::For(_, lo, hi, body) => {
+            Stmt::For(_, lo, hi, body, _) => {
                 assigned_in_expr(lo, set);
                 assigned_in_expr(hi, set);
                 assigned_in_block(body, set);
             }
-            Stmt::While(c, body) => {
+            Stmt::While(c, body, _) => {
                 assigned_in_expr(c, set);
                 assigned_in_block(body, set);
             }
@@ -481,6 +552,21 @@ fn assigned_in_expr(e: &Expr, set: &mut BTreeSet<LocalId>) {
             if let Some(b) = els {
                 assigned_in_block(b, set);
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::LineIndex;
+    use crate::diagnostic::line_col;
+
+    #[test]
+    fn line_index_agrees_with_the_diagnostics() {
+        let src = "ab\nçd x\n\n  é\r\nz";
+        let index = LineIndex::new(src);
+        for offset in 0..=src.len() + 3 {
+            assert_eq!(index.line_col(offset), line_col(src, offset), "at {offset}");
         }
     }
 }

@@ -3,6 +3,7 @@
 //! expression has a [`Ty`], implicit conversions (integer literals used as
 //! f64) are already applied, and each operator is the IR opcode it lowers to.
 
+use crate::diagnostic::Span;
 use adze_ir::{ArgActivity, CmpCond, InlineHint, Mode, Opcode, Param, RetActivity, Type};
 
 /// A local variable of one function (parameters included), an index into
@@ -117,6 +118,9 @@ pub struct Func {
     /// Locals `0..params.len()` are the parameters.
     pub locals: Vec<Local>,
     pub body: Block,
+    /// The signature (`fn f(..) -> ..`): the location of what belongs to no
+    /// expression or statement of the body (the final `return`).
+    pub span: Span,
 }
 
 /// The whole program, functions in module order.
@@ -132,20 +136,23 @@ pub struct Block {
     pub ty: Ty,
 }
 
+/// Statements. Those that lower to instructions of their own carry the
+/// [`Span`] of their source (for the instructions' locations): the
+/// `zeros(n)` call, the whole `a[i] = e;`, `return`, `for` and `while`.
 #[derive(Clone, Debug)]
 pub enum Stmt {
     /// `let x = e;`, `var x = e;`, `let (a, b) = e;`: one local per value.
     Let(Vec<LocalId>, Expr),
     /// `let t = zeros(n);`
-    Zeros(LocalId, Expr),
+    Zeros(LocalId, Expr, Span),
     /// `x = e;` on a `var`.
     Assign(LocalId, Expr),
     /// `a[i] = e;`
-    Store(LocalId, Expr, Expr),
+    Store(LocalId, Expr, Expr, Span),
     Expr(Expr),
-    Return(Option<Expr>),
-    For(LocalId, Expr, Expr, Block),
-    While(Expr, Block),
+    Return(Option<Expr>, Span),
+    For(LocalId, Expr, Expr, Block, Span),
+    While(Expr, Block, Span),
 }
 
 #[derive(Clone, Debug)]
@@ -155,6 +162,10 @@ pub struct Expr {
     /// Built only from integer or float literals and `+ - * /` and unary
     /// minus; an i64 one becomes an f64 where an f64 is expected.
     pub literal: bool,
+    /// The source expression (`Span::default()` for one made by the checker
+    /// that has none of its own: its instructions take the enclosing
+    /// expression's location).
+    pub span: Span,
 }
 
 #[derive(Clone, Debug)]

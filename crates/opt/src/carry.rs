@@ -307,5 +307,6 @@ fn peel(func: &mut Function, p: &Plan) {
         },
         &[],
     );
+    func.dfg.copy_srcloc(last, jump);
     func.layout.append_inst(jump, edge);
 }

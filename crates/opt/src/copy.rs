@@ -137,6 +137,7 @@ pub(crate) fn copy_loop(
             let results = func.dfg.inst_results(inst).to_vec();
             let types: Vec<Type> = results.iter().map(|&r| func.dfg.value_type(r)).collect();
             let copy = func.dfg.make_inst(data, &types);
+            func.dfg.copy_srcloc(inst, copy);
             for (&r, &nr) in results.iter().zip(func.dfg.inst_results(copy)) {
                 values.insert(r, nr);
             }

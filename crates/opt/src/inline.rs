@@ -547,6 +547,9 @@ fn inline_call(
             .map(|&r| (map.value(func, body, r), body.dfg.value_type(r)))
             .collect();
         let new = func.dfg.make_inst_with_results(data, &results);
+        // The copy keeps the callee's source location (one module, one
+        // file): a fault in inlined code points at the callee's source.
+        func.dfg.set_srcloc(new, body.dfg.srcloc(i));
         let nb = map.block(func, b);
         func.layout.append_inst(new, nb);
     }
@@ -560,6 +563,8 @@ fn inline_call(
             },
             &[],
         );
+        // The jump into the body stands for the call.
+        func.dfg.copy_srcloc(inst, jump);
         func.layout.append_inst(jump, block);
     }
 

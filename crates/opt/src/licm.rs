@@ -132,6 +132,7 @@ pub fn licm(func: &mut Function) -> LicmStats {
                         };
                         let ty = func.dfg.value_type(*v);
                         let copy = func.dfg.make_inst(func.dfg.inst(c).clone(), &[ty]);
+                        func.dfg.copy_srcloc(c, copy);
                         let at = func.layout.block_insts(pre).len().saturating_sub(1);
                         func.layout.insert_inst(copy, pre, at);
                         *v = func.dfg.first_result(copy);

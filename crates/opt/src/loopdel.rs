@@ -395,6 +395,10 @@ fn apply(func: &mut Function, plan: Plan) {
             &[Type::I64],
         );
         func.layout.insert_inst(s, pre, at + 1);
+        // The exit value stands for the loop, entered by the preheader's
+        // branch.
+        func.dfg.copy_srcloc(pre_branch, c);
+        func.dfg.copy_srcloc(pre_branch, s);
         let e = func.dfg.first_result(s);
         let swap = |v: Value| if v == i { e } else { v };
         for inst in uses_of_i {

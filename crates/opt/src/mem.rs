@@ -37,7 +37,9 @@
 //! nothing observable happens in between — nothing that may trap, unless
 //! the first store is proven in bounds and to a local (`zeros`) array
 //! (nothing sees a local array after a trap), and no other effect, unless
-//! the first store is proven in bounds. A `fill a` likewise removes an
+//! the first store is proven in bounds. The later store then takes the
+//! removed one's source location: a fault it raises is the removed one's.
+//! A `fill a` likewise removes an
 //! earlier in-bounds store to `a`, and `return` one to a local array.
 //!
 //! **Indices.** An index is normalised to `base + offset` (through `iconst`,
@@ -443,6 +445,9 @@ impl Pass<'_> {
                         Some(k) => {
                             let dead = pending.remove(k);
                             func.layout.remove_inst(dead.inst);
+                            // Its fault is the dead store's, at the dead
+                            // store's source location.
+                            func.dfg.copy_srcloc(dead.inst, inst);
                             self.stats.dead_stores += 1;
                             dead.safe
                         }

@@ -212,6 +212,9 @@ fn version(func: &mut Function, p: &Plan) {
     // The checked copy, laid out after the preheader; the guard's two
     // targets enter one loop each.
     let LoopCopy { blocks, values } = copy_loop(func, &p.body, p.header, pre, BackEdges::ToCopy);
+    // The guard and its jumps stand for the preheader's jump.
+    let mark = func.dfg.inst_mark();
+    let loc = func.dfg.srcloc(jump);
     let fast = func.dfg.make_block();
     func.layout.insert_block_after(fast, pre);
     let slow = func.dfg.make_block();
@@ -283,6 +286,8 @@ fn version(func: &mut Function, p: &Plan) {
         &[],
     );
     func.layout.append_inst(brif, pre);
+
+    func.dfg.set_srclocs_since(mark, loc);
 
     // Values of the header read after the loop meet at the exit.
     merge_at_exit(func, &p.body, p.header, p.shape.exit, &blocks, &values);

@@ -426,6 +426,9 @@ impl Adj<'_> {
                 let ty = self.primal.dfg.value_type(v);
                 let block = self.block.ok_or_else(|| self.internal("no block"))?;
                 let new = self.out.dfg.make_inst(data, &[ty]);
+                // A primal instruction recomputed (a load of a read-only
+                // array, say) keeps its location.
+                self.out.dfg.set_srcloc(new, self.primal.dfg.srcloc(inst));
                 self.out.layout.append_inst(new, block);
                 self.out.dfg.first_result(new)
             }
@@ -495,7 +498,13 @@ impl Adj<'_> {
                 continue;
             }
             let is_call = matches!(data, InstData::Call { .. });
+            // The adjoint code of `inst` (shadow loads and stores included)
+            // has its location.
+            let mark = self.out.dfg.inst_mark();
             self.rev_inst(inst)?;
+            self.out
+                .dfg
+                .set_srclocs_since(mark, self.primal.dfg.srcloc(inst));
             if is_call {
                 segment -= 1;
                 self.segment_recipes(bi, segment)?;

@@ -124,6 +124,10 @@ pub(crate) fn build(
         };
         let mut segment = 0;
         for &inst in primal.layout.block_insts(block) {
+            // Everything made for `inst` (its copy, the tape pushes before
+            // it, the region it stands for being put back) has its location.
+            let mark = out.dfg.inst_mark();
+            let loc = primal.dfg.srcloc(inst);
             let data = primal.dfg.inst(inst).clone();
             if matches!(data, InstData::Call { .. }) {
                 push_record(&mut out, cur, segment)?;
@@ -222,6 +226,7 @@ pub(crate) fn build(
                     call.block = split;
                 }
                 copy(&mut out, inst, data, cur);
+                out.dfg.set_srclocs_since(mark, loc);
                 continue;
             }
             match &data {
@@ -292,6 +297,7 @@ pub(crate) fn build(
                 }
                 _ => copy(&mut out, inst, data.clone(), cur),
             }
+            out.dfg.set_srclocs_since(mark, loc);
         }
     }
     // The collapsed regions' blocks, as they are; their exits go to the
@@ -334,6 +340,7 @@ pub(crate) fn build(
                     .map(|&v| (v, orig.dfg.value_type(v)))
                     .collect();
                 let new = out.dfg.make_inst_with_results(data, &results);
+                out.dfg.set_srcloc(new, orig.dfg.srcloc(inst));
                 out.layout.append_inst(new, rb);
             }
         }

@@ -28,11 +28,12 @@ fn snapshot(name: &str, src: &str, func: &str, acts: &[ArgActivity], width: usiz
 fn loop_with_branch() {
     snapshot(
         "loop.fwd",
+        // Indented as in docs/ad.md, whose copy shows the locations.
         "fn f(x: f64, n: i64) -> f64 {
-            var s = 0.0;
-            for i in 0..n { if s < 1.0 { s = s + x * f64(i); } else { s = sqrt(s) * x; } }
-            s
-        }",
+    var s = 0.0;
+    for i in 0..n { if s < 1.0 { s = s + x * f64(i); } else { s = sqrt(s) * x; } }
+    s
+}",
         "f",
         &[Dual, Const],
         1,
