@@ -207,36 +207,33 @@ impl Session {
     }
 
     fn lowered(&self, mut module: Module, root: Option<&str>) -> Result<Module, Error> {
-        let lower = |module: &mut Module| -> Result<(), Error> {
+        self.with_ad_context(|cx| -> Result<(), Error> {
             match root {
                 Some(name) => {
-                    let id = function_by_name(module, name)?;
-                    adze_ad::lower_autodiff_from(module, id)?;
+                    let id = function_by_name(&module, name)?;
+                    cx.lower_autodiff_from(&mut module, id)?;
                 }
-                None => adze_ad::lower_autodiff(module)?,
+                None => cx.lower_autodiff(&mut module)?,
             }
             Ok(())
-        };
-        self.with_late_inlining(|| lower(&mut module))?;
+        })?;
         verify(&module, "ad")?;
         Ok(module)
     }
 
-    /// Runs an AD lowering; for `--inline late` and `all`, with the inliner
-    /// also running between nested lowerings: on the derivatives an inner
-    /// request created, before an outer pass differentiates the code that
-    /// calls them.
-    fn with_late_inlining<R>(&self, f: impl FnOnce() -> R) -> R {
-        adze_ad::with_limits(self.ad_limits, || {
-            if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
-                let hook: adze_ad::BetweenHook = Box::new(|m: &mut Module, created: &[FuncId]| {
-                    adze_opt::inline_functions(m, created, &adze_opt::DefaultPolicy::default());
-                });
-                adze_ad::with_between_hook(hook, f)
-            } else {
-                f()
-            }
-        })
+    /// Runs `f` with the AD context of this session: its AD limits and, for
+    /// `--inline late` and `all`, the inliner as the pass between nested
+    /// lowerings (on the derivatives an inner request created, before an
+    /// outer pass differentiates the code that calls them).
+    fn with_ad_context<R>(&self, f: impl FnOnce(&mut adze_ad::AdContext<'_>) -> R) -> R {
+        let mut late_inliner = |m: &mut Module, created: &[FuncId]| {
+            adze_opt::inline_functions(m, created, &adze_opt::DefaultPolicy::default());
+        };
+        let mut cx = adze_ad::AdContext::new(self.ad_limits);
+        if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
+            cx = cx.with_between(&mut late_inliner);
+        }
+        f(&mut cx)
     }
 
     /// The module that runs `name`: every stage applied to what it reaches.
@@ -309,7 +306,7 @@ impl Session {
                 _ => ArgActivity::Const,
             })
             .collect();
-        let derived = self.with_late_inlining(|| -> Result<FuncId, Error> {
+        let derived = self.with_ad_context(|cx| -> Result<FuncId, Error> {
             Ok(match mode {
                 Mode::Forward => {
                     let ret =
@@ -318,7 +315,7 @@ impl Session {
                         } else {
                             RetActivity::Const
                         };
-                    adze_ad::derive_forward(&mut module, name, &args, ret, width)?
+                    cx.derive_forward(&mut module, name, &args, ret, width)?
                 }
                 Mode::Reverse => {
                     if width != 1 {
@@ -334,7 +331,7 @@ impl Session {
                         } else {
                             RetActivity::Const
                         };
-                    adze_ad::derive_reverse(&mut module, name, &args, ret)?
+                    cx.derive_reverse(&mut module, name, &args, ret)?
                 }
             })
         })?;

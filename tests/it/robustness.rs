@@ -769,24 +769,24 @@ fn nested_forward_derivatives_stop_at_the_size_limit() {
     }
     // The AD crate's own entry points.
     let mut module = session.module.clone();
-    let err = adze_ad::with_limits(limits, || adze_ad::lower_autodiff(&mut module)).unwrap_err();
+    let err = adze_ad::AdContext::new(limits)
+        .lower_autodiff(&mut module)
+        .unwrap_err();
     assert!(matches!(err, adze_ad::AdError::TooLarge { .. }), "{err:?}");
     let id = session.module.get("f40").unwrap();
     let mut module = session.module.clone();
-    let err = adze_ad::with_limits(limits, || adze_ad::lower_autodiff_from(&mut module, id));
+    let err = adze_ad::AdContext::new(limits).lower_autodiff_from(&mut module, id);
     assert_eq!(err, Err(too_large.clone()));
     let f39 = session.module.get("f39").unwrap();
     let mut module = session.module.clone();
-    let err = adze_ad::with_limits(limits, || {
-        adze_ad::forward_derivative(
-            &mut module,
-            &adze_ad::ForwardRequest::new(
-                f39,
-                vec![adze_ir::ArgActivity::Dual],
-                adze_ir::RetActivity::Dual,
-            ),
-        )
-    });
+    let err = adze_ad::AdContext::new(limits).forward_derivative(
+        &mut module,
+        &adze_ad::ForwardRequest::new(
+            f39,
+            vec![adze_ir::ArgActivity::Dual],
+            adze_ir::RetActivity::Dual,
+        ),
+    );
     assert_eq!(
         err,
         Err(adze_ad::AdError::TooLarge {
@@ -829,7 +829,7 @@ fn the_size_limit_is_exact() {
                 ..adze_ad::AdLimits::default()
             };
             let mut m = module.clone();
-            adze_ad::with_limits(limits, || adze_ad::lower_autodiff_from(&mut m, id))
+            adze_ad::AdContext::new(limits).lower_autodiff_from(&mut m, id)
         };
         assert_eq!(with(created), Ok(()), "{file}");
         assert_eq!(

@@ -55,6 +55,7 @@
 //! The analysis is conservative (a value marked active may have a zero
 //! derivative) and never marks fewer values than the derivative needs.
 
+use crate::context::Cache;
 use crate::partials::is_differentiable;
 use adze_ir::{ArgActivity, FuncId, Function, InstData, Module, Opcode, Region, Type, Value};
 use std::collections::HashMap;
@@ -107,7 +108,18 @@ pub fn forward_rule_regions(func: &Function) -> (Vec<Region>, Vec<bool>) {
 /// Runs the analysis of `func` for the parameter activities `args` (one per
 /// parameter; `module` gives the callees).
 pub fn analyze(module: &Module, func: &Function, args: &[ArgActivity]) -> Activity {
-    analyze_in(module, func, args, &mut Summaries::default())
+    analyze_cached(&mut Cache::default(), module, func, args)
+}
+
+/// [`analyze`], keeping in `cache` the summaries that cannot change in the
+/// lowering in progress (and reusing those kept).
+pub(crate) fn analyze_cached(
+    cache: &mut Cache,
+    module: &Module,
+    func: &Function,
+    args: &[ArgActivity],
+) -> Activity {
+    analyze_in(cache, module, func, args, &mut Summaries::default())
 }
 
 /// What a call does with activity: which of the callee's results are active
@@ -118,7 +130,7 @@ pub fn analyze(module: &Module, func: &Function, args: &[ArgActivity]) -> Activi
 /// rather than a zero tangent that `NaN · 0` could turn into NaN), whether or
 /// not the inliner ran.
 #[derive(Clone)]
-struct Summary {
+pub(crate) struct Summary {
     results: Vec<bool>,
     params: Vec<bool>,
 }
@@ -134,47 +146,15 @@ struct Summaries {
     /// call into the stack (recursion, answered conservatively for this
     /// stack only), a declaration (a derivative being built) or a request
     /// not lowered yet. A summary computed without any is final for the
-    /// lowering and goes into [`SESSION_SUMMARIES`].
+    /// lowering and goes into the context's cache (`Cache::activity`).
     unsettled: usize,
 }
 
-type SummaryKey = (FuncId, Vec<ArgActivity>);
-
-thread_local! {
-    /// Final summaries of the lowering in progress (its number, then the
-    /// summaries): each function is summarised once per pattern, not once
-    /// per function that calls it (which was quadratic in a chain of
-    /// calls, and as deep as the chain).
-    static SESSION_SUMMARIES: std::cell::RefCell<(u64, HashMap<SummaryKey, Summary>)> =
-        std::cell::RefCell::new((0, HashMap::new()));
-}
-
-fn session_summary(key: &SummaryKey) -> Option<Summary> {
-    let g = crate::lower::generation()?;
-    SESSION_SUMMARIES.with(|c| {
-        let c = c.borrow();
-        if c.0 == g {
-            c.1.get(key).cloned()
-        } else {
-            None
-        }
-    })
-}
-
-fn keep_summary(key: SummaryKey, s: &Summary) {
-    let Some(g) = crate::lower::generation() else {
-        return;
-    };
-    SESSION_SUMMARIES.with(|c| {
-        let mut c = c.borrow_mut();
-        if c.0 != g {
-            *c = (g, HashMap::new());
-        }
-        c.1.insert(key, s.clone());
-    });
-}
+/// A callee and the activities of its arguments at a call.
+pub(crate) type SummaryKey = (FuncId, Vec<ArgActivity>);
 
 fn analyze_in(
+    cache: &mut Cache,
     module: &Module,
     func: &Function,
     args: &[ArgActivity],
@@ -208,8 +188,9 @@ fn analyze_in(
             // As a call: an active argument, or a callee that uses the
             // tape (forward mode differentiates such a call whatever its
             // arguments, and so it does the region collapsed into one).
-            if rd.args.iter().any(|&v| act.is_active(v)) || tape.uses(module, rd.callee) {
+            if rd.args.iter().any(|&v| act.is_active(v)) || tape.uses(cache, module, rd.callee) {
                 changed |= mark_call(
+                    cache,
                     &mut act,
                     module,
                     func,
@@ -267,9 +248,10 @@ fn analyze_in(
                     }
                 }
                 InstData::Call { func: callee, args } => {
-                    if args.iter().any(|&v| act.is_active(v)) || tape.uses(module, *callee) {
-                        changed |=
-                            mark_call(&mut act, module, func, *callee, args, results, summaries);
+                    if args.iter().any(|&v| act.is_active(v)) || tape.uses(cache, module, *callee) {
+                        changed |= mark_call(
+                            cache, &mut act, module, func, *callee, args, results, summaries,
+                        );
                     }
                 }
                 InstData::Autodiff { .. } => {}
@@ -375,26 +357,29 @@ fn constant_index_arrays(func: &Function) -> std::collections::HashSet<Value> {
 /// active, and so is every array it passes to a `mut` parameter.
 /// Does `func`, or any function it reaches, use the tape (`push`/`pop`)?
 pub fn uses_tape(module: &Module, func: FuncId) -> bool {
-    crate::lower::tape_use(module, func)
+    Cache::default().uses_tape(module, func)
 }
 
-/// [`uses_tape`], memoized for one analysis (the module does not change
-/// during it): a call's answer is asked in every round of a fixed point.
+/// `Cache::uses_tape`, memoized for one analysis (the module does not
+/// change during it): a call's answer is asked in every round of a fixed
+/// point.
 #[derive(Default)]
 pub(crate) struct TapeUse {
     uses: HashMap<FuncId, bool>,
 }
 
 impl TapeUse {
-    pub fn uses(&mut self, module: &Module, func: FuncId) -> bool {
+    pub fn uses(&mut self, cache: &mut Cache, module: &Module, func: FuncId) -> bool {
         *self
             .uses
             .entry(func)
-            .or_insert_with(|| uses_tape(module, func))
+            .or_insert_with(|| cache.uses_tape(module, func))
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 fn mark_call(
+    cache: &mut Cache,
     act: &mut Activity,
     module: &Module,
     func: &Function,
@@ -404,7 +389,7 @@ fn mark_call(
     summaries: &mut Summaries,
 ) -> bool {
     let mut changed = false;
-    let summary = summarize(act, module, func, callee, args, summaries);
+    let summary = summarize(cache, act, module, func, callee, args, summaries);
     for (k, &r) in results.iter().enumerate() {
         let active = summary
             .as_ref()
@@ -431,6 +416,7 @@ fn mark_call(
 /// and every `mut` array active): for a callee with a forward rule (the rule,
 /// not the body, gives the tangents), without a body, or being summarised.
 fn summarize(
+    cache: &mut Cache,
     act: &Activity,
     module: &Module,
     func: &Function,
@@ -461,8 +447,8 @@ fn summarize(
     if let Some(s) = summaries.memo.get(&key) {
         return Some(s.clone());
     }
-    if let Some(s) = session_summary(&key) {
-        return Some(s);
+    if let Some(s) = cache.activity.get(&key) {
+        return Some(s.clone());
     }
     let before = summaries.unsettled;
     if f.layout
@@ -472,7 +458,7 @@ fn summarize(
         summaries.unsettled += 1;
     }
     summaries.stack.push(f.name.clone());
-    let a = analyze_in(module, f, &key.1, summaries);
+    let a = analyze_in(cache, module, f, &key.1, summaries);
     summaries.stack.pop();
     let settled = summaries.unsettled == before;
     let mut results = vec![false; f.sig.results.len()];
@@ -487,8 +473,8 @@ fn summarize(
     }
     let params = f.params().iter().map(|&p| a.is_active(p)).collect();
     let s = Summary { results, params };
-    if settled {
-        keep_summary(key.clone(), &s);
+    if settled && cache.is_active() {
+        cache.activity.insert(key.clone(), s.clone());
     }
     summaries.memo.insert(key, s.clone());
     Some(s)

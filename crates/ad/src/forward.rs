@@ -65,7 +65,7 @@
 
 use crate::activity::{self, Activity};
 use crate::partials::{self, Local};
-use crate::AdError;
+use crate::{AdContext, AdError};
 use adze_ir::{
     ArgActivity, Block, FuncBuilder, FuncId, Function, Inst, InstData, Mode, Module, Opcode, Param,
     Region, RetActivity, Rules, Signature, Type, Value,
@@ -210,11 +210,14 @@ impl TangentMap {
 /// its name. A derivative is declared before its body is built (so that a
 /// recursive call can call it); when building fails, the declaration stays in
 /// the module without a body, and a later request for it builds it again.
+///
+/// With the default [`AdContext`]: see [`AdContext::forward_derivative`]
+/// for limits and a pass between nested lowerings.
 pub fn forward_derivative(
     module: &mut Module,
     request: &ForwardRequest,
 ) -> Result<FuncId, AdError> {
-    derive(module, request, &mut Building::default())
+    AdContext::default().forward_derivative(module, request)
 }
 
 /// The forward derivatives being built (outermost first: a request for one
@@ -240,8 +243,9 @@ impl Building {
 /// [`forward_derivative`], with the derivatives being built (outermost
 /// first): a request for one of them is a recursive call. Part of the
 /// lowering in progress for the size limit, or a lowering of its own
-/// (see [`crate::lower`]).
+/// (see [`crate::context`]).
 pub(crate) fn derive(
+    cx: &mut AdContext<'_>,
     module: &mut Module,
     req: &ForwardRequest,
     building: &mut Building,
@@ -249,10 +253,11 @@ pub(crate) fn derive(
     let root = module
         .is_valid(req.func)
         .then(|| module.func(req.func).name.clone());
-    crate::lower::session(root.as_deref(), || derive_in(module, req, building))
+    cx.session(root.as_deref(), |cx| derive_in(cx, module, req, building))
 }
 
 fn derive_in(
+    cx: &mut AdContext<'_>,
     module: &mut Module,
     req: &ForwardRequest,
     building: &mut Building,
@@ -275,7 +280,7 @@ fn derive_in(
             func: primal.name.clone(),
         });
     }
-    let limit = crate::limits().max_nesting;
+    let limit = cx.limits().max_nesting;
     if building.nesting >= limit {
         return Err(AdError::TooDeep {
             func: primal.name.clone(),
@@ -295,17 +300,25 @@ fn derive_in(
             .map_err(|_| AdError::NameTaken { name: name.clone() })?,
     };
     building.stack.push(id);
-    let built = build(module, &mut primal, req, building, Function::new(name, sig));
+    let built = build(
+        cx,
+        module,
+        &mut primal,
+        req,
+        building,
+        Function::new(name, sig),
+    );
     building.stack.pop();
     let mut built = built?;
     crate::lower::check_shadows(&mut built, &req.args, req.width);
     module.replace(id, built);
-    crate::lower::account(module, [id]);
-    crate::lower::check_size()?;
+    cx.account(module, [id]);
+    cx.check_size()?;
     Ok(id)
 }
 
 fn build(
+    cx: &mut AdContext<'_>,
     module: &mut Module,
     primal: &mut Function,
     req: &ForwardRequest,
@@ -317,14 +330,14 @@ fn build(
     let mark = module.len();
     // Requests inside the function are derivatives of derivatives: one
     // level deeper (calls are not; see `AdLimits::max_nesting`).
-    crate::reverse::lower_reverse_requests(module, primal, building.nesting + 1)?;
+    crate::reverse::lower_reverse_requests(cx, module, primal, building.nesting + 1)?;
     building.nesting += 1;
-    let lowered = lower_forward_requests(module, primal, building);
+    let lowered = lower_forward_requests(cx, module, primal, building);
     building.nesting -= 1;
     lowered?;
-    crate::lower::between(module, mark);
-    crate::lower::lower_reachable(module, primal)?;
-    crate::lower::check_size()?;
+    cx.between(module, mark);
+    crate::lower::lower_reachable(cx, module, primal)?;
+    cx.check_size()?;
     // Regions with a forward rule become calls to the rule, as the calls
     // they stand for do.
     let collapse =
@@ -339,8 +352,9 @@ fn build(
         .iter()
         .map(|c| (c.call, collapse.orig.regions[c.region].rules))
         .collect();
-    let act = activity::analyze(module, primal, &req.args);
+    let act = activity::analyze_cached(&mut cx.cache, module, primal, &req.args);
     let mut t = Transform {
+        cx,
         module,
         primal,
         act: &act,
@@ -359,6 +373,7 @@ fn build(
 /// Replaces the `autodiff forward` instructions of `func` (not yet in the
 /// module, or a copy) by calls to their derivatives.
 pub(crate) fn lower_forward_requests(
+    cx: &mut AdContext<'_>,
     module: &mut Module,
     func: &mut Function,
     building: &mut Building,
@@ -377,13 +392,16 @@ pub(crate) fn lower_forward_requests(
         .collect();
     for (inst, req, args) in requests {
         crate::lower::check_not_self(module, func, req.func)?;
-        let d = derive(module, &req, building)?;
+        let d = derive(cx, module, &req, building)?;
         crate::lower::replace_request(module, func, inst, d, args)?;
     }
     Ok(())
 }
 
-struct Transform<'a> {
+struct Transform<'a, 'h> {
+    /// The context: building a callee's derivative may lower requests and
+    /// run the pass between lowerings.
+    cx: &'a mut AdContext<'h>,
     module: &'a mut Module,
     primal: &'a Function,
     act: &'a Activity,
@@ -403,7 +421,7 @@ struct Transform<'a> {
     leaving_opaque: Vec<bool>,
 }
 
-impl Transform<'_> {
+impl Transform<'_, '_> {
     fn width(&self) -> usize {
         self.req.width
     }
@@ -546,7 +564,7 @@ impl Transform<'_> {
         // a tangent or the callee uses the tape (the activity analysis
         // made its results active then).
         if !rd.args.iter().any(|&v| self.tan.get(v).is_some())
-            && !crate::activity::uses_tape(self.module, rd.callee)
+            && !self.cx.cache.uses_tape(self.module, rd.callee)
         {
             return Ok(());
         }
@@ -603,7 +621,7 @@ impl Transform<'_> {
             ret,
             width: self.width(),
         };
-        let d = derive(self.module, &req, self.building)?;
+        let d = derive(self.cx, self.module, &req, self.building)?;
         let copy = if callee_sig
             .params
             .iter()
@@ -917,7 +935,7 @@ impl Transform<'_> {
         args: &[Value],
     ) -> Result<(), AdError> {
         let data = self.primal.dfg.inst(inst).clone();
-        let tape = crate::activity::uses_tape(self.module, callee);
+        let tape = self.cx.cache.uses_tape(self.module, callee);
         if !tape && !args.iter().any(|&v| self.tan.get(v).is_some()) {
             self.copy(block, inst, data, &[]);
             return Ok(());
@@ -968,7 +986,7 @@ impl Transform<'_> {
             ret,
             width: w,
         };
-        let d = derive(self.module, &req, self.building)?;
+        let d = derive(self.cx, self.module, &req, self.building)?;
         let mut new_args = Vec::new();
         for (&v, a) in args.iter().zip(&acts) {
             new_args.push(v);

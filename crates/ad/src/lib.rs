@@ -10,6 +10,9 @@
 //!   ([`forward_derivative`], [`ForwardRequest`]).
 //! - [`lower`]: `autodiff forward` instructions become calls
 //!   ([`lower_autodiff`]).
+//! - [`context`]: [`AdContext`], the state of the passes (limits, the pass
+//!   run between nested lowerings, the size budget, the analyses' caches),
+//!   passed down explicitly; the free entry points use a default one.
 //!
 //! How it all works, with a real dump, is in `docs/ad.md`.
 //!
@@ -42,6 +45,7 @@
 //! ```
 
 pub mod activity;
+pub mod context;
 pub mod forward;
 pub mod lower;
 pub mod partials;
@@ -49,8 +53,9 @@ mod regions;
 pub mod reverse;
 pub mod rules;
 
+pub use context::{AdContext, BetweenHook};
 pub use forward::{forward_derivative, ForwardRequest};
-pub use lower::{lower_autodiff, lower_autodiff_from, with_between_hook, BetweenHook};
+pub use lower::{lower_autodiff, lower_autodiff_from};
 pub use partials::{Local, Partial};
 pub use reverse::{
     derive_reverse, lower_reverse_autodiff, reverse_derivative, split_derivative, ReverseRequest,
@@ -100,7 +105,8 @@ pub enum AdError {
 /// per parameter (`Const`, `Dual` for f64, `Dup` for arrays), the result's
 /// activity (`Dual` or `Const`) and a vector width (1 for one tangent per
 /// input). The derivative's signature is described in [`forward`]; it is
-/// created once per distinct request.
+/// created once per distinct request. (With the default [`AdContext`]: see
+/// [`AdContext::derive_forward`].)
 pub fn derive_forward(
     module: &mut Module,
     name: &str,
@@ -108,18 +114,7 @@ pub fn derive_forward(
     ret: RetActivity,
     width: usize,
 ) -> Result<FuncId, AdError> {
-    let func = module
-        .get(name)
-        .ok_or_else(|| AdError::NoSuchFunction(name.to_string()))?;
-    forward_derivative(
-        module,
-        &ForwardRequest {
-            func,
-            args: args.to_vec(),
-            ret,
-            width,
-        },
-    )
+    AdContext::default().derive_forward(module, name, args, ret, width)
 }
 
 /// Checks one activity per parameter of `sig` for a request of `mode`:
@@ -160,7 +155,7 @@ pub(crate) fn check_activities(
     Ok(())
 }
 
-/// Limits of the AD passes, set for a stretch of work with [`with_limits`].
+/// Limits of the AD passes, held by an [`AdContext`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct AdLimits {
     /// How deeply derivative requests may nest while one is being built
@@ -169,7 +164,7 @@ pub struct AdLimits {
     /// How large the code created by one lowering may grow, counted as
     /// instructions plus values (results and parameters) of every function
     /// the AD passes create; beyond it, [`AdError::TooLarge`]. See
-    /// [`lower`] for what one lowering is.
+    /// [`context`] for what one lowering is.
     pub max_size: usize,
 }
 
@@ -192,26 +187,4 @@ impl Default for AdLimits {
     fn default() -> AdLimits {
         AdLimits::DEFAULT
     }
-}
-
-thread_local! {
-    static LIMITS: std::cell::Cell<AdLimits> = const { std::cell::Cell::new(AdLimits::DEFAULT) };
-}
-
-/// Runs `f` with the AD passes held to `limits`; the previous limits are
-/// restored afterwards.
-pub fn with_limits<R>(limits: AdLimits, f: impl FnOnce() -> R) -> R {
-    struct Reset(AdLimits);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            LIMITS.with(|l| l.set(self.0));
-        }
-    }
-    let _reset = Reset(LIMITS.with(|l| l.replace(limits)));
-    f()
-}
-
-/// The limits in force.
-pub(crate) fn limits() -> AdLimits {
-    LIMITS.with(|l| l.get())
 }

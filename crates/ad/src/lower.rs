@@ -14,242 +14,61 @@
 //! calls only — forward over reverse, reverse over forward, forward over
 //! forward, to any depth. Functions created on the way are visited too.
 //!
-//! # The size limit
-//!
-//! Nested derivatives can double the code at every level (a forward
-//! derivative of a forward derivative of .. of a function with `n` results
-//! has `2^k·n` results at depth `k`), so the code one lowering creates is
-//! limited: [`crate::AdLimits::max_size`] bounds the sum of [`ir_size`]
-//! (instructions plus values) over every function created during *one
-//! lowering*, and going beyond it is [`AdError::TooLarge`]. One lowering is
-//! one call of [`lower_autodiff`], [`lower_autodiff_from`],
-//! [`crate::forward_derivative`] (and [`crate::derive_forward`]),
-//! [`crate::reverse_derivative`] (and [`crate::derive_reverse`]) or
-//! [`crate::split_derivative`]. The
-//! size is counted whenever a derivative is finished (forward mode), after
-//! the inner requests of a function about to be differentiated are lowered
-//! (both modes, after the [`BetweenHook`]), and after each function's
-//! requests, so the error comes at most one doubling after the limit.
+//! Both passes, and this module, take the [`AdContext`]: lowering a request
+//! builds derivatives, which may lower the requests inside the functions
+//! they differentiate and run the context's pass between lowerings (the
+//! late inliner) on what those created. The size limit on what one
+//! lowering creates is described in [`crate::context`].
 
-use crate::AdError;
+pub use crate::context::ir_size;
+use crate::{AdContext, AdError};
 use adze_ir::{ArgActivity, FuncId, Function, Inst, InstData, Module, Opcode, Type, Value};
-use std::cell::RefCell;
 use std::collections::HashSet;
 
-/// The size of a function for [`crate::AdLimits::max_size`]: its
-/// instructions plus its values (instruction results, block parameters).
-/// Counting values catches code whose instruction count grows slowly while
-/// its calls and signatures double.
-pub fn ir_size(func: &Function) -> usize {
-    func.dfg.num_insts() + func.dfg.num_values()
-}
-
-/// What the lowering in progress has created, for the size limit.
-struct Budget {
-    /// Open sessions: nested entry points share the outermost one.
-    open: usize,
-    /// The size counted so far for each function (by `FuncId` number).
-    sizes: Vec<usize>,
-    /// The sum of `sizes`.
-    total: usize,
-    /// The function whose derivatives are being built, for the error.
-    root: Option<String>,
-    /// Functions whose requests [`lower_reachable`] has lowered (or found
-    /// none) in this lowering: each is visited once, so that the walk stays
-    /// linear in the module over all the derivatives one lowering builds.
-    lowered: Vec<bool>,
-    /// [`crate::activity::uses_tape`] answers that cannot change any more
-    /// in this lowering (see [`tape_use`]).
-    tape_use: Vec<Option<bool>>,
-    /// Which lowering this is: caches elsewhere keyed by it
-    /// ([`generation`]) are valid for one lowering only.
-    generation: u64,
-}
-
-thread_local! {
-    static BUDGET: RefCell<Budget> = const {
-        RefCell::new(Budget {
-            open: 0,
-            sizes: Vec::new(),
-            total: 0,
-            root: None,
-            lowered: Vec::new(),
-            tape_use: Vec::new(),
-            generation: 0,
-        })
-    };
-}
-
-/// Runs `f` as one lowering for the size limit (see the module doc), or as
-/// part of the lowering already in progress. `root` names the function
-/// whose derivatives are built, for the error.
-pub(crate) fn session<R>(root: Option<&str>, f: impl FnOnce() -> R) -> R {
-    struct Close;
-    impl Drop for Close {
-        fn drop(&mut self) {
-            BUDGET.with(|b| {
-                let mut b = b.borrow_mut();
-                b.open -= 1;
-                if b.open == 0 {
-                    b.sizes = Vec::new();
-                    b.total = 0;
-                    b.root = None;
-                    b.lowered = Vec::new();
-                    b.tape_use = Vec::new();
-                }
-            });
-        }
-    }
-    BUDGET.with(|b| {
-        let mut b = b.borrow_mut();
-        b.open += 1;
-        if b.open == 1 {
-            b.sizes.clear();
-            b.total = 0;
-            b.root = root.map(str::to_string);
-            b.lowered.clear();
-            b.tape_use.clear();
-            b.generation += 1;
-        }
-    });
-    let _close = Close;
-    f()
-}
-
-/// Names the function whose requests the session is lowering now.
-fn set_root(name: &str) {
-    BUDGET.with(|b| {
-        let mut b = b.borrow_mut();
-        if b.open > 0 {
-            b.root = Some(name.to_string());
-        }
-    });
-}
-
-/// Counts the current size of `ids` (functions the AD passes created) in the
-/// lowering in progress; a function counted before is counted again at its
-/// new size. Outside a lowering, nothing is counted.
-pub(crate) fn account(module: &Module, ids: impl IntoIterator<Item = FuncId>) {
-    BUDGET.with(|b| {
-        let mut b = b.borrow_mut();
-        if b.open == 0 {
-            return;
-        }
-        for id in ids {
-            if !module.is_valid(id) {
-                continue;
-            }
-            let size = ir_size(module.func(id));
-            let i = id.as_u32() as usize;
-            if b.sizes.len() <= i {
-                b.sizes.resize(i + 1, 0);
-            }
-            b.total = b.total - b.sizes[i] + size;
-            b.sizes[i] = size;
-            if b.root.is_none() {
-                let name = &module.func(id).name;
-                b.root = Some(
-                    adze_ir::names::user_function(name)
-                        .unwrap_or(name)
-                        .to_string(),
-                );
-            }
-        }
-    });
-}
-
-/// [`account`] for the functions created since `mark` (a former
-/// `module.len()`).
-pub(crate) fn account_since(module: &Module, mark: usize) {
-    let created: Vec<FuncId> = module.ids().skip(mark).collect();
-    account(module, created);
-}
-
-/// [`AdError::TooLarge`] when the lowering in progress has created more
-/// than [`crate::AdLimits::max_size`].
-pub(crate) fn check_size() -> Result<(), AdError> {
-    let limit = crate::limits().max_size;
-    BUDGET.with(|b| {
-        let b = b.borrow();
-        if b.open > 0 && b.total > limit {
-            Err(AdError::TooLarge {
-                func: b.root.clone().unwrap_or_default(),
-                limit,
-            })
-        } else {
-            Ok(())
-        }
-    })
-}
-
-/// A pass to run on derivative IR *between* nested lowerings: on the
-/// functions an inner request created, before an outer pass differentiates
-/// the code that calls them (`--inline late` runs the inliner there).
-pub type BetweenHook = Box<dyn Fn(&mut Module, &[FuncId])>;
-
-thread_local! {
-    static BETWEEN: RefCell<Option<BetweenHook>> = const { RefCell::new(None) };
-}
-
-/// Runs `f` with `hook` called on the functions each inner lowering creates
-/// (see [`BetweenHook`]); the hook is removed afterwards.
-pub fn with_between_hook<R>(hook: BetweenHook, f: impl FnOnce() -> R) -> R {
-    struct Reset(Option<BetweenHook>);
-    impl Drop for Reset {
-        fn drop(&mut self) {
-            BETWEEN.with(|b| *b.borrow_mut() = self.0.take());
-        }
-    }
-    let previous = BETWEEN.with(|b| b.borrow_mut().replace(hook));
-    let _reset = Reset(previous);
-    f()
-}
-
-/// Calls the hook, if any, on the functions created since `mark` (a former
-/// `module.len()`), then counts them for the size limit (checked by the
-/// caller with [`check_size`], or by the next check of the lowering).
-pub(crate) fn between(module: &mut Module, mark: usize) {
-    let created: Vec<FuncId> = module.ids().skip(mark).collect();
-    if created.is_empty() {
-        return;
-    }
-    // Take the hook out while it runs, so that it cannot re-enter.
-    let hook = BETWEEN.with(|b| b.borrow_mut().take());
-    if let Some(h) = hook {
-        h(module, &created);
-        BETWEEN.with(|b| *b.borrow_mut() = Some(h));
-    }
-    account(module, created);
-}
-
 /// Replaces every `autodiff` instruction of the module by a call to its
-/// derivative; see the module doc.
+/// derivative; see the module doc. (With the default [`AdContext`]: see
+/// [`AdContext::lower_autodiff`] for limits and a pass between lowerings.)
 pub fn lower_autodiff(module: &mut Module) -> Result<(), AdError> {
-    session(None, || {
+    AdContext::default().lower_autodiff(module)
+}
+
+/// Like [`lower_autodiff`], but only for `root` and what it reaches (calls,
+/// rules, rule regions and their callees: what the JIT compiles for it): a
+/// request elsewhere in the module that cannot be lowered does not stop
+/// `root` from running. (With the default [`AdContext`]: see
+/// [`AdContext::lower_autodiff_from`].)
+pub fn lower_autodiff_from(module: &mut Module, root: FuncId) -> Result<(), AdError> {
+    AdContext::default().lower_autodiff_from(module, root)
+}
+
+/// [`AdContext::lower_autodiff`].
+pub(crate) fn lower_module(cx: &mut AdContext<'_>, module: &mut Module) -> Result<(), AdError> {
+    cx.session(None, |cx| {
         let mut i = 0;
         // The module grows while we lower: visit the new functions too.
         while i < module.len() {
             let id = module.ids().nth(i).expect("index below len");
-            lower_function(module, id)?;
+            lower_function(cx, module, id)?;
             i += 1;
         }
         Ok(())
     })
 }
 
-/// Like [`lower_autodiff`], but only for `root` and what it reaches (calls,
-/// rules, rule regions and their callees: what the JIT compiles for it): a
-/// request elsewhere in the module that cannot be lowered does not stop
-/// `root` from running.
-pub fn lower_autodiff_from(module: &mut Module, root: FuncId) -> Result<(), AdError> {
-    session(None, || {
+/// [`AdContext::lower_autodiff_from`].
+pub(crate) fn lower_from(
+    cx: &mut AdContext<'_>,
+    module: &mut Module,
+    root: FuncId,
+) -> Result<(), AdError> {
+    cx.session(None, |cx| {
         let mut done = HashSet::new();
         let mut stack = vec![root];
         while let Some(id) = stack.pop() {
             if !module.is_valid(id) || !done.insert(id) {
                 continue;
             }
-            lower_function(module, id)?;
+            lower_function(cx, module, id)?;
             stack.extend(module.func(id).referenced_functions());
         }
         Ok(())
@@ -263,90 +82,28 @@ pub fn lower_autodiff_from(module: &mut Module, root: FuncId) -> Result<(), AdEr
 /// for — exactly as they see it when the inliner has put the callee's body
 /// (requests lowered with it) into `func`. Each function is visited once
 /// per lowering; outside a lowering every call walks again.
-pub(crate) fn lower_reachable(module: &mut Module, func: &Function) -> Result<(), AdError> {
+pub(crate) fn lower_reachable(
+    cx: &mut AdContext<'_>,
+    module: &mut Module,
+    func: &Function,
+) -> Result<(), AdError> {
     let mut stack = func.referenced_functions();
     stack.reverse();
     while let Some(id) = stack.pop() {
         if !module.is_valid(id) {
             continue;
         }
-        let fresh = BUDGET.with(|b| {
-            let mut b = b.borrow_mut();
-            if b.open == 0 {
-                return true;
-            }
-            let i = id.as_u32() as usize;
-            if b.lowered.len() <= i {
-                b.lowered.resize(i + 1, false);
-            }
-            !std::mem::replace(&mut b.lowered[i], true)
-        });
-        if !fresh {
+        if !cx.first_visit(id) {
             continue;
         }
-        let root = BUDGET.with(|b| b.borrow().root.clone());
-        lower_function(module, id)?;
-        BUDGET.with(|b| b.borrow_mut().root = root);
+        let root = cx.root();
+        lower_function(cx, module, id)?;
+        cx.restore_root(root);
         let mut next = module.func(id).referenced_functions();
         next.reverse();
         stack.extend(next);
     }
     Ok(())
-}
-
-/// The number of the lowering in progress, if any: analyses cache what
-/// cannot change during one lowering (summaries of functions whose code is
-/// final) under it.
-pub(crate) fn generation() -> Option<u64> {
-    BUDGET.with(|b| {
-        let b = b.borrow();
-        (b.open > 0).then_some(b.generation)
-    })
-}
-
-/// Does `func`, or anything it reaches, use the tape? Answered once per
-/// lowering where the answer is final: `true` always is (lowering and
-/// inlining never remove a `push`), `false` when nothing reached is a
-/// declaration (a derivative being built) or holds a request still to be
-/// lowered. Outside a lowering, computed every time.
-pub(crate) fn tape_use(module: &Module, func: FuncId) -> bool {
-    let i = func.as_u32() as usize;
-    if let Some(Some(known)) = BUDGET.with(|b| b.borrow().tape_use.get(i).copied()) {
-        return known;
-    }
-    if !module.is_valid(func) {
-        return false;
-    }
-    let mut uses = false;
-    let mut settled = true;
-    for id in module.reachable_from(func) {
-        let f = module.func(id);
-        if f.is_declaration() {
-            settled = false;
-        }
-        for (_, inst) in f.layout.insts() {
-            match f.dfg.inst(inst).opcode() {
-                Opcode::Push | Opcode::Pop => uses = true,
-                Opcode::Autodiff => settled = false,
-                _ => {}
-            }
-        }
-        if uses {
-            break;
-        }
-    }
-    if uses || settled {
-        BUDGET.with(|b| {
-            let mut b = b.borrow_mut();
-            if b.open > 0 {
-                if b.tape_use.len() <= i {
-                    b.tape_use.resize(i + 1, None);
-                }
-                b.tape_use[i] = Some(uses);
-            }
-        });
-    }
-    uses
 }
 
 /// Refuses a request on `target` inside `func` when `target` reaches
@@ -380,26 +137,27 @@ pub(crate) fn check_not_self(
 
 /// Lowers the requests of one function, if it has any, within the size
 /// limit.
-fn lower_function(module: &mut Module, id: FuncId) -> Result<(), AdError> {
+fn lower_function(cx: &mut AdContext<'_>, module: &mut Module, id: FuncId) -> Result<(), AdError> {
     let func = module.func(id);
     let has_requests = func
         .layout
         .insts()
         .any(|(_, inst)| func.dfg.inst(inst).opcode() == Opcode::Autodiff);
     if has_requests {
-        set_root(&func.name);
+        cx.set_root(&func.name);
         let mut func = func.clone();
         let mark = module.len();
-        crate::reverse::lower_reverse_requests(module, &mut func, 0)?;
-        account_since(module, mark);
-        check_size()?;
+        crate::reverse::lower_reverse_requests(cx, module, &mut func, 0)?;
+        cx.account_since(module, mark);
+        cx.check_size()?;
         crate::forward::lower_forward_requests(
+            cx,
             module,
             &mut func,
             &mut crate::forward::Building::default(),
         )?;
-        account_since(module, mark);
-        check_size()?;
+        cx.account_since(module, mark);
+        cx.check_size()?;
         module.replace(id, func);
     }
     Ok(())

@@ -93,7 +93,7 @@ mod adj;
 mod aug;
 pub(crate) mod plan;
 
-use crate::{rules, AdError};
+use crate::{rules, AdContext, AdError};
 use adze_ir::{
     ArgActivity, FuncBuilder, FuncId, Function, Inst, InstData, Mode, Module, Param, RetActivity,
     Rules, Signature, Type, Value,
@@ -313,29 +313,44 @@ pub(crate) type Calls = HashMap<Inst, CallTarget>;
 ///
 /// On error the module may keep declarations (functions without a body) of
 /// the derivatives that were being built; discard it.
+///
+/// With the default [`AdContext`]: see [`AdContext::reverse_derivative`]
+/// for limits and a pass between nested lowerings.
 pub fn reverse_derivative(
     module: &mut Module,
     request: &ReverseRequest,
 ) -> Result<FuncId, AdError> {
-    one_lowering(module, request, |module| derive_top(module, request, 0))
+    AdContext::default().reverse_derivative(module, request)
+}
+
+/// [`AdContext::reverse_derivative`].
+pub(crate) fn reverse_derivative_in(
+    cx: &mut AdContext<'_>,
+    module: &mut Module,
+    request: &ReverseRequest,
+) -> Result<FuncId, AdError> {
+    one_lowering(cx, module, request, |cx, module| {
+        derive_top(cx, module, request, 0)
+    })
 }
 
 /// Runs `derive` as one lowering for the size limit
 /// ([`crate::AdLimits::max_size`]: everything it creates counts, as for a
 /// forward derivative), then verifies what it created.
 fn one_lowering<T>(
+    cx: &mut AdContext<'_>,
     module: &mut Module,
     request: &ReverseRequest,
-    derive: impl FnOnce(&mut Module) -> Result<T, AdError>,
+    derive: impl FnOnce(&mut AdContext<'_>, &mut Module) -> Result<T, AdError>,
 ) -> Result<T, AdError> {
     let root = module
         .is_valid(request.func)
         .then(|| module.func(request.func).name.clone());
-    crate::lower::session(root.as_deref(), || {
+    cx.session(root.as_deref(), |cx| {
         let before = module.len();
-        let out = derive(module)?;
-        crate::lower::account_since(module, before);
-        crate::lower::check_size()?;
+        let out = derive(cx, module)?;
+        cx.account_since(module, before);
+        cx.check_size()?;
         verify_new(module, before)?;
         Ok(out)
     })
@@ -343,13 +358,23 @@ fn one_lowering<T>(
 
 /// The split pair `(f.aug.<acts>, f.adj.<acts>)` for `request` (built or
 /// found), for callers that drive the two sweeps themselves (and for
-/// measuring the tape).
+/// measuring the tape). With the default [`AdContext`]: see
+/// [`AdContext::split_derivative`].
 pub fn split_derivative(
     module: &mut Module,
     request: &ReverseRequest,
 ) -> Result<(FuncId, FuncId), AdError> {
-    one_lowering(module, request, |module| {
-        derive_split(module, request, 0, None)
+    AdContext::default().split_derivative(module, request)
+}
+
+/// [`AdContext::split_derivative`].
+pub(crate) fn split_derivative_in(
+    cx: &mut AdContext<'_>,
+    module: &mut Module,
+    request: &ReverseRequest,
+) -> Result<(FuncId, FuncId), AdError> {
+    one_lowering(cx, module, request, |cx, module| {
+        derive_split(cx, module, request, 0, None)
     })
 }
 
@@ -384,23 +409,32 @@ pub fn split_derivative(
 /// let da: Vec<f64> = a.iter().map(|&ai| x.sin() * ai + x.sin() * ai).collect();
 /// assert_eq!(out.args[2], Val::Array(da));
 /// ```
+///
+/// With the default [`AdContext`]: see [`AdContext::derive_reverse`].
 pub fn derive_reverse(
     module: &mut Module,
     name: &str,
     args: &[ArgActivity],
     ret: RetActivity,
 ) -> Result<FuncId, AdError> {
-    let func = module
-        .get(name)
-        .ok_or_else(|| AdError::NoSuchFunction(name.to_string()))?;
-    reverse_derivative(module, &ReverseRequest::new(func, args.to_vec(), ret))
+    AdContext::default().derive_reverse(module, name, args, ret)
 }
 
 /// Replaces every `autodiff reverse` instruction of the module by a call to
 /// its derivative (functions created on the way included). `autodiff
 /// forward` requests are left for [`crate::lower_autodiff`]; run this one
 /// first, so that forward mode differentiates calls (forward over reverse).
+/// With the default [`AdContext`]: see [`AdContext::lower_reverse_autodiff`].
 pub fn lower_reverse_autodiff(module: &mut Module) -> Result<(), AdError> {
+    AdContext::default().lower_reverse_autodiff(module)
+}
+
+/// [`AdContext::lower_reverse_autodiff`]: not a lowering of its own (no
+/// size limit, nothing kept), as it was before the context existed.
+pub(crate) fn lower_reverse_autodiff_in(
+    cx: &mut AdContext<'_>,
+    module: &mut Module,
+) -> Result<(), AdError> {
     let before = module.len();
     let mut i = 0;
     while i < module.len() {
@@ -412,7 +446,7 @@ pub fn lower_reverse_autodiff(module: &mut Module) -> Result<(), AdError> {
                 reason: "the module shrank".into(),
             })?;
         let mut func = module.func(id).clone();
-        if lower_reverse_requests(module, &mut func, 0)? {
+        if lower_reverse_requests(cx, module, &mut func, 0)? {
             module.replace(id, func);
         }
         i += 1;
@@ -435,6 +469,7 @@ fn verify_new(module: &Module, before: usize) -> Result<(), AdError> {
 /// Replaces the `autodiff reverse` instructions of `func` by calls to their
 /// derivatives; true if there were any.
 pub(crate) fn lower_reverse_requests(
+    cx: &mut AdContext<'_>,
     module: &mut Module,
     func: &mut Function,
     depth: usize,
@@ -454,14 +489,19 @@ pub(crate) fn lower_reverse_requests(
     let any = !requests.is_empty();
     for (inst, req, args) in requests {
         crate::lower::check_not_self(module, func, req.func)?;
-        let d = derive_top(module, &req, depth)?;
+        let d = derive_top(cx, module, &req, depth)?;
         crate::lower::replace_request(module, func, inst, d, args)?;
     }
     Ok(any)
 }
 
 /// The derivative with the `autodiff` layout: aug, then adj with the seed.
-fn derive_top(module: &mut Module, req: &ReverseRequest, depth: usize) -> Result<FuncId, AdError> {
+fn derive_top(
+    cx: &mut AdContext<'_>,
+    module: &mut Module,
+    req: &ReverseRequest,
+    depth: usize,
+) -> Result<FuncId, AdError> {
     req.validate(module)?;
     let name = req.derivative_name(module);
     let sig = req.derivative_signature(module);
@@ -471,7 +511,7 @@ fn derive_top(module: &mut Module, req: &ReverseRequest, depth: usize) -> Result
         }
         return Ok(id);
     }
-    let (aug, adj) = derive_split(module, req, depth, None)?;
+    let (aug, adj) = derive_split(cx, module, req, depth, None)?;
     let primal_sig = module.func(req.func).sig.clone();
     let mut f = Function::new(name.clone(), sig);
     let mut b = FuncBuilder::new(&mut f);
@@ -525,6 +565,7 @@ fn derive_top(module: &mut Module, req: &ReverseRequest, depth: usize) -> Result
 /// callee: its caller's tape), or on [`rules::tape_floor`] of the primal
 /// when `None` (a top-level request).
 pub(crate) fn derive_split(
+    cx: &mut AdContext<'_>,
     module: &mut Module,
     req: &ReverseRequest,
     depth: usize,
@@ -570,7 +611,7 @@ pub(crate) fn derive_split(
             func: primal.name.clone(),
         });
     }
-    let limit = crate::limits().max_nesting;
+    let limit = cx.limits().max_nesting;
     if depth >= limit {
         return Err(AdError::TooDeep {
             func: primal.name.clone(),
@@ -593,11 +634,12 @@ pub(crate) fn derive_split(
         .map_err(|_| AdError::NameTaken {
             name: adj_name.clone(),
         })?;
-    prepare(module, &mut primal, depth)?;
+    prepare(cx, module, &mut primal, depth)?;
     let collapse =
         crate::regions::collapse(&mut primal, |_| true).map_err(|e| unsupported(&primal, e))?;
     primal.regions.clear();
     let mut plan = plan::Plan::new(
+        &mut cx.cache,
         module,
         &primal,
         &req.args,
@@ -605,7 +647,7 @@ pub(crate) fn derive_split(
         &req.ignored,
         &req.untaken,
     )?;
-    let calls = plan_calls(module, &primal, &plan, &collapse, depth, tape)?;
+    let calls = plan_calls(cx, module, &primal, &plan, &collapse, depth, tape)?;
     let call_args: HashMap<Inst, Vec<Value>> = calls
         .iter()
         .filter_map(|(&inst, t)| match t {
@@ -635,16 +677,22 @@ fn unsupported(func: &Function, what: impl Into<String>) -> AdError {
 }
 
 /// Lowers the derivative requests inside the copy of the primal.
-fn prepare(module: &mut Module, primal: &mut Function, depth: usize) -> Result<(), AdError> {
+fn prepare(
+    cx: &mut AdContext<'_>,
+    module: &mut Module,
+    primal: &mut Function,
+    depth: usize,
+) -> Result<(), AdError> {
     let mark = module.len();
-    lower_reverse_requests(module, primal, depth + 1)?;
+    lower_reverse_requests(cx, module, primal, depth + 1)?;
     crate::forward::lower_forward_requests(
+        cx,
         module,
         primal,
         &mut crate::forward::Building::at(depth + 1),
     )?;
-    crate::lower::between(module, mark);
-    crate::lower::lower_reachable(module, primal)?;
+    cx.between(module, mark);
+    crate::lower::lower_reachable(cx, module, primal)?;
     for (_, inst) in primal.layout.insts() {
         if let InstData::Autodiff { .. } = primal.dfg.inst(inst) {
             return Err(unsupported(primal, "an `autodiff` request left unlowered"));
@@ -662,6 +710,7 @@ fn prepare(module: &mut Module, primal: &mut Function, depth: usize) -> Result<(
 /// the analyses cannot follow, and the adjoints of that traffic must stay
 /// balanced on tape `L + 1`.
 fn plan_calls(
+    cx: &mut AdContext<'_>,
     module: &mut Module,
     primal: &Function,
     plan: &plan::Plan,
@@ -677,7 +726,7 @@ fn plan_calls(
                 continue;
             };
             let callee = *callee;
-            if !plan.differentiates_call(module, primal, inst, &mut tape_use) {
+            if !plan.differentiates_call(&mut cx.cache, module, primal, inst, &mut tape_use) {
                 continue;
             }
             if !module.is_valid(callee) {
@@ -698,7 +747,7 @@ fn plan_calls(
                 None => g.meta.rules,
             };
             if !rules.is_empty() {
-                let t = rule_target(module, callee, &rules, primal, plan, args, depth, tape)?;
+                let t = rule_target(cx, module, callee, &rules, primal, plan, args, depth, tape)?;
                 calls.insert(inst, t);
                 continue;
             }
@@ -754,7 +803,7 @@ fn plan_calls(
             }
             // A callee is at the caller's nesting depth: the limit counts
             // derivatives of derivatives, not calls.
-            let (aug, adj) = derive_split(module, &req, depth, Some(tape))?;
+            let (aug, adj) = derive_split(cx, module, &req, depth, Some(tape))?;
             calls.insert(
                 inst,
                 CallTarget::Split {
@@ -772,6 +821,7 @@ fn plan_calls(
 /// The rule target of a call to `owner` (with `rules`).
 #[allow(clippy::too_many_arguments)]
 fn rule_target(
+    cx: &mut AdContext<'_>,
     module: &mut Module,
     owner: FuncId,
     rules: &Rules,
@@ -786,7 +836,7 @@ fn rule_target(
             rules::check_rule_signature(module, owner, r, Mode::Reverse)?;
             r
         }
-        None => recompute_rule(module, owner, depth, tape)?,
+        None => recompute_rule(cx, module, owner, depth, tape)?,
     };
     let shadowed: Vec<bool> = args
         .iter()
@@ -929,6 +979,7 @@ fn apply_rule(
 /// every array `dup` — seeded with the cotangents it is given. This
 /// recomputes `F`'s primal once in the adjoint.
 fn recompute_rule(
+    cx: &mut AdContext<'_>,
     module: &mut Module,
     owner: FuncId,
     depth: usize,
@@ -966,7 +1017,7 @@ fn recompute_rule(
         .declare(&name, sig.clone())
         .map_err(|_| AdError::NameTaken { name: name.clone() })?;
     let req = ReverseRequest::new(owner, acts, ret);
-    let (aug, adj) = derive_split(module, &req, depth, Some(tape))?;
+    let (aug, adj) = derive_split(cx, module, &req, depth, Some(tape))?;
     let mut w = Function::new(name, sig.clone());
     let mut b = FuncBuilder::new(&mut w);
     let entry = b.create_entry_block();

@@ -8,6 +8,7 @@
 //! [`Plan::tape`] lists.
 
 use crate::activity::{self, Activity};
+use crate::context::Cache;
 use crate::partials::{self, Local, Partial};
 use crate::AdError;
 use adze_ir::{
@@ -467,6 +468,7 @@ impl Plan {
     /// does not receive although it could (see [`adj_takes`]); `ignored`:
     /// the results whose cotangent is not differentiated.
     pub fn new(
+        cache: &mut Cache,
         module: &Module,
         func: &Function,
         args: &[ArgActivity],
@@ -513,9 +515,10 @@ impl Plan {
                 other => *other,
             })
             .collect();
-        let varied = activity::analyze(module, func, &fwd_args);
+        let varied = activity::analyze_cached(cache, module, func, &fwd_args);
 
         let useful = usefulness(
+            cache,
             module,
             func,
             &order,
@@ -565,8 +568,8 @@ impl Plan {
             const_shadows: Vec::new(),
         };
         plan.find_shadows(func, args, entry);
-        plan.find_reached(module, func, ret, ignored);
-        plan.assign_slots(module, func, ret);
+        plan.find_reached(cache, module, func, ret, ignored);
+        plan.assign_slots(cache, module, func, ret);
         plan.find_loops(func);
         Ok(plan)
     }
@@ -579,12 +582,13 @@ impl Plan {
     /// the tape).
     fn contributes(
         &self,
+        cache: &mut Cache,
         module: &Module,
         func: &Function,
         inst: Inst,
         tape_use: &mut activity::TapeUse,
     ) -> bool {
-        self.contributes_with(module, func, inst, tape_use, true)
+        self.contributes_with(cache, module, func, inst, tape_use, true)
     }
 
     /// [`Plan::contributes`]; `use_reached: false` while
@@ -592,6 +596,7 @@ impl Plan {
     /// differentiated when an active result comes out, reached or not).
     fn contributes_with(
         &self,
+        cache: &mut Cache,
         module: &Module,
         func: &Function,
         inst: Inst,
@@ -611,7 +616,7 @@ impl Plan {
             } => self.is_shadowed(*a),
             InstData::Push { .. } => true,
             InstData::Call { .. } => {
-                self.call_differentiated(module, func, inst, tape_use, use_reached)
+                self.call_differentiated(cache, module, func, inst, tape_use, use_reached)
             }
             _ => {
                 partials::is_differentiable(data.opcode())
@@ -632,16 +637,18 @@ impl Plan {
     /// ([`Plan::contributes`]) decide by this one test.
     pub(crate) fn differentiates_call(
         &self,
+        cache: &mut Cache,
         module: &Module,
         func: &Function,
         inst: Inst,
         tape_use: &mut activity::TapeUse,
     ) -> bool {
-        self.call_differentiated(module, func, inst, tape_use, true)
+        self.call_differentiated(cache, module, func, inst, tape_use, true)
     }
 
     fn call_differentiated(
         &self,
+        cache: &mut Cache,
         module: &Module,
         func: &Function,
         inst: Inst,
@@ -651,7 +658,7 @@ impl Plan {
         let InstData::Call { func: callee, args } = func.dfg.inst(inst) else {
             return false;
         };
-        if tape_use.uses(module, *callee) {
+        if tape_use.uses(cache, module, *callee) {
             return true;
         }
         self.call_is_active(func, args)
@@ -786,6 +793,7 @@ impl Plan {
 
     fn find_reached(
         &mut self,
+        cache: &mut Cache,
         module: &Module,
         func: &Function,
         ret: RetActivity,
@@ -827,7 +835,14 @@ impl Plan {
                             }
                         }
                         _ => {
-                            if !self.contributes_with(module, func, inst, &mut tape_use, false) {
+                            if !self.contributes_with(
+                                cache,
+                                module,
+                                func,
+                                inst,
+                                &mut tape_use,
+                                false,
+                            ) {
                                 continue;
                             }
                             let results = func.dfg.inst_results(inst);
@@ -852,7 +867,7 @@ impl Plan {
                                     results.is_empty()
                                         || results.iter().any(|&r| reached[idx(r)])
                                         || self.call_writes_shadow(module, func, inst)
-                                        || tape_use.uses(module, *callee)
+                                        || tape_use.uses(cache, module, *callee)
                                 }
                                 _ => true,
                             };
@@ -897,7 +912,13 @@ impl Plan {
     /// [`Plan::chain_pred`]): a use in another chain, a branch argument
     /// (moved on the reverse edge) other than a chain's own `jump`, a
     /// returned value (seeded at the adjoint's entry).
-    fn assign_slots(&mut self, module: &Module, func: &Function, ret: RetActivity) {
+    fn assign_slots(
+        &mut self,
+        cache: &mut Cache,
+        module: &Module,
+        func: &Function,
+        ret: RetActivity,
+    ) {
         let mut need = vec![false; func.dfg.num_values()];
         let mut tape_use = activity::TapeUse::default();
         for &b in &self.order {
@@ -934,7 +955,7 @@ impl Plan {
                         // missing adjoint gives no term at all. So the slots
                         // (and the terms) do not depend on how inlining cut
                         // the code into blocks.
-                        if !self.contributes(module, func, inst, &mut tape_use) {
+                        if !self.contributes(cache, module, func, inst, &mut tape_use) {
                             continue;
                         }
                         for &a in data.args() {
@@ -1340,7 +1361,9 @@ pub(crate) fn partial_needs(
 /// Calls to functions with rules (a rule takes every input) stay
 /// conservative: every argument is useful. A callee that uses the tape is
 /// summarised too: what it pushes is useful, as in its inlined body.
+#[allow(clippy::too_many_arguments)]
 fn usefulness(
+    cache: &mut Cache,
     module: &Module,
     func: &Function,
     order: &[Block],
@@ -1438,9 +1461,10 @@ fn usefulness(
                         // arguments for code elsewhere to pop: its own
                         // usefulness marks what it pushes (as inlined code
                         // does), whatever the call's results.
-                        let tape = tape_use.uses(module, *callee);
+                        let tape = tape_use.uses(cache, module, *callee);
                         if tape || arrays.contains(&true) || results_useful.contains(&true) {
-                            let which = summaries.params(module, *callee, &results_useful, &arrays);
+                            let which =
+                                summaries.params(cache, module, *callee, &results_useful, &arrays);
                             for (k, &a) in args.iter().enumerate() {
                                 if which.as_ref().is_none_or(|w| w.get(k) != Some(&false)) {
                                     mark(&mut useful, a);
@@ -1484,21 +1508,12 @@ pub(crate) struct UsefulSummaries {
 }
 
 /// A callee, its useful results and its useful `mut` array arguments.
-type UsefulKey = (FuncId, Vec<bool>, Vec<bool>);
-
-/// The final usefulness summaries of one lowering (its number first).
-type SessionUseful = (u64, std::collections::HashMap<UsefulKey, Option<Vec<bool>>>);
-
-thread_local! {
-    /// Final usefulness summaries of the lowering in progress: each callee
-    /// is summarised once per pattern, not once per caller.
-    static SESSION_USEFUL: std::cell::RefCell<SessionUseful> =
-        std::cell::RefCell::new((0, std::collections::HashMap::new()));
-}
+pub(crate) type UsefulKey = (FuncId, Vec<bool>, Vec<bool>);
 
 impl UsefulSummaries {
     fn params(
         &mut self,
+        cache: &mut Cache,
         module: &Module,
         callee: FuncId,
         results: &[bool],
@@ -1515,28 +1530,15 @@ impl UsefulSummaries {
         if let Some(s) = self.memo.get(&key) {
             return s.clone();
         }
-        let generation = crate::lower::generation();
-        if let Some(g) = generation {
-            let kept = SESSION_USEFUL.with(|c| {
-                let c = c.borrow();
-                (c.0 == g).then(|| c.1.get(&key).cloned()).flatten()
-            });
-            if let Some(s) = kept {
-                return s;
-            }
+        if let Some(s) = cache.useful.get(&key) {
+            return s.clone();
         }
         let before = self.unsettled;
         self.stack.push(callee);
-        let out = self.compute(module, callee, results, arrays);
+        let out = self.compute(cache, module, callee, results, arrays);
         self.stack.pop();
-        if let (Some(g), true) = (generation, self.unsettled == before) {
-            SESSION_USEFUL.with(|c| {
-                let mut c = c.borrow_mut();
-                if c.0 != g {
-                    *c = (g, std::collections::HashMap::new());
-                }
-                c.1.insert(key.clone(), out.clone());
-            });
+        if cache.is_active() && self.unsettled == before {
+            cache.useful.insert(key.clone(), out.clone());
         }
         self.memo.insert(key, out.clone());
         out
@@ -1544,6 +1546,7 @@ impl UsefulSummaries {
 
     fn compute(
         &mut self,
+        cache: &mut Cache,
         module: &Module,
         callee: FuncId,
         results: &[bool],
@@ -1592,7 +1595,7 @@ impl UsefulSummaries {
             RetActivity::Const
         };
         let ignored: Vec<usize> = (0..results.len()).filter(|&k| !results[k]).collect();
-        let useful = usefulness(module, f, &order, &args, ret, &ignored, self);
+        let useful = usefulness(cache, module, f, &order, &args, ret, &ignored, self);
         Some(f.params().iter().map(|&p| useful[idx(p)]).collect())
     }
 }
