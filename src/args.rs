@@ -5,7 +5,7 @@
 //! parameter is an error.
 
 use crate::Error;
-use adze_ir::{Signature, Type, Val};
+use adze_ir::{FuncId, Module, Type, Val};
 
 /// Splits `NAME=VALUE`.
 pub fn split_assignment(text: &str) -> Result<(&str, &str), Error> {
@@ -15,19 +15,21 @@ pub fn split_assignment(text: &str) -> Result<(&str, &str), Error> {
         .ok_or_else(|| Error::Argument(format!("`--arg {text}`: expected NAME=VALUE")))
 }
 
-/// Builds the argument list of `func` from `NAME=VALUE` pairs: every
-/// parameter must be given exactly once, and nothing else.
+/// Builds the argument list of the function `func` of `module` from
+/// `NAME=VALUE` pairs: every parameter must be given exactly once, and
+/// nothing else.
 pub fn bind_args(
-    func: &str,
-    sig: &Signature,
+    module: &Module,
+    func: FuncId,
     pairs: &[(String, String)],
 ) -> Result<Vec<Val>, Error> {
+    let sig = &module.func(func).sig;
     for (i, (name, _)) in pairs.iter().enumerate() {
         if !sig.params.iter().any(|p| &p.name == name) {
             let names: Vec<&str> = sig.params.iter().map(|p| p.name.as_str()).collect();
             return Err(Error::Argument(format!(
                 "{} has no parameter `{name}` (its parameters: {})",
-                display(func),
+                display(module, func),
                 if names.is_empty() {
                     "none".to_string()
                 } else {
@@ -47,7 +49,7 @@ pub fn bind_args(
                     "missing `--arg {}=VALUE` ({} parameter of {})",
                     p.name,
                     describe(p.ty),
-                    display(func)
+                    display(module, func)
                 ))
             })?;
             parse_value(text, p.ty)
@@ -57,9 +59,12 @@ pub fn bind_args(
 }
 
 /// A function as messages name it: the user's function in backquotes, a
-/// derivative in the user's terms ("the forward derivative of `f`").
-fn display(func: &str) -> String {
-    adze_ir::names::describe(func).unwrap_or_else(|| format!("`{func}`"))
+/// derivative in the user's terms ("the forward derivative of `f`", from
+/// the module's records of what it made each function from).
+fn display(module: &Module, func: FuncId) -> String {
+    module
+        .describe_function(func)
+        .unwrap_or_else(|| format!("`{}`", module.func(func).name))
 }
 
 fn describe(ty: Type) -> &'static str {
@@ -116,7 +121,7 @@ fn parse_f64(text: &str) -> Result<f64, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use adze_ir::Param;
+    use adze_ir::{Param, Signature};
 
     #[test]
     fn values_follow_the_parameter_type() {
@@ -140,20 +145,23 @@ mod tests {
             params: vec![Param::new("x", Type::F64), Param::new("n", Type::I64)],
             results: vec![Type::F64],
         };
+        let mut module = Module::new();
+        let f = module.declare("f", sig).unwrap();
+        let bind_args = |pairs: &[(String, String)]| super::bind_args(&module, f, pairs);
         let pairs = |v: &[(&str, &str)]| -> Vec<(String, String)> {
             v.iter()
                 .map(|(a, b)| (a.to_string(), b.to_string()))
                 .collect()
         };
         assert_eq!(
-            bind_args("f", &sig, &pairs(&[("n", "2"), ("x", "1.5")])).unwrap(),
+            bind_args(&pairs(&[("n", "2"), ("x", "1.5")])).unwrap(),
             vec![Val::F64(1.5), Val::I64(2)]
         );
-        let err = bind_args("f", &sig, &pairs(&[("x", "1")])).unwrap_err();
+        let err = bind_args(&pairs(&[("x", "1")])).unwrap_err();
         assert!(err.to_string().contains("missing `--arg n=VALUE`"), "{err}");
-        let err = bind_args("f", &sig, &pairs(&[("x", "1"), ("n", "1"), ("y", "2")])).unwrap_err();
+        let err = bind_args(&pairs(&[("x", "1"), ("n", "1"), ("y", "2")])).unwrap_err();
         assert!(err.to_string().contains("no parameter `y`"), "{err}");
-        let err = bind_args("f", &sig, &pairs(&[("x", "1"), ("x", "1"), ("n", "1")])).unwrap_err();
+        let err = bind_args(&pairs(&[("x", "1"), ("x", "1"), ("n", "1")])).unwrap_err();
         assert!(err.to_string().contains("given twice"), "{err}");
     }
 }

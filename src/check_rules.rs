@@ -445,7 +445,9 @@ pub fn check_rules(module: &Module, options: &CheckOptions) -> Result<Vec<RuleCh
 }
 
 fn run(m: &Module, id: FuncId, args: &[Val]) -> Result<Outcome, adze_ir::RunError> {
-    adze_interp::Interpreter::new(m).call(id, args)
+    adze_interp::Interpreter::new(m)
+        .call(id, args)
+        .map_err(|e| e.describe_in(m))
 }
 
 /// The derivative of the body at a sample: `None` if it faults or is not

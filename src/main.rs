@@ -309,7 +309,7 @@ fn execute(command: Command) -> Result<(), Error> {
                 .iter()
                 .map(|a| split_assignment(a).map(|(n, v)| (n.to_string(), v.to_string())))
                 .collect::<Result<Vec<_>, _>>()?;
-            let values = bind_args(&func, &sig, &pairs)?;
+            let values = bind_args(&module, id, &pairs)?;
             let outcome = session.run_in(&module, &func, &values, engine)?;
             let mut_arrays: Vec<(String, &Val)> = sig
                 .params

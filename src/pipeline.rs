@@ -371,7 +371,7 @@ impl Session {
             Engine::Interp => {
                 let out = adze_interp::Interpreter::with_limits(module, self.limits).call(id, args);
                 timing_mark("run (interpreter)");
-                Ok(out?)
+                Ok(out.map_err(|e| e.describe_in(module))?)
             }
             Engine::Jit => {
                 let options = adze_jit::JitOptions {
@@ -382,7 +382,7 @@ impl Session {
                 timing_mark("jit");
                 let out = compiled.call(args);
                 timing_mark("run");
-                Ok(out?)
+                Ok(out.map_err(|e| e.describe_in(module))?)
             }
         }
     }

@@ -140,7 +140,7 @@ pub(crate) struct Summary {
 /// recursive calls are never inlined, so this costs no invariance).
 #[derive(Default)]
 struct Summaries {
-    stack: Vec<String>,
+    stack: Vec<FuncId>,
     memo: HashMap<(FuncId, Vec<ArgActivity>), Summary>,
     /// How many answers so far depended on something that may change: a
     /// call into the stack (recursion, answered conservatively for this
@@ -428,7 +428,7 @@ fn summarize(
         return None;
     }
     let f = module.func(callee);
-    if f.is_declaration() || summaries.stack.contains(&f.name) {
+    if f.is_declaration() || summaries.stack.contains(&callee) {
         summaries.unsettled += 1;
         return None;
     }
@@ -457,7 +457,7 @@ fn summarize(
     {
         summaries.unsettled += 1;
     }
-    summaries.stack.push(f.name.clone());
+    summaries.stack.push(callee);
     let a = analyze_in(cache, module, f, &key.1, summaries);
     summaries.stack.pop();
     let settled = summaries.unsettled == before;

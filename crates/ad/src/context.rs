@@ -14,7 +14,7 @@
 //!   for [`AdLimits::max_size`]), the function whose derivatives are being
 //!   built (for the error), and which functions have had their requests
 //!   lowered;
-//! - the **analyses' final answers** ([`Cache`]): whether a function uses
+//! - the **analyses' final answers** (`Cache`): whether a function uses
 //!   the tape, activity summaries, usefulness summaries. They are kept for
 //!   one lowering only, where the code they were read from cannot change
 //!   any more, so that each callee is summarised once per pattern rather
@@ -400,12 +400,7 @@ impl<'h> AdContext<'h> {
             b.total = b.total - b.sizes[i] + size;
             b.sizes[i] = size;
             if b.root.is_none() {
-                let name = &module.func(id).name;
-                b.root = Some(
-                    adze_ir::names::user_function(name)
-                        .unwrap_or(name)
-                        .to_string(),
-                );
+                b.root = Some(module.func(module.base_function(id)).name.clone());
             }
         }
     }

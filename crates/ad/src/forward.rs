@@ -59,16 +59,18 @@
 //! - **Vector mode** (width N): the primal is computed once, partials once,
 //!   and each lane's tangent code is exactly a width-1 sweep's, so the results
 //!   equal N single sweeps bit for bit.
-//! - **Cache.** The derivative is named after its request
-//!   ([`ForwardRequest::derivative_name`], e.g. `f.fwd.dual_const_dup` or
-//!   `f.fwd.dual.x4`) and looked up by name, so the cache lives in the module.
+//! - **Cache.** The module records what each derivative is made from
+//!   ([`ForwardRequest::derivation`]: the function, the activities, the
+//!   width), and a request finds its derivative by that record, so the
+//!   cache lives in the module. The name ([`ForwardRequest::derivative_name`],
+//!   e.g. `f.fwd.dual_const_dup` or `f.fwd.dual.x4`) is for display.
 
 use crate::activity::{self, Activity};
 use crate::partials::{self, Local};
 use crate::{AdContext, AdError};
 use adze_ir::{
-    ArgActivity, Block, FuncBuilder, FuncId, Function, Inst, InstData, Mode, Module, Opcode, Param,
-    Region, RetActivity, Rules, Signature, Type, Value,
+    ArgActivity, Block, Derivation, FuncBuilder, FuncId, Function, Inst, InstData, Mode, Module,
+    Opcode, Param, Region, RetActivity, Rules, Signature, Step, Type, Value,
 };
 
 /// How deeply derivative requests may nest while one is being built, by
@@ -98,10 +100,24 @@ impl ForwardRequest {
         }
     }
 
-    /// The deterministic name of the derivative: `f.fwd.`, then the
-    /// parameter activities joined by `_` (`dual_const_dup`; `noargs` for a
-    /// function without parameters), then `.noret` for `ret const`, then
-    /// `.xN` for width N > 1. (A rule named `f.fwd` never collides.)
+    /// What the derivative is made from, as the module records it: the key
+    /// a request finds its derivative by ([`Module::find_derived`]).
+    pub fn derivation(&self) -> Derivation {
+        Derivation {
+            from: Some(self.func),
+            step: Step::Forward {
+                args: self.args.clone(),
+                ret: self.ret,
+                width: self.width,
+            },
+        }
+    }
+
+    /// The deterministic name of the derivative, for display: `f.fwd.`,
+    /// then the parameter activities joined by `_` (`dual_const_dup`;
+    /// `noargs` for a function without parameters), then `.noret` for `ret
+    /// const`, then `.xN` for width N > 1. (A rule named `f.fwd` never
+    /// collides.)
     pub fn derivative_name(&self, module: &Module) -> String {
         let mut name = format!("{}.fwd.", module.func(self.func).name);
         if self.args.is_empty() {
@@ -207,9 +223,10 @@ impl TangentMap {
 /// Builds (or finds) the forward derivative for `request` and returns its id.
 ///
 /// The derivative is created once per distinct request and found again by
-/// its name. A derivative is declared before its body is built (so that a
-/// recursive call can call it); when building fails, the declaration stays in
-/// the module without a body, and a later request for it builds it again.
+/// the request ([`ForwardRequest::derivation`]). A derivative is declared
+/// before its body is built (so that a recursive call can call it); when
+/// building fails, the declaration stays in the module without a body, and
+/// a later request for it builds it again.
 ///
 /// With the default [`AdContext`]: see [`AdContext::forward_derivative`]
 /// for limits and a pass between nested lowerings.
@@ -265,7 +282,8 @@ fn derive_in(
     req.validate(module)?;
     let name = req.derivative_name(module);
     let sig = req.derivative_signature(module);
-    let existing = module.get(&name);
+    let key = req.derivation();
+    let existing = module.find_derived(&key);
     if let Some(id) = existing {
         if module.func(id).sig != sig {
             return Err(AdError::NameTaken { name });
@@ -296,7 +314,7 @@ fn derive_in(
     let id = match existing {
         Some(id) => id,
         None => module
-            .declare(&name, sig.clone())
+            .declare_derived(&name, sig.clone(), key)
             .map_err(|_| AdError::NameTaken { name: name.clone() })?,
     };
     building.stack.push(id);

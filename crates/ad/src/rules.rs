@@ -21,8 +21,8 @@
 
 use crate::AdError;
 use adze_ir::{
-    Block, CmpCond, FuncBuilder, FuncId, Function, InstData, Mode, Module, Param, Region,
-    Signature, Type,
+    Block, CmpCond, Derivation, FuncBuilder, FuncId, Function, InstData, Mode, Module, Param,
+    Region, Signature, Step, Type,
 };
 use std::collections::HashSet;
 
@@ -218,15 +218,17 @@ fn scan(
     max
 }
 
-/// Finds the helper `name`, or builds it with `body` (which gets a builder
-/// positioned in the entry block).
+/// Finds the helper that `step` makes (from nothing), or builds it as
+/// `name` with `body` (which gets a builder positioned in the entry block).
 fn helper(
     module: &mut Module,
+    step: Step,
     name: &str,
     sig: Signature,
     body: impl FnOnce(&mut FuncBuilder),
 ) -> Result<FuncId, AdError> {
-    if let Some(id) = module.get(name) {
+    let key = Derivation { from: None, step };
+    if let Some(id) = module.find_derived(&key) {
         if module.func(id).sig != sig || module.func(id).is_declaration() {
             return Err(AdError::NameTaken { name: name.into() });
         }
@@ -238,7 +240,7 @@ fn helper(
     b.switch_to_block(entry);
     body(&mut b);
     module
-        .push(f)
+        .push_derived(f, key)
         .map_err(|_| AdError::NameTaken { name: name.into() })
 }
 
@@ -248,7 +250,8 @@ pub(crate) fn save_helper(module: &mut Module, tape: u8) -> Result<FuncId, AdErr
         params: vec![Param::new("a", Type::Array)],
         results: vec![],
     };
-    helper(module, &format!("adze.tape.save.{tape}"), sig, |b| {
+    let step = Step::TapeSave { tape };
+    helper(module, step, &format!("adze.tape.save.{tape}"), sig, |b| {
         let a = b.func.params()[0];
         let n = b.len(a);
         let zero = b.iconst(0);
@@ -277,25 +280,32 @@ pub(crate) fn restore_helper(module: &mut Module, tape: u8) -> Result<FuncId, Ad
         params: vec![Param::mutable_array("a")],
         results: vec![],
     };
-    helper(module, &format!("adze.tape.restore.{tape}"), sig, |b| {
-        let a = b.func.params()[0];
-        let n = b.len(a);
-        let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
-        b.jump(header, &[n]);
-        b.switch_to_block(header);
-        let i = b.append_block_param(header, Type::I64);
-        let zero = b.iconst(0);
-        let c = b.icmp(CmpCond::Gt, i, zero);
-        b.brif(c, body, &[], exit, &[]);
-        b.switch_to_block(body);
-        let one = b.iconst(1);
-        let j = b.isub(i, one);
-        let x = b.pop(tape, Type::F64);
-        b.store(a, j, x);
-        b.jump(header, &[j]);
-        b.switch_to_block(exit);
-        b.ret(&[]);
-    })
+    let step = Step::TapeRestore { tape };
+    helper(
+        module,
+        step,
+        &format!("adze.tape.restore.{tape}"),
+        sig,
+        |b| {
+            let a = b.func.params()[0];
+            let n = b.len(a);
+            let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
+            b.jump(header, &[n]);
+            b.switch_to_block(header);
+            let i = b.append_block_param(header, Type::I64);
+            let zero = b.iconst(0);
+            let c = b.icmp(CmpCond::Gt, i, zero);
+            b.brif(c, body, &[], exit, &[]);
+            b.switch_to_block(body);
+            let one = b.iconst(1);
+            let j = b.isub(i, one);
+            let x = b.pop(tape, Type::F64);
+            b.store(a, j, x);
+            b.jump(header, &[j]);
+            b.switch_to_block(exit);
+            b.ret(&[]);
+        },
+    )
 }
 
 /// `@adze.copy(src: arr, dst: mut arr)`: `dst[i] = src[i]` for every `i`
@@ -305,7 +315,7 @@ pub(crate) fn copy_helper(module: &mut Module) -> Result<FuncId, AdError> {
         params: vec![Param::new("src", Type::Array), Param::mutable_array("dst")],
         results: vec![],
     };
-    helper(module, "adze.copy", sig, |b| {
+    helper(module, Step::Copy, "adze.copy", sig, |b| {
         let (src, dst) = (b.func.params()[0], b.func.params()[1]);
         let n = b.len(src);
         let zero = b.iconst(0);

@@ -3,6 +3,7 @@
 //! be compared for equality.
 
 use crate::function::Signature;
+use crate::module::Module;
 use crate::names;
 use crate::srcloc::SourceLoc;
 use crate::types::Type;
@@ -198,9 +199,12 @@ impl fmt::Display for TrapKind {
 /// code; see [`crate::Function::inlined_chain`]).
 ///
 /// The message names a user's function as `` in function `f`: `` and a
-/// generated one by what it is, keeping the raw name (see
-/// [`names::describe`]):
+/// generated one by what it is, keeping the raw name:
 /// `` in the augmented primal of the reverse derivative of `f` (function `f.aug.dup`): ``.
+/// What a generated function is comes from the module's records
+/// ([`Module::describe_function`]), which the executors do not consult:
+/// whoever reports the error adds it with [`RunError::describe_in`] (the
+/// facade does, for every run); without it the raw names are printed.
 /// Inlined code is named innermost first, then each function it was inlined
 /// into: `` in function `read_at`, inlined into function `mid`, inlined into function `f`: ``.
 ///
@@ -216,6 +220,10 @@ pub struct RunError {
     pub kind: TrapKind,
     /// The inlined functions the faulting code came from, innermost first.
     pub inlined: Vec<String>,
+    /// What the generated functions among `func` and `inlined` are, in the
+    /// user's terms: `(raw name, description)` ([`RunError::describe_in`];
+    /// boxed, as `loc`).
+    pub described: Option<Box<Vec<(String, String)>>>,
     /// Where in the source the fault happened, if known (boxed: errors
     /// travel in `Result`s, which stay small).
     pub loc: Option<Box<Location>>,
@@ -253,9 +261,13 @@ impl fmt::Display for Location {
 }
 
 /// `function `f`` or `the forward derivative of `f` (function `f.fwd.dual`)`.
-fn function_phrase(f: &mut fmt::Formatter<'_>, name: &str) -> fmt::Result {
-    match names::describe(name) {
-        Some(what) => write!(f, "{what} (function `{name}`)"),
+fn function_phrase(
+    f: &mut fmt::Formatter<'_>,
+    name: &str,
+    described: &[(String, String)],
+) -> fmt::Result {
+    match described.iter().find(|(n, _)| n == name) {
+        Some((_, what)) => write!(f, "{what} (function `{name}`)"),
         None => write!(f, "function `{name}`"),
     }
 }
@@ -274,11 +286,11 @@ impl fmt::Display for RunError {
             None => Ok(()),
         };
         for name in &self.inlined {
-            function_phrase(f, name)?;
+            function_phrase(f, name, self.descriptions())?;
             at(f)?;
             f.write_str(", inlined into ")?;
         }
-        function_phrase(f, &self.func)?;
+        function_phrase(f, &self.func, self.descriptions())?;
         at(f)?;
         write!(f, ": {}", self.kind)
     }
@@ -292,6 +304,7 @@ impl RunError {
             func: func.into(),
             kind,
             inlined: Vec::new(),
+            described: None,
             loc: None,
         }
     }
@@ -306,6 +319,31 @@ impl RunError {
     /// first).
     pub fn with_inlined(mut self, inlined: Vec<String>) -> RunError {
         self.inlined = inlined;
+        self
+    }
+
+    /// `(raw name, description)` of the generated functions it names, as
+    /// [`RunError::describe_in`] found them.
+    pub fn descriptions(&self) -> &[(String, String)] {
+        self.described.as_deref().map_or(&[], Vec::as_slice)
+    }
+
+    /// The same error, with what the generated functions it names are
+    /// (their derivation records in `module`, the module that ran), so that
+    /// the message says "in the forward derivative of `f` (function
+    /// `f.fwd.dual`)" rather than only the raw name.
+    pub fn describe_in(mut self, module: &Module) -> RunError {
+        let names = std::iter::once(&self.func).chain(&self.inlined);
+        let mut described = Vec::new();
+        for name in names {
+            let what = module.get(name).and_then(|id| module.describe_function(id));
+            if let Some(what) = what {
+                if !described.iter().any(|(n, _): &(String, String)| n == name) {
+                    described.push((name.clone(), what));
+                }
+            }
+        }
+        self.described = (!described.is_empty()).then(|| Box::new(described));
         self
     }
 }

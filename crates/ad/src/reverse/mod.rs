@@ -50,7 +50,10 @@
 //! for any call depth and for recursion (the pair is declared before either
 //! body is built). Other calls stay plain calls in `f.aug` and vanish from
 //! `f.adj`. The names include `.noret` for `ret const`, and `noargs` for a
-//! function without parameters; the module is the cache.
+//! function without parameters; they are for display. The module is the
+//! cache: it records what each function is made from
+//! ([`ReverseRequest::derivation`], an [`adze_ir::Derivation`]), and a
+//! request finds its functions by that record.
 //!
 //! # Rules, regions, tapes
 //!
@@ -95,8 +98,8 @@ pub(crate) mod plan;
 
 use crate::{rules, AdContext, AdError};
 use adze_ir::{
-    ArgActivity, FuncBuilder, FuncId, Function, Inst, InstData, Mode, Module, Param, RetActivity,
-    Rules, Signature, Type, Value,
+    ArgActivity, Derivation, FuncBuilder, FuncId, Function, Inst, InstData, Mode, Module, Param,
+    RetActivity, ReverseSpec, Rules, Signature, Step, Type, Value,
 };
 use std::collections::HashMap;
 
@@ -129,6 +132,48 @@ impl ReverseRequest {
             untaken: Vec::new(),
             ignored: Vec::new(),
         }
+    }
+
+    /// The request as the module records it: what the name says (the
+    /// ignored results only with an active result).
+    fn spec(&self) -> ReverseSpec {
+        ReverseSpec {
+            args: self.args.clone(),
+            ret: self.ret,
+            ignored: if self.ret == RetActivity::Active {
+                self.ignored.clone()
+            } else {
+                Vec::new()
+            },
+            untaken: self.untaken.clone(),
+        }
+    }
+
+    /// What the derivative `f.rev.<acts>` is made from, as the module
+    /// records it: the key a request finds it by ([`Module::find_derived`]).
+    pub fn derivation(&self) -> Derivation {
+        Derivation {
+            from: Some(self.func),
+            step: Step::Reverse(self.spec()),
+        }
+    }
+
+    /// The records of the split pair recording on `tape`: the augmented
+    /// primal's and the adjoint's.
+    fn split_derivations(&self, tape: u8) -> (Derivation, Derivation) {
+        let from = Some(self.func);
+        let aug = Step::Augmented {
+            spec: self.spec(),
+            tape,
+        };
+        let adj = Step::Adjoint {
+            spec: self.spec(),
+            tape,
+        };
+        (
+            Derivation { from, step: aug },
+            Derivation { from, step: adj },
+        )
     }
 
     fn acts_suffix(&self) -> String {
@@ -172,7 +217,8 @@ impl ReverseRequest {
         }
     }
 
-    /// `f.rev.<acts>`: the derivative with the `autodiff` layout.
+    /// `f.rev.<acts>`: the derivative with the `autodiff` layout (names
+    /// are for display; [`ReverseRequest::derivation`] is the key).
     pub fn derivative_name(&self, module: &Module) -> String {
         self.name(module, "rev")
     }
@@ -505,7 +551,8 @@ fn derive_top(
     req.validate(module)?;
     let name = req.derivative_name(module);
     let sig = req.derivative_signature(module);
-    if let Some(id) = module.get(&name) {
+    let key = req.derivation();
+    if let Some(id) = module.find_derived(&key) {
         if module.func(id).sig != sig {
             return Err(AdError::NameTaken { name });
         }
@@ -557,7 +604,7 @@ fn derive_top(
     b.ret(&adjs);
     crate::lower::check_shadows(&mut f, &req.args, 1);
     module
-        .push(f)
+        .push_derived(f, key)
         .map_err(|_| AdError::NameTaken { name: name.clone() })
 }
 
@@ -588,10 +635,11 @@ pub(crate) fn derive_split(
     }
     let aug_name = req.split_name(module, "aug", tape);
     let adj_name = req.split_name(module, "adj", tape);
+    let (aug_key, adj_key) = req.split_derivations(tape);
     // The augmented primal has the primal's signature.
     let aug_sig = module.func(req.func).sig.clone();
     let adj_sig = req.adj_signature(module);
-    match (module.get(&aug_name), module.get(&adj_name)) {
+    match (module.find_derived(&aug_key), module.find_derived(&adj_key)) {
         (Some(a), Some(d)) => {
             if module.func(a).sig != aug_sig {
                 return Err(AdError::NameTaken { name: aug_name });
@@ -625,12 +673,12 @@ pub(crate) fn derive_split(
         primal.clone()
     };
     let aug_id = module
-        .declare(&aug_name, aug_sig.clone())
+        .declare_derived(&aug_name, aug_sig.clone(), aug_key)
         .map_err(|_| AdError::NameTaken {
             name: aug_name.clone(),
         })?;
     let adj_id = module
-        .declare(&adj_name, adj_sig.clone())
+        .declare_derived(&adj_name, adj_sig.clone(), adj_key)
         .map_err(|_| AdError::NameTaken {
             name: adj_name.clone(),
         })?;
@@ -875,13 +923,22 @@ fn apply_rule(
     tape: u8,
 ) -> Result<FuncId, AdError> {
     let owner_sig = module.func(owner).sig.clone();
-    let mut mask: String = owner_sig
+    // Per array parameter: is its shadow passed?
+    let passed: Vec<bool> = owner_sig
         .params
         .iter()
         .zip(shadowed)
         .filter(|(p, _)| p.ty == Type::Array)
-        .map(|(_, &s)| if s { 'd' } else { 'c' })
+        .map(|(_, &s)| s)
         .collect();
+    let key = Derivation {
+        from: Some(rule),
+        step: Step::ApplyRule {
+            tape,
+            shadowed: passed.clone(),
+        },
+    };
+    let mut mask: String = passed.iter().map(|&s| if s { 'd' } else { 'c' }).collect();
     if mask.is_empty() {
         mask.push('s');
     }
@@ -913,7 +970,7 @@ fn apply_rule(
         .map(|_| Type::F64)
         .collect();
     let sig = Signature { params, results };
-    if let Some(id) = module.get(&name) {
+    if let Some(id) = module.find_derived(&key) {
         if module.func(id).sig != sig {
             return Err(AdError::NameTaken { name });
         }
@@ -969,7 +1026,9 @@ fn apply_rule(
     let call = b.call(rule, &rule_args, &sig.results);
     let out = b.func.dfg.inst_results(call).to_vec();
     b.ret(&out);
-    module.push(f).map_err(|_| AdError::NameTaken { name })
+    module
+        .push_derived(f, key)
+        .map_err(|_| AdError::NameTaken { name })
 }
 
 /// The reverse rule of a function `F` that has rules but no reverse rule
@@ -992,7 +1051,11 @@ fn recompute_rule(
         format!("{}.revrule.t{tape}", f.name)
     };
     let sig = adze_ir::verify::rule_signature(&f.sig, Mode::Reverse);
-    if let Some(id) = module.get(&name) {
+    let key = Derivation {
+        from: Some(owner),
+        step: Step::MadeRule { tape },
+    };
+    if let Some(id) = module.find_derived(&key) {
         if module.func(id).sig != sig {
             return Err(AdError::NameTaken { name });
         }
@@ -1014,7 +1077,7 @@ fn recompute_rule(
         RetActivity::Const
     };
     let id = module
-        .declare(&name, sig.clone())
+        .declare_derived(&name, sig.clone(), key)
         .map_err(|_| AdError::NameTaken { name: name.clone() })?;
     let req = ReverseRequest::new(owner, acts, ret);
     let (aug, adj) = derive_split(cx, module, &req, depth, Some(tape))?;
