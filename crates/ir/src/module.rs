@@ -8,7 +8,9 @@ use crate::types::Type;
 use cranelift_entity::{PrimaryMap, SecondaryMap};
 use indexmap::IndexMap;
 
-/// Functions by id, and an index from name to id. Iteration order is creation
+/// Functions by id, an index from name to id, and the records of what the
+/// functions passes generate are made from ([`Derivation`], with the index
+/// back: the passes' cache). Iteration order is creation
 /// order, which is deterministic: the front end creates functions in source
 /// order, passes append the functions they derive.
 #[derive(Clone, Debug, Default)]
