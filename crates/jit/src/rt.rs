@@ -11,6 +11,8 @@
 use adze_ir::semantics;
 use adze_ir::{Opcode, RunError, TrapKind};
 use std::mem::{offset_of, ManuallyDrop};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 /// A growable tape, laid out so that generated code can push and pop
 /// inline. An entry is a value's raw 64 bits in `bits[k]` and its type in
@@ -87,12 +89,24 @@ impl Tape {
         r
     }
 
-    /// Room for `additional` more entries.
-    fn reserve(&mut self, additional: usize) {
+    /// Room for `additional` more entries: the buffers at least double
+    /// (amortised growth, as `Vec::reserve`), but through `try_reserve`, so
+    /// that memory that cannot be had is an error and not an abort of the
+    /// process. The error is the size in bytes of both buffers that could
+    /// not be had. After a failure the tape is unchanged but for capacity.
+    fn reserve(&mut self, additional: usize) -> Result<(), u64> {
+        let len = self.len;
+        let want = len
+            .saturating_add(additional)
+            .max(self.cap.saturating_mul(2))
+            .max(64);
+        let failed = want.saturating_mul(9) as u64;
         self.with_vecs(|b| {
-            b.bits.reserve(additional);
-            b.types.reserve(additional);
-        });
+            b.bits
+                .try_reserve_exact(want - len)
+                .and_then(|()| b.types.try_reserve_exact(want - len))
+                .map_err(|_| failed)
+        })
     }
 
     /// Empties the tape, keeping its buffers.
@@ -145,9 +159,9 @@ impl Drop for Tape {
 }
 
 /// The per-call context. Generated code receives a `*mut Ctx` as the first
-/// argument of every function and touches only the two leading `i64` fields,
-/// at the offsets [`DEPTH_OFFSET`] and [`LIVE_OFFSET`]; everything else is
-/// reached through the `extern "C"` helpers below.
+/// argument of every function and touches only the fields whose offsets
+/// are defined below ([`DEPTH_OFFSET`], [`LIVE_OFFSET`], ..); everything
+/// else is reached through the `extern "C"` helpers below.
 #[repr(C)]
 pub(crate) struct Ctx<'a> {
     /// Current call depth (0 outside any compiled function).
@@ -158,6 +172,17 @@ pub(crate) struct Ctx<'a> {
     /// Lowest native stack address generated code may use: each function
     /// compares its stack pointer with it at entry.
     pub stack_limit: u64,
+    /// The flag of the call's time limit (`crate::timer`), set by the
+    /// timer thread. Code compiled with a time limit loads it at every
+    /// function entry and loop header (an atomic load) and traps with
+    /// `Timeout` when it is set. The flag lives outside the context: the
+    /// timer thread writes it while generated code and the helpers own the
+    /// context. Never null.
+    pub interrupt: *const AtomicBool,
+    /// Nonzero after `adze_reserve` failed to grow a tape: the bytes it
+    /// could not have. The growth path of a push group loads it after the
+    /// call and traps with `TapeOutOfMemory`.
+    pub tape_failed: i64,
     /// The tapes of `push`/`pop`, by tape number, at [`TAPES_OFFSET`]:
     /// generated code pushes and pops inline (see [`Tape`]).
     pub tapes: [Tape; adze_ir::MAX_TAPES as usize],
@@ -182,19 +207,31 @@ pub(crate) const LIVE_OFFSET: i32 = offset_of!(Ctx<'static>, live) as i32;
 pub(crate) const STACK_LIMIT_OFFSET: i32 = offset_of!(Ctx<'static>, stack_limit) as i32;
 /// Byte offset of [`Ctx::tapes`].
 pub(crate) const TAPES_OFFSET: i32 = offset_of!(Ctx<'static>, tapes) as i32;
+/// Byte offset of [`Ctx::interrupt`].
+pub(crate) const INTERRUPT_OFFSET: i32 = offset_of!(Ctx<'static>, interrupt) as i32;
+/// Byte offset of [`Ctx::tape_failed`].
+pub(crate) const TAPE_FAILED_OFFSET: i32 = offset_of!(Ctx<'static>, tape_failed) as i32;
 
 impl<'a> Ctx<'a> {
     #[cfg(test)]
     pub fn new(sites: &'a [TrapSite], stack_limit: u64) -> Ctx<'a> {
-        Ctx::with_tapes(sites, stack_limit, new_tapes())
+        Ctx::with_tapes(sites, stack_limit, new_tapes(), &crate::timer::NEVER)
     }
 
-    /// A context whose tapes reuse `tapes`' buffers (which must be empty).
-    pub fn with_tapes(sites: &'a [TrapSite], stack_limit: u64, tapes: Tapes) -> Ctx<'a> {
+    /// A context whose tapes reuse `tapes`' buffers (which must be empty),
+    /// polling `interrupt` (which must outlive the call).
+    pub fn with_tapes(
+        sites: &'a [TrapSite],
+        stack_limit: u64,
+        tapes: Tapes,
+        interrupt: &'a AtomicBool,
+    ) -> Ctx<'a> {
         Ctx {
             depth: 0,
             live: 0,
             stack_limit,
+            interrupt,
+            tape_failed: 0,
             stack_exhausted: false,
             allocs: Vec::new(),
             error: None,
@@ -234,6 +271,14 @@ pub(crate) enum SiteKind {
     CallDepthExceeded {
         limit: u32,
     },
+    /// The flag of the time limit was set (a poll at a function entry or
+    /// a loop header).
+    Timeout {
+        limit: Duration,
+    },
+    /// `a` = the entries on the tape, `b` = the bytes `adze_reserve` could
+    /// not have (`Ctx::tape_failed`).
+    TapeOutOfMemory,
     /// The native stack ran low: not an IR-level error. `Compiled::call`
     /// runs the call again on a thread with a larger stack.
     StackExhausted,
@@ -260,6 +305,11 @@ impl TrapSite {
             SiteKind::BadArrayLength => TrapKind::BadArrayLength { len: a },
             SiteKind::OutOfMemory => TrapKind::OutOfMemory { len: a },
             SiteKind::CallDepthExceeded { limit } => TrapKind::CallDepthExceeded { limit: *limit },
+            SiteKind::Timeout { limit } => TrapKind::Timeout { limit: *limit },
+            SiteKind::TapeOutOfMemory => TrapKind::TapeOutOfMemory {
+                entries: a as u64,
+                bytes: b as u64,
+            },
             SiteKind::TapeMismatch => TrapKind::TapeMismatch,
             SiteKind::ShadowLengthMismatch { array, shadow } => TrapKind::ShadowLengthMismatch {
                 array: array.clone(),
@@ -355,8 +405,11 @@ pub(crate) extern "C" fn adze_alloc(ctx: *mut Ctx<'_>, n: i64, slot: *mut i64) -
 
 /// Makes room for `additional` more entries on tape `tape` (generated code
 /// calls it when a group of pushes does not fit below the capacity, then
-/// writes the entries itself). Tape numbers of verified instructions are
-/// below `MAX_TAPES`; anything else is ignored.
+/// writes the entries itself). If the memory cannot be had, records the
+/// bytes that could not in `Ctx::tape_failed`, which generated code checks
+/// after the call (and then traps instead of writing the entries). Tape
+/// numbers of verified instructions are below `MAX_TAPES`; anything else is
+/// ignored.
 pub(crate) extern "C" fn adze_reserve(ctx: *mut Ctx<'_>, tape: i64, additional: i64) {
     // SAFETY: as in `adze_trap`.
     let ctx = unsafe { &mut *ctx };
@@ -366,7 +419,9 @@ pub(crate) extern "C" fn adze_reserve(ctx: *mut Ctx<'_>, tape: i64, additional: 
             .and_then(|t| ctx.tapes.get_mut(t)),
         usize::try_from(additional),
     ) {
-        t.reserve(n);
+        if let Err(bytes) = t.reserve(n) {
+            ctx.tape_failed = i64::try_from(bytes).unwrap_or(i64::MAX).max(1);
+        }
     }
 }
 
