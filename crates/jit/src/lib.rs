@@ -99,7 +99,9 @@ pub const SINGLE_PASS_ABOVE: usize = 20_000;
 /// Options of [`compile`].
 #[derive(Clone, Debug)]
 pub struct JitOptions {
-    /// Run-time limits, baked into the generated code.
+    /// Run-time limits, baked into the generated code. A time limit
+    /// (`limits.timeout`) also compiles a poll into every function entry
+    /// and loop header; without one there is none.
     pub limits: Limits,
     pub opt_level: OptLevel,
     /// Run Cranelift's IR verifier on every function (costs 30–50 % of
