@@ -31,7 +31,8 @@
 
 use crate::rt::{
     SiteKind, TrapSite, DEPTH_OFFSET, INTERRUPT_OFFSET, LIVE_OFFSET, STACK_LIMIT_OFFSET,
-    TAPES_OFFSET, TAPE_BITS, TAPE_CAP, TAPE_FAILED_OFFSET, TAPE_LEN, TAPE_SIZE, TAPE_TYPES,
+    TAPES_OFFSET, TAPE_BITS, TAPE_CAP, TAPE_FAILED_OFFSET, TAPE_LEN, TAPE_SITE_OFFSET, TAPE_SIZE,
+    TAPE_TYPES,
 };
 use crate::JitError;
 use adze_ir::{
@@ -1354,23 +1355,25 @@ impl Translator<'_, '_> {
             let reserve = self.func_ref(self.env.reserve);
             let t = self.b.ins().iconst(i64t, i64::from(tape));
             let n = self.b.ins().iconst(i64t, m as i64);
+            // The trap site goes through the context, not a fourth
+            // argument: an argument register (`rcx`) fixed on this path
+            // changed the register allocation of hot loops elsewhere in the
+            // function.
+            let site = self.new_site(SiteKind::TapeOutOfMemory);
+            let site = self.b.ins().iconst(i64t, site);
+            self.b
+                .ins()
+                .store(flags(), site, self.ctx, TAPE_SITE_OFFSET);
             self.b.ins().call(reserve, &[self.ctx, t, n]);
-            // A tape that cannot grow: `adze_reserve` recorded the bytes it
-            // could not have, and the run stops (checked here, on the
-            // growth path only, so the hot path is unchanged).
+            // A tape that cannot grow: `adze_reserve` recorded the error
+            // of `site` and set `tape_failed`, and the frame leaves through
+            // its trap exit, as after a call that trapped. Checked on the
+            // growth path only, with no call of its own.
             let failed = self
                 .b
                 .ins()
                 .load(i64t, flags(), self.ctx, TAPE_FAILED_OFFSET);
-            let oom = self.b.create_block();
-            self.b.set_cold_block(oom);
-            self.b.ins().brif(failed, oom, &[], cont, &[]);
-            self.b.switch_to_block(oom);
-            let site = self.new_site(SiteKind::TapeOutOfMemory);
-            let site = self.b.ins().iconst(i64t, site);
-            let trap_fn = self.trap_fn;
-            self.b.ins().call(trap_fn, &[self.ctx, site, len, failed]);
-            self.b.ins().jump(self.trap_exit, &[]);
+            self.b.ins().brif(failed, self.trap_exit, &[], cont, &[]);
             self.b.switch_to_block(cont);
             let (bits, types) = self.tape_buffers(tape);
             let off = self.b.ins().ishl_imm_u(len, 3);

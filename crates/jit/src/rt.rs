@@ -179,10 +179,14 @@ pub(crate) struct Ctx<'a> {
     /// timer thread writes it while generated code and the helpers own the
     /// context. Never null.
     pub interrupt: *const AtomicBool,
-    /// Nonzero after `adze_reserve` failed to grow a tape: the bytes it
-    /// could not have. The growth path of a push group loads it after the
-    /// call and traps with `TapeOutOfMemory`.
+    /// Nonzero after `adze_reserve` failed to grow a tape (and recorded
+    /// `TapeOutOfMemory`): the bytes it could not have. The growth path of
+    /// a push group loads it after the call and leaves through the trap
+    /// exit.
     pub tape_failed: i64,
+    /// The trap site (`TapeOutOfMemory`) of the push group whose growth
+    /// path calls `adze_reserve`, stored by generated code before the call.
+    pub tape_site: i64,
     /// The tapes of `push`/`pop`, by tape number, at [`TAPES_OFFSET`]:
     /// generated code pushes and pops inline (see [`Tape`]).
     pub tapes: [Tape; adze_ir::MAX_TAPES as usize],
@@ -211,6 +215,8 @@ pub(crate) const TAPES_OFFSET: i32 = offset_of!(Ctx<'static>, tapes) as i32;
 pub(crate) const INTERRUPT_OFFSET: i32 = offset_of!(Ctx<'static>, interrupt) as i32;
 /// Byte offset of [`Ctx::tape_failed`].
 pub(crate) const TAPE_FAILED_OFFSET: i32 = offset_of!(Ctx<'static>, tape_failed) as i32;
+/// Byte offset of [`Ctx::tape_site`].
+pub(crate) const TAPE_SITE_OFFSET: i32 = offset_of!(Ctx<'static>, tape_site) as i32;
 
 impl<'a> Ctx<'a> {
     #[cfg(test)]
@@ -232,6 +238,7 @@ impl<'a> Ctx<'a> {
             stack_limit,
             interrupt,
             tape_failed: 0,
+            tape_site: -1,
             stack_exhausted: false,
             allocs: Vec::new(),
             error: None,
@@ -276,8 +283,9 @@ pub(crate) enum SiteKind {
     Timeout {
         limit: Duration,
     },
-    /// `a` = the entries on the tape, `b` = the bytes `adze_reserve` could
-    /// not have (`Ctx::tape_failed`).
+    /// A tape could not grow, recorded by `adze_reserve` itself (the site
+    /// number in `Ctx::tape_site`): `a` = the entries on the tape, `b` = the
+    /// bytes it could not have.
     TapeOutOfMemory,
     /// The native stack ran low: not an IR-level error. `Compiled::call`
     /// runs the call again on a thread with a larger stack.
@@ -334,6 +342,12 @@ pub(crate) extern "C" fn adze_trap(ctx: *mut Ctx<'_>, site: i64, a: i64, b: i64)
     // the whole duration of the call; no Rust reference to it exists while
     // generated code runs.
     let ctx = unsafe { &mut *ctx };
+    record_trap(ctx, site, a, b);
+}
+
+/// What `adze_trap` does: records the error of trap site `site` unless one
+/// is recorded already.
+fn record_trap(ctx: &mut Ctx<'_>, site: i64, a: i64, b: i64) {
     if ctx.error.is_some() || ctx.stack_exhausted {
         return;
     }
@@ -406,10 +420,12 @@ pub(crate) extern "C" fn adze_alloc(ctx: *mut Ctx<'_>, n: i64, slot: *mut i64) -
 /// Makes room for `additional` more entries on tape `tape` (generated code
 /// calls it when a group of pushes does not fit below the capacity, then
 /// writes the entries itself). If the memory cannot be had, records the
-/// bytes that could not in `Ctx::tape_failed`, which generated code checks
-/// after the call (and then traps instead of writing the entries). Tape
-/// numbers of verified instructions are below `MAX_TAPES`; anything else is
-/// ignored.
+/// error of trap site `Ctx::tape_site` (`TapeOutOfMemory`, stored by the
+/// generated code before the call), as `adze_trap` would, and sets
+/// `Ctx::tape_failed` to the bytes that could not be had; generated code
+/// checks that field after the call and leaves through its trap exit
+/// instead of writing the entries. Tape numbers of verified instructions
+/// are below `MAX_TAPES`; anything else is ignored.
 pub(crate) extern "C" fn adze_reserve(ctx: *mut Ctx<'_>, tape: i64, additional: i64) {
     // SAFETY: as in `adze_trap`.
     let ctx = unsafe { &mut *ctx };
@@ -419,8 +435,11 @@ pub(crate) extern "C" fn adze_reserve(ctx: *mut Ctx<'_>, tape: i64, additional: 
             .and_then(|t| ctx.tapes.get_mut(t)),
         usize::try_from(additional),
     ) {
+        let entries = i64::try_from(t.len).unwrap_or(i64::MAX);
         if let Err(bytes) = t.reserve(n) {
-            ctx.tape_failed = i64::try_from(bytes).unwrap_or(i64::MAX).max(1);
+            let bytes = i64::try_from(bytes).unwrap_or(i64::MAX).max(1);
+            ctx.tape_failed = bytes;
+            record_trap(ctx, ctx.tape_site, entries, bytes);
         }
     }
 }
@@ -535,5 +554,39 @@ mod tests {
         let mut tapes = std::mem::replace(&mut ctx.tapes, new_tapes());
         assert!(clear_tapes(&mut tapes) >= 1001 * 9);
         assert_eq!(tapes[3].len, 0);
+    }
+
+    #[test]
+    fn a_tape_that_cannot_grow_records_its_site_and_keeps_its_entries() {
+        let sites = [TrapSite {
+            func: "f.aug".into(),
+            inlined: vec!["g".into()],
+            kind: SiteKind::TapeOutOfMemory,
+        }];
+        let mut ctx = Ctx::new(&sites, 0);
+        let p: *mut Ctx<'_> = &mut ctx;
+        adze_reserve(p, 2, 3);
+        ctx.tapes[2].with_vecs(|b| {
+            b.bits.extend([1, 2, 3]);
+            b.types.extend([0, 0, 1]);
+        });
+        assert_eq!((ctx.tape_failed, &ctx.error), (0, &None));
+        // More entries than any memory holds (the same path as an
+        // allocation that fails).
+        ctx.tape_site = 0;
+        let p: *mut Ctx<'_> = &mut ctx;
+        adze_reserve(p, 2, i64::MAX);
+        assert!(ctx.tape_failed > 0);
+        let err = ctx.error.clone().expect("an error");
+        assert_eq!(err.func, "f.aug");
+        assert!(err.inlined.is_empty());
+        assert!(matches!(
+            err.kind,
+            TrapKind::TapeOutOfMemory { entries: 3, bytes } if bytes > 1 << 40
+        ));
+        let t = &mut ctx.tapes[2];
+        assert_eq!(t.len, 3);
+        let (bits, types) = t.with_vecs(|b| (b.bits.clone(), b.types.clone()));
+        assert_eq!((bits, types), (vec![1, 2, 3], vec![0, 0, 1]));
     }
 }
