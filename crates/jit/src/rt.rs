@@ -585,6 +585,7 @@ mod tests {
         let sites = [TrapSite {
             func: "f.aug".into(),
             inlined: vec!["g".into()],
+            loc: None,
             kind: SiteKind::TapeOutOfMemory,
         }];
         let mut ctx = Ctx::new(&sites, 0);
