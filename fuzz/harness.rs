@@ -32,6 +32,7 @@ use std::collections::HashMap;
 pub const LIMITS: Limits = Limits {
     max_call_depth: 64,
     max_array_len: 1 << 12,
+    timeout: None,
 };
 
 /// Upper bound on the instructions a fuzzed function may execute.

@@ -93,6 +93,11 @@ enum Command {
         /// Run on the Cranelift JIT or the reference interpreter.
         #[arg(long, value_enum, default_value_t = Engine::Jit)]
         engine: Engine,
+        /// Stop the run with an error (exit 1) once it has run for SECONDS
+        /// (wall-clock time of the run itself, not of compiling it;
+        /// fractions allowed, e.g. 0.5).
+        #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+        timeout: Option<std::time::Duration>,
         #[command(flatten)]
         derive: DeriveArgs,
         #[command(flatten)]
@@ -246,6 +251,19 @@ impl DeriveArgs {
     }
 }
 
+/// `--timeout SECONDS`: a positive, finite number of seconds.
+fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
+    let secs: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of seconds"))?;
+    if secs.is_nan() || secs <= 0.0 {
+        return Err(format!("the time limit must be positive, not {s}"));
+    }
+    std::time::Duration::try_from_secs_f64(secs)
+        .map_err(|_| format!("`{s}` seconds is too long a time limit"))
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let json = matches!(cli.command, Command::Run { json: true, .. });
@@ -292,10 +310,12 @@ fn execute(command: Command) -> Result<(), Error> {
             args,
             json,
             engine,
+            timeout,
             derive,
             pipeline,
         } => {
-            let session = pipeline.session(&file)?;
+            let mut session = pipeline.session(&file)?;
+            session.limits.timeout = timeout;
             session.function(&func)?;
             if json {
                 warn_json(derive.warnings(&session, &func));

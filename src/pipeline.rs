@@ -61,7 +61,9 @@ pub struct Session {
     /// The module as lowered by the front end.
     pub module: Module,
     pub inline: InlineSetting,
-    /// Limits of the compiled code and the interpreter.
+    /// Limits of the compiled code and the interpreter: call depth, array
+    /// length, and the time a run may take (`limits.timeout`, the
+    /// command's `--timeout`).
     pub limits: adze_ir::Limits,
     /// Limits of the AD passes (nesting depth of derivatives).
     pub ad_limits: adze_ad::AdLimits,

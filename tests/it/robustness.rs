@@ -412,7 +412,7 @@ fn resident() -> u64 {
 /// memory grows by less than `slack` bytes, where a leak of `leak_per_run`
 /// bytes per run would grow it by far more. Other tests run in parallel in
 /// this process, so one noisy measurement is retried.
-fn assert_no_growth(what: &str, runs: usize, leak_per_run: u64, mut body: impl FnMut()) {
+pub(crate) fn assert_no_growth(what: &str, runs: usize, leak_per_run: u64, mut body: impl FnMut()) {
     let slack: u64 = 32 << 20;
     assert!(
         runs as u64 * leak_per_run >= 2 * slack,
@@ -516,6 +516,7 @@ fn lowered_limits_are_enforced_identically() {
     s.limits = Limits {
         max_call_depth: 10,
         max_array_len: 999,
+        timeout: None,
     };
     for engine in [Engine::Interp, Engine::Jit] {
         let e = s.run("grad_spiral", &[Val::F64(0.5)], engine).unwrap_err();

@@ -68,7 +68,7 @@
 //! ```
 
 use crate::{activity, reverse, AdError, AdLimits, ForwardRequest, ReverseRequest};
-use adze_ir::{ArgActivity, FuncId, Function, Module, Opcode, RetActivity};
+use adze_ir::{ArgActivity, FuncId, Function, Module, RetActivity};
 use std::collections::HashMap;
 
 /// The size of a function for [`AdLimits::max_size`]: its instructions plus
@@ -168,29 +168,18 @@ impl Cache {
         if !module.is_valid(func) {
             return false;
         }
-        let mut uses = false;
-        let mut settled = true;
-        for id in module.reachable_from(func) {
-            let f = module.func(id);
-            if f.is_declaration() {
-                settled = false;
-            }
-            for (_, inst) in f.layout.insts() {
-                match f.dfg.inst(inst).opcode() {
-                    Opcode::Push | Opcode::Pop => uses = true,
-                    Opcode::Autodiff => settled = false,
-                    _ => {}
+        let known = |f: FuncId| self.tape_use.get(f.as_u32() as usize).copied().flatten();
+        let (uses, answers) = crate::lower::tape_use_closure(module, func, known);
+        if self.active {
+            for (f, (uses, settled)) in answers {
+                if uses || settled {
+                    let k = f.as_u32() as usize;
+                    if self.tape_use.len() <= k {
+                        self.tape_use.resize(k + 1, None);
+                    }
+                    self.tape_use[k] = Some(uses);
                 }
             }
-            if uses {
-                break;
-            }
-        }
-        if self.active && (uses || settled) {
-            if self.tape_use.len() <= i {
-                self.tape_use.resize(i + 1, None);
-            }
-            self.tape_use[i] = Some(uses);
         }
         uses
     }

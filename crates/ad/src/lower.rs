@@ -106,6 +106,127 @@ pub(crate) fn lower_reachable(
     Ok(())
 }
 
+/// Whether a function uses the tape, and whether that answer is final
+/// (nothing it reaches is a declaration or holds a request to lower).
+pub(crate) type TapeAnswer = (bool, bool);
+
+/// [`crate::context::Cache::uses_tape`] of `root` and of every function it reaches whose answer is
+/// not `known` (as `(uses, settled)`), in one pass over the call graph:
+/// the strongly connected components (Tarjan's algorithm, iterative) in
+/// the order it finishes them, each taking what its callees answered.
+/// Walking the whole reachable graph for each function instead made the
+/// reverse derivative of a chain of `n` functions quadratic (each of the
+/// `n` answers walked the rest of the chain).
+pub(crate) fn tape_use_closure(
+    module: &Module,
+    root: FuncId,
+    known: impl Fn(FuncId) -> Option<bool>,
+) -> (bool, Vec<(FuncId, TapeAnswer)>) {
+    use std::collections::HashMap;
+    struct Node {
+        index: usize,
+        low: usize,
+        on_stack: bool,
+        succs: Vec<FuncId>,
+        uses: bool,
+        settled: bool,
+    }
+    let mut nodes: HashMap<FuncId, Node> = HashMap::new();
+    let mut done: HashMap<FuncId, TapeAnswer> = HashMap::new();
+    let mut order: Vec<FuncId> = Vec::new();
+    let mut stack: Vec<FuncId> = Vec::new();
+    let mut call: Vec<(FuncId, usize)> = Vec::new();
+    let visit = |f: FuncId, nodes: &mut HashMap<FuncId, Node>, stack: &mut Vec<FuncId>| {
+        let func = module.func(f);
+        let mut uses = false;
+        let mut settled = !func.is_declaration();
+        for (_, inst) in func.layout.insts() {
+            match func.dfg.inst(inst).opcode() {
+                Opcode::Push | Opcode::Pop => uses = true,
+                Opcode::Autodiff => settled = false,
+                _ => {}
+            }
+        }
+        let index = nodes.len();
+        nodes.insert(
+            f,
+            Node {
+                index,
+                low: index,
+                on_stack: true,
+                succs: func
+                    .referenced_functions()
+                    .into_iter()
+                    .filter(|&g| module.is_valid(g))
+                    .collect(),
+                uses,
+                settled,
+            },
+        );
+        stack.push(f);
+    };
+    visit(root, &mut nodes, &mut stack);
+    call.push((root, 0));
+    while let Some(&(v, k)) = call.last() {
+        if let Some(&w) = nodes[&v].succs.get(k) {
+            call.last_mut().expect("a frame").1 += 1;
+            if let Some(answer) = known(w) {
+                let n = nodes.get_mut(&v).expect("visited");
+                n.uses |= answer;
+            } else if let Some(&(uses, settled)) = done.get(&w) {
+                let n = nodes.get_mut(&v).expect("visited");
+                n.uses |= uses;
+                n.settled &= settled;
+            } else if let Some(wn) = nodes.get(&w) {
+                if wn.on_stack {
+                    let wi = wn.index;
+                    let n = nodes.get_mut(&v).expect("visited");
+                    n.low = n.low.min(wi);
+                }
+            } else {
+                visit(w, &mut nodes, &mut stack);
+                call.push((w, 0));
+            }
+            continue;
+        }
+        call.pop();
+        let (low, index) = (nodes[&v].low, nodes[&v].index);
+        if let Some(&(u, _)) = call.last() {
+            let n = nodes.get_mut(&u).expect("visited");
+            n.low = n.low.min(low);
+        }
+        if low != index {
+            continue;
+        }
+        // `v` roots a component: pop it, and give every member the answer
+        // of the whole (its members' own code and their callees').
+        let mut members = Vec::new();
+        let (mut uses, mut settled) = (false, true);
+        while let Some(w) = stack.pop() {
+            let n = nodes.get_mut(&w).expect("visited");
+            n.on_stack = false;
+            uses |= n.uses;
+            settled &= n.settled;
+            members.push(w);
+            if w == v {
+                break;
+            }
+        }
+        for &w in &members {
+            done.insert(w, (uses, settled));
+            order.push(w);
+        }
+        if let Some(&(u, _)) = call.last() {
+            let n = nodes.get_mut(&u).expect("visited");
+            n.uses |= uses;
+            n.settled &= settled;
+        }
+    }
+    let uses = done.get(&root).is_some_and(|&(u, _)| u);
+    let answers = order.into_iter().map(|f| (f, done[&f])).collect();
+    (uses, answers)
+}
+
 /// Refuses a request on `target` inside `func` when `target` reaches
 /// `func` (through calls, rules, regions or requests): the derivative of
 /// `target` would contain a derivative of itself, a tower that never ends.

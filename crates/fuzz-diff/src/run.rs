@@ -489,6 +489,7 @@ pub fn fuzz_limits() -> Limits {
     Limits {
         max_call_depth: 200,
         max_array_len: 1 << 16,
+        timeout: None,
     }
 }
 

@@ -89,7 +89,17 @@
 //! sweep). `push v` pushes the scalar `v`; `v = pop ty` pops the value pushed
 //! last. Popping an empty tape, or a value of another type than `ty`, stops
 //! the run with `TapeMismatch` in the function executing the `pop`. Values
-//! left on the tape when the outermost call returns are discarded.
+//! left on the tape when the outermost call returns are discarded. A tape
+//! that cannot grow (the memory cannot be had) stops the run with
+//! `TapeOutOfMemory { entries, bytes }` in the function executing the
+//! `push`, never an abort of the process.
+//!
+//! **Time limit.** With `Limits::timeout`, the run stops with
+//! `Timeout { limit }` once the limit has passed since the call began: the
+//! interpreter counts steps (a block's instructions at its branch, and at
+//! each call and return) and reads the clock every 4096 steps; the error
+//! names the function executing when the clock was read. Without a limit
+//! the clock is never read.
 //!
 //! **`autodiff`.** Executing an `autodiff` request stops the run with
 //! ``Unsupported("`autodiff` must be lowered by an AD pass before it can

@@ -10,6 +10,14 @@ use adze_ir::{
     BlockCall, FuncId, Function, Inst, InstData, Limits, Module, Opcode, Outcome, RunError,
     TrapKind, Type, Val, Value,
 };
+use std::time::Instant;
+
+/// With a time limit, the clock is read once every this many steps
+/// (instructions, counted per block at its branch and at calls and
+/// returns): a few microseconds of interpretation, so the check costs
+/// nothing measurable and a run stops within well under a millisecond of
+/// its limit.
+const CLOCK_EVERY: i64 = 4096;
 
 /// The run-time content of one SSA value in a frame.
 #[derive(Clone, Copy, Debug, Default, PartialEq)]
@@ -68,8 +76,13 @@ fn trap(func: &Function, kind: TrapKind) -> Fault {
 struct Values(Vec<Slot>);
 
 impl Values {
-    fn new(len: usize) -> Values {
-        Values(vec![Slot::Undef; len])
+    /// A table of `len` undefined slots, or `None` if the memory cannot be
+    /// had (a deep recursion of a big function).
+    fn new(len: usize) -> Option<Values> {
+        let mut v = Vec::new();
+        v.try_reserve_exact(len).ok()?;
+        v.resize(len, Slot::Undef);
+        Some(Values(v))
     }
 
     #[inline(always)]
@@ -243,17 +256,59 @@ pub(crate) struct Machine<'m> {
     /// The tapes of `push` and `pop` (indexed by tape number): one set per
     /// outermost call.
     tapes: Vec<Vec<Slot>>,
+    /// Steps left until the clock is read again ([`Machine::tick`]): with
+    /// no time limit it starts at `i64::MAX` and never runs out.
+    steps: i64,
+    /// When the run must stop (`Limits::timeout` after it started).
+    deadline: Option<Instant>,
 }
 
 impl<'m> Machine<'m> {
     pub(crate) fn new(module: &'m Module, limits: Limits) -> Machine<'m> {
+        // A limit too far away to be represented is no limit.
+        let deadline = limits.timeout.and_then(|t| Instant::now().checked_add(t));
         Machine {
             module,
             limits,
             heap: Vec::new(),
             scratch: Vec::new(),
             tapes: vec![Vec::new(); usize::from(adze_ir::MAX_TAPES)],
+            steps: if deadline.is_some() {
+                CLOCK_EVERY
+            } else {
+                i64::MAX
+            },
+            deadline,
         }
+    }
+
+    /// Counts `n` steps of `func`; every [`CLOCK_EVERY`] steps, stops the
+    /// run with `Timeout` if its deadline has passed. Called at every
+    /// branch, call and return, so no run escapes it: a run that does not
+    /// end branches or calls without end.
+    #[inline(always)]
+    fn tick(&mut self, n: usize, func: &Function) -> Result<(), Fault> {
+        self.steps -= n as i64;
+        if self.steps < 0 {
+            self.read_clock(func)
+        } else {
+            Ok(())
+        }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn read_clock(&mut self, func: &Function) -> Result<(), Fault> {
+        match (self.deadline, self.limits.timeout) {
+            (Some(deadline), Some(limit)) => {
+                self.steps = CLOCK_EVERY;
+                if Instant::now() >= deadline {
+                    return Err(trap(func, TrapKind::Timeout { limit }));
+                }
+            }
+            _ => self.steps = i64::MAX,
+        }
+        Ok(())
     }
 
     /// Runs `root` on `args` (already checked against its signature).
@@ -302,6 +357,9 @@ impl<'m> Machine<'m> {
                         }
                         e
                     })?;
+                    if stack.try_reserve(1).is_err() {
+                        return Err(frames_out_of_memory(entered.func, depth));
+                    }
                     stack.push(std::mem::replace(&mut frame, entered));
                 }
                 Step::Return => {
@@ -385,7 +443,8 @@ impl<'m> Machine<'m> {
                 ),
             ));
         }
-        let mut values = Values::new(func.dfg.num_values());
+        let mut values =
+            Values::new(func.dfg.num_values()).ok_or_else(|| frames_out_of_memory(func, depth))?;
         for ((&v, &a), p) in params.iter().zip(args).zip(&func.sig.params) {
             if a.ty() != Some(p.ty) {
                 return Err(unsupported(
@@ -574,8 +633,11 @@ impl<'m> Machine<'m> {
                             }
                             _ => {
                                 let mut data = Vec::new();
-                                data.try_reserve_exact(size)
-                                    .map_err(|_| trap(func, TrapKind::OutOfMemory { len: n }))?;
+                                if data.try_reserve_exact(size).is_err()
+                                    || self.heap.try_reserve(1).is_err()
+                                {
+                                    return Err(trap(func, TrapKind::OutOfMemory { len: n }));
+                                }
                                 data.resize(size, 0.0);
                                 self.heap.push(data);
                                 self.heap.len() - 1
@@ -592,7 +654,12 @@ impl<'m> Machine<'m> {
                             (_, None) => {
                                 return Err(unsupported(func, "a tape that does not exist"))
                             }
-                            (x, Some(t)) => t.push(x),
+                            (x, Some(t)) => {
+                                if t.len() == t.capacity() {
+                                    grow_tape(t).map_err(|k| trap(func, k))?;
+                                }
+                                t.push(x)
+                            }
                         }
                     }
                     InstData::Pop { tape, ty } => {
@@ -605,6 +672,7 @@ impl<'m> Machine<'m> {
                         frame.set(inst, x)?;
                     }
                     InstData::Call { func: callee, args } => {
+                        self.tick(frame.pc + 1, func)?;
                         self.scratch.clear();
                         for &a in args {
                             self.scratch.push(frame.get(a)?);
@@ -618,6 +686,7 @@ impl<'m> Machine<'m> {
                         ));
                     }
                     InstData::Jump { dest } => {
+                        self.tick(frame.pc + 1, func)?;
                         self.branch(frame, dest)?;
                         break;
                     }
@@ -631,10 +700,12 @@ impl<'m> Machine<'m> {
                         } else {
                             else_dest
                         };
+                        self.tick(frame.pc + 1, func)?;
                         self.branch(frame, dest)?;
                         break;
                     }
                     InstData::Return { args } => {
+                        self.tick(frame.pc + 1, func)?;
                         self.scratch.clear();
                         for &a in args {
                             self.scratch.push(frame.get(a)?);
@@ -706,6 +777,31 @@ impl<'m> Machine<'m> {
         frame.pc = 0;
         Ok(())
     }
+}
+
+/// Makes room on a full tape: doubles it (64 entries at first), or fails
+/// with `TapeOutOfMemory` instead of aborting the process as `Vec::push`
+/// would.
+#[cold]
+#[inline(never)]
+fn grow_tape(tape: &mut Vec<Slot>) -> Result<(), TrapKind> {
+    let want = tape.capacity().saturating_mul(2).max(64);
+    tape.try_reserve_exact(want - tape.len())
+        .map_err(|_| TrapKind::TapeOutOfMemory {
+            entries: tape.len() as u64,
+            bytes: want.saturating_mul(std::mem::size_of::<Slot>()) as u64,
+        })
+}
+
+/// The frames of `depth` nested calls do not fit in memory (a deep
+/// recursion of a big function; the JIT runs out of native stack instead).
+#[cold]
+#[inline(never)]
+fn frames_out_of_memory(func: &Function, depth: u64) -> Fault {
+    unsupported(
+        func,
+        format!("out of memory for the frames of {depth} nested calls"),
+    )
 }
 
 #[cold]

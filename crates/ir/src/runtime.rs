@@ -8,6 +8,7 @@ use crate::names;
 use crate::srcloc::SourceLoc;
 use crate::types::Type;
 use std::fmt;
+use std::time::Duration;
 
 /// An argument or a result of a call from Rust into IR code.
 #[derive(Clone, Debug, PartialEq)]
@@ -95,6 +96,13 @@ pub struct Limits {
     pub max_call_depth: u32,
     /// Maximum length of a `zeros` array.
     pub max_array_len: i64,
+    /// Wall-clock time one run may take (`None`, the default: no limit).
+    /// A run that takes longer stops with [`TrapKind::Timeout`]. The
+    /// interpreter reads the clock every few thousand steps; the JIT
+    /// compiles a poll of a flag, set by a timer thread, into every
+    /// function entry and loop header only when a limit is set, so code
+    /// without a limit is unchanged.
+    pub timeout: Option<Duration>,
 }
 
 impl Default for Limits {
@@ -102,6 +110,7 @@ impl Default for Limits {
         Limits {
             max_call_depth: DEFAULT_MAX_CALL_DEPTH,
             max_array_len: MAX_ARRAY_LEN,
+            timeout: None,
         }
     }
 }
@@ -137,6 +146,17 @@ pub enum TrapKind {
     /// The call depth limit was reached (runaway recursion).
     CallDepthExceeded {
         limit: u32,
+    },
+    /// The run took longer than [`Limits::timeout`] and was stopped.
+    Timeout {
+        limit: Duration,
+    },
+    /// A reverse-mode tape needed more memory than could be had: growing
+    /// it to `bytes` bytes failed after `entries` entries were recorded.
+    /// (The sizes depend on the executor's layout of an entry.)
+    TapeOutOfMemory {
+        entries: u64,
+        bytes: u64,
     },
     /// An array and its shadow differ in length.
     ShadowLengthMismatch {
@@ -176,6 +196,16 @@ impl fmt::Display for TrapKind {
                 f,
                 "call depth limit of {limit} exceeded: a recursion that does not end? (`--max-call-depth` raises the limit)"
             ),
+            TrapKind::Timeout { limit } => write!(
+                f,
+                "the run was stopped after its time limit of {} (`--timeout`)",
+                DurationText(*limit)
+            ),
+            TrapKind::TapeOutOfMemory { entries, bytes } => write!(
+                f,
+                "out of memory: the reverse-mode tape outgrew memory ({entries} entries; growing it to {} MiB failed)",
+                bytes >> 20
+            ),
             TrapKind::ShadowLengthMismatch { array, shadow } => write!(
                 f,
                 "array {} and its shadow `{shadow}` have different lengths",
@@ -186,6 +216,21 @@ impl fmt::Display for TrapKind {
             }
             TrapKind::BadArguments(msg) => f.write_str(msg),
             TrapKind::Unsupported(msg) => f.write_str(msg),
+        }
+    }
+}
+
+/// A duration as a person writes it: `2 s`, `1.5 s`, `250 ms`.
+struct DurationText(Duration);
+
+impl fmt::Display for DurationText {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // One rounding from whole nanoseconds: 0.1 s is `100 ms`.
+        let ns = self.0.as_nanos() as f64;
+        if self.0 >= Duration::from_secs(1) {
+            write!(f, "{} s", ns / 1e9)
+        } else {
+            write!(f, "{} ms", ns / 1e6)
         }
     }
 }

@@ -16,7 +16,13 @@
 //!   `adze_trap(ctx, site, a, b)` and jumps to `trap_exit`;
 //! - a cold `trap_exit` block that frees this frame's arrays, restores the
 //!   depth and returns status 1. A nonzero status after an internal call
-//!   branches straight to `trap_exit`.
+//!   branches straight to `trap_exit`;
+//! - with a time limit (`Limits::timeout`) only, a poll of the timer's flag
+//!   (`Ctx::interrupt`) in the prologue and at the top of every block that
+//!   a retreating edge enters (every loop header, in the reverse postorder
+//!   the blocks are translated in), branching to one cold block per
+//!   function that traps with `Timeout`. Without a limit no poll is
+//!   emitted and the code is what it was before time limits existed.
 //!
 //! Bounds checks that cannot fail are left out (see
 //! `Translator::element_addr`): AD tapes index constant-length `zeros`
@@ -24,8 +30,9 @@
 //! straight-line functions compile several times slower.
 
 use crate::rt::{
-    SiteKind, TrapSite, DEPTH_OFFSET, LIVE_OFFSET, STACK_LIMIT_OFFSET, TAPES_OFFSET, TAPE_BITS,
-    TAPE_CAP, TAPE_LEN, TAPE_SIZE, TAPE_TYPES,
+    SiteKind, TrapSite, DEPTH_OFFSET, INTERRUPT_OFFSET, LIVE_OFFSET, STACK_LIMIT_OFFSET,
+    TAPES_OFFSET, TAPE_BITS, TAPE_CAP, TAPE_FAILED_OFFSET, TAPE_LEN, TAPE_SITE_OFFSET, TAPE_SIZE,
+    TAPE_TYPES,
 };
 use crate::JitError;
 use adze_ir::{
@@ -253,6 +260,8 @@ struct Translator<'a, 'b> {
     /// The cold block that reports a tape mismatch and its trap site
     /// (`mismatch_block`), filled in at the end of the function.
     mismatch: Option<(cl::Block, i64)>,
+    /// The same for the time limit's polls (`poll`).
+    timeout: Option<(cl::Block, i64)>,
     /// The `f64` values live across calls (`crate::spill`).
     spill: crate::spill::SpillPlan,
     /// The location of the split values in the current IR block.
@@ -398,6 +407,7 @@ pub(crate) fn translate_function(
         cur: None,
         inlined_owner: func.innermost_inlined_by_block(),
         mismatch: None,
+        timeout: None,
         push_base: None,
         popped: HashMap::new(),
         spill,
@@ -420,6 +430,16 @@ pub(crate) fn translate_function(
     let lim = t.b.ins().load(env.ptr, flags(), ctx, STACK_LIMIT_OFFSET);
     let low = t.b.ins().icmp(IntCC::UnsignedLessThan, sp, lim);
     t.trap_if(low, SiteKind::StackExhausted, Some(zero), Some(zero));
+    // The time limit: a recursion without loops polls here.
+    let polls = env.limits.timeout.is_some();
+    if polls {
+        t.poll();
+    }
+    let loop_headers = if polls {
+        graph.retreating_targets()
+    } else {
+        Default::default()
+    };
     let d1 = t.b.ins().iadd_imm_s(depth, 1);
     t.b.ins().store(flags(), d1, ctx, DEPTH_OFFSET);
     if let Some(ss) = t.zeros_slot {
@@ -486,6 +506,9 @@ pub(crate) fn translate_function(
                 }
             }
         }
+        if loop_headers.contains(&n) {
+            t.poll();
+        }
         t.proven_max.clear();
         t.proven_pairs.clear();
         if n == 1 {
@@ -540,7 +563,7 @@ pub(crate) fn translate_function(
     }
 
     // The shared trap paths.
-    if let Some((block, site)) = t.mismatch {
+    for (block, site) in t.mismatch.into_iter().chain(t.timeout) {
         t.b.switch_to_block(block);
         let site = t.b.ins().iconst(cl::types::I64, site);
         let trap_fn = t.trap_fn;
@@ -1348,8 +1371,25 @@ impl Translator<'_, '_> {
             let reserve = self.func_ref(self.env.reserve);
             let t = self.b.ins().iconst(i64t, i64::from(tape));
             let n = self.b.ins().iconst(i64t, m as i64);
+            // The trap site goes through the context, not a fourth
+            // argument: an argument register (`rcx`) fixed on this path
+            // changed the register allocation of hot loops elsewhere in the
+            // function.
+            let site = self.new_site(SiteKind::TapeOutOfMemory);
+            let site = self.b.ins().iconst(i64t, site);
+            self.b
+                .ins()
+                .store(flags(), site, self.ctx, TAPE_SITE_OFFSET);
             self.b.ins().call(reserve, &[self.ctx, t, n]);
-            self.b.ins().jump(cont, &[]);
+            // A tape that cannot grow: `adze_reserve` recorded the error
+            // of `site` and set `tape_failed`, and the frame leaves through
+            // its trap exit, as after a call that trapped. Checked on the
+            // growth path only, with no call of its own.
+            let failed = self
+                .b
+                .ins()
+                .load(i64t, flags(), self.ctx, TAPE_FAILED_OFFSET);
+            self.b.ins().brif(failed, self.trap_exit, &[], cont, &[]);
             self.b.switch_to_block(cont);
             let (bits, types) = self.tape_buffers(tape);
             let off = self.b.ins().ishl_imm_u(len, 3);
@@ -1445,6 +1485,31 @@ impl Translator<'_, '_> {
             .ins()
             .store(flags(), rest, self.ctx, Self::tape_field(tape, TAPE_LEN));
         Ok(())
+    }
+
+    /// Polls the time limit's flag (`Ctx::interrupt`): an atomic load
+    /// (a plain load on x86-64 that Cranelift never hoists or merges),
+    /// branching to the function's cold timeout block when it is set.
+    fn poll(&mut self) {
+        let block = match self.timeout {
+            Some((b, _)) => b,
+            None => {
+                let block = self.b.create_block();
+                self.b.set_cold_block(block);
+                let limit = self.env.limits.timeout.unwrap_or_default();
+                let site = self.new_site(SiteKind::Timeout { limit });
+                self.timeout = Some((block, site));
+                block
+            }
+        };
+        let flag = self
+            .b
+            .ins()
+            .load(self.env.ptr, flags(), self.ctx, INTERRUPT_OFFSET);
+        let set = self.b.ins().atomic_load(cl::types::I8, flags(), flag);
+        let cont = self.b.create_block();
+        self.b.ins().brif(set, block, &[], cont, &[]);
+        self.b.switch_to_block(cont);
     }
 
     /// The function's one cold block for an empty tape or a mismatched

@@ -34,9 +34,13 @@
 //! - **Tapes.** `push`/`pop` run inline on per-tape buffers in the context
 //!   (bits and a type byte per entry): one capacity check per group of
 //!   pushes, whose growth path calls a `preserve_all` trampoline (no
-//!   spills on the hot path), and one length and type check per group of
+//!   spills on the hot path) and then checks that the tape could grow
+//!   (else `TapeOutOfMemory`), and one length and type check per group of
 //!   pops, whose failure is a `TapeMismatch` trap. The buffers are kept in
 //!   [`Compiled`] from one call to the next.
+//! - **Time limit.** With `Limits::timeout` (and only then), every
+//!   function entry and loop header polls a flag that a timer thread sets
+//!   at the deadline (`timer.rs`), and a set flag is a `Timeout` trap.
 //! - **Zero copy.** [`Compiled::call_mut`] passes the caller's array
 //!   buffers to the code instead of copies.
 //! - **Native stack.** Each function compares its stack pointer with a limit
@@ -55,6 +59,7 @@
 mod codegen;
 mod rt;
 mod spill;
+mod timer;
 
 use adze_ir::runtime::check_args;
 use adze_ir::{FuncId, Limits, Opcode, Outcome, RunError, Signature, TrapKind, Type, Val};
@@ -94,7 +99,9 @@ pub const SINGLE_PASS_ABOVE: usize = 20_000;
 /// Options of [`compile`].
 #[derive(Clone, Debug)]
 pub struct JitOptions {
-    /// Run-time limits, baked into the generated code.
+    /// Run-time limits, baked into the generated code. A time limit
+    /// (`limits.timeout`) also compiles a poll into every function entry
+    /// and loop header; without one there is none.
     pub limits: Limits,
     pub opt_level: OptLevel,
     /// Run Cranelift's IR verifier on every function (costs 30–50 % of
@@ -571,6 +578,9 @@ struct Runner<'a> {
     sites: &'a [rt::TrapSite],
     name: &'a str,
     sig: &'a Signature,
+    /// The flag of the call's time limit (polled only by code compiled
+    /// with one).
+    interrupt: &'a std::sync::atomic::AtomicBool,
 }
 
 /// What one run of the entry trampoline gave.
@@ -601,7 +611,7 @@ impl Runner<'_> {
         let here = std::ptr::addr_of!(marker) as usize;
         let stack_limit = here.saturating_sub(budget) as u64;
         let mut results = vec![0u64; self.sig.results.len()];
-        let mut ctx = rt::Ctx::with_tapes(self.sites, stack_limit, tapes);
+        let mut ctx = rt::Ctx::with_tapes(self.sites, stack_limit, tapes, self.interrupt);
         // SAFETY: `entry` is the trampoline compiled for this root (see
         // `compile`), and its code is alive while the `Compiled` that lent us
         // `self` is. `slots` is valid as this function's contract requires,
@@ -745,11 +755,17 @@ impl Compiled {
         if let Err(e) = check_args(&self.name, &self.sig, args) {
             return (Err(e), 0);
         }
+        // The time limit covers both attempts.
+        let armed = match self.arm_timer() {
+            Ok(armed) => armed,
+            Err(e) => return (Err(e), 0),
+        };
         let runner = Runner {
             entry: self.entry,
             sites: &self.sites,
             name: &self.name,
             sig: &self.sig,
+            interrupt: armed.as_ref().map_or(&timer::NEVER, |a| a.flag()),
         };
         let (attempt, mut tapes) = runner.attempt(args, INLINE_STACK, self.take_tapes());
         if let Attempt::Done(r, peak) = attempt {
@@ -797,11 +813,13 @@ impl Compiled {
     /// stack, because that attempt may have written to the arrays).
     pub fn call_mut(&self, args: &mut [Val]) -> Result<Vec<Val>, RunError> {
         check_args(&self.name, &self.sig, args)?;
+        let armed = self.arm_timer()?;
         let runner = Runner {
             entry: self.entry,
             sites: &self.sites,
             name: &self.name,
             sig: &self.sig,
+            interrupt: armed.as_ref().map_or(&timer::NEVER, |a| a.flag()),
         };
         // Pointers to the caller's own buffers: `args` stays mutably
         // borrowed (so no buffer moves or is read by Rust) until we return.
@@ -851,6 +869,16 @@ impl Compiled {
             Attempt::Done(r, _) => r.map(|out| out.results),
             Attempt::StackExhausted => Err(self.failure(self.exhausted_message())),
         }
+    }
+
+    /// With a time limit, a timer armed for one call (its flag is what the
+    /// code polls); disarmed when dropped, after the call.
+    fn arm_timer(&self) -> Result<Option<timer::Armed>, RunError> {
+        self.limits
+            .timeout
+            .map(timer::arm)
+            .transpose()
+            .map_err(|msg| self.failure(msg))
     }
 
     /// The tapes of the previous call (empty, with their buffers), or new

@@ -11,6 +11,8 @@
 use adze_ir::semantics;
 use adze_ir::{Opcode, RunError, TrapKind};
 use std::mem::{offset_of, ManuallyDrop};
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 /// A growable tape, laid out so that generated code can push and pop
 /// inline. An entry is a value's raw 64 bits in `bits[k]` and its type in
@@ -87,12 +89,24 @@ impl Tape {
         r
     }
 
-    /// Room for `additional` more entries.
-    fn reserve(&mut self, additional: usize) {
+    /// Room for `additional` more entries: the buffers at least double
+    /// (amortised growth, as `Vec::reserve`), but through `try_reserve`, so
+    /// that memory that cannot be had is an error and not an abort of the
+    /// process. The error is the size in bytes of both buffers that could
+    /// not be had. After a failure the tape is unchanged but for capacity.
+    fn reserve(&mut self, additional: usize) -> Result<(), u64> {
+        let len = self.len;
+        let want = len
+            .saturating_add(additional)
+            .max(self.cap.saturating_mul(2))
+            .max(64);
+        let failed = want.saturating_mul(9) as u64;
         self.with_vecs(|b| {
-            b.bits.reserve(additional);
-            b.types.reserve(additional);
-        });
+            b.bits
+                .try_reserve_exact(want - len)
+                .and_then(|()| b.types.try_reserve_exact(want - len))
+                .map_err(|_| failed)
+        })
     }
 
     /// Empties the tape, keeping its buffers.
@@ -145,9 +159,9 @@ impl Drop for Tape {
 }
 
 /// The per-call context. Generated code receives a `*mut Ctx` as the first
-/// argument of every function and touches only the two leading `i64` fields,
-/// at the offsets [`DEPTH_OFFSET`] and [`LIVE_OFFSET`]; everything else is
-/// reached through the `extern "C"` helpers below.
+/// argument of every function and touches only the fields whose offsets
+/// are defined below ([`DEPTH_OFFSET`], [`LIVE_OFFSET`], ..); everything
+/// else is reached through the `extern "C"` helpers below.
 #[repr(C)]
 pub(crate) struct Ctx<'a> {
     /// Current call depth (0 outside any compiled function).
@@ -158,6 +172,21 @@ pub(crate) struct Ctx<'a> {
     /// Lowest native stack address generated code may use: each function
     /// compares its stack pointer with it at entry.
     pub stack_limit: u64,
+    /// The flag of the call's time limit (`crate::timer`), set by the
+    /// timer thread. Code compiled with a time limit loads it at every
+    /// function entry and loop header (an atomic load) and traps with
+    /// `Timeout` when it is set. The flag lives outside the context: the
+    /// timer thread writes it while generated code and the helpers own the
+    /// context. Never null.
+    pub interrupt: *const AtomicBool,
+    /// Nonzero after `adze_reserve` failed to grow a tape (and recorded
+    /// `TapeOutOfMemory`): the bytes it could not have. The growth path of
+    /// a push group loads it after the call and leaves through the trap
+    /// exit.
+    pub tape_failed: i64,
+    /// The trap site (`TapeOutOfMemory`) of the push group whose growth
+    /// path calls `adze_reserve`, stored by generated code before the call.
+    pub tape_site: i64,
     /// The tapes of `push`/`pop`, by tape number, at [`TAPES_OFFSET`]:
     /// generated code pushes and pops inline (see [`Tape`]).
     pub tapes: [Tape; adze_ir::MAX_TAPES as usize],
@@ -182,19 +211,34 @@ pub(crate) const LIVE_OFFSET: i32 = offset_of!(Ctx<'static>, live) as i32;
 pub(crate) const STACK_LIMIT_OFFSET: i32 = offset_of!(Ctx<'static>, stack_limit) as i32;
 /// Byte offset of [`Ctx::tapes`].
 pub(crate) const TAPES_OFFSET: i32 = offset_of!(Ctx<'static>, tapes) as i32;
+/// Byte offset of [`Ctx::interrupt`].
+pub(crate) const INTERRUPT_OFFSET: i32 = offset_of!(Ctx<'static>, interrupt) as i32;
+/// Byte offset of [`Ctx::tape_failed`].
+pub(crate) const TAPE_FAILED_OFFSET: i32 = offset_of!(Ctx<'static>, tape_failed) as i32;
+/// Byte offset of [`Ctx::tape_site`].
+pub(crate) const TAPE_SITE_OFFSET: i32 = offset_of!(Ctx<'static>, tape_site) as i32;
 
 impl<'a> Ctx<'a> {
     #[cfg(test)]
     pub fn new(sites: &'a [TrapSite], stack_limit: u64) -> Ctx<'a> {
-        Ctx::with_tapes(sites, stack_limit, new_tapes())
+        Ctx::with_tapes(sites, stack_limit, new_tapes(), &crate::timer::NEVER)
     }
 
-    /// A context whose tapes reuse `tapes`' buffers (which must be empty).
-    pub fn with_tapes(sites: &'a [TrapSite], stack_limit: u64, tapes: Tapes) -> Ctx<'a> {
+    /// A context whose tapes reuse `tapes`' buffers (which must be empty),
+    /// polling `interrupt` (which must outlive the call).
+    pub fn with_tapes(
+        sites: &'a [TrapSite],
+        stack_limit: u64,
+        tapes: Tapes,
+        interrupt: &'a AtomicBool,
+    ) -> Ctx<'a> {
         Ctx {
             depth: 0,
             live: 0,
             stack_limit,
+            interrupt,
+            tape_failed: 0,
+            tape_site: -1,
             stack_exhausted: false,
             allocs: Vec::new(),
             error: None,
@@ -237,6 +281,15 @@ pub(crate) enum SiteKind {
     CallDepthExceeded {
         limit: u32,
     },
+    /// The flag of the time limit was set (a poll at a function entry or
+    /// a loop header).
+    Timeout {
+        limit: Duration,
+    },
+    /// A tape could not grow, recorded by `adze_reserve` itself (the site
+    /// number in `Ctx::tape_site`): `a` = the entries on the tape, `b` = the
+    /// bytes it could not have.
+    TapeOutOfMemory,
     /// The native stack ran low: not an IR-level error. `Compiled::call`
     /// runs the call again on a thread with a larger stack.
     StackExhausted,
@@ -266,6 +319,11 @@ impl TrapSite {
             SiteKind::BadArrayLength => TrapKind::BadArrayLength { len: a },
             SiteKind::OutOfMemory => TrapKind::OutOfMemory { len: a },
             SiteKind::CallDepthExceeded { limit } => TrapKind::CallDepthExceeded { limit: *limit },
+            SiteKind::Timeout { limit } => TrapKind::Timeout { limit: *limit },
+            SiteKind::TapeOutOfMemory => TrapKind::TapeOutOfMemory {
+                entries: a as u64,
+                bytes: b as u64,
+            },
             SiteKind::TapeMismatch => TrapKind::TapeMismatch,
             SiteKind::ShadowLengthMismatch { array, shadow } => TrapKind::ShadowLengthMismatch {
                 array: array.clone(),
@@ -308,10 +366,16 @@ pub(crate) extern "C" fn adze_trap(ctx: *mut Ctx<'_>, site: i64, a: i64, b: i64)
         }
         return;
     }
+    record_trap(ctx, site, a, b);
+}
+
+/// What `adze_trap` does for a site that is not a call: records the error
+/// of trap site `site` unless one is recorded already.
+fn record_trap(ctx: &mut Ctx<'_>, site: i64, a: i64, b: i64) {
     if ctx.error.is_some() || ctx.stack_exhausted {
         return;
     }
-    match at {
+    match usize::try_from(site).ok().and_then(|s| ctx.sites.get(s)) {
         Some(s) => match s.error(a, b) {
             Some(err) => ctx.error = Some(err),
             None => ctx.stack_exhausted = true,
@@ -379,8 +443,13 @@ pub(crate) extern "C" fn adze_alloc(ctx: *mut Ctx<'_>, n: i64, slot: *mut i64) -
 
 /// Makes room for `additional` more entries on tape `tape` (generated code
 /// calls it when a group of pushes does not fit below the capacity, then
-/// writes the entries itself). Tape numbers of verified instructions are
-/// below `MAX_TAPES`; anything else is ignored.
+/// writes the entries itself). If the memory cannot be had, records the
+/// error of trap site `Ctx::tape_site` (`TapeOutOfMemory`, stored by the
+/// generated code before the call), as `adze_trap` would, and sets
+/// `Ctx::tape_failed` to the bytes that could not be had; generated code
+/// checks that field after the call and leaves through its trap exit
+/// instead of writing the entries. Tape numbers of verified instructions
+/// are below `MAX_TAPES`; anything else is ignored.
 pub(crate) extern "C" fn adze_reserve(ctx: *mut Ctx<'_>, tape: i64, additional: i64) {
     // SAFETY: as in `adze_trap`.
     let ctx = unsafe { &mut *ctx };
@@ -390,7 +459,12 @@ pub(crate) extern "C" fn adze_reserve(ctx: *mut Ctx<'_>, tape: i64, additional: 
             .and_then(|t| ctx.tapes.get_mut(t)),
         usize::try_from(additional),
     ) {
-        t.reserve(n);
+        let entries = i64::try_from(t.len).unwrap_or(i64::MAX);
+        if let Err(bytes) = t.reserve(n) {
+            let bytes = i64::try_from(bytes).unwrap_or(i64::MAX).max(1);
+            ctx.tape_failed = bytes;
+            record_trap(ctx, ctx.tape_site, entries, bytes);
+        }
     }
 }
 
@@ -504,5 +578,40 @@ mod tests {
         let mut tapes = std::mem::replace(&mut ctx.tapes, new_tapes());
         assert!(clear_tapes(&mut tapes) >= 1001 * 9);
         assert_eq!(tapes[3].len, 0);
+    }
+
+    #[test]
+    fn a_tape_that_cannot_grow_records_its_site_and_keeps_its_entries() {
+        let sites = [TrapSite {
+            func: "f.aug".into(),
+            inlined: vec!["g".into()],
+            loc: None,
+            kind: SiteKind::TapeOutOfMemory,
+        }];
+        let mut ctx = Ctx::new(&sites, 0);
+        let p: *mut Ctx<'_> = &mut ctx;
+        adze_reserve(p, 2, 3);
+        ctx.tapes[2].with_vecs(|b| {
+            b.bits.extend([1, 2, 3]);
+            b.types.extend([0, 0, 1]);
+        });
+        assert_eq!((ctx.tape_failed, &ctx.error), (0, &None));
+        // More entries than any memory holds (the same path as an
+        // allocation that fails).
+        ctx.tape_site = 0;
+        let p: *mut Ctx<'_> = &mut ctx;
+        adze_reserve(p, 2, i64::MAX);
+        assert!(ctx.tape_failed > 0);
+        let err = ctx.error.clone().expect("an error");
+        assert_eq!(err.func, "f.aug");
+        assert!(err.inlined.is_empty());
+        assert!(matches!(
+            err.kind,
+            TrapKind::TapeOutOfMemory { entries: 3, bytes } if bytes > 1 << 40
+        ));
+        let t = &mut ctx.tapes[2];
+        assert_eq!(t.len, 3);
+        let (bits, types) = t.with_vecs(|b| (b.bits.clone(), b.types.clone()));
+        assert_eq!((bits, types), (vec![1, 2, 3], vec![0, 0, 1]));
     }
 }

@@ -627,6 +627,18 @@ pub(crate) struct Graph {
 }
 
 impl Graph {
+    /// The positions of the blocks that a retreating edge enters (an edge
+    /// to a block not after its source in the order): every cycle of the
+    /// graph has one, so a poll in each of these blocks runs in every
+    /// iteration of every loop, natural or not.
+    pub(crate) fn retreating_targets(&self) -> HashSet<usize> {
+        self.succs
+            .iter()
+            .enumerate()
+            .flat_map(|(k, ss)| ss.iter().copied().filter(move |&s| s <= k))
+            .collect()
+    }
+
     pub(crate) fn new(func: &Function, order: &[Block]) -> Graph {
         let pos: HashMap<Block, usize> = order.iter().enumerate().map(|(k, &b)| (b, k)).collect();
         let succs: Vec<Vec<usize>> = order

@@ -223,6 +223,18 @@ fn idx(v: Value) -> usize {
     v.as_u32() as usize
 }
 
+/// Sets `v`'s flag in a per-value table; true when it was not set (a
+/// fixed point's round changed something).
+fn set_flag(flags: &mut [bool], v: Value) -> bool {
+    match flags.get_mut(idx(v)) {
+        Some(f) if !*f => {
+            *f = true;
+            true
+        }
+        _ => false,
+    }
+}
+
 fn bidx(b: Block) -> usize {
     b.as_u32() as usize
 }
@@ -803,14 +815,7 @@ impl Plan {
         let mut tape_use = activity::TapeUse::default();
         loop {
             let mut changed = false;
-            let mut mark = |reached: &mut Vec<bool>, v: Value| {
-                if let Some(r) = reached.get_mut(idx(v)) {
-                    if !*r {
-                        *r = true;
-                        changed = true;
-                    }
-                }
-            };
+            let mut mark = |reached: &mut Vec<bool>, v: Value| changed |= set_flag(reached, v);
             for &b in self.order.iter().rev() {
                 for &inst in func.layout.block_insts(b).iter().rev() {
                     let data = func.dfg.inst(inst);
@@ -1381,14 +1386,7 @@ fn usefulness(
     let mut tape_use = activity::TapeUse::default();
     loop {
         let mut changed = false;
-        let mut mark = |useful: &mut Vec<bool>, v: Value| {
-            if let Some(u) = useful.get_mut(idx(v)) {
-                if !*u {
-                    *u = true;
-                    changed = true;
-                }
-            }
-        };
+        let mut mark = |useful: &mut Vec<bool>, v: Value| changed |= set_flag(useful, v);
         for &b in order.iter().rev() {
             for &inst in func.layout.block_insts(b).iter().rev() {
                 let data = func.dfg.inst(inst);
