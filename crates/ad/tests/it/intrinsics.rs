@@ -316,3 +316,38 @@ fn every_intrinsic_is_in_the_table() {
         assert!(differentiable != piecewise_constant, "{op}");
     }
 }
+
+/// `docs/ad.md` shows the table of choices of `partials.rs`'s documentation,
+/// unchanged; `ADZE_BLESS=1` copies it there.
+#[test]
+fn the_table_in_docs_ad_md_is_the_one_in_partials_rs() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let src = std::fs::read_to_string(format!("{root}/crates/ad/src/partials.rs")).unwrap();
+    let header = "| op | partials |";
+    let table: String = src
+        .lines()
+        .filter_map(|l| l.strip_prefix("//! "))
+        .skip_while(|l| !l.starts_with(header))
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(table.lines().count() > 20, "no table in partials.rs");
+    let path = format!("{root}/docs/ad.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let start = doc.find(header).expect("the table in docs/ad.md");
+    let len = doc[start..]
+        .split_inclusive('\n')
+        .take_while(|l| l.starts_with('|'))
+        .map(str::len)
+        .sum::<usize>();
+    if std::env::var_os("ADZE_BLESS").is_some() {
+        let blessed = format!("{}{table}{}", &doc[..start], &doc[start + len..]);
+        std::fs::write(&path, blessed).unwrap();
+        return;
+    }
+    assert_eq!(
+        &doc[start..start + len],
+        table,
+        "docs/ad.md's table differs from partials.rs's (run `ADZE_BLESS=1 cargo test` to copy it)"
+    );
+}
