@@ -56,6 +56,7 @@
 //! | `sqrt` | `0.5/r` | +inf at `+0`; −inf at `−0` (`sqrt(−0) = −0`) |
 //! | `cbrt` | `1/(3 r²)` | +inf at ±0 |
 //! | `abs` | `sign x` | 0 at ±0 |
+//! | `erf` | `2/√π · e^(−x²)` | 0 at ±inf (`x²` overflows, `e^(−inf) = 0`) |
 //! | `floor`, `ceil`, `round`, `sign` | 0 | 0 everywhere, at the jumps too; results are inactive |
 //! | `atan2 y, x` | `x/h/h`, `-(y/h/h)`, `h = hypot(y, x)` | 0 at `(0, 0)`; no overflow for huge arguments |
 //! | `hypot x, y` | `x/r`, `y/r` | 0 at `(0, 0)` |
@@ -195,6 +196,13 @@ fn rule(op: Opcode) -> Option<Rule> {
             b.fdiv(one, d)
         }),
         Abs => Rule::Unary(|b, x, _| b.unary(Sign, x)),
+        Erf => Rule::Unary(|b, x, _| {
+            let c = b.fconst(std::f64::consts::FRAC_2_SQRT_PI);
+            let x2 = b.fmul(x, x);
+            let m = b.fneg(x2);
+            let e = b.unary(Exp, m);
+            b.fmul(c, e)
+        }),
         Floor | Ceil | Round | Sign => Rule::Flat,
         Atan2 => Rule::Custom(atan2),
         Hypot => Rule::Custom(hypot),

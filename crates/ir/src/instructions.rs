@@ -114,6 +114,8 @@ macro_rules! for_each_opcode {
             Round    = "round",      Unary,    [F64]              -> F64,    [],                        Cheap, "round",  adze_round;
             /// -1, 0 or 1 (zero keeps its sign; NaN stays NaN).
             Sign     = "sign",       Unary,    [F64]              -> F64,    [],                        Cheap, "sign",   adze_sign;
+            /// The error function, `2/sqrt(pi) · ∫₀ˣ exp(-t²) dt`.
+            Erf      = "erf",        Unary,    [F64]              -> F64,    [],                        Libm,  "erf",    adze_erf;
             Atan2    = "atan2",      Binary,   [F64, F64]         -> F64,    [],                        Libm,  "atan2",  adze_atan2;
             Pow      = "pow",        Binary,   [F64, F64]         -> F64,    [],                        Libm,  "pow",    adze_pow;
             Hypot    = "hypot",      Binary,   [F64, F64]         -> F64,    [],                        Libm,  "hypot",  adze_hypot;

@@ -82,6 +82,7 @@ pub fn unary_f64(op: Opcode, x: f64) -> f64 {
         Ceil => x.ceil(),
         Round => x.round(),
         Sign => sign(x),
+        Erf => erf(x),
         _ => panic!("{op} is not a unary f64 operation"),
     }
 }
@@ -114,6 +115,14 @@ pub fn sign(x: f64) -> f64 {
     } else {
         x
     }
+}
+
+/// The error function `erf(x) = 2/sqrt(pi) · ∫₀ˣ exp(-t²) dt`: the `libm`
+/// crate's, a port of FreeBSD's `s_erf.c` from Sun's fdlibm (error under 1
+/// ulp; odd, so `erf(-0) = -0`; `erf(±inf) = ±1`; NaN stays NaN). Pure Rust,
+/// so both engines compute the same bits on every platform.
+pub fn erf(x: f64) -> f64 {
+    libm::erf(x)
 }
 
 /// IEEE 754-2019 `minimum`.
