@@ -221,7 +221,8 @@ fn rule(op: Opcode) -> Option<Rule> {
 /// Can the f64 result of `op` have a nonzero derivative? False for
 /// integer, boolean, memory and call opcodes, and for the piecewise-constant
 /// `floor ceil round sign` (their derivative is 0 everywhere): activity
-/// analysis treats the results of those as constants. Read off [`rule`].
+/// analysis treats the results of those as constants. Read off the table
+/// of rules (`rule`).
 pub fn is_differentiable(op: Opcode) -> bool {
     rule(op).is_some_and(|r| !matches!(r, Rule::Flat))
 }

@@ -1,6 +1,6 @@
 //! Opcodes and instruction formats.
 //!
-//! [`for_each_opcode!`] is the one table of what each operation is: one row
+//! [`crate::for_each_opcode!`] is the one table of what each operation is: one row
 //! per opcode with its text-format name, its instruction format, its operand
 //! and result types, its effects, its cost class, and — for the language's
 //! math functions — its name in the language and the symbol of the
