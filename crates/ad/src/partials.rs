@@ -36,29 +36,33 @@
 //!
 //! Each choice gives the one-sided or conventional value an experienced user
 //! of JAX or Enzyme expects, never a NaN where a finite answer is standard.
-//! They are also listed in `docs/ad.md`.
+//! One row per entry of the table of rules; `docs/ad.md` shows the same
+//! table (a test keeps the two identical, and `ADZE_BLESS=1 cargo test`
+//! copies this one there).
 //!
-//! | op | partials | at the edge |
+//! | op | partials | at non-differentiable or special points |
 //! |---|---|---|
-//! | `fadd`, `fsub`, `fneg` | 1, ±1 | — |
+//! | `fadd`, `fsub`, `fneg` | 1 and 1, 1 and -1, -1 | — |
 //! | `fmul x, y` | `y`, `x` | — |
-//! | `fdiv x, y` | `1/y`, `-(r/y)` | `y = 0`: ±inf/NaN, as IEEE gives |
+//! | `fdiv x, y` | `1/y`, `-(r/y)` | `y = 0`: what IEEE gives (±inf, NaN) |
 //! | `powi x, n` | `n · x^(n-1)` | `n = 0`: exactly 0; `n = 1`: exactly 1 |
 //! | `pow x, y` | `y · x^(y-1)`, `r · ln x` | ∂/∂x := 0 where `y = 0`; ∂/∂y := 0 where `x <= 0` |
 //! | `sin`, `cos`, `tan` | `cos x`, `-sin x`, `1 + r²` | — |
-//! | `asin`, `acos` | `±1/sqrt(1 - x²)` | ±inf at `|x| = 1`, NaN beyond |
+//! | `asin`, `acos` | `1/sqrt(1 - x²)`, `-1/sqrt(1 - x²)` | ±inf at `|x| = 1`; NaN for `|x| > 1` |
 //! | `atan` | `1/(1 + x²)` | — |
 //! | `sinh`, `cosh`, `tanh` | `cosh x`, `sinh x`, `1 - r²` | — |
 //! | `exp`, `expm1` | `r`, `r + 1` | — |
-//! | `log`, `log1p` | `1/x`, `1/(1 + x)` | ±inf at the pole; below the domain the formula's value |
-//! | `sqrt` | `0.5/r` | `+inf` at `+0` (`-inf` at `-0`, since `sqrt(-0) = -0`) |
-//! | `cbrt` | `1/(3 r²)` | `+inf` at ±0 |
-//! | `abs` | `sign x` | 0 at ±0 (`sign(±0) = ±0`) |
-//! | `floor`, `ceil`, `round`, `sign` | 0 | 0 everywhere, jumps included |
-//! | `atan2 y, x` | `x/h/h`, `-(y/h/h)` with `h = hypot(y, x)` | 0 at `(0, 0)`; the `h` form does not overflow |
+//! | `log`, `log1p` | `1/x`, `1/(1 + x)` | +inf at `+0` / `-1` (−inf at −0); below the domain the formula's value |
+//! | `sqrt` | `0.5/r` | +inf at `+0`; −inf at `−0` (`sqrt(−0) = −0`) |
+//! | `cbrt` | `1/(3 r²)` | +inf at ±0 |
+//! | `abs` | `sign x` | 0 at ±0 |
+//! | `erf` | `2/√π · e^(−x²)` | 0 at ±inf (`x²` overflows, `e^(−inf) = 0`) |
+//! | `floor`, `ceil`, `round`, `sign` | 0 | 0 everywhere, at the jumps too; results are inactive |
+//! | `atan2 y, x` | `x/h/h`, `-(y/h/h)`, `h = hypot(y, x)` | 0 at `(0, 0)`; no overflow for huge arguments |
 //! | `hypot x, y` | `x/r`, `y/r` | 0 at `(0, 0)` |
-//! | `min a, b`, `max a, b` | the chosen operand's | see below |
+//! | `min a, b` / `max a, b` | the chosen operand's | ties: the first operand; ±0 ties: the operand IEEE `minimum`/`maximum` returns; NaN: the second operand |
 //! | `select c, a, b` | the chosen operand's | — |
+//! | `sitof`, integer and boolean ops, comparisons | none | no derivative |
 //!
 //! `pow`: at `y = 0` the function is the constant 1 in `x`, so ∂/∂x is 0
 //! (not `0 · x^-1`, NaN at `x = 0`), as in JAX. ∂/∂y is 0 where `x = 0` (as
@@ -106,42 +110,121 @@ pub enum Local {
     },
 }
 
+/// How the local derivative of one opcode is formed: its entry in [`rule`].
+#[derive(Copy, Clone)]
+enum Rule {
+    /// Constant partials, one per operand (`fadd`: 1, 1).
+    Exact(&'static [Partial]),
+    /// One operand; its partial is the result itself (`exp`).
+    Result,
+    /// One operand; its partial, emitted from the operand `x` and the result
+    /// `r` when the operand is wanted.
+    Unary(fn(b: &mut FuncBuilder, x: Value, r: Value) -> Value),
+    /// Piecewise constant (`floor`): the derivative is 0 everywhere, and
+    /// activity analysis treats the result as a constant.
+    Flat,
+    /// Any other shape: the opcode's own emitter, with the instruction, its
+    /// result and which operands are wanted.
+    Custom(fn(b: &mut FuncBuilder, data: &InstData, r: Value, wanted: &[bool]) -> Option<Local>),
+}
+
+/// The table: one entry per differentiable opcode (and the piecewise
+/// constant ones). The choices at non-differentiable points are in the
+/// module documentation, one row per entry.
+fn rule(op: Opcode) -> Option<Rule> {
+    use Opcode::*;
+    use Partial::{MinusOne, One};
+    Some(match op {
+        Fadd => Rule::Exact(&[One, One]),
+        Fsub => Rule::Exact(&[One, MinusOne]),
+        Fneg => Rule::Exact(&[MinusOne]),
+        Fmul => Rule::Custom(fmul),
+        Fdiv => Rule::Custom(fdiv),
+        Powi => Rule::Custom(powi),
+        Pow => Rule::Custom(pow),
+        Sin => Rule::Unary(|b, x, _| b.unary(Cos, x)),
+        Cos => Rule::Unary(|b, x, _| {
+            let s = b.unary(Sin, x);
+            b.fneg(s)
+        }),
+        Tan => Rule::Unary(|b, _, r| {
+            let one = b.fconst(1.0);
+            let r2 = b.fmul(r, r);
+            b.fadd(one, r2)
+        }),
+        Asin => Rule::Unary(|b, x, _| inv_sqrt_one_minus_square(b, x)),
+        Acos => Rule::Unary(|b, x, _| {
+            let p = inv_sqrt_one_minus_square(b, x);
+            b.fneg(p)
+        }),
+        Atan => Rule::Unary(|b, x, _| {
+            let one = b.fconst(1.0);
+            let x2 = b.fmul(x, x);
+            let d = b.fadd(one, x2);
+            b.fdiv(one, d)
+        }),
+        Sinh => Rule::Unary(|b, x, _| b.unary(Cosh, x)),
+        Cosh => Rule::Unary(|b, x, _| b.unary(Sinh, x)),
+        Tanh => Rule::Unary(|b, _, r| {
+            let one = b.fconst(1.0);
+            let r2 = b.fmul(r, r);
+            b.fsub(one, r2)
+        }),
+        Exp => Rule::Result,
+        Expm1 => Rule::Unary(|b, _, r| {
+            let one = b.fconst(1.0);
+            b.fadd(r, one)
+        }),
+        Log => Rule::Unary(|b, x, _| {
+            let one = b.fconst(1.0);
+            b.fdiv(one, x)
+        }),
+        Log1p => Rule::Unary(|b, x, _| {
+            let one = b.fconst(1.0);
+            let d = b.fadd(one, x);
+            b.fdiv(one, d)
+        }),
+        Sqrt => Rule::Unary(|b, _, r| {
+            let half = b.fconst(0.5);
+            b.fdiv(half, r)
+        }),
+        Cbrt => Rule::Unary(|b, _, r| {
+            let one = b.fconst(1.0);
+            let three = b.fconst(3.0);
+            let r2 = b.fmul(r, r);
+            let d = b.fmul(three, r2);
+            b.fdiv(one, d)
+        }),
+        Abs => Rule::Unary(|b, x, _| b.unary(Sign, x)),
+        Erf => Rule::Unary(|b, x, _| {
+            let c = b.fconst(std::f64::consts::FRAC_2_SQRT_PI);
+            let x2 = b.fmul(x, x);
+            let m = b.fneg(x2);
+            let e = b.unary(Exp, m);
+            b.fmul(c, e)
+        }),
+        Floor | Ceil | Round | Sign => Rule::Flat,
+        Atan2 => Rule::Custom(atan2),
+        Hypot => Rule::Custom(hypot),
+        Min | Max => Rule::Custom(min_max),
+        Select => Rule::Custom(|_, data, _, _| {
+            Some(Local::Choose {
+                cond: *data.args().first()?,
+                on_true: 1,
+                on_false: 2,
+            })
+        }),
+        _ => return None,
+    })
+}
+
 /// Can the f64 result of `op` have a nonzero derivative? False for
 /// integer, boolean, memory and call opcodes, and for the piecewise-constant
 /// `floor ceil round sign` (their derivative is 0 everywhere): activity
-/// analysis treats the results of those as constants.
+/// analysis treats the results of those as constants. Read off the table
+/// of rules (`rule`).
 pub fn is_differentiable(op: Opcode) -> bool {
-    use Opcode::*;
-    matches!(
-        op,
-        Fadd | Fsub
-            | Fmul
-            | Fdiv
-            | Fneg
-            | Powi
-            | Pow
-            | Sin
-            | Cos
-            | Tan
-            | Asin
-            | Acos
-            | Atan
-            | Sinh
-            | Cosh
-            | Tanh
-            | Exp
-            | Expm1
-            | Log
-            | Log1p
-            | Sqrt
-            | Cbrt
-            | Abs
-            | Atan2
-            | Hypot
-            | Min
-            | Max
-            | Select
-    )
+    rule(op).is_some_and(|r| !matches!(r, Rule::Flat))
 }
 
 /// Emits, at the builder's position (right after the primal instruction
@@ -158,197 +241,174 @@ pub fn local_derivative(
     result: Value,
     wanted: &[bool],
 ) -> Option<Local> {
-    use Opcode::*;
-    use Partial::{MinusOne, One, Zero};
     let args = data.args();
-    let want = |i: usize| wanted.get(i).copied().unwrap_or(false);
-    let x = args.first().copied();
-    let y = args.get(1).copied();
-    let r = result;
-    let op = data.opcode();
-    let partials = match (op, x, y) {
-        (Fadd, Some(_), Some(_)) => vec![One, One],
-        (Fsub, Some(_), Some(_)) => vec![One, MinusOne],
-        (Fneg, Some(_), _) => vec![MinusOne],
-        (Fmul, Some(x), Some(y)) => vec![Partial::Value(y), Partial::Value(x)],
-        (Fdiv, Some(_), Some(y)) => {
-            let px = lazy(b, want(0), |b| {
-                let one = b.fconst(1.0);
-                b.fdiv(one, y)
-            });
-            let py = lazy(b, want(1), |b| {
-                let q = b.fdiv(r, y);
-                b.fneg(q)
-            });
-            vec![px, py]
-        }
-        (Powi, Some(x), _) => {
-            let InstData::Powi { exp, .. } = *data else {
+    let partials = match rule(data.opcode())? {
+        Rule::Exact(ps) => {
+            if args.len() != ps.len() {
                 return None;
-            };
-            match exp {
-                0 => vec![Zero],
-                1 => vec![One],
-                _ => vec![lazy(b, want(0), |b| {
-                    let n = b.fconst(f64::from(exp));
-                    let p = b.powi(x, exp - 1);
-                    b.fmul(n, p)
-                })],
             }
+            ps.to_vec()
         }
-        (Pow, Some(x), Some(y)) => {
-            // ∂/∂x = y·x^(y-1), := 0 where y == 0 (no 0·inf at x == 0).
-            let px = lazy(b, want(0), |b| {
-                let one = b.fconst(1.0);
-                let ym1 = b.fsub(y, one);
-                let p = b.binary(Pow, x, ym1);
-                let d = b.fmul(y, p);
-                let zero = b.fconst(0.0);
-                let y0 = b.fcmp(CmpCond::Eq, y, zero);
-                b.select(y0, zero, d)
-            });
-            // ∂/∂y = x^y·ln x, := 0 where x <= 0 (see the module doc).
-            let py = lazy(b, want(1), |b| {
-                let l = b.unary(Log, x);
-                let d = b.fmul(r, l);
-                let zero = b.fconst(0.0);
-                let x0 = b.fcmp(CmpCond::Le, x, zero);
-                b.select(x0, zero, d)
-            });
-            vec![px, py]
+        Rule::Result => {
+            args.first()?;
+            vec![Partial::Value(result)]
         }
-        (Sin, Some(x), _) => vec![lazy(b, want(0), |b| b.unary(Cos, x))],
-        (Cos, Some(x), _) => vec![lazy(b, want(0), |b| {
-            let s = b.unary(Sin, x);
-            b.fneg(s)
-        })],
-        (Tan, Some(_), _) => vec![lazy(b, want(0), |b| {
-            let one = b.fconst(1.0);
-            let r2 = b.fmul(r, r);
-            b.fadd(one, r2)
-        })],
-        (Asin | Acos, Some(x), _) => vec![lazy(b, want(0), |b| {
-            let one = b.fconst(1.0);
-            let x2 = b.fmul(x, x);
-            let d = b.fsub(one, x2);
-            let s = b.unary(Sqrt, d);
-            let p = b.fdiv(one, s);
-            if op == Acos {
-                b.fneg(p)
-            } else {
-                p
-            }
-        })],
-        (Atan, Some(x), _) => vec![lazy(b, want(0), |b| {
-            let one = b.fconst(1.0);
-            let x2 = b.fmul(x, x);
-            let d = b.fadd(one, x2);
-            b.fdiv(one, d)
-        })],
-        (Sinh, Some(x), _) => vec![lazy(b, want(0), |b| b.unary(Cosh, x))],
-        (Cosh, Some(x), _) => vec![lazy(b, want(0), |b| b.unary(Sinh, x))],
-        (Tanh, Some(_), _) => vec![lazy(b, want(0), |b| {
-            let one = b.fconst(1.0);
-            let r2 = b.fmul(r, r);
-            b.fsub(one, r2)
-        })],
-        (Exp, Some(_), _) => vec![Partial::Value(r)],
-        (Expm1, Some(_), _) => vec![lazy(b, want(0), |b| {
-            let one = b.fconst(1.0);
-            b.fadd(r, one)
-        })],
-        (Log, Some(x), _) => vec![lazy(b, want(0), |b| {
-            let one = b.fconst(1.0);
-            b.fdiv(one, x)
-        })],
-        (Log1p, Some(x), _) => vec![lazy(b, want(0), |b| {
-            let one = b.fconst(1.0);
-            let d = b.fadd(one, x);
-            b.fdiv(one, d)
-        })],
-        (Sqrt, Some(_), _) => vec![lazy(b, want(0), |b| {
-            let half = b.fconst(0.5);
-            b.fdiv(half, r)
-        })],
-        (Cbrt, Some(_), _) => vec![lazy(b, want(0), |b| {
-            let one = b.fconst(1.0);
-            let three = b.fconst(3.0);
-            let r2 = b.fmul(r, r);
-            let d = b.fmul(three, r2);
-            b.fdiv(one, d)
-        })],
-        (Abs, Some(x), _) => vec![lazy(b, want(0), |b| b.unary(Sign, x))],
-        (Floor | Ceil | Round | Sign, Some(_), _) => vec![Zero],
-        (Atan2, Some(y), Some(x)) => {
-            // atan2(y, x): ∂/∂y = x/(x²+y²), ∂/∂x = -y/(x²+y²), as x/h/h with
-            // h = hypot(y, x) so that nothing overflows; 0 at the origin.
-            if !want(0) && !want(1) {
-                return Some(Local::Partials(vec![Zero, Zero]));
-            }
-            let h = b.binary(Hypot, y, x);
-            let zero = b.fconst(0.0);
-            let h0 = b.fcmp(CmpCond::Eq, h, zero);
-            let py = lazy(b, want(0), |b| {
-                let q = b.fdiv(x, h);
-                let q = b.fdiv(q, h);
-                b.select(h0, zero, q)
-            });
-            let px = lazy(b, want(1), |b| {
-                let q = b.fdiv(y, h);
-                let q = b.fdiv(q, h);
-                let n = b.fneg(q);
-                b.select(h0, zero, n)
-            });
-            vec![py, px]
+        Rule::Unary(f) => {
+            let x = *args.first()?;
+            vec![lazy(b, want(wanted, 0), |b| f(b, x, result))]
         }
-        (Hypot, Some(x), Some(y)) => {
-            if !want(0) && !want(1) {
-                return Some(Local::Partials(vec![Zero, Zero]));
-            }
-            let zero = b.fconst(0.0);
-            let r0 = b.fcmp(CmpCond::Eq, r, zero);
-            let px = lazy(b, want(0), |b| {
-                let q = b.fdiv(x, r);
-                b.select(r0, zero, q)
-            });
-            let py = lazy(b, want(1), |b| {
-                let q = b.fdiv(y, r);
-                b.select(r0, zero, q)
-            });
-            vec![px, py]
+        Rule::Flat => {
+            args.first()?;
+            vec![Partial::Zero]
         }
-        (Min | Max, Some(a), Some(c)) => {
-            // "the result is a": a < b || (a == b && 1/a <= 1/b) for min,
-            // with > and >= for max (see the module doc).
-            let (strict, tie) = if op == Min {
-                (CmpCond::Lt, CmpCond::Le)
-            } else {
-                (CmpCond::Gt, CmpCond::Ge)
-            };
-            let first = b.fcmp(strict, a, c);
-            let eq = b.fcmp(CmpCond::Eq, a, c);
-            let one = b.fconst(1.0);
-            let ra = b.fdiv(one, a);
-            let rc = b.fdiv(one, c);
-            let zero_tie = b.fcmp(tie, ra, rc);
-            let on_tie = b.select(eq, zero_tie, eq);
-            let cond = b.select(first, first, on_tie);
-            return Some(Local::Choose {
-                cond,
-                on_true: 0,
-                on_false: 1,
-            });
-        }
-        (Select, Some(c), _) => {
-            return Some(Local::Choose {
-                cond: c,
-                on_true: 1,
-                on_false: 2,
-            })
-        }
-        _ => return None,
+        Rule::Custom(f) => return f(b, data, result, wanted),
     };
     Some(Local::Partials(partials))
+}
+
+/// Is operand `i` wanted?
+fn want(wanted: &[bool], i: usize) -> bool {
+    wanted.get(i).copied().unwrap_or(false)
+}
+
+/// The two operands of a binary instruction.
+fn two(data: &InstData) -> Option<(Value, Value)> {
+    match *data.args() {
+        [x, y, ..] => Some((x, y)),
+        _ => None,
+    }
+}
+
+/// `1/sqrt(1 - x²)`, the partial of `asin` (negated: `acos`).
+fn inv_sqrt_one_minus_square(b: &mut FuncBuilder, x: Value) -> Value {
+    let one = b.fconst(1.0);
+    let x2 = b.fmul(x, x);
+    let d = b.fsub(one, x2);
+    let s = b.unary(Opcode::Sqrt, d);
+    b.fdiv(one, s)
+}
+
+fn fmul(_: &mut FuncBuilder, data: &InstData, _: Value, _: &[bool]) -> Option<Local> {
+    let (x, y) = two(data)?;
+    Some(Local::Partials(vec![Partial::Value(y), Partial::Value(x)]))
+}
+
+fn fdiv(b: &mut FuncBuilder, data: &InstData, r: Value, wanted: &[bool]) -> Option<Local> {
+    let (_, y) = two(data)?;
+    let px = lazy(b, want(wanted, 0), |b| {
+        let one = b.fconst(1.0);
+        b.fdiv(one, y)
+    });
+    let py = lazy(b, want(wanted, 1), |b| {
+        let q = b.fdiv(r, y);
+        b.fneg(q)
+    });
+    Some(Local::Partials(vec![px, py]))
+}
+
+fn powi(b: &mut FuncBuilder, data: &InstData, _: Value, wanted: &[bool]) -> Option<Local> {
+    let InstData::Powi { arg: x, exp } = *data else {
+        return None;
+    };
+    let p = match exp {
+        0 => Partial::Zero,
+        1 => Partial::One,
+        _ => lazy(b, want(wanted, 0), |b| {
+            let n = b.fconst(f64::from(exp));
+            let p = b.powi(x, exp - 1);
+            b.fmul(n, p)
+        }),
+    };
+    Some(Local::Partials(vec![p]))
+}
+
+fn pow(b: &mut FuncBuilder, data: &InstData, r: Value, wanted: &[bool]) -> Option<Local> {
+    let (x, y) = two(data)?;
+    // ∂/∂x = y·x^(y-1), := 0 where y == 0 (no 0·inf at x == 0).
+    let px = lazy(b, want(wanted, 0), |b| {
+        let one = b.fconst(1.0);
+        let ym1 = b.fsub(y, one);
+        let p = b.binary(Opcode::Pow, x, ym1);
+        let d = b.fmul(y, p);
+        let zero = b.fconst(0.0);
+        let y0 = b.fcmp(CmpCond::Eq, y, zero);
+        b.select(y0, zero, d)
+    });
+    // ∂/∂y = x^y·ln x, := 0 where x <= 0 (see the module doc).
+    let py = lazy(b, want(wanted, 1), |b| {
+        let l = b.unary(Opcode::Log, x);
+        let d = b.fmul(r, l);
+        let zero = b.fconst(0.0);
+        let x0 = b.fcmp(CmpCond::Le, x, zero);
+        b.select(x0, zero, d)
+    });
+    Some(Local::Partials(vec![px, py]))
+}
+
+fn atan2(b: &mut FuncBuilder, data: &InstData, _: Value, wanted: &[bool]) -> Option<Local> {
+    let (y, x) = two(data)?;
+    // atan2(y, x): ∂/∂y = x/(x²+y²), ∂/∂x = -y/(x²+y²), as x/h/h with
+    // h = hypot(y, x) so that nothing overflows; 0 at the origin.
+    if !want(wanted, 0) && !want(wanted, 1) {
+        return Some(Local::Partials(vec![Partial::Zero, Partial::Zero]));
+    }
+    let h = b.binary(Opcode::Hypot, y, x);
+    let zero = b.fconst(0.0);
+    let h0 = b.fcmp(CmpCond::Eq, h, zero);
+    let py = lazy(b, want(wanted, 0), |b| {
+        let q = b.fdiv(x, h);
+        let q = b.fdiv(q, h);
+        b.select(h0, zero, q)
+    });
+    let px = lazy(b, want(wanted, 1), |b| {
+        let q = b.fdiv(y, h);
+        let q = b.fdiv(q, h);
+        let n = b.fneg(q);
+        b.select(h0, zero, n)
+    });
+    Some(Local::Partials(vec![py, px]))
+}
+
+fn hypot(b: &mut FuncBuilder, data: &InstData, r: Value, wanted: &[bool]) -> Option<Local> {
+    let (x, y) = two(data)?;
+    if !want(wanted, 0) && !want(wanted, 1) {
+        return Some(Local::Partials(vec![Partial::Zero, Partial::Zero]));
+    }
+    let zero = b.fconst(0.0);
+    let r0 = b.fcmp(CmpCond::Eq, r, zero);
+    let px = lazy(b, want(wanted, 0), |b| {
+        let q = b.fdiv(x, r);
+        b.select(r0, zero, q)
+    });
+    let py = lazy(b, want(wanted, 1), |b| {
+        let q = b.fdiv(y, r);
+        b.select(r0, zero, q)
+    });
+    Some(Local::Partials(vec![px, py]))
+}
+
+fn min_max(b: &mut FuncBuilder, data: &InstData, _: Value, _: &[bool]) -> Option<Local> {
+    let (a, c) = two(data)?;
+    // "the result is a": a < b || (a == b && 1/a <= 1/b) for min,
+    // with > and >= for max (see the module doc).
+    let (strict, tie) = if data.opcode() == Opcode::Min {
+        (CmpCond::Lt, CmpCond::Le)
+    } else {
+        (CmpCond::Gt, CmpCond::Ge)
+    };
+    let first = b.fcmp(strict, a, c);
+    let eq = b.fcmp(CmpCond::Eq, a, c);
+    let one = b.fconst(1.0);
+    let ra = b.fdiv(one, a);
+    let rc = b.fdiv(one, c);
+    let zero_tie = b.fcmp(tie, ra, rc);
+    let on_tie = b.select(eq, zero_tie, eq);
+    let cond = b.select(first, first, on_tie);
+    Some(Local::Choose {
+        cond,
+        on_true: 0,
+        on_false: 1,
+    })
 }
 
 /// A partial that is computed only when wanted.

@@ -30,8 +30,8 @@
 //! **Scalar operations.** Every scalar opcode is evaluated by the function of
 //! [`adze_ir::semantics`] that defines it, never re-implemented here:
 //! `fneg` and the one-operand intrinsics by `unary_f64`; `fadd fsub fmul
-//! fdiv` and `atan2 pow hypot min max` by `binary_f64`; `iadd isub imul idiv
-//! irem` by `binary_i64` (wrapping, with `DivisionByZero` for `x / 0` and
+//! fdiv` and the two-operand intrinsics by `binary_f64`; `iadd isub imul
+//! idiv irem` by `binary_i64` (wrapping, with `DivisionByZero` for `x / 0` and
 //! `x % 0`, `DivisionOverflow` for `i64::MIN / -1` and `i64::MIN % -1`);
 //! `powi` by `powi`; `fcmp`/`icmp` by `fcmp`/`icmp`; `sitof` by `sitof`.
 //! `ineg x` is `binary_i64(isub, 0, x)` (wrapping: `-i64::MIN == i64::MIN`);

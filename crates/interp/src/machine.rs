@@ -517,7 +517,7 @@ impl<'m> Machine<'m> {
                     InstData::BConst { imm } => frame.set(inst, Slot::Bool(*imm))?,
                     InstData::Unary { op, arg } => {
                         let r = match *op {
-                            op if is_unary_f64(op) => {
+                            op if semantics::is_unary_f64(op) => {
                                 Slot::F64(semantics::unary_f64(op, frame.f64(*arg)?))
                             }
                             Ineg => Slot::I64(
@@ -537,11 +537,11 @@ impl<'m> Machine<'m> {
                         frame.set(inst, r)?;
                     }
                     InstData::Binary { op, args: [a, b] } => match *op {
-                        op if is_binary_f64(op) => {
+                        op if semantics::is_binary_f64(op) => {
                             let r = semantics::binary_f64(op, frame.f64(*a)?, frame.f64(*b)?);
                             frame.set(inst, Slot::F64(r))?;
                         }
-                        op if is_binary_i64(op) => {
+                        op if semantics::is_binary_i64(op) => {
                             let r = semantics::binary_i64(op, frame.i64(*a)?, frame.i64(*b)?)
                                 .map_err(|k| trap(func, k))?;
                             frame.set(inst, Slot::I64(r))?;
@@ -810,77 +810,9 @@ fn bad_format(func: &Function, op: Opcode, what: &str) -> Fault {
     unsupported(func, format!("`{op}` cannot be written with {what}"))
 }
 
-/// The opcodes [`semantics::unary_f64`] evaluates.
-fn is_unary_f64(op: Opcode) -> bool {
-    use Opcode::*;
-    matches!(
-        op,
-        Fneg | Sin
-            | Cos
-            | Tan
-            | Asin
-            | Acos
-            | Atan
-            | Sinh
-            | Cosh
-            | Tanh
-            | Exp
-            | Expm1
-            | Log
-            | Log1p
-            | Sqrt
-            | Cbrt
-            | Abs
-            | Floor
-            | Ceil
-            | Round
-            | Sign
-    )
-}
-
-/// The opcodes [`semantics::binary_f64`] evaluates.
-fn is_binary_f64(op: Opcode) -> bool {
-    use Opcode::*;
-    matches!(
-        op,
-        Fadd | Fsub | Fmul | Fdiv | Atan2 | Pow | Hypot | Min | Max
-    )
-}
-
-/// The opcodes [`semantics::binary_i64`] evaluates.
-fn is_binary_i64(op: Opcode) -> bool {
-    use Opcode::*;
-    matches!(op, Iadd | Isub | Imul | Idiv | Irem)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    /// The dispatch sets agree with the opcode table: every opcode of type
-    /// `f64 -> f64` (except `powi`, which has its own format) is a unary f64
-    /// op, and so on; and `semantics` accepts each of them.
-    #[test]
-    fn dispatch_sets_match_the_opcode_table() {
-        for &op in Opcode::ALL {
-            let sig = op.fixed_signature();
-            let unary_f64 = sig == Some((&[Type::F64][..], Some(Type::F64))) && op != Opcode::Powi;
-            let binary_f64 = sig == Some((&[Type::F64, Type::F64][..], Some(Type::F64)));
-            let binary_i64 = sig == Some((&[Type::I64, Type::I64][..], Some(Type::I64)));
-            assert_eq!(is_unary_f64(op), unary_f64, "{op}");
-            assert_eq!(is_binary_f64(op), binary_f64, "{op}");
-            assert_eq!(is_binary_i64(op), binary_i64, "{op}");
-            if unary_f64 {
-                let _ = semantics::unary_f64(op, 0.5);
-            }
-            if binary_f64 {
-                let _ = semantics::binary_f64(op, 0.5, 0.25);
-            }
-            if binary_i64 {
-                let _ = semantics::binary_i64(op, 7, 2);
-            }
-        }
-    }
 
     #[test]
     fn slot_types() {

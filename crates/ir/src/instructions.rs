@@ -1,7 +1,20 @@
 //! Opcodes and instruction formats.
 //!
-//! [`Opcode`] is the one table of what each operation is: its text-format
-//! name, its operand and result types, and whether it is a language intrinsic.
+//! [`crate::for_each_opcode!`] is the one table of what each operation is: one row
+//! per opcode with its text-format name, its instruction format, its operand
+//! and result types, its effects, its cost class, and — for the language's
+//! math functions — its name in the language and the symbol of the
+//! out-of-line routine the JIT calls. Everything else asks [`Opcode`]: the
+//! parser and the printer ([`Opcode::name`]), the verifier
+//! ([`Opcode::format`], [`Opcode::fixed_signature`]), the optimizer
+//! ([`Opcode::effects`], [`Opcode::cost`]), the front end
+//! ([`Opcode::intrinsic`]) and the JIT ([`Opcode::libcall`], and its
+//! wrappers, generated from the same rows). What a row cannot say without
+//! this crate knowing the passes stays beside its users, one entry per
+//! opcode: the meaning in [`crate::semantics`], the derivative in adze-ad's
+//! `partials.rs`, the Cranelift lowering of the opcodes without a libcall in
+//! adze-jit's `codegen.rs`.
+//!
 //! [`InstData`] is the storage format of an instruction; several opcodes share
 //! a format (`Unary`, `Binary`, ...), as in Cranelift.
 
@@ -9,8 +22,166 @@ use crate::entities::{Block, FuncId, Value};
 use crate::types::Type;
 use std::fmt;
 
-macro_rules! opcodes {
-    ($( $(#[$doc:meta])* $variant:ident = $name:literal : [$($arg:ident),*] -> $res:tt ;)*) => {
+/// The opcode table. Calls the macro `$m` with every row, in table order, so
+/// that the facts of an opcode are written once and every list of opcodes is
+/// derived from them (as wasmparser's `for_each_operator!`).
+///
+/// A row, with `-` for "none":
+///
+/// ```text
+/// Variant = "name", Format, [operand types] -> result, [effects], cost, "language name", libcall;
+/// ```
+///
+/// - **format**: the [`InstData`] variant that stores it ([`InstFormat`]).
+/// - **operands -> result**: the fixed types ([`Opcode::fixed_signature`]);
+///   `[] -> poly` for the opcodes whose types the verifier checks case by
+///   case, `-> none` for no result.
+/// - **effects**: some of `read write trap control` ([`Effects`]); `[]` is a
+///   pure computation.
+/// - **cost**: `Cheap`, `Slow` or `Libm` ([`Cost`]) for the computations;
+///   `-` for memory, tape and control.
+/// - **language name**: the opcode is an f64 intrinsic of the language,
+///   called so in `.adz` source ([`Opcode::intrinsic`]).
+/// - **libcall**: the JIT calls this `extern "C"` symbol, a wrapper of
+///   [`crate::semantics`], instead of emitting a Cranelift instruction
+///   ([`Opcode::libcall`]); the wrapper has the same name.
+///
+/// Adding an intrinsic: see "How to add an intrinsic" in `ARCHITECTURE.md`.
+#[macro_export]
+macro_rules! for_each_opcode {
+    ($m:ident) => {
+        $m! {
+//          variant    name          format    operands              result  effects                    cost   language  libcall
+            /// `v = fconst 1.5`
+            Fconst   = "fconst",     FConst,   []                 -> poly,   [],                        Cheap, -,        -;
+            /// `v = iconst 3`
+            Iconst   = "iconst",     IConst,   []                 -> poly,   [],                        Cheap, -,        -;
+            /// `v = bconst true`
+            Bconst   = "bconst",     BConst,   []                 -> poly,   [],                        Cheap, -,        -;
+
+            Fadd     = "fadd",       Binary,   [F64, F64]         -> F64,    [],                        Cheap, -,        -;
+            Fsub     = "fsub",       Binary,   [F64, F64]         -> F64,    [],                        Cheap, -,        -;
+            Fmul     = "fmul",       Binary,   [F64, F64]         -> F64,    [],                        Cheap, -,        -;
+            Fdiv     = "fdiv",       Binary,   [F64, F64]         -> F64,    [],                        Slow,  -,        -;
+            Fneg     = "fneg",       Unary,    [F64]              -> F64,    [],                        Cheap, -,        -;
+            /// `x ^ n` for an integer literal `n`: exact binary powering (see
+            /// [`crate::semantics::powi`]); the exponent is an immediate.
+            Powi     = "powi",       Powi,     [F64]              -> F64,    [],                        Cheap, -,        -;
+
+            /// Wrapping i64 arithmetic.
+            Iadd     = "iadd",       Binary,   [I64, I64]         -> I64,    [],                        Cheap, -,        -;
+            Isub     = "isub",       Binary,   [I64, I64]         -> I64,    [],                        Cheap, -,        -;
+            Imul     = "imul",       Binary,   [I64, I64]         -> I64,    [],                        Cheap, -,        -;
+            /// Truncating division; division by zero and `i64::MIN / -1` trap.
+            /// `Cheap`: the optimizer merges it only when the divisor is a
+            /// constant (otherwise it may trap), which Cranelift turns into a
+            /// multiplication.
+            Idiv     = "idiv",       Binary,   [I64, I64]         -> I64,    [trap],                    Cheap, -,        -;
+            /// Remainder with the sign of the dividend; `x % 0` traps, `i64::MIN % -1` traps.
+            /// `Cheap` as `idiv`.
+            Irem     = "irem",       Binary,   [I64, I64]         -> I64,    [trap],                    Cheap, -,        -;
+            Ineg     = "ineg",       Unary,    [I64]              -> I64,    [],                        Cheap, -,        -;
+
+            Not      = "not",        Unary,    [Bool]             -> Bool,   [],                        Cheap, -,        -;
+            /// i64 to f64, rounding to nearest.
+            Sitof    = "sitof",      Unary,    [I64]              -> F64,    [],                        Cheap, -,        -;
+            /// The bits of an f64, as an i64 (no conversion). Not in the language:
+            /// reverse mode keeps the trip counts of loops in the slots of an f64
+            /// array, as bits.
+            Tobits   = "tobits",     Unary,    [F64]              -> I64,    [],                        Cheap, -,        -;
+            /// The f64 with these bits (no conversion); see `tobits`.
+            Frombits = "frombits",   Unary,    [I64]              -> F64,    [],                        Cheap, -,        -;
+
+            Sin      = "sin",        Unary,    [F64]              -> F64,    [],                        Libm,  "sin",    adze_sin;
+            Cos      = "cos",        Unary,    [F64]              -> F64,    [],                        Libm,  "cos",    adze_cos;
+            Tan      = "tan",        Unary,    [F64]              -> F64,    [],                        Libm,  "tan",    adze_tan;
+            Asin     = "asin",       Unary,    [F64]              -> F64,    [],                        Libm,  "asin",   adze_asin;
+            Acos     = "acos",       Unary,    [F64]              -> F64,    [],                        Libm,  "acos",   adze_acos;
+            Atan     = "atan",       Unary,    [F64]              -> F64,    [],                        Libm,  "atan",   adze_atan;
+            Sinh     = "sinh",       Unary,    [F64]              -> F64,    [],                        Libm,  "sinh",   adze_sinh;
+            Cosh     = "cosh",       Unary,    [F64]              -> F64,    [],                        Libm,  "cosh",   adze_cosh;
+            Tanh     = "tanh",       Unary,    [F64]              -> F64,    [],                        Libm,  "tanh",   adze_tanh;
+            Exp      = "exp",        Unary,    [F64]              -> F64,    [],                        Libm,  "exp",    adze_exp;
+            Expm1    = "expm1",      Unary,    [F64]              -> F64,    [],                        Libm,  "expm1",  adze_expm1;
+            Log      = "log",        Unary,    [F64]              -> F64,    [],                        Libm,  "log",    adze_log;
+            Log1p    = "log1p",      Unary,    [F64]              -> F64,    [],                        Libm,  "log1p",  adze_log1p;
+            Sqrt     = "sqrt",       Unary,    [F64]              -> F64,    [],                        Slow,  "sqrt",   -;
+            Cbrt     = "cbrt",       Unary,    [F64]              -> F64,    [],                        Libm,  "cbrt",   adze_cbrt;
+            Abs      = "abs",        Unary,    [F64]              -> F64,    [],                        Cheap, "abs",    -;
+            Floor    = "floor",      Unary,    [F64]              -> F64,    [],                        Cheap, "floor",  -;
+            Ceil     = "ceil",       Unary,    [F64]              -> F64,    [],                        Cheap, "ceil",   -;
+            /// Rounds half away from zero.
+            Round    = "round",      Unary,    [F64]              -> F64,    [],                        Cheap, "round",  adze_round;
+            /// -1, 0 or 1 (zero keeps its sign; NaN stays NaN).
+            Sign     = "sign",       Unary,    [F64]              -> F64,    [],                        Cheap, "sign",   adze_sign;
+            /// The error function, `2/sqrt(pi) · ∫₀ˣ exp(-t²) dt`.
+            Erf      = "erf",        Unary,    [F64]              -> F64,    [],                        Libm,  "erf",    adze_erf;
+            Atan2    = "atan2",      Binary,   [F64, F64]         -> F64,    [],                        Libm,  "atan2",  adze_atan2;
+            Pow      = "pow",        Binary,   [F64, F64]         -> F64,    [],                        Libm,  "pow",    adze_pow;
+            Hypot    = "hypot",      Binary,   [F64, F64]         -> F64,    [],                        Libm,  "hypot",  adze_hypot;
+            /// IEEE 754-2019 `minimum`: NaN if either operand is NaN, -0 < +0.
+            Min      = "min",        Binary,   [F64, F64]         -> F64,    [],                        Cheap, "min",    -;
+            /// IEEE 754-2019 `maximum`: NaN if either operand is NaN, -0 < +0.
+            Max      = "max",        Binary,   [F64, F64]         -> F64,    [],                        Cheap, "max",    -;
+
+            /// Ordered comparison of f64 (false when either is NaN, except `ne`).
+            Fcmp     = "fcmp",       Cmp,      [F64, F64]         -> Bool,   [],                        Cheap, -,        -;
+            /// Signed comparison of i64.
+            Icmp     = "icmp",       Cmp,      [I64, I64]         -> Bool,   [],                        Cheap, -,        -;
+            /// `v = select c, a, b`: `a` if `c` else `b`; `a` and `b` share a scalar type.
+            Select   = "select",     Ternary,  []                 -> poly,   [],                        Cheap, -,        -;
+
+            /// Length of an array, as i64.
+            Len      = "len",        Unary,    [Array]            -> I64,    [],                        Cheap, -,        -;
+            /// `v = load a, i`: bounds-checked read.
+            Load     = "load",       Binary,   [Array, I64]       -> F64,    [read trap],               -,     -,        -;
+            /// `store a, i, x`: bounds-checked write.
+            Store    = "store",      Ternary,  [Array, I64, F64]  -> none,   [write trap],              -,     -,        -;
+            /// `v = zeros n, "name"`: a zero-filled local array, freed when the
+            /// function returns. `n` must be in `0..=MAX_ARRAY_LEN`.
+            Zeros    = "zeros",      Zeros,    [I64]              -> Array,  [write trap],              -,     -,        -;
+            /// `fill a, x`: sets every element.
+            Fill     = "fill",       Binary,   [Array, F64]       -> none,   [write],                   -,     -,        -;
+            /// `samelen a, da`: traps with `ShadowLengthMismatch` unless the array
+            /// `a` and its shadow `da` have the same length. Derivatives check each
+            /// `dup` pair on entry.
+            SameLen  = "samelen",    Binary,   [Array, Array]     -> none,   [trap],                    -,     -,        -;
+
+            /// `push T, v`: pushes a scalar onto tape number `T`, one of
+            /// [`MAX_TAPES`] last-in-first-out stacks that live for one outermost
+            /// call. Reverse mode records values here in the forward sweep and reads
+            /// them back in the reverse sweep; nested derivatives use distinct tapes
+            /// so that their records never interleave.
+            Push     = "push",       Push,     []                 -> poly,   [write trap],              -,     -,        -;
+            /// `v = pop T, f64`: pops the value pushed last on tape `T`; its type is
+            /// an immediate and must be the type that was pushed. Popping an empty
+            /// tape traps.
+            Pop      = "pop",        Pop,      []                 -> poly,   [read write trap],         -,     -,        -;
+
+            /// `v1, v2 = call @f(args..)`
+            Call     = "call",       Call,     []                 -> poly,   [read write trap control], -,     -,        -;
+            /// `vs = autodiff forward dual @f(dual v1, v2, const v3)`: a derivative
+            /// request, replaced by a call to a derivative function by the AD passes.
+            Autodiff = "autodiff",   Autodiff, []                 -> poly,   [read write trap control], -,     -,        -;
+
+            /// `jump block1(args..)`
+            Jump     = "jump",       Jump,     []                 -> poly,   [control],                 -,     -,        -;
+            /// `brif c, block1(args..), block2(args..)`
+            Brif     = "brif",       Brif,     []                 -> poly,   [control],                 -,     -,        -;
+            /// `return args..`
+            Return   = "return",     Return,   []                 -> poly,   [control],                 -,     -,        -;
+        }
+    };
+}
+
+/// Builds [`Opcode`] and its queries from the rows of [`for_each_opcode!`].
+macro_rules! define_opcodes {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident = $name:literal, $format:ident,
+            [$($arg:ident),*] -> $res:ident, [$($effect:ident)*],
+            $cost:tt, $lang:tt, $libcall:tt;
+    )*) => {
         /// Every operation of the IR.
         #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
         pub enum Opcode {
@@ -26,13 +197,51 @@ macro_rules! opcodes {
                 match self { $(Opcode::$variant => $name,)* }
             }
 
+            /// The instruction format that stores this opcode.
+            pub fn format(self) -> InstFormat {
+                match self { $(Opcode::$variant => InstFormat::$format,)* }
+            }
+
             /// Operand and result types for opcodes whose types are fixed.
             /// `None` for the polymorphic or variadic ones (constants carry an
             /// immediate; `select`, `call`, `autodiff` and terminators are
             /// checked by the verifier case by case).
             pub fn fixed_signature(self) -> Option<(&'static [Type], Option<Type>)> {
                 match self {
-                    $(Opcode::$variant => opcodes!(@sig [$($arg),*] $res),)*
+                    $(Opcode::$variant => define_opcodes!(@sig [$($arg),*] $res),)*
+                }
+            }
+
+            /// What the instruction does besides computing its results.
+            pub fn effects(self) -> Effects {
+                match self {
+                    $(Opcode::$variant => Effects::PURE $(.$effect())*,)*
+                }
+            }
+
+            /// The cost class of a computation; `None` for memory, tape and
+            /// control opcodes.
+            pub fn cost(self) -> Option<Cost> {
+                match self {
+                    $(Opcode::$variant => define_opcodes!(@cost $cost),)*
+                }
+            }
+
+            /// The name of this opcode in the language when it is one of its
+            /// f64 intrinsics (`sin`, `pow`, ...).
+            pub fn intrinsic_name(self) -> Option<&'static str> {
+                match self {
+                    $(Opcode::$variant => define_opcodes!(@opt $lang),)*
+                }
+            }
+
+            /// The `extern "C"` symbol the JIT calls for this opcode, if it
+            /// is computed out of line (`adze_exp`); the JIT's wrapper of
+            /// [`crate::semantics`] of that name is generated from the same
+            /// row.
+            pub fn libcall(self) -> Option<&'static str> {
+                match self {
+                    $(Opcode::$variant => define_opcodes!(@libcall $libcall),)*
                 }
             }
         }
@@ -40,121 +249,106 @@ macro_rules! opcodes {
     (@sig [] poly) => { None };
     (@sig [$($arg:ident),*] none) => { Some((&[$(Type::$arg),*], None)) };
     (@sig [$($arg:ident),*] $res:ident) => { Some((&[$(Type::$arg),*], Some(Type::$res))) };
+    (@cost -) => { None };
+    (@cost $cost:ident) => { Some(Cost::$cost) };
+    (@opt -) => { None };
+    (@opt $x:literal) => { Some($x) };
+    (@libcall -) => { None };
+    (@libcall $sym:ident) => { Some(stringify!($sym)) };
 }
 
-opcodes! {
-    /// `v = fconst 1.5`
-    Fconst = "fconst": [] -> poly;
-    /// `v = iconst 3`
-    Iconst = "iconst": [] -> poly;
-    /// `v = bconst true`
-    Bconst = "bconst": [] -> poly;
+for_each_opcode!(define_opcodes);
 
-    Fadd = "fadd": [F64, F64] -> F64;
-    Fsub = "fsub": [F64, F64] -> F64;
-    Fmul = "fmul": [F64, F64] -> F64;
-    Fdiv = "fdiv": [F64, F64] -> F64;
-    Fneg = "fneg": [F64] -> F64;
-    /// `x ^ n` for an integer literal `n`: exact binary powering (see
-    /// [`crate::semantics::powi`]); the exponent is an immediate.
-    Powi = "powi": [F64] -> F64;
+/// The [`InstData`] variant that stores an opcode.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum InstFormat {
+    FConst,
+    IConst,
+    BConst,
+    Unary,
+    Binary,
+    Ternary,
+    Powi,
+    Cmp,
+    Zeros,
+    Push,
+    Pop,
+    Call,
+    Autodiff,
+    Jump,
+    Brif,
+    Return,
+}
 
-    /// Wrapping i64 arithmetic.
-    Iadd = "iadd": [I64, I64] -> I64;
-    Isub = "isub": [I64, I64] -> I64;
-    Imul = "imul": [I64, I64] -> I64;
-    /// Truncating division; division by zero and `i64::MIN / -1` trap.
-    Idiv = "idiv": [I64, I64] -> I64;
-    /// Remainder with the sign of the dividend; `x % 0` traps, `i64::MIN % -1` traps.
-    Irem = "irem": [I64, I64] -> I64;
-    Ineg = "ineg": [I64] -> I64;
+/// What an instruction does besides computing its results from its
+/// operands. An instruction with none of these is a pure computation: it may
+/// be removed when unused, merged with an identical one, or computed earlier.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Effects {
+    /// Reads memory: array elements or a tape.
+    pub reads: bool,
+    /// Writes memory (array elements or a tape) or allocates.
+    pub writes: bool,
+    /// May stop the run with a run-time error.
+    pub may_trap: bool,
+    /// Transfers control: terminators, calls and derivative requests (which
+    /// may do anything their callee does).
+    pub control: bool,
+}
 
-    Not = "not": [Bool] -> Bool;
-    /// i64 to f64, rounding to nearest.
-    Sitof = "sitof": [I64] -> F64;
-    /// The bits of an f64, as an i64 (no conversion). Not in the language:
-    /// reverse mode keeps the trip counts of loops in the slots of an f64
-    /// array, as bits.
-    Tobits = "tobits": [F64] -> I64;
-    /// The f64 with these bits (no conversion); see `tobits`.
-    Frombits = "frombits": [I64] -> F64;
+impl Effects {
+    /// No effect.
+    pub const PURE: Effects = Effects {
+        reads: false,
+        writes: false,
+        may_trap: false,
+        control: false,
+    };
 
-    Sin = "sin": [F64] -> F64;
-    Cos = "cos": [F64] -> F64;
-    Tan = "tan": [F64] -> F64;
-    Asin = "asin": [F64] -> F64;
-    Acos = "acos": [F64] -> F64;
-    Atan = "atan": [F64] -> F64;
-    Sinh = "sinh": [F64] -> F64;
-    Cosh = "cosh": [F64] -> F64;
-    Tanh = "tanh": [F64] -> F64;
-    Exp = "exp": [F64] -> F64;
-    Expm1 = "expm1": [F64] -> F64;
-    Log = "log": [F64] -> F64;
-    Log1p = "log1p": [F64] -> F64;
-    Sqrt = "sqrt": [F64] -> F64;
-    Cbrt = "cbrt": [F64] -> F64;
-    Abs = "abs": [F64] -> F64;
-    Floor = "floor": [F64] -> F64;
-    Ceil = "ceil": [F64] -> F64;
-    /// Rounds half away from zero.
-    Round = "round": [F64] -> F64;
-    /// -1, 0 or 1 (zero keeps its sign; NaN stays NaN).
-    Sign = "sign": [F64] -> F64;
-    Atan2 = "atan2": [F64, F64] -> F64;
-    Pow = "pow": [F64, F64] -> F64;
-    Hypot = "hypot": [F64, F64] -> F64;
-    /// IEEE 754-2019 `minimum`: NaN if either operand is NaN, -0 < +0.
-    Min = "min": [F64, F64] -> F64;
-    /// IEEE 754-2019 `maximum`: NaN if either operand is NaN, -0 < +0.
-    Max = "max": [F64, F64] -> F64;
+    /// Is this no effect at all?
+    pub fn is_pure(self) -> bool {
+        self == Effects::PURE
+    }
 
-    /// Ordered comparison of f64 (false when either is NaN, except `ne`).
-    Fcmp = "fcmp": [F64, F64] -> Bool;
-    /// Signed comparison of i64.
-    Icmp = "icmp": [I64, I64] -> Bool;
-    /// `v = select c, a, b`: `a` if `c` else `b`; `a` and `b` share a scalar type.
-    Select = "select": [] -> poly;
+    // The words of the table's effects column.
+    const fn read(self) -> Effects {
+        Effects {
+            reads: true,
+            ..self
+        }
+    }
+    const fn write(self) -> Effects {
+        Effects {
+            writes: true,
+            ..self
+        }
+    }
+    const fn trap(self) -> Effects {
+        Effects {
+            may_trap: true,
+            ..self
+        }
+    }
+    const fn control(self) -> Effects {
+        Effects {
+            control: true,
+            ..self
+        }
+    }
+}
 
-    /// Length of an array, as i64.
-    Len = "len": [Array] -> I64;
-    /// `v = load a, i`: bounds-checked read.
-    Load = "load": [Array, I64] -> F64;
-    /// `store a, i, x`: bounds-checked write.
-    Store = "store": [Array, I64, F64] -> none;
-    /// `v = zeros n, "name"`: a zero-filled local array, freed when the
-    /// function returns. `n` must be in `0..=MAX_ARRAY_LEN`.
-    Zeros = "zeros": [I64] -> Array;
-    /// `fill a, x`: sets every element.
-    Fill = "fill": [Array, F64] -> none;
-    /// `samelen a, da`: traps with `ShadowLengthMismatch` unless the array
-    /// `a` and its shadow `da` have the same length. Derivatives check each
-    /// `dup` pair on entry.
-    SameLen = "samelen": [Array, Array] -> none;
-
-    /// `push T, v`: pushes a scalar onto tape number `T`, one of
-    /// [`MAX_TAPES`] last-in-first-out stacks that live for one outermost
-    /// call. Reverse mode records values here in the forward sweep and reads
-    /// them back in the reverse sweep; nested derivatives use distinct tapes
-    /// so that their records never interleave.
-    Push = "push": [] -> poly;
-    /// `v = pop T, f64`: pops the value pushed last on tape `T`; its type is
-    /// an immediate and must be the type that was pushed. Popping an empty
-    /// tape traps.
-    Pop = "pop": [] -> poly;
-
-    /// `v1, v2 = call @f(args..)`
-    Call = "call": [] -> poly;
-    /// `vs = autodiff forward dual @f(dual v1, v2, const v3)`: a derivative
-    /// request, replaced by a call to a derivative function by the AD passes.
-    Autodiff = "autodiff": [] -> poly;
-
-    /// `jump block1(args..)`
-    Jump = "jump": [] -> poly;
-    /// `brif c, block1(args..), block2(args..)`
-    Brif = "brif": [] -> poly;
-    /// `return args..`
-    Return = "return": [] -> poly;
+/// How much a computation costs, as the optimizer weighs it against keeping
+/// a value live (GVN merges across blocks only what is not `Cheap`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Cost {
+    /// A few cycles: integer and f64 `+ - *`, comparisons, conversions,
+    /// `abs floor ceil round sign min max`, constants.
+    Cheap,
+    /// One long-latency instruction: `fdiv`, `sqrt`.
+    Slow,
+    /// A math-library routine (`exp`, `sin`, `pow`, ...): tens to hundreds
+    /// of cycles, and a call that clobbers every register.
+    Libm,
 }
 
 impl Opcode {
@@ -165,67 +359,29 @@ impl Opcode {
 
     /// Does this opcode end a block?
     pub fn is_terminator(self) -> bool {
-        matches!(self, Opcode::Jump | Opcode::Brif | Opcode::Return)
+        matches!(
+            self.format(),
+            InstFormat::Jump | InstFormat::Brif | InstFormat::Return
+        )
     }
 
-    /// Is this one of the language's math intrinsics (`sin`, `pow`, ...)? The
-    /// language names them exactly as the IR does.
+    /// Is this one of the language's math intrinsics (`sin`, `pow`, ...)?
     pub fn is_intrinsic(self) -> bool {
-        use Opcode::*;
-        matches!(
-            self,
-            Sin | Cos
-                | Tan
-                | Asin
-                | Acos
-                | Atan
-                | Sinh
-                | Cosh
-                | Tanh
-                | Exp
-                | Expm1
-                | Log
-                | Log1p
-                | Sqrt
-                | Cbrt
-                | Abs
-                | Floor
-                | Ceil
-                | Round
-                | Sign
-                | Atan2
-                | Pow
-                | Hypot
-                | Min
-                | Max
-        )
+        self.intrinsic_name().is_some()
     }
 
     /// The intrinsic of this language name, if any (`"sin"` -> `Sin`).
     pub fn intrinsic(name: &str) -> Option<Opcode> {
-        Opcode::from_name(name).filter(|op| op.is_intrinsic())
+        Opcode::ALL
+            .iter()
+            .copied()
+            .find(|op| op.intrinsic_name() == Some(name))
     }
 
     /// Does this opcode touch memory or control flow, or may it trap? Such
     /// instructions are never removed or reordered as pure computations.
     pub fn has_side_effects(self) -> bool {
-        use Opcode::*;
-        matches!(
-            self,
-            Idiv | Irem
-                | Load
-                | Store
-                | Zeros
-                | Fill
-                | SameLen
-                | Push
-                | Pop
-                | Call
-                | Autodiff
-                | Jump
-                | Brif
-                | Return
-        )
+        !self.effects().is_pure()
     }
 }
 
@@ -482,6 +638,28 @@ impl InstData {
         InstData::FConst { bits: x.to_bits() }
     }
 
+    /// The format of this instruction: the variant, as an [`InstFormat`].
+    pub fn format(&self) -> InstFormat {
+        match self {
+            InstData::FConst { .. } => InstFormat::FConst,
+            InstData::IConst { .. } => InstFormat::IConst,
+            InstData::BConst { .. } => InstFormat::BConst,
+            InstData::Unary { .. } => InstFormat::Unary,
+            InstData::Binary { .. } => InstFormat::Binary,
+            InstData::Ternary { .. } => InstFormat::Ternary,
+            InstData::Powi { .. } => InstFormat::Powi,
+            InstData::Cmp { .. } => InstFormat::Cmp,
+            InstData::Zeros { .. } => InstFormat::Zeros,
+            InstData::Push { .. } => InstFormat::Push,
+            InstData::Pop { .. } => InstFormat::Pop,
+            InstData::Call { .. } => InstFormat::Call,
+            InstData::Autodiff { .. } => InstFormat::Autodiff,
+            InstData::Jump { .. } => InstFormat::Jump,
+            InstData::Brif { .. } => InstFormat::Brif,
+            InstData::Return { .. } => InstFormat::Return,
+        }
+    }
+
     pub fn opcode(&self) -> Opcode {
         match self {
             InstData::FConst { .. } => Opcode::Fconst,
@@ -608,5 +786,75 @@ impl InstData {
             } => vec![then_dest, else_dest],
             _ => Vec::new(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What the rows say agrees with itself: an intrinsic is a pure f64
+    /// computation of one or two operands with a cost; a libcall is an
+    /// intrinsic; names are unique; formats with a fixed signature have its
+    /// arity.
+    #[test]
+    fn the_table_is_consistent() {
+        let mut names = std::collections::HashSet::new();
+        for &op in Opcode::ALL {
+            assert!(names.insert(op.name()), "{op}: name used twice");
+            if let Some(lang) = op.intrinsic_name() {
+                assert_eq!(Opcode::intrinsic(lang), Some(op));
+                assert!(op.effects().is_pure(), "{op}");
+                assert!(op.cost().is_some(), "{op}");
+                let (args, res) = op.fixed_signature().expect("fixed");
+                assert_eq!(res, Some(Type::F64), "{op}");
+                assert!(args.iter().all(|&t| t == Type::F64), "{op}");
+                let format = [InstFormat::Unary, InstFormat::Binary][args.len() - 1];
+                assert_eq!(op.format(), format, "{op}");
+            }
+            if let Some(sym) = op.libcall() {
+                assert!(op.is_intrinsic(), "{op}");
+                assert_eq!(sym, format!("adze_{}", op.name()));
+            }
+            if op.cost().is_none() {
+                assert!(!op.effects().is_pure(), "{op}: a pure op without a cost");
+            }
+            let arity = match op.format() {
+                InstFormat::Unary | InstFormat::Powi | InstFormat::Zeros => Some(1),
+                InstFormat::Binary | InstFormat::Cmp => Some(2),
+                InstFormat::Ternary => Some(3),
+                _ => None,
+            };
+            if let (Some(n), Some((args, _))) = (arity, op.fixed_signature()) {
+                assert_eq!(args.len(), n, "{op}");
+            }
+        }
+    }
+
+    /// The effects column gives exactly the opcodes that were hand-listed
+    /// as having side effects before the table had one.
+    #[test]
+    fn side_effects_are_the_memory_trap_and_control_opcodes() {
+        use Opcode::*;
+        let impure: Vec<Opcode> = Opcode::ALL
+            .iter()
+            .copied()
+            .filter(|op| op.has_side_effects())
+            .collect();
+        assert_eq!(
+            impure,
+            [
+                Idiv, Irem, Load, Store, Zeros, Fill, SameLen, Push, Pop, Call, Autodiff, Jump,
+                Brif, Return
+            ]
+        );
+        let terminators: Vec<Opcode> = Opcode::ALL
+            .iter()
+            .copied()
+            .filter(|op| op.is_terminator())
+            .collect();
+        assert_eq!(terminators, [Jump, Brif, Return]);
+        assert!(Load.effects().reads && Load.effects().may_trap && !Load.effects().writes);
+        assert!(Call.effects().control && Return.effects().control);
     }
 }

@@ -55,7 +55,8 @@ pub use function::{
     FuncMeta, Function, InlineHint, InlinedData, Param, RegionData, Rules, Signature,
 };
 pub use instructions::{
-    ArgActivity, AutodiffSpec, BlockCall, CmpCond, InstData, Mode, Opcode, RetActivity, MAX_TAPES,
+    ArgActivity, AutodiffSpec, BlockCall, CmpCond, Cost, Effects, InstData, InstFormat, Mode,
+    Opcode, RetActivity, MAX_TAPES,
 };
 pub use layout::Layout;
 pub use module::Module;

@@ -18,10 +18,11 @@
 //!   detached), whose definition is placed and dominates the use (dominators
 //!   by the Cooper–Harvey–Kennedy iterative algorithm). Uses in unreachable
 //!   blocks are type-checked, but dominance is not checked for them.
-//! - **Types.** An instruction's format fits its opcode; operand and result
-//!   types follow [`Opcode::fixed_signature`]; `select` takes a `bool` and two
-//!   operands of one scalar type; `call` arguments and results match the
-//!   callee's signature; `return` values match the function's results.
+//! - **Types.** An instruction's format is its opcode's ([`Opcode::format`]);
+//!   operand and result types follow [`Opcode::fixed_signature`]; `select`
+//!   takes a `bool` and two operands of one scalar type; `call` arguments
+//!   and results match the callee's signature; `return` values match the
+//!   function's results.
 //! - **`autodiff`.** One activity per callee parameter, consistent with the
 //!   mode (forward: `dual`/`const`/`dup` and return `dual`/`const`; reverse:
 //!   `active`/`const`/`dup` and return `active`/`const`), `dual`/`active`
@@ -652,19 +653,7 @@ impl Verifier<'_> {
             self.check_use(block, idx, inst, v);
         }
         let op = data.opcode();
-        let arity = op.fixed_signature().map(|(args, _)| args.len());
-        let format_ok = match data {
-            InstData::Unary { op, .. } => {
-                arity == Some(1) && !matches!(op, Opcode::Powi | Opcode::Zeros)
-            }
-            InstData::Binary { op, .. } => {
-                arity == Some(2) && !matches!(op, Opcode::Fcmp | Opcode::Icmp)
-            }
-            InstData::Ternary { op, .. } => matches!(op, Opcode::Select | Opcode::Store),
-            InstData::Cmp { op, .. } => matches!(op, Opcode::Fcmp | Opcode::Icmp),
-            _ => true,
-        };
-        if !format_ok {
+        if data.format() != op.format() {
             return self.report(
                 at,
                 format!("`{op}` cannot be stored in this instruction format"),

@@ -82,6 +82,7 @@ block0(v0: f64, v1: i64, v2: arr, v3: arr):
     v43 = ceil v42
     v44 = round v43
     v45 = sign v44
+    v92 = erf v45
     v46 = atan2 v45, v8
     v47 = pow v46, v9
     v48 = hypot v47, v0

@@ -477,58 +477,67 @@ pub(crate) extern "C" fn adze_free_to(ctx: *mut Ctx<'_>, mark: i64) {
     ctx.live = ctx.allocs.len() as i64;
 }
 
-macro_rules! unary_intrinsics {
-    ($($op:ident => $fname:ident, $sym:literal;)*) => {
-        $(
-            extern "C" fn $fname(x: f64) -> f64 {
-                semantics::unary_f64(Opcode::$op, x)
-            }
-        )*
+/// The intrinsics computed out of line, from the rows of
+/// [`adze_ir::for_each_opcode!`] that name a libcall: for each, an
+/// `extern "C"` wrapper of that name calling [`semantics`] with its opcode
+/// (`#[inline]` there, so the wrapper is a tail jump to libm), and its entry
+/// in [`unary_symbols`] or [`binary_symbols`]. A libcall row of another
+/// signature than `f64 -> f64` or `(f64, f64) -> f64` does not compile.
+macro_rules! libcalls {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident = $name:literal, $format:ident,
+            [$($arg:ident),*] -> $res:ident, [$($effect:ident)*],
+            $cost:tt, $lang:tt, $libcall:tt;
+    )*) => {
+        $( libcalls!(@wrapper $variant, $format, [$($arg),*] -> $res, $libcall); )*
+
         /// One-operand intrinsics called through a symbol: (opcode, symbol, address).
         pub(crate) fn unary_symbols() -> Vec<(Opcode, &'static str, *const u8)> {
-            vec![$((Opcode::$op, $sym, $fname as extern "C" fn(f64) -> f64 as *const u8)),*]
+            [$( libcalls!(@entry Unary, $variant, $format, $libcall) ),*]
+                .into_iter()
+                .flatten()
+                .collect()
         }
-    };
-}
 
-macro_rules! binary_intrinsics {
-    ($($op:ident => $fname:ident, $sym:literal;)*) => {
-        $(
-            extern "C" fn $fname(a: f64, b: f64) -> f64 {
-                semantics::binary_f64(Opcode::$op, a, b)
-            }
-        )*
         /// Two-operand intrinsics called through a symbol: (opcode, symbol, address).
         pub(crate) fn binary_symbols() -> Vec<(Opcode, &'static str, *const u8)> {
-            vec![$((Opcode::$op, $sym, $fname as extern "C" fn(f64, f64) -> f64 as *const u8)),*]
+            [$( libcalls!(@entry Binary, $variant, $format, $libcall) ),*]
+                .into_iter()
+                .flatten()
+                .collect()
         }
     };
+    (@wrapper $variant:ident, $format:ident, [$($arg:ident),*] -> $res:ident, -) => {};
+    (@wrapper $variant:ident, Unary, [F64] -> F64, $sym:ident) => {
+        extern "C" fn $sym(x: f64) -> f64 {
+            semantics::unary_f64(Opcode::$variant, x)
+        }
+    };
+    (@wrapper $variant:ident, Binary, [F64, F64] -> F64, $sym:ident) => {
+        extern "C" fn $sym(a: f64, b: f64) -> f64 {
+            semantics::binary_f64(Opcode::$variant, a, b)
+        }
+    };
+    (@entry $want:ident, $variant:ident, $format:ident, -) => { None };
+    (@entry Unary, $variant:ident, Unary, $sym:ident) => {
+        Some((
+            Opcode::$variant,
+            stringify!($sym),
+            $sym as extern "C" fn(f64) -> f64 as *const u8,
+        ))
+    };
+    (@entry Binary, $variant:ident, Binary, $sym:ident) => {
+        Some((
+            Opcode::$variant,
+            stringify!($sym),
+            $sym as extern "C" fn(f64, f64) -> f64 as *const u8,
+        ))
+    };
+    (@entry $want:ident, $variant:ident, $format:ident, $sym:ident) => { None };
 }
 
-unary_intrinsics! {
-    Sin => adze_sin, "adze_sin";
-    Cos => adze_cos, "adze_cos";
-    Tan => adze_tan, "adze_tan";
-    Asin => adze_asin, "adze_asin";
-    Acos => adze_acos, "adze_acos";
-    Atan => adze_atan, "adze_atan";
-    Sinh => adze_sinh, "adze_sinh";
-    Cosh => adze_cosh, "adze_cosh";
-    Tanh => adze_tanh, "adze_tanh";
-    Exp => adze_exp, "adze_exp";
-    Expm1 => adze_expm1, "adze_expm1";
-    Log => adze_log, "adze_log";
-    Log1p => adze_log1p, "adze_log1p";
-    Cbrt => adze_cbrt, "adze_cbrt";
-    Round => adze_round, "adze_round";
-    Sign => adze_sign, "adze_sign";
-}
-
-binary_intrinsics! {
-    Atan2 => adze_atan2, "adze_atan2";
-    Pow => adze_pow, "adze_pow";
-    Hypot => adze_hypot, "adze_hypot";
-}
+adze_ir::for_each_opcode!(libcalls);
 
 /// The run-time helper symbols: (symbol, address).
 pub(crate) fn helper_symbols() -> Vec<(&'static str, *const u8)> {

@@ -247,3 +247,58 @@ fn empty_file_and_unit_functions() {
         fn tail_call(a: mut [f64]) { early(a) }
     "));
 }
+
+/// Every intrinsic of the opcode table is a builtin of the language: a call
+/// with its arity lowers to its opcode, and its name cannot name a `fn`.
+#[test]
+fn every_intrinsic_of_the_opcode_table_is_callable() {
+    use adze_ir::Opcode;
+    for &op in Opcode::ALL.iter().filter(|op| op.is_intrinsic()) {
+        let name = op.intrinsic_name().unwrap();
+        assert!(adze_lang::check::is_builtin(name), "{name}");
+        let arity = op.fixed_signature().unwrap().0.len();
+        let args = ["x", "y"][..arity].join(", ");
+        let m = compile(&format!("fn f(x: f64, y: f64) -> f64 {{ {name}({args}) }}"));
+        let f = m.func(m.get("f").unwrap());
+        let ops: Vec<Opcode> = f
+            .layout
+            .insts()
+            .map(|(_, i)| f.dfg.inst(i).opcode())
+            .collect();
+        assert_eq!(ops, [op, Opcode::Return], "{name}");
+        let clash = adze_lang::compile("t.adz", &format!("fn {name}(x: f64) -> f64 {{ x }}"));
+        assert!(clash.is_err(), "a fn may not be called {name}");
+    }
+}
+
+/// `docs/language.md` has one line for each intrinsic, and none for
+/// anything else.
+#[test]
+fn docs_language_md_lists_every_intrinsic() {
+    use adze_ir::Opcode;
+    let doc = include_str!("../../../docs/language.md");
+    let start = doc
+        .find("| intrinsic | meaning |")
+        .expect("the intrinsics table");
+    let mut listed: Vec<String> = doc[start..]
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .flat_map(|l| {
+            let cell = l.split(" | ").next().unwrap_or("");
+            cell.split('`')
+                .skip(1)
+                .step_by(2)
+                .map(|call| call.split('(').next().unwrap_or("").to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    let mut table: Vec<String> = Opcode::ALL
+        .iter()
+        .filter_map(|op| op.intrinsic_name())
+        .map(str::to_string)
+        .collect();
+    listed.sort();
+    table.sort();
+    assert_eq!(listed, table);
+}

@@ -67,7 +67,9 @@
 use crate::analysis::{
     bconst_of, def_inst, fconst_of, iconst_of, is_pure, Cfg, Replacements, Scopes,
 };
-use adze_ir::{semantics, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Region, Value};
+use adze_ir::{
+    semantics, BlockCall, CmpCond, Cost, Function, Inst, InstData, Opcode, Region, Value,
+};
 use std::collections::{HashMap, HashSet};
 
 /// What GVN did to one function.
@@ -88,8 +90,9 @@ pub struct GvnStats {
 type Key = (InstData, Option<Region>);
 
 /// Is `data` replaced by an identical instruction of a dominating *other*
-/// block? Only what costs more than keeping its value live: the
-/// out-of-line intrinsics, `fdiv`, `sqrt`, `pow`. A constant or a cheap
+/// block? Only what costs more than keeping its value live: the opcodes
+/// whose [`Opcode::cost`] is `Slow` (`fdiv`, `sqrt`) or `Libm` (`exp`,
+/// `pow`, ...; not `round` and `sign`, called out of line but cheap). A constant or a cheap
 /// operation replaced across blocks becomes one value live through
 /// everything in between, loops and calls to `exp` (which clobber every
 /// register) included; Cranelift's own value numbering merges those where
@@ -97,12 +100,9 @@ type Key = (InstData, Option<Region>);
 /// number of the dominating one, so that what is computed from both (the
 /// `sin` of two equal sums) is merged.
 fn global(data: &InstData) -> bool {
-    use Opcode::*;
     match data {
         InstData::Unary { op, .. } | InstData::Binary { op, .. } => {
-            *op == Fdiv
-                || (op.is_intrinsic()
-                    && !matches!(op, Abs | Floor | Ceil | Round | Sign | Min | Max))
+            matches!(op.cost(), Some(Cost::Slow | Cost::Libm))
         }
         _ => false,
     }
@@ -280,19 +280,6 @@ fn is_quiet_depth(func: &Function, quiet: &HashSet<Value>, v: Value, depth: usiz
     }
 }
 
-/// Opcodes that [`semantics::unary_f64`] evaluates.
-fn is_unary_f64(op: Opcode) -> bool {
-    op == Opcode::Fneg
-        || (op.is_intrinsic() && op.fixed_signature().is_some_and(|s| s.0.len() == 1))
-}
-
-/// Opcodes that [`semantics::binary_f64`] evaluates.
-fn is_binary_f64(op: Opcode) -> bool {
-    use Opcode::*;
-    matches!(op, Fadd | Fsub | Fmul | Fdiv)
-        || (op.is_intrinsic() && op.fixed_signature().is_some_and(|s| s.0.len() == 2))
-}
-
 fn fconst(x: f64) -> Simplified {
     Simplified::Data(InstData::fconst(x))
 }
@@ -319,7 +306,7 @@ fn simplify(func: &Function, quiet: &HashSet<Value>, data: &InstData) -> Simplif
     let i = |v| iconst_of(func, v);
     match *data {
         InstData::Unary { op, arg } => {
-            if is_unary_f64(op) {
+            if semantics::is_unary_f64(op) {
                 if let Some(x) = f(arg) {
                     return fconst(semantics::unary_f64(op, f64::from_bits(x)));
                 }
@@ -352,7 +339,7 @@ fn simplify(func: &Function, quiet: &HashSet<Value>, data: &InstData) -> Simplif
             }
         }
         InstData::Binary { op, args: [a, b] } => {
-            if is_binary_f64(op) {
+            if semantics::is_binary_f64(op) {
                 if let (Some(x), Some(y)) = (f(a), f(b)) {
                     return fconst(semantics::binary_f64(
                         op,

@@ -137,6 +137,39 @@ fn hyperbolic_and_exponential() {
 }
 
 #[test]
+fn error_function() {
+    use std::f64::consts::FRAC_2_SQRT_PI;
+    check_unary("erf", &[-2.3, -0.7, 0.0, 0.3, 1.1, 2.9, 5.5], |x| {
+        FRAC_2_SQRT_PI * (-x * x).exp()
+    });
+    // The partial is emitted as these very operations: the same bits.
+    let mut m = unary_module("erf");
+    for x in [-3.0, -0.25, 0.5, 1.0, 7.0, 26.0, 1e-300] {
+        assert_eq!(
+            d_unary(&mut m, x).to_bits(),
+            (FRAC_2_SQRT_PI * (-(x * x)).exp()).to_bits(),
+            "erf'({x})"
+        );
+    }
+    // By hand: 2/√π = 1.1283791670955126, 2/√π · e^-1 = 0.41510749742059472,
+    // 2/√π · e^-4 = 0.020666985354092053.
+    let two_over_sqrt_pi = 2.0 / std::f64::consts::PI.sqrt();
+    assert_close(d_unary(&mut m, 0.0), two_over_sqrt_pi, 1e-16, "erf'(0)");
+    assert_close(
+        d_unary(&mut m, 1.0),
+        0.415_107_497_420_594_7,
+        1e-15,
+        "erf'(1)",
+    );
+    assert_close(
+        d_unary(&mut m, -2.0),
+        0.020_666_985_354_092_053,
+        1e-15,
+        "erf'(-2)",
+    );
+}
+
+#[test]
 fn arithmetic() {
     check_unary("fneg", POINTS, |_| -1.0);
     check_unary("abs", POINTS, |x| x.signum());
@@ -218,6 +251,9 @@ fn edge_points() {
         ("log", 0.0, f64::INFINITY),
         ("log1p", -1.0, f64::INFINITY),
         ("tanh", 40.0, 0.0),
+        ("erf", f64::INFINITY, 0.0),
+        ("erf", f64::NEG_INFINITY, 0.0),
+        ("erf", 1e200, 0.0),
         ("exp", 0.0, 1.0),
     ];
     for &(op, x, want) in unary_edges {
@@ -315,4 +351,39 @@ fn every_intrinsic_is_in_the_table() {
         );
         assert!(differentiable != piecewise_constant, "{op}");
     }
+}
+
+/// `docs/ad.md` shows the table of choices of `partials.rs`'s documentation,
+/// unchanged; `ADZE_BLESS=1` copies it there.
+#[test]
+fn the_table_in_docs_ad_md_is_the_one_in_partials_rs() {
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let src = std::fs::read_to_string(format!("{root}/crates/ad/src/partials.rs")).unwrap();
+    let header = "| op | partials |";
+    let table: String = src
+        .lines()
+        .filter_map(|l| l.strip_prefix("//! "))
+        .skip_while(|l| !l.starts_with(header))
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert!(table.lines().count() > 20, "no table in partials.rs");
+    let path = format!("{root}/docs/ad.md");
+    let doc = std::fs::read_to_string(&path).unwrap();
+    let start = doc.find(header).expect("the table in docs/ad.md");
+    let len = doc[start..]
+        .split_inclusive('\n')
+        .take_while(|l| l.starts_with('|'))
+        .map(str::len)
+        .sum::<usize>();
+    if std::env::var_os("ADZE_BLESS").is_some() {
+        let blessed = format!("{}{table}{}", &doc[..start], &doc[start + len..]);
+        std::fs::write(&path, blessed).unwrap();
+        return;
+    }
+    assert_eq!(
+        &doc[start..start + len],
+        table,
+        "docs/ad.md's table differs from partials.rs's (run `ADZE_BLESS=1 cargo test` to copy it)"
+    );
 }

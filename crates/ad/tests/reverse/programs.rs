@@ -44,6 +44,7 @@ fn every_differentiable_intrinsic() {
         ("log1p", 0.3),
         ("sqrt", 0.3),
         ("cbrt", 0.3),
+        ("erf", 0.3),
         ("abs", -0.3),
         ("floor", 0.3),
         ("ceil", 0.3),

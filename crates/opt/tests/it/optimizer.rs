@@ -224,6 +224,37 @@ block3(v19: f64, v20: i64):
     assert_eq!(count(&f, "imul"), 2, "{f}");
 }
 
+/// `erf`, added through the opcode table only, is what its row says: pure
+/// (an unused one goes), a `Libm` cost (a dominated duplicate in another
+/// block is merged), folded with `semantics` (the same bits as at run time).
+#[test]
+fn erf_is_a_pure_libm_computation() {
+    let after = case(
+        "erf",
+        "function @f(x: f64, c: bool) -> f64 {
+block0(v0: f64, v1: bool):
+    v2 = fconst 0.5
+    v3 = erf v2
+    v4 = erf v0
+    v5 = erf v4
+    brif v1, block1, block2(v4)
+block1:
+    v6 = erf v0
+    v7 = fadd v6, v3
+    jump block2(v7)
+block2(v8: f64):
+    return v8
+}
+",
+        &[Pass::Gvn, Pass::Dce],
+    );
+    let f = body(&after, "f");
+    assert_eq!(count(&f, "erf "), 1, "{f}");
+    let folded = adze_ir::semantics::erf(0.5);
+    assert_eq!(folded, 0.5204998778130465);
+    assert!(f.contains(&format!("fconst {folded:?}")), "{f}");
+}
+
 #[test]
 fn gvn_simplifies_only_exact_identities() {
     let after = case(
