@@ -171,10 +171,14 @@ pub struct AdLimits {
 /// The default of [`AdLimits::max_size`]: far above anything a real
 /// derivative needs (the largest in the examples and benchmarks, a vector
 /// forward derivative of GMM's Hessian-vector product, creates about
-/// 12 000; every `autodiff` of the GMM benchmark together about 7 000), and
-/// reached in about a second (debug build) by code that doubles with every
-/// level of nesting: 18 nested forward derivatives of `x³`.
-pub const MAX_SIZE: usize = 1_000_000;
+/// 12 000; every `autodiff` of the GMM benchmark together about 7 000),
+/// large enough for the reverse derivative of one function of 100 000
+/// straight-line statements (about 36 per statement: 30 000 need 1.1
+/// million), and reached in a few seconds (debug build) by code that
+/// doubles with every level of nesting: 20 nested forward derivatives of
+/// `x³`. It was 1 000 000 until session 7 (issue #14: 30 000 statements
+/// did not fit).
+pub const MAX_SIZE: usize = 4_000_000;
 
 impl AdLimits {
     const DEFAULT: AdLimits = AdLimits {
