@@ -79,7 +79,11 @@ const CALLEE_SAVED: usize = 5;
 /// each block.
 #[derive(Default)]
 pub(crate) struct SpillPlan {
-    /// For each call, the `f64` values live across it.
+    /// For each call, the values live across it that it drops from
+    /// registers (every `f64`; integers too when more than
+    /// [`CALLEE_SAVED`] are live across it), except those that an earlier
+    /// call of the block dropped already and nothing has used since: they
+    /// are in their slot only. Sorted by value number.
     pub cross: HashMap<Inst, Vec<Value>>,
     /// Before the terminator of a block that enters a loop: values to store
     /// (unless their slot holds them) and drop from registers.
@@ -255,49 +259,120 @@ pub(crate) fn plan(
         ..SpillPlan::default()
     };
 
-    // Calls: a backward scan of each block finds the f64 values live
-    // across each call.
+    // Calls: a forward scan of each block finds, for each call, the values
+    // live across it that may be in a register there. A value dropped at
+    // one call and not used since is in its slot only at the next: it
+    // needs nothing there, and listing it again at every call would make
+    // the lists (and this scan, and the translator's work) quadratic in a
+    // long block of calls with many values live through it (the reverse
+    // derivative of straight-line code). So `cross` holds what each call
+    // changes, not every value live across it.
     if has_call {
-        let mut live = vec![false; nvals];
-        let mut list: Vec<Value> = Vec::new();
+        // Position of each value's last use in the block (+1; 0: none).
+        let mut last_use = vec![0u32; nvals];
+        let mut live_out_of = vec![false; nvals];
+        let mut in_reg = vec![false; nvals];
+        let mut cand: Vec<Value> = Vec::new();
+        let mut touched: Vec<Value> = Vec::new();
         for (k, &b) in order.iter().enumerate() {
-            for v in list.drain(..) {
-                live[v.index()] = false;
+            for v in touched.drain(..) {
+                last_use[v.index()] = 0;
+                live_out_of[v.index()] = false;
+                in_reg[v.index()] = false;
+            }
+            cand.clear();
+            let body = insts(b);
+            for (p, &i) in body.iter().enumerate() {
+                func.dfg.inst(i).for_each_use(|v| {
+                    if file(func, v).is_some() {
+                        last_use[v.index()] = p as u32 + 1;
+                        touched.push(v);
+                    }
+                });
             }
             for g in ones(live_out.row(k)) {
                 let v = globals[g];
-                live[v.index()] = true;
-                list.push(v);
+                live_out_of[v.index()] = true;
+                touched.push(v);
             }
-            for &i in insts(b).iter().rev() {
-                for &r in func.dfg.inst_results(i) {
-                    live[r.index()] = false;
+            let live_after =
+                |v: Value, p: usize| live_out_of[v.index()] || last_use[v.index()] as usize > p + 1;
+            // Values that may be in a register, and how many integer
+            // values are live (each counted while it is).
+            let mut gprs = 0usize;
+            let enter = |v: Value,
+                         p: Option<usize>,
+                         cand: &mut Vec<Value>,
+                         in_reg: &mut Vec<bool>,
+                         touched: &mut Vec<Value>| {
+                if file(func, v).is_none() || in_reg[v.index()] {
+                    return false;
                 }
+                in_reg[v.index()] = true;
+                touched.push(v);
+                cand.push(v);
+                p.is_none_or(|p| live_after(v, p)) && file(func, v) == Some(File::Gpr)
+            };
+            for g in ones(live_in.row(k)) {
+                if enter(globals[g], None, &mut cand, &mut in_reg, &mut touched) {
+                    gprs += 1;
+                }
+            }
+            for &v in func.dfg.block_params(b) {
+                let live = live_out_of[v.index()] || last_use[v.index()] > 0;
+                if enter(v, None, &mut cand, &mut in_reg, &mut touched) && live {
+                    gprs += 1;
+                }
+            }
+            for (p, &i) in body.iter().enumerate() {
                 let data = func.dfg.inst(i);
+                // A use puts the value in a register (a reload if it was
+                // dropped); it was counted while live already.
+                data.for_each_use(|v| {
+                    enter(v, Some(p), &mut cand, &mut in_reg, &mut touched);
+                });
+                // Integer values whose last use is this instruction leave
+                // the count (once each).
+                let mut dying: Vec<Value> = Vec::new();
+                data.for_each_use(|v| {
+                    if file(func, v) == Some(File::Gpr)
+                        && !live_after(v, p)
+                        && last_use[v.index()] as usize == p + 1
+                        && !dying.contains(&v)
+                    {
+                        dying.push(v);
+                    }
+                });
+                gprs -= dying.len();
                 if is_call(data) {
-                    let live_across = list.iter().copied().filter(|v| live[v.index()]);
-                    let gprs = live_across
-                        .clone()
-                        .filter(|&v| file(func, v) == Some(File::Gpr))
-                        .count();
-                    let across: Vec<Value> = live_across
-                        .filter(|&v| file(func, v) == Some(File::Xmm) || gprs > CALLEE_SAVED)
-                        .collect();
+                    let drop_gprs = gprs > CALLEE_SAVED;
+                    let mut across: Vec<Value> = Vec::new();
+                    cand.retain(|&v| {
+                        if !live_after(v, p) {
+                            in_reg[v.index()] = false;
+                            return false;
+                        }
+                        if file(func, v) == Some(File::Xmm) || drop_gprs {
+                            across.push(v);
+                            in_reg[v.index()] = false;
+                            return false;
+                        }
+                        true
+                    });
                     if !across.is_empty() {
+                        across.sort_unstable();
                         for &v in &across {
                             plan.split[v.index()] = true;
                         }
                         plan.cross.insert(i, across);
                     }
                 }
-                data.for_each_use(|v| {
-                    if file(func, v).is_some() && !live[v.index()] {
-                        live[v.index()] = true;
-                        list.push(v);
+                for &r in func.dfg.inst_results(i) {
+                    if enter(r, Some(p), &mut cand, &mut in_reg, &mut touched) {
+                        gprs += 1;
                     }
-                });
+                }
             }
-            list.retain(|v| live[v.index()]);
         }
     }
 
@@ -763,9 +838,39 @@ block3(v14: f64, v15: f64):
             crossings(src),
             vec![
                 ("v16".into(), vec!["v14".into(), "v15".into()]),
-                ("v17".into(), vec!["v14".into(), "v15".into(), "v16".into()]),
+                // `v15`, dropped at `cos` and not used since, is in its
+                // slot only: nothing to do at `sin`.
+                ("v17".into(), vec!["v14".into(), "v16".into()]),
             ]
         );
+    }
+
+    /// A block of `n` calls, each value of which is live to the end (the
+    /// shape of a reverse derivative of straight-line code): every value
+    /// is listed at the one call after which it is first in its slot, so
+    /// the lists hold `n - 1` entries in all, not about `n²/2`.
+    #[test]
+    fn values_live_through_many_calls_are_listed_once() {
+        let n = 200;
+        let mut body = String::from("    v1 = sin v0\n");
+        let mut sum = String::from("v1");
+        for k in 2..=n {
+            body += &format!("    v{k} = sin v{}\n", k - 1);
+        }
+        for k in 2..=n {
+            body += &format!("    v{} = fadd {sum}, v{k}\n", n + k);
+            sum = format!("v{}", n + k);
+        }
+        let src = format!(
+            "function @f(x: f64) -> f64 {{\nblock0(v0: f64):\n{body}    return {sum}\n}}\n"
+        );
+        let cross = crossings(&src);
+        assert_eq!(cross.len(), n - 1);
+        // `v{k}`, defined by one call, is dropped at the next, and only there.
+        for (k, (at, vals)) in cross.iter().enumerate() {
+            assert_eq!(at, &format!("v{}", k + 2));
+            assert_eq!(vals, &vec![format!("v{}", k + 1)]);
+        }
     }
 
     #[test]
