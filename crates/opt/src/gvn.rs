@@ -70,7 +70,9 @@ use crate::analysis::{
 use adze_ir::{
     semantics, BlockCall, CmpCond, Cost, Function, Inst, InstData, Opcode, Region, Value,
 };
-use std::collections::{HashMap, HashSet};
+use rustc_hash::FxHashMap;
+use std::collections::hash_map::Entry;
+use std::collections::HashSet;
 
 /// What GVN did to one function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -125,32 +127,30 @@ pub fn gvn(func: &mut Function) -> GvnStats {
         return stats;
     };
 
-    // A scoped table: the entries a block makes are removed when its
-    // dominator subtree is left (an entry is never overwritten: a hit
-    // removes the later instruction).
-    let mut table: HashMap<Key, Value> = HashMap::new();
+    // A scoped table in the manner of Cranelift's `ScopedHashMap`: each
+    // entry records the depth in the dominator tree of the block that made
+    // it and that block's visit number; it is in scope while that block is
+    // on the current path (`path[depth]` is its visit number). Entries out
+    // of scope are overwritten, never removed: removing a block's entries
+    // one by one as its subtree is left filled the table with tombstones,
+    // and the probes through them made the pass superlinear on one block
+    // of 100 000 instructions.
+    // Sized once: growing by rehashing was half of the pass on a large
+    // function.
+    let mut table: FxHashMap<Key, (Value, u32, u32)> =
+        FxHashMap::with_capacity_and_hasher(func.num_placed_insts(), Default::default());
+    let mut path: Vec<u32> = Vec::new();
+    let mut visits: u32 = 0;
     // A cheap instruction equal to one of a dominating block keeps its
     // result but is numbered as that one (see `global`).
-    let mut number: HashMap<Value, Value> = HashMap::new();
-    let mut made: Vec<Key> = Vec::new();
-    enum Step {
-        Enter(adze_ir::Block),
-        Leave(usize),
-    }
-    let mut stack = vec![Step::Enter(entry)];
-    while let Some(step) = stack.pop() {
-        let block = match step {
-            Step::Leave(mark) => {
-                for key in made.drain(mark..) {
-                    table.remove(&key);
-                }
-                continue;
-            }
-            Step::Enter(b) => b,
-        };
-        stack.push(Step::Leave(made.len()));
+    let mut number: FxHashMap<Value, Value> = FxHashMap::default();
+    let mut stack = vec![(entry, 0usize)];
+    while let Some((block, depth)) = stack.pop() {
+        path.truncate(depth);
+        path.push(visits);
+        visits += 1;
         for &child in doms.children(block).iter().rev() {
-            stack.push(Step::Enter(child));
+            stack.push((child, depth + 1));
         }
         let scope = scopes.block_scope(block);
         let insts: Vec<Inst> = func.layout.block_insts(block).to_vec();
@@ -197,20 +197,25 @@ pub fn gvn(func: &mut Function) -> GvnStats {
             let mut numbered = data.clone();
             numbered.map_uses(|v| number.get(&v).copied().unwrap_or(v));
             let key = (numbered, scope);
-            match table.get(&key) {
-                Some(&v) if !scopes.is_pinned(result) => {
-                    if global(data) || func.def_block(v) == Some(block) {
-                        repl.replace(result, v);
-                        removed.push(inst);
-                        stats.merged += 1;
-                    } else {
-                        number.insert(result, v);
+            let here = (result, depth as u32, path[depth]);
+            match table.entry(key) {
+                Entry::Occupied(mut o) => {
+                    let (v, d, visit) = *o.get();
+                    let in_scope = path.get(d as usize) == Some(&visit);
+                    if !in_scope {
+                        o.insert(here);
+                    } else if !scopes.is_pinned(result) {
+                        if global(data) || func.def_block(v) == Some(block) {
+                            repl.replace(result, v);
+                            removed.push(inst);
+                            stats.merged += 1;
+                        } else {
+                            number.insert(result, v);
+                        }
                     }
                 }
-                Some(_) => {}
-                None => {
-                    table.insert(key.clone(), result);
-                    made.push(key);
+                Entry::Vacant(e) => {
+                    e.insert(here);
                 }
             }
         }
