@@ -66,7 +66,9 @@
 
 use crate::analysis::{def_inst, iconst_of, Cfg, Replacements, Scopes};
 use adze_ir::bounds::LengthClasses;
-use adze_ir::{Block, FuncId, Function, Inst, InstData, Module, Opcode, Type, Value, ValueDef};
+use adze_ir::{
+    Block, Effects, FuncId, Function, Inst, InstData, Module, Opcode, Type, Value, ValueDef,
+};
 use std::collections::HashSet;
 
 /// What the memory pass did to one function.
@@ -510,14 +512,20 @@ impl Pass<'_> {
                     self.kill_pending(func, &mut pending, |_, p| p.safe && p.local);
                 }
                 InstData::Push { .. } => effect_point(&mut pending),
-                InstData::Pop { .. }
-                | InstData::Binary {
-                    op: Opcode::SameLen | Opcode::Idiv | Opcode::Irem,
-                    ..
-                } => trap_point(&mut pending),
+                // The tape is not an array.
+                InstData::Pop { .. } => trap_point(&mut pending),
                 _ => {
                     let op = data.opcode();
-                    if op.has_side_effects() && !op.is_terminator() {
+                    let effects = op.effects();
+                    if effects
+                        == (Effects {
+                            may_trap: true,
+                            ..Effects::PURE
+                        })
+                    {
+                        // `idiv`, `irem`, `samelen`: no memory, a trap.
+                        trap_point(&mut pending);
+                    } else if op.has_side_effects() && !op.is_terminator() {
                         // `autodiff`, or an opcode this pass does not know:
                         // it may read, write and trap.
                         pending.clear();

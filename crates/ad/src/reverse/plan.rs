@@ -12,8 +12,8 @@ use crate::context::Cache;
 use crate::partials::{self, Local, Partial};
 use crate::AdError;
 use adze_ir::{
-    ArgActivity, Block, FuncBuilder, FuncId, Function, Inst, InstData, Module, Opcode, RetActivity,
-    Signature, Type, Value, ValueDef,
+    ArgActivity, Block, FuncBuilder, FuncId, Function, Inst, InstData, InstFormat, Module, Opcode,
+    RetActivity, Signature, Type, Value, ValueDef,
 };
 use std::collections::HashSet;
 
@@ -600,21 +600,6 @@ impl Plan {
         inst: Inst,
         tape_use: &mut activity::TapeUse,
     ) -> bool {
-        self.contributes_with(cache, module, func, inst, tape_use, true)
-    }
-
-    /// [`Plan::contributes`]; `use_reached: false` while
-    /// [`Plan::is_reached`] is being found (a call then counts as
-    /// differentiated when an active result comes out, reached or not).
-    fn contributes_with(
-        &self,
-        cache: &mut Cache,
-        module: &Module,
-        func: &Function,
-        inst: Inst,
-        tape_use: &mut activity::TapeUse,
-        use_reached: bool,
-    ) -> bool {
         let data = func.dfg.inst(inst);
         let results = func.dfg.inst_results(inst);
         match data {
@@ -627,9 +612,7 @@ impl Plan {
                 args: [a, _],
             } => self.is_shadowed(*a),
             InstData::Push { .. } => true,
-            InstData::Call { .. } => {
-                self.call_differentiated(cache, module, func, inst, tape_use, use_reached)
-            }
+            InstData::Call { .. } => self.differentiates_call(cache, module, func, inst, tape_use),
             _ => {
                 partials::is_differentiable(data.opcode())
                     && results.iter().any(|&r| self.is_active(func, r))
@@ -655,17 +638,36 @@ impl Plan {
         inst: Inst,
         tape_use: &mut activity::TapeUse,
     ) -> bool {
-        self.call_differentiated(cache, module, func, inst, tape_use, true)
+        self.call_test(cache, module, func, inst, tape_use, |r| {
+            self.is_active(func, r) && self.is_reached(r)
+        })
     }
 
-    fn call_differentiated(
+    /// The test of [`Plan::differentiates_call`] while what is reached is
+    /// being found ([`Plan::find_reached`]): any active result counts.
+    fn may_differentiate_call(
         &self,
         cache: &mut Cache,
         module: &Module,
         func: &Function,
         inst: Inst,
         tape_use: &mut activity::TapeUse,
-        use_reached: bool,
+    ) -> bool {
+        self.call_test(cache, module, func, inst, tape_use, |r| {
+            self.is_active(func, r)
+        })
+    }
+
+    /// A call that uses the tape, or that takes an active value and writes
+    /// a shadowed array or has a result that `counts`.
+    fn call_test(
+        &self,
+        cache: &mut Cache,
+        module: &Module,
+        func: &Function,
+        inst: Inst,
+        tape_use: &mut activity::TapeUse,
+        counts: impl Fn(Value) -> bool,
     ) -> bool {
         let InstData::Call { func: callee, args } = func.dfg.inst(inst) else {
             return false;
@@ -675,11 +677,7 @@ impl Plan {
         }
         self.call_is_active(func, args)
             && (self.call_writes_shadow(module, func, inst)
-                || func
-                    .dfg
-                    .inst_results(inst)
-                    .iter()
-                    .any(|&r| self.is_active(func, r) && (!use_reached || self.is_reached(r))))
+                || func.dfg.inst_results(inst).iter().any(|&r| counts(r)))
     }
 
     /// Finds the counted loops (see [`Loop`]) and their induction variables:
@@ -840,14 +838,17 @@ impl Plan {
                             }
                         }
                         _ => {
-                            if !self.contributes_with(
-                                cache,
-                                module,
-                                func,
-                                inst,
-                                &mut tape_use,
-                                false,
-                            ) {
+                            let counts = match data {
+                                InstData::Call { .. } => self.may_differentiate_call(
+                                    cache,
+                                    module,
+                                    func,
+                                    inst,
+                                    &mut tape_use,
+                                ),
+                                _ => self.contributes(cache, module, func, inst, &mut tape_use),
+                            };
+                            if !counts {
                                 continue;
                             }
                             let results = func.dfg.inst_results(inst);
@@ -1245,22 +1246,20 @@ impl Resolver<'_> {
     /// Is `inst` cheap, pure and unable to trap when emitted again with the
     /// operands it had (a load from a read-only array did not trap the
     /// first time, and the array has not changed)?
+    ///
+    /// From the opcode table: a computation with no effect that is emitted
+    /// inline (no out-of-line routine: `sin` or `round` are not worth a
+    /// second call), other than a constant; and `load`.
     fn recomputable(&self, inst: Inst) -> bool {
-        use Opcode::*;
-        let data = self.func.dfg.inst(inst);
-        match data {
-            InstData::Unary { op, .. } => matches!(
-                op,
-                Fneg | Ineg | Not | Sitof | Tobits | Frombits | Sqrt | Abs | Floor | Ceil | Len
-            ),
-            InstData::Binary { op, .. } => matches!(
-                op,
-                Fadd | Fsub | Fmul | Fdiv | Iadd | Isub | Imul | Min | Max | Load
-            ),
-            InstData::Ternary { op, .. } => *op == Select,
-            InstData::Powi { .. } | InstData::Cmp { .. } => true,
-            _ => false,
-        }
+        let op = self.func.dfg.inst(inst).opcode();
+        op == Opcode::Load
+            || (op.effects().is_pure()
+                && op.cost().is_some()
+                && op.libcall().is_none()
+                && !matches!(
+                    op.format(),
+                    InstFormat::FConst | InstFormat::IConst | InstFormat::BConst
+                ))
     }
 }
 
