@@ -63,6 +63,7 @@ mod timer;
 
 use adze_ir::runtime::check_args;
 use adze_ir::{FuncId, Limits, Opcode, Outcome, RunError, Signature, TrapKind, Type, Val};
+use cranelift_codegen::entity::SecondaryMap;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module as _};
@@ -288,12 +289,11 @@ pub fn compile(
     // Imports.
     let link = |e: cranelift_module::ModuleError| JitError::Link(e.to_string());
     let mut imports = HashMap::new();
-    let mut intrinsics = HashMap::new();
     let f64t = cranelift_codegen::ir::types::F64;
     let i64t = cranelift_codegen::ir::types::I64;
     let abi = cranelift_codegen::ir::AbiParam::new;
     for (list, arity) in [(&unary, 1), (&binary, 2)] {
-        for &(op, name, _) in list.iter() {
+        for &(_, name, _) in list.iter() {
             let mut sig = jm.make_signature();
             sig.params.extend(std::iter::repeat_n(abi(f64t), arity));
             sig.returns.push(abi(f64t));
@@ -301,7 +301,6 @@ pub fn compile(
                 .declare_function(name, Linkage::Import, &sig)
                 .map_err(link)?;
             imports.insert(name, id);
-            intrinsics.insert(op, name);
         }
     }
     let helper_sigs: [(&'static str, &[_], &[_]); 4] = [
@@ -323,7 +322,7 @@ pub fn compile(
     // Declarations of the IR functions (anonymous: IR names may collide with
     // symbol names).
     let reachable = module.reachable_from(root);
-    let mut funcs = HashMap::new();
+    let mut funcs = SecondaryMap::with_capacity(module.len());
     for &id in &reachable {
         let f = module.func(id);
         if f.is_declaration() {
@@ -340,7 +339,7 @@ pub fn compile(
         }
         let sig = codegen::clif_signature(jm, ptr, f.sig.param_types());
         let cid = jm.declare_anonymous_function(&sig).map_err(link)?;
-        funcs.insert(id, cid);
+        funcs[id] = Some(cid);
     }
 
     let reserve_id = jm
@@ -351,7 +350,6 @@ pub fn compile(
         module,
         funcs: &funcs,
         imports: &imports,
-        intrinsics: &intrinsics,
         limits: options.limits,
         ptr,
     };
@@ -363,6 +361,10 @@ pub fn compile(
     let mut disassembly = String::new();
     for &id in &reachable {
         let f = module.func(id);
+        let cid = funcs[id].ok_or_else(|| JitError::Codegen {
+            func: f.name.clone(),
+            message: "function was not declared".into(),
+        })?;
         jm.clear_context(&mut ctx);
         ctx.set_disasm(options.disasm);
         let translated =
@@ -382,7 +384,7 @@ pub fn compile(
             message: module_error_message(&ctx.func, e),
         };
         if speed == (options.opt_level == OptLevel::Speed) && !single_pass {
-            jm.define_function(funcs[&id], &mut ctx)
+            jm.define_function(cid, &mut ctx)
                 .map_err(|e| codegen_err(&ctx, e))?;
         } else {
             let variant = match variants.entry((speed, single_pass)) {
@@ -391,7 +393,7 @@ pub fn compile(
                     v.insert(host_isa(options, speed, single_pass)?)
                 }
             };
-            define_with(jm, &**variant, funcs[&id], &mut ctx).map_err(|e| codegen_err(&ctx, *e))?;
+            define_with(jm, &**variant, cid, &mut ctx).map_err(|e| codegen_err(&ctx, *e))?;
         }
         code_bytes += ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
         let limit = options.max_code_bytes.min(MAX_CODE_BYTES);
@@ -478,27 +480,27 @@ fn may_recurse(module: &adze_ir::Module, reachable: &[FuncId]) -> bool {
             .collect()
     };
     // 0 = unvisited, 1 = on the DFS stack, 2 = done.
-    let mut state: HashMap<FuncId, u8> = HashMap::new();
+    let mut state: SecondaryMap<FuncId, u8> = SecondaryMap::with_capacity(module.len());
     for &root in reachable {
-        if state.contains_key(&root) {
+        if state[root] != 0 {
             continue;
         }
         let mut stack = vec![(root, callees(root), 0usize)];
-        state.insert(root, 1);
+        state[root] = 1;
         while let Some(top) = stack.last_mut() {
             if let Some(&next) = top.1.get(top.2) {
                 top.2 += 1;
-                match state.get(&next) {
-                    Some(1) => return true,
-                    Some(_) => {}
-                    None => {
-                        state.insert(next, 1);
+                match state[next] {
+                    1 => return true,
+                    0 => {
+                        state[next] = 1;
                         let c = callees(next);
                         stack.push((next, c, 0));
                     }
+                    _ => {}
                 }
             } else {
-                state.insert(top.0, 2);
+                state[top.0] = 2;
                 stack.pop();
             }
         }
