@@ -63,6 +63,7 @@ mod timer;
 
 use adze_ir::runtime::check_args;
 use adze_ir::{FuncId, Limits, Opcode, Outcome, RunError, Signature, TrapKind, Type, Val};
+use cranelift_codegen::entity::SecondaryMap;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{default_libcall_names, Linkage, Module as _};
@@ -257,25 +258,7 @@ pub fn compile(
             message: "no such function in the module".into(),
         });
     }
-    // The module's ISA compiles the trampoline and every function that uses
-    // its settings; the others are compiled with one of `variants` and
-    // defined as bytes.
-    let isa = host_isa(options, options.opt_level == OptLevel::Speed, false)?;
-    let mut variants: HashMap<(bool, bool), cranelift_codegen::isa::OwnedTargetIsa> =
-        HashMap::new();
-    let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
-    // Every symbol is registered before anything is declared: an unresolved
-    // import panics inside `finalize_definitions` in Cranelift 0.135.
-    let unary = rt::unary_symbols();
-    let binary = rt::binary_symbols();
-    let helpers = rt::helper_symbols();
-    for &(_, name, ptr) in unary.iter().chain(&binary) {
-        builder.symbol(name, ptr);
-    }
-    for &(name, ptr) in &helpers {
-        builder.symbol(name, ptr);
-    }
-    let mut code = CodeMemory(Some(JITModule::new(builder)));
+    let mut code = new_module(options)?;
     let jm = code
         .0
         .as_mut()
@@ -284,24 +267,98 @@ pub fn compile(
     if ptr != cranelift_codegen::ir::types::I64 {
         return Err(JitError::Host("only 64-bit targets are supported".into()));
     }
+    let imports = declare_imports(jm, ptr)?;
+    let reachable = module.reachable_from(root);
+    let funcs = declare_functions(module, jm, ptr, &reachable)?;
+    let reserve = jm
+        .declare_anonymous_function(&codegen::reserve_signature(jm, ptr))
+        .map_err(link_error)?;
+    let env = codegen::Env {
+        reserve,
+        module,
+        funcs: &funcs,
+        imports: &imports,
+        limits: options.limits,
+        ptr,
+    };
+    let mut defs = Definitions::new(jm, options);
+    let limit = options.max_code_bytes.min(MAX_CODE_BYTES);
+    for &id in &reachable {
+        defs.define_function(&env, jm, id)?;
+        if defs.code_bytes > limit {
+            return Err(JitError::TooLarge {
+                func: module.func(root).name.clone(),
+                limit,
+            });
+        }
+    }
+    let entry_id = defs.define_trampolines(&env, jm, root)?;
 
-    // Imports.
-    let link = |e: cranelift_module::ModuleError| JitError::Link(e.to_string());
+    jm.finalize_definitions().map_err(link_error)?;
+    let code_ptr = jm.get_finalized_function(entry_id);
+    // SAFETY: `code_ptr` is the finalized (executable) code of the trampoline
+    // defined just above with the signature `(ptr, ptr, ptr) -> i32` in the
+    // module's default calling convention, which is the host's C convention
+    // (`make_signature` uses the ISA's default call conv), exactly `EntryFn`.
+    // The code lives as long as `code`, which `Compiled` owns next to it.
+    let entry = unsafe { std::mem::transmute::<*const u8, EntryFn>(code_ptr) };
+
+    Ok(Compiled {
+        entry,
+        sites: defs.sites,
+        name: module.func(root).name.clone(),
+        sig: module.func(root).sig.clone(),
+        limits: options.limits,
+        compile_time: start.elapsed(),
+        tapes: std::cell::Cell::new(None),
+        disassembly: options.disasm.then_some(defs.disassembly),
+        inline_ok: !may_recurse(module, &reachable) && defs.stack_bound <= INLINE_STACK / 2,
+        _code: code,
+    })
+}
+
+fn link_error(e: cranelift_module::ModuleError) -> JitError {
+    JitError::Link(e.to_string())
+}
+
+/// A `JITModule` with the module's ISA and every symbol the code imports
+/// registered.
+fn new_module(options: &JitOptions) -> Result<CodeMemory, JitError> {
+    // The module's ISA compiles the trampolines and every function that
+    // uses its settings; the others are compiled with one of
+    // `Definitions::variants` and defined as bytes.
+    let isa = host_isa(options, options.opt_level == OptLevel::Speed, false)?;
+    let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
+    // Every symbol is registered before anything is declared: an unresolved
+    // import panics inside `finalize_definitions` in Cranelift 0.135.
+    for (_, name, ptr) in rt::unary_symbols().into_iter().chain(rt::binary_symbols()) {
+        builder.symbol(name, ptr);
+    }
+    for (name, ptr) in rt::helper_symbols() {
+        builder.symbol(name, ptr);
+    }
+    Ok(CodeMemory(Some(JITModule::new(builder))))
+}
+
+/// Declares the imported symbols (intrinsics, then run-time helpers), by
+/// name.
+fn declare_imports(
+    jm: &mut JITModule,
+    ptr: cranelift_codegen::ir::Type,
+) -> Result<HashMap<&'static str, cranelift_module::FuncId>, JitError> {
     let mut imports = HashMap::new();
-    let mut intrinsics = HashMap::new();
     let f64t = cranelift_codegen::ir::types::F64;
     let i64t = cranelift_codegen::ir::types::I64;
     let abi = cranelift_codegen::ir::AbiParam::new;
-    for (list, arity) in [(&unary, 1), (&binary, 2)] {
-        for &(op, name, _) in list.iter() {
+    for (list, arity) in [(rt::unary_symbols(), 1), (rt::binary_symbols(), 2)] {
+        for (_, name, _) in list {
             let mut sig = jm.make_signature();
             sig.params.extend(std::iter::repeat_n(abi(f64t), arity));
             sig.returns.push(abi(f64t));
             let id = jm
                 .declare_function(name, Linkage::Import, &sig)
-                .map_err(link)?;
+                .map_err(link_error)?;
             imports.insert(name, id);
-            intrinsics.insert(op, name);
         }
     }
     let helper_sigs: [(&'static str, &[_], &[_]); 4] = [
@@ -316,15 +373,22 @@ pub fn compile(
         sig.returns.extend(returns.iter().map(|&t| abi(t)));
         let id = jm
             .declare_function(name, Linkage::Import, &sig)
-            .map_err(link)?;
+            .map_err(link_error)?;
         imports.insert(name, id);
     }
+    Ok(imports)
+}
 
-    // Declarations of the IR functions (anonymous: IR names may collide with
-    // symbol names).
-    let reachable = module.reachable_from(root);
-    let mut funcs = HashMap::new();
-    for &id in &reachable {
+/// Declares the IR functions of `reachable` (anonymous: IR names may
+/// collide with symbol names).
+fn declare_functions(
+    module: &adze_ir::Module,
+    jm: &mut JITModule,
+    ptr: cranelift_codegen::ir::Type,
+    reachable: &[FuncId],
+) -> Result<SecondaryMap<FuncId, Option<cranelift_module::FuncId>>, JitError> {
+    let mut funcs = SecondaryMap::with_capacity(module.len());
+    for &id in reachable {
         let f = module.func(id);
         if f.is_declaration() {
             return Err(JitError::Unsupported {
@@ -339,35 +403,66 @@ pub fn compile(
             });
         }
         let sig = codegen::clif_signature(jm, ptr, f.sig.param_types());
-        let cid = jm.declare_anonymous_function(&sig).map_err(link)?;
-        funcs.insert(id, cid);
+        funcs[id] = Some(jm.declare_anonymous_function(&sig).map_err(link_error)?);
+    }
+    Ok(funcs)
+}
+
+/// The definitions of one compilation's functions, and what they add up to.
+struct Definitions<'o> {
+    options: &'o JitOptions,
+    ctx: cranelift_codegen::Context,
+    fctx: cranelift_frontend::FunctionBuilderContext,
+    /// The ISAs of other settings than the module's, by (speed,
+    /// single-pass), made when first needed.
+    variants: HashMap<(bool, bool), cranelift_codegen::isa::OwnedTargetIsa>,
+    sites: Vec<rt::TrapSite>,
+    /// A bound on the native stack of the deepest chain of frames.
+    stack_bound: usize,
+    code_bytes: usize,
+    disassembly: String,
+}
+
+impl<'o> Definitions<'o> {
+    fn new(jm: &JITModule, options: &'o JitOptions) -> Definitions<'o> {
+        Definitions {
+            options,
+            ctx: jm.make_context(),
+            fctx: cranelift_frontend::FunctionBuilderContext::new(),
+            variants: HashMap::new(),
+            sites: Vec::new(),
+            stack_bound: FRAME_OVERHEAD,
+            code_bytes: 0,
+            disassembly: String::new(),
+        }
     }
 
-    let reserve_id = jm
-        .declare_anonymous_function(&codegen::reserve_signature(jm, ptr))
-        .map_err(link)?;
-    let env = codegen::Env {
-        reserve: reserve_id,
-        module,
-        funcs: &funcs,
-        imports: &imports,
-        intrinsics: &intrinsics,
-        limits: options.limits,
-        ptr,
-    };
-    let mut sites = Vec::new();
-    let mut ctx = jm.make_context();
-    let mut fctx = cranelift_frontend::FunctionBuilderContext::new();
-    let mut stack_bound = FRAME_OVERHEAD;
-    let mut code_bytes = 0usize;
-    let mut disassembly = String::new();
-    for &id in &reachable {
-        let f = module.func(id);
-        jm.clear_context(&mut ctx);
+    /// Translates the IR function `id` and defines it, compiled with the
+    /// optimisation level and register allocator its size calls for.
+    fn define_function(
+        &mut self,
+        env: &codegen::Env<'_>,
+        jm: &mut JITModule,
+        id: FuncId,
+    ) -> Result<(), JitError> {
+        let options = self.options;
+        let f = env.module.func(id);
+        let cid = env.funcs[id].ok_or_else(|| JitError::Codegen {
+            func: f.name.clone(),
+            message: "function was not declared".into(),
+        })?;
+        let ctx = &mut self.ctx;
+        jm.clear_context(ctx);
         ctx.set_disasm(options.disasm);
-        let translated =
-            codegen::translate_function(&env, jm, &mut fctx, &mut ctx.func, f, &mut sites)?;
-        stack_bound += FRAME_OVERHEAD + BYTES_PER_VALUE * ctx.func.dfg.num_values();
+        let translated = codegen::translate_function(
+            env,
+            jm,
+            &mut self.fctx,
+            &mut ctx.func,
+            f,
+            &mut self.sites,
+        )?;
+        self.stack_bound += FRAME_OVERHEAD + BYTES_PER_VALUE * ctx.func.dfg.num_values();
         let size = ctx.func.dfg.num_insts();
         let speed = match options.opt_level {
             OptLevel::None => false,
@@ -382,28 +477,21 @@ pub fn compile(
             message: module_error_message(&ctx.func, e),
         };
         if speed == (options.opt_level == OptLevel::Speed) && !single_pass {
-            jm.define_function(funcs[&id], &mut ctx)
-                .map_err(|e| codegen_err(&ctx, e))?;
+            jm.define_function(cid, ctx)
+                .map_err(|e| codegen_err(ctx, e))?;
         } else {
-            let variant = match variants.entry((speed, single_pass)) {
+            let variant = match self.variants.entry((speed, single_pass)) {
                 std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
                 std::collections::hash_map::Entry::Vacant(v) => {
                     v.insert(host_isa(options, speed, single_pass)?)
                 }
             };
-            define_with(jm, &**variant, funcs[&id], &mut ctx).map_err(|e| codegen_err(&ctx, *e))?;
+            define_with(jm, &**variant, cid, ctx).map_err(|e| codegen_err(ctx, *e))?;
         }
-        code_bytes += ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
-        let limit = options.max_code_bytes.min(MAX_CODE_BYTES);
-        if code_bytes > limit {
-            return Err(JitError::TooLarge {
-                func: module.func(root).name.clone(),
-                limit,
-            });
-        }
+        self.code_bytes += ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
         if options.disasm {
             let code = ctx.compiled_code().and_then(|c| c.vcode.clone());
-            disassembly.push_str(&format!(
+            self.disassembly.push_str(&format!(
                 "; {} ({size} Cranelift instructions, opt {}, {} allocator)\n{}\n",
                 f.name,
                 if speed { "speed" } else { "none" },
@@ -415,53 +503,42 @@ pub fn compile(
                 code.unwrap_or_default()
             ));
         }
+        Ok(())
     }
 
-    // The reserve trampoline (`preserve_all`, see `codegen`).
-    jm.clear_context(&mut ctx);
-    codegen::translate_reserve_trampoline(&env, jm, &mut fctx, &mut ctx.func)?;
-    jm.define_function(reserve_id, &mut ctx)
-        .map_err(|e| JitError::Codegen {
-            func: "<reserve trampoline>".into(),
-            message: module_error_message(&ctx.func, e),
-        })?;
+    /// Defines the reserve trampoline (`preserve_all`, see `codegen`) and
+    /// the entry trampoline of `root`; returns the entry trampoline's id.
+    fn define_trampolines(
+        &mut self,
+        env: &codegen::Env<'_>,
+        jm: &mut JITModule,
+        root: FuncId,
+    ) -> Result<cranelift_module::FuncId, JitError> {
+        let ctx = &mut self.ctx;
+        jm.clear_context(ctx);
+        codegen::translate_reserve_trampoline(env, jm, &mut self.fctx, &mut ctx.func)?;
+        jm.define_function(env.reserve, ctx)
+            .map_err(|e| JitError::Codegen {
+                func: "<reserve trampoline>".into(),
+                message: module_error_message(&ctx.func, e),
+            })?;
 
-    // The entry trampoline.
-    let mut tsig = jm.make_signature();
-    tsig.params.extend([abi(ptr), abi(ptr), abi(ptr)]);
-    tsig.returns.push(abi(cranelift_codegen::ir::types::I32));
-    let entry_id = jm.declare_anonymous_function(&tsig).map_err(link)?;
-    jm.clear_context(&mut ctx);
-    codegen::translate_trampoline(&env, jm, &mut fctx, &mut ctx.func, root)?;
-    let root_name = module.func(root).name.clone();
-    jm.define_function(entry_id, &mut ctx)
-        .map_err(|e| JitError::Codegen {
-            func: format!("{root_name} (entry trampoline)"),
-            message: module_error_message(&ctx.func, e),
-        })?;
-    jm.clear_context(&mut ctx);
-
-    jm.finalize_definitions().map_err(link)?;
-    let code_ptr = jm.get_finalized_function(entry_id);
-    // SAFETY: `code_ptr` is the finalized (executable) code of the trampoline
-    // defined just above with the signature `(ptr, ptr, ptr) -> i32` in the
-    // module's default calling convention, which is the host's C convention
-    // (`make_signature` uses the ISA's default call conv), exactly `EntryFn`.
-    // The code lives as long as `code`, which `Compiled` owns next to it.
-    let entry = unsafe { std::mem::transmute::<*const u8, EntryFn>(code_ptr) };
-
-    Ok(Compiled {
-        entry,
-        sites,
-        name: root_name,
-        sig: module.func(root).sig.clone(),
-        limits: options.limits,
-        compile_time: start.elapsed(),
-        tapes: std::cell::Cell::new(None),
-        disassembly: options.disasm.then_some(disassembly),
-        inline_ok: !may_recurse(module, &reachable) && stack_bound <= INLINE_STACK / 2,
-        _code: code,
-    })
+        let abi = cranelift_codegen::ir::AbiParam::new;
+        let mut tsig = jm.make_signature();
+        tsig.params
+            .extend([abi(env.ptr), abi(env.ptr), abi(env.ptr)]);
+        tsig.returns.push(abi(cranelift_codegen::ir::types::I32));
+        let entry_id = jm.declare_anonymous_function(&tsig).map_err(link_error)?;
+        jm.clear_context(ctx);
+        codegen::translate_trampoline(env, jm, &mut self.fctx, &mut ctx.func, root)?;
+        jm.define_function(entry_id, ctx)
+            .map_err(|e| JitError::Codegen {
+                func: format!("{} (entry trampoline)", env.module.func(root).name),
+                message: module_error_message(&ctx.func, e),
+            })?;
+        jm.clear_context(ctx);
+        Ok(entry_id)
+    }
 }
 
 /// Does the call graph of `reachable` have a cycle (recursion)?
@@ -478,27 +555,27 @@ fn may_recurse(module: &adze_ir::Module, reachable: &[FuncId]) -> bool {
             .collect()
     };
     // 0 = unvisited, 1 = on the DFS stack, 2 = done.
-    let mut state: HashMap<FuncId, u8> = HashMap::new();
+    let mut state: SecondaryMap<FuncId, u8> = SecondaryMap::with_capacity(module.len());
     for &root in reachable {
-        if state.contains_key(&root) {
+        if state[root] != 0 {
             continue;
         }
         let mut stack = vec![(root, callees(root), 0usize)];
-        state.insert(root, 1);
+        state[root] = 1;
         while let Some(top) = stack.last_mut() {
             if let Some(&next) = top.1.get(top.2) {
                 top.2 += 1;
-                match state.get(&next) {
-                    Some(1) => return true,
-                    Some(_) => {}
-                    None => {
-                        state.insert(next, 1);
+                match state[next] {
+                    1 => return true,
+                    0 => {
+                        state[next] = 1;
                         let c = callees(next);
                         stack.push((next, c, 0));
                     }
+                    _ => {}
                 }
             } else {
-                state.insert(top.0, 2);
+                state[top.0] = 2;
                 stack.pop();
             }
         }

@@ -1,0 +1,308 @@
+//! The lowering of each instruction: [`Translator::inst`] dispatches on the
+//! format; computations, memory and `zeros` are lowered here, tape accesses
+//! in `tape`, branches, returns and calls in `control`.
+
+use super::values::ArrayLen;
+use super::{flags, Translator};
+use crate::rt::SiteKind;
+use crate::JitError;
+use adze_ir::{CmpCond, Inst, InstData, Opcode, Value as IrValue};
+use cranelift_codegen::ir::condcodes::{CondCode, FloatCC, IntCC};
+use cranelift_codegen::ir::immediates::Ieee64;
+use cranelift_codegen::ir::{self as cl, InstBuilder, MemFlagsData};
+
+impl Translator<'_, '_> {
+    /// Translates `inst` into the current Cranelift block.
+    pub(super) fn inst(&mut self, inst: Inst) -> Result<(), JitError> {
+        self.cur = Some(inst);
+        let func = self.func;
+        match func.dfg.inst(inst) {
+            InstData::FConst { bits } => {
+                let x = self.b.ins().f64const(Ieee64::with_bits(*bits));
+                self.define(inst, x);
+            }
+            InstData::IConst { imm } => {
+                let x = self.b.ins().iconst(cl::types::I64, *imm);
+                self.define(inst, x);
+            }
+            InstData::BConst { imm } => {
+                let x = self.b.ins().iconst(cl::types::I8, i64::from(*imm));
+                self.define(inst, x);
+            }
+            InstData::Unary { op, arg } => self.unary(inst, *op, *arg)?,
+            InstData::Binary { op, args } => self.binary(inst, *op, *args)?,
+            InstData::Ternary { op, args } => self.ternary(inst, *op, *args)?,
+            InstData::Powi { arg, exp } => {
+                let x = self.scalar(*arg)?;
+                let r = self.powi(x, *exp);
+                self.define(inst, r);
+            }
+            InstData::Cmp { op, cond, args } => {
+                let r = self.compare(*op, *cond, args[0], args[1], false)?;
+                self.define(inst, r);
+            }
+            InstData::Zeros { len, .. } => self.zeros(inst, *len)?,
+            InstData::Push { tape, arg } => self.push(inst, *tape, *arg)?,
+            InstData::Pop { tape, .. } => self.pop(inst, *tape)?,
+            InstData::Call { func, args } => self.call(inst, *func, args)?,
+            InstData::Autodiff { spec, .. } => {
+                return Err(JitError::Unsupported {
+                    func: func.name.clone(),
+                    what: format!(
+                        "an `autodiff` request ({} mode, of @{}) that no AD pass has lowered",
+                        spec.mode,
+                        self.env.module.func(spec.func).name
+                    ),
+                })
+            }
+            InstData::Jump { dest } => self.jump(dest)?,
+            InstData::Brif {
+                cond,
+                then_dest,
+                else_dest,
+            } => self.brif(inst, *cond, then_dest, else_dest)?,
+            InstData::Return { args } => self.ret(args)?,
+        }
+        Ok(())
+    }
+
+    /// A one-operand computation: a Cranelift instruction, or a call of
+    /// the opcode's libcall.
+    fn unary(&mut self, inst: Inst, op: Opcode, arg: IrValue) -> Result<(), JitError> {
+        if op == Opcode::Len {
+            let len = self.array_len(arg)?;
+            self.define(inst, len);
+            return Ok(());
+        }
+        let f64t = cl::types::F64;
+        let x = self.scalar(arg)?;
+        let ins = self.b.ins();
+        let r = match op {
+            Opcode::Fneg => ins.fneg(x),
+            Opcode::Ineg => ins.ineg(x),
+            Opcode::Not => ins.bxor_imm_u(x, 1),
+            Opcode::Sitof => ins.fcvt_from_sint(f64t, x),
+            Opcode::Tobits => ins.bitcast(cl::types::I64, MemFlagsData::new(), x),
+            Opcode::Frombits => ins.bitcast(f64t, MemFlagsData::new(), x),
+            Opcode::Sqrt => ins.sqrt(x),
+            Opcode::Abs => ins.fabs(x),
+            Opcode::Floor => ins.floor(x),
+            Opcode::Ceil => ins.ceil(x),
+            _ => {
+                let f = self.libcall(op)?;
+                let c = self.b.ins().call(f, &[x]);
+                self.b.inst_results(c)[0]
+            }
+        };
+        self.define(inst, r);
+        Ok(())
+    }
+
+    /// A two-operand instruction: `load`, `fill`, `samelen`, `idiv` and
+    /// `irem`, or a computation (a Cranelift instruction, or a call of the
+    /// opcode's libcall).
+    fn binary(&mut self, inst: Inst, op: Opcode, args: [IrValue; 2]) -> Result<(), JitError> {
+        match op {
+            Opcode::Load => {
+                let addr = self.element_addr(args[0], args[1])?;
+                let x = self.b.ins().load(cl::types::F64, flags(), addr, 0);
+                self.define(inst, x);
+                return Ok(());
+            }
+            Opcode::Fill => return self.fill(args[0], args[1]),
+            Opcode::SameLen => return self.same_len(args[0], args[1]),
+            Opcode::Idiv | Opcode::Irem => {
+                let r = self.idiv(op, args[0], args[1])?;
+                self.define(inst, r);
+                return Ok(());
+            }
+            _ => {}
+        }
+        let (x, y) = (self.scalar(args[0])?, self.scalar(args[1])?);
+        let ins = self.b.ins();
+        let r = match op {
+            Opcode::Fadd => ins.fadd(x, y),
+            Opcode::Fsub => ins.fsub(x, y),
+            Opcode::Fmul => ins.fmul(x, y),
+            Opcode::Fdiv => ins.fdiv(x, y),
+            Opcode::Iadd => ins.iadd(x, y),
+            Opcode::Isub => ins.isub(x, y),
+            Opcode::Imul => ins.imul(x, y),
+            // Cranelift's fmin/fmax are IEEE 754-2019 minimum/maximum
+            // (NaN-propagating, -0 < +0), the same as
+            // `semantics::minimum/maximum`; tested bit for bit.
+            Opcode::Min => ins.fmin(x, y),
+            Opcode::Max => ins.fmax(x, y),
+            _ => {
+                let f = self.libcall(op)?;
+                let c = self.b.ins().call(f, &[x, y]);
+                self.b.inst_results(c)[0]
+            }
+        };
+        self.define(inst, r);
+        Ok(())
+    }
+
+    /// `store` and `select`.
+    fn ternary(&mut self, inst: Inst, op: Opcode, args: [IrValue; 3]) -> Result<(), JitError> {
+        match op {
+            Opcode::Store => {
+                let x = self.scalar(args[2])?;
+                let addr = self.element_addr(args[0], args[1])?;
+                self.b.ins().store(flags(), x, addr, 0);
+            }
+            Opcode::Select => {
+                let c = self.scalar(args[0])?;
+                let (x, y) = (self.scalar(args[1])?, self.scalar(args[2])?);
+                let r = self.b.ins().select(c, x, y);
+                self.define(inst, r);
+            }
+            _ => return Err(self.err(format!("unexpected three-operand opcode {op}"))),
+        }
+        Ok(())
+    }
+
+    /// The imported `extern "C"` symbol that computes `op`
+    /// ([`Opcode::libcall`]).
+    fn libcall(&mut self, op: Opcode) -> Result<cl::FuncRef, JitError> {
+        let sym = op
+            .libcall()
+            .ok_or_else(|| self.err(format!("no translation for opcode `{op}`")))?;
+        self.import(sym)
+    }
+
+    /// `x <cond> y` as Cranelift computes it (or its complement, `not`).
+    pub(super) fn compare(
+        &mut self,
+        op: Opcode,
+        cond: CmpCond,
+        a: IrValue,
+        b: IrValue,
+        not: bool,
+    ) -> Result<cl::Value, JitError> {
+        let (x, y) = (self.scalar(a)?, self.scalar(b)?);
+        Ok(if op == Opcode::Fcmp {
+            let cc = match cond {
+                CmpCond::Eq => FloatCC::Equal,
+                // Unordered or not equal, like Rust's `!=`.
+                CmpCond::Ne => FloatCC::NotEqual,
+                CmpCond::Lt => FloatCC::LessThan,
+                CmpCond::Le => FloatCC::LessThanOrEqual,
+                CmpCond::Gt => FloatCC::GreaterThan,
+                CmpCond::Ge => FloatCC::GreaterThanOrEqual,
+            };
+            // The complement of an ordered comparison is unordered-or-..:
+            // exactly `!(x < y)` for NaNs too.
+            let cc = if not { cc.complement() } else { cc };
+            self.b.ins().fcmp(cc, x, y)
+        } else {
+            let cc = match cond {
+                CmpCond::Eq => IntCC::Equal,
+                CmpCond::Ne => IntCC::NotEqual,
+                CmpCond::Lt => IntCC::SignedLessThan,
+                CmpCond::Le => IntCC::SignedLessThanOrEqual,
+                CmpCond::Gt => IntCC::SignedGreaterThan,
+                CmpCond::Ge => IntCC::SignedGreaterThanOrEqual,
+            };
+            let cc = if not { cc.complement() } else { cc };
+            self.b.ins().icmp(cc, x, y)
+        })
+    }
+
+    /// `idiv` or `irem`, after the checks for a zero divisor and for
+    /// `i64::MIN / -1`.
+    fn idiv(&mut self, op: Opcode, a: IrValue, b: IrValue) -> Result<cl::Value, JitError> {
+        let (x, y) = (self.scalar(a)?, self.scalar(b)?);
+        let zero = self.b.ins().icmp_imm_s(IntCC::Equal, y, 0);
+        self.trap_if(zero, SiteKind::DivisionByZero, None, None);
+        let min = self.b.ins().icmp_imm_s(IntCC::Equal, x, i64::MIN);
+        let m1 = self.b.ins().icmp_imm_s(IntCC::Equal, y, -1);
+        let ovf = self.b.ins().band(min, m1);
+        self.trap_if(ovf, SiteKind::DivisionOverflow, None, None);
+        Ok(if op == Opcode::Idiv {
+            self.b.ins().sdiv(x, y)
+        } else {
+            self.b.ins().srem(x, y)
+        })
+    }
+
+    /// `x ^ n` as the same square-and-multiply sequence as
+    /// `semantics::powi`, unrolled for the immediate `n`.
+    fn powi(&mut self, x: cl::Value, n: i32) -> cl::Value {
+        let mut e = n.unsigned_abs();
+        let mut base = x;
+        let mut acc: Option<cl::Value> = None;
+        while e > 0 {
+            if e & 1 == 1 {
+                acc = Some(match acc {
+                    None => base,
+                    Some(a) => self.b.ins().fmul(a, base),
+                });
+            }
+            e >>= 1;
+            if e > 0 {
+                base = self.b.ins().fmul(base, base);
+            }
+        }
+        let p = match acc {
+            Some(p) => p,
+            None => self.b.ins().f64const(1.0),
+        };
+        if n < 0 {
+            let one = self.b.ins().f64const(1.0);
+            self.b.ins().fdiv(one, p)
+        } else {
+            p
+        }
+    }
+
+    /// `fill a, x` as an inline loop.
+    fn fill(&mut self, arr: IrValue, x: IrValue) -> Result<(), JitError> {
+        let (ptr, len) = self.array(arr)?;
+        let x = self.scalar(x)?;
+        let head = self.b.create_block();
+        let i = self.b.append_block_param(head, cl::types::I64);
+        let body = self.b.create_block();
+        let exit = self.b.create_block();
+        let zero = self.b.ins().iconst(cl::types::I64, 0);
+        self.b.ins().jump(head, &[zero.into()]);
+        self.b.switch_to_block(head);
+        let more = self.b.ins().icmp(IntCC::SignedLessThan, i, len);
+        self.b.ins().brif(more, body, &[], exit, &[]);
+        self.b.switch_to_block(body);
+        let off = self.b.ins().ishl_imm_u(i, 3);
+        let addr = self.b.ins().iadd(ptr, off);
+        self.b.ins().store(flags(), x, addr, 0);
+        let next = self.b.ins().iadd_imm_s(i, 1);
+        self.b.ins().jump(head, &[next.into()]);
+        self.b.switch_to_block(exit);
+        Ok(())
+    }
+
+    /// `zeros n`: checks the length, then `adze_alloc` (which reuses the
+    /// array this instruction made last in this frame) and a check that
+    /// the memory could be had.
+    fn zeros(&mut self, inst: Inst, len: IrValue) -> Result<(), JitError> {
+        let n = self.scalar(len)?;
+        let neg = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, n, 0);
+        let big =
+            self.b
+                .ins()
+                .icmp_imm_s(IntCC::SignedGreaterThan, n, self.env.limits.max_array_len);
+        let bad = self.b.ins().bor(neg, big);
+        self.trap_if(bad, SiteKind::BadArrayLength, Some(n), Some(n));
+        let alloc = self.import("adze_alloc")?;
+        let (ss, off) = self
+            .frame
+            .zeros_slot(inst)
+            .ok_or_else(|| self.err("zeros without a slot".into()))?;
+        let slot = self.b.ins().stack_addr(self.env.ptr, ss, off);
+        let c = self.b.ins().call(alloc, &[self.ctx, n, slot]);
+        let ptr = self.b.inst_results(c)[0];
+        let failed = self.b.ins().icmp_imm_s(IntCC::Equal, ptr, 0);
+        self.trap_if(failed, SiteKind::OutOfMemory, Some(n), Some(n));
+        let r = self.func.dfg.first_result(inst);
+        self.set_array(r, ptr, ArrayLen::Of(len));
+        Ok(())
+    }
+}
