@@ -13,7 +13,7 @@
 //! this crate knowing the passes stays beside its users, one entry per
 //! opcode: the meaning in [`crate::semantics`], the derivative in adze-ad's
 //! `partials.rs`, the Cranelift lowering of the opcodes without a libcall in
-//! adze-jit's `codegen.rs`.
+//! adze-jit's `codegen/insts.rs`.
 //!
 //! [`InstData`] is the storage format of an instruction; several opcodes share
 //! a format (`Unary`, `Binary`, ...), as in Cranelift.
