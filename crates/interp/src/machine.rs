@@ -10,6 +10,7 @@ use adze_ir::{
     BlockCall, FuncId, Function, Inst, InstData, Limits, Module, Opcode, Outcome, RunError,
     TrapKind, Type, Val, Value,
 };
+use cranelift_entity::SecondaryMap;
 use std::time::Instant;
 
 /// With a time limit, the clock is read once every this many steps
@@ -71,37 +72,28 @@ fn trap(func: &Function, kind: TrapKind) -> Fault {
     Box::new(RunError::new(&func.name, kind))
 }
 
-/// The slots of one frame, indexed by value number. Reading a value out of
-/// range gives [`Slot::Undef`]; writing one grows the table.
-struct Values(Vec<Slot>);
+/// The slots of one frame, by value. Reading a value the table does not
+/// hold gives [`Slot::Undef`] (the map's default); writing one grows the
+/// table.
+struct Values(SecondaryMap<Value, Slot>);
 
 impl Values {
     /// A table of `len` undefined slots, or `None` if the memory cannot be
     /// had (a deep recursion of a big function).
     fn new(len: usize) -> Option<Values> {
-        let mut v = Vec::new();
-        v.try_reserve_exact(len).ok()?;
-        v.resize(len, Slot::Undef);
+        let mut v = SecondaryMap::new();
+        v.try_resize(len).ok()?;
         Some(Values(v))
     }
 
     #[inline(always)]
     fn read(&self, v: Value) -> Slot {
-        self.0
-            .get(v.as_u32() as usize)
-            .copied()
-            .unwrap_or(Slot::Undef)
+        self.0[v]
     }
 
     #[inline(always)]
     fn write(&mut self, v: Value, slot: Slot) {
-        let i = v.as_u32() as usize;
-        if i >= self.0.len() {
-            self.0.resize(i + 1, Slot::Undef);
-        }
-        if let Some(s) = self.0.get_mut(i) {
-            *s = slot;
-        }
+        self.0[v] = slot;
     }
 }
 
