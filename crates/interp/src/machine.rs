@@ -10,6 +10,7 @@ use adze_ir::{
     BlockCall, FuncId, Function, Inst, InstData, Limits, Module, Opcode, Outcome, RunError,
     TrapKind, Type, Val, Value,
 };
+use cranelift_entity::SecondaryMap;
 use std::time::Instant;
 
 /// With a time limit, the clock is read once every this many steps
@@ -71,37 +72,28 @@ fn trap(func: &Function, kind: TrapKind) -> Fault {
     Box::new(RunError::new(&func.name, kind))
 }
 
-/// The slots of one frame, indexed by value number. Reading a value out of
-/// range gives [`Slot::Undef`]; writing one grows the table.
-struct Values(Vec<Slot>);
+/// The slots of one frame, by value. Reading a value the table does not
+/// hold gives [`Slot::Undef`] (the map's default); writing one grows the
+/// table.
+struct Values(SecondaryMap<Value, Slot>);
 
 impl Values {
     /// A table of `len` undefined slots, or `None` if the memory cannot be
     /// had (a deep recursion of a big function).
     fn new(len: usize) -> Option<Values> {
-        let mut v = Vec::new();
-        v.try_reserve_exact(len).ok()?;
-        v.resize(len, Slot::Undef);
+        let mut v = SecondaryMap::new();
+        v.try_resize(len).ok()?;
         Some(Values(v))
     }
 
     #[inline(always)]
     fn read(&self, v: Value) -> Slot {
-        self.0
-            .get(v.as_u32() as usize)
-            .copied()
-            .unwrap_or(Slot::Undef)
+        self.0[v]
     }
 
     #[inline(always)]
     fn write(&mut self, v: Value, slot: Slot) {
-        let i = v.as_u32() as usize;
-        if i >= self.0.len() {
-            self.0.resize(i + 1, Slot::Undef);
-        }
-        if let Some(s) = self.0.get_mut(i) {
-            *s = slot;
-        }
+        self.0[v] = slot;
     }
 }
 
@@ -496,9 +488,10 @@ impl<'m> Machine<'m> {
         Ok(())
     }
 
-    /// Runs `frame` until it calls or returns.
+    /// Runs `frame` until it calls or returns: the instructions that
+    /// compute a value or an effect are run by one method per format
+    /// (below), control flow here.
     fn exec(&mut self, frame: &mut Frame<'m>) -> Result<Step, Fault> {
-        use Opcode::*;
         let func = frame.func;
         loop {
             let insts = func.layout.block_insts(frame.block);
@@ -515,89 +508,9 @@ impl<'m> Machine<'m> {
                     }
                     InstData::IConst { imm } => frame.set(inst, Slot::I64(*imm))?,
                     InstData::BConst { imm } => frame.set(inst, Slot::Bool(*imm))?,
-                    InstData::Unary { op, arg } => {
-                        let r = match *op {
-                            op if semantics::is_unary_f64(op) => {
-                                Slot::F64(semantics::unary_f64(op, frame.f64(*arg)?))
-                            }
-                            Ineg => Slot::I64(
-                                semantics::binary_i64(Isub, 0, frame.i64(*arg)?)
-                                    .map_err(|k| trap(func, k))?,
-                            ),
-                            Not => Slot::Bool(!frame.bool(*arg)?),
-                            Sitof => Slot::F64(semantics::sitof(frame.i64(*arg)?)),
-                            Tobits => Slot::I64(semantics::tobits(frame.f64(*arg)?)),
-                            Frombits => Slot::F64(semantics::frombits(frame.i64(*arg)?)),
-                            Len => {
-                                let a = frame.heap_slot(*arg, self.heap.len())?;
-                                Slot::I64(i64::try_from(self.heap[a].len()).unwrap_or(i64::MAX))
-                            }
-                            op => return Err(bad_format(func, op, "one operand")),
-                        };
-                        frame.set(inst, r)?;
-                    }
-                    InstData::Binary { op, args: [a, b] } => match *op {
-                        op if semantics::is_binary_f64(op) => {
-                            let r = semantics::binary_f64(op, frame.f64(*a)?, frame.f64(*b)?);
-                            frame.set(inst, Slot::F64(r))?;
-                        }
-                        op if semantics::is_binary_i64(op) => {
-                            let r = semantics::binary_i64(op, frame.i64(*a)?, frame.i64(*b)?)
-                                .map_err(|k| trap(func, k))?;
-                            frame.set(inst, Slot::I64(r))?;
-                        }
-                        Load => {
-                            let arr = frame.heap_slot(*a, self.heap.len())?;
-                            let data = &self.heap[arr];
-                            let i = frame.index(*a, frame.i64(*b)?, data.len())?;
-                            frame.set(inst, Slot::F64(data[i]))?;
-                        }
-                        Fill => {
-                            let arr = frame.heap_slot(*a, self.heap.len())?;
-                            let x = frame.f64(*b)?;
-                            self.heap[arr].fill(x);
-                        }
-                        SameLen => {
-                            let x = frame.heap_slot(*a, self.heap.len())?;
-                            let y = frame.heap_slot(*b, self.heap.len())?;
-                            if self.heap[x].len() != self.heap[y].len() {
-                                let kind = TrapKind::ShadowLengthMismatch {
-                                    array: func.array_name(*a),
-                                    shadow: func.array_name(*b),
-                                };
-                                return Err(trap(func, kind));
-                            }
-                        }
-                        op => return Err(bad_format(func, op, "two operands")),
-                    },
-                    InstData::Ternary {
-                        op,
-                        args: [a, b, c],
-                    } => match *op {
-                        Select => {
-                            let cond = frame.bool(*a)?;
-                            let (x, y) = (frame.get(*b)?, frame.get(*c)?);
-                            if x.ty() != y.ty() || matches!(x, Slot::Array(_)) {
-                                return Err(unsupported(
-                                    func,
-                                    format!(
-                                        "`select` needs two scalars of one type, got {} and {}",
-                                        x.describe(),
-                                        y.describe()
-                                    ),
-                                ));
-                            }
-                            frame.set(inst, if cond { x } else { y })?;
-                        }
-                        Store => {
-                            let arr = frame.heap_slot(*a, self.heap.len())?;
-                            let x = frame.f64(*c)?;
-                            let data = &mut self.heap[arr];
-                            let i = frame.index(*a, frame.i64(*b)?, data.len())?;
-                            data[i] = x;
-                        }
-                        op => return Err(bad_format(func, op, "three operands")),
-                    },
+                    InstData::Unary { op, arg } => self.unary(frame, inst, *op, *arg)?,
+                    InstData::Binary { op, args } => self.binary(frame, inst, *op, *args)?,
+                    InstData::Ternary { op, args } => self.ternary(frame, inst, *op, *args)?,
                     InstData::Powi { arg, exp } => {
                         frame.set(inst, Slot::F64(semantics::powi(frame.f64(*arg)?, *exp)))?;
                     }
@@ -607,61 +520,14 @@ impl<'m> Machine<'m> {
                         args: [a, b],
                     } => {
                         let r = match *op {
-                            Fcmp => semantics::fcmp(*cond, frame.f64(*a)?, frame.f64(*b)?),
-                            Icmp => semantics::icmp(*cond, frame.i64(*a)?, frame.i64(*b)?),
+                            Opcode::Fcmp => semantics::fcmp(*cond, frame.f64(*a)?, frame.f64(*b)?),
+                            Opcode::Icmp => semantics::icmp(*cond, frame.i64(*a)?, frame.i64(*b)?),
                             op => return Err(bad_format(func, op, "a condition")),
                         };
                         frame.set(inst, Slot::Bool(r))?;
                     }
-                    InstData::Zeros { len, .. } => {
-                        let n = frame.i64(*len)?;
-                        let size = usize::try_from(n)
-                            .ok()
-                            .filter(|_| n <= self.limits.max_array_len)
-                            .ok_or_else(|| trap(func, TrapKind::BadArrayLength { len: n }))?;
-                        let result = frame.result(inst)?;
-                        // The array of this instruction's previous execution in
-                        // this frame is dead (see the crate doc): reuse it.
-                        let slot = match frame.values.read(result) {
-                            Slot::Array(i) if i >= frame.heap_base && i < self.heap.len() => {
-                                let data = &mut self.heap[i];
-                                data.clear();
-                                data.try_reserve_exact(size)
-                                    .map_err(|_| trap(func, TrapKind::OutOfMemory { len: n }))?;
-                                data.resize(size, 0.0);
-                                i
-                            }
-                            _ => {
-                                let mut data = Vec::new();
-                                if data.try_reserve_exact(size).is_err()
-                                    || self.heap.try_reserve(1).is_err()
-                                {
-                                    return Err(trap(func, TrapKind::OutOfMemory { len: n }));
-                                }
-                                data.resize(size, 0.0);
-                                self.heap.push(data);
-                                self.heap.len() - 1
-                            }
-                        };
-                        frame.values.write(result, Slot::Array(slot));
-                    }
-                    InstData::Push { tape, arg } => {
-                        let x = frame.get(*arg)?;
-                        match (x, self.tapes.get_mut(usize::from(*tape))) {
-                            (Slot::Array(_), _) => {
-                                return Err(unsupported(func, "`push` of an array"));
-                            }
-                            (_, None) => {
-                                return Err(unsupported(func, "a tape that does not exist"))
-                            }
-                            (x, Some(t)) => {
-                                if t.len() == t.capacity() {
-                                    grow_tape(t).map_err(|k| trap(func, k))?;
-                                }
-                                t.push(x)
-                            }
-                        }
-                    }
+                    InstData::Zeros { len, .. } => self.zeros(frame, inst, *len)?,
+                    InstData::Push { tape, arg } => self.push(frame, *tape, *arg)?,
                     InstData::Pop { tape, ty } => {
                         let x = self
                             .tapes
@@ -704,37 +570,214 @@ impl<'m> Machine<'m> {
                         self.branch(frame, dest)?;
                         break;
                     }
-                    InstData::Return { args } => {
-                        self.tick(frame.pc + 1, func)?;
-                        self.scratch.clear();
-                        for &a in args {
-                            self.scratch.push(frame.get(a)?);
-                        }
-                        let tys = &func.sig.results;
-                        if tys.len() != self.scratch.len()
-                            || tys
-                                .iter()
-                                .zip(&self.scratch)
-                                .any(|(&t, s)| s.ty() != Some(t))
-                        {
-                            return Err(unsupported(
-                                func,
-                                format!(
-                                    "`return` of {} does not match the signature's results",
-                                    self.scratch
-                                        .iter()
-                                        .map(|s| s.describe())
-                                        .collect::<Vec<_>>()
-                                        .join(", ")
-                                ),
-                            ));
-                        }
-                        return Ok(Step::Return);
-                    }
+                    InstData::Return { args } => return self.ret(frame, args),
                 }
                 frame.pc += 1;
             }
         }
+    }
+
+    /// An instruction of the `Unary` format.
+    #[inline(always)]
+    fn unary(
+        &mut self,
+        frame: &mut Frame<'m>,
+        inst: Inst,
+        op: Opcode,
+        arg: Value,
+    ) -> Result<(), Fault> {
+        use Opcode::*;
+        let func = frame.func;
+        let r = match op {
+            op if semantics::is_unary_f64(op) => {
+                Slot::F64(semantics::unary_f64(op, frame.f64(arg)?))
+            }
+            Ineg => Slot::I64(
+                semantics::binary_i64(Isub, 0, frame.i64(arg)?).map_err(|k| trap(func, k))?,
+            ),
+            Not => Slot::Bool(!frame.bool(arg)?),
+            Sitof => Slot::F64(semantics::sitof(frame.i64(arg)?)),
+            Tobits => Slot::I64(semantics::tobits(frame.f64(arg)?)),
+            Frombits => Slot::F64(semantics::frombits(frame.i64(arg)?)),
+            Len => {
+                let a = frame.heap_slot(arg, self.heap.len())?;
+                Slot::I64(i64::try_from(self.heap[a].len()).unwrap_or(i64::MAX))
+            }
+            op => return Err(bad_format(func, op, "one operand")),
+        };
+        frame.set(inst, r)
+    }
+
+    /// An instruction of the `Binary` format.
+    #[inline(always)]
+    fn binary(
+        &mut self,
+        frame: &mut Frame<'m>,
+        inst: Inst,
+        op: Opcode,
+        [a, b]: [Value; 2],
+    ) -> Result<(), Fault> {
+        use Opcode::*;
+        let func = frame.func;
+        match op {
+            op if semantics::is_binary_f64(op) => {
+                let r = semantics::binary_f64(op, frame.f64(a)?, frame.f64(b)?);
+                frame.set(inst, Slot::F64(r))?;
+            }
+            op if semantics::is_binary_i64(op) => {
+                let r = semantics::binary_i64(op, frame.i64(a)?, frame.i64(b)?)
+                    .map_err(|k| trap(func, k))?;
+                frame.set(inst, Slot::I64(r))?;
+            }
+            Load => {
+                let arr = frame.heap_slot(a, self.heap.len())?;
+                let data = &self.heap[arr];
+                let i = frame.index(a, frame.i64(b)?, data.len())?;
+                frame.set(inst, Slot::F64(data[i]))?;
+            }
+            Fill => {
+                let arr = frame.heap_slot(a, self.heap.len())?;
+                let x = frame.f64(b)?;
+                self.heap[arr].fill(x);
+            }
+            SameLen => {
+                let x = frame.heap_slot(a, self.heap.len())?;
+                let y = frame.heap_slot(b, self.heap.len())?;
+                if self.heap[x].len() != self.heap[y].len() {
+                    let kind = TrapKind::ShadowLengthMismatch {
+                        array: func.array_name(a),
+                        shadow: func.array_name(b),
+                    };
+                    return Err(trap(func, kind));
+                }
+            }
+            op => return Err(bad_format(func, op, "two operands")),
+        }
+        Ok(())
+    }
+
+    /// An instruction of the `Ternary` format.
+    #[inline(always)]
+    fn ternary(
+        &mut self,
+        frame: &mut Frame<'m>,
+        inst: Inst,
+        op: Opcode,
+        [a, b, c]: [Value; 3],
+    ) -> Result<(), Fault> {
+        let func = frame.func;
+        match op {
+            Opcode::Select => {
+                let cond = frame.bool(a)?;
+                let (x, y) = (frame.get(b)?, frame.get(c)?);
+                if x.ty() != y.ty() || matches!(x, Slot::Array(_)) {
+                    return Err(unsupported(
+                        func,
+                        format!(
+                            "`select` needs two scalars of one type, got {} and {}",
+                            x.describe(),
+                            y.describe()
+                        ),
+                    ));
+                }
+                frame.set(inst, if cond { x } else { y })?;
+            }
+            Opcode::Store => {
+                let arr = frame.heap_slot(a, self.heap.len())?;
+                let x = frame.f64(c)?;
+                let data = &mut self.heap[arr];
+                let i = frame.index(a, frame.i64(b)?, data.len())?;
+                data[i] = x;
+            }
+            op => return Err(bad_format(func, op, "three operands")),
+        }
+        Ok(())
+    }
+
+    /// `zeros len`: a new zero-filled array, in the storage of the one this
+    /// instruction made before in this frame if there is one.
+    #[inline(always)]
+    fn zeros(&mut self, frame: &mut Frame<'m>, inst: Inst, len: Value) -> Result<(), Fault> {
+        let func = frame.func;
+        let n = frame.i64(len)?;
+        let size = usize::try_from(n)
+            .ok()
+            .filter(|_| n <= self.limits.max_array_len)
+            .ok_or_else(|| trap(func, TrapKind::BadArrayLength { len: n }))?;
+        let result = frame.result(inst)?;
+        // The array of this instruction's previous execution in
+        // this frame is dead (see the crate doc): reuse it.
+        let slot = match frame.values.read(result) {
+            Slot::Array(i) if i >= frame.heap_base && i < self.heap.len() => {
+                let data = &mut self.heap[i];
+                data.clear();
+                data.try_reserve_exact(size)
+                    .map_err(|_| trap(func, TrapKind::OutOfMemory { len: n }))?;
+                data.resize(size, 0.0);
+                i
+            }
+            _ => {
+                let mut data = Vec::new();
+                if data.try_reserve_exact(size).is_err() || self.heap.try_reserve(1).is_err() {
+                    return Err(trap(func, TrapKind::OutOfMemory { len: n }));
+                }
+                data.resize(size, 0.0);
+                self.heap.push(data);
+                self.heap.len() - 1
+            }
+        };
+        frame.values.write(result, Slot::Array(slot));
+        Ok(())
+    }
+
+    /// `push arg` onto `tape`.
+    #[inline(always)]
+    fn push(&mut self, frame: &Frame<'m>, tape: u8, arg: Value) -> Result<(), Fault> {
+        let func = frame.func;
+        let x = frame.get(arg)?;
+        match (x, self.tapes.get_mut(usize::from(tape))) {
+            (Slot::Array(_), _) => Err(unsupported(func, "`push` of an array")),
+            (_, None) => Err(unsupported(func, "a tape that does not exist")),
+            (x, Some(t)) => {
+                if t.len() == t.capacity() {
+                    grow_tape(t).map_err(|k| trap(func, k))?;
+                }
+                t.push(x);
+                Ok(())
+            }
+        }
+    }
+
+    /// `return args`: the results go to `scratch`, checked against the
+    /// signature.
+    #[inline(always)]
+    fn ret(&mut self, frame: &Frame<'m>, args: &[Value]) -> Result<Step, Fault> {
+        let func = frame.func;
+        self.tick(frame.pc + 1, func)?;
+        self.scratch.clear();
+        for &a in args {
+            self.scratch.push(frame.get(a)?);
+        }
+        let tys = &func.sig.results;
+        if tys.len() != self.scratch.len()
+            || tys
+                .iter()
+                .zip(&self.scratch)
+                .any(|(&t, s)| s.ty() != Some(t))
+        {
+            return Err(unsupported(
+                func,
+                format!(
+                    "`return` of {} does not match the signature's results",
+                    self.scratch
+                        .iter()
+                        .map(|s| s.describe())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            ));
+        }
+        Ok(Step::Return)
     }
 
     /// Transfers control to `dest`, assigning its parameters in parallel.

@@ -1,0 +1,334 @@
+//! `autodiff(MODE, FUNC, RET, ARGS..)`: the request's mode, function and
+//! return activity, and one activity argument per parameter of the
+//! function, with the writability and aliasing of the arrays and shadows
+//! it passes.
+
+use super::items::{fmt_param_type, fmt_params, FnInfo};
+use super::{expr, is_builtin, Ctx, Reported, R};
+use crate::ast::{self, ExprKind as AK};
+use crate::diagnostic::{Diagnostic, Span};
+use crate::typed::*;
+use adze_ir::{ArgActivity, Mode, Param, RetActivity, Type};
+
+const SHAPE: &str =
+    "write `autodiff(MODE, FUNC, RET, ARGS..)`, e.g. `autodiff(reverse, f, active, active(x))`";
+
+/// The arrays an `autodiff` passes, for [`Ctx::check_aliasing`]: (array,
+/// written?, its role, span).
+type ArrayUses = Vec<(LocalId, bool, String, Span)>;
+
+impl<'a> Ctx<'a> {
+    pub(super) fn autodiff(&mut self, args: &[ast::Expr], span: Span) -> R<Expr> {
+        if args.len() < 3 {
+            return self.error(
+                Diagnostic::new(
+                    span,
+                    "`autodiff` needs a mode, a function, a return activity and one argument per parameter",
+                    SHAPE,
+                )
+                .label("too few arguments"),
+            );
+        }
+        let mode = self.autodiff_mode(&args[0])?;
+        let (fname, info) = self.autodiff_target(&args[1])?;
+        let ret = self.ret_activity(mode, fname, info, &args[2])?;
+        let acts = &args[3..];
+        if acts.len() != info.params.len() {
+            return self.error(
+                Diagnostic::new(
+                    span,
+                    format!(
+                        "`autodiff` of `{fname}` needs {} argument{} after the return activity (one per parameter), found {}",
+                        info.params.len(),
+                        if info.params.len() == 1 { "" } else { "s" },
+                        acts.len()
+                    ),
+                    format!("`{fname}` is `fn {fname}({})`", fmt_params(&info.params)),
+                )
+                .label("wrong number of arguments"),
+            );
+        }
+        let mut spec_args = Vec::new();
+        let mut values = Vec::new();
+        let mut arrays = Vec::new();
+        let mut failed = false;
+        for (a, p) in acts.iter().zip(&info.params) {
+            match self.activity_arg(mode, fname, a, p, &mut arrays) {
+                Ok((act, xs)) => {
+                    spec_args.push(act);
+                    values.extend(xs);
+                }
+                Err(Reported) => failed = true,
+            }
+        }
+        if failed {
+            return Err(Reported);
+        }
+        self.check_aliasing(&arrays, &format!("autodiff({mode}, {fname}, ..)"))?;
+        let res = &info.results;
+        let tys: Vec<Type> = match (mode, ret) {
+            (Mode::Forward, RetActivity::Dual) => res.iter().chain(res).copied().collect(),
+            (Mode::Forward, _) => Vec::new(),
+            (Mode::Reverse, _) => spec_args
+                .iter()
+                .filter(|a| **a == ArgActivity::Active)
+                .map(|_| Type::F64)
+                .collect(),
+        };
+        let req = AutodiffReq {
+            mode,
+            func: info.index,
+            ret,
+            args: spec_args,
+        };
+        Ok(expr(
+            ExprKind::Autodiff(Box::new(req), values),
+            Ty::results(&tys),
+        ))
+    }
+
+    /// The first argument: `forward` or `reverse`.
+    fn autodiff_mode(&mut self, e: &ast::Expr) -> R<Mode> {
+        match word(e) {
+            Some("forward") => Ok(Mode::Forward),
+            Some("reverse") => Ok(Mode::Reverse),
+            _ => self.error(
+                Diagnostic::new(
+                    e.span,
+                    "the mode of `autodiff` must be `forward` or `reverse`",
+                    SHAPE,
+                )
+                .label("unknown mode"),
+            ),
+        }
+    }
+
+    /// The second argument: a function of the file, by name.
+    fn autodiff_target(&mut self, e: &ast::Expr) -> R<(&'a String, &'a FnInfo)> {
+        let g = self.g;
+        let Some((fname, info)) = word(e).and_then(|w| g.fns.get_key_value(w)) else {
+            let help = match word(e) {
+                Some(w) if is_builtin(w) => format!(
+                    "`{w}` is built in; wrap it in a function: `fn my_{w}(x: f64) -> f64 {{ {w}(x) }}`"
+                ),
+                _ => "name a function defined with `fn` in this file".to_string(),
+            };
+            return self.error(
+                Diagnostic::new(
+                    e.span,
+                    "the second argument of `autodiff` must name a function of this file",
+                    help,
+                )
+                .label("not a function of this file"),
+            );
+        };
+        Ok((fname, info))
+    }
+
+    /// The third argument: the return activity, which the mode and the
+    /// results of `fname` must allow.
+    fn ret_activity(
+        &mut self,
+        mode: Mode,
+        fname: &str,
+        info: &FnInfo,
+        e: &ast::Expr,
+    ) -> R<RetActivity> {
+        let ret = match (mode, word(e)) {
+            (Mode::Forward, Some("dual")) => RetActivity::Dual,
+            (Mode::Reverse, Some("active")) => RetActivity::Active,
+            (_, Some("const")) => RetActivity::Const,
+            _ => {
+                let help = match mode {
+                    Mode::Forward => "in forward mode use `dual` (returns primal and tangent) or `const` (returns nothing)",
+                    Mode::Reverse => "in reverse mode use `active` (seeds the result's cotangent with 1.0) or `const`",
+                };
+                return self.error(
+                    Diagnostic::new(
+                        e.span,
+                        format!("invalid return activity for {mode} mode"),
+                        help,
+                    )
+                    .label("expected a return activity"),
+                );
+            }
+        };
+        let res = &info.results;
+        let res_desc = Ty::results(res).describe();
+        let bad_ret = match ret {
+            RetActivity::Dual if res.is_empty() || res.iter().any(|t| *t != Type::F64) => Some(
+                format!("`dual` needs results that are all f64, but `{fname}` returns {res_desc}"),
+            ),
+            RetActivity::Active if res.as_slice() != [Type::F64] => Some(format!(
+                "`active` needs exactly one f64 result, but `{fname}` returns {res_desc}"
+            )),
+            _ => None,
+        };
+        if let Some(msg) = bad_ret {
+            return self.error(
+                Diagnostic::new(e.span, msg, "use `const` for this result")
+                    .label("invalid return activity"),
+            );
+        }
+        Ok(ret)
+    }
+
+    /// One activity argument of `autodiff` for parameter `p` of `f`.
+    fn activity_arg(
+        &mut self,
+        mode: Mode,
+        f: &str,
+        a: &ast::Expr,
+        p: &Param,
+        arrays: &mut ArrayUses,
+    ) -> R<(ArgActivity, Vec<Expr>)> {
+        let (act, inner) = self.activity(mode, f, a, p)?;
+        let mut xs = Vec::new();
+        if p.ty == Type::Array {
+            for (k, e) in inner.iter().enumerate() {
+                xs.push(self.array_activity_value(mode, f, p, k == 1, e, arrays)?);
+            }
+        } else {
+            for e in inner {
+                let what = format!("the argument `{}` of `{f}`", p.name);
+                xs.push(self.expect(e, p.ty, &what)?);
+            }
+        }
+        Ok((act, xs))
+    }
+
+    /// The activity `a` gives parameter `p` of `f` (`const(..)`,
+    /// `dual(..)`, `active(..)` or `dup(..)`, as the parameter's type and
+    /// the mode allow) and its arguments, as many as the activity takes.
+    fn activity<'e>(
+        &mut self,
+        mode: Mode,
+        f: &str,
+        a: &'e ast::Expr,
+        p: &Param,
+    ) -> R<(ArgActivity, &'e [ast::Expr])> {
+        let forms = match (p.ty, mode) {
+            (Type::F64, Mode::Forward) => "`const(e)` or `dual(x, tx)`",
+            (Type::F64, Mode::Reverse) => "`const(e)` or `active(x)`",
+            (Type::Array, _) => "`const(a)` or `dup(a, da)`",
+            _ => "`const(e)`",
+        };
+        let pdesc = format!("{}: {}", p.name, fmt_param_type(p));
+        let help = format!("for `{pdesc}` in {mode} mode write {forms}");
+        let msg = format!("invalid argument for parameter `{pdesc}` of `{f}` in {mode} mode");
+        let (kind, inner) = match &a.kind {
+            AK::Call(k, inner) if ["const", "dual", "active", "dup"].contains(&k.name.as_str()) => {
+                (k.name.as_str(), inner)
+            }
+            _ => {
+                return self.error(
+                    Diagnostic::new(a.span, msg, help)
+                        .label("expected an activity such as `const(..)`"),
+                )
+            }
+        };
+        let act = match (kind, p.ty, mode) {
+            ("const", ..) => ArgActivity::Const,
+            ("dual", Type::F64, Mode::Forward) => ArgActivity::Dual,
+            ("active", Type::F64, Mode::Reverse) => ArgActivity::Active,
+            ("dup", Type::Array, _) => ArgActivity::Dup,
+            _ => {
+                let label = match (kind, p.ty) {
+                    (_, Type::I64 | Type::Bool) => {
+                        "i64 and bool parameters are not differentiable".to_string()
+                    }
+                    ("dual", Type::F64) => "`dual` is for forward mode".to_string(),
+                    ("active", Type::F64) => "`active` is for reverse mode".to_string(),
+                    ("dup", _) => "`dup` is for array parameters".to_string(),
+                    _ => format!("`{kind}` is for f64 parameters; arrays take `dup(a, da)`"),
+                };
+                return self.error(Diagnostic::new(a.span, msg, help).label(label));
+            }
+        };
+        if inner.len() != act.arity() {
+            let form = match act {
+                ArgActivity::Const => "const(e)",
+                ArgActivity::Dual => "dual(x, tx)",
+                ArgActivity::Active => "active(x)",
+                ArgActivity::Dup => "dup(a, da)",
+            };
+            let n = act.arity();
+            return self.error(
+                Diagnostic::new(
+                    a.span,
+                    format!(
+                        "`{kind}` takes {n} argument{}",
+                        if n == 1 { "" } else { "s" }
+                    ),
+                    format!("write `{form}`"),
+                )
+                .label(format!("{} given", inner.len())),
+            );
+        }
+        Ok((act, inner))
+    }
+
+    /// An array passed for the array parameter `p` of `f`: the array itself
+    /// or (`shadow`) its shadow, writable if `f` or the mode writes it;
+    /// recorded in `arrays`.
+    fn array_activity_value(
+        &mut self,
+        mode: Mode,
+        f: &str,
+        p: &Param,
+        shadow: bool,
+        e: &ast::Expr,
+        arrays: &mut ArrayUses,
+    ) -> R<Expr> {
+        let what = if shadow {
+            format!("the shadow of `{}`", p.name)
+        } else {
+            format!("parameter `{}` of `{f}`", p.name)
+        };
+        let (l, writable) = self.array_arg(e, &what)?;
+        let written = p.mutable || (shadow && mode == Mode::Reverse);
+        if written && !writable {
+            let d = if shadow {
+                self.shadow_not_writable(mode, p, e, l)
+            } else {
+                self.needs_writable(e, l, f, p)
+            };
+            return self.error(d);
+        }
+        let role = if shadow {
+            format!("the shadow of `{}`", p.name)
+        } else {
+            format!("`{}`", p.name)
+        };
+        arrays.push((l, written, role, e.span));
+        Ok(expr(ExprKind::Local(l), self.locals[l].ty.clone()))
+    }
+
+    /// The read-only array `l`, passed by `e` as the shadow of `p`, which
+    /// the derivative writes.
+    fn shadow_not_writable(&self, mode: Mode, p: &Param, e: &ast::Expr, l: LocalId) -> Diagnostic {
+        let why = match mode {
+            Mode::Reverse => "reverse mode accumulates the adjoint into it",
+            Mode::Forward => "the parameter is `mut`, so its tangent is updated too",
+        };
+        let name = self.array_name(l).to_string();
+        Diagnostic::new(
+            e.span,
+            format!(
+                "the shadow `{name}` of `{}` must be writable: {why}",
+                p.name
+            ),
+            format!("declare `{name}: mut [f64]`, or use a local `zeros` array"),
+        )
+        .label("read-only array")
+        .secondary(self.local_spans[l], "declared here")
+    }
+}
+
+/// The name, if `e` is a bare name (`forward`, `f`, `dual`, ...).
+fn word(e: &ast::Expr) -> Option<&str> {
+    match &e.kind {
+        AK::Name(id) => Some(&id.name),
+        _ => None,
+    }
+}

@@ -1,0 +1,240 @@
+//! Calls: the builtins (`len`, `fill`, `zeros`, `f64`; `autodiff` is in
+//! [`super::autodiff`]), the intrinsics, and the functions of the file,
+//! with the writability and aliasing of their array arguments.
+
+use super::items::fmt_params;
+use super::{expr, Ctx, Reported, R};
+use crate::ast::{self, ExprKind as AK, Ident};
+use crate::diagnostic::{Diagnostic, Span};
+use crate::typed::*;
+use adze_ir::{Opcode, Param, Type};
+
+impl Ctx<'_> {
+    pub(super) fn arity(
+        &mut self,
+        f: &Ident,
+        args: &[ast::Expr],
+        n: usize,
+        span: Span,
+        sig: &str,
+    ) -> R<()> {
+        if args.len() == n {
+            return Ok(());
+        }
+        let s = if n == 1 { "" } else { "s" };
+        self.error(
+            Diagnostic::new(
+                span,
+                format!(
+                    "`{}` takes {n} argument{s} but {} were given",
+                    f.name,
+                    args.len()
+                ),
+                format!("call it as `{sig}`"),
+            )
+            .label(format!("expected {n} argument{s}")),
+        )
+    }
+
+    pub(super) fn call(&mut self, name: &Ident, args: &[ast::Expr], span: Span) -> R<Expr> {
+        let n = name.name.as_str();
+        match n {
+            "autodiff" => self.autodiff(args, span),
+            "len" => self.len_call(name, args, span),
+            "fill" => self.fill_call(name, args, span),
+            "zeros" => self.error(
+                Diagnostic::new(
+                    span,
+                    "`zeros` can only initialize a `let`",
+                    "write `let t = zeros(n);` and use `t`",
+                )
+                .label("`zeros` in an expression"),
+            ),
+            "f64" => self.f64_call(name, args, span),
+            _ => match Opcode::intrinsic(n) {
+                Some(op) => self.intrinsic_call(op, name, args, span),
+                None => self.user_call(name, args, span),
+            },
+        }
+    }
+
+    /// `len(a)`
+    fn len_call(&mut self, name: &Ident, args: &[ast::Expr], span: Span) -> R<Expr> {
+        self.arity(name, args, 1, span, "len(a: [f64]) -> i64")?;
+        let (a, _) = self.array_arg(&args[0], "`len`")?;
+        let a = expr(ExprKind::Local(a), self.locals[a].ty.clone());
+        Ok(expr(ExprKind::Unary(Opcode::Len, Box::new(a)), Ty::I64))
+    }
+
+    /// `fill(a, v)`
+    fn fill_call(&mut self, name: &Ident, args: &[ast::Expr], span: Span) -> R<Expr> {
+        self.arity(name, args, 2, span, "fill(a: mut [f64], v: f64)")?;
+        let a = self.array_arg(&args[0], "`fill`");
+        let v = self.expect(&args[1], Type::F64, "the value of `fill`");
+        let ((a, writable), v) = (a?, v?);
+        if !writable {
+            let AK::Name(id) = &args[0].kind else {
+                return Err(Reported);
+            };
+            return self.error(self.read_only(id, a));
+        }
+        let a = expr(ExprKind::Local(a), self.locals[a].ty.clone());
+        Ok(expr(ExprKind::Fill(Box::new(a), Box::new(v)), Ty::Unit))
+    }
+
+    /// `f64(i)`
+    fn f64_call(&mut self, name: &Ident, args: &[ast::Expr], span: Span) -> R<Expr> {
+        self.arity(name, args, 1, span, "f64(i: i64) -> f64")?;
+        let x = self.value(&args[0])?;
+        let (msg, help) = match x.ty {
+            Ty::I64 => return Ok(expr(ExprKind::Unary(Opcode::Sitof, Box::new(x)), Ty::F64)),
+            Ty::F64 => (
+                "`f64(..)` converts an i64, but this is already f64",
+                "remove the conversion",
+            ),
+            _ => (
+                "`f64(..)` cannot convert a bool",
+                "use `if c { 1.0 } else { 0.0 }`",
+            ),
+        };
+        let label = format!("this is {}", x.ty.describe());
+        self.error(Diagnostic::new(args[0].span, msg, help).label(label))
+    }
+
+    /// A call of the intrinsic `op`: f64 arguments, an f64 result.
+    fn intrinsic_call(
+        &mut self,
+        op: Opcode,
+        name: &Ident,
+        args: &[ast::Expr],
+        span: Span,
+    ) -> R<Expr> {
+        let n = name.name.as_str();
+        let arity = op.fixed_signature().map_or(1, |(ps, _)| ps.len());
+        let sig = format!("{n}({})", vec!["f64"; arity].join(", "));
+        self.arity(name, args, arity, span, &sig)?;
+        let what = format!("an argument of `{n}`");
+        let xs: Vec<R<Expr>> = args
+            .iter()
+            .map(|a| self.expect(a, Type::F64, &what))
+            .collect();
+        let mut xs = xs
+            .into_iter()
+            .collect::<R<Vec<_>>>()?
+            .into_iter()
+            .map(Box::new);
+        let kind = match (xs.next(), xs.next()) {
+            (Some(a), Some(b)) => ExprKind::Binary(op, a, b),
+            (Some(a), None) => ExprKind::Unary(op, a),
+            _ => return Err(Reported),
+        };
+        Ok(expr(kind, Ty::F64))
+    }
+
+    /// A call of a function of the file.
+    fn user_call(&mut self, name: &Ident, args: &[ast::Expr], span: Span) -> R<Expr> {
+        let n = name.name.as_str();
+        let g = self.g;
+        let Some(info) = g.fns.get(n) else {
+            let (msg, help) = if self.find(n).is_some() {
+                (
+                    format!("`{n}` is a variable, not a function"),
+                    "only functions can be called".to_string(),
+                )
+            } else {
+                (
+                    format!("unknown function `{n}`"),
+                    format!("define it with `fn {n}(..)`, or check the spelling"),
+                )
+            };
+            return self.error(Diagnostic::new(name.span, msg, help).label("not a function"));
+        };
+        let sig = format!("{n}({})", fmt_params(&info.params));
+        self.arity(name, args, info.params.len(), span, &sig)?;
+        let mut xs = Vec::new();
+        let mut arrays: Vec<(LocalId, usize, Span)> = Vec::new();
+        let mut failed = false;
+        for (i, (a, p)) in args.iter().zip(&info.params).enumerate() {
+            let x = if p.ty == Type::Array {
+                self.array_arg(a, &format!("parameter `{}` of `{n}`", p.name))
+                    .and_then(|(l, writable)| {
+                        if p.mutable && !writable {
+                            return self.error(self.needs_writable(a, l, n, p));
+                        }
+                        arrays.push((l, i, a.span));
+                        Ok(expr(ExprKind::Local(l), self.locals[l].ty.clone()))
+                    })
+            } else {
+                self.expect(a, p.ty, &format!("the argument `{}` of `{n}`", p.name))
+            };
+            match x {
+                Ok(x) => xs.push(x),
+                Err(Reported) => failed = true,
+            }
+        }
+        if failed {
+            return Err(Reported);
+        }
+        let written: Vec<(LocalId, bool, String, Span)> = arrays
+            .iter()
+            .map(|&(l, i, s)| {
+                (
+                    l,
+                    info.params[i].mutable,
+                    format!("`{}`", info.params[i].name),
+                    s,
+                )
+            })
+            .collect();
+        self.check_aliasing(&written, n)?;
+        Ok(expr(
+            ExprKind::Call(info.index, xs),
+            Ty::results(&info.results),
+        ))
+    }
+
+    pub(super) fn needs_writable(
+        &self,
+        arg: &ast::Expr,
+        l: LocalId,
+        f: &str,
+        p: &Param,
+    ) -> Diagnostic {
+        let a = self.array_name(l);
+        Diagnostic::new(
+            arg.span,
+            format!("`{f}` may write to its parameter `{}: mut [f64]`, but `{a}` is read-only", p.name),
+            format!(
+                "declare the parameter `{a}: mut [f64]` in this function, or copy `{a}` into a local `zeros` array"
+            ),
+        )
+        .label("read-only array")
+        .secondary(self.local_spans[l], "declared here")
+    }
+
+    /// The same array may not be passed twice to one call when either use may
+    /// write it. `uses`: (array, written?, parameter description, span).
+    pub(super) fn check_aliasing(
+        &mut self,
+        uses: &[(LocalId, bool, String, Span)],
+        f: &str,
+    ) -> R<()> {
+        for (j, (lj, wj, pj, sj)) in uses.iter().enumerate() {
+            if let Some((_, _, pi, si)) = uses[..j]
+                .iter()
+                .find(|(li, wi, _, _)| li == lj && (*wi || *wj))
+            {
+                let a = self.array_name(*lj).to_string();
+                let d = Diagnostic::new(
+                    *sj,
+                    format!("`{a}` is used as both {pi} and {pj} in this call to `{f}`, and one of them is written"),
+                    "a written array must not alias another argument; pass a different array (copy it into a `zeros` array)",
+                )
+                .label("second use")
+                .secondary(*si, "first use");
+                return self.error(d);
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,280 @@
+//! Blocks and statements: `let`, `var`, tuples, assignments, stores,
+//! loops, and the rule that no code follows a `return`.
+
+use super::{Ctx, Reported, R};
+use crate::ast::{self, ExprKind as AK, Ident, StmtKind};
+use crate::diagnostic::{Diagnostic, Span};
+use crate::typed::*;
+use adze_ir::Type;
+
+impl Ctx<'_> {
+    /// Checks a block in a new scope. With `want`, the tail is the result of
+    /// the function (tuples allowed, converted to the result types).
+    pub(super) fn block(&mut self, b: &ast::Block, want: Option<&[Type]>) -> R<Block> {
+        self.scoped(|cx| cx.block_inner(b, want))
+    }
+
+    fn block_inner(&mut self, b: &ast::Block, want: Option<&[Type]>) -> R<Block> {
+        let mut stmts = Vec::new();
+        let mut diverges = false;
+        let mut failed = false;
+        let dead = |cx: &mut Self, span: Span| {
+            cx.errors.push(
+                Diagnostic::new(
+                    span,
+                    "unreachable code after `return`",
+                    "remove this code, or move it before the `return`",
+                )
+                .label("never runs"),
+            );
+        };
+        for s in &b.stmts {
+            if diverges && !failed {
+                dead(self, s.span);
+                failed = true;
+            }
+            match self.stmt(s) {
+                Ok(t) => {
+                    diverges |= stmt_diverges(&t);
+                    stmts.push(t);
+                }
+                Err(Reported) => failed = true,
+            }
+        }
+        let mut tail = None;
+        if let Some(e) = &b.tail {
+            if diverges && !failed {
+                dead(self, e.span);
+                failed = true;
+            }
+            let r = match want {
+                Some(results) => self.result_value(e, results),
+                None => self.expr(e),
+            };
+            match r {
+                Ok(x) => tail = Some(Box::new(x)),
+                Err(Reported) => failed = true,
+            }
+        }
+        if failed {
+            return Err(Reported);
+        }
+        let ty = match &tail {
+            _ if diverges => Ty::Never,
+            Some(t) => t.ty.clone(),
+            None => Ty::Unit,
+        };
+        Ok(Block { stmts, tail, ty })
+    }
+
+    fn stmt(&mut self, s: &ast::Stmt) -> R<Stmt> {
+        match &s.kind {
+            StmtKind::Let(name, value) => self.let_stmt(name, value),
+            StmtKind::Var(name, value) => self.var_stmt(name, value),
+            StmtKind::LetTuple(names, value) => {
+                let r = self.let_tuple(names, value);
+                if r.is_err() {
+                    for n in names {
+                        self.poison(n);
+                    }
+                }
+                r
+            }
+            StmtKind::Assign(name, value) => self.assign(name, value),
+            StmtKind::Store(name, index, value) => self.store(name, index, value, s.span),
+            StmtKind::Expr(e) => Ok(Stmt::Expr(self.expr(e)?)),
+            StmtKind::Return(value) => self.return_stmt(value.as_ref(), s.span),
+            StmtKind::For(var, lo, hi, body) => {
+                let lo = self.expect(lo, Type::I64, "the start of a `for` range");
+                let hi = self.expect(hi, Type::I64, "the end of a `for` range");
+                let r = self.scoped(|cx| {
+                    let i = cx.declare(var, Ty::I64, LocalKind::LoopIndex);
+                    Ok((i, cx.block(body, None)?))
+                });
+                let (lo, hi, (i, body)) = (lo?, hi?, r?);
+                Ok(Stmt::For(i, lo, hi, body, s.span))
+            }
+            StmtKind::While(cond, body) => {
+                let c = self.expect(cond, Type::Bool, "the condition of `while`");
+                let body = self.block(body, None);
+                Ok(Stmt::While(c?, body?, s.span))
+            }
+        }
+    }
+
+    /// `let name = value;`: a scalar, or a `zeros` array.
+    fn let_stmt(&mut self, name: &Ident, value: &ast::Expr) -> R<Stmt> {
+        if let AK::Call(f, args) = &value.kind {
+            if f.name == "zeros" {
+                return match self.zeros_len(f, args, value.span) {
+                    Ok(n) => {
+                        let l = self.declare(name, Ty::Array { writable: true }, LocalKind::Zeros);
+                        Ok(Stmt::Zeros(l, n, value.span))
+                    }
+                    Err(r) => {
+                        self.poison(name);
+                        Err(r)
+                    }
+                };
+            }
+        }
+        let x = self.expr(value).and_then(|x| {
+            if let Ty::Array { .. } = x.ty {
+                return self.error(
+                    Diagnostic::new(
+                        value.span,
+                        "arrays can only be bound with `let t = zeros(n);`",
+                        "use the array by its own name; `let` cannot copy or rename an array",
+                    )
+                    .label("an array"),
+                );
+            }
+            self.require_value(x, value.span)
+        });
+        match x {
+            Ok(x) => {
+                let l = self.declare(name, x.ty.clone(), LocalKind::Let);
+                Ok(Stmt::Let(vec![l], x))
+            }
+            Err(r) => {
+                self.poison(name);
+                Err(r)
+            }
+        }
+    }
+
+    /// `var name = value;`: a scalar.
+    fn var_stmt(&mut self, name: &Ident, value: &ast::Expr) -> R<Stmt> {
+        let x = match &value.kind {
+            AK::Call(f, _) if f.name == "zeros" => self.error(
+                Diagnostic::new(
+                    value.span,
+                    "`var` cannot hold an array",
+                    "write `let t = zeros(n);`: the elements of a `zeros` array are writable",
+                )
+                .label("array initializer"),
+            ),
+            _ => self.value(value),
+        };
+        match x {
+            Ok(x) => {
+                let l = self.declare(name, x.ty.clone(), LocalKind::Var);
+                Ok(Stmt::Let(vec![l], x))
+            }
+            Err(r) => {
+                self.poison(name);
+                Err(r)
+            }
+        }
+    }
+
+    /// `name[index] = value;`
+    fn store(&mut self, name: &Ident, index: &ast::Expr, value: &ast::Expr, span: Span) -> R<Stmt> {
+        let a = self.array(name);
+        let i = self.expect(index, Type::I64, "an array index");
+        let v = self.expect(
+            value,
+            Type::F64,
+            &format!("a value stored into `{}`", name.name),
+        );
+        let ((a, writable), i, v) = (a?, i?, v?);
+        if !writable {
+            return self.error(self.read_only(name, a));
+        }
+        Ok(Stmt::Store(a, i, v, span))
+    }
+
+    fn zeros_len(&mut self, f: &Ident, args: &[ast::Expr], span: Span) -> R<Expr> {
+        self.arity(f, args, 1, span, "zeros(n: i64)")?;
+        self.expect(&args[0], Type::I64, "the length of `zeros`")
+    }
+
+    fn let_tuple(&mut self, names: &[Ident], value: &ast::Expr) -> R<Stmt> {
+        for (i, n) in names.iter().enumerate() {
+            if let Some(first) = names[..i].iter().find(|m| m.name == n.name) {
+                return self.error(
+                    Diagnostic::new(
+                        n.span,
+                        format!("`{}` is bound twice in this pattern", n.name),
+                        "give each part its own name",
+                    )
+                    .secondary(first.span, "first binding"),
+                );
+            }
+        }
+        let x = self.expr(value)?;
+        match &x.ty {
+            Ty::Tuple(tys) if tys.len() == names.len() => {
+                let tys = tys.clone();
+                let ls = names
+                    .iter()
+                    .zip(tys)
+                    .map(|(n, t)| self.declare(n, Ty::scalar(t), LocalKind::Let))
+                    .collect();
+                Ok(Stmt::Let(ls, x))
+            }
+            Ty::Tuple(tys) => {
+                let d = Diagnostic::new(
+                    value.span,
+                    format!(
+                        "this produces {} values but {} names are bound",
+                        tys.len(),
+                        names.len()
+                    ),
+                    "bind exactly one name per value",
+                )
+                .label(format!("this is {}", x.ty.describe()));
+                self.error(d)
+            }
+            t => {
+                let d = Diagnostic::new(
+                    value.span,
+                    "`let (..) = ...` needs a tuple",
+                    "bind a single value with `let x = ...;`",
+                )
+                .label(format!("this is {}", t.describe()));
+                self.error(d)
+            }
+        }
+    }
+
+    fn assign(&mut self, name: &Ident, value: &ast::Expr) -> R<Stmt> {
+        let l = self.lookup(name)?;
+        let n = &name.name;
+        let (msg, help) = match self.locals[l].kind {
+            LocalKind::Var => {
+                let want = self.locals[l].ty.ir_scalar().unwrap_or(Type::F64);
+                let v = self.expect(value, want, &format!("the value assigned to `{n}`"))?;
+                return Ok(Stmt::Assign(l, v));
+            }
+            _ if matches!(self.locals[l].ty, Ty::Array { .. }) => (
+                format!("cannot assign to the array `{n}`"),
+                format!("write its elements (`{n}[i] = v;`) or use `fill({n}, v);`"),
+            ),
+            LocalKind::Let => (
+                format!("cannot assign to `{n}`: it is declared with `let`"),
+                format!("declare it with `var`: `var {n} = ...;`"),
+            ),
+            LocalKind::Param => (
+                format!("cannot assign to the parameter `{n}`"),
+                format!("parameters are immutable; declare a copy with `var`: `var {n}2 = {n};`"),
+            ),
+            LocalKind::LoopIndex | LocalKind::Zeros => (
+                format!("cannot assign to the loop index `{n}`"),
+                "declare a separate counter with `var`".to_string(),
+            ),
+        };
+        let d = Diagnostic::new(name.span, msg, help)
+            .label("assigned here")
+            .secondary(self.local_spans[l], "declared here");
+        self.error(d)
+    }
+}
+
+fn stmt_diverges(s: &Stmt) -> bool {
+    match s {
+        Stmt::Return(..) => true,
+        Stmt::Expr(e) => e.ty == Ty::Never,
+        _ => false,
+    }
+}
