@@ -33,6 +33,7 @@
 //! let out = session.run_in(&module, &name, &[Val::F64(1.0), Val::F64(2.0)], Engine::Jit).unwrap();
 //! assert_eq!(out.results, vec![Val::F64(2f64.sin()), Val::F64(2f64.cos())]);
 //! ```
+#![forbid(unsafe_code)]
 
 pub mod args;
 pub mod check_rules;

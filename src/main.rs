@@ -4,6 +4,7 @@
 //! diagnostic, a run-time error, an unknown function or argument); 2 a usage
 //! error (clap's own). Errors print one readable line on stderr, followed,
 //! for front-end diagnostics, by the rendered excerpt.
+#![forbid(unsafe_code)]
 
 use adze::args::{bind_args, split_assignment};
 use adze::{Engine, Error, InlineSetting, Session, Stage};

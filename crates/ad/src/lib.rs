@@ -43,6 +43,7 @@
 //!     vec![Val::F64(0.5f64.sin() * 3.0), Val::F64(0.5f64.cos() * 1.0 * 3.0)]
 //! );
 //! ```
+#![forbid(unsafe_code)]
 
 pub mod activity;
 pub mod context;

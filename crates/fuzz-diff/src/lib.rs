@@ -12,6 +12,7 @@
 //! differences. [`reduce`] shrinks a disagreeing program. The command is
 //! `adze-fuzz-diff` (`src/main.rs`); see `docs/robustness.md`,
 //! "Differential fuzzer".
+#![forbid(unsafe_code)]
 
 pub mod gen;
 pub mod reduce;

@@ -9,6 +9,7 @@
 //! Exit status: 0 when every program agreed under every setting, 1 when
 //! there were findings (disagreements, internal errors, panics) or
 //! generator rejects, 2 on a usage error.
+#![forbid(unsafe_code)]
 
 use adze_fuzz_diff::{gen, run, Config, Stats};
 use clap::Parser;

@@ -112,6 +112,7 @@
 //! without a terminator, a call to an unknown function or with arguments that
 //! do not fit the callee's signature: each stops the run with
 //! `Unsupported(..)` describing the problem.
+#![forbid(unsafe_code)]
 
 mod machine;
 

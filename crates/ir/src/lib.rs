@@ -27,6 +27,7 @@
 //!
 //! Architecture invariant: this crate knows nothing of the `.adz` language,
 //! of the AD passes or of the JIT.
+#![forbid(unsafe_code)]
 
 pub mod bounds;
 pub mod builder;

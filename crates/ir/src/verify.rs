@@ -768,7 +768,7 @@ impl Verifier<'_> {
                     self.expect_results(inst, &res);
                 }
                 if matches!(op, Opcode::Store | Opcode::Fill) {
-                    self.expect_writable(at, &format!("`{op}` target"), data.args()[0]);
+                    self.expect_writable(at, format_args!("`{op}` target"), data.args()[0]);
                 }
             }
         }

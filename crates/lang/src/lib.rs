@@ -22,6 +22,7 @@
 //! let err = adze_lang::compile("bad.adz", "fn f() -> f64 { 1.0 + true }").unwrap_err();
 //! assert_eq!(err.summary(), "bad.adz:1:17: error: mismatched operand types for `+`: f64 and bool");
 //! ```
+#![forbid(unsafe_code)]
 
 pub mod ast;
 pub mod check;

@@ -40,6 +40,7 @@
 //! ```
 //!
 //! See `docs/inliner.md` and `docs/optimizer.md`.
+#![forbid(unsafe_code)]
 
 mod analysis;
 pub mod carry;
