@@ -40,7 +40,7 @@ impl std::fmt::Display for Mismatch {
         write!(
             f,
             "{} differs from the actual output (`{BLESS_VAR}=1 cargo test` rewrites it):\n{}",
-            self.path.display(),
+            display_path(&self.path),
             self.diff
         )
     }

@@ -143,7 +143,7 @@ struct Pos {
 }
 
 /// Runs `checks` against `output`. Returns one message per failed
-/// directive; after a failed positive match the rest of its section is not
+/// directive, starting with the directive's line number; after a failed positive match the rest of its section is not
 /// checked (its position is unknown), the other sections are.
 pub fn run_checks(checks: &[Check], output: &str) -> Vec<String> {
     let lines: Vec<&str> = output.lines().collect();
@@ -167,7 +167,7 @@ pub fn run_checks(checks: &[Check], output: &str) -> Vec<String> {
             }
             None => {
                 failures.push(format!(
-                    "line {}: label: `{}` not found after output line {search_from}",
+                    "{}: label: `{}` not found after output line {search_from}",
                     c.line, c.pattern
                 ));
                 return failures;
@@ -217,7 +217,7 @@ fn section(
                     .count();
                 if got != n {
                     failures.push(format!(
-                        "line {}: count {n}: `{}` matches {got} line(s) of output lines {}..={}",
+                        "{}: count {n}: `{}` matches {got} line(s) of output lines {}..={}",
                         c.line,
                         c.pattern,
                         first_line + 1,
@@ -235,7 +235,7 @@ fn section(
             }),
             Kind::Sameln | Kind::Nextln if !matched => {
                 failures.push(format!(
-                    "line {}: {}: `{}` has no previous match to follow",
+                    "{}: {}: `{}` has no previous match to follow",
                     c.line, c.kind, c.pattern
                 ));
                 return;
@@ -264,7 +264,7 @@ fn section(
                 _ => format!("not found from {} on", where_(cursor)),
             };
             failures.push(format!(
-                "line {}: {}: `{}` {what}",
+                "{}: {}: `{}` {what}",
                 c.line, c.kind, c.pattern
             ));
             return;
@@ -301,7 +301,7 @@ fn check_nots(nots: &[&Check], lines: &[&str], from: Pos, to: Pos, failures: &mu
             }
             if c.pattern.find_in(lines[l], a, b).is_some() {
                 failures.push(format!(
-                    "line {}: not: `{}` matches output line {}: {}",
+                    "{}: not: `{}` matches output line {}: {}",
                     c.line,
                     c.pattern,
                     l + 1,
@@ -359,7 +359,7 @@ block0:
         assert!(run(&[("check", "fadd"), ("check", "fmul"), ("check", "return v2")]).is_empty());
         let e = run(&[("check", "fmul"), ("check", "fadd v0"), ("check", "fmul")]);
         assert_eq!(e.len(), 1, "{e:?}");
-        assert!(e[0].starts_with("line 3: check: `fmul` not found"), "{e:?}");
+        assert!(e[0].starts_with("3: check: `fmul` not found"), "{e:?}");
         // The same line, after the previous match.
         assert!(run(&[("check", "v1 ="), ("sameln", "fadd v0, v0")]).is_empty());
         assert_eq!(run(&[("check", "fadd v0,"), ("sameln", "v1")]).len(), 1);

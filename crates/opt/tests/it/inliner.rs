@@ -1,116 +1,16 @@
-//! IR in, IR out: each case inlines a small program and compares the result
-//! with `tests/expected/<case>.ir` (input, statistics and output in one file;
-//! `ADZE_BLESS=1` rewrites them). Every case also verifies, round-trips and
-//! runs identically before and after.
+//! The inliner where Rust is needed around it: provenance and regions
+//! compared between one run and two, policies, budgets, determinism, and
+//! the documentation's examples. IR in, IR out cases are filetests:
+//! `tests/filetests/inline/` (see `filetests.rs`, docs/testing.md).
 
 use crate::support::*;
 use adze_ir::Module;
 use adze_opt::{inline_functions, inline_module, DefaultPolicy, InlinePolicy, InlineStats};
 
-/// Inlines `module` (all functions, or only `only`), checks it, compares the
-/// runs of every function, and snapshots input and output.
-fn case(name: &str, module: Module, policy: &dyn InlinePolicy, only: Option<&[&str]>) -> Module {
-    check_well_formed(&module).unwrap();
-    let mut after = module.clone();
-    let stats = match only {
-        None => inline_module(&mut after, policy),
-        Some(names) => {
-            let ids: Vec<_> = names.iter().map(|n| module.get(n).unwrap()).collect();
-            inline_functions(&mut after, &ids, policy)
-        }
-    };
-    check_well_formed(&after).unwrap_or_else(|e| panic!("{e}\n{after}"));
-    for (id, f) in module.iter() {
-        if f.is_declaration() || reaches_autodiff(&module, id) {
-            continue;
-        }
-        for args in inputs(&module, id) {
-            compare_runs(&module, &after, &f.name, &args).unwrap();
-        }
-    }
-    let InlineStats { inlined, regions } = stats;
-    snapshot(
-        &format!("{name}.ir"),
-        &format!("; input\n{module}\n; inlined: {inlined}, regions: {regions}\n{after}"),
-    );
-    after
-}
-
-fn default_case(name: &str, src: &str) -> Module {
-    case(name, compile(src), &DefaultPolicy::default(), None)
-}
-
-#[test]
-fn simple_call() {
-    default_case(
-        "simple_call",
-        "fn sq(x: f64) -> f64 { x * x }\n\
-         fn f(x: f64) -> f64 { sq(x) + 1.0 }",
-    );
-}
-
-#[test]
-fn several_results() {
-    default_case(
-        "several_results",
-        "fn polar(x: f64, y: f64) -> (f64, f64) { (hypot(x, y), atan2(y, x)) }\n\
-         fn f(x: f64, y: f64) -> f64 { let (r, t) = polar(x, y); r * t }",
-    );
-}
-
-#[test]
-fn call_in_loop_and_branch() {
-    default_case(
-        "loop_and_branch",
-        "fn scale(x: f64, k: f64) -> f64 { k * x }\n\
-         fn f(xs: [f64], c: f64) -> f64 {\n\
-             var s = 0.0;\n\
-             for i in 0..len(xs) { s = s + scale(xs[i], 2.0); }\n\
-             if c > 0.0 { scale(s, c) } else { s }\n\
-         }",
-    );
-}
-
-#[test]
-fn nested_calls() {
-    let after = default_case(
-        "nested_calls",
-        "fn h(x: f64) -> f64 { exp(x) }\n\
-         fn g(x: f64) -> f64 { h(x) * h(-x) }\n\
-         fn f(x: f64) -> f64 { g(x) + g(2.0 * x) }",
-    );
-    assert!(!after.to_string().contains("call"), "{after}");
-    // Provenance: each inlined call has an entry; the `h` bodies inlined
-    // into `g` before `g` was inlined (one run: `g` is copied from the
-    // original module, its calls inlined afterwards) are children of `g`'s.
-    let f = after.func(after.get("f").unwrap());
-    let shape: Vec<_> = f
-        .inlined
-        .values()
-        .map(|d| (d.callee.as_str(), d.parent.map(|p| p.as_u32())))
-        .collect();
-    assert_eq!(
-        shape,
-        [
-            ("g", None),
-            ("h", Some(0)),
-            ("h", Some(0)),
-            ("g", None),
-            ("h", Some(3)),
-            ("h", Some(3)),
-        ]
-    );
-    for d in f.inlined.values() {
-        let Some(p) = d.parent else { continue };
-        assert!(d.blocks.iter().all(|b| f.inlined[p].blocks.contains(b)));
-    }
-    // Every block of an inlined `h` names `h`, then `g`.
-    let inner = &f.inlined[adze_ir::Inlined::from_u32(1)];
-    assert_eq!(f.inlined_chain(inner.blocks[0]), ["h", "g"]);
-}
-
 /// Provenance has the same shape whether nested inlining happens in one run
-/// or in two (the callee's own entries are copied as children).
+/// or in two (the callee's own entries are copied as children); every block
+/// of an inlined `h` names `h`, then `g` (`filetests/inline/nested_calls.adz`
+/// shows the one-run output).
 #[test]
 fn provenance_is_the_same_in_one_run_and_two() {
     let src = "fn h(x: f64) -> f64 { exp(x) }\n\
@@ -139,142 +39,44 @@ fn provenance_is_the_same_in_one_run_and_two() {
     inline_functions(&mut two, &[f], &policy);
     adze_ir::verify::verify_module(&two).unwrap_or_else(|e| panic!("{e}"));
     assert_eq!(shape(&one), shape(&two));
+    let f = one.func(one.get("f").unwrap());
+    let inner = &f.inlined[adze_ir::Inlined::from_u32(1)];
+    assert_eq!(f.inlined_chain(inner.blocks[0]), ["h", "g"]);
 }
 
-#[test]
-fn callee_with_early_returns() {
-    default_case(
-        "early_returns",
-        "fn first_neg(x: [f64]) -> i64 {\n\
-             for i in 0..len(x) { if x[i] < 0.0 { return i; } }\n\
-             if len(x) == 0 { return -2; }\n\
-             -1\n\
-         }\n\
-         fn f(x: [f64]) -> f64 { f64(first_neg(x)) * 0.5 }",
-    );
-}
-
-#[test]
-fn inline_never_is_respected() {
-    let after = default_case(
-        "inline_never",
-        "#[inline(never)]\nfn kept(x: f64) -> f64 { x * x }\n\
-         #[inline(always)]\nfn big(x: f64) -> f64 {\n\
-             var s = x;\n\
-             for i in 0..100 { s = sin(s) + cos(s) * tanh(s) - exp(-s) + log1p(abs(s)) + f64(i); }\n\
-             s\n\
-         }\n\
-         fn f(x: f64) -> f64 { kept(x) + big(x) }",
-    );
-    let f = after.func(after.get("f").unwrap());
-    let text = after.display_function(after.get("f").unwrap()).to_string();
-    assert!(text.contains("call @kept"), "{text}");
-    assert!(!text.contains("call @big"), "{text}");
-    assert!(f.regions.is_empty());
-}
-
-#[test]
-fn recursion_is_not_inlined() {
-    let after = default_case(
-        "recursion",
-        "fn fact(n: i64) -> f64 { if n <= 1 { return 1.0; } f64(n) * fact(n - 1) }\n\
-         fn is_even(n: i64) -> bool { if n == 0 { true } else { is_odd(n - 1) } }\n\
-         fn is_odd(n: i64) -> bool { if n == 0 { false } else { is_even(n - 1) } }\n\
-         fn half(n: i64) -> i64 { n / 2 }\n\
-         fn collatz(n: i64, d: i64) -> i64 {\n\
-             if n <= 1 || d > 50 { return d; }\n\
-             if n % 2 == 0 { collatz(half(n), d + 1) } else { collatz(3 * n + 1, d + 1) }\n\
-         }\n\
-         fn f(n: i64) -> f64 { if is_even(n) { fact(n) } else { f64(collatz(n, 0)) } }",
-    );
-    let text = after.to_string();
-    for call in [
-        "call @fact(",
-        "call @is_even(",
-        "call @is_odd(",
-        "call @collatz(",
-    ] {
-        assert!(text.contains(call), "{call} missing:\n{text}");
-    }
-    // A non-recursive helper of a recursive function is inlined.
-    assert!(!text.contains("call @half"), "{text}");
-}
-
-const RULES: &str = "\
-fn sq(x: f64) -> f64 { x * x }
-rule forward sq(x: f64, tx: f64) -> (f64, f64) { (x * x, 2.0 * x * tx) }
-rule reverse sq(x: f64, dret: f64) -> f64 { 2.0 * x * dret }
-fn sumsq(x: [f64]) -> f64 {
-    var s = 0.0;
-    for i in 0..len(x) { s = s + sq(x[i]); }
-    s
-}
-rule reverse sumsq(x: [f64], dx: mut [f64], dret: f64) {
-    for i in 0..len(x) { dx[i] = dx[i] + 2.0 * x[i] * dret; }
-}
-fn g(x: [f64]) -> f64 { cos(sumsq(x)) }
-";
-
-#[test]
-fn callee_with_rules_becomes_a_region() {
-    let module = compile(RULES);
-    let after = case(
-        "rule_region",
-        module,
-        &DefaultPolicy::default(),
-        Some(&["sumsq"]),
-    );
-    let f = after.func(after.get("sumsq").unwrap());
-    assert_eq!(f.regions.len(), 1);
-    let r = f.regions.values().next().unwrap();
-    assert_eq!(r.callee, after.get("sq").unwrap());
-    assert_eq!(r.rules, after.func(r.callee).meta.rules);
-    assert_eq!(r.parent, None);
-    // The results are the continuation's parameters.
-    let cont = match after
-        .func(after.get("sumsq").unwrap())
-        .dfg
-        .value_def(r.results[0])
-    {
-        adze_ir::ValueDef::Param { block, .. } => *block,
-        other => panic!("{other:?}"),
-    };
-    assert!(!r.blocks.contains(&cont));
-}
-
-/// `g` calls `sumsq` (rules) which calls `sq` (rules): inlined in one run,
-/// the `sq` region nests in the `sumsq` region.
-#[test]
-fn nested_region_in_one_run() {
-    let after = case(
-        "nested_region",
-        compile(RULES),
-        &DefaultPolicy::default(),
-        None,
-    );
-    let g = after.func(after.get("g").unwrap());
-    let regions: Vec<_> = g.regions.values().collect();
-    assert_eq!(regions.len(), 2, "{after}");
-    assert_eq!(regions[0].callee, after.get("sumsq").unwrap());
-    assert_eq!(regions[1].callee, after.get("sq").unwrap());
-    assert_eq!(regions[1].parent, Some(adze_ir::Region::from_u32(0)));
-    // The inner region's blocks are part of the outer one.
-    assert!(regions[1]
-        .blocks
-        .iter()
-        .all(|b| regions[0].blocks.contains(b)));
-}
+/// `sq` and `sumsq` with rules, `g` calling `sumsq`: the program of
+/// `filetests/inline/rule_region.adz` (and `nested_region.adz`).
+const RULES: &str = include_str!("../filetests/inline/rule_region.adz");
 
 /// The same, in two runs: first `sumsq` gets its `sq` region; then `sumsq`,
 /// region and all, is inlined into `g`, where the copied region's parent is
 /// the new `sumsq` region. The region structure is the one-run structure.
+/// (`filetests/inline/region_into_third.ir` holds the second run's input
+/// and output.)
 #[test]
 fn region_inlined_into_a_third_function() {
-    let mut module = compile(RULES);
+    let mut module = compile_named("rule_region.adz", RULES);
     let policy = DefaultPolicy::default();
     let sumsq = module.get("sumsq").unwrap();
     inline_functions(&mut module, &[sumsq], &policy);
-    let after = case("region_into_third", module, &policy, Some(&["g"]));
+    // The filetest of the second run starts from this module.
+    let third = include_str!("../filetests/inline/region_into_third.ir");
+    let lines = |t: &str| -> Vec<String> {
+        t.lines()
+            .take_while(|l| !l.starts_with("; ----"))
+            .filter(|l| !l.trim().is_empty() && !l.starts_with(';'))
+            .map(str::to_string)
+            .collect()
+    };
+    assert_eq!(
+        lines(third),
+        lines(&module.to_string()),
+        "the input of region_into_third.ir is not the output of rule_region.adz"
+    );
+    let mut after = module;
+    let g = after.get("g").unwrap();
+    inline_functions(&mut after, &[g], &policy);
+    check_well_formed(&after).unwrap();
     let g = after.func(after.get("g").unwrap());
     let shape: Vec<_> = g
         .regions
@@ -296,146 +98,6 @@ fn region_inlined_into_a_third_function() {
         })
         .collect();
     assert_eq!(shape, shape1);
-}
-
-/// A region whose results are values computed inside it (the form of the
-/// example in docs/ir.md), inlined into a caller that is itself inside a
-/// region of a fourth function.
-#[test]
-fn hand_written_region_nested_twice() {
-    let text = r#"function @sq(x: f64) -> f64 rules(forward: @sq.fwd) {
-block0(v0: f64):
-    v1 = fmul v0, v0
-    return v1
-}
-
-function @sq.fwd(x: f64, x.t: f64) -> (f64, f64) {
-block0(v0: f64, v1: f64):
-    v2 = fmul v0, v0
-    v3 = fconst 2.0
-    v4 = fmul v3, v0
-    v5 = fmul v4, v1
-    return v2, v5
-}
-
-function @sum_sq(xs: arr) -> f64 rules(forward: @sum_sq.fwd) {
-    region0: @sq(v6) -> (v7) blocks(block3) rules(forward: @sq.fwd)
-block0(v0: arr):
-    v1 = len v0
-    v2 = iconst 0
-    v3 = fconst 0.0
-    jump block1(v2, v3)
-block1(v4: i64, v5: f64):
-    v8 = icmp lt v4, v1
-    brif v8, block2, block4
-block2:
-    v6 = load v0, v4
-    jump block3
-block3:
-    v7 = fmul v6, v6
-    jump block5
-block5:
-    v9 = fadd v5, v7
-    v10 = iconst 1
-    v11 = iadd v4, v10
-    jump block1(v11, v9)
-block4:
-    return v5
-}
-
-function @sum_sq.fwd(xs: arr, dxs: arr) -> (f64, f64) inline(never) {
-block0(v0: arr, v1: arr):
-    v2 = fconst 0.0
-    return v2, v2
-}
-
-function @norm(xs: arr) -> f64 rules(forward: @sum_sq.fwd) {
-block0(v0: arr):
-    v1 = call @sum_sq(v0)
-    v2 = sqrt v1
-    return v2
-}
-
-function @main(xs: arr) -> f64 {
-block0(v0: arr):
-    v1 = call @norm(v0)
-    v2 = call @norm(v0)
-    v3 = fadd v1, v2
-    return v3
-}
-"#;
-    let after = case(
-        "hand_written_region",
-        parse(text),
-        &DefaultPolicy::default(),
-        None,
-    );
-    let main = after.func(after.get("main").unwrap());
-    // norm, sum_sq, sq — twice.
-    let parents: Vec<_> = main
-        .regions
-        .values()
-        .map(|r| r.parent.map(|p| p.as_u32()))
-        .collect();
-    assert_eq!(parents, [None, Some(0), Some(1), None, Some(3), Some(4)]);
-}
-
-/// Rule functions are ordinary functions: calls to a rule (as derivative IR
-/// makes them) are inlined, a rule's own calls are inlined into it, and a
-/// rule that carries rules of its own becomes a region.
-#[test]
-fn rule_function_inlined() {
-    let text = r#"function @sq(x: f64) -> f64 rules(forward: @sq.fwd) {
-block0(v0: f64):
-    v1 = fmul v0, v0
-    return v1
-}
-
-function @sq.fwd(x: f64, x.t: f64) -> (f64, f64) rules(reverse: @sq.fwd.rev) {
-block0(v0: f64, v1: f64):
-    v2 = call @sq(v0)
-    v3 = fconst 2.0
-    v4 = fmul v3, v0
-    v5 = fmul v4, v1
-    return v2, v5
-}
-
-function @sq.fwd.rev(x: f64, x.t: f64, d0: f64, d1: f64) -> (f64, f64) {
-block0(v0: f64, v1: f64, v2: f64, v3: f64):
-    v4 = fconst 2.0
-    v5 = fmul v4, v0
-    v6 = fmul v5, v2
-    v7 = fmul v4, v1
-    v8 = fmul v7, v3
-    v9 = fadd v6, v8
-    v10 = fmul v5, v3
-    return v9, v10
-}
-
-function @f.fwd(x: f64, x.t: f64) -> (f64, f64) {
-block0(v0: f64, v1: f64):
-    v2, v3 = call @sq.fwd(v0, v1)
-    v4 = sin v2
-    v5 = cos v2
-    v6 = fmul v5, v3
-    return v4, v6
-}
-"#;
-    let after = case(
-        "rule_function",
-        parse(text),
-        &DefaultPolicy::default(),
-        None,
-    );
-    let ffwd = after.func(after.get("f.fwd").unwrap());
-    let callees: Vec<_> = ffwd
-        .regions
-        .values()
-        .map(|r| after.func(r.callee).name.as_str())
-        .collect();
-    assert_eq!(callees, ["sq.fwd", "sq"]);
-    let rule = after.func(after.get("sq.fwd").unwrap());
-    assert_eq!(rule.regions.len(), 1);
 }
 
 /// A policy that refuses everything leaves the module untouched.
