@@ -3,7 +3,7 @@
 //! `ADZE_BLESS=1` in the environment rewrites the file instead and prints a
 //! unified diff of what changed.
 
-use crate::diff::unified_diff;
+use crate::diff::unified_diff_at;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -59,7 +59,8 @@ pub fn expect_in_file(path: &Path, range: Range<usize>, actual: &str) -> Result<
         return Ok(Outcome::Same);
     }
     let name = display_path(path);
-    let diff = unified_diff(&name, expected, actual);
+    let first_line = text[..range.start].matches('\n').count();
+    let diff = unified_diff_at(&name, expected, actual, first_line);
     if !blessing() {
         return Err(Mismatch {
             path: path.to_path_buf(),
@@ -95,8 +96,10 @@ pub fn expect_file(path: impl AsRef<Path>, actual: &str) {
 /// messages that a reader can paste), else as given.
 pub fn display_path(path: &Path) -> String {
     let root = workspace_root();
+    let root = root.canonicalize().unwrap_or(root);
+    let path = path.canonicalize().unwrap_or_else(|_| path.to_path_buf());
     path.strip_prefix(&root)
-        .unwrap_or(path)
+        .unwrap_or(&path)
         .display()
         .to_string()
 }

@@ -109,6 +109,12 @@ fn myers(a: &[&str], b: &[&str]) -> Option<Vec<Edit>> {
 /// `old` → `new` as a unified diff with three lines of context, headed
 /// `--- {name} (expected)` / `+++ {name} (actual)`; empty if they are equal.
 pub fn unified_diff(name: &str, old: &str, new: &str) -> String {
+    unified_diff_at(name, old, new, 0)
+}
+
+/// [`unified_diff`] of two texts that start after line `offset` of a file:
+/// the hunks give the file's line numbers.
+pub fn unified_diff_at(name: &str, old: &str, new: &str, offset: usize) -> String {
     if old == new {
         return String::new();
     }
@@ -148,7 +154,7 @@ pub fn unified_diff(name: &str, old: &str, new: &str) -> String {
         let (a1, b1) = pos[end];
         let range = |from: usize, to: usize| {
             let len = to - from;
-            let first = if len == 0 { from } else { from + 1 };
+            let first = offset + if len == 0 { from } else { from + 1 };
             format!("{first},{len}")
         };
         out.push_str(&format!("@@ -{} +{} @@\n", range(a0, a1), range(b0, b1)));

@@ -263,10 +263,7 @@ fn section(
                 Kind::Nextln => format!("not found on the line after {}", where_(cursor)),
                 _ => format!("not found from {} on", where_(cursor)),
             };
-            failures.push(format!(
-                "{}: {}: `{}` {what}",
-                c.line, c.kind, c.pattern
-            ));
+            failures.push(format!("{}: {}: `{}` {what}", c.line, c.kind, c.pattern));
             return;
         };
         check_nots(&nots, lines, cursor, Pos { line: l, col: s }, failures);
