@@ -4,6 +4,7 @@
 //! unified diff of what changed.
 
 use crate::diff::unified_diff_at;
+use std::io::Write;
 use std::ops::Range;
 use std::path::{Path, PathBuf};
 
@@ -22,7 +23,7 @@ pub enum Outcome {
     /// The expected text was already the actual one.
     Same,
     /// `ADZE_BLESS` was set and the file was rewritten; the unified diff of
-    /// the expected part (also printed to stdout).
+    /// the expected part (also written to stderr).
     Blessed(String),
 }
 
@@ -73,7 +74,9 @@ pub fn expect_in_file(path: &Path, range: Range<usize>, actual: &str) -> Result<
             .unwrap_or_else(|e| panic!("cannot create {}: {e}", dir.display()));
     }
     std::fs::write(path, blessed).unwrap_or_else(|e| panic!("cannot write {name}: {e}"));
-    println!("{BLESS_VAR}: rewrote {name}\n{diff}");
+    // Straight to the stderr stream, past the test harness's capture: the
+    // test passes, and its captured output would not be shown.
+    let _ = writeln!(std::io::stderr(), "{BLESS_VAR}: rewrote {name}\n{diff}");
     Ok(Outcome::Blessed(diff))
 }
 
