@@ -14,7 +14,7 @@
 //!   unified diff of the change is printed. Every test of the workspace
 //!   that holds expected output in a file goes through
 //!   [`bless::expect_in_file`].
-//! - [`adze`] (feature `adze`): `compile(src)`, `parse`, `verify`, the
+//! - `adze` (feature `adze`): `compile(src)`, `parse`, `verify`, the
 //!   print → parse → print round trip, float closeness.
 //!
 //! # Why the compiler helpers are behind a feature
@@ -26,7 +26,7 @@
 //! (and so adze-ir): if it were unconditional, adze-ir's dev-dependency on
 //! this crate would make it depend on itself through adze-lang, and its unit
 //! tests (the crate compiled with `--test`) would link a second adze-ir
-//! whose types do not match the first. So the [`adze`] module is behind the
+//! whose types do not match the first. So the `adze` module is behind the
 //! `adze` feature, which only crates downstream of adze-lang enable
 //! (adze-opt, adze-ad, the `adze` facade). adze-ir and adze-lang never
 //! enable it and never call it; they keep the small front-end step they
