@@ -8,9 +8,10 @@ default:
 test:
     cargo test --workspace
 
-# Accept new IR snapshot output (tests/expected/*.ir and crate snapshots).
+# Accept new expected output (expected files and filetests; docs/testing.md),
+# printing a diff of each rewrite.
 bless:
-    ADZE_BLESS=1 INSTA_UPDATE=always cargo test --workspace
+    ADZE_BLESS=1 cargo test --workspace
 
 # Benchmarks (criterion): both benches, `jit` and `workloads`; see
 # docs/performance.md.

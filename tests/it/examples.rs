@@ -3,7 +3,7 @@
 //! interpreter with bit-identical results; `// run:` lines give exact values
 //! worked out by hand.
 
-use crate::support::{check_expected, examples, inputs, load, reaches_autodiff, root};
+use crate::support::{examples, inputs, load, reaches_autodiff, root};
 use adze::args::parse_value;
 use adze::Engine;
 use adze_ir::{Opcode, Type, Val};
@@ -66,7 +66,7 @@ fn ir_dumps_match_the_expected_files() {
         // here); the expected file names it from the repository's root.
         let mut module = session.module.clone();
         module.source_file = Some(format!("ir-examples/{stem}.adz"));
-        check_expected(&expected, &module.to_string());
+        adze_test_support::expect_file(&expected, &module.to_string());
     }
 }
 
@@ -238,7 +238,7 @@ fn derivative_ir_of_the_examples_matches_the_expected_files() {
             let file = root()
                 .join("tests/expected")
                 .join(format!("{stem}.{ext}.ir"));
-            check_expected(&file, &text);
+            adze_test_support::expect_file(&file, &text);
         }
     }
 }

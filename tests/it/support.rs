@@ -69,34 +69,3 @@ pub fn inputs(params: &[Type], count: usize) -> Vec<Vec<Val>> {
         })
         .collect()
 }
-
-/// Compares `actual` with the file at `path`; with `ADZE_BLESS=1` in the
-/// environment, (re)writes the file instead.
-pub fn check_expected(path: &Path, actual: &str) {
-    if std::env::var_os("ADZE_BLESS").is_some() {
-        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-        std::fs::write(path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(path).unwrap_or_else(|_| {
-        panic!(
-            "missing expected file {}; run `ADZE_BLESS=1 cargo test` to create it",
-            path.display()
-        )
-    });
-    if expected != actual {
-        let first = expected
-            .lines()
-            .zip(actual.lines())
-            .position(|(a, b)| a != b)
-            .unwrap_or(expected.lines().count().min(actual.lines().count()));
-        panic!(
-            "{} differs from the output, first at line {}:\n  expected: {:?}\n  actual:   {:?}\n\
-             (run `ADZE_BLESS=1 cargo test` to accept the new output)",
-            path.display(),
-            first + 1,
-            expected.lines().nth(first).unwrap_or("<end>"),
-            actual.lines().nth(first).unwrap_or("<end>"),
-        );
-    }
-}

@@ -1,8 +1,10 @@
-//! Programs that compile: their IR (snapshots under `snapshots/`), checked by
-//! the IR verifier, and the language decisions that the IR shows.
+//! Programs that compile: their IR, checked by the IR verifier, and the
+//! language decisions that the IR shows. Source in, IR out cases are the
+//! filetests `tests/filetests/*.adz` (`// test: lower`, see
+//! docs/testing.md); what needs Rust around it is here.
 
 use adze_ir::{verify::verify_module, InlineHint, Module, Type};
-use insta::assert_snapshot;
+use adze_test_support::{run_filetests, Config};
 
 fn compile(src: &str) -> Module {
     let module = match adze_lang::compile("test.adz", src) {
@@ -15,169 +17,31 @@ fn compile(src: &str) -> Module {
     module
 }
 
-fn ir(src: &str) -> String {
-    compile(src).to_string()
-}
-
+/// `// test: lower`: the file compiles (under its own name) and verifies;
+/// the output is the module.
 #[test]
-fn seed_program() {
-    assert_snapshot!(ir(include_str!("programs/seed.adz")));
-}
-
-#[test]
-fn literals_and_arithmetic() {
-    assert_snapshot!(ir("
-        fn f(x: f64, n: i64) -> f64 {
-            let a = 2 * x + 1;          // integer literals become f64
-            let b = -3.5 - -x;          // negated literals are folded
-            let k = n % 4 - -2;         // i64 arithmetic
-            let m = (1 + 2) * x;        // a literal expression becomes f64 as a whole
-            a / b + m * f64(k) + sin(1) + atan2(x, 2)
-        }"));
-}
-
-#[test]
-fn powers() {
-    assert_snapshot!(ir("
-        fn f(x: f64, y: f64, n: i64) -> f64 {
-            x ^ 3 + x ^ -2 + 2 ^ x + x ^ 0.5 + x ^ y + x ^ f64(n) + -x ^ 2 + x ^ (-1) + pow(x, 2)
-        }"));
-}
-
-#[test]
-fn comparisons_and_short_circuit() {
-    assert_snapshot!(ir("
-        fn f(x: f64, n: i64, b: bool) -> bool {
-            (x < 1.0 && n >= 2) || !b && x != 0
-        }"));
-}
-
-#[test]
-fn if_expression_and_var_joins() {
-    assert_snapshot!(ir("
-        fn f(x: f64) -> f64 {
-            var s = 0.0;
-            var t = 1.0;
-            if x > 0.0 { s = x; } else { t = -x; }
-            if s > 1.0 { s = 1; }
-            let y = if t > s { t } else if s > 2.0 { 2 } else { s };
-            s + t + y
-        }"));
-}
-
-#[test]
-fn counted_loop_shape() {
-    // Only the vars assigned in the loop become header parameters.
-    assert_snapshot!(ir("
-        fn f(x: [f64], c: f64) -> f64 {
-            var s = 0.0;
-            var unused = c;
-            for i in 1..len(x) - 1 { s = s + x[i] * unused; }
-            s + unused
-        }"));
-}
-
-#[test]
-fn while_and_nested_loops() {
-    assert_snapshot!(ir("
-        fn f(n: i64) -> i64 {
-            var total = 0;
-            var k = n;
-            while k > 0 {
-                for i in 0..k { total = total + i; }
-                k = k - 1;
-            }
-            total
-        }"));
-}
-
-#[test]
-fn early_returns() {
-    assert_snapshot!(ir("
-        fn f(x: [f64], t: f64) -> i64 {
-            for i in 0..len(x) {
-                if x[i] > t { return i; }
-            }
-            -1
+fn filetests() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/filetests");
+    let config = Config {
+        extensions: &[("adz", "//")],
+        directives: &[],
+    };
+    run_filetests(dir, &config, |file| match file.command[0].as_str() {
+        "lower" if file.args().is_empty() => {
+            let name = file.path.file_name().unwrap().to_string_lossy();
+            let module = adze_lang::compile(&name, file.input()).map_err(|d| d.render())?;
+            verify_module(&module).map_err(|e| e.to_string())?;
+            Ok(module.to_string())
         }
-        fn g(x: f64) -> f64 {
-            if x < 0.0 { return 0.0; } else if x > 1.0 { return 1.0; } else { x }
-        }
-        fn h(x: f64) -> f64 {
-            let y = if x < 0.0 { return 0.0; } else { x * 2.0 };
-            y
-        }"));
-}
-
-#[test]
-fn arrays() {
-    assert_snapshot!(ir("
-        fn f(x: [f64], y: mut [f64]) -> f64 {
-            let t = zeros(len(x));
-            fill(t, 1);
-            for i in 0..len(x) { t[i] = x[i] * 2; y[i] = t[i]; }
-            scale(t, 3.0);
-            scale(y, 0.5);
-            t[0]
-        }
-        fn scale(a: mut [f64], k: f64) {
-            for i in 0..len(a) { a[i] = a[i] * k; }
-        }"));
-}
-
-#[test]
-fn tuples_calls_and_recursion() {
-    assert_snapshot!(ir("
-        fn pair(x: f64) -> (f64, f64) { (x, 2 * x) }
-        fn swap(x: f64) -> (f64, f64) {
-            let (a, b) = pair(x);
-            if a > 0.0 { return (b, a); }
-            pair(b)
-        }
-        fn fact(n: i64) -> i64 { if n <= 1 { 1 } else { n * fact(n - 1) } }
-        fn even(n: i64) -> bool { if n == 0 { true } else { odd(n - 1) } }
-        fn odd(n: i64) -> bool { if n == 0 { false } else { even(n - 1) } }
-        fn pick(x: f64, c: bool) -> (f64, f64) {
-            if c { (x, 1.0) } else { swap(x) }
-        }"));
-}
-
-#[test]
-fn autodiff_requests() {
-    assert_snapshot!(ir("
-        fn f(x: f64, a: [f64], n: i64) -> f64 { x * a[n] }
-        fn g(x: f64, y: f64) -> (f64, f64) { (x * y, x + y) }
-        fn fwd(x: f64, a: [f64], da: [f64]) -> (f64, f64) {
-            autodiff(forward, f, dual, dual(x, 1), dup(a, da), const(0))
-        }
-        fn fwd_tuple(x: f64) -> f64 {
-            let (p, q, tp, tq) = autodiff(forward, g, dual, dual(x, 1.0), const(2.0));
-            p + q + tp + tq
-        }
-        fn rev(x: f64, a: [f64], da: mut [f64]) -> f64 {
-            autodiff(reverse, f, active, active(x), dup(a, da), const(1))
-        }
-        fn rev2(x: f64, y: f64) -> (f64, f64) {
-            autodiff(reverse, g, const, active(x), active(y))
-        }
-        fn nested(x: f64, a: [f64], da: mut [f64], dda: mut [f64]) -> (f64, f64) {
-            autodiff(forward, rev, dual, dual(x, 1.0), const(a), dup(da, dda))
-        }"));
+        other => Err(format!(
+            "unknown command `{other}` (this directory has `lower`)"
+        )),
+    });
 }
 
 #[test]
 fn rules_and_attributes() {
-    let src = "
-        rule reverse sq(x: f64, dret: f64) -> f64 { 2 * x * dret }
-        #[inline(never)]
-        fn sq(x: f64) -> f64 { x * x }
-        rule forward sq(x: f64, tx: f64) -> (f64, f64) { (sq(x), 2 * x * tx) }
-        #[inline(always)]
-        fn norm(v: mut [f64], n: i64) -> (f64, bool) { (v[0], n > 0) }
-        rule forward norm(v: mut [f64], tv: mut [f64], n: i64) -> (f64, bool, f64) { (v[0], true, tv[0]) }
-        rule reverse norm(v: mut [f64], dv: mut [f64], n: i64, d0: f64) { dv[0] = d0; }
-    ";
-    let m = compile(src);
+    let m = compile(include_str!("filetests/rules_and_attributes.adz"));
     let names: Vec<&str> = m.iter().map(|(_, f)| f.name.as_str()).collect();
     assert_eq!(
         names,
@@ -198,7 +62,6 @@ fn rules_and_attributes() {
     assert_eq!(norm.meta.inline, InlineHint::Always);
     assert!(norm.sig.params[0].mutable);
     assert_eq!(norm.sig.results, [Type::F64, Type::Bool]);
-    assert_snapshot!(m.to_string());
 }
 
 #[test]
@@ -226,26 +89,8 @@ fn params_and_zeros_keep_source_names() {
 }
 
 #[test]
-fn shadowing_and_scopes() {
-    assert_snapshot!(ir("
-        fn f(x: f64) -> f64 {
-            let y = x;
-            let y = y * 2.0;
-            var acc = y;
-            for i in 0..3 { let y = f64(i); acc = acc + y; }
-            if acc > 1.0 { let acc2 = acc; acc = acc2 * acc2; }
-            acc + y
-        }"));
-}
-
-#[test]
-fn empty_file_and_unit_functions() {
+fn an_empty_file_has_no_functions() {
     assert_eq!(compile("// nothing\n").len(), 0);
-    assert_snapshot!(ir("
-        fn nothing() {}
-        fn early(a: mut [f64]) { if len(a) == 0 { return; } a[0] = 1.0; }
-        fn tail_call(a: mut [f64]) { early(a) }
-    "));
 }
 
 /// Every intrinsic of the opcode table is a builtin of the language: a call

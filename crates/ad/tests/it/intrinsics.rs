@@ -376,14 +376,7 @@ fn the_table_in_docs_ad_md_is_the_one_in_partials_rs() {
         .take_while(|l| l.starts_with('|'))
         .map(str::len)
         .sum::<usize>();
-    if std::env::var_os("ADZE_BLESS").is_some() {
-        let blessed = format!("{}{table}{}", &doc[..start], &doc[start + len..]);
-        std::fs::write(&path, blessed).unwrap();
-        return;
-    }
-    assert_eq!(
-        &doc[start..start + len],
-        table,
-        "docs/ad.md's table differs from partials.rs's (run `ADZE_BLESS=1 cargo test` to copy it)"
-    );
+    // `ADZE_BLESS=1` copies the table into the document.
+    adze_test_support::expect_in_file(std::path::Path::new(&path), start..start + len, &table)
+        .unwrap_or_else(|e| panic!("{e}"));
 }

@@ -1,13 +1,18 @@
-//! Helpers: parse IR, derive, run through the interpreter, central finite
-//! differences, structural checks of derivative IR, and expected-output files.
+//! Helpers: derive, run through the interpreter, central finite
+//! differences, and expected-output files; compiling, parsing and the
+//! checks of IR come from adze-test-support.
 
 use adze_ad::derive_forward;
 use adze_interp::Interpreter;
-use adze_ir::parse::parse_module;
 use adze_ir::{ArgActivity, FuncId, Module, RetActivity, Val};
+pub use adze_test_support::adze::{assert_close, check_ir, compile, f64s, parse, verify};
 
-pub fn parse(text: &str) -> Module {
-    parse_module(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
+/// Compares `text` with `tests/expected/<name>.ir` (`ADZE_BLESS=1`
+/// rewrites it).
+#[track_caller]
+pub fn expect_file(name: &str, text: &str) {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/expected");
+    adze_test_support::expect_file(std::path::Path::new(dir).join(format!("{name}.ir")), text);
 }
 
 pub fn run(module: &Module, f: FuncId, args: &[Val]) -> Vec<Val> {
@@ -23,54 +28,11 @@ pub fn run_outcome(module: &Module, f: FuncId, args: &[Val]) -> adze_ir::Outcome
         .unwrap_or_else(|e| panic!("{e:?}\n{module}"))
 }
 
-pub fn f64s(vals: &[Val]) -> Vec<f64> {
-    vals.iter()
-        .map(|v| match v {
-            Val::F64(x) => *x,
-            other => panic!("expected an f64, got {other}"),
-        })
-        .collect()
-}
-
 pub fn derive(module: &mut Module, name: &str, args: &[ArgActivity], width: usize) -> FuncId {
     let d = derive_forward(module, name, args, RetActivity::Dual, width)
         .unwrap_or_else(|e| panic!("{e}\n{module}"));
     check_ir(module);
     d
-}
-
-/// The module prints, parses back and prints the same.
-pub fn check_ir(module: &Module) {
-    let text = module.to_string();
-    let back = parse(&text);
-    assert_eq!(
-        back.to_string(),
-        text,
-        "print -> parse -> print changed the IR"
-    );
-    crate::support::verify(module);
-}
-
-pub fn verify(module: &Module) {
-    if let Err(e) = adze_ir::verify::verify_module(module) {
-        panic!("verifier: {e:?}\n{module}");
-    }
-}
-
-/// Relative closeness: |a - b| <= tol * max(1, |a|, |b|).
-pub fn close(a: f64, b: f64, tol: f64) -> bool {
-    if a.is_nan() || b.is_nan() {
-        return a.is_nan() && b.is_nan();
-    }
-    if a.is_infinite() || b.is_infinite() {
-        return a == b;
-    }
-    (a - b).abs() <= tol * 1f64.max(a.abs()).max(b.abs())
-}
-
-#[track_caller]
-pub fn assert_close(got: f64, want: f64, tol: f64, what: &str) {
-    assert!(close(got, want, tol), "{what}: got {got:e}, want {want:e}");
 }
 
 /// Central finite difference of the f64 results of `f` along the direction
@@ -104,36 +66,6 @@ pub fn central_difference(
             _ => None,
         })
         .collect()
-}
-
-/// Compares `text` with `tests/expected/<name>.ir`, or writes it when
-/// `ADZE_BLESS=1`.
-pub fn expect_file(name: &str, text: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/expected")
-        .join(format!("{name}.ir"));
-    if std::env::var_os("ADZE_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(&path, text).unwrap();
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "{} is missing; run with ADZE_BLESS=1 to create it",
-            path.display()
-        )
-    });
-    assert_eq!(
-        text,
-        want,
-        "{} differs; ADZE_BLESS=1 rewrites it",
-        path.display()
-    );
-}
-
-pub fn compile(src: &str) -> Module {
-    let m = adze_lang::compile("test.adz", src).unwrap_or_else(|e| panic!("{e:?}"));
-    verify(&m);
-    m
 }
 
 /// What a derivative is checked against: the f64 results, then the final

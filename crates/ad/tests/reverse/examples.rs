@@ -486,28 +486,12 @@ fn snapshot_of_a_small_split_pair() {
     expect_file("rev_loop_branch", &text);
 }
 
-/// Compares `text` with `tests/expected/<name>.ir`, or writes it when
-/// `ADZE_BLESS=1`.
+/// Compares `text` with `tests/expected/<name>.ir` (`ADZE_BLESS=1`
+/// rewrites it).
+#[track_caller]
 fn expect_file(name: &str, text: &str) {
-    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/expected")
-        .join(format!("{name}.ir"));
-    if std::env::var_os("ADZE_BLESS").is_some_and(|v| v == "1") {
-        std::fs::write(&path, text).unwrap();
-        return;
-    }
-    let want = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "{} is missing; run with ADZE_BLESS=1 to create it",
-            path.display()
-        )
-    });
-    assert_eq!(
-        text,
-        want,
-        "{} differs; ADZE_BLESS=1 rewrites it",
-        path.display()
-    );
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/expected");
+    adze_test_support::expect_file(std::path::Path::new(dir).join(format!("{name}.ir")), text);
 }
 
 #[test]

@@ -1,33 +1,11 @@
-//! Helpers for the reverse-mode tests: compile, derive, run on the
-//! interpreter (and the JIT), finite differences, forward-mode tangents.
+//! Helpers for the reverse-mode tests: derive, run on the interpreter (and
+//! the JIT), finite differences, forward-mode tangents; compiling and the
+//! checks of IR come from adze-test-support.
 
 use adze_ad::{forward_derivative, reverse_derivative, ForwardRequest, ReverseRequest};
 use adze_interp::Interpreter;
 use adze_ir::{ArgActivity, FuncId, Module, Outcome, RetActivity, Type, Val};
-
-pub fn compile(src: &str) -> Module {
-    let m = adze_lang::compile("test.adz", src).unwrap_or_else(|e| panic!("{e:?}"));
-    verify(&m);
-    m
-}
-
-pub fn verify(module: &Module) {
-    if let Err(e) = adze_ir::verify::verify_module(module) {
-        panic!("verifier: {e:?}\n{module}");
-    }
-}
-
-/// The module prints, parses back and prints the same, and verifies.
-pub fn check_ir(module: &Module) {
-    let text = module.to_string();
-    let back = adze_ir::parse::parse_module(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    assert_eq!(
-        back.to_string(),
-        text,
-        "print -> parse -> print changed the IR"
-    );
-    verify(module);
-}
+pub use adze_test_support::adze::{assert_close, check_ir, compile, f64s, verify};
 
 pub fn run(module: &Module, f: FuncId, args: &[Val]) -> Outcome {
     Interpreter::new(module)
@@ -35,36 +13,11 @@ pub fn run(module: &Module, f: FuncId, args: &[Val]) -> Outcome {
         .unwrap_or_else(|e| panic!("{e}\n{module}"))
 }
 
-pub fn f64s(vals: &[Val]) -> Vec<f64> {
-    vals.iter()
-        .map(|v| match v {
-            Val::F64(x) => *x,
-            other => panic!("expected an f64, got {other}"),
-        })
-        .collect()
-}
-
 pub fn arr(v: &Val) -> Vec<f64> {
     match v {
         Val::Array(xs) => xs.clone(),
         other => panic!("expected an array, got {other}"),
     }
-}
-
-/// Relative closeness: |a - b| <= tol * max(1, |a|, |b|).
-pub fn close(a: f64, b: f64, tol: f64) -> bool {
-    if a.is_nan() || b.is_nan() {
-        return a.is_nan() && b.is_nan();
-    }
-    if a.is_infinite() || b.is_infinite() {
-        return a == b;
-    }
-    (a - b).abs() <= tol * 1f64.max(a.abs()).max(b.abs())
-}
-
-#[track_caller]
-pub fn assert_close(got: f64, want: f64, tol: f64, what: &str) {
-    assert!(close(got, want, tol), "{what}: got {got:e}, want {want:e}");
 }
 
 pub fn rev(module: &mut Module, name: &str, args: &[ArgActivity], ret: RetActivity) -> FuncId {

@@ -3,30 +3,7 @@
 //! for bit).
 
 use adze_ir::{FuncId, Module, Outcome, Val};
-
-pub fn compile(src: &str) -> Module {
-    let m = adze_lang::compile("test.adz", src).unwrap_or_else(|e| panic!("{e:?}"));
-    verify(&m);
-    m
-}
-
-pub fn verify(module: &Module) {
-    if let Err(e) = adze_ir::verify::verify_module(module) {
-        panic!("verifier: {e:?}\n{module}");
-    }
-}
-
-/// The module prints, parses back and prints the same, and verifies.
-pub fn check_ir(module: &Module) {
-    let text = module.to_string();
-    let back = adze_ir::parse::parse_module(&text).unwrap_or_else(|e| panic!("{e}\n{text}"));
-    assert_eq!(
-        back.to_string(),
-        text,
-        "print -> parse -> print changed the IR"
-    );
-    verify(module);
-}
+pub use adze_test_support::adze::{check_ir, compile, verify};
 
 /// `src` compiled, with every `autodiff` lowered, checked.
 pub fn lowered(src: &str) -> Module {

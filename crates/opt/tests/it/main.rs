@@ -2,9 +2,10 @@
 
 mod carry;
 mod examples;
+mod filetests;
 mod generated;
+mod inliner;
 mod optimizer;
 mod promote;
-mod snapshots;
 mod support;
 mod version;

@@ -1,17 +1,12 @@
-//! Shared helpers: compiling, the compare-or-bless snapshot check, argument
-//! generation from signatures, and the before/after comparison of runs.
+//! Shared helpers: the compiler's (from adze-test-support), the snapshot
+//! check, argument generation from signatures, and the before/after
+//! comparison of runs.
 
 use adze_interp::Interpreter;
 use adze_ir::{FuncId, InstData, Module, Outcome, RunError, TrapKind, Type, Val};
-use std::path::PathBuf;
-
-pub fn compile(src: &str) -> Module {
-    adze_lang::compile("test.adz", src).unwrap_or_else(|e| panic!("{e:?}\n{src}"))
-}
-
-pub fn parse(text: &str) -> Module {
-    adze_ir::parse::parse_module(text).unwrap_or_else(|e| panic!("{e}\n{text}"))
-}
+pub use adze_test_support::adze::{
+    compile, compile_named, parse, well_formed as check_well_formed,
+};
 
 /// Parses `text`, runs `pass` on every function, checks that the result
 /// verifies and computes the same bits (or the same error) as before on
@@ -43,41 +38,12 @@ pub fn transform_and_compare(
     after.to_string()
 }
 
-/// Verifies the module and checks print → parse → print.
-pub fn check_well_formed(module: &Module) -> Result<(), String> {
-    adze_ir::verify::verify_after_pass(module, "inline").map_err(|e| format!("{e}"))?;
-    let text = module.to_string();
-    let again = adze_ir::parse::parse_module(&text)
-        .map_err(|e| format!("{e}\n{text}"))?
-        .to_string();
-    if again != text {
-        return Err(format!("round trip differs:\n{text}\n---\n{again}"));
-    }
-    Ok(())
-}
-
-/// Compares `actual` with `tests/expected/<name>`, or writes it when
-/// `ADZE_BLESS=1`.
+/// Compares `actual` with `tests/expected/<name>` (`ADZE_BLESS=1`
+/// rewrites it).
+#[track_caller]
 pub fn snapshot(name: &str, actual: &str) {
-    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/expected")
-        .join(name);
-    if std::env::var("ADZE_BLESS").is_ok_and(|v| v == "1") {
-        std::fs::write(&path, actual).unwrap();
-        return;
-    }
-    let expected = std::fs::read_to_string(&path).unwrap_or_else(|_| {
-        panic!(
-            "missing {}; run with ADZE_BLESS=1 to create it. Actual:\n{actual}",
-            path.display()
-        )
-    });
-    if expected != actual {
-        panic!(
-            "{} differs (ADZE_BLESS=1 to update)\n--- expected\n{expected}\n--- actual\n{actual}",
-            path.display()
-        );
-    }
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/expected");
+    adze_test_support::expect_file(std::path::Path::new(dir).join(name), actual);
 }
 
 /// Does `root` reach an `autodiff` request through calls, requests or rules?
