@@ -28,6 +28,8 @@
 //! Architecture invariant: this crate knows nothing of the `.adz` language,
 //! of the AD passes or of the JIT.
 
+#![warn(missing_docs)]
+
 pub mod bounds;
 pub mod builder;
 pub mod cfg;
