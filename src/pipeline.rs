@@ -40,8 +40,8 @@ pub enum Stage {
     /// Every `autodiff` request lowered, then the late inliner (for
     /// `--inline late` and `all`).
     Ad,
-    /// After the optimizer (`ad` unchanged when [`Session::optimize`] is
-    /// off).
+    /// After the optimizer (`ad` unchanged when the session's `optimize` is
+    /// off, `--no-opt`).
     Optimized,
 }
 
