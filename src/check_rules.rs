@@ -72,6 +72,7 @@ pub const LENGTHS: [usize; 9] = [1, 2, 3, 4, 5, 6, 8, 12, 16];
 pub struct RuleCheck {
     /// The function the rule belongs to.
     pub func: String,
+    /// The rule's mode: forward or reverse.
     pub mode: Mode,
     /// The rule function's name.
     pub rule: String,
@@ -93,6 +94,9 @@ pub struct RuleCheck {
 }
 
 impl RuleCheck {
+    /// Does the rule agree: no error, and both its discrepancy and its
+    /// dot-product test's (if any) at most `tolerance`? A NaN discrepancy
+    /// never agrees.
     pub fn agrees(&self, tolerance: f64) -> bool {
         self.error.is_none()
             && self.discrepancy <= tolerance

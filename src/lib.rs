@@ -35,6 +35,8 @@
 //! ```
 #![forbid(unsafe_code)]
 
+#![warn(missing_docs)]
+
 pub mod args;
 pub mod check_rules;
 pub mod pipeline;
@@ -51,23 +53,39 @@ use std::path::PathBuf;
 /// Everything that can go wrong between a file name and a result.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The source file could not be read.
     #[error("cannot read `{path}`: {source}")]
     Io {
+        /// The file, as given.
         path: PathBuf,
+        /// Why it could not be read.
         source: std::io::Error,
     },
     /// Front-end diagnostics; `Display` is the one-line summary, and
     /// [`adze_lang::Diagnostics::render`] gives the excerpts.
     #[error("{0}")]
     Diagnostics(adze_lang::Diagnostics),
+    /// The function asked for is not in the module.
     #[error("no function named `{name}` in this program (it has: {available})")]
-    UnknownFunction { name: String, available: String },
+    UnknownFunction {
+        /// The name asked for.
+        name: String,
+        /// The module's function names without a `.` (the user's, not the
+        /// generated ones), comma-separated.
+        available: String,
+    },
+    /// A bad request from the caller (an option of the command, or an
+    /// argument of the Rust API such as a `const` naming no parameter); the
+    /// message says what is wrong.
     #[error("{0}")]
     Argument(String),
+    /// The program stopped with a run-time error (an executor's trap).
     #[error("{0}")]
     Run(#[from] adze_ir::RunError),
+    /// The JIT could not compile the code.
     #[error("{0}")]
     Jit(#[from] adze_jit::JitError),
+    /// An AD pass refused a derivative request.
     #[error("{0}")]
     Ad(#[from] adze_ad::AdError),
     /// A pass produced IR that does not verify: a bug in adze.

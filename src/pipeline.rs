@@ -16,9 +16,15 @@ use std::path::Path;
 /// Where the inliner runs (SPEC §3). The default is `All`.
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
 pub enum InlineSetting {
+    // The variants' docs are also the help of `--inline` (clap).
+    /// Never inline.
     None,
+    /// Inline before AD only (the `inlined` stage).
     Early,
+    /// Inline after AD only: the derivative IR, and between nested
+    /// derivative requests.
     Late,
+    /// Inline both before and after AD.
     #[default]
     All,
 }
@@ -26,15 +32,24 @@ pub enum InlineSetting {
 /// A stage of the pipeline that `adze dump` can print.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Stage {
+    /// The module as the front end lowered it.
     Parsed,
+    /// After the early inliner (`parsed` unchanged for `--inline none` and
+    /// `late`).
     Inlined,
+    /// Every `autodiff` request lowered, then the late inliner (for
+    /// `--inline late` and `all`).
     Ad,
+    /// After the optimizer (`ad` unchanged when the session's `optimize` is
+    /// off, `--no-opt`).
     Optimized,
 }
 
 impl Stage {
+    /// Every stage, in pipeline order.
     pub const ALL: [Stage; 4] = [Stage::Parsed, Stage::Inlined, Stage::Ad, Stage::Optimized];
 
+    /// The stage's name on the command line (`--stage parsed`).
     pub fn name(self) -> &'static str {
         match self {
             Stage::Parsed => "parsed",
@@ -60,6 +75,7 @@ pub enum Engine {
 pub struct Session {
     /// The module as lowered by the front end.
     pub module: Module,
+    /// Where the inliner runs (default: [`InlineSetting::All`]).
     pub inline: InlineSetting,
     /// Limits of the compiled code and the interpreter: call depth, array
     /// length, and the time a run may take (`limits.timeout`, the

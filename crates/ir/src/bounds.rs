@@ -424,7 +424,9 @@ pub struct CountDownHeader {
     pub counter: Value,
     /// Its position among the header's parameters.
     pub position: usize,
+    /// Where the loop goes when `c` is 0.
     pub exit: Block,
+    /// Where it goes otherwise.
     pub body: Block,
 }
 

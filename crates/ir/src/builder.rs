@@ -23,12 +23,14 @@ use crate::types::Type;
 /// Appends instructions at the end of the current block, each with the
 /// builder's current source location (none until [`FuncBuilder::set_srcloc`]).
 pub struct FuncBuilder<'f> {
+    /// The function being built; free to use between instructions.
     pub func: &'f mut Function,
     block: Option<Block>,
     srcloc: SourceLoc,
 }
 
 impl<'f> FuncBuilder<'f> {
+    /// A builder of `func`, with no current block and no location.
     pub fn new(func: &'f mut Function) -> FuncBuilder<'f> {
         FuncBuilder {
             func,
@@ -42,6 +44,7 @@ impl<'f> FuncBuilder<'f> {
         self.srcloc = loc;
     }
 
+    /// The location given to the instructions built now.
     pub fn srcloc(&self) -> SourceLoc {
         self.srcloc
     }
@@ -65,14 +68,18 @@ impl<'f> FuncBuilder<'f> {
         block
     }
 
+    /// Appends a parameter of type `ty` to `block`.
     pub fn append_block_param(&mut self, block: Block, ty: Type) -> Value {
         self.func.dfg.append_block_param(block, ty)
     }
 
+    /// Makes `block` the current block: instructions are appended to it.
     pub fn switch_to_block(&mut self, block: Block) {
         self.block = Some(block);
     }
 
+    /// The block instructions are appended to; `None` before the first
+    /// [`FuncBuilder::switch_to_block`].
     pub fn current_block(&self) -> Option<Block> {
         self.block
     }
@@ -84,7 +91,9 @@ impl<'f> FuncBuilder<'f> {
             .is_some_and(|i| self.func.dfg.inst(i).opcode().is_terminator())
     }
 
-    /// Appends an instruction with the given result types.
+    /// Appends an instruction with the given result types. Panics without a
+    /// current block. Nothing is checked: appending after a terminator, or
+    /// wrong types, is left to the verifier.
     pub fn build(&mut self, data: InstData, result_types: &[Type]) -> Inst {
         let block = self.block.expect("no current block");
         let inst = self.func.dfg.make_inst(data, result_types);
@@ -98,82 +107,102 @@ impl<'f> FuncBuilder<'f> {
         self.func.dfg.first_result(inst)
     }
 
+    /// `fconst x`.
     pub fn fconst(&mut self, x: f64) -> Value {
         self.build1(InstData::fconst(x), Type::F64)
     }
 
+    /// `iconst x`.
     pub fn iconst(&mut self, x: i64) -> Value {
         self.build1(InstData::IConst { imm: x }, Type::I64)
     }
 
+    /// `bconst x`.
     pub fn bconst(&mut self, x: bool) -> Value {
         self.build1(InstData::BConst { imm: x }, Type::Bool)
     }
 
     /// A one-operand opcode with a fixed signature (`fneg`, `sin`, `len`, ...).
+    /// Panics if `op` has no fixed single result.
     pub fn unary(&mut self, op: Opcode, arg: Value) -> Value {
         let ty = fixed_result(op);
         self.build1(InstData::Unary { op, arg }, ty)
     }
 
     /// A two-operand opcode with a fixed signature (`fadd`, `pow`, `load`, ...).
+    /// Panics if `op` has no fixed single result (`fill`, `samelen`: see
+    /// their own methods).
     pub fn binary(&mut self, op: Opcode, a: Value, b: Value) -> Value {
         let ty = fixed_result(op);
         self.build1(InstData::Binary { op, args: [a, b] }, ty)
     }
 
+    /// `fadd a, b`: `a + b`.
     pub fn fadd(&mut self, a: Value, b: Value) -> Value {
         self.binary(Opcode::Fadd, a, b)
     }
 
+    /// `fsub a, b`: `a - b`.
     pub fn fsub(&mut self, a: Value, b: Value) -> Value {
         self.binary(Opcode::Fsub, a, b)
     }
 
+    /// `fmul a, b`: `a * b`.
     pub fn fmul(&mut self, a: Value, b: Value) -> Value {
         self.binary(Opcode::Fmul, a, b)
     }
 
+    /// `fdiv a, b`: `a / b`.
     pub fn fdiv(&mut self, a: Value, b: Value) -> Value {
         self.binary(Opcode::Fdiv, a, b)
     }
 
+    /// `fneg a`: `-a`.
     pub fn fneg(&mut self, a: Value) -> Value {
         self.unary(Opcode::Fneg, a)
     }
 
+    /// `iadd a, b`: `a + b`, wrapping.
     pub fn iadd(&mut self, a: Value, b: Value) -> Value {
         self.binary(Opcode::Iadd, a, b)
     }
 
+    /// `isub a, b`: `a - b`, wrapping.
     pub fn isub(&mut self, a: Value, b: Value) -> Value {
         self.binary(Opcode::Isub, a, b)
     }
 
+    /// `imul a, b`: `a * b`, wrapping.
     pub fn imul(&mut self, a: Value, b: Value) -> Value {
         self.binary(Opcode::Imul, a, b)
     }
 
+    /// `sitof a`: the i64 `a` as an f64.
     pub fn sitof(&mut self, a: Value) -> Value {
         self.unary(Opcode::Sitof, a)
     }
 
+    /// `tobits a`: the bits of the f64 `a`, as an i64.
     pub fn tobits(&mut self, a: Value) -> Value {
         self.unary(Opcode::Tobits, a)
     }
 
+    /// `frombits a`: the f64 whose bits are the i64 `a`.
     pub fn frombits(&mut self, a: Value) -> Value {
         self.unary(Opcode::Frombits, a)
     }
 
+    /// `not a`: the negation of the bool `a`.
     pub fn not(&mut self, a: Value) -> Value {
         self.unary(Opcode::Not, a)
     }
 
+    /// `powi arg, exp`: `arg ^ exp` for an immediate `exp`.
     pub fn powi(&mut self, arg: Value, exp: i32) -> Value {
         self.build1(InstData::Powi { arg, exp }, Type::F64)
     }
 
+    /// `fcmp cond a, b`: the bool `a cond b` (ordered).
     pub fn fcmp(&mut self, cond: CmpCond, a: Value, b: Value) -> Value {
         self.build1(
             InstData::Cmp {
@@ -185,6 +214,7 @@ impl<'f> FuncBuilder<'f> {
         )
     }
 
+    /// `icmp cond a, b`: the bool `a cond b` (signed).
     pub fn icmp(&mut self, cond: CmpCond, a: Value, b: Value) -> Value {
         self.build1(
             InstData::Cmp {
@@ -196,6 +226,7 @@ impl<'f> FuncBuilder<'f> {
         )
     }
 
+    /// `select c, a, b`: `a` if `c` else `b`; the result has `a`'s type.
     pub fn select(&mut self, c: Value, a: Value, b: Value) -> Value {
         let ty = self.func.dfg.value_type(a);
         self.build1(
@@ -207,14 +238,17 @@ impl<'f> FuncBuilder<'f> {
         )
     }
 
+    /// `len array`: its length, as an i64.
     pub fn len(&mut self, array: Value) -> Value {
         self.unary(Opcode::Len, array)
     }
 
+    /// `load array, index`: the element, bounds-checked.
     pub fn load(&mut self, array: Value, index: Value) -> Value {
         self.binary(Opcode::Load, array, index)
     }
 
+    /// `store array, index, x`: sets the element, bounds-checked.
     pub fn store(&mut self, array: Value, index: Value, x: Value) -> Inst {
         self.build(
             InstData::Ternary {
@@ -225,6 +259,8 @@ impl<'f> FuncBuilder<'f> {
         )
     }
 
+    /// `zeros len, "name"`: a fresh zero-filled array; `name` is its
+    /// source-level name, for error messages.
     pub fn zeros(&mut self, len: Value, name: impl Into<String>) -> Value {
         self.build1(
             InstData::Zeros {
@@ -246,6 +282,7 @@ impl<'f> FuncBuilder<'f> {
         )
     }
 
+    /// `fill array, x`: sets every element to `x`.
     pub fn fill(&mut self, array: Value, x: Value) -> Inst {
         self.build(
             InstData::Binary {
@@ -288,6 +325,7 @@ impl<'f> FuncBuilder<'f> {
         )
     }
 
+    /// `jump block(args)`.
     pub fn jump(&mut self, block: Block, args: &[Value]) -> Inst {
         self.build(
             InstData::Jump {
@@ -300,6 +338,7 @@ impl<'f> FuncBuilder<'f> {
         )
     }
 
+    /// `brif cond, then_block(then_args), else_block(else_args)`.
     pub fn brif(
         &mut self,
         cond: Value,
@@ -324,6 +363,7 @@ impl<'f> FuncBuilder<'f> {
         )
     }
 
+    /// `return values`.
     pub fn ret(&mut self, values: &[Value]) -> Inst {
         self.build(
             InstData::Return {

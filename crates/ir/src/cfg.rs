@@ -229,6 +229,8 @@ impl DominatorTree {
 /// A natural loop ([`natural_loops`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct NaturalLoop {
+    /// The loop's header: the target of its back edges, which dominates
+    /// every block of the loop.
     pub header: Block,
     /// The blocks of the loop, the header first, in the order given (reverse
     /// postorder).

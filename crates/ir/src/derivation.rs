@@ -51,7 +51,9 @@ use crate::instructions::{ArgActivity, Mode, RetActivity};
 /// function per derivation.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Derivation {
+    /// The function it is made from; `None` for a helper.
     pub from: Option<FuncId>,
+    /// What was made of it, with the request's parameters.
     pub step: Step,
 }
 
@@ -61,9 +63,13 @@ pub struct Derivation {
 /// by number, in increasing order).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ReverseSpec {
+    /// One activity per parameter of the function.
     pub args: Vec<ArgActivity>,
+    /// The activity of the results.
     pub ret: RetActivity,
+    /// The f64 results whose cotangent is ignored, by number, increasing.
     pub ignored: Vec<usize>,
+    /// The parameters the adjoint does not take, by number, increasing.
     pub untaken: Vec<usize>,
 }
 
@@ -72,27 +78,54 @@ pub struct ReverseSpec {
 pub enum Step {
     /// A forward derivative: these activities, `width` tangents per value.
     Forward {
+        /// One activity per parameter.
         args: Vec<ArgActivity>,
+        /// The activity of the results.
         ret: RetActivity,
+        /// Tangents per value: 1, or more in vector mode.
         width: usize,
     },
     /// A reverse derivative (the augmented primal, then the adjoint).
     Reverse(ReverseSpec),
     /// The augmented primal of a reverse derivative, recording on `tape`.
-    Augmented { spec: ReverseSpec, tape: u8 },
+    Augmented {
+        /// The reverse request.
+        spec: ReverseSpec,
+        /// The tape it records on.
+        tape: u8,
+    },
     /// The adjoint of a reverse derivative, reading `tape`.
-    Adjoint { spec: ReverseSpec, tape: u8 },
+    Adjoint {
+        /// The reverse request.
+        spec: ReverseSpec,
+        /// The tape it reads.
+        tape: u8,
+    },
     /// The reverse rule made for a function that has rules but no reverse
     /// rule, from the function's own derivative, on `tape`.
-    MadeRule { tape: u8 },
+    MadeRule {
+        /// The tape of the split derivative it runs.
+        tape: u8,
+    },
     /// The adjoint code that applies a reverse rule (the function it is
     /// made from), reading its inputs from `tape`; per array parameter of
     /// the rule's owner, whether the caller passes that array's shadow.
-    ApplyRule { tape: u8, shadowed: Vec<bool> },
+    ApplyRule {
+        /// The tape its inputs are read from.
+        tape: u8,
+        /// Per array parameter of the owner, in order: is its shadow passed?
+        shadowed: Vec<bool>,
+    },
     /// A helper that pushes an array's elements, then its length, on `tape`.
-    TapeSave { tape: u8 },
+    TapeSave {
+        /// The tape pushed on.
+        tape: u8,
+    },
     /// A helper that pops an array's elements from `tape`.
-    TapeRestore { tape: u8 },
+    TapeRestore {
+        /// The tape popped from.
+        tape: u8,
+    },
     /// A helper that copies an array into another.
     Copy,
 }

@@ -11,9 +11,19 @@ use cranelift_entity::{PrimaryMap, SecondaryMap};
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ValueDef {
     /// Result number `num` of `inst`.
-    Result { inst: Inst, num: usize },
+    Result {
+        /// The defining instruction.
+        inst: Inst,
+        /// The result's index among the instruction's results, from 0.
+        num: usize,
+    },
     /// Parameter number `num` of `block`.
-    Param { block: Block, num: usize },
+    Param {
+        /// The block whose parameter it is.
+        block: Block,
+        /// The parameter's index, from 0.
+        num: usize,
+    },
     /// Not defined by anything: a number reserved by the text parser, or a
     /// value whose definition was removed. Using one is a verifier error.
     Detached,
@@ -28,6 +38,7 @@ struct ValueData {
 /// Per-block data: the block's parameters, in order.
 #[derive(Clone, Debug, Default)]
 pub struct BlockData {
+    /// The parameters, in order.
     pub params: Vec<Value>,
 }
 
@@ -64,14 +75,19 @@ impl DataFlowGraph {
         inst
     }
 
+    /// What `inst` is. Panics if `inst` is not an instruction of this
+    /// function.
     pub fn inst(&self, inst: Inst) -> &InstData {
         &self.insts[inst]
     }
 
+    /// Mutable access to what `inst` is; changing its opcode or operands
+    /// does not change its results.
     pub fn inst_mut(&mut self, inst: Inst) -> &mut InstData {
         &mut self.insts[inst]
     }
 
+    /// The results of `inst`, in order (empty for none).
     pub fn inst_results(&self, inst: Inst) -> &[Value] {
         &self.results[inst]
     }
@@ -83,6 +99,8 @@ impl DataFlowGraph {
         r[0]
     }
 
+    /// The number of instructions ever created, placed or not (one more
+    /// than the highest instruction number).
     pub fn num_insts(&self) -> usize {
         self.insts.len()
     }
@@ -94,6 +112,7 @@ impl DataFlowGraph {
         self.srclocs[inst]
     }
 
+    /// Sets the source location of `inst`; [`SourceLoc::NONE`] clears it.
     pub fn set_srcloc(&mut self, inst: Inst, loc: SourceLoc) {
         if loc.is_some() || self.srclocs[inst].is_some() {
             self.srclocs[inst] = loc;
@@ -141,10 +160,12 @@ impl DataFlowGraph {
 
     // ---- values ----
 
+    /// The type of `v`. Panics if `v` is not a value of this function.
     pub fn value_type(&self, v: Value) -> Type {
         self.values[v].ty
     }
 
+    /// Where `v` comes from. Panics if `v` is not a value of this function.
     pub fn value_def(&self, v: Value) -> &ValueDef {
         &self.values[v].def
     }
@@ -154,6 +175,8 @@ impl DataFlowGraph {
         self.values.is_valid(v)
     }
 
+    /// The number of values ever created, defined or detached (one more
+    /// than the highest value number).
     pub fn num_values(&self) -> usize {
         self.values.len()
     }
@@ -205,18 +228,23 @@ impl DataFlowGraph {
 
     // ---- blocks ----
 
+    /// Creates a block without parameters (not yet in the layout).
     pub fn make_block(&mut self) -> Block {
         self.blocks.push(BlockData::default())
     }
 
+    /// The number of blocks ever created, in the layout or not (one more
+    /// than the highest block number).
     pub fn num_blocks(&self) -> usize {
         self.blocks.len()
     }
 
+    /// Is `b` a valid entity number of this function?
     pub fn block_is_valid(&self, b: Block) -> bool {
         self.blocks.is_valid(b)
     }
 
+    /// The parameters of `block`, in order.
     pub fn block_params(&self, block: Block) -> &[Value] {
         &self.blocks[block].params
     }

@@ -11,12 +11,16 @@ use cranelift_entity::PrimaryMap;
 /// store to an array parameter only if it is `mutable` (`mut [f64]`).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Param {
+    /// The parameter's name, as printed in the signature.
     pub name: String,
+    /// Its type.
     pub ty: Type,
+    /// May the function write it? Only arrays may be `mutable`.
     pub mutable: bool,
 }
 
 impl Param {
+    /// A parameter that is not `mutable`.
     pub fn new(name: impl Into<String>, ty: Type) -> Param {
         Param {
             name: name.into(),
@@ -25,6 +29,7 @@ impl Param {
         }
     }
 
+    /// A `mut arr` parameter: an array the function may write.
     pub fn mutable_array(name: impl Into<String>) -> Param {
         Param {
             name: name.into(),
@@ -37,11 +42,14 @@ impl Param {
 /// Parameters and result types of a function. Results are scalars.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Signature {
+    /// The parameters, in order.
     pub params: Vec<Param>,
+    /// The result types, in order (scalars only; empty for none).
     pub results: Vec<Type>,
 }
 
 impl Signature {
+    /// The types of the parameters, in order.
     pub fn param_types(&self) -> impl Iterator<Item = Type> + '_ {
         self.params.iter().map(|p| p.ty)
     }
@@ -50,13 +58,17 @@ impl Signature {
 /// The inliner's hint for a function (`#[inline(always)]`, `#[inline(never)]`).
 #[derive(Copy, Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub enum InlineHint {
+    /// No hint: the inliner's policy decides (not printed).
     #[default]
     Auto,
+    /// `inline(always)`.
     Always,
+    /// `inline(never)`.
     Never,
 }
 
 impl InlineHint {
+    /// The text-format word: `auto`, `always` or `never`.
     pub fn name(self) -> &'static str {
         match self {
             InlineHint::Auto => "auto",
@@ -65,6 +77,7 @@ impl InlineHint {
         }
     }
 
+    /// Parses `auto`, `always` or `never`; `None` otherwise.
     pub fn from_name(s: &str) -> Option<InlineHint> {
         Some(match s {
             "auto" => InlineHint::Auto,
@@ -80,11 +93,14 @@ impl InlineHint {
 /// `docs/ir.md`, "Rules").
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Rules {
+    /// The forward rule, if any.
     pub forward: Option<FuncId>,
+    /// The reverse rule, if any.
     pub reverse: Option<FuncId>,
 }
 
 impl Rules {
+    /// The rule for `mode`, if any.
     pub fn get(&self, mode: Mode) -> Option<FuncId> {
         match mode {
             Mode::Forward => self.forward,
@@ -92,6 +108,7 @@ impl Rules {
         }
     }
 
+    /// Sets (or, with `None`, removes) the rule for `mode`.
     pub fn set(&mut self, mode: Mode, rule: Option<FuncId>) {
         match mode {
             Mode::Forward => self.forward = rule,
@@ -99,6 +116,7 @@ impl Rules {
         }
     }
 
+    /// Has the function no rule at all?
     pub fn is_empty(&self) -> bool {
         self.forward.is_none() && self.reverse.is_none()
     }
@@ -115,7 +133,9 @@ impl Rules {
 /// format and survives every pass.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct FuncMeta {
+    /// The inliner's hint.
     pub inline: InlineHint,
+    /// The custom derivative rules.
     pub rules: Rules,
 }
 
@@ -125,9 +145,13 @@ pub struct FuncMeta {
 /// nothing else creates regions.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegionData {
+    /// The function that was inlined.
     pub callee: FuncId,
+    /// The callee's rules, which the AD passes apply to the region.
     pub rules: Rules,
+    /// The argument values of the inlined call, one per callee parameter.
     pub args: Vec<Value>,
+    /// The values that stand for the call's results, one per callee result.
     pub results: Vec<Value>,
     /// The blocks of the inlined body, entry first.
     pub blocks: Vec<Block>,
@@ -163,11 +187,19 @@ pub struct InlinedData {
 /// function's parameters, in order, with the signature's types.
 #[derive(Clone, Debug, Default)]
 pub struct Function {
+    /// The name, without the `@`: `[A-Za-z0-9_.]+`, unique in its module
+    /// (the module indexes it; see [`crate::Module::func_mut`]).
     pub name: String,
+    /// Parameters and result types.
     pub sig: Signature,
+    /// Inline hint and rules.
     pub meta: FuncMeta,
+    /// What the instructions, values and blocks are.
     pub dfg: DataFlowGraph,
+    /// Where the blocks and instructions are.
     pub layout: Layout,
+    /// The rule regions: inlined calls of functions with rules (semantics;
+    /// see [`RegionData`]).
     pub regions: PrimaryMap<Region, RegionData>,
     /// Where inlined code came from (provenance; see [`InlinedData`]).
     pub inlined: PrimaryMap<Inlined, InlinedData>,
@@ -188,6 +220,7 @@ impl Function {
         self.layout.entry_block().is_none()
     }
 
+    /// The entry block: the first of the layout; `None` for a declaration.
     pub fn entry_block(&self) -> Option<Block> {
         self.layout.entry_block()
     }

@@ -52,25 +52,34 @@ macro_rules! for_each_opcode {
     ($m:ident) => {
         $m! {
 //          variant    name          format    operands              result  effects                    cost   language  libcall
-            /// `v = fconst 1.5`
+            /// `v = fconst 1.5`: the f64 constant of the immediate, stored as
+            /// its IEEE bits (so `-0.0` stays distinct from `0.0`).
             Fconst   = "fconst",     FConst,   []                 -> poly,   [],                        Cheap, -,        -;
-            /// `v = iconst 3`
+            /// `v = iconst 3`: the i64 constant of the immediate.
             Iconst   = "iconst",     IConst,   []                 -> poly,   [],                        Cheap, -,        -;
-            /// `v = bconst true`
+            /// `v = bconst true`: the bool constant of the immediate.
             Bconst   = "bconst",     BConst,   []                 -> poly,   [],                        Cheap, -,        -;
 
+            /// `a + b`, IEEE 754, correctly rounded.
             Fadd     = "fadd",       Binary,   [F64, F64]         -> F64,    [],                        Cheap, -,        -;
+            /// `a - b`, IEEE 754, correctly rounded.
             Fsub     = "fsub",       Binary,   [F64, F64]         -> F64,    [],                        Cheap, -,        -;
+            /// `a * b`, IEEE 754, correctly rounded.
             Fmul     = "fmul",       Binary,   [F64, F64]         -> F64,    [],                        Cheap, -,        -;
+            /// `a / b`, IEEE 754, correctly rounded (`x / 0` is ±inf or NaN,
+            /// never a trap).
             Fdiv     = "fdiv",       Binary,   [F64, F64]         -> F64,    [],                        Slow,  -,        -;
+            /// `-a`: flips the sign bit (`-0.0` for `0.0`).
             Fneg     = "fneg",       Unary,    [F64]              -> F64,    [],                        Cheap, -,        -;
             /// `x ^ n` for an integer literal `n`: exact binary powering (see
             /// [`crate::semantics::powi`]); the exponent is an immediate.
             Powi     = "powi",       Powi,     [F64]              -> F64,    [],                        Cheap, -,        -;
 
-            /// Wrapping i64 arithmetic.
+            /// `a + b`, wrapping i64 arithmetic.
             Iadd     = "iadd",       Binary,   [I64, I64]         -> I64,    [],                        Cheap, -,        -;
+            /// `a - b`, wrapping.
             Isub     = "isub",       Binary,   [I64, I64]         -> I64,    [],                        Cheap, -,        -;
+            /// `a * b`, wrapping.
             Imul     = "imul",       Binary,   [I64, I64]         -> I64,    [],                        Cheap, -,        -;
             /// Truncating division; division by zero and `i64::MIN / -1` trap.
             /// `Cheap`: the optimizer merges it only when the divisor is a
@@ -80,8 +89,10 @@ macro_rules! for_each_opcode {
             /// Remainder with the sign of the dividend; `x % 0` traps, `i64::MIN % -1` traps.
             /// `Cheap` as `idiv`.
             Irem     = "irem",       Binary,   [I64, I64]         -> I64,    [trap],                    Cheap, -,        -;
+            /// `-a`, wrapping (`-i64::MIN` is `i64::MIN`).
             Ineg     = "ineg",       Unary,    [I64]              -> I64,    [],                        Cheap, -,        -;
 
+            /// Logical negation of a bool.
             Not      = "not",        Unary,    [Bool]             -> Bool,   [],                        Cheap, -,        -;
             /// i64 to f64, rounding to nearest.
             Sitof    = "sitof",      Unary,    [I64]              -> F64,    [],                        Cheap, -,        -;
@@ -92,23 +103,41 @@ macro_rules! for_each_opcode {
             /// The f64 with these bits (no conversion); see `tobits`.
             Frombits = "frombits",   Unary,    [I64]              -> F64,    [],                        Cheap, -,        -;
 
+            /// Sine, `x` in radians (Rust's `f64::sin`).
             Sin      = "sin",        Unary,    [F64]              -> F64,    [],                        Libm,  "sin",    adze_sin;
+            /// Cosine, `x` in radians.
             Cos      = "cos",        Unary,    [F64]              -> F64,    [],                        Libm,  "cos",    adze_cos;
+            /// Tangent, `x` in radians.
             Tan      = "tan",        Unary,    [F64]              -> F64,    [],                        Libm,  "tan",    adze_tan;
+            /// Arcsine, in radians in `[-pi/2, pi/2]`; NaN outside `[-1, 1]`.
             Asin     = "asin",       Unary,    [F64]              -> F64,    [],                        Libm,  "asin",   adze_asin;
+            /// Arccosine, in radians in `[0, pi]`; NaN outside `[-1, 1]`.
             Acos     = "acos",       Unary,    [F64]              -> F64,    [],                        Libm,  "acos",   adze_acos;
+            /// Arctangent, in radians in `[-pi/2, pi/2]`.
             Atan     = "atan",       Unary,    [F64]              -> F64,    [],                        Libm,  "atan",   adze_atan;
+            /// Hyperbolic sine.
             Sinh     = "sinh",       Unary,    [F64]              -> F64,    [],                        Libm,  "sinh",   adze_sinh;
+            /// Hyperbolic cosine.
             Cosh     = "cosh",       Unary,    [F64]              -> F64,    [],                        Libm,  "cosh",   adze_cosh;
+            /// Hyperbolic tangent.
             Tanh     = "tanh",       Unary,    [F64]              -> F64,    [],                        Libm,  "tanh",   adze_tanh;
+            /// `e^x`.
             Exp      = "exp",        Unary,    [F64]              -> F64,    [],                        Libm,  "exp",    adze_exp;
+            /// `e^x - 1`, accurate near 0.
             Expm1    = "expm1",      Unary,    [F64]              -> F64,    [],                        Libm,  "expm1",  adze_expm1;
+            /// Natural logarithm: -inf at ±0, NaN below 0.
             Log      = "log",        Unary,    [F64]              -> F64,    [],                        Libm,  "log",    adze_log;
+            /// `ln(1 + x)`, accurate near 0: -inf at -1, NaN below -1.
             Log1p    = "log1p",      Unary,    [F64]              -> F64,    [],                        Libm,  "log1p",  adze_log1p;
+            /// Square root, correctly rounded: `-0.0` at `-0.0`, NaN below 0.
             Sqrt     = "sqrt",       Unary,    [F64]              -> F64,    [],                        Slow,  "sqrt",   -;
+            /// Cube root (negative for negative `x`).
             Cbrt     = "cbrt",       Unary,    [F64]              -> F64,    [],                        Libm,  "cbrt",   adze_cbrt;
+            /// Absolute value: clears the sign bit.
             Abs      = "abs",        Unary,    [F64]              -> F64,    [],                        Cheap, "abs",    -;
+            /// Rounds toward -inf.
             Floor    = "floor",      Unary,    [F64]              -> F64,    [],                        Cheap, "floor",  -;
+            /// Rounds toward +inf.
             Ceil     = "ceil",       Unary,    [F64]              -> F64,    [],                        Cheap, "ceil",   -;
             /// Rounds half away from zero.
             Round    = "round",      Unary,    [F64]              -> F64,    [],                        Cheap, "round",  adze_round;
@@ -116,8 +145,12 @@ macro_rules! for_each_opcode {
             Sign     = "sign",       Unary,    [F64]              -> F64,    [],                        Cheap, "sign",   adze_sign;
             /// The error function, `2/sqrt(pi) · ∫₀ˣ exp(-t²) dt`.
             Erf      = "erf",        Unary,    [F64]              -> F64,    [],                        Libm,  "erf",    adze_erf;
+            /// `atan2(y, x)`: the angle of the point `(x, y)`, in radians in
+            /// `[-pi, pi]`; the first operand is `y`.
             Atan2    = "atan2",      Binary,   [F64, F64]         -> F64,    [],                        Libm,  "atan2",  adze_atan2;
+            /// `a ^ b` for any f64 exponent (Rust's `f64::powf`).
             Pow      = "pow",        Binary,   [F64, F64]         -> F64,    [],                        Libm,  "pow",    adze_pow;
+            /// `sqrt(a² + b²)` without intermediate overflow or underflow.
             Hypot    = "hypot",      Binary,   [F64, F64]         -> F64,    [],                        Libm,  "hypot",  adze_hypot;
             /// IEEE 754-2019 `minimum`: NaN if either operand is NaN, -0 < +0.
             Min      = "min",        Binary,   [F64, F64]         -> F64,    [],                        Cheap, "min",    -;
@@ -133,14 +166,19 @@ macro_rules! for_each_opcode {
 
             /// Length of an array, as i64.
             Len      = "len",        Unary,    [Array]            -> I64,    [],                        Cheap, -,        -;
-            /// `v = load a, i`: bounds-checked read.
+            /// `v = load a, i`: element `i` of `a`; traps with
+            /// `IndexOutOfBounds` unless `0 <= i < len(a)`.
             Load     = "load",       Binary,   [Array, I64]       -> F64,    [read trap],               -,     -,        -;
-            /// `store a, i, x`: bounds-checked write.
+            /// `store a, i, x`: sets element `i` of the writable array `a` to
+            /// `x`; traps with `IndexOutOfBounds` unless `0 <= i < len(a)`.
             Store    = "store",      Ternary,  [Array, I64, F64]  -> none,   [write trap],              -,     -,        -;
             /// `v = zeros n, "name"`: a zero-filled local array, freed when the
-            /// function returns. `n` must be in `0..=MAX_ARRAY_LEN`.
+            /// function returns. Traps with `BadArrayLength` unless `n` is in
+            /// `0..=` the run's [`Limits::max_array_len`](crate::Limits::max_array_len)
+            /// (by default `MAX_ARRAY_LEN`), and with `OutOfMemory` when the
+            /// memory cannot be had.
             Zeros    = "zeros",      Zeros,    [I64]              -> Array,  [write trap],              -,     -,        -;
-            /// `fill a, x`: sets every element.
+            /// `fill a, x`: sets every element of the writable array `a` to `x`.
             Fill     = "fill",       Binary,   [Array, F64]       -> none,   [write],                   -,     -,        -;
             /// `samelen a, da`: traps with `ShadowLengthMismatch` unless the array
             /// `a` and its shadow `da` have the same length. Derivatives check each
@@ -151,24 +189,33 @@ macro_rules! for_each_opcode {
             /// [`MAX_TAPES`] last-in-first-out stacks that live for one outermost
             /// call. Reverse mode records values here in the forward sweep and reads
             /// them back in the reverse sweep; nested derivatives use distinct tapes
-            /// so that their records never interleave.
+            /// so that their records never interleave. Traps with
+            /// `TapeOutOfMemory` when the tape cannot grow.
             Push     = "push",       Push,     []                 -> poly,   [write trap],              -,     -,        -;
             /// `v = pop T, f64`: pops the value pushed last on tape `T`; its type is
             /// an immediate and must be the type that was pushed. Popping an empty
-            /// tape traps.
+            /// tape, or a value of another type, traps with `TapeMismatch`.
             Pop      = "pop",        Pop,      []                 -> poly,   [read write trap],         -,     -,        -;
 
-            /// `v1, v2 = call @f(args..)`
+            /// `v1, v2 = call @f(args..)`: runs `@f` on the arguments and gives its
+            /// results. Traps with `CallDepthExceeded` when the call would pass
+            /// the call-depth limit, and with whatever `@f` traps with.
             Call     = "call",       Call,     []                 -> poly,   [read write trap control], -,     -,        -;
             /// `vs = autodiff forward dual @f(dual v1, v2, const v3)`: a derivative
             /// request, replaced by a call to a derivative function by the AD passes.
+            /// Executors refuse to run one left unlowered (the interpreter traps
+            /// with `Unsupported`, the JIT refuses to compile it).
             Autodiff = "autodiff",   Autodiff, []                 -> poly,   [read write trap control], -,     -,        -;
 
-            /// `jump block1(args..)`
+            /// `jump block1(args..)`: continues at `block1`, whose parameters
+            /// take the arguments.
             Jump     = "jump",       Jump,     []                 -> poly,   [control],                 -,     -,        -;
-            /// `brif c, block1(args..), block2(args..)`
+            /// `brif c, block1(args..), block2(args..)`: continues at `block1`
+            /// if the bool `c` is true, else at `block2`, passing that
+            /// destination's arguments.
             Brif     = "brif",       Brif,     []                 -> poly,   [control],                 -,     -,        -;
-            /// `return args..`
+            /// `return args..`: ends the function with these results, which
+            /// match the signature's.
             Return   = "return",     Return,   []                 -> poly,   [control],                 -,     -,        -;
         }
     };
@@ -262,21 +309,37 @@ for_each_opcode!(define_opcodes);
 /// The [`InstData`] variant that stores an opcode.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum InstFormat {
+    /// [`InstData::FConst`]: `fconst`.
     FConst,
+    /// [`InstData::IConst`]: `iconst`.
     IConst,
+    /// [`InstData::BConst`]: `bconst`.
     BConst,
+    /// [`InstData::Unary`]: one operand.
     Unary,
+    /// [`InstData::Binary`]: two operands.
     Binary,
+    /// [`InstData::Ternary`]: three operands.
     Ternary,
+    /// [`InstData::Powi`]: `powi`.
     Powi,
+    /// [`InstData::Cmp`]: `fcmp`, `icmp`.
     Cmp,
+    /// [`InstData::Zeros`]: `zeros`.
     Zeros,
+    /// [`InstData::Push`]: `push`.
     Push,
+    /// [`InstData::Pop`]: `pop`.
     Pop,
+    /// [`InstData::Call`]: `call`.
     Call,
+    /// [`InstData::Autodiff`]: `autodiff`.
     Autodiff,
+    /// [`InstData::Jump`]: `jump`.
     Jump,
+    /// [`InstData::Brif`]: `brif`.
     Brif,
+    /// [`InstData::Return`]: `return`.
     Return,
 }
 
@@ -398,15 +461,22 @@ pub const MAX_TAPES: u8 = 16;
 /// The condition of an `fcmp` or `icmp`.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum CmpCond {
+    /// `a == b`.
     Eq,
+    /// `a != b` (true when either f64 is NaN).
     Ne,
+    /// `a < b`.
     Lt,
+    /// `a <= b`.
     Le,
+    /// `a > b`.
     Gt,
+    /// `a >= b`.
     Ge,
 }
 
 impl CmpCond {
+    /// Every condition, in declaration order.
     pub const ALL: [CmpCond; 6] = [
         CmpCond::Eq,
         CmpCond::Ne,
@@ -416,6 +486,7 @@ impl CmpCond {
         CmpCond::Ge,
     ];
 
+    /// The text-format keyword (`eq`, `lt`, ...).
     pub fn name(self) -> &'static str {
         match self {
             CmpCond::Eq => "eq",
@@ -427,6 +498,7 @@ impl CmpCond {
         }
     }
 
+    /// Parses a text-format keyword; `None` if `s` is none of them.
     pub fn from_name(s: &str) -> Option<CmpCond> {
         CmpCond::ALL.into_iter().find(|c| c.name() == s)
     }
@@ -441,18 +513,23 @@ impl fmt::Display for CmpCond {
 /// A branch destination with its block arguments.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct BlockCall {
+    /// The block branched to.
     pub block: Block,
+    /// The values passed to its parameters, one per parameter, in order.
     pub args: Vec<Value>,
 }
 
 /// Derivative mode of an `autodiff` request or a custom rule.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Mode {
+    /// Tangents propagated along with the values (`forward`).
     Forward,
+    /// Adjoints propagated back from the results (`reverse`).
     Reverse,
 }
 
 impl Mode {
+    /// The text-format keyword: `forward` or `reverse`.
     pub fn name(self) -> &'static str {
         match self {
             Mode::Forward => "forward",
@@ -460,6 +537,7 @@ impl Mode {
         }
     }
 
+    /// Parses `forward` or `reverse`; `None` otherwise.
     pub fn from_name(s: &str) -> Option<Mode> {
         match s {
             "forward" => Some(Mode::Forward),
@@ -487,6 +565,7 @@ pub enum RetActivity {
 }
 
 impl RetActivity {
+    /// The text-format keyword: `dual`, `active` or `const`.
     pub fn name(self) -> &'static str {
         match self {
             RetActivity::Dual => "dual",
@@ -495,6 +574,7 @@ impl RetActivity {
         }
     }
 
+    /// Parses `dual`, `active` or `const`; `None` otherwise.
     pub fn from_name(s: &str) -> Option<RetActivity> {
         match s {
             "dual" => Some(RetActivity::Dual),
@@ -519,6 +599,7 @@ pub enum ArgActivity {
 }
 
 impl ArgActivity {
+    /// The text-format keyword: `const`, `dual`, `active` or `dup`.
     pub fn name(self) -> &'static str {
         match self {
             ArgActivity::Const => "const",
@@ -528,6 +609,7 @@ impl ArgActivity {
         }
     }
 
+    /// Parses `const`, `dual`, `active` or `dup`; `None` otherwise.
     pub fn from_name(s: &str) -> Option<ArgActivity> {
         match s {
             "const" => Some(ArgActivity::Const),
@@ -550,8 +632,12 @@ impl ArgActivity {
 /// The static part of an `autodiff` instruction.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct AutodiffSpec {
+    /// Forward or reverse.
     pub mode: Mode,
+    /// The function to differentiate.
     pub func: FuncId,
+    /// How the callee's results are treated (the modes allow different
+    /// activities; see [`RetActivity`]).
     pub ret: RetActivity,
     /// One entry per parameter of `func`.
     pub args: Vec<ArgActivity>,
@@ -563,77 +649,117 @@ pub struct AutodiffSpec {
 pub enum InstData {
     /// `fconst`, stored as IEEE bits so that instructions can be hashed.
     FConst {
+        /// The constant's bits (`f64::to_bits`).
         bits: u64,
     },
+    /// `iconst`.
     IConst {
+        /// The constant.
         imm: i64,
     },
+    /// `bconst`.
     BConst {
+        /// The constant.
         imm: bool,
     },
     /// One operand: `fneg`, `ineg`, `not`, `sitof`, `len`, unary intrinsics.
     Unary {
+        /// Which of them.
         op: Opcode,
+        /// The operand.
         arg: Value,
     },
     /// Two operands: arithmetic, binary intrinsics, `load`, `fill`.
     Binary {
+        /// Which of them.
         op: Opcode,
+        /// The operands, in text order (`load a, i` is `[a, i]`).
         args: [Value; 2],
     },
     /// Three operands: `select`, `store`.
     Ternary {
+        /// Which of them.
         op: Opcode,
+        /// The operands, in text order (`store a, i, x` is `[a, i, x]`).
         args: [Value; 3],
     },
+    /// `powi arg, exp`.
     Powi {
+        /// The base, an f64.
         arg: Value,
+        /// The integer exponent, an immediate.
         exp: i32,
     },
     /// `fcmp` or `icmp`.
     Cmp {
+        /// `fcmp` or `icmp`.
         op: Opcode,
+        /// The condition tested.
         cond: CmpCond,
+        /// The operands: `cond a, b` is `[a, b]`.
         args: [Value; 2],
     },
     /// `zeros n, "name"`; the name is the array's source-level name, used in
     /// error messages.
     Zeros {
+        /// The length, an i64 value.
         len: Value,
+        /// The array's source-level name.
         name: String,
     },
     /// `push tape, v`
     Push {
+        /// The tape number, below [`MAX_TAPES`].
         tape: u8,
+        /// The scalar pushed.
         arg: Value,
     },
     /// `v = pop tape, ty`
     Pop {
+        /// The tape number, below [`MAX_TAPES`].
         tape: u8,
+        /// The type of the value popped, which is the result's.
         ty: Type,
     },
+    /// `call @f(args..)`.
     Call {
+        /// The callee.
         func: FuncId,
+        /// The arguments, one per callee parameter.
         args: Vec<Value>,
     },
+    /// `autodiff mode ret @f(activities)`.
     Autodiff {
+        /// The mode, the callee and the activities (boxed, which keeps
+        /// `InstData` small).
         spec: Box<AutodiffSpec>,
+        /// The values of every activity, flattened in order
+        /// ([`ArgActivity::arity`] values per parameter).
         args: Vec<Value>,
     },
+    /// `jump dest`.
     Jump {
+        /// The destination and its arguments.
         dest: BlockCall,
     },
+    /// `brif cond, then_dest, else_dest`.
     Brif {
+        /// The bool condition.
         cond: Value,
+        /// Where control goes when `cond` is true.
         then_dest: BlockCall,
+        /// Where control goes when `cond` is false.
         else_dest: BlockCall,
     },
+    /// `return args..`.
     Return {
+        /// The returned values, one per result of the signature.
         args: Vec<Value>,
     },
 }
 
 impl InstData {
+    /// An `fconst` of `x` (stored as its bits).
     pub fn fconst(x: f64) -> InstData {
         InstData::FConst { bits: x.to_bits() }
     }
@@ -660,6 +786,7 @@ impl InstData {
         }
     }
 
+    /// The opcode: the format's only one, or the one stored in it.
     pub fn opcode(&self) -> Opcode {
         match self {
             InstData::FConst { .. } => Opcode::Fconst,

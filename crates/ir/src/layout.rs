@@ -8,6 +8,8 @@ use crate::entities::{Block, Inst};
 use cranelift_entity::packed_option::PackedOption;
 use cranelift_entity::SecondaryMap;
 
+/// The order of a function's blocks, and of the instructions in each block
+/// (see the module doc for its invariants).
 #[derive(Clone, Debug, Default)]
 pub struct Layout {
     blocks: Vec<Block>,
@@ -22,15 +24,19 @@ impl Layout {
         &self.blocks
     }
 
+    /// The first block of the layout; `None` for a function without a
+    /// body.
     pub fn entry_block(&self) -> Option<Block> {
         self.blocks.first().copied()
     }
 
+    /// Is `block` in the layout?
     pub fn is_block_inserted(&self, block: Block) -> bool {
         self.block_inserted[block]
     }
 
-    /// Appends `block` at the end of the layout.
+    /// Appends `block` at the end of the layout. Panics if it is in the
+    /// layout already.
     pub fn append_block(&mut self, block: Block) {
         assert!(
             !self.block_inserted[block],
@@ -40,7 +46,8 @@ impl Layout {
         self.blocks.push(block);
     }
 
-    /// Inserts `block` right after `after`.
+    /// Inserts `block` right after `after`. Panics if `block` is in the
+    /// layout already or `after` is not.
     pub fn insert_block_after(&mut self, block: Block, after: Block) {
         assert!(
             !self.block_inserted[block],
@@ -53,7 +60,9 @@ impl Layout {
         self.blocks.insert(pos + 1, block);
     }
 
-    /// Removes `block` and all its instructions from the layout.
+    /// Removes `block` and all its instructions from the layout (they stay
+    /// in the data-flow graph, unplaced). For a block not in the layout,
+    /// only its instructions (if any) are unplaced.
     pub fn remove_block(&mut self, block: Block) {
         if let Some(pos) = self.block_position(block) {
             self.blocks.remove(pos);
@@ -83,13 +92,16 @@ impl Layout {
         self.inst_block[inst].expand()
     }
 
+    /// Appends `inst` at the end of `block`. Panics if `inst` is placed
+    /// already.
     pub fn append_inst(&mut self, inst: Inst, block: Block) {
         assert!(self.inst_block[inst].is_none(), "{inst} is already placed");
         self.insts[block].push(inst);
         self.inst_block[inst] = block.into();
     }
 
-    /// Inserts `inst` at position `index` of `block`.
+    /// Inserts `inst` at position `index` of `block`. Panics if `inst` is
+    /// placed already or `index` is past the end of the block.
     pub fn insert_inst(&mut self, inst: Inst, block: Block, index: usize) {
         assert!(self.inst_block[inst].is_none(), "{inst} is already placed");
         self.insts[block].insert(index, inst);

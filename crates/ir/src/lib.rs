@@ -29,6 +29,8 @@
 //! of the AD passes or of the JIT.
 #![forbid(unsafe_code)]
 
+#![warn(missing_docs)]
+
 pub mod bounds;
 pub mod builder;
 pub mod cfg;

@@ -28,6 +28,7 @@ pub struct Module {
 }
 
 impl Module {
+    /// An empty module: no functions, no source file.
     pub fn new() -> Module {
         Module::default()
     }
@@ -182,26 +183,33 @@ impl Module {
         crate::Location::new(self.source_file.as_deref(), loc)
     }
 
+    /// The function named `name` (without the `@`), if any.
     pub fn get(&self, name: &str) -> Option<FuncId> {
         self.names.get(name).copied()
     }
 
+    /// The function `id`. Panics if `id` is not a function of this module.
     pub fn func(&self, id: FuncId) -> &Function {
         &self.funcs[id]
     }
 
+    /// Mutable access to the function `id`. Renaming it through this
+    /// reference leaves the index by name stale: keep `name` as it is.
     pub fn func_mut(&mut self, id: FuncId) -> &mut Function {
         &mut self.funcs[id]
     }
 
+    /// Is `id` a function of this module?
     pub fn is_valid(&self, id: FuncId) -> bool {
         self.funcs.is_valid(id)
     }
 
+    /// The number of functions, declarations included.
     pub fn len(&self) -> usize {
         self.funcs.len()
     }
 
+    /// Has the module no functions?
     pub fn is_empty(&self) -> bool {
         self.funcs.is_empty()
     }
@@ -211,6 +219,7 @@ impl Module {
         self.funcs.iter()
     }
 
+    /// The ids of the functions, in creation order.
     pub fn ids(&self) -> impl Iterator<Item = FuncId> + '_ {
         self.funcs.keys()
     }

@@ -48,8 +48,11 @@ pub const MAX_ENTITY: u32 = 1 << 20;
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{line}:{col}: {message}")]
 pub struct ParseError {
+    /// The line, from 1.
     pub line: usize,
+    /// The column, from 1.
     pub col: usize,
+    /// What is wrong, without the position.
     pub message: String,
 }
 

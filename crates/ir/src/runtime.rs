@@ -13,13 +13,19 @@ use std::time::Duration;
 /// An argument or a result of a call from Rust into IR code.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Val {
+    /// An `f64`.
     F64(f64),
+    /// An `i64`.
     I64(i64),
+    /// A `bool`.
     Bool(bool),
+    /// An array: its elements (as an argument, its contents on entry; in an
+    /// [`Outcome`], on return).
     Array(Vec<f64>),
 }
 
 impl Val {
+    /// The IR type of this value.
     pub fn ty(&self) -> Type {
         match self {
             Val::F64(_) => Type::F64,
@@ -71,7 +77,9 @@ impl fmt::Display for Val {
 /// argument (arrays hold their final contents; scalars are unchanged).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Outcome {
+    /// The function's results, in signature order.
     pub results: Vec<Val>,
+    /// Every argument as it was on return, in parameter order.
     pub args: Vec<Val>,
 }
 
@@ -128,39 +136,53 @@ pub const MAX_ARRAY_LEN: i64 = 1 << 28;
 /// Why a run stopped.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum TrapKind {
+    /// A `load` or `store` with an index outside `0..len`.
     IndexOutOfBounds {
+        /// The array's source-level name ([`crate::Function::array_name`]).
         array: String,
+        /// The index used.
         index: i64,
+        /// The array's length.
         len: i64,
     },
+    /// `idiv` or `irem` by zero.
     DivisionByZero,
+    /// `idiv` or `irem` of `i64::MIN` by `-1`.
     DivisionOverflow,
     /// `zeros(n)` with `n < 0` or `n` above the limit.
     BadArrayLength {
+        /// The length asked for.
         len: i64,
     },
     /// `zeros(n)` with a valid `n`, but the memory could not be had.
     OutOfMemory {
+        /// The length asked for, in elements.
         len: i64,
     },
     /// The call depth limit was reached (runaway recursion).
     CallDepthExceeded {
+        /// The limit, [`Limits::max_call_depth`].
         limit: u32,
     },
     /// The run took longer than [`Limits::timeout`] and was stopped.
     Timeout {
+        /// The limit that was passed.
         limit: Duration,
     },
     /// A reverse-mode tape needed more memory than could be had: growing
     /// it to `bytes` bytes failed after `entries` entries were recorded.
     /// (The sizes depend on the executor's layout of an entry.)
     TapeOutOfMemory {
+        /// Entries recorded when growing failed.
         entries: u64,
+        /// The size growing asked for, in bytes.
         bytes: u64,
     },
     /// An array and its shadow differ in length.
     ShadowLengthMismatch {
+        /// The array's source-level name.
         array: String,
+        /// The shadow's name, likewise (a generated one reads `a.d`).
         shadow: String,
     },
     /// `pop` on an empty tape, or of another type than was pushed: a bug in
@@ -261,7 +283,9 @@ impl fmt::Display for DurationText {
 /// `` in function `f` (called at t.adz:7:5): ``.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RunError {
+    /// The IR name of the function whose code faulted.
     pub func: String,
+    /// What happened.
     pub kind: TrapKind,
     /// The inlined functions the faulting code came from, innermost first.
     pub inlined: Vec<String>,
@@ -278,8 +302,11 @@ pub struct RunError {
 /// (if it has one) and an instruction's [`SourceLoc`].
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Location {
+    /// The module's source file, if it names one.
     pub file: Option<String>,
+    /// The line, from 1.
     pub line: u32,
+    /// The column, from 1, in characters.
     pub col: u32,
 }
 
@@ -344,6 +371,8 @@ impl fmt::Display for RunError {
 impl std::error::Error for RunError {}
 
 impl RunError {
+    /// A `kind` error in `func`, with no inlined code, descriptions or
+    /// location.
     pub fn new(func: impl Into<String>, kind: TrapKind) -> RunError {
         RunError {
             func: func.into(),

@@ -53,10 +53,12 @@ impl SourceLoc {
         }
     }
 
+    /// Is this no location ([`SourceLoc::NONE`])?
     pub fn is_none(self) -> bool {
         self.line == 0
     }
 
+    /// Is this a location (line and column from 1)?
     pub fn is_some(self) -> bool {
         !self.is_none()
     }

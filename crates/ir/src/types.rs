@@ -11,9 +11,13 @@ use std::fmt;
 /// every array value dominates all its uses (the verifier checks this).
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Type {
+    /// An IEEE 754 double (`f64`).
     F64,
+    /// A two's-complement 64-bit integer (`i64`); `+ - *` wrap.
     I64,
+    /// A comparison result or branch condition (`bool`).
     Bool,
+    /// An `f64` array, passed by reference (`arr`).
     Array,
 }
 
@@ -39,6 +43,7 @@ impl Type {
         })
     }
 
+    /// Is this an `f64`, `i64` or `bool` (anything but an array)?
     pub fn is_scalar(self) -> bool {
         self != Type::Array
     }

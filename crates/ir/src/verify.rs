@@ -71,9 +71,14 @@ use std::fmt;
 pub enum AnyEntity {
     /// The function header: signature and rules.
     Function,
+    /// A block: its parameters, or the instructions the layout places in
+    /// it (a missing terminator, an instruction placed twice).
     Block(Block),
+    /// An instruction.
     Inst(Inst),
+    /// A rule region.
     Region(Region),
+    /// A record of inlined code.
     Inlined(Inlined),
 }
 
@@ -84,7 +89,9 @@ pub struct VerifierError {
     pub func: String,
     /// `header`, `block2`, `region0`, `inlined0` or the printed instruction.
     pub location: String,
+    /// The entity at fault, which `location` prints.
     pub entity: AnyEntity,
+    /// What is wrong.
     pub message: String,
 }
 
@@ -98,6 +105,7 @@ impl fmt::Display for VerifierError {
 /// inline (`; error: ...` after the line at fault).
 #[derive(Clone, Debug, Default)]
 pub struct VerifierErrors {
+    /// The errors, in the order found.
     pub errors: Vec<VerifierError>,
     /// The pass after which the IR was verified, if known.
     pub pass: Option<String>,
@@ -105,14 +113,17 @@ pub struct VerifierErrors {
 }
 
 impl VerifierErrors {
+    /// Were no errors found?
     pub fn is_empty(&self) -> bool {
         self.errors.is_empty()
     }
 
+    /// The number of errors.
     pub fn len(&self) -> usize {
         self.errors.len()
     }
 
+    /// The errors, in the order found.
     pub fn iter(&self) -> impl Iterator<Item = &VerifierError> {
         self.errors.iter()
     }
