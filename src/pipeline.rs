@@ -150,8 +150,8 @@ impl Session {
         })
     }
 
-    /// The module after every stage, in order, each verified (in debug
-    /// builds): `parsed`; `inlined` (the inliner, for `--inline early` and
+    /// The module after every stage, in order, each verified (in every
+    /// build): `parsed`; `inlined` (the inliner, for `--inline early` and
     /// `all`); `ad` (every `autodiff` request lowered, then the inliner again
     /// on the derivative IR for `late` and `all`); `optimized` (the
     /// optimizer, `adze_opt::optimize_module`). With a `root`, the `ad`

@@ -775,8 +775,7 @@ impl Verifier<'_> {
                     for (i, (&v, &t)) in data.args().iter().zip(arg_tys).enumerate() {
                         self.expect_type(at, format_args!("operand {i}"), v, t);
                     }
-                    let res: Vec<Type> = res.into_iter().collect();
-                    self.expect_results(inst, &res);
+                    self.expect_results(inst, res.as_slice());
                 }
                 if matches!(op, Opcode::Store | Opcode::Fill) {
                     self.expect_writable(at, format_args!("`{op}` target"), data.args()[0]);
