@@ -748,7 +748,7 @@ fn add_fixes(
     }
     // A loop that uses a value it never drops, entered with the value
     // out of its register: reload it before the loop, not in it.
-    for ((h, body, used), dropped) in loops.iter().zip(&dropped) {
+    for ((h, body, used), dropped) in loops.iter().zip(dropped) {
         for g in ones(live_in.row(*h)) {
             let v = globals[g];
             if !plan.split.contains(v) || !used.contains(v) || dropped.contains(v) {

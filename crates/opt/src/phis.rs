@@ -159,7 +159,6 @@ pub(crate) fn quiet_params(
     loop {
         let out: Vec<Value> = set
             .iter()
-            .copied()
             .filter(|&p| !inc[p].iter().all(|&a| set.contains(a) || quiet_inst(a)))
             .collect();
         if out.is_empty() {
