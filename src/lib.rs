@@ -34,7 +34,6 @@
 //! assert_eq!(out.results, vec![Val::F64(2f64.sin()), Val::F64(2f64.cos())]);
 //! ```
 #![forbid(unsafe_code)]
-
 #![warn(missing_docs)]
 
 pub mod args;

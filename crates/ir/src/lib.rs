@@ -28,7 +28,6 @@
 //! Architecture invariant: this crate knows nothing of the `.adz` language,
 //! of the AD passes or of the JIT.
 #![forbid(unsafe_code)]
-
 #![warn(missing_docs)]
 
 pub mod bounds;

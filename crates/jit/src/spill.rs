@@ -45,8 +45,8 @@
 
 use adze_ir::cfg::{self, DominatorTree};
 use adze_ir::{Block, Function, Inst, InstData, Type, Value};
-use cranelift_codegen::entity::EntityRef;
-use std::collections::{HashMap, HashSet};
+use cranelift_codegen::entity::{EntitySet, SecondaryMap};
+use std::collections::HashSet;
 
 /// Above this many block × value bits the liveness sets are not computed
 /// and nothing is split (the allocator copes alone, as before).
@@ -84,27 +84,27 @@ pub(crate) struct SpillPlan {
     /// [`CALLEE_SAVED`] are live across it), except those that an earlier
     /// call of the block dropped already and nothing has used since: they
     /// are in their slot only. Sorted by value number.
-    pub cross: HashMap<Inst, Vec<Value>>,
+    pub cross: SecondaryMap<Inst, Vec<Value>>,
     /// Before the terminator of a block that enters a loop: values to store
     /// (unless their slot holds them) and drop from registers.
-    pub park: HashMap<Block, Vec<Value>>,
+    pub park: SecondaryMap<Block, Vec<Value>>,
     /// Before the terminator of a block: values to store (unless their slot
     /// holds them), keeping their register, because a successor needs them
     /// in their slot.
-    pub store_at_end: HashMap<Block, Vec<Value>>,
+    pub store_at_end: SecondaryMap<Block, Vec<Value>>,
     /// Before the terminator of a block that enters a loop: values the loop
     /// uses, reloaded here rather than on every iteration.
-    pub reload_at_end: HashMap<Block, Vec<Value>>,
+    pub reload_at_end: SecondaryMap<Block, Vec<Value>>,
     /// For each block, the split values live into it and their location
     /// on entry: (value, in a register, in its slot).
-    pub entry: HashMap<Block, Vec<(Value, bool, bool)>>,
-    /// Is the value split? Indexed by value number.
-    pub split: Vec<bool>,
+    pub entry: SecondaryMap<Block, Vec<(Value, bool, bool)>>,
+    /// The split values.
+    pub split: EntitySet<Value>,
 }
 
 impl SpillPlan {
     pub(crate) fn is_split(&self, v: Value) -> bool {
-        self.split.get(v.index()).copied().unwrap_or(false)
+        self.split.contains(v)
     }
 }
 
@@ -166,7 +166,6 @@ pub(crate) fn plan(
     is_call: impl Fn(&InstData) -> bool,
 ) -> SpillPlan {
     let insts = |b: Block| func.layout.block_insts(b);
-    let nvals = func.dfg.num_values();
     let nb = order.len();
     let Graph {
         succs,
@@ -187,47 +186,97 @@ pub(crate) fn plan(
         return SpillPlan::default();
     }
 
-    // The splittable values used outside the block that defines them: only
-    // these need block-level liveness sets.
-    let mut gidx = vec![usize::MAX; nvals];
+    let (globals, gidx) = number_globals(func, order);
+    if globals.len().div_ceil(64) * 64 * nb > MAX_BITS {
+        return SpillPlan::default();
+    }
+    let ng = globals.len();
+    let (live_in, live_out) = liveness(func, order, succs, &globals, &gidx);
+    let mut plan = SpillPlan::default();
+    if has_call {
+        split_at_calls(
+            func, order, &globals, &live_in, &live_out, &is_call, &mut plan,
+        );
+    }
+    let loops = if has_loop {
+        park_around_loops(func, order, natural, preds, &globals, &live_in, &mut plan)
+    } else {
+        Vec::new()
+    };
+
+    // Where each split value is on entry to each block.
+    let splits: Vec<usize> = (0..ng)
+        .filter(|&g| plan.split.contains(globals[g]))
+        .collect();
+    if splits.is_empty() {
+        return plan;
+    }
+    let shape = Shape {
+        func,
+        order,
+        preds,
+        globals: &globals,
+        gidx: &gidx,
+        live_in: &live_in,
+        loops: &loops,
+    };
+    locate(&shape, &mut plan);
+    plan
+}
+
+/// The splittable values used outside the block that defines them (only
+/// these need block-level liveness sets), and their numbers (`usize::MAX`
+/// for the other values).
+fn number_globals(func: &Function, order: &[Block]) -> (Vec<Value>, SecondaryMap<Value, usize>) {
+    let insts = |b: Block| func.layout.block_insts(b);
+    let nvals = func.dfg.num_values();
+    let mut gidx: SecondaryMap<Value, usize> = SecondaryMap::with_default(usize::MAX);
+    gidx.resize(nvals);
     let mut globals: Vec<Value> = Vec::new();
     for &b in order {
         for &i in insts(b) {
             func.dfg.inst(i).for_each_use(|v| {
-                if file(func, v).is_some()
-                    && gidx[v.index()] == usize::MAX
-                    && func.def_block(v) != Some(b)
+                if file(func, v).is_some() && gidx[v] == usize::MAX && func.def_block(v) != Some(b)
                 {
-                    gidx[v.index()] = globals.len();
+                    gidx[v] = globals.len();
                     globals.push(v);
                 }
             });
         }
     }
-    if globals.len().div_ceil(64) * 64 * nb > MAX_BITS {
-        return SpillPlan::default();
-    }
+    (globals, gidx)
+}
 
-    // Liveness of the globals: gen (upward-exposed uses) and kill (defs).
+/// Liveness of the globals: gen (upward-exposed uses) and kill (defs), to
+/// the sets live into and out of each block.
+fn liveness(
+    func: &Function,
+    order: &[Block],
+    succs: &[Vec<usize>],
+    globals: &[Value],
+    gidx: &SecondaryMap<Value, usize>,
+) -> (Sets, Sets) {
+    let insts = |b: Block| func.layout.block_insts(b);
+    let nb = order.len();
     let ng = globals.len();
     let mut gen = Sets::new(nb, ng, false);
     let mut kill = Sets::new(nb, ng, false);
     for (k, &b) in order.iter().enumerate() {
         for &p in func.dfg.block_params(b) {
-            if gidx[p.index()] != usize::MAX {
-                kill.set(k, gidx[p.index()], true);
+            if gidx[p] != usize::MAX {
+                kill.set(k, gidx[p], true);
             }
         }
         for &i in insts(b) {
             func.dfg.inst(i).for_each_use(|v| {
-                let g = gidx[v.index()];
+                let g = gidx[v];
                 if g != usize::MAX && !kill.has(k, g) {
                     gen.set(k, g, true);
                 }
             });
             for &r in func.dfg.inst_results(i) {
-                if gidx[r.index()] != usize::MAX {
-                    kill.set(k, gidx[r.index()], true);
+                if gidx[r] != usize::MAX {
+                    kill.set(k, gidx[r], true);
                 }
             }
         }
@@ -253,199 +302,198 @@ pub(crate) fn plan(
             }
         }
     }
+    (live_in, live_out)
+}
 
-    let mut plan = SpillPlan {
-        split: vec![false; nvals],
-        ..SpillPlan::default()
-    };
-
-    // Calls: a forward scan of each block finds, for each call, the values
-    // live across it that may be in a register there. A value dropped at
-    // one call and not used since is in its slot only at the next: it
-    // needs nothing there, and listing it again at every call would make
-    // the lists (and this scan, and the translator's work) quadratic in a
-    // long block of calls with many values live through it (the reverse
-    // derivative of straight-line code). So `cross` holds what each call
-    // changes, not every value live across it.
-    if has_call {
-        // Position of each value's last use in the block (+1; 0: none).
-        let mut last_use = vec![0u32; nvals];
-        let mut live_out_of = vec![false; nvals];
-        let mut in_reg = vec![false; nvals];
-        let mut cand: Vec<Value> = Vec::new();
-        let mut touched: Vec<Value> = Vec::new();
-        for (k, &b) in order.iter().enumerate() {
-            for v in touched.drain(..) {
-                last_use[v.index()] = 0;
-                live_out_of[v.index()] = false;
-                in_reg[v.index()] = false;
+/// Calls: a forward scan of each block finds, for each call, the values
+/// live across it that may be in a register there. A value dropped at
+/// one call and not used since is in its slot only at the next: it
+/// needs nothing there, and listing it again at every call would make
+/// the lists (and this scan, and the translator's work) quadratic in a
+/// long block of calls with many values live through it (the reverse
+/// derivative of straight-line code). So `cross` holds what each call
+/// changes, not every value live across it.
+fn split_at_calls(
+    func: &Function,
+    order: &[Block],
+    globals: &[Value],
+    live_in: &Sets,
+    live_out: &Sets,
+    is_call: &impl Fn(&InstData) -> bool,
+    plan: &mut SpillPlan,
+) {
+    let insts = |b: Block| func.layout.block_insts(b);
+    let nvals = func.dfg.num_values();
+    // Position of each value's last use in the block (+1; 0: none).
+    let mut last_use: SecondaryMap<Value, u32> = SecondaryMap::with_capacity(nvals);
+    let mut live_out_of = EntitySet::with_capacity(nvals);
+    let mut in_reg = EntitySet::with_capacity(nvals);
+    let mut cand: Vec<Value> = Vec::new();
+    let mut touched: Vec<Value> = Vec::new();
+    for (k, &b) in order.iter().enumerate() {
+        for v in touched.drain(..) {
+            last_use[v] = 0;
+            live_out_of.remove(v);
+            in_reg.remove(v);
+        }
+        cand.clear();
+        let body = insts(b);
+        for (p, &i) in body.iter().enumerate() {
+            func.dfg.inst(i).for_each_use(|v| {
+                if file(func, v).is_some() {
+                    last_use[v] = p as u32 + 1;
+                    touched.push(v);
+                }
+            });
+        }
+        for g in ones(live_out.row(k)) {
+            let v = globals[g];
+            live_out_of.insert(v);
+            touched.push(v);
+        }
+        let live_after =
+            |v: Value, p: usize| live_out_of.contains(v) || last_use[v] as usize > p + 1;
+        // Values that may be in a register, and how many integer
+        // values are live (each counted while it is).
+        let mut gprs = 0usize;
+        let enter = |v: Value,
+                     p: Option<usize>,
+                     cand: &mut Vec<Value>,
+                     in_reg: &mut EntitySet<Value>,
+                     touched: &mut Vec<Value>| {
+            if file(func, v).is_none() || !in_reg.insert(v) {
+                return false;
             }
-            cand.clear();
-            let body = insts(b);
-            for (p, &i) in body.iter().enumerate() {
+            touched.push(v);
+            cand.push(v);
+            p.is_none_or(|p| live_after(v, p)) && file(func, v) == Some(File::Gpr)
+        };
+        for g in ones(live_in.row(k)) {
+            if enter(globals[g], None, &mut cand, &mut in_reg, &mut touched) {
+                gprs += 1;
+            }
+        }
+        for &v in func.dfg.block_params(b) {
+            let live = live_out_of.contains(v) || last_use[v] > 0;
+            if enter(v, None, &mut cand, &mut in_reg, &mut touched) && live {
+                gprs += 1;
+            }
+        }
+        for (p, &i) in body.iter().enumerate() {
+            let data = func.dfg.inst(i);
+            // A use puts the value in a register (a reload if it was
+            // dropped); it was counted while live already.
+            data.for_each_use(|v| {
+                enter(v, Some(p), &mut cand, &mut in_reg, &mut touched);
+            });
+            // Integer values whose last use is this instruction leave
+            // the count (once each).
+            let mut dying: Vec<Value> = Vec::new();
+            data.for_each_use(|v| {
+                if file(func, v) == Some(File::Gpr)
+                    && !live_after(v, p)
+                    && last_use[v] as usize == p + 1
+                    && !dying.contains(&v)
+                {
+                    dying.push(v);
+                }
+            });
+            gprs -= dying.len();
+            if is_call(data) {
+                let drop_gprs = gprs > CALLEE_SAVED;
+                let mut across: Vec<Value> = Vec::new();
+                cand.retain(|&v| {
+                    if !live_after(v, p) {
+                        in_reg.remove(v);
+                        return false;
+                    }
+                    if file(func, v) == Some(File::Xmm) || drop_gprs {
+                        across.push(v);
+                        in_reg.remove(v);
+                        return false;
+                    }
+                    true
+                });
+                if !across.is_empty() {
+                    across.sort_unstable();
+                    for &v in &across {
+                        plan.split.insert(v);
+                    }
+                    plan.cross[i] = across;
+                }
+            }
+            for &r in func.dfg.inst_results(i) {
+                if enter(r, Some(p), &mut cand, &mut in_reg, &mut touched) {
+                    gprs += 1;
+                }
+            }
+        }
+    }
+}
+
+/// Loops: natural loops of the back edges (a successor that dominates
+/// its predecessor): (header, body, values used in the body).
+/// Parks the values live through a loop under pressure that it does not
+/// use on the loop's entry edges.
+fn park_around_loops(
+    func: &Function,
+    order: &[Block],
+    natural: &[(usize, HashSet<usize>)],
+    preds: &[Vec<usize>],
+    globals: &[Value],
+    live_in: &Sets,
+    plan: &mut SpillPlan,
+) -> Vec<(usize, HashSet<usize>, EntitySet<Value>)> {
+    let insts = |b: Block| func.layout.block_insts(b);
+    let nvals = func.dfg.num_values();
+    let mut loops: Vec<(usize, HashSet<usize>, EntitySet<Value>)> = Vec::new();
+    for (h, body) in natural {
+        let h = *h;
+        let mut used = EntitySet::with_capacity(nvals);
+        for &x in body {
+            for &i in insts(order[x]) {
                 func.dfg.inst(i).for_each_use(|v| {
-                    if file(func, v).is_some() {
-                        last_use[v.index()] = p as u32 + 1;
-                        touched.push(v);
-                    }
+                    used.insert(v);
                 });
             }
-            for g in ones(live_out.row(k)) {
-                let v = globals[g];
-                live_out_of[v.index()] = true;
-                touched.push(v);
-            }
-            let live_after =
-                |v: Value, p: usize| live_out_of[v.index()] || last_use[v.index()] as usize > p + 1;
-            // Values that may be in a register, and how many integer
-            // values are live (each counted while it is).
-            let mut gprs = 0usize;
-            let enter = |v: Value,
-                         p: Option<usize>,
-                         cand: &mut Vec<Value>,
-                         in_reg: &mut Vec<bool>,
-                         touched: &mut Vec<Value>| {
-                if file(func, v).is_none() || in_reg[v.index()] {
-                    return false;
-                }
-                in_reg[v.index()] = true;
-                touched.push(v);
-                cand.push(v);
-                p.is_none_or(|p| live_after(v, p)) && file(func, v) == Some(File::Gpr)
+        }
+        loops.push((h, body.clone(), used.clone()));
+        for file_kind in [File::Gpr, File::Xmm] {
+            let live: Vec<Value> = ones(live_in.row(h))
+                .map(|g| globals[g])
+                .filter(|&v| file(func, v) == Some(file_kind))
+                .collect();
+            let params = func
+                .dfg
+                .block_params(order[h])
+                .iter()
+                .filter(|&&p| file(func, p) == Some(file_kind))
+                .count();
+            let budget = match file_kind {
+                File::Gpr => GPR_BUDGET,
+                File::Xmm => XMM_BUDGET,
             };
-            for g in ones(live_in.row(k)) {
-                if enter(globals[g], None, &mut cand, &mut in_reg, &mut touched) {
-                    gprs += 1;
-                }
+            if live.len() + params <= budget {
+                continue;
             }
-            for &v in func.dfg.block_params(b) {
-                let live = live_out_of[v.index()] || last_use[v.index()] > 0;
-                if enter(v, None, &mut cand, &mut in_reg, &mut touched) && live {
-                    gprs += 1;
+            let through: Vec<Value> = live.into_iter().filter(|&v| !used.contains(v)).collect();
+            for &p in preds[h].iter().filter(|p| !body.contains(p)) {
+                let pb = order[p];
+                let mut term_uses = Vec::new();
+                if let Some(t) = func.layout.last_inst(pb) {
+                    func.dfg.inst(t).for_each_use(|v| term_uses.push(v));
                 }
-            }
-            for (p, &i) in body.iter().enumerate() {
-                let data = func.dfg.inst(i);
-                // A use puts the value in a register (a reload if it was
-                // dropped); it was counted while live already.
-                data.for_each_use(|v| {
-                    enter(v, Some(p), &mut cand, &mut in_reg, &mut touched);
-                });
-                // Integer values whose last use is this instruction leave
-                // the count (once each).
-                let mut dying: Vec<Value> = Vec::new();
-                data.for_each_use(|v| {
-                    if file(func, v) == Some(File::Gpr)
-                        && !live_after(v, p)
-                        && last_use[v.index()] as usize == p + 1
-                        && !dying.contains(&v)
-                    {
-                        dying.push(v);
-                    }
-                });
-                gprs -= dying.len();
-                if is_call(data) {
-                    let drop_gprs = gprs > CALLEE_SAVED;
-                    let mut across: Vec<Value> = Vec::new();
-                    cand.retain(|&v| {
-                        if !live_after(v, p) {
-                            in_reg[v.index()] = false;
-                            return false;
-                        }
-                        if file(func, v) == Some(File::Xmm) || drop_gprs {
-                            across.push(v);
-                            in_reg[v.index()] = false;
-                            return false;
-                        }
-                        true
-                    });
-                    if !across.is_empty() {
-                        across.sort_unstable();
-                        for &v in &across {
-                            plan.split[v.index()] = true;
-                        }
-                        plan.cross.insert(i, across);
-                    }
-                }
-                for &r in func.dfg.inst_results(i) {
-                    if enter(r, Some(p), &mut cand, &mut in_reg, &mut touched) {
-                        gprs += 1;
+                let parked = &mut plan.park[pb];
+                for &v in &through {
+                    if !term_uses.contains(&v) && !parked.contains(&v) {
+                        parked.push(v);
+                        plan.split.insert(v);
                     }
                 }
             }
         }
     }
-
-    // Loops: natural loops of the back edges (a successor that dominates
-    // its predecessor): (header, body, values used in the body).
-    let mut loops: Vec<(usize, HashSet<usize>, HashSet<Value>)> = Vec::new();
-    if has_loop {
-        for (h, body) in natural {
-            let h = *h;
-            let mut used: HashSet<Value> = HashSet::new();
-            for &x in body {
-                for &i in insts(order[x]) {
-                    func.dfg.inst(i).for_each_use(|v| {
-                        used.insert(v);
-                    });
-                }
-            }
-            loops.push((h, body.clone(), used.clone()));
-            for file_kind in [File::Gpr, File::Xmm] {
-                let live: Vec<Value> = ones(live_in.row(h))
-                    .map(|g| globals[g])
-                    .filter(|&v| file(func, v) == Some(file_kind))
-                    .collect();
-                let params = func
-                    .dfg
-                    .block_params(order[h])
-                    .iter()
-                    .filter(|&&p| file(func, p) == Some(file_kind))
-                    .count();
-                let budget = match file_kind {
-                    File::Gpr => GPR_BUDGET,
-                    File::Xmm => XMM_BUDGET,
-                };
-                if live.len() + params <= budget {
-                    continue;
-                }
-                let through: Vec<Value> = live.into_iter().filter(|v| !used.contains(v)).collect();
-                for &p in preds[h].iter().filter(|p| !body.contains(p)) {
-                    let pb = order[p];
-                    let mut term_uses = Vec::new();
-                    if let Some(t) = func.layout.last_inst(pb) {
-                        func.dfg.inst(t).for_each_use(|v| term_uses.push(v));
-                    }
-                    let parked = plan.park.entry(pb).or_default();
-                    for &v in &through {
-                        if !term_uses.contains(&v) && !parked.contains(&v) {
-                            parked.push(v);
-                            plan.split[v.index()] = true;
-                        }
-                    }
-                }
-            }
-        }
-    }
-
-    // Where each split value is on entry to each block.
-    let splits: Vec<usize> = (0..ng)
-        .filter(|&g| plan.split[globals[g].index()])
-        .collect();
-    if splits.is_empty() {
-        return plan;
-    }
-    let shape = Shape {
-        func,
-        order,
-        preds,
-        globals: &globals,
-        gidx: &gidx,
-        live_in: &live_in,
-        loops: &loops,
-    };
-    locate(&shape, &mut plan);
-    plan
+    loops
 }
 
 /// What [`locate`] works on: the function, its blocks (reverse postorder)
@@ -457,9 +505,9 @@ struct Shape<'a> {
     order: &'a [Block],
     preds: &'a [Vec<usize>],
     globals: &'a [Value],
-    gidx: &'a [usize],
+    gidx: &'a SecondaryMap<Value, usize>,
     live_in: &'a Sets,
-    loops: &'a [(usize, HashSet<usize>, HashSet<Value>)],
+    loops: &'a [(usize, HashSet<usize>, EntitySet<Value>)],
 }
 
 /// Location events within one block, in order, for the forward data flow.
@@ -478,185 +526,266 @@ enum Event {
 /// The forward data flow of locations (see the module documentation), and
 /// the stores that merges need.
 fn locate(shape: &Shape<'_>, plan: &mut SpillPlan) {
+    let dropped = loop_drops(shape, plan);
+    loop {
+        let effects = block_effects(shape, plan);
+        let (reg_in, slot_in) = entry_locations(shape, &effects);
+        if !add_fixes(shape, plan, &effects, &reg_in, &slot_in, &dropped) {
+            record_entries(shape, plan, &reg_in, &slot_in);
+            return;
+        }
+    }
+}
+
+/// The values each loop drops (a call in it, or a park for an inner loop):
+/// those are reloaded inside it anyway.
+fn loop_drops(shape: &Shape<'_>, plan: &SpillPlan) -> Vec<EntitySet<Value>> {
     let Shape {
-        func,
-        order,
-        preds,
-        globals,
-        gidx,
-        live_in,
-        loops,
+        func, order, loops, ..
     } = *shape;
-    let nb = order.len();
-    let ng = globals.len();
-    // The values a loop drops (a call in it, or a park for an inner loop):
-    // those are reloaded inside it anyway.
-    let dropped: Vec<HashSet<Value>> = loops
+    let dropped: Vec<EntitySet<Value>> = loops
         .iter()
         .map(|(_, body, _)| {
-            let mut set = HashSet::new();
+            let mut set = EntitySet::new();
             for &x in body {
                 let b = order[x];
                 for &i in func.layout.block_insts(b) {
-                    set.extend(plan.cross.get(&i).into_iter().flatten().copied());
+                    set.extend(plan.cross[i].iter().copied());
                 }
-                set.extend(plan.park.get(&b).into_iter().flatten().copied());
+                set.extend(plan.park[b].iter().copied());
             }
             set
         })
         .collect();
-    loop {
-        // Per block, the split globals' last event for each of the two
-        // bits, as a mask (the block sets the bit) and the value it sets:
-        // out = (in & !mask) | value.
-        let mut reg_mask = Sets::new(nb, ng, false);
-        let mut reg_val = Sets::new(nb, ng, false);
-        let mut slot_mask = Sets::new(nb, ng, false);
-        let mut slot_val = Sets::new(nb, ng, false);
-        for (k, &b) in order.iter().enumerate() {
-            let mut note = |v: Value, e: Event| {
-                let g = gidx[v.index()];
-                if g == usize::MAX || !plan.split[v.index()] {
-                    return;
-                }
-                let (reg, slot) = match e {
-                    Event::Use => (Some(true), None),
-                    Event::Def => (Some(true), Some(false)),
-                    Event::Drop => (Some(false), Some(true)),
-                    Event::Store => (None, Some(true)),
-                };
-                if let Some(r) = reg {
-                    reg_mask.set(k, g, true);
-                    reg_val.set(k, g, r);
-                }
-                if let Some(x) = slot {
-                    slot_mask.set(k, g, true);
-                    slot_val.set(k, g, x);
-                }
-            };
-            for &p in func.dfg.block_params(b) {
-                note(p, Event::Def);
-            }
-            let body = func.layout.block_insts(b);
-            let (term, rest) = match body.split_last() {
-                Some((t, r)) if func.dfg.inst(*t).opcode().is_terminator() => (Some(*t), r),
-                _ => (None, body),
-            };
-            for &i in rest {
-                func.dfg.inst(i).for_each_use(|v| note(v, Event::Use));
-                if let Some(c) = plan.cross.get(&i) {
-                    for &v in c {
-                        note(v, Event::Drop);
-                    }
-                }
-                for &r in func.dfg.inst_results(i) {
-                    note(r, Event::Def);
-                }
-            }
-            for &v in plan.store_at_end.get(&b).into_iter().flatten() {
-                note(v, Event::Store);
-            }
-            for &v in plan.reload_at_end.get(&b).into_iter().flatten() {
-                note(v, Event::Use);
-            }
-            for &v in plan.park.get(&b).into_iter().flatten() {
-                note(v, Event::Drop);
-            }
-            if let Some(t) = term {
-                func.dfg.inst(t).for_each_use(|v| note(v, Event::Use));
-            }
-        }
+    dropped
+}
 
-        // Greatest fixed point: on entry, a bit holds if it holds at the
-        // end of every predecessor.
-        let mut reg_in = Sets::new(nb, ng, true);
-        let mut slot_in = Sets::new(nb, ng, true);
-        for w in reg_in.row_mut(0).iter_mut().chain(slot_in.row_mut(0)) {
-            *w = 0;
-        }
-        let words = reg_in.words;
-        let word_out = |inn: &Sets, mask: &Sets, val: &Sets, k: usize, w: usize| {
-            (inn.row(k)[w] & !mask.row(k)[w]) | val.row(k)[w]
+/// Per block, the split globals' last event for each of the two bits, as
+/// a mask (the block sets the bit) and the value it sets:
+/// out = (in & !mask) | value.
+struct Effects {
+    reg_mask: Sets,
+    reg_val: Sets,
+    slot_mask: Sets,
+    slot_val: Sets,
+}
+
+fn block_effects(shape: &Shape<'_>, plan: &SpillPlan) -> Effects {
+    let Shape {
+        func,
+        order,
+        globals,
+        gidx,
+        ..
+    } = *shape;
+    let nb = order.len();
+    let ng = globals.len();
+    let mut reg_mask = Sets::new(nb, ng, false);
+    let mut reg_val = Sets::new(nb, ng, false);
+    let mut slot_mask = Sets::new(nb, ng, false);
+    let mut slot_val = Sets::new(nb, ng, false);
+    for (k, &b) in order.iter().enumerate() {
+        let mut note = |v: Value, e: Event| {
+            let g = gidx[v];
+            if g == usize::MAX || !plan.split.contains(v) {
+                return;
+            }
+            let (reg, slot) = match e {
+                Event::Use => (Some(true), None),
+                Event::Def => (Some(true), Some(false)),
+                Event::Drop => (Some(false), Some(true)),
+                Event::Store => (None, Some(true)),
+            };
+            if let Some(r) = reg {
+                reg_mask.set(k, g, true);
+                reg_val.set(k, g, r);
+            }
+            if let Some(x) = slot {
+                slot_mask.set(k, g, true);
+                slot_val.set(k, g, x);
+            }
         };
-        let mut changed = true;
-        while changed {
-            changed = false;
-            for (k, pk) in preds.iter().enumerate().skip(1) {
-                for w in 0..words {
-                    let (mut r, mut s) = (!0u64, !0u64);
-                    for &p in pk {
-                        r &= word_out(&reg_in, &reg_mask, &reg_val, p, w);
-                        s &= word_out(&slot_in, &slot_mask, &slot_val, p, w);
-                    }
-                    if r != reg_in.row(k)[w] || s != slot_in.row(k)[w] {
-                        reg_in.row_mut(k)[w] = r;
-                        slot_in.row_mut(k)[w] = s;
-                        changed = true;
-                    }
+        for &p in func.dfg.block_params(b) {
+            note(p, Event::Def);
+        }
+        let body = func.layout.block_insts(b);
+        let (term, rest) = match body.split_last() {
+            Some((t, r)) if func.dfg.inst(*t).opcode().is_terminator() => (Some(*t), r),
+            _ => (None, body),
+        };
+        for &i in rest {
+            func.dfg.inst(i).for_each_use(|v| note(v, Event::Use));
+            {
+                for &v in &plan.cross[i] {
+                    note(v, Event::Drop);
                 }
             }
+            for &r in func.dfg.inst_results(i) {
+                note(r, Event::Def);
+            }
         }
-        let out_reg = |p: usize, g: usize| {
-            word_out(&reg_in, &reg_mask, &reg_val, p, g / 64) >> (g % 64) & 1 == 1
-        };
-        let out_slot = |p: usize, g: usize| {
-            word_out(&slot_in, &slot_mask, &slot_val, p, g / 64) >> (g % 64) & 1 == 1
-        };
+        for &v in &plan.store_at_end[b] {
+            note(v, Event::Store);
+        }
+        for &v in &plan.reload_at_end[b] {
+            note(v, Event::Use);
+        }
+        for &v in &plan.park[b] {
+            note(v, Event::Drop);
+        }
+        if let Some(t) = term {
+            func.dfg.inst(t).for_each_use(|v| note(v, Event::Use));
+        }
+    }
 
-        // A live value in neither place on entry: the edges that have it in
-        // a register only store it first.
-        let mut added = false;
+    Effects {
+        reg_mask,
+        reg_val,
+        slot_mask,
+        slot_val,
+    }
+}
+
+/// A block's location bits on exit, one word of them: `inn` on entry, then
+/// the block's effects `mask` and `val`.
+fn word_out(inn: &Sets, mask: &Sets, val: &Sets, k: usize, w: usize) -> u64 {
+    (inn.row(k)[w] & !mask.row(k)[w]) | val.row(k)[w]
+}
+
+/// The locations on entry to each block: in a register, in the slot.
+fn entry_locations(shape: &Shape<'_>, effects: &Effects) -> (Sets, Sets) {
+    let Shape {
+        order,
+        preds,
+        globals,
+        ..
+    } = *shape;
+    let Effects {
+        reg_mask,
+        reg_val,
+        slot_mask,
+        slot_val,
+    } = effects;
+    let nb = order.len();
+    let ng = globals.len();
+    // Greatest fixed point: on entry, a bit holds if it holds at the
+    // end of every predecessor.
+    let mut reg_in = Sets::new(nb, ng, true);
+    let mut slot_in = Sets::new(nb, ng, true);
+    for w in reg_in.row_mut(0).iter_mut().chain(slot_in.row_mut(0)) {
+        *w = 0;
+    }
+    let words = reg_in.words;
+    let mut changed = true;
+    while changed {
+        changed = false;
         for (k, pk) in preds.iter().enumerate().skip(1) {
-            for g in ones(live_in.row(k)) {
-                let v = globals[g];
-                if !plan.split[v.index()] || reg_in.has(k, g) || slot_in.has(k, g) {
-                    continue;
-                }
+            for w in 0..words {
+                let (mut r, mut s) = (!0u64, !0u64);
                 for &p in pk {
-                    if !out_slot(p, g) {
-                        let list = plan.store_at_end.entry(order[p]).or_default();
-                        if !list.contains(&v) {
-                            list.push(v);
-                            added = true;
-                        }
+                    r &= word_out(&reg_in, reg_mask, reg_val, p, w);
+                    s &= word_out(&slot_in, slot_mask, slot_val, p, w);
+                }
+                if r != reg_in.row(k)[w] || s != slot_in.row(k)[w] {
+                    reg_in.row_mut(k)[w] = r;
+                    slot_in.row_mut(k)[w] = s;
+                    changed = true;
+                }
+            }
+        }
+    }
+    (reg_in, slot_in)
+}
+
+/// Adds the stores and reloads the locations call for; returns whether it
+/// added any (then the locations change).
+fn add_fixes(
+    shape: &Shape<'_>,
+    plan: &mut SpillPlan,
+    effects: &Effects,
+    reg_in: &Sets,
+    slot_in: &Sets,
+    dropped: &[EntitySet<Value>],
+) -> bool {
+    let Shape {
+        order,
+        preds,
+        globals,
+        live_in,
+        loops,
+        ..
+    } = *shape;
+    let Effects {
+        reg_mask,
+        reg_val,
+        slot_mask,
+        slot_val,
+    } = effects;
+    let out_reg =
+        |p: usize, g: usize| word_out(reg_in, reg_mask, reg_val, p, g / 64) >> (g % 64) & 1 == 1;
+    let out_slot =
+        |p: usize, g: usize| word_out(slot_in, slot_mask, slot_val, p, g / 64) >> (g % 64) & 1 == 1;
+
+    // A live value in neither place on entry: the edges that have it in
+    // a register only store it first.
+    let mut added = false;
+    for (k, pk) in preds.iter().enumerate().skip(1) {
+        for g in ones(live_in.row(k)) {
+            let v = globals[g];
+            if !plan.split.contains(v) || reg_in.has(k, g) || slot_in.has(k, g) {
+                continue;
+            }
+            for &p in pk {
+                if !out_slot(p, g) {
+                    let list = &mut plan.store_at_end[order[p]];
+                    if !list.contains(&v) {
+                        list.push(v);
+                        added = true;
                     }
                 }
             }
         }
-        // A loop that uses a value it never drops, entered with the value
-        // out of its register: reload it before the loop, not in it.
-        for ((h, body, used), dropped) in loops.iter().zip(&dropped) {
-            for g in ones(live_in.row(*h)) {
-                let v = globals[g];
-                if !plan.split[v.index()] || !used.contains(&v) || dropped.contains(&v) {
-                    continue;
-                }
-                for &p in preds[*h].iter().filter(|p| !body.contains(p)) {
-                    if !out_reg(p, g) {
-                        let list = plan.reload_at_end.entry(order[p]).or_default();
-                        if !list.contains(&v) {
-                            list.push(v);
-                            added = true;
-                        }
+    }
+    // A loop that uses a value it never drops, entered with the value
+    // out of its register: reload it before the loop, not in it.
+    for ((h, body, used), dropped) in loops.iter().zip(dropped) {
+        for g in ones(live_in.row(*h)) {
+            let v = globals[g];
+            if !plan.split.contains(v) || !used.contains(v) || dropped.contains(v) {
+                continue;
+            }
+            for &p in preds[*h].iter().filter(|p| !body.contains(p)) {
+                if !out_reg(p, g) {
+                    let list = &mut plan.reload_at_end[order[p]];
+                    if !list.contains(&v) {
+                        list.push(v);
+                        added = true;
                     }
                 }
             }
         }
-        if added {
-            continue;
+    }
+    added
+}
+
+/// Records each split value's location on entry to each block.
+fn record_entries(shape: &Shape<'_>, plan: &mut SpillPlan, reg_in: &Sets, slot_in: &Sets) {
+    let Shape {
+        order,
+        globals,
+        live_in,
+        ..
+    } = *shape;
+    plan.entry.clear();
+    for (k, &b) in order.iter().enumerate() {
+        let list: Vec<(Value, bool, bool)> = ones(live_in.row(k))
+            .map(|g| (g, globals[g]))
+            .filter(|&(_, v)| plan.split.contains(v))
+            .map(|(g, v)| (v, reg_in.has(k, g), slot_in.has(k, g)))
+            .collect();
+        if !list.is_empty() {
+            plan.entry[b] = list;
         }
-        plan.entry.clear();
-        for (k, &b) in order.iter().enumerate() {
-            let list: Vec<(Value, bool, bool)> = ones(live_in.row(k))
-                .map(|g| (g, globals[g]))
-                .filter(|&(_, v)| plan.split[v.index()])
-                .map(|(g, v)| (v, reg_in.has(k, g), slot_in.has(k, g)))
-                .collect();
-            if !list.is_empty() {
-                plan.entry.insert(b, list);
-            }
-        }
-        return;
     }
 }
 
@@ -667,9 +796,9 @@ pub(crate) fn exit_first_headers(
     func: &Function,
     order: &[Block],
     graph: &Graph,
-) -> HashSet<Block> {
-    let pos: HashMap<Block, usize> = order.iter().enumerate().map(|(k, &b)| (b, k)).collect();
-    let mut out = HashSet::new();
+) -> EntitySet<Block> {
+    let pos = positions(func, order);
+    let mut out = EntitySet::new();
     for (h, body) in &graph.loops {
         let hb = order[*h];
         let Some(last) = func.layout.last_inst(hb) else {
@@ -683,7 +812,7 @@ pub(crate) fn exit_first_headers(
         else {
             continue;
         };
-        let inside = |b: Block| pos.get(&b).is_some_and(|p| body.contains(p));
+        let inside = |b: Block| pos[b].is_some_and(|p| body.contains(&p));
         if inside(then_dest.block) && !inside(else_dest.block) {
             out.insert(hb);
         }
@@ -715,13 +844,13 @@ impl Graph {
     }
 
     pub(crate) fn new(func: &Function, order: &[Block]) -> Graph {
-        let pos: HashMap<Block, usize> = order.iter().enumerate().map(|(k, &b)| (b, k)).collect();
+        let pos = positions(func, order);
         let succs: Vec<Vec<usize>> = order
             .iter()
             .map(|&b| {
                 adze_ir::cfg::successors(func, b)
                     .into_iter()
-                    .filter_map(|s| pos.get(&s).copied())
+                    .filter_map(|s| pos[s])
                     .collect()
             })
             .collect();
@@ -733,7 +862,7 @@ impl Graph {
                 }
             }
         }
-        let loops = natural_loops(order, &preds);
+        let loops = natural_loops(func, order, &preds);
         Graph {
             succs,
             preds,
@@ -752,18 +881,34 @@ impl Graph {
 
 /// The natural loops ([`adze_ir::cfg::natural_loops`]) over positions: each
 /// header's position and the positions of its blocks, by header position.
-fn natural_loops(order: &[Block], preds: &[Vec<usize>]) -> Vec<(usize, HashSet<usize>)> {
-    let pos: HashMap<Block, usize> = order.iter().enumerate().map(|(k, &b)| (b, k)).collect();
+fn natural_loops(
+    func: &Function,
+    order: &[Block],
+    preds: &[Vec<usize>],
+) -> Vec<(usize, HashSet<usize>)> {
+    let pos = positions(func, order);
     let preds_of = |b: Block| {
-        pos.get(&b)
-            .map(|&k| preds[k].iter().map(|&p| order[p]).collect::<Vec<_>>())
+        pos[b]
+            .map(|k| preds[k].iter().map(|&p| order[p]).collect::<Vec<_>>())
             .unwrap_or_default()
     };
     let doms = DominatorTree::new(order, preds_of);
     cfg::natural_loops(preds_of, &doms)
         .into_iter()
-        .map(|lp| (pos[&lp.header], lp.blocks.iter().map(|b| pos[b]).collect()))
+        .map(|lp| {
+            let at = |b: Block| pos[b].expect("a block of the order");
+            (at(lp.header), lp.blocks.iter().map(|&b| at(b)).collect())
+        })
         .collect()
+}
+
+/// The position of each block of `order` in it.
+fn positions(func: &Function, order: &[Block]) -> SecondaryMap<Block, Option<usize>> {
+    let mut pos = SecondaryMap::with_capacity(func.dfg.num_blocks());
+    for (k, &b) in order.iter().enumerate() {
+        pos[b] = Some(k);
+    }
+    pos
 }
 
 /// The positions of the set bits of `bits`, in increasing order.
@@ -792,13 +937,13 @@ mod tests {
         let entry = func.entry_block().unwrap();
         let order = adze_ir::cfg::reverse_postorder(func, entry);
         let plan = plan(func, &order, &Graph::new(func, &order), |d| {
-            matches!(d, InstData::Unary { op, .. } if matches!(op, Opcode::Cos | Opcode::Sin | Opcode::Exp))
-                || matches!(d, InstData::Call { .. })
+            d.opcode().libcall().is_some() || matches!(d, InstData::Call { .. })
         });
         let mut out = Vec::new();
         for &b in &order {
             for &i in func.layout.block_insts(b) {
-                if let Some(vs) = plan.cross.get(&i) {
+                let vs = &plan.cross[i];
+                if !vs.is_empty() {
                     let r = func.dfg.first_result(i);
                     let mut names: Vec<String> = vs.iter().map(|v| v.to_string()).collect();
                     names.sort();
@@ -966,7 +1111,7 @@ block5:
         // registers to spare: nothing is split.
         let few = pressure(1);
         assert!(
-            few.cross.is_empty() && few.park.is_empty(),
+            few.cross.values().all(Vec::is_empty) && few.park.values().all(Vec::is_empty),
             "{:?} {:?}",
             few.cross,
             few.park
@@ -975,14 +1120,19 @@ block5:
         // inner loop's entry; every block entry has each in a register or
         // in its slot, and the inner loop finds them in their slots.
         let many = pressure(12);
-        let across = many.cross.values().next().expect("a call").len();
+        let across = many
+            .cross
+            .values()
+            .find(|l| !l.is_empty())
+            .expect("a call")
+            .len();
         assert!(across >= 12, "{across}");
         let parked = many.park.values().map(Vec::len).sum::<usize>();
         assert!(parked >= 12, "{parked}");
         let lost: Vec<_> = many
             .entry
             .iter()
-            .flat_map(|(b, l)| l.iter().map(move |e| (*b, *e)))
+            .flat_map(|(b, l)| l.iter().map(move |e| (b, *e)))
             .filter(|&(_, (_, reg, slot))| !reg && !slot)
             .collect();
         assert!(

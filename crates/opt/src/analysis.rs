@@ -21,54 +21,15 @@
 
 use adze_ir::cfg::{self, DominatorTree, NaturalLoop};
 use adze_ir::{Block, Function, Inst, InstData, Opcode, Region, Value, ValueDef};
+use cranelift_entity::{EntityRef, EntitySet, SecondaryMap};
 
-/// Dense index of an entity, for side tables kept in `Vec`s.
-pub(crate) trait Idx: Copy {
-    fn idx(self) -> usize;
-}
-
-macro_rules! idx {
-    ($($t:ty),*) => {$(
-        impl Idx for $t {
-            fn idx(self) -> usize {
-                self.as_u32() as usize
-            }
-        }
-    )*};
-}
-idx!(Value, Block, Inst, Region);
-
-/// A side table indexed by an entity, with a default for entities it has
-/// not seen (entities created after the table are simply absent).
-#[derive(Clone, Debug)]
-pub(crate) struct Table<T: Clone> {
-    items: Vec<T>,
-    default: T,
-}
-
-impl<T: Clone> Table<T> {
-    pub(crate) fn new(len: usize, default: T) -> Table<T> {
-        Table {
-            items: vec![default.clone(); len],
-            default,
-        }
-    }
-
-    pub(crate) fn get(&self, e: impl Idx) -> &T {
-        self.items.get(e.idx()).unwrap_or(&self.default)
-    }
-
-    pub(crate) fn get_mut(&mut self, e: impl Idx) -> &mut T {
-        let i = e.idx();
-        if i >= self.items.len() {
-            self.items.resize(i + 1, self.default.clone());
-        }
-        &mut self.items[i]
-    }
-
-    pub(crate) fn set(&mut self, e: impl Idx, value: T) {
-        *self.get_mut(e) = value;
-    }
+/// A side table indexed by an entity, sized for the entities `func` has
+/// now, with `default` for the others (entities created after the table
+/// read as the default, and writing one grows the table).
+pub(crate) fn table<K: EntityRef, T: Clone>(len: usize, default: T) -> SecondaryMap<K, T> {
+    let mut map = SecondaryMap::with_default(default);
+    map.resize(len);
+    map
 }
 
 /// The instruction that defines `v`, if any.
@@ -125,9 +86,9 @@ pub(crate) struct Cfg {
     /// Reachable blocks, entry first, in reverse postorder.
     pub(crate) rpo: Vec<Block>,
     /// Position in `rpo`, or `u32::MAX` for an unreachable block.
-    rpo_num: Table<u32>,
-    succs: Table<Vec<Block>>,
-    preds: Table<Vec<Block>>,
+    rpo_num: SecondaryMap<Block, u32>,
+    succs: SecondaryMap<Block, Vec<Block>>,
+    preds: SecondaryMap<Block, Vec<Block>>,
 }
 
 /// The distinct destinations of `block`'s terminator (every instruction's,
@@ -150,44 +111,44 @@ impl Cfg {
         let n = func.dfg.num_blocks();
         let mut cfg = Cfg {
             rpo: Vec::new(),
-            rpo_num: Table::new(n, u32::MAX),
-            succs: Table::new(n, Vec::new()),
-            preds: Table::new(n, Vec::new()),
+            rpo_num: table(n, u32::MAX),
+            succs: table(n, Vec::new()),
+            preds: table(n, Vec::new()),
         };
         for &b in func.layout.blocks() {
-            cfg.succs.set(b, successors(func, b));
+            cfg.succs[b] = successors(func, b);
         }
         let Some(entry) = func.entry_block() else {
             return cfg;
         };
-        cfg.rpo = cfg::reverse_postorder_by(entry, |b| cfg.succs.get(b).clone());
+        cfg.rpo = cfg::reverse_postorder_by(entry, |b| cfg.succs[b].clone());
         for (k, &b) in cfg.rpo.iter().enumerate() {
-            cfg.rpo_num.set(b, k as u32);
+            cfg.rpo_num[b] = k as u32;
         }
         for &b in &cfg.rpo {
-            for &s in cfg.succs.get(b) {
-                cfg.preds.get_mut(s).push(b);
+            for &s in &cfg.succs[b] {
+                cfg.preds[s].push(b);
             }
         }
         cfg
     }
 
     pub(crate) fn is_reachable(&self, b: Block) -> bool {
-        *self.rpo_num.get(b) != u32::MAX
+        self.rpo_num[b] != u32::MAX
     }
 
     pub(crate) fn rpo_num(&self, b: Block) -> u32 {
-        *self.rpo_num.get(b)
+        self.rpo_num[b]
     }
 
     /// Distinct successors (of any placed block).
     pub(crate) fn succs(&self, b: Block) -> &[Block] {
-        self.succs.get(b)
+        &self.succs[b]
     }
 
     /// Distinct reachable predecessors.
     pub(crate) fn preds(&self, b: Block) -> &[Block] {
-        self.preds.get(b)
+        &self.preds[b]
     }
 
     /// The dominator tree of the reachable blocks; its children are in
@@ -206,13 +167,16 @@ impl Cfg {
     /// The loops of [`Cfg::loops`] that contain no other loop's header.
     pub(crate) fn innermost_loops(&self, doms: &DominatorTree) -> Vec<NaturalLoop> {
         let loops = self.loops(doms);
-        let headers: std::collections::HashSet<Block> = loops.iter().map(|l| l.header).collect();
+        let mut headers = EntitySet::with_capacity(self.rpo.len());
+        for lp in &loops {
+            headers.insert(lp.header);
+        }
         loops
             .into_iter()
             .filter(|lp| {
                 lp.blocks
                     .iter()
-                    .all(|&b| b == lp.header || !headers.contains(&b))
+                    .all(|&b| b == lp.header || !headers.contains(b))
             })
             .collect()
     }
@@ -221,35 +185,35 @@ impl Cfg {
 /// The rule region of every block and value, and the values pinned by region
 /// interfaces (see the module documentation).
 pub(crate) struct Scopes {
-    block_scope: Table<Option<Region>>,
-    pinned: Table<bool>,
+    block_scope: SecondaryMap<Block, Option<Region>>,
+    pinned: EntitySet<Value>,
     /// Blocks that a region lists, or that define a region's argument or
     /// result: never deleted.
-    pinned_blocks: Table<bool>,
+    pinned_blocks: EntitySet<Block>,
 }
 
 impl Scopes {
     pub(crate) fn new(func: &Function) -> Scopes {
         let mut s = Scopes {
-            block_scope: Table::new(func.dfg.num_blocks(), None),
-            pinned: Table::new(func.dfg.num_values(), false),
-            pinned_blocks: Table::new(func.dfg.num_blocks(), false),
+            block_scope: table(func.dfg.num_blocks(), None),
+            pinned: EntitySet::with_capacity(func.dfg.num_values()),
+            pinned_blocks: EntitySet::with_capacity(func.dfg.num_blocks()),
         };
         // The innermost region of a block is the deepest one that lists it.
-        let mut best: Table<usize> = Table::new(func.dfg.num_blocks(), 0);
+        let mut best: SecondaryMap<Block, usize> = table(func.dfg.num_blocks(), 0);
         for (region, data) in func.regions.iter() {
             let depth = 1 + region_depth(func, region);
             for &b in &data.blocks {
-                s.pinned_blocks.set(b, true);
-                if depth > *best.get(b) {
-                    best.set(b, depth);
-                    s.block_scope.set(b, Some(region));
+                s.pinned_blocks.insert(b);
+                if depth > best[b] {
+                    best[b] = depth;
+                    s.block_scope[b] = Some(region);
                 }
             }
             for &v in data.args.iter().chain(&data.results) {
-                s.pinned.set(v, true);
+                s.pinned.insert(v);
                 if let Some(b) = func.def_block(v) {
-                    s.pinned_blocks.set(b, true);
+                    s.pinned_blocks.insert(b);
                 }
             }
         }
@@ -257,7 +221,7 @@ impl Scopes {
     }
 
     pub(crate) fn block_scope(&self, b: Block) -> Option<Region> {
-        *self.block_scope.get(b)
+        self.block_scope[b]
     }
 
     pub(crate) fn value_scope(&self, func: &Function, v: Value) -> Option<Region> {
@@ -266,12 +230,12 @@ impl Scopes {
 
     /// Is `v` an argument or result of a region (so it must stay defined)?
     pub(crate) fn is_pinned(&self, v: Value) -> bool {
-        *self.pinned.get(v)
+        self.pinned.contains(v)
     }
 
     /// Must `b` stay in the layout even if unreachable?
     pub(crate) fn is_pinned_block(&self, b: Block) -> bool {
-        *self.pinned_blocks.get(b)
+        self.pinned_blocks.contains(b)
     }
 
     /// May every use of `old` be replaced by `new`? Not if `old` is pinned;
@@ -305,14 +269,14 @@ fn region_depth(func: &Function, r: Region) -> usize {
 /// Pending replacements of values by other values, applied to every use at
 /// the end of a pass ([`Replacements::apply`]).
 pub(crate) struct Replacements {
-    to: Table<Option<Value>>,
+    to: SecondaryMap<Value, Option<Value>>,
     any: bool,
 }
 
 impl Replacements {
     pub(crate) fn new(func: &Function) -> Replacements {
         Replacements {
-            to: Table::new(func.dfg.num_values(), None),
+            to: table(func.dfg.num_values(), None),
             any: false,
         }
     }
@@ -321,7 +285,7 @@ impl Replacements {
     pub(crate) fn replace(&mut self, old: Value, new: Value) {
         let new = self.resolve(new);
         if new != old {
-            self.to.set(old, Some(new));
+            self.to[old] = Some(new);
             self.any = true;
         }
     }
@@ -340,7 +304,7 @@ impl Replacements {
     }
 
     fn get(&self, v: Value) -> Option<Value> {
-        *self.to.get(v)
+        self.to[v]
     }
 
     /// Rewrites the operands of `inst`.

@@ -91,7 +91,10 @@ pub(crate) enum BackEdges {
 }
 
 /// A copy of a loop's blocks: original → copy, for blocks and for the
-/// values the blocks define.
+/// values the blocks define. Hash maps, not entity maps: the keys are one
+/// loop's entities, few of the function's, and a pass copies a loop at a
+/// time (an entity map would cost the whole function's entity count per
+/// copy).
 pub(crate) struct LoopCopy {
     pub(crate) blocks: HashMap<Block, Block>,
     pub(crate) values: HashMap<Value, Value>,
@@ -166,6 +169,7 @@ pub(crate) fn merge_at_exit(
     blocks: &HashMap<Block, Block>,
     values: &HashMap<Value, Value>,
 ) {
+    // A loop and its copy: few of the function's blocks (see `LoopCopy`).
     let mut inside: HashSet<Block> = body.iter().copied().collect();
     inside.extend(blocks.values().copied());
     let defined: Vec<Value> = func

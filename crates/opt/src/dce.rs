@@ -50,8 +50,9 @@
 //! (`Function::inlined`); an entry whose blocks are all gone stays, with an
 //! empty list (entries are numbered, and parents refer to them).
 
-use crate::analysis::{def_inst, iconst_of, is_pure, Cfg, Scopes, Table};
+use crate::analysis::{def_inst, iconst_of, is_pure, table, Cfg, Scopes};
 use adze_ir::{Block, Function, Inst, InstData, Opcode, Value, ValueDef};
+use cranelift_entity::{EntitySet, SecondaryMap};
 use std::collections::HashSet;
 
 /// What DCE did to one function.
@@ -109,13 +110,13 @@ fn remove_unreachable_blocks(func: &mut Function) -> usize {
     let cfg = Cfg::new(func);
     let scopes = Scopes::new(func);
     let blocks: Vec<Block> = func.layout.blocks().to_vec();
-    let mut keep = Table::new(func.dfg.num_blocks(), false);
+    let mut keep = EntitySet::with_capacity(func.dfg.num_blocks());
     let mut work = Vec::new();
     for &b in &blocks {
         if cfg.is_reachable(b) {
-            keep.set(b, true);
+            keep.insert(b);
         } else if scopes.is_pinned_block(b) {
-            keep.set(b, true);
+            keep.insert(b);
             work.push(b);
         }
     }
@@ -129,15 +130,14 @@ fn remove_unreachable_blocks(func: &mut Function) -> usize {
                 .for_each_use(|v| needed.extend(func.def_block(v)));
         }
         for n in needed {
-            if !*keep.get(n) {
-                keep.set(n, true);
+            if keep.insert(n) {
                 work.push(n);
             }
         }
     }
     let mut removed = 0;
     for b in blocks {
-        if !*keep.get(b) {
+        if !keep.contains(b) {
             func.layout.remove_block(b);
             removed += 1;
         }
@@ -155,18 +155,18 @@ fn remove_unreachable_blocks(func: &mut Function) -> usize {
 fn remove_dead_insts(func: &mut Function) -> (usize, usize) {
     let safe = adze_ir::bounds::safe_accesses(func);
     // The instructions that branch to each block.
-    let mut incoming: Table<Vec<Inst>> = Table::new(func.dfg.num_blocks(), Vec::new());
+    let mut incoming: SecondaryMap<Block, Vec<Inst>> = table(func.dfg.num_blocks(), Vec::new());
     for (_, inst) in func.layout.insts() {
         for dest in func.dfg.inst(inst).destinations() {
-            let preds = incoming.get_mut(dest.block);
+            let preds = &mut incoming[dest.block];
             if preds.last() != Some(&inst) {
                 preds.push(inst);
             }
         }
     }
     let mut live = Live {
-        insts: Table::new(func.dfg.num_insts(), false),
-        params: Table::new(func.dfg.num_values(), false),
+        insts: EntitySet::with_capacity(func.dfg.num_insts()),
+        params: EntitySet::with_capacity(func.dfg.num_values()),
         work: Vec::new(),
     };
     if let Some(entry) = func.entry_block() {
@@ -194,7 +194,7 @@ fn remove_dead_insts(func: &mut Function) -> (usize, usize) {
                 }
             }
             Item::Param(block, num) => {
-                for &inst in incoming.get(block) {
+                for &inst in &incoming[block] {
                     for dest in func.dfg.inst(inst).destinations() {
                         if dest.block == block {
                             if let Some(&v) = dest.args.get(num) {
@@ -209,11 +209,11 @@ fn remove_dead_insts(func: &mut Function) -> (usize, usize) {
     let dead: Vec<Inst> = func
         .layout
         .insts()
-        .filter(|&(_, i)| !*live.insts.get(i))
+        .filter(|&(_, i)| !live.insts.contains(i))
         .map(|(_, i)| i)
         .collect();
     remove_insts(func, &dead);
-    let params = func.retain_block_params(|_, p| *live.params.get(p));
+    let params = func.retain_block_params(|_, p| live.params.contains(p));
     (dead.len(), params)
 }
 
@@ -225,15 +225,14 @@ enum Item {
 /// Live instructions and block parameters, with a worklist of those whose
 /// operands (incoming arguments) are still to be marked.
 struct Live {
-    insts: Table<bool>,
-    params: Table<bool>,
+    insts: EntitySet<Inst>,
+    params: EntitySet<Value>,
     work: Vec<Item>,
 }
 
 impl Live {
     fn inst(&mut self, inst: Inst) {
-        if !*self.insts.get(inst) {
-            self.insts.set(inst, true);
+        if self.insts.insert(inst) {
             self.work.push(Item::Inst(inst));
         }
     }
@@ -249,8 +248,7 @@ impl Live {
                 }
             }
             ValueDef::Param { block, num } => {
-                if !*self.params.get(v) {
-                    self.params.set(v, true);
+                if self.params.insert(v) {
                     self.work.push(Item::Param(block, num));
                 }
             }

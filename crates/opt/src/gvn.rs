@@ -70,9 +70,9 @@ use crate::analysis::{
 use adze_ir::{
     semantics, BlockCall, CmpCond, Cost, Function, Inst, InstData, Opcode, Region, Value,
 };
+use cranelift_entity::{EntitySet, SecondaryMap};
 use rustc_hash::FxHashMap;
 use std::collections::hash_map::Entry;
-use std::collections::HashSet;
 
 /// What GVN did to one function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -120,8 +120,9 @@ pub fn gvn(func: &mut Function) -> GvnStats {
             + crate::phis::narrow_bit_params(func, &cfg, &scopes),
         ..GvnStats::default()
     };
-    let quiet =
-        crate::phis::quiet_params(func, &cfg, |v| is_quiet_depth(func, &HashSet::new(), v, 4));
+    let quiet = crate::phis::quiet_params(func, &cfg, |v| {
+        is_quiet_depth(func, &EntitySet::new(), v, 4)
+    });
     let mut repl = Replacements::new(func);
     let Some(&entry) = cfg.rpo.first() else {
         return stats;
@@ -143,7 +144,7 @@ pub fn gvn(func: &mut Function) -> GvnStats {
     let mut visits: u32 = 0;
     // A cheap instruction equal to one of a dominating block keeps its
     // result but is numbered as that one (see `global`).
-    let mut number: FxHashMap<Value, Value> = FxHashMap::default();
+    let mut number: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
     let mut stack = vec![(entry, 0usize)];
     while let Some((block, depth)) = stack.pop() {
         path.truncate(depth);
@@ -195,7 +196,7 @@ pub fn gvn(func: &mut Function) -> GvnStats {
                 continue;
             }
             let mut numbered = data.clone();
-            numbered.map_uses(|v| number.get(&v).copied().unwrap_or(v));
+            numbered.map_uses(|v| number[v].unwrap_or(v));
             let key = (numbered, scope);
             let here = (result, depth as u32, path[depth]);
             match table.entry(key) {
@@ -210,7 +211,7 @@ pub fn gvn(func: &mut Function) -> GvnStats {
                             removed.push(inst);
                             stats.merged += 1;
                         } else {
-                            number.insert(result, v);
+                            number[result] = Some(v);
                         }
                     }
                 }
@@ -254,15 +255,15 @@ fn is_signaling_nan(bits: u64) -> bool {
 }
 
 /// Can `v` not be a signaling NaN (see the module documentation)?
-fn is_quiet(func: &Function, quiet: &HashSet<Value>, v: Value) -> bool {
+fn is_quiet(func: &Function, quiet: &EntitySet<Value>, v: Value) -> bool {
     is_quiet_depth(func, quiet, v, 4)
 }
 
 /// `quiet`: the block parameters known to be quiet (`phis::quiet_params`).
-fn is_quiet_depth(func: &Function, quiet: &HashSet<Value>, v: Value, depth: usize) -> bool {
+fn is_quiet_depth(func: &Function, quiet: &EntitySet<Value>, v: Value, depth: usize) -> bool {
     use Opcode::*;
     let Some(data) = def_inst(func, v) else {
-        return quiet.contains(&v);
+        return quiet.contains(v);
     };
     match data {
         InstData::FConst { bits } => !is_signaling_nan(*bits),
@@ -305,7 +306,7 @@ pub(crate) fn unary_operand(func: &Function, v: Value, op: Opcode) -> Option<Val
     }
 }
 
-fn simplify(func: &Function, quiet: &HashSet<Value>, data: &InstData) -> Simplified {
+fn simplify(func: &Function, quiet: &EntitySet<Value>, data: &InstData) -> Simplified {
     use Opcode::*;
     let f = |v| fconst_of(func, v);
     let i = |v| iconst_of(func, v);
@@ -414,7 +415,7 @@ fn simplify(func: &Function, quiet: &HashSet<Value>, data: &InstData) -> Simplif
 /// The exact identities of f64 arithmetic with one constant operand.
 fn simplify_f64(
     func: &Function,
-    quiet: &HashSet<Value>,
+    quiet: &EntitySet<Value>,
     op: Opcode,
     a: Value,
     b: Value,

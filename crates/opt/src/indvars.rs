@@ -44,8 +44,9 @@
 //! allows it (two parameters of one block have the same scope; a region's
 //! argument or result is never replaced).
 
-use crate::analysis::{def_inst, iconst_of, Replacements, Scopes, Table};
-use adze_ir::{Function, Inst, InstData, Opcode, Type, Value};
+use crate::analysis::{def_inst, iconst_of, table, Replacements, Scopes};
+use adze_ir::{Block, Function, Inst, InstData, Opcode, Type, Value};
+use cranelift_entity::SecondaryMap;
 
 /// What the pass did to one function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -62,10 +63,10 @@ pub fn indvars(func: &mut Function) -> IndvarsStats {
         return stats;
     }
     let scopes = Scopes::new(func);
-    let mut incoming: Table<Vec<Inst>> = Table::new(func.dfg.num_blocks(), Vec::new());
+    let mut incoming: SecondaryMap<Block, Vec<Inst>> = table(func.dfg.num_blocks(), Vec::new());
     for (_, inst) in func.layout.insts() {
         for dest in func.dfg.inst(inst).destinations() {
-            let preds = incoming.get_mut(dest.block);
+            let preds = &mut incoming[dest.block];
             if preds.last() != Some(&inst) {
                 preds.push(inst);
             }
@@ -89,8 +90,7 @@ pub fn indvars(func: &mut Function) -> IndvarsStats {
             continue;
         }
         // The argument lists of every branch to `block`.
-        let edges: Vec<&[Value]> = incoming
-            .get(block)
+        let edges: Vec<&[Value]> = incoming[block]
             .iter()
             .flat_map(|&inst| func.dfg.inst(inst).destinations())
             .filter(|d| d.block == block)

@@ -89,6 +89,7 @@ use adze_ir::{
     Block, BlockCall, FuncId, Function, InlineHint, Inlined, InlinedData, Inst, InstData, Module,
     Region, RegionData, Type, Value,
 };
+use cranelift_entity::{EntitySet, SecondaryMap};
 
 /// The default size budget of [`DefaultPolicy`]: a callee hinted `auto` is
 /// inlined when it has at most this many placed instructions. 64 covers the
@@ -179,7 +180,7 @@ pub fn inline_functions(
     let recursive = recursive_functions(module);
     let mut stats = InlineStats::default();
     let order = post_order(module, funcs);
-    let mut finished = vec![false; module.len()];
+    let mut finished = EntitySet::with_capacity(module.len());
     for id in order {
         let mut func = module.func(id).clone();
         let mut inliner = Inliner {
@@ -192,7 +193,7 @@ pub fn inline_functions(
         };
         inliner.run(&mut func);
         module.replace(id, func);
-        finished[index(id)] = true;
+        finished.insert(id);
     }
     stats
 }
@@ -201,33 +202,33 @@ pub fn inline_functions(
 /// each after the functions of `funcs` it calls, cycles broken anywhere;
 /// otherwise in the order given. Iterative, so any depth of calls is fine.
 fn post_order(module: &Module, funcs: &[FuncId]) -> Vec<FuncId> {
-    let mut wanted = vec![false; module.len()];
+    let mut wanted = EntitySet::with_capacity(module.len());
     for &f in funcs {
         if module.is_valid(f) {
-            wanted[index(f)] = true;
+            wanted.insert(f);
         }
     }
     // 0: not seen, 1: on the stack, 2: done.
-    let mut state = vec![0u8; module.len()];
+    let mut state: SecondaryMap<FuncId, u8> = SecondaryMap::with_capacity(module.len());
     let mut out = Vec::new();
     for &root in funcs {
-        if !module.is_valid(root) || state[index(root)] != 0 {
+        if !module.is_valid(root) || state[root] != 0 {
             continue;
         }
-        state[index(root)] = 1;
+        state[root] = 1;
         let mut stack: Vec<(FuncId, Vec<FuncId>)> =
             vec![(root, callees(module, module.func(root)))];
         while let Some((f, next)) = stack.last_mut() {
             let f = *f;
             match next.pop() {
-                Some(c) if wanted[index(c)] && state[index(c)] == 0 => {
-                    state[index(c)] = 1;
+                Some(c) if wanted.contains(c) && state[c] == 0 => {
+                    state[c] = 1;
                     let cs = callees(module, module.func(c));
                     stack.push((c, cs));
                 }
                 Some(_) => {}
                 None => {
-                    state[index(f)] = 2;
+                    state[f] = 2;
                     out.push(f);
                     stack.pop();
                 }
@@ -235,26 +236,6 @@ fn post_order(module: &Module, funcs: &[FuncId]) -> Vec<FuncId> {
         }
     }
     out
-}
-
-/// Entity numbers as indices (without depending on `cranelift-entity`).
-trait Idx {
-    fn idx(self) -> usize;
-}
-
-macro_rules! idx {
-    ($($t:ty),*) => {$(
-        impl Idx for $t {
-            fn idx(self) -> usize {
-                self.as_u32() as usize
-            }
-        }
-    )*};
-}
-idx!(FuncId, Value, Block, Inst);
-
-fn index(e: impl Idx) -> usize {
-    e.idx()
 }
 
 /// The callees of `func`'s placed `call` instructions, sorted, without
@@ -275,23 +256,26 @@ fn callees(module: &Module, func: &Function) -> Vec<FuncId> {
 
 /// Per function: does it lie on a cycle of the call graph (can it reach
 /// itself through `call` instructions)?
-fn recursive_functions(module: &Module) -> Vec<bool> {
-    let succ: Vec<Vec<FuncId>> = module.iter().map(|(_, f)| callees(module, f)).collect();
-    let mut recursive = vec![false; module.len()];
-    let mut seen = vec![usize::MAX; module.len()];
+fn recursive_functions(module: &Module) -> EntitySet<FuncId> {
+    let succ: SecondaryMap<FuncId, Vec<FuncId>> = module
+        .iter()
+        .map(|(f, func)| (f, callees(module, func)))
+        .collect();
+    let mut recursive = EntitySet::with_capacity(module.len());
+    // The search each function was last reached by.
+    let mut seen: SecondaryMap<FuncId, Option<FuncId>> = SecondaryMap::with_capacity(module.len());
     for (start, _) in module.iter() {
-        let s = index(start);
-        let mut stack: Vec<FuncId> = succ[s].clone();
+        let mut stack: Vec<FuncId> = succ[start].clone();
         while let Some(f) = stack.pop() {
             if f == start {
-                recursive[s] = true;
+                recursive.insert(start);
                 break;
             }
-            if seen[index(f)] == s {
+            if seen[f] == Some(start) {
                 continue;
             }
-            seen[index(f)] = s;
-            stack.extend(succ[index(f)].iter().copied());
+            seen[f] = Some(start);
+            stack.extend(succ[f].iter().copied());
         }
     }
     recursive
@@ -301,10 +285,10 @@ struct Inliner<'a> {
     /// The module, with the callees that come before the caller in
     /// [`post_order`] already finished: callee bodies come from here.
     module: &'a Module,
-    recursive: &'a [bool],
+    recursive: &'a EntitySet<FuncId>,
     /// The functions this run has finished: their copies hold no call worth
     /// looking at again.
-    finished: &'a [bool],
+    finished: &'a EntitySet<FuncId>,
     policy: &'a dyn InlinePolicy,
     caller: FuncId,
     stats: &'a mut InlineStats,
@@ -318,7 +302,7 @@ impl Inliner<'_> {
         let limit = self.policy.max_function_insts();
         let mut size = func.num_placed_insts();
         // Calls already refused (instruction numbers only grow).
-        let mut refused: Vec<bool> = Vec::new();
+        let mut refused: EntitySet<Inst> = EntitySet::new();
         // Blocks before this layout position hold no acceptable call.
         let mut from = 0;
         loop {
@@ -328,7 +312,7 @@ impl Inliner<'_> {
                     let InstData::Call { func: callee, .. } = func.dfg.inst(inst) else {
                         continue;
                     };
-                    if refused.get(index(inst)).copied().unwrap_or(false) {
+                    if refused.contains(inst) {
                         continue;
                     }
                     let callee = *callee;
@@ -338,10 +322,7 @@ impl Inliner<'_> {
                         found = Some((pos, block, at, inst, callee));
                         break 'scan;
                     }
-                    if refused.len() <= index(inst) {
-                        refused.resize(index(inst) + 1, false);
-                    }
-                    refused[index(inst)] = true;
+                    refused.insert(inst);
                 }
             }
             let Some((pos, block, at, inst, callee)) = found else {
@@ -352,7 +333,7 @@ impl Inliner<'_> {
             inline_call(func, block, at, inst, callee, body, self.stats);
             // The call became a jump; each `return` of the copy a jump too.
             size += body_size;
-            from = if self.finished.get(index(callee)).copied().unwrap_or(false) {
+            from = if self.finished.contains(callee) {
                 // The continuation: after the call's block and the copy.
                 pos + 1 + body.layout.blocks().len()
             } else {
@@ -363,7 +344,7 @@ impl Inliner<'_> {
 
     /// Everything but the size budget: may this call be inlined?
     fn accepts(&self, func: &Function, inst: Inst, callee: FuncId) -> bool {
-        if !self.module.is_valid(callee) || self.recursive[index(callee)] {
+        if !self.module.is_valid(callee) || self.recursive.contains(callee) {
             return false;
         }
         let body = self.module.func(callee);
@@ -378,9 +359,11 @@ impl Inliner<'_> {
 }
 
 /// Maps the callee's entities to fresh ones of the caller.
+/// Only the callee's entities are remembered: an invalid one (only in
+/// malformed IR) gets a fresh entity at each use.
 struct Remap {
-    values: Vec<Option<Value>>,
-    blocks: Vec<Option<Block>>,
+    values: SecondaryMap<Value, Option<Value>>,
+    blocks: SecondaryMap<Block, Option<Block>>,
 }
 
 impl Remap {
@@ -388,8 +371,8 @@ impl Remap {
     /// defines (only in malformed IR) becomes a detached value of the caller,
     /// which the verifier reports just as it would have in the callee.
     fn value(&mut self, func: &mut Function, callee: &Function, v: Value) -> Value {
-        if let Some(Some(w)) = self.values.get(index(v)) {
-            return *w;
+        if let Some(w) = self.values[v] {
+            return w;
         }
         let ty = if callee.dfg.value_is_valid(v) {
             callee.dfg.value_type(v)
@@ -397,8 +380,8 @@ impl Remap {
             Type::F64
         };
         let w = func.dfg.make_detached_value(ty);
-        if let Some(slot) = self.values.get_mut(index(v)) {
-            *slot = Some(w);
+        if callee.dfg.value_is_valid(v) {
+            self.values[v] = Some(w);
         }
         w
     }
@@ -406,13 +389,13 @@ impl Remap {
     /// The caller's block for the callee's `b` (a block the callee does not
     /// lay out, only in malformed IR, becomes a fresh block left out of the
     /// layout).
-    fn block(&mut self, func: &mut Function, b: Block) -> Block {
-        if let Some(Some(c)) = self.blocks.get(index(b)) {
-            return *c;
+    fn block(&mut self, func: &mut Function, callee: &Function, b: Block) -> Block {
+        if let Some(c) = self.blocks[b] {
+            return c;
         }
         let c = func.dfg.make_block();
-        if let Some(slot) = self.blocks.get_mut(index(b)) {
-            *slot = Some(c);
+        if callee.dfg.block_is_valid(b) {
+            self.blocks[b] = Some(c);
         }
         c
     }
@@ -467,8 +450,8 @@ fn inline_call(
 
     // Copy the blocks, between the call's block and the continuation.
     let mut map = Remap {
-        values: vec![None; body.dfg.num_values()],
-        blocks: vec![None; body.dfg.num_blocks()],
+        values: SecondaryMap::with_capacity(body.dfg.num_values()),
+        blocks: SecondaryMap::with_capacity(body.dfg.num_blocks()),
     };
     let entry = body.entry_block();
     let mut entry_args = Vec::new();
@@ -479,9 +462,7 @@ fn inline_call(
         func.layout.insert_block_after(nb, anchor);
         anchor = nb;
         copied.push(nb);
-        if let Some(slot) = map.blocks.get_mut(index(b)) {
-            *slot = Some(nb);
-        }
+        map.blocks[b] = Some(nb);
         if Some(b) == entry {
             // Arrays are substituted (they never flow through block
             // parameters); so are the scalars of a callee that becomes a
@@ -502,25 +483,19 @@ fn inline_call(
                     entry_args.push(a);
                     func.dfg.append_block_param(nb, ty)
                 };
-                if let Some(slot) = map.values.get_mut(index(p)) {
-                    *slot = Some(v);
-                }
+                map.values[p] = Some(v);
             }
         } else {
             for &p in body.dfg.block_params(b) {
                 let v = func.dfg.append_block_param(nb, body.dfg.value_type(p));
-                if let Some(slot) = map.values.get_mut(index(p)) {
-                    *slot = Some(v);
-                }
+                map.values[p] = Some(v);
             }
         }
     }
     for (_, i) in body.layout.insts() {
         for &r in body.dfg.inst_results(i) {
             let v = func.dfg.make_detached_value(body.dfg.value_type(r));
-            if let Some(slot) = map.values.get_mut(index(r)) {
-                *slot = Some(v);
-            }
+            map.values[r] = Some(v);
         }
     }
     for (b, i) in body.layout.insts() {
@@ -535,7 +510,7 @@ fn inline_call(
                 let mut data = data.clone();
                 data.map_uses(|v| map.value(func, body, v));
                 for dest in data.destinations_mut() {
-                    dest.block = map.block(func, dest.block);
+                    dest.block = map.block(func, body, dest.block);
                 }
                 data
             }
@@ -550,7 +525,7 @@ fn inline_call(
         // The copy keeps the callee's source location (one module, one
         // file): a fault in inlined code points at the callee's source.
         func.dfg.set_srcloc(new, body.dfg.srcloc(i));
-        let nb = map.block(func, b);
+        let nb = map.block(func, body, b);
         func.layout.append_inst(new, nb);
     }
     if let Some(&first) = copied.first() {
@@ -595,11 +570,7 @@ fn inline_call(
             callee: data.callee.clone(),
             // Only the callee's laid-out blocks were copied; a listed block
             // it no longer lays out (a pass removed it) is dropped.
-            blocks: data
-                .blocks
-                .iter()
-                .filter_map(|&b| map.blocks.get(index(b)).copied().flatten())
-                .collect(),
+            blocks: data.blocks.iter().filter_map(|&b| map.blocks[b]).collect(),
             parent: Some(data.parent.map_or(this, |p| {
                 Inlined::from_u32(inlined_base.saturating_add(p.as_u32()))
             })),
@@ -635,7 +606,11 @@ fn inline_call(
                 .iter()
                 .map(|&v| map.value(func, body, v))
                 .collect(),
-            blocks: data.blocks.iter().map(|&b| map.block(func, b)).collect(),
+            blocks: data
+                .blocks
+                .iter()
+                .map(|&b| map.block(func, body, b))
+                .collect(),
             parent: data
                 .parent
                 .map(|p| Region::from_u32(base.saturating_add(p.as_u32())))

@@ -52,8 +52,9 @@
 //! it dominated the use inside the loop without being in the loop, and
 //! every path into the loop comes through the preheader.
 
-use crate::analysis::{is_pure, Cfg, Scopes, Table};
+use crate::analysis::{is_pure, Cfg, Scopes};
 use adze_ir::{Block, Function, Inst, InstData, Value, ValueDef};
+use cranelift_entity::EntitySet;
 
 /// What LICM did to one function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -76,7 +77,7 @@ pub fn licm(func: &mut Function) -> LicmStats {
     let mut loops = cfg.loops(&doms);
     loops.sort_by_key(|l| (l.blocks.len(), cfg.rpo_num(l.header)));
     stats.loops = loops.len();
-    let mut in_loop = Table::new(func.dfg.num_blocks(), false);
+    let mut in_loop = EntitySet::with_capacity(func.dfg.num_blocks());
     for lp in &loops {
         let outside: Vec<Block> = cfg
             .preds(lp.header)
@@ -93,7 +94,7 @@ pub fn licm(func: &mut Function) -> LicmStats {
         }
         stats.with_preheader += 1;
         for &b in &lp.blocks {
-            in_loop.set(b, true);
+            in_loop.insert(b);
         }
         let scope = scopes.block_scope(pre);
         for &b in &lp.blocks {
@@ -115,7 +116,7 @@ pub fn licm(func: &mut Function) -> LicmStats {
                 // where they are used (see `constant`).
                 let mut invariant = true;
                 data.for_each_use(|v| {
-                    invariant &= func.def_block(v).is_some_and(|d| !*in_loop.get(d))
+                    invariant &= func.def_block(v).is_some_and(|d| !in_loop.contains(d))
                         || constant_value(func, v);
                 });
                 if !invariant {
@@ -125,7 +126,7 @@ pub fn licm(func: &mut Function) -> LicmStats {
                 let mut data = func.dfg.inst(inst).clone();
                 for v in data.args_mut() {
                     if constant_value(func, *v)
-                        && func.def_block(*v).is_some_and(|d| *in_loop.get(d))
+                        && func.def_block(*v).is_some_and(|d| in_loop.contains(d))
                     {
                         let ValueDef::Result { inst: c, .. } = *func.dfg.value_def(*v) else {
                             continue;
@@ -145,7 +146,7 @@ pub fn licm(func: &mut Function) -> LicmStats {
             }
         }
         for &b in &lp.blocks {
-            in_loop.set(b, false);
+            in_loop.remove(b);
         }
     }
     stats

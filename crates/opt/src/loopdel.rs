@@ -74,9 +74,10 @@
 //! redone after each deletion, so a loop whose only inner loop was deleted
 //! may go next.
 
-use crate::analysis::{iconst_of, is_pure, Cfg, Scopes, Table};
+use crate::analysis::{iconst_of, is_pure, table, Cfg, Scopes};
 use adze_ir::cfg::NaturalLoop;
 use adze_ir::{Block, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Type, Value};
+use cranelift_entity::{EntitySet, SecondaryMap};
 use std::collections::HashSet;
 
 /// What loop deletion did to one function.
@@ -144,18 +145,18 @@ fn plan(
     lp: &NaturalLoop,
 ) -> Option<Plan> {
     let h = lp.header;
-    let mut in_loop = Table::new(func.dfg.num_blocks(), false);
+    let mut in_loop = EntitySet::with_capacity(func.dfg.num_blocks());
     for &b in &lp.blocks {
-        in_loop.set(b, true);
+        in_loop.insert(b);
     }
-    let inside = |v: Value| func.def_block(v).is_some_and(|b| *in_loop.get(b));
+    let inside = |v: Value| func.def_block(v).is_some_and(|b| in_loop.contains(b));
 
     // One way in, by a branch that names the header once.
     let outside: Vec<_> = cfg
         .preds(h)
         .iter()
         .copied()
-        .filter(|&p| !*in_loop.get(p))
+        .filter(|&p| !in_loop.contains(p))
         .collect();
     let [pre] = outside[..] else { return None };
     let pre_branch = func.layout.last_inst(pre)?;
@@ -178,7 +179,7 @@ fn plan(
         return None;
     };
     let exit = else_dest.clone();
-    if !*in_loop.get(then_dest.block) || *in_loop.get(exit.block) {
+    if !in_loop.contains(then_dest.block) || in_loop.contains(exit.block) {
         return None;
     }
     let Some(InstData::Cmp {
@@ -226,7 +227,7 @@ fn plan(
                     return None;
                 }
             } else {
-                let leaves = !*in_loop.get(dest.block);
+                let leaves = !in_loop.contains(dest.block);
                 let exit_edge = b == h && dest.block == exit.block;
                 if leaves && !exit_edge {
                     return None;
@@ -259,7 +260,7 @@ fn plan(
     }
     let mut uses_of_i = Vec::new();
     for (b, inst) in func.layout.insts() {
-        if *in_loop.get(b) {
+        if in_loop.contains(b) {
             continue;
         }
         // The only way in is the entry edge (an unreachable block a region
@@ -268,7 +269,7 @@ fn plan(
         let ways_in = data
             .destinations()
             .iter()
-            .filter(|d| *in_loop.get(d.block))
+            .filter(|d| in_loop.contains(d.block))
             .count();
         if ways_in > usize::from(inst == pre_branch) {
             return None;
@@ -323,20 +324,20 @@ fn is_increment_of(func: &Function, v: Value, i: Value) -> bool {
 
 /// Does the loop have a cycle that does not pass its header (an inner loop,
 /// or irreducible control flow inside it)?
-fn has_cycle_avoiding(func: &Function, lp: &NaturalLoop, in_loop: &Table<bool>) -> bool {
+fn has_cycle_avoiding(func: &Function, lp: &NaturalLoop, in_loop: &EntitySet<Block>) -> bool {
     // Kahn's algorithm on the loop's blocks without the header and without
     // the edges into it: a cycle leaves blocks with incoming edges.
     let succs = |b: Block| -> Vec<Block> {
         crate::analysis::successors(func, b)
             .into_iter()
-            .filter(|&s| s != lp.header && *in_loop.get(s))
+            .filter(|&s| s != lp.header && in_loop.contains(s))
             .collect()
     };
-    let mut indeg: Table<usize> = Table::new(func.dfg.num_blocks(), 0);
+    let mut indeg: SecondaryMap<Block, usize> = table(func.dfg.num_blocks(), 0);
     for &b in &lp.blocks {
         if b != lp.header {
             for s in succs(b) {
-                *indeg.get_mut(s) += 1;
+                indeg[s] += 1;
             }
         }
     }
@@ -344,13 +345,13 @@ fn has_cycle_avoiding(func: &Function, lp: &NaturalLoop, in_loop: &Table<bool>) 
         .blocks
         .iter()
         .copied()
-        .filter(|&b| b != lp.header && *indeg.get(b) == 0)
+        .filter(|&b| b != lp.header && indeg[b] == 0)
         .collect();
     let mut seen = 0;
     while let Some(b) = ready.pop() {
         seen += 1;
         for s in succs(b) {
-            let d = indeg.get_mut(s);
+            let d = &mut indeg[s];
             *d -= 1;
             if *d == 0 {
                 ready.push(s);
@@ -416,8 +417,11 @@ fn apply(func: &mut Function, plan: Plan) {
     for &b in &body {
         func.layout.remove_block(b);
     }
-    let gone: HashSet<Block> = body.into_iter().collect();
+    let mut gone = EntitySet::with_capacity(func.dfg.num_blocks());
+    for b in body {
+        gone.insert(b);
+    }
     for d in func.inlined.values_mut() {
-        d.blocks.retain(|b| !gone.contains(b));
+        d.blocks.retain(|b| !gone.contains(*b));
     }
 }

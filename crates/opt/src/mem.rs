@@ -69,6 +69,7 @@ use adze_ir::bounds::LengthClasses;
 use adze_ir::{
     Block, Effects, FuncId, Function, Inst, InstData, Module, Opcode, Type, Value, ValueDef,
 };
+use cranelift_entity::SecondaryMap;
 use std::collections::HashSet;
 
 /// What the memory pass did to one function.
@@ -88,7 +89,7 @@ pub struct MemStats {
 /// call may write.
 #[derive(Clone, Debug, Default)]
 pub struct Callees {
-    writes: Vec<Vec<bool>>,
+    writes: SecondaryMap<FuncId, Vec<bool>>,
 }
 
 impl Callees {
@@ -96,7 +97,7 @@ impl Callees {
         Callees {
             writes: module
                 .iter()
-                .map(|(_, f)| f.sig.params.iter().map(|p| p.mutable).collect())
+                .map(|(id, f)| (id, f.sig.params.iter().map(|p| p.mutable).collect()))
                 .collect(),
         }
     }
@@ -104,7 +105,7 @@ impl Callees {
     /// For each parameter of `f`, may `f` write an array passed there?
     /// `None` for a function this table does not know.
     fn writes(&self, f: FuncId) -> Option<&[bool]> {
-        self.writes.get(f.as_u32() as usize).map(Vec::as_slice)
+        self.writes.get(f).map(Vec::as_slice)
     }
 }
 
@@ -219,7 +220,10 @@ struct ArrayState {
 #[derive(Clone, Debug, Default)]
 struct State {
     arrays: Vec<(Value, ArrayState)>,
-    /// Pairs shown to be in bounds by an access that succeeded.
+    /// Pairs shown to be in bounds by an access that succeeded. A hash
+    /// set, not an entity set: the keys are (array, index expression)
+    /// pairs, few of a large space, and the state is copied for every
+    /// block of the dominator tree walk.
     in_bounds: HashSet<(Value, Index)>,
 }
 
@@ -390,7 +394,8 @@ struct Pass<'a> {
     entry: Option<Block>,
     /// Is the block being rewritten the entry block?
     in_entry: bool,
-    /// Accesses the loop bounds prove in bounds (`adze_ir::bounds`).
+    /// Accesses the loop bounds prove in bounds (`adze_ir::bounds`; a
+    /// `HashSet` because that is what `safe_accesses` returns).
     proven: HashSet<Inst>,
 }
 

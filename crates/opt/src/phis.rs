@@ -36,12 +36,14 @@
 
 use crate::analysis::{Cfg, Replacements, Scopes};
 use adze_ir::{Block, Function, InstData, Type, Value};
-use std::collections::{HashMap, HashSet};
+use cranelift_entity::{EntitySet, SecondaryMap};
 
 /// Incoming arguments of each block parameter, over the edges from
 /// `blocks` (the reachable ones, or every placed block).
-fn incoming(func: &Function, blocks: &[Block]) -> HashMap<Value, Vec<Value>> {
-    let mut map: HashMap<Value, Vec<Value>> = HashMap::new();
+/// A parameter without incoming edges has none.
+fn incoming(func: &Function, blocks: &[Block]) -> SecondaryMap<Value, Vec<Value>> {
+    let mut map: SecondaryMap<Value, Vec<Value>> =
+        SecondaryMap::with_capacity(func.dfg.num_values());
     for &b in blocks {
         let Some(last) = func.layout.last_inst(b) else {
             continue;
@@ -49,7 +51,7 @@ fn incoming(func: &Function, blocks: &[Block]) -> HashMap<Value, Vec<Value>> {
         for dest in func.dfg.inst(last).destinations() {
             let params = func.dfg.block_params(dest.block);
             for (&p, &a) in params.iter().zip(&dest.args) {
-                map.entry(p).or_default().push(a);
+                map[p].push(a);
             }
         }
     }
@@ -75,7 +77,8 @@ pub(crate) fn simplify_params(func: &mut Function, cfg: &Cfg, scopes: &Scopes) -
     let Some(&entry) = cfg.rpo.first() else {
         return 0;
     };
-    let mut done: HashSet<Value> = HashSet::new();
+    let mut done = EntitySet::new();
+    let mut replaced = 0;
     // Each round can make more parameters trivial; a few rounds reach
     // almost every chain, and what is left waits for the next GVN.
     for _ in 0..8 {
@@ -86,8 +89,11 @@ pub(crate) fn simplify_params(func: &mut Function, cfg: &Cfg, scopes: &Scopes) -
                 continue;
             }
             for &p in func.dfg.block_params(b) {
-                let Some(args) = inc.get(&p) else { continue };
-                if scopes.is_pinned(p) || done.contains(&p) {
+                let args = &inc[p];
+                if args.is_empty() {
+                    continue;
+                }
+                if scopes.is_pinned(p) || done.contains(p) {
                     continue;
                 }
                 let mut others = args.iter().copied().filter(|&a| a != p);
@@ -126,11 +132,13 @@ pub(crate) fn simplify_params(func: &mut Function, cfg: &Cfg, scopes: &Scopes) -
         let mut repl = Replacements::new(func);
         for (p, to) in targets {
             repl.replace(p, to);
-            done.insert(p);
+            if done.insert(p) {
+                replaced += 1;
+            }
         }
         repl.apply(func);
     }
-    done.len()
+    replaced
 }
 
 /// The `f64` parameters of non-entry blocks that can never hold a
@@ -140,24 +148,24 @@ pub(crate) fn quiet_params(
     func: &Function,
     cfg: &Cfg,
     quiet_inst: impl Fn(Value) -> bool,
-) -> HashSet<Value> {
+) -> EntitySet<Value> {
     let inc = incoming(func, &cfg.rpo);
-    let mut set: HashSet<Value> = inc
-        .keys()
-        .copied()
-        .filter(|&p| func.dfg.value_type(p) == Type::F64)
-        .collect();
+    let mut set = EntitySet::new();
+    for (p, args) in inc.iter() {
+        if !args.is_empty() && func.dfg.value_type(p) == Type::F64 {
+            set.insert(p);
+        }
+    }
     loop {
         let out: Vec<Value> = set
             .iter()
-            .copied()
-            .filter(|p| !inc[p].iter().all(|&a| set.contains(&a) || quiet_inst(a)))
+            .filter(|&p| !inc[p].iter().all(|&a| set.contains(a) || quiet_inst(a)))
             .collect();
         if out.is_empty() {
             return set;
         }
         for p in out {
-            set.remove(&p);
+            set.remove(p);
         }
     }
 }
@@ -184,16 +192,20 @@ pub(crate) fn narrow_bit_params(func: &mut Function, cfg: &Cfg, scopes: &Scopes)
     let args_of = incoming(func, &blocks);
     // Candidates: f64 parameters of non-entry blocks whose arguments are
     // all `frombits` or themselves.
-    let mut cands: HashSet<Value> = args_of
+    let mut cands = EntitySet::new();
+    for p in args_of
         .iter()
-        .filter(|(&p, args)| {
-            func.dfg.value_type(p) == Type::F64
+        .filter(|&(p, args)| {
+            !args.is_empty()
+                && func.dfg.value_type(p) == Type::F64
                 && !scopes.is_pinned(p)
                 && !matches!(func.dfg.value_def(p), adze_ir::ValueDef::Param { block, .. } if *block == entry)
                 && args.iter().all(|&a| a == p || frombits_arg(func, a).is_some())
         })
-        .map(|(&p, _)| p)
-        .collect();
+        .map(|(p, _)| p)
+    {
+        cands.insert(p);
+    }
     // Their uses: only `tobits`, or passing themselves back.
     let mut tobits: Vec<(Value, Value)> = Vec::new();
     for &b in &blocks {
@@ -204,19 +216,19 @@ pub(crate) fn narrow_bit_params(func: &mut Function, cfg: &Cfg, scopes: &Scopes)
                 arg,
             } = *data
             {
-                if cands.contains(&arg) {
+                if cands.contains(arg) {
                     tobits.push((arg, func.dfg.first_result(i)));
                 }
                 continue;
             }
             for &a in data.args() {
-                cands.remove(&a);
+                cands.remove(a);
             }
             for dest in data.destinations() {
                 let params = func.dfg.block_params(dest.block);
                 for (k, &a) in dest.args.iter().enumerate() {
                     if params.get(k) != Some(&a) {
-                        cands.remove(&a);
+                        cands.remove(a);
                     }
                 }
             }
@@ -227,25 +239,27 @@ pub(crate) fn narrow_bit_params(func: &mut Function, cfg: &Cfg, scopes: &Scopes)
     // parameter is in the old one's block, so the old one stands for it).
     for r in func.regions.values() {
         for v in r.args.iter().chain(&r.results) {
-            cands.remove(v);
+            cands.remove(*v);
         }
     }
     for &(p, r) in &tobits {
         if !scopes.can_replace(func, r, p) {
-            cands.remove(&p);
+            cands.remove(p);
         }
     }
     if cands.is_empty() {
         return 0;
     }
-    let mut cands: Vec<Value> = cands.into_iter().collect();
-    cands.sort_by_key(|v| v.as_u32());
-    let mut new_of: HashMap<Value, Value> = HashMap::new();
+    // In increasing order of value number.
+    let cands: Vec<Value> = cands.iter().collect();
+    let mut new_of: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
+    let mut narrowed = 0;
     for &p in &cands {
         let adze_ir::ValueDef::Param { block, .. } = *func.dfg.value_def(p) else {
             continue;
         };
-        new_of.insert(p, func.dfg.append_block_param(block, Type::I64));
+        new_of[p] = Some(func.dfg.append_block_param(block, Type::I64));
+        narrowed += 1;
     }
     for &b in &blocks {
         let Some(last) = func.layout.last_inst(b) else {
@@ -263,7 +277,7 @@ pub(crate) fn narrow_bit_params(func: &mut Function, cfg: &Cfg, scopes: &Scopes)
             let params = func.dfg.block_params(*dest).to_vec();
             let mut add = Vec::new();
             for (&p, &a) in params.iter().zip(args) {
-                if let Some(&q) = new_of.get(&p) {
+                if let Some(q) = new_of[p] {
                     add.push(if a == p {
                         q
                     } else {
@@ -285,10 +299,10 @@ pub(crate) fn narrow_bit_params(func: &mut Function, cfg: &Cfg, scopes: &Scopes)
     }
     let mut repl = Replacements::new(func);
     for (p, r) in tobits {
-        if let Some(&q) = new_of.get(&p) {
+        if let Some(q) = new_of[p] {
             repl.replace(r, q);
         }
     }
     repl.apply(func);
-    new_of.len()
+    narrowed
 }

@@ -25,6 +25,7 @@
 
 use crate::analysis::{iconst_of, Cfg};
 use adze_ir::{Block, Function, Inst, InstData, Opcode, Type, Value, ValueDef};
+use cranelift_entity::{EntitySet, SecondaryMap};
 use std::collections::HashMap;
 
 /// The largest array promoted.
@@ -79,6 +80,15 @@ struct Edge {
 }
 
 /// Promotes every qualifying array of `func`; returns how many.
+///
+/// The phases: the arrays that qualify ([`candidates`]), their cells
+/// numbered as variables ([`Vars`]), a scan of each block's definitions
+/// and loads ([`scan_blocks`]), the incoming edges and loops
+/// ([`Flow`]), the demand-driven construction of the parameters
+/// ([`construct`]), the removal of redundant ones
+/// ([`remove_redundant_sccs`]) and of those nothing reads
+/// ([`live_phis`]), and the rewrite of the function ([`materialise`],
+/// [`rewrite_uses`]).
 pub fn promote_arrays(func: &mut Function) -> usize {
     if func.num_placed_insts() > MAX_FUNCTION_INSTS {
         return 0;
@@ -87,43 +97,103 @@ pub fn promote_arrays(func: &mut Function) -> usize {
         return 0;
     };
     let order = Cfg::new(func).rpo;
-    let mut reachable = vec![false; func.dfg.num_blocks()];
+    let mut reachable = EntitySet::new();
     for &b in &order {
-        reachable[b.as_u32() as usize] = true;
+        reachable.insert(b);
     }
     let arrays = candidates(func, &reachable);
     if arrays.is_empty() {
         return 0;
     }
-    // Variables: (array, cell) -> number.
-    let mut var_of: HashMap<(Value, i64), usize> = HashMap::new();
-    let mut cells: HashMap<Value, i64> = HashMap::new();
-    for &(a, k) in &arrays {
-        cells.insert(a, k);
-        for c in 0..k {
-            let n = var_of.len();
-            var_of.insert((a, c), n);
+    let vars = Vars::new(&arrays);
+    let mut scan = scan_blocks(func, &order, &vars);
+    let flow = Flow::new(func, &order);
+    let Some(mut phis) = construct(func, &order, &vars, &mut scan, &flow) else {
+        return 0;
+    };
+    // Remove the parameters that are one value: trivial ones (every
+    // incoming value the same) and redundant cycles of them.
+    remove_redundant_sccs(&mut phis, |v, phis| resolve(v, phis, &scan.load_val));
+    let live = live_phis(func, &scan, &phis);
+    let subst = materialise(func, entry, &scan, &flow, &phis, &live);
+    rewrite_uses(func, &scan.doomed, &subst);
+    arrays.len()
+}
+
+/// The variables: cell `c` of a promoted array `a` of `k` cells is
+/// variable `first + c`, where `cells[a] = Some((first, k))`.
+struct Vars {
+    cells: SecondaryMap<Value, Option<(usize, i64)>>,
+    count: usize,
+}
+
+impl Vars {
+    fn new(arrays: &[(Value, i64)]) -> Vars {
+        let mut vars = Vars {
+            cells: SecondaryMap::new(),
+            count: 0,
+        };
+        for &(a, k) in arrays {
+            vars.cells[a] = Some((vars.count, k));
+            vars.count += k as usize;
         }
+        vars
     }
-    // Per block, in order: the definitions and the loads of variables.
-    let nb = func.dfg.num_blocks();
-    let mut last_def: Vec<HashMap<usize, AVal>> = vec![HashMap::new(); nb];
-    // Load result -> its value, for loads after a definition in their block;
-    // (var, block) for the others, resolved at the block's entry.
-    let mut load_val: HashMap<Value, AVal> = HashMap::new();
-    let mut entry_reads: Vec<(Value, usize, Block)> = Vec::new();
-    let mut doomed: Vec<Inst> = Vec::new();
-    let promoted_load = |func: &Function, v: Value| -> bool {
+
+    /// Is `a` a promoted array?
+    fn is_promoted(&self, a: Value) -> bool {
+        self.cells[a].is_some()
+    }
+
+    /// The number of cells of the promoted array `a`.
+    fn len(&self, a: Value) -> i64 {
+        self.cells[a].expect("a promoted array").1
+    }
+
+    /// The variable of cell `c` of the promoted array `a`.
+    fn var(&self, a: Value, c: i64) -> usize {
+        let (first, k) = self.cells[a].expect("a promoted array");
+        assert!((0..k).contains(&c), "cell {c} of {a} out of range");
+        first + c as usize
+    }
+}
+
+/// What [`scan_blocks`] finds.
+struct Scan {
+    /// Per block, the last definition of each variable it defines (keyed
+    /// by variable number, not an entity: a block defines few of them).
+    last_def: SecondaryMap<Block, HashMap<usize, AVal>>,
+    /// Load result -> its value: for loads after a definition in their
+    /// block at once, for the others when [`construct`] has resolved them.
+    load_val: SecondaryMap<Value, Option<AVal>>,
+    /// The results of the promoted loads, in layout order.
+    loads: Vec<Value>,
+    /// The loads read at their block's entry: (result, var, block).
+    entry_reads: Vec<(Value, usize, Block)>,
+    /// The `zeros`, loads, stores and fills that go.
+    doomed: Vec<Inst>,
+}
+
+/// The definitions and the loads of variables, per block, in order.
+fn scan_blocks(func: &Function, order: &[Block], vars: &Vars) -> Scan {
+    let mut scan = Scan {
+        last_def: SecondaryMap::with_capacity(func.dfg.num_blocks()),
+        load_val: SecondaryMap::with_capacity(func.dfg.num_values()),
+        loads: Vec::new(),
+        entry_reads: Vec::new(),
+        doomed: Vec::new(),
+    };
+    let promoted_load = |v: Value| -> bool {
         match *func.dfg.value_def(v) {
             ValueDef::Result { inst, .. } => matches!(
                 func.dfg.inst(inst),
-                InstData::Binary { op: Opcode::Load, args: [a, _] } if cells.contains_key(a)
+                InstData::Binary { op: Opcode::Load, args: [a, _] } if vars.is_promoted(*a)
             ),
             _ => false,
         }
     };
-    let as_aval = |func: &Function, x: Value| -> AVal {
-        if promoted_load(func, x) {
+    let as_aval = |x: Value| -> AVal {
+        if promoted_load(x) {
             return AVal::Load(x);
         }
         if let ValueDef::Result { inst, .. } = *func.dfg.value_def(x) {
@@ -133,132 +203,154 @@ pub fn promote_arrays(func: &mut Function) -> usize {
         }
         AVal::Real(x)
     };
-    for &b in &order {
-        let defs = &mut last_def[b.as_u32() as usize];
+    for &b in order {
+        let defs = &mut scan.last_def[b];
         for &inst in func.layout.block_insts(b) {
             match func.dfg.inst(inst) {
                 InstData::Zeros { .. } => {
                     let a = func.dfg.first_result(inst);
-                    if let Some(&k) = cells.get(&a) {
-                        for c in 0..k {
-                            defs.insert(var_of[&(a, c)], AVal::Const(0f64.to_bits()));
+                    if vars.is_promoted(a) {
+                        for c in 0..vars.len(a) {
+                            defs.insert(vars.var(a, c), AVal::Const(0f64.to_bits()));
                         }
-                        doomed.push(inst);
+                        scan.doomed.push(inst);
                     }
                 }
                 InstData::Binary {
                     op: Opcode::Fill,
                     args: [a, x],
-                } if cells.contains_key(a) => {
-                    let val = as_aval(func, *x);
-                    for c in 0..cells[a] {
-                        defs.insert(var_of[&(*a, c)], val);
+                } if vars.is_promoted(*a) => {
+                    let val = as_aval(*x);
+                    for c in 0..vars.len(*a) {
+                        defs.insert(vars.var(*a, c), val);
                     }
-                    doomed.push(inst);
+                    scan.doomed.push(inst);
                 }
                 InstData::Ternary {
                     op: Opcode::Store,
                     args: [a, i, x],
-                } if cells.contains_key(a) => {
+                } if vars.is_promoted(*a) => {
                     let Some(c) = iconst_of(func, *i) else {
                         continue;
                     };
-                    defs.insert(var_of[&(*a, c)], as_aval(func, *x));
-                    doomed.push(inst);
+                    defs.insert(vars.var(*a, c), as_aval(*x));
+                    scan.doomed.push(inst);
                 }
                 InstData::Binary {
                     op: Opcode::Load,
                     args: [a, i],
-                } if cells.contains_key(a) => {
+                } if vars.is_promoted(*a) => {
                     let Some(c) = iconst_of(func, *i) else {
                         continue;
                     };
-                    let var = var_of[&(*a, c)];
+                    let var = vars.var(*a, c);
                     let r = func.dfg.first_result(inst);
+                    scan.loads.push(r);
                     match defs.get(&var) {
-                        Some(&v) => {
-                            load_val.insert(r, v);
-                        }
-                        None => entry_reads.push((r, var, b)),
+                        Some(&v) => scan.load_val[r] = Some(v),
+                        None => scan.entry_reads.push((r, var, b)),
                     }
-                    doomed.push(inst);
+                    scan.doomed.push(inst);
                 }
                 _ => {}
             }
         }
     }
+    scan
+}
 
-    // Incoming edges of the reachable blocks.
-    let mut preds: Vec<Vec<Edge>> = vec![Vec::new(); nb];
-    for &b in &order {
-        let Some(t) = func.layout.last_inst(b) else {
-            continue;
-        };
-        for (dest, call) in func.dfg.inst(t).destinations().iter().enumerate() {
-            preds[call.block.as_u32() as usize].push(Edge {
-                from: b,
-                inst: t,
-                dest,
-            });
+/// The incoming edges of the reachable blocks, and the natural loops, for
+/// the loop headers [`Construction::read_entry`] can pass: a block's
+/// membership is a binary search in its loop's blocks, by position in the
+/// reverse postorder.
+struct Flow {
+    preds: SecondaryMap<Block, Vec<Edge>>,
+    /// Position in the reverse postorder (`usize::MAX`: unreachable).
+    position: SecondaryMap<Block, usize>,
+    /// The loop a header heads, as an index into `bodies`.
+    header_loop: SecondaryMap<Block, Option<usize>>,
+    /// Each loop's blocks, as sorted positions.
+    bodies: Vec<Vec<usize>>,
+}
+
+impl Flow {
+    fn new(func: &Function, order: &[Block]) -> Flow {
+        let nb = func.dfg.num_blocks();
+        let mut preds: SecondaryMap<Block, Vec<Edge>> = SecondaryMap::with_capacity(nb);
+        for &b in order {
+            let Some(t) = func.layout.last_inst(b) else {
+                continue;
+            };
+            for (dest, call) in func.dfg.inst(t).destinations().iter().enumerate() {
+                preds[call.block].push(Edge {
+                    from: b,
+                    inst: t,
+                    dest,
+                });
+            }
+        }
+        let pred_blocks = |b: Block| preds[b].iter().map(|e| e.from).collect::<Vec<_>>();
+        let doms = adze_ir::cfg::DominatorTree::new(order, pred_blocks);
+        let mut position = SecondaryMap::with_default(usize::MAX);
+        for (k, &b) in order.iter().enumerate() {
+            position[b] = k;
+        }
+        let mut header_loop = SecondaryMap::with_capacity(nb);
+        let mut bodies: Vec<Vec<usize>> = Vec::new();
+        for lp in adze_ir::cfg::natural_loops(pred_blocks, &doms) {
+            header_loop[lp.header] = Some(bodies.len());
+            let mut body: Vec<usize> = lp.blocks.iter().map(|&b| position[b]).collect();
+            body.sort_unstable();
+            bodies.push(body);
+        }
+        Flow {
+            preds,
+            position,
+            header_loop,
+            bodies,
         }
     }
 
-    // The natural loops, for the loop headers the walk below can pass: a
-    // block's membership is a binary search in its loop's blocks, by
-    // position in the reverse postorder.
-    let pred_blocks = |b: Block| {
-        preds[b.as_u32() as usize]
-            .iter()
-            .map(|e| e.from)
-            .collect::<Vec<_>>()
-    };
-    let doms = adze_ir::cfg::DominatorTree::new(&order, pred_blocks);
-    let mut position = vec![usize::MAX; nb];
-    for (k, &b) in order.iter().enumerate() {
-        position[b.as_u32() as usize] = k;
+    fn in_loop(&self, l: usize, b: Block) -> bool {
+        self.bodies[l].binary_search(&self.position[b]).is_ok()
     }
-    let mut header_loop: HashMap<Block, usize> = HashMap::new();
-    let mut bodies: Vec<Vec<usize>> = Vec::new();
-    for lp in adze_ir::cfg::natural_loops(pred_blocks, &doms) {
-        header_loop.insert(lp.header, bodies.len());
-        let mut body: Vec<usize> = lp
-            .blocks
-            .iter()
-            .map(|b| position[b.as_u32() as usize])
-            .collect();
-        body.sort_unstable();
-        bodies.push(body);
-    }
-    let in_loop = |l: usize, b: Block| {
-        bodies[l]
-            .binary_search(&position[b.as_u32() as usize])
-            .is_ok()
-    };
-    let mut def_blocks: Vec<Vec<Block>> = vec![Vec::new(); var_of.len()];
-    for &b in &order {
-        for &var in last_def[b.as_u32() as usize].keys() {
-            def_blocks[var].push(b);
+}
+
+/// The demand-driven construction's state.
+struct Construction<'a> {
+    flow: &'a Flow,
+    last_def: &'a SecondaryMap<Block, HashMap<usize, AVal>>,
+    /// Per variable, the blocks that define it.
+    def_blocks: Vec<Vec<Block>>,
+    /// Per block, the value of each variable at its entry found so far
+    /// (keyed by variable number: sparse, few per block).
+    entry_val: SecondaryMap<Block, HashMap<usize, AVal>>,
+    /// The number of entries of `entry_val`.
+    entry_vals: usize,
+    phis: Vec<Phi>,
+    /// (phi, var) whose operands are still to be found.
+    pending: Vec<(usize, usize)>,
+}
+
+impl Construction<'_> {
+    fn set_entry(&mut self, var: usize, b: Block, val: AVal) {
+        if self.entry_val[b].insert(var, val).is_none() {
+            self.entry_vals += 1;
         }
     }
-    // Demand-driven entry values: (var, block) -> value at the block's entry.
-    let mut entry_val: HashMap<(usize, Block), AVal> = HashMap::new();
-    let mut phis: Vec<Phi> = Vec::new();
-    let mut pending: Vec<(usize, usize)> = Vec::new(); // (phi, var)
-    let read_entry = |var: usize,
-                      block: Block,
-                      entry_val: &mut HashMap<(usize, Block), AVal>,
-                      phis: &mut Vec<Phi>,
-                      pending: &mut Vec<(usize, usize)>|
-     -> AVal {
+
+    /// The value of `var` at the entry of `block`.
+    fn read_entry(&mut self, var: usize, block: Block) -> AVal {
         // Walk up single-predecessor chains to a definition, a join or the
         // entry; every block on the way gets the value found.
+        let flow = self.flow;
         let mut path = Vec::new();
         let mut b = block;
         let val = loop {
-            if let Some(&v) = entry_val.get(&(var, b)) {
+            if let Some(&v) = self.entry_val[b].get(&var) {
                 break v;
             }
-            let ps = &preds[b.as_u32() as usize];
+            let ps = &flow.preds[b];
             // A loop header (some predecessors are back edges) with one
             // edge in, whose loop defines nothing of `var` (no definition
             // is in a block the header dominates), has the value that
@@ -268,10 +360,12 @@ pub fn promote_arrays(func: &mut Function) -> usize {
             // work on deep nests.
             let single = match ps.as_slice() {
                 [e] => Some(e.from),
-                [_, _, ..] => header_loop.get(&b).and_then(|&l| {
-                    let mut entries = ps.iter().filter(|e| !in_loop(l, e.from));
+                [_, _, ..] => flow.header_loop[b].and_then(|l| {
+                    let mut entries = ps.iter().filter(|e| !flow.in_loop(l, e.from));
                     match (entries.next(), entries.next()) {
-                        (Some(e), None) if !def_blocks[var].iter().any(|&d| in_loop(l, d)) => {
+                        (Some(e), None)
+                            if !self.def_blocks[var].iter().any(|&d| flow.in_loop(l, d)) =>
+                        {
                             Some(e.from)
                         }
                         _ => None,
@@ -281,7 +375,7 @@ pub fn promote_arrays(func: &mut Function) -> usize {
             };
             if let Some(p) = single {
                 path.push(b);
-                if let Some(&d) = last_def[p.as_u32() as usize].get(&var) {
+                if let Some(&d) = self.last_def[p].get(&var) {
                     break d;
                 }
                 b = p;
@@ -289,98 +383,132 @@ pub fn promote_arrays(func: &mut Function) -> usize {
                 path.push(b);
                 break AVal::Undef;
             } else {
-                let id = phis.len();
-                phis.push(Phi {
+                let id = self.phis.len();
+                self.phis.push(Phi {
                     block: b,
                     operands: Vec::new(),
                     replaced: None,
                 });
-                pending.push((id, var));
-                entry_val.insert((var, b), AVal::Phi(id));
+                self.pending.push((id, var));
+                self.set_entry(var, b, AVal::Phi(id));
                 break AVal::Phi(id);
             }
         };
         for p in path {
-            entry_val.insert((var, p), val);
+            self.set_entry(var, p, val);
         }
         val
-    };
-    // The construction's work is bounded: past the budget, nothing is
-    // promoted (the arrays stay in memory; the function is unchanged).
-    let budget = PHI_BUDGET_PER_ITEM * (var_of.len() + nb) + 4096;
-    let over = |phis: &Vec<Phi>, entry_val: &HashMap<(usize, Block), AVal>| {
-        phis.len() > budget || entry_val.len() > 8 * budget
-    };
-    for &(r, var, b) in &entry_reads {
-        let v = read_entry(var, b, &mut entry_val, &mut phis, &mut pending);
-        load_val.insert(r, v);
-        if over(&phis, &entry_val) {
-            return 0;
+    }
+}
+
+/// Resolves the loads read at their block's entry, making parameters
+/// where definitions meet, and finds every parameter's operands. `None`
+/// when the construction's work passes its budget: then nothing is
+/// promoted (the arrays stay in memory; the function is unchanged).
+fn construct(
+    func: &Function,
+    order: &[Block],
+    vars: &Vars,
+    scan: &mut Scan,
+    flow: &Flow,
+) -> Option<Vec<Phi>> {
+    let mut def_blocks: Vec<Vec<Block>> = vec![Vec::new(); vars.count];
+    for &b in order {
+        for &var in scan.last_def[b].keys() {
+            def_blocks[var].push(b);
         }
     }
-    while let Some((id, var)) = pending.pop() {
-        if over(&phis, &entry_val) {
-            return 0;
+    let mut c = Construction {
+        flow,
+        last_def: &scan.last_def,
+        def_blocks,
+        entry_val: SecondaryMap::with_capacity(func.dfg.num_blocks()),
+        entry_vals: 0,
+        phis: Vec::new(),
+        pending: Vec::new(),
+    };
+    let budget = PHI_BUDGET_PER_ITEM * (vars.count + func.dfg.num_blocks()) + 4096;
+    let over = |c: &Construction<'_>| c.phis.len() > budget || c.entry_vals > 8 * budget;
+    let mut read: Vec<(Value, AVal)> = Vec::new();
+    for &(r, var, b) in &scan.entry_reads {
+        read.push((r, c.read_entry(var, b)));
+        if over(&c) {
+            return None;
         }
-        let block = phis[id].block;
+    }
+    while let Some((id, var)) = c.pending.pop() {
+        if over(&c) {
+            return None;
+        }
+        let block = c.phis[id].block;
         let mut ops = Vec::new();
-        for e in preds[block.as_u32() as usize].clone() {
-            let v = match last_def[e.from.as_u32() as usize].get(&var) {
+        for e in flow.preds[block].clone() {
+            let v = match c.last_def[e.from].get(&var) {
                 Some(&d) => d,
-                None => read_entry(var, e.from, &mut entry_val, &mut phis, &mut pending),
+                None => c.read_entry(var, e.from),
             };
             ops.push(v);
         }
-        phis[id].operands = ops;
+        c.phis[id].operands = ops;
     }
+    let phis = c.phis;
+    for (r, v) in read {
+        scan.load_val[r] = Some(v);
+    }
+    Some(phis)
+}
 
-    // Resolve loads, then remove the parameters that are one value: trivial
-    // ones (every incoming value the same) and redundant cycles of them.
-    let resolve = |v: AVal, phis: &[Phi], load_val: &HashMap<Value, AVal>| -> AVal {
-        let mut v = v;
-        loop {
-            v = match v {
-                AVal::Load(r) => match load_val.get(&r) {
-                    Some(&w) => w,
-                    None => return AVal::Undef,
-                },
-                AVal::Phi(id) => match phis[id].replaced {
-                    Some(w) => w,
-                    None => return v,
-                },
-                other => return other,
-            };
-        }
-    };
-    remove_redundant_sccs(&mut phis, |v, phis| resolve(v, phis, &load_val));
+/// What `v` stands for: a load's value, a parameter's replacement, followed
+/// to the end.
+fn resolve(v: AVal, phis: &[Phi], load_val: &SecondaryMap<Value, Option<AVal>>) -> AVal {
+    let mut v = v;
+    loop {
+        v = match v {
+            AVal::Load(r) => match load_val[r] {
+                Some(w) => w,
+                None => return AVal::Undef,
+            },
+            AVal::Phi(id) => match phis[id].replaced {
+                Some(w) => w,
+                None => return v,
+            },
+            other => return other,
+        };
+    }
+}
 
-    // The parameters something reads: from the loads whose results are
-    // used by code that stays, transitively. (A load nothing reads, such
-    // as reverse mode's reading of an adjoint slot that no term needs,
-    // would otherwise keep a parameter at every loop header on its way.)
-    let doomed_set: std::collections::HashSet<Inst> = doomed.iter().copied().collect();
+/// The parameters something reads: from the loads whose results are used
+/// by code that stays, transitively. (A load nothing reads, such as
+/// reverse mode's reading of an adjoint slot that no term needs, would
+/// otherwise keep a parameter at every loop header on its way.)
+fn live_phis(func: &Function, scan: &Scan, phis: &[Phi]) -> Vec<bool> {
+    let load_val = &scan.load_val;
+    let mut doomed_set = EntitySet::new();
+    for &inst in &scan.doomed {
+        doomed_set.insert(inst);
+    }
     let mut used: Vec<Value> = Vec::new();
     for (_, inst) in func.layout.insts() {
-        if doomed_set.contains(&inst) {
+        if doomed_set.contains(inst) {
             continue;
         }
         func.dfg.inst(inst).for_each_use(|v| {
-            if load_val.contains_key(&v) {
+            if load_val[v].is_some() {
                 used.push(v);
             }
         });
     }
     for region in func.regions.values() {
-        for v in region.args.iter().chain(&region.results) {
-            if load_val.contains_key(v) {
-                used.push(*v);
+        for &v in region.args.iter().chain(&region.results) {
+            if load_val[v].is_some() {
+                used.push(v);
             }
         }
     }
     let mut live = vec![false; phis.len()];
     let mut work: Vec<usize> = Vec::new();
     for r in used {
-        if let AVal::Phi(id) = resolve(AVal::Load(r), &phis, &load_val) {
+        if let AVal::Phi(id) = resolve(AVal::Load(r), phis, load_val) {
             work.push(id);
         }
     }
@@ -390,25 +518,39 @@ pub fn promote_arrays(func: &mut Function) -> usize {
         }
         live[id] = true;
         for &op in &phis[id].operands {
-            if let AVal::Phi(o) = resolve(op, &phis, &load_val) {
+            if let AVal::Phi(o) = resolve(op, phis, load_val) {
                 work.push(o);
             }
         }
     }
+    live
+}
 
-    // Materialise: one shared `fconst` per constant in the entry block (a
-    // +0.0 for what is never defined), block parameters for the live phis,
-    // then their incoming arguments.
+/// Materialises the promoted values: one shared `fconst` per constant in
+/// the entry block (a +0.0 for what is never defined), block parameters
+/// for the live phis, then their incoming arguments. Returns the value
+/// that stands for each load's result.
+fn materialise(
+    func: &mut Function,
+    entry: Block,
+    scan: &Scan,
+    flow: &Flow,
+    phis: &[Phi],
+    live: &[bool],
+) -> SecondaryMap<Value, Option<Value>> {
+    let load_val = &scan.load_val;
     let mut consts: Vec<u64> = vec![0f64.to_bits()];
-    for &v in load_val.values() {
-        if let AVal::Const(bits) = resolve(v, &phis, &load_val) {
-            consts.push(bits);
+    for &r in &scan.loads {
+        if let Some(v) = load_val[r] {
+            if let AVal::Const(bits) = resolve(v, phis, load_val) {
+                consts.push(bits);
+            }
         }
     }
     for (id, phi) in phis.iter().enumerate() {
         if live[id] {
             for &op in &phi.operands {
-                if let AVal::Const(bits) = resolve(op, &phis, &load_val) {
+                if let AVal::Const(bits) = resolve(op, phis, load_val) {
                     consts.push(bits);
                 }
             }
@@ -429,8 +571,8 @@ pub fn promote_arrays(func: &mut Function) -> usize {
             param[id] = Some(func.dfg.append_block_param(phis[id].block, Type::F64));
         }
     }
-    let value = |v: AVal, phis: &[Phi], param: &[Option<Value>]| -> Value {
-        match resolve(v, phis, &load_val) {
+    let value = |v: AVal| -> Value {
+        match resolve(v, phis, load_val) {
             AVal::Real(x) => x,
             AVal::Phi(id) => param[id].unwrap_or(zero),
             AVal::Const(bits) => const_value.get(&bits).copied().unwrap_or(zero),
@@ -441,9 +583,8 @@ pub fn promote_arrays(func: &mut Function) -> usize {
         if !live[id] {
             continue;
         }
-        let edges = preds[phis[id].block.as_u32() as usize].clone();
-        for (e, &op) in edges.iter().zip(&phis[id].operands) {
-            let v = value(op, &phis, &param);
+        for (e, &op) in flow.preds[phis[id].block].iter().zip(&phis[id].operands) {
+            let v = value(op);
             let mut data = func.dfg.inst(e.inst).clone();
             if let Some(d) = data.destinations_mut().into_iter().nth(e.dest) {
                 d.args.push(v);
@@ -451,29 +592,30 @@ pub fn promote_arrays(func: &mut Function) -> usize {
             *func.dfg.inst_mut(e.inst) = data;
         }
     }
+    let mut subst = SecondaryMap::with_capacity(func.dfg.num_values());
+    for &r in &scan.loads {
+        subst[r] = Some(value(AVal::Load(r)));
+    }
+    subst
+}
 
-    // Every use of a load's result reads the promoted value instead.
-    let subst: HashMap<Value, Value> = load_val
-        .keys()
-        .map(|&r| (r, value(AVal::Load(r), &phis, &param)))
-        .collect();
-    for inst in doomed {
+/// Removes the doomed instructions; every use of a load's result reads the
+/// promoted value instead.
+fn rewrite_uses(func: &mut Function, doomed: &[Inst], subst: &SecondaryMap<Value, Option<Value>>) {
+    for &inst in doomed {
         func.layout.remove_inst(inst);
     }
     let placed: Vec<Inst> = func.layout.insts().map(|(_, i)| i).collect();
     for inst in placed {
-        func.dfg
-            .inst_mut(inst)
-            .map_uses(|v| subst.get(&v).copied().unwrap_or(v));
+        func.dfg.inst_mut(inst).map_uses(|v| subst[v].unwrap_or(v));
     }
     for region in func.regions.values_mut() {
         for v in region.args.iter_mut().chain(region.results.iter_mut()) {
-            if let Some(&w) = subst.get(v) {
+            if let Some(w) = subst[*v] {
                 *v = w;
             }
         }
     }
-    arrays.len()
 }
 
 /// Braun et al.'s removal of redundant phi SCCs (their Algorithm 5, one
@@ -580,76 +722,80 @@ fn remove_redundant_sccs(phis: &mut [Phi], resolve: impl Fn(AVal, &[Phi]) -> AVa
 }
 
 /// The arrays that qualify, with their lengths.
-fn candidates(func: &Function, reachable: &[bool]) -> Vec<(Value, i64)> {
+fn candidates(func: &Function, reachable: &EntitySet<Block>) -> Vec<(Value, i64)> {
     let konst = |v: Value| iconst_of(func, v);
-    let mut ok: HashMap<Value, i64> = HashMap::new();
+    // The `zeros` of a constant length in range: array -> length.
+    let mut ok: SecondaryMap<Value, Option<i64>> = SecondaryMap::new();
     let mut order: Vec<Value> = Vec::new();
     for (b, inst) in func.layout.insts() {
         if let InstData::Zeros { len, .. } = func.dfg.inst(inst) {
-            if !reachable[b.as_u32() as usize] {
+            if !reachable.contains(b) {
                 continue;
             }
             if let Some(k) = konst(*len).filter(|k| (0..=MAX_CELLS).contains(k)) {
                 let a = func.dfg.first_result(inst);
-                ok.insert(a, k);
+                ok[a] = Some(k);
                 order.push(a);
             }
         }
     }
-    if ok.is_empty() {
+    if order.is_empty() {
         return Vec::new();
     }
+    let is_ok = |v: Value| ok[v].is_some();
     let mut bad: Vec<Value> = Vec::new();
     for (b, inst) in func.layout.insts() {
         let data = func.dfg.inst(inst);
-        let in_range = |a: &Value, i: &Value| konst(*i).is_some_and(|c| c >= 0 && c < ok[a]);
+        let in_range = |a: Value, i: Value| {
+            konst(i).is_some_and(|c| c >= 0 && c < ok[a].expect("a candidate"))
+        };
         let fine = match data {
             InstData::Binary {
                 op: Opcode::Load,
                 args: [a, i],
-            } if ok.contains_key(a) => in_range(a, i) && !ok.contains_key(i),
+            } if is_ok(*a) => in_range(*a, *i) && !is_ok(*i),
             InstData::Ternary {
                 op: Opcode::Store,
                 args: [a, i, x],
-            } if ok.contains_key(a) => in_range(a, i) && !ok.contains_key(x),
+            } if is_ok(*a) => in_range(*a, *i) && !is_ok(*x),
             InstData::Binary {
                 op: Opcode::Fill,
                 args: [a, x],
-            } if ok.contains_key(a) => !ok.contains_key(x),
+            } if is_ok(*a) => !is_ok(*x),
             InstData::Zeros { .. } => true,
             _ => {
                 data.for_each_use(|v| {
-                    if ok.contains_key(&v) {
+                    if is_ok(v) {
                         bad.push(v);
                     }
                 });
                 true
             }
         };
-        if !fine || (!reachable[b.as_u32() as usize] && uses_any(data, &ok)) {
+        if !fine || (!reachable.contains(b) && uses_any(data, &is_ok)) {
             data.for_each_use(|v| {
-                if ok.contains_key(&v) {
+                if is_ok(v) {
                     bad.push(v);
                 }
             });
         }
     }
     for region in func.regions.values() {
-        for v in region.args.iter().chain(&region.results) {
-            if ok.contains_key(v) {
-                bad.push(*v);
+        for &v in region.args.iter().chain(&region.results) {
+            if is_ok(v) {
+                bad.push(v);
             }
         }
     }
     order
         .into_iter()
         .filter(|a| !bad.contains(a))
-        .map(|a| (a, ok[&a]))
+        .map(|a| (a, ok[a].expect("a candidate")))
         .collect()
 }
 
-fn uses_any(data: &InstData, set: &HashMap<Value, i64>) -> bool {
+fn uses_any(data: &InstData, is_in: &impl Fn(Value) -> bool) -> bool {
     let mut any = false;
-    data.for_each_use(|v| any |= set.contains_key(&v));
+    data.for_each_use(|v| any |= is_in(v));
     any
 }

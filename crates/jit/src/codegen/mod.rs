@@ -248,8 +248,7 @@ pub(crate) fn translate_function(
 
     let graph = crate::spill::Graph::new(func, order);
     let plan = crate::spill::plan(func, order, &graph, control::calls_out);
-    let mut exit_first = EntitySet::new();
-    exit_first.extend(crate::spill::exit_first_headers(func, order, &graph));
+    let exit_first = crate::spill::exit_first_headers(func, order, &graph);
     let mut t = Translator {
         b,
         env,
@@ -335,7 +334,9 @@ impl Translator<'_, '_> {
             if self.func.dfg.inst(inst).opcode().is_terminator() {
                 self.before_terminator(blk)?;
             }
-            let across = self.split.plan.cross.get(&inst).cloned();
+            let across = Some(&self.split.plan.cross[inst])
+                .filter(|l| !l.is_empty())
+                .cloned();
             if let Some(across) = &across {
                 self.save(across, false)?;
             }

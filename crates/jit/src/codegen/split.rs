@@ -47,7 +47,7 @@ impl Split {
     /// Enters `blk`: each split value live into it is where the plan says.
     pub(super) fn enter_block(&mut self, func: &Function, blk: IrBlock) -> Result<(), JitError> {
         self.at.clear();
-        for &(v, reg, slot) in self.plan.entry.get(&blk).into_iter().flatten() {
+        for &(v, reg, slot) in &self.plan.entry[blk] {
             if !reg && !slot {
                 return Err(JitError::Codegen {
                     func: func.name.clone(),
@@ -104,21 +104,15 @@ impl Translator<'_, '_> {
     /// Before the terminator of `blk`: the stores a successor needs, the
     /// reloads before a loop, and the values parked while a loop runs.
     pub(super) fn before_terminator(&mut self, blk: IrBlock) -> Result<(), JitError> {
-        if let Some(list) = self.split.plan.store_at_end.get(&blk).cloned() {
+        let list = self.split.plan.store_at_end[blk].clone();
+        if !list.is_empty() {
             self.save(&list, false)?;
         }
-        for v in self
-            .split
-            .plan
-            .reload_at_end
-            .get(&blk)
-            .cloned()
-            .into_iter()
-            .flatten()
-        {
+        for v in self.split.plan.reload_at_end[blk].clone() {
             self.reload(v)?;
         }
-        if let Some(list) = self.split.plan.park.get(&blk).cloned() {
+        let list = self.split.plan.park[blk].clone();
+        if !list.is_empty() {
             self.save(&list, true)?;
         }
         Ok(())
