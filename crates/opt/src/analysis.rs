@@ -91,16 +91,17 @@ pub(crate) struct Cfg {
     preds: SecondaryMap<Block, Vec<Block>>,
 }
 
-/// The distinct destinations of `block`'s terminator (every instruction's,
-/// to be robust to a branch in the middle of a block).
+/// The distinct blocks `block`'s terminator branches to: the optimizer's
+/// view of [`adze_ir::cfg::successors`] (a `brif` to one block twice is
+/// one edge here).
 pub(crate) fn successors(func: &Function, block: Block) -> Vec<Block> {
-    let mut out: Vec<Block> = Vec::new();
-    for &inst in func.layout.block_insts(block) {
-        for dest in func.dfg.inst(inst).destinations() {
-            let b = dest.block;
-            if func.dfg.block_is_valid(b) && func.layout.is_block_inserted(b) && !out.contains(&b) {
-                out.push(b);
-            }
+    let mut out = adze_ir::cfg::successors(func, block);
+    let mut k = 0;
+    while k < out.len() {
+        if out[..k].contains(&out[k]) {
+            out.remove(k);
+        } else {
+            k += 1;
         }
     }
     out
