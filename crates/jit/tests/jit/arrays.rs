@@ -296,26 +296,7 @@ fn arrays_are_freed_on_every_return_path() {
 fn call_mut_writes_into_the_callers_buffers() {
     // scale(a, s): a[i] = a[i] * s for every i; returns len(a) as f64.
     let m = adze_ir::parse::parse_module(
-        "function @scale(a: mut arr, s: f64) -> f64 {
-block0(v0: arr, v1: f64):
-    v2 = len v0
-    v3 = iconst 0
-    jump block1(v3)
-block1(v4: i64):
-    v5 = icmp lt v4, v2
-    brif v5, block2, block3
-block2:
-    v6 = load v0, v4
-    v7 = fmul v6, v1
-    store v0, v4, v7
-    v8 = iconst 1
-    v9 = iadd v4, v8
-    jump block1(v9)
-block3:
-    v10 = sitof v2
-    return v10
-}
-",
+        include_str!("../data/arrays/call_mut_scale.ir"),
     )
     .unwrap();
     verified(&m);
@@ -453,25 +434,7 @@ fn too_much_machine_code_is_an_error() {
 #[test]
 fn samelen_proves_the_shadows_index() {
     let m = adze_ir::parse::parse_module(
-        "function @f(a: arr, b: mut arr, c: mut arr, i: i64, k: bool) -> f64 {
-block0(v0: arr, v1: arr, v2: arr, v3: i64, v4: bool):
-    samelen v0, v1
-    v5 = load v0, v3
-    store v1, v3, v5
-    brif v4, block1, block2
-block1:
-    samelen v0, v2
-    v6 = load v0, v3
-    store v2, v3, v6
-    jump block3(v6)
-block2:
-    v7 = load v1, v3
-    store v2, v3, v7
-    jump block3(v7)
-block3(v8: f64):
-    return v8
-}
-",
+        include_str!("../data/arrays/samelen_shadow_index.ir"),
     )
     .unwrap();
     verified(&m);
