@@ -353,39 +353,14 @@ fn single_pass_allocator_and_disassembly() {
 /// `for i in 0..len(x) - k { s += x[i] * x[i + 1] }`, then `x[j]`: the loop's
 /// accesses are proven in bounds for `k >= 1` and checked otherwise.
 fn neighbour_sum(k: i64) -> Module {
-    adze_ir::parse::parse_module(&format!(
-        "function @f(x: mut arr, j: i64) -> f64 {{
-block0(v0: arr, v30: i64):
-    v1 = fconst 0.0
-    v2 = iconst 0
-    v3 = len v0
-    v4 = iconst {k}
-    v5 = isub v3, v4
-    jump block1(v2, v1)
-block1(v6: i64, v7: f64):
-    v8 = icmp lt v6, v5
-    brif v8, block2, block3(v7)
-block2:
-    v10 = load v0, v6
-    v12 = iconst 1
-    v13 = iadd v6, v12
-    v14 = load v0, v13
-    v15 = fmul v10, v14
-    v16 = fadd v7, v15
-    store v0, v6, v16
-    jump block4
-block4:
-    v17 = iconst 1
-    v18 = iadd v6, v17
-    jump block1(v18, v16)
-block3(v19: f64):
-    v21 = load v0, v30
-    v22 = fadd v19, v21
-    return v22
-}}
-"
-    ))
-    .unwrap()
+    let text = include_str!("../data/arrays/neighbour_sum.ir");
+    parse_variant(text, "v4 = iconst 1", &format!("v4 = iconst {k}"))
+}
+
+/// `text` with the one occurrence of `from` replaced by `to`, parsed.
+fn parse_variant(text: &str, from: &str, to: &str) -> Module {
+    assert_eq!(text.matches(from).count(), 1, "`{from}` in:\n{text}");
+    adze_ir::parse::parse_module(&text.replace(from, to)).unwrap()
 }
 
 #[test]
@@ -464,34 +439,8 @@ fn samelen_proves_the_shadows_index() {
 /// `samelen x, y` (`RELATE`), then `for i in 0..len(x) - 1 { s += y[i] *
 /// x[i + 1] + y[i + 1] }`.
 fn shadow_sum(relate: &str) -> Module {
-    adze_ir::parse::parse_module(&format!(
-        "function @f(x: arr, y: arr) -> f64 {{
-block0(v0: arr, v1: arr):
-    {relate}
-    v2 = fconst 0.0
-    v3 = iconst 0
-    v4 = len v0
-    v5 = iconst 1
-    v6 = isub v4, v5
-    jump block1(v3, v2)
-block1(v7: i64, v8: f64):
-    v9 = icmp lt v7, v6
-    brif v9, block2, block3
-block2:
-    v10 = load v1, v7
-    v11 = iadd v7, v5
-    v12 = load v0, v11
-    v13 = fmul v10, v12
-    v14 = load v1, v11
-    v15 = fadd v13, v14
-    v16 = fadd v8, v15
-    jump block1(v11, v16)
-block3:
-    return v8
-}}
-"
-    ))
-    .unwrap()
+    let text = include_str!("../data/arrays/shadow_sum.ir");
+    parse_variant(text, "samelen v0, v1", relate)
 }
 
 #[test]
