@@ -295,10 +295,7 @@ fn arrays_are_freed_on_every_return_path() {
 #[test]
 fn call_mut_writes_into_the_callers_buffers() {
     // scale(a, s): a[i] = a[i] * s for every i; returns len(a) as f64.
-    let m = adze_ir::parse::parse_module(
-        include_str!("../data/arrays/call_mut_scale.ir"),
-    )
-    .unwrap();
+    let m = adze_ir::parse::parse_module(include_str!("../data/arrays/call_mut_scale.ir")).unwrap();
     verified(&m);
     let c = jit(&m, m.get("scale").unwrap());
     let mut args = vec![Val::Array(vec![1.0, 2.0, 3.0]), Val::F64(2.0)];
@@ -408,10 +405,8 @@ fn too_much_machine_code_is_an_error() {
 /// otherwise (the other arm of the branch keeps `b`'s check).
 #[test]
 fn samelen_proves_the_shadows_index() {
-    let m = adze_ir::parse::parse_module(
-        include_str!("../data/arrays/samelen_shadow_index.ir"),
-    )
-    .unwrap();
+    let m = adze_ir::parse::parse_module(include_str!("../data/arrays/samelen_shadow_index.ir"))
+        .unwrap();
     verified(&m);
     let id = m.get("f").unwrap();
     let arr = |n: usize| Val::Array((0..n).map(|i| i as f64 + 0.5).collect());

@@ -31,7 +31,8 @@ fn sums_live_across_calls_after_a_loop() {
 /// A loop-invariant `c` and the running sum are live across `exp` on one
 /// path of a branch inside the loop and not on the other; both versions
 /// meet at the latch, and `c` is read again after the loop.
-const INVARIANT_ACROSS_A_CONDITIONAL_CALL: &str = include_str!("../data/spill/invariant_across_a_conditional_call.ir");
+const INVARIANT_ACROSS_A_CONDITIONAL_CALL: &str =
+    include_str!("../data/spill/invariant_across_a_conditional_call.ir");
 
 #[test]
 fn an_invariant_live_across_a_call_on_one_path_of_a_loop() {
@@ -57,7 +58,8 @@ fn an_invariant_live_across_a_call_on_one_path_of_a_loop() {
 /// Values live across a call to generated code with two results and across
 /// a `zeros` allocation, live out of the block without being used in it
 /// (so they are reloaded before its branch), and a split block parameter.
-const ACROSS_CALLS_AND_ALLOCATION: &str = include_str!("../data/spill/across_calls_and_allocation.ir");
+const ACROSS_CALLS_AND_ALLOCATION: &str =
+    include_str!("../data/spill/across_calls_and_allocation.ir");
 
 #[test]
 fn values_across_a_call_and_an_allocation() {

@@ -8,10 +8,7 @@ use adze_ir::{TrapKind, Val};
 #[test]
 fn tapes_are_independent_stacks() {
     // Interleaved pushes on tapes 0 and 5 come back per tape, last in first out.
-    let m = parse_module(
-        include_str!("../data/tape/independent_stacks.ir"),
-    )
-    .unwrap();
+    let m = parse_module(include_str!("../data/tape/independent_stacks.ir")).unwrap();
     verified(&m);
     let id = m.get("t").unwrap();
     let out = run(&m, id, &[Val::F64(1.5), Val::I64(7)]).unwrap();
@@ -23,10 +20,7 @@ fn tapes_are_independent_stacks() {
 
 #[test]
 fn popping_another_tape_is_a_mismatch() {
-    let m = parse_module(
-        include_str!("../data/tape/pop_another_tape.ir"),
-    )
-    .unwrap();
+    let m = parse_module(include_str!("../data/tape/pop_another_tape.ir")).unwrap();
     verified(&m);
     let id = m.get("t").unwrap();
     let err = run(&m, id, &[Val::F64(1.5)]).unwrap_err();
@@ -64,10 +58,7 @@ fn inline_tape_survives_growth() {
 fn a_mismatch_inside_a_pop_group_is_reported() {
     // The middle pop of a group of three expects an i64 where an f64 was
     // pushed; the first pop of the group is fine.
-    let m = parse_module(
-        include_str!("../data/tape/mismatch_in_pop_group.ir"),
-    )
-    .unwrap();
+    let m = parse_module(include_str!("../data/tape/mismatch_in_pop_group.ir")).unwrap();
     verified(&m);
     let id = m.get("t").unwrap();
     let err = run(&m, id, &[Val::F64(1.5)]).unwrap_err();
@@ -79,10 +70,7 @@ fn a_mismatch_inside_a_pop_group_is_reported() {
 fn a_pop_group_longer_than_the_tape_is_reported() {
     // Two values on the tape, a group of three pops; and a callee that pops
     // from an empty tape.
-    let m = parse_module(
-        include_str!("../data/tape/pop_group_too_long.ir"),
-    )
-    .unwrap();
+    let m = parse_module(include_str!("../data/tape/pop_group_too_long.ir")).unwrap();
     verified(&m);
     let err = run(&m, m.get("t").unwrap(), &[Val::F64(1.5)]).unwrap_err();
     assert_eq!(err.kind, TrapKind::TapeMismatch);
@@ -94,10 +82,7 @@ fn a_pop_group_longer_than_the_tape_is_reported() {
 fn a_trap_between_pops_comes_first() {
     // An out-of-bounds load between two pops of which the second mismatches:
     // the pops are not grouped across it, so the load's error is reported.
-    let m = parse_module(
-        include_str!("../data/tape/trap_between_pops.ir"),
-    )
-    .unwrap();
+    let m = parse_module(include_str!("../data/tape/trap_between_pops.ir")).unwrap();
     verified(&m);
     let id = m.get("t").unwrap();
     let err = run(&m, id, &[Val::Array(vec![1.0]), Val::I64(5)]).unwrap_err();

@@ -67,11 +67,26 @@ fn carry_read_modify_write() {
 #[test]
 fn carry_leaves_alone() {
     let cases = [
-        ("store y[i] too: may be y[c]", include_str!("../data/carry/leave_store_may_alias.ir")),
-        ("two loads of y[c]", include_str!("../data/carry/leave_two_loads.ir")),
-        ("fill of an array that may alias y", include_str!("../data/carry/leave_fill_may_alias.ir")),
-        ("a read that is never written", include_str!("../data/carry/leave_never_written.ir")),
-        ("a second exit, from the body", include_str!("../data/carry/leave_second_exit.ir")),
+        (
+            "store y[i] too: may be y[c]",
+            include_str!("../data/carry/leave_store_may_alias.ir"),
+        ),
+        (
+            "two loads of y[c]",
+            include_str!("../data/carry/leave_two_loads.ir"),
+        ),
+        (
+            "fill of an array that may alias y",
+            include_str!("../data/carry/leave_fill_may_alias.ir"),
+        ),
+        (
+            "a read that is never written",
+            include_str!("../data/carry/leave_never_written.ir"),
+        ),
+        (
+            "a second exit, from the body",
+            include_str!("../data/carry/leave_second_exit.ir"),
+        ),
     ];
     for (what, text) in cases {
         let (stats, after) = carry_and_compare(text, "f", &rmw_inputs());
