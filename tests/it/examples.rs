@@ -3,7 +3,7 @@
 //! interpreter with bit-identical results; `// run:` lines give exact values
 //! worked out by hand.
 
-use crate::support::{examples, inputs, load, reaches_autodiff, root};
+use crate::support::{examples, inputs, load, reaches_autodiff, root, same_run};
 use adze::args::parse_value;
 use adze::Engine;
 use adze_ir::{Opcode, Type, Val};
@@ -87,11 +87,7 @@ fn jit_equals_interpreter_on_every_function() {
             for args in inputs(&tys, 4) {
                 let a = interp.call(id, &args);
                 let b = compiled.call(&args);
-                let same = match (&a, &b) {
-                    (Ok(x), Ok(y)) => x.bit_eq(y),
-                    (Err(x), Err(y)) => x == y,
-                    _ => false,
-                };
+                let same = same_run(&a, &b);
                 assert!(
                     same,
                     "{}: {}({args:?}):\n  interpreter: {a:?}\n  jit:         {b:?}",

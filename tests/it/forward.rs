@@ -3,7 +3,7 @@
 //! central finite differences along a direction, and the derivative IR runs
 //! bit-identically on the JIT and the interpreter.
 
-use crate::support::{examples, inputs, load};
+use crate::support::{examples, inputs, load, same_run};
 use adze::Engine;
 use adze_ir::{Mode, Outcome, Type, Val};
 
@@ -100,11 +100,7 @@ fn forward_tangents_match_finite_differences_on_every_example() {
                 }
                 let by_interp = interp.call(did, &dargs);
                 let by_jit = compiled.call(&dargs);
-                let same = match (&by_interp, &by_jit) {
-                    (Ok(x), Ok(y)) => x.bit_eq(y),
-                    (Err(x), Err(y)) => x == y,
-                    _ => false,
-                };
+                let same = same_run(&by_interp, &by_jit);
                 assert!(same, "{dname}{dargs:?}: {by_interp:?} vs {by_jit:?}");
                 let Ok(d) = by_interp else { continue };
                 // Tangents: result tangents, then the shadows of mut arrays.

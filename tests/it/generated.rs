@@ -5,6 +5,7 @@
 //! The generator writes `.adz` source from a seed (proptest supplies the
 //! seeds), so a failure prints a program a human can read and rerun.
 
+use crate::support::same_run;
 use adze::Session;
 use adze_ir::Val;
 use proptest::prelude::*;
@@ -240,11 +241,7 @@ fn check_program(seed: u64) -> Result<(), TestCaseError> {
         ];
         let a = interp.call(root, &args);
         let b = compiled.call(&args);
-        let same = match (&a, &b) {
-            (Ok(p), Ok(q)) => p.bit_eq(q),
-            (Err(p), Err(q)) => p == q,
-            _ => false,
-        };
+        let same = same_run(&a, &b);
         prop_assert!(same, "interpreter {:?}\njit {:?}\n{}", a, b, src);
     }
     Ok(())

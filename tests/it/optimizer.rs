@@ -8,7 +8,7 @@
 
 use crate::examples::run_lines;
 use crate::generated::Gen;
-use crate::support::{examples, inputs, load, reaches_autodiff};
+use crate::support::{examples, inputs, load, reaches_autodiff, same_run};
 use adze::args::parse_value;
 use adze::{Session, Stage};
 use adze_ir::{FuncId, Mode, Module, Outcome, RunError, Type, Val};
@@ -97,13 +97,8 @@ fn agree(what: &str, before: &Module, after: &Module, id: FuncId, all: &[Vec<Val
     for args in all {
         let (i0, i1) = (ib.call(id, args), ia.call(id, args));
         let (j0, j1) = (jb.call(args), ja.call(args));
-        let bit_eq = |a: &Result<Outcome, RunError>, b: &Result<Outcome, RunError>| match (a, b) {
-            (Ok(p), Ok(q)) => p.bit_eq(q),
-            (Err(p), Err(q)) => p == q,
-            _ => false,
-        };
         assert!(
-            same(&i0, &i1) && bit_eq(&j0, &j1) && bit_eq(&i1, &j1),
+            same(&i0, &i1) && same_run(&j0, &j1) && same_run(&i1, &j1),
             "{what}: @{name}({args:?}):\n  interpreter before: {}\n  interpreter after:  {}\n  \
              jit before:         {}\n  jit after:          {}\n{}",
             show(&i0),

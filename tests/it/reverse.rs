@@ -5,7 +5,7 @@
 //! itself checked against finite differences in `forward.rs`, so this closes
 //! the loop for reverse mode.
 
-use crate::support::{examples, inputs, load};
+use crate::support::{examples, inputs, load, same_run};
 use adze::Engine;
 use adze_ir::{Mode, Type, Val};
 
@@ -96,11 +96,7 @@ fn reverse_gradients_pass_the_dot_product_test_on_every_example() {
                 }
                 let by_interp = interp.call(rid, &rargs);
                 let by_jit = compiled.call(&rargs);
-                let same = match (&by_interp, &by_jit) {
-                    (Ok(x), Ok(y)) => x.bit_eq(y),
-                    (Err(x), Err(y)) => x == y,
-                    _ => false,
-                };
+                let same = same_run(&by_interp, &by_jit);
                 assert!(same, "{rname}{rargs:?}: {by_interp:?} vs {by_jit:?}");
                 let fwd = session.run_in(&fmod, &fname, &fargs, Engine::Interp);
                 let (Ok(rev), Ok(fwd)) = (by_interp, fwd) else {

@@ -4,7 +4,7 @@
 //! what `--fn` reaches transformed. (Times are in the scaling benchmark,
 //! never in a test: the time-limit tests check only that a run stops.)
 
-use crate::support::{examples, inputs, load, root};
+use crate::support::{examples, inputs, load, root, same_run};
 use adze::{Engine, Error, InlineSetting, Session};
 use adze_ir::{Mode, TrapKind, Val};
 use std::process::{Command, Stdio};
@@ -442,26 +442,17 @@ fn a_run_well_within_its_time_limit_is_unchanged() {
                 let interp = adze_interp::Interpreter::new(&module).call(id, args);
                 let interp_limited =
                     adze_interp::Interpreter::with_limits(&module, hour).call(id, args);
-                let same =
-                    |a: &Result<adze_ir::Outcome, adze_ir::RunError>,
-                     b: &Result<adze_ir::Outcome, adze_ir::RunError>| {
-                        match (a, b) {
-                            (Ok(x), Ok(y)) => x.bit_eq(y),
-                            (Err(x), Err(y)) => x == y,
-                            _ => false,
-                        }
-                    };
                 assert!(
-                    same(&plain, &polled),
+                    same_run(&plain, &polled),
                     "{}: {f}: {plain:?} vs {polled:?}",
                     path.display()
                 );
                 assert!(
-                    same(&interp, &interp_limited),
+                    same_run(&interp, &interp_limited),
                     "{}: {f}: {interp:?} vs {interp_limited:?}",
                     path.display()
                 );
-                assert!(same(&plain, &interp), "{}: {f}", path.display());
+                assert!(same_run(&plain, &interp), "{}: {f}", path.display());
                 ran += 1;
             }
         }

@@ -1,7 +1,7 @@
 //! Shared helpers: example discovery, input generation, expected files.
 
 use adze::Session;
-use adze_ir::{FuncId, Module, Type, Val};
+use adze_ir::{FuncId, Module, Outcome, RunError, Type, Val};
 use std::path::{Path, PathBuf};
 
 pub fn root() -> PathBuf {
@@ -68,4 +68,14 @@ pub fn inputs(params: &[Type], count: usize) -> Vec<Vec<Val>> {
                 .collect()
         })
         .collect()
+}
+
+/// Whether two runs of the same call agree: both return bit-identical
+/// outcomes, or both fail with the same error.
+pub fn same_run(a: &Result<Outcome, RunError>, b: &Result<Outcome, RunError>) -> bool {
+    match (a, b) {
+        (Ok(x), Ok(y)) => x.bit_eq(y),
+        (Err(x), Err(y)) => x == y,
+        _ => false,
+    }
 }

@@ -152,65 +152,7 @@ fn forward_rules_replace_the_callee_derivative() {
 /// `@sum_sq` calls `@sq`; `@sum_sq_inlined` is the same code with the call
 /// inlined as a rule region. The rule (deliberately 100·ẋ) must be applied
 /// to both, with the same result: inlining never changes a derivative.
-const REGION: &str = "function @sq(x: f64) -> f64 rules(forward: @sq.rule) {
-block0(v0: f64):
-    v1 = fmul v0, v0
-    return v1
-}
-
-function @sq.rule(x: f64, x.t: f64) -> (f64, f64) {
-block0(v0: f64, v1: f64):
-    v2 = fmul v0, v0
-    v3 = fconst 100.0
-    v4 = fmul v3, v1
-    return v2, v4
-}
-
-function @sum_sq(xs: arr) -> f64 {
-block0(v0: arr):
-    v1 = len v0
-    v2 = iconst 0
-    v3 = fconst 0.0
-    jump block1(v2, v3)
-block1(v4: i64, v5: f64):
-    v8 = icmp lt v4, v1
-    brif v8, block2, block4
-block2:
-    v6 = load v0, v4
-    v7 = call @sq(v6)
-    v9 = fadd v5, v7
-    v10 = iconst 1
-    v11 = iadd v4, v10
-    jump block1(v11, v9)
-block4:
-    return v5
-}
-
-function @sum_sq_inlined(xs: arr) -> f64 {
-    region0: @sq(v6) -> (v7) blocks(block3) rules(forward: @sq.rule)
-block0(v0: arr):
-    v1 = len v0
-    v2 = iconst 0
-    v3 = fconst 0.0
-    jump block1(v2, v3)
-block1(v4: i64, v5: f64):
-    v8 = icmp lt v4, v1
-    brif v8, block2, block4
-block2:
-    v6 = load v0, v4
-    jump block3
-block3:
-    v7 = fmul v6, v6
-    jump block5
-block5:
-    v9 = fadd v5, v7
-    v10 = iconst 1
-    v11 = iadd v4, v10
-    jump block1(v11, v9)
-block4:
-    return v5
-}
-";
+const REGION: &str = include_str!("../data/forward_region.ir");
 
 #[test]
 fn forward_rules_apply_to_rule_regions_as_to_calls() {

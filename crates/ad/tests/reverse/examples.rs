@@ -571,36 +571,7 @@ fn a_samelen_inside_the_loop_is_not_relied_on() {
     // zero times (m = 0) that `samelen` has not run where the loop is left,
     // so loading `z[j]` again there could trap (n = 1 < len b = 3): it is
     // taped per iteration instead. Found by review.
-    let src = "function @f(x: f64, n: i64, m: i64, b: arr) -> f64 {
-block0(v0: f64, v1: i64, v2: i64, v3: arr):
-    v4 = zeros v1, \"z\"
-    v5 = len v3
-    v6 = iconst 0
-    v7 = iconst 1
-    v8 = fconst 0.0
-    jump block1(v6, v8)
-block1(v9: i64, v10: f64):
-    v11 = icmp lt v9, v5
-    brif v11, block2, block6
-block2:
-    jump block3(v6, v10)
-block3(v12: i64, v13: f64):
-    v14 = icmp lt v12, v2
-    brif v14, block4, block5
-block4:
-    samelen v4, v3
-    v15 = load v4, v9
-    v16 = fmul v0, v15
-    v17 = fadd v13, v16
-    v18 = iadd v12, v7
-    jump block3(v18, v17)
-block5:
-    v19 = iadd v9, v7
-    jump block1(v19, v13)
-block6:
-    return v10
-}
-";
+    let src = include_str!("../data/samelen_in_inner_loop.ir");
     let mut m = adze_ir::parse::parse_module(src).unwrap();
     verify(&m);
     let b = Val::Array(vec![1.0, 2.0, 3.0]);

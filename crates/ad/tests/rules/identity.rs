@@ -64,76 +64,7 @@ fn close(got: f64, want: f64, what: &str) {
 /// `@sum_sq` calls `@sq`; `@sum_sq_inlined` has the call inlined as a rule
 /// region whose result is defined inside it (docs/ir.md's shape).
 /// `@sq`'s reverse rule is deliberately 5x (true 2x), its forward rule 3x.
-const REGION: &str = "function @sq(x: f64) -> f64 rules(forward: @sq.f, reverse: @sq.r) {
-block0(v0: f64):
-    v1 = fmul v0, v0
-    return v1
-}
-
-function @sq.f(x: f64, x.t: f64) -> (f64, f64) {
-block0(v0: f64, v1: f64):
-    v2 = fmul v0, v0
-    v3 = fconst 3.0
-    v4 = fmul v3, v0
-    v5 = fmul v4, v1
-    return v2, v5
-}
-
-function @sq.r(x: f64, dret: f64) -> f64 {
-block0(v0: f64, v1: f64):
-    v2 = fconst 5.0
-    v3 = fmul v2, v0
-    v4 = fmul v3, v1
-    return v4
-}
-
-function @sum_sq(xs: arr) -> f64 {
-block0(v0: arr):
-    v1 = len v0
-    v2 = iconst 0
-    v3 = fconst 0.0
-    jump block1(v2, v3)
-block1(v4: i64, v5: f64):
-    v8 = icmp lt v4, v1
-    brif v8, block2, block4
-block2:
-    v6 = load v0, v4
-    v7 = call @sq(v6)
-    v12 = fmul v7, v6
-    v9 = fadd v5, v12
-    v10 = iconst 1
-    v11 = iadd v4, v10
-    jump block1(v11, v9)
-block4:
-    return v5
-}
-
-function @sum_sq_inlined(xs: arr) -> f64 {
-    region0: @sq(v6) -> (v7) blocks(block3) rules(forward: @sq.f, reverse: @sq.r)
-block0(v0: arr):
-    v1 = len v0
-    v2 = iconst 0
-    v3 = fconst 0.0
-    jump block1(v2, v3)
-block1(v4: i64, v5: f64):
-    v8 = icmp lt v4, v1
-    brif v8, block2, block4
-block2:
-    v6 = load v0, v4
-    jump block3
-block3:
-    v7 = fmul v6, v6
-    jump block5
-block5:
-    v12 = fmul v7, v6
-    v9 = fadd v5, v12
-    v10 = iconst 1
-    v11 = iadd v4, v10
-    jump block1(v11, v9)
-block4:
-    return v5
-}
-";
+const REGION: &str = include_str!("../data/rule_regions.ir");
 
 #[test]
 fn hand_written_regions_in_reverse_mode_and_over_forward_mode() {

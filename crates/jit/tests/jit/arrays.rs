@@ -295,29 +295,7 @@ fn arrays_are_freed_on_every_return_path() {
 #[test]
 fn call_mut_writes_into_the_callers_buffers() {
     // scale(a, s): a[i] = a[i] * s for every i; returns len(a) as f64.
-    let m = adze_ir::parse::parse_module(
-        "function @scale(a: mut arr, s: f64) -> f64 {
-block0(v0: arr, v1: f64):
-    v2 = len v0
-    v3 = iconst 0
-    jump block1(v3)
-block1(v4: i64):
-    v5 = icmp lt v4, v2
-    brif v5, block2, block3
-block2:
-    v6 = load v0, v4
-    v7 = fmul v6, v1
-    store v0, v4, v7
-    v8 = iconst 1
-    v9 = iadd v4, v8
-    jump block1(v9)
-block3:
-    v10 = sitof v2
-    return v10
-}
-",
-    )
-    .unwrap();
+    let m = adze_ir::parse::parse_module(include_str!("../data/arrays/call_mut_scale.ir")).unwrap();
     verified(&m);
     let c = jit(&m, m.get("scale").unwrap());
     let mut args = vec![Val::Array(vec![1.0, 2.0, 3.0]), Val::F64(2.0)];
@@ -372,39 +350,14 @@ fn single_pass_allocator_and_disassembly() {
 /// `for i in 0..len(x) - k { s += x[i] * x[i + 1] }`, then `x[j]`: the loop's
 /// accesses are proven in bounds for `k >= 1` and checked otherwise.
 fn neighbour_sum(k: i64) -> Module {
-    adze_ir::parse::parse_module(&format!(
-        "function @f(x: mut arr, j: i64) -> f64 {{
-block0(v0: arr, v30: i64):
-    v1 = fconst 0.0
-    v2 = iconst 0
-    v3 = len v0
-    v4 = iconst {k}
-    v5 = isub v3, v4
-    jump block1(v2, v1)
-block1(v6: i64, v7: f64):
-    v8 = icmp lt v6, v5
-    brif v8, block2, block3(v7)
-block2:
-    v10 = load v0, v6
-    v12 = iconst 1
-    v13 = iadd v6, v12
-    v14 = load v0, v13
-    v15 = fmul v10, v14
-    v16 = fadd v7, v15
-    store v0, v6, v16
-    jump block4
-block4:
-    v17 = iconst 1
-    v18 = iadd v6, v17
-    jump block1(v18, v16)
-block3(v19: f64):
-    v21 = load v0, v30
-    v22 = fadd v19, v21
-    return v22
-}}
-"
-    ))
-    .unwrap()
+    let text = include_str!("../data/arrays/neighbour_sum.ir");
+    parse_variant(text, "v4 = iconst 1", &format!("v4 = iconst {k}"))
+}
+
+/// `text` with the one occurrence of `from` replaced by `to`, parsed.
+fn parse_variant(text: &str, from: &str, to: &str) -> Module {
+    assert_eq!(text.matches(from).count(), 1, "`{from}` in:\n{text}");
+    adze_ir::parse::parse_module(&text.replace(from, to)).unwrap()
 }
 
 #[test]
@@ -452,28 +405,8 @@ fn too_much_machine_code_is_an_error() {
 /// otherwise (the other arm of the branch keeps `b`'s check).
 #[test]
 fn samelen_proves_the_shadows_index() {
-    let m = adze_ir::parse::parse_module(
-        "function @f(a: arr, b: mut arr, c: mut arr, i: i64, k: bool) -> f64 {
-block0(v0: arr, v1: arr, v2: arr, v3: i64, v4: bool):
-    samelen v0, v1
-    v5 = load v0, v3
-    store v1, v3, v5
-    brif v4, block1, block2
-block1:
-    samelen v0, v2
-    v6 = load v0, v3
-    store v2, v3, v6
-    jump block3(v6)
-block2:
-    v7 = load v1, v3
-    store v2, v3, v7
-    jump block3(v7)
-block3(v8: f64):
-    return v8
-}
-",
-    )
-    .unwrap();
+    let m = adze_ir::parse::parse_module(include_str!("../data/arrays/samelen_shadow_index.ir"))
+        .unwrap();
     verified(&m);
     let id = m.get("f").unwrap();
     let arr = |n: usize| Val::Array((0..n).map(|i| i as f64 + 0.5).collect());
@@ -501,34 +434,8 @@ block3(v8: f64):
 /// `samelen x, y` (`RELATE`), then `for i in 0..len(x) - 1 { s += y[i] *
 /// x[i + 1] + y[i + 1] }`.
 fn shadow_sum(relate: &str) -> Module {
-    adze_ir::parse::parse_module(&format!(
-        "function @f(x: arr, y: arr) -> f64 {{
-block0(v0: arr, v1: arr):
-    {relate}
-    v2 = fconst 0.0
-    v3 = iconst 0
-    v4 = len v0
-    v5 = iconst 1
-    v6 = isub v4, v5
-    jump block1(v3, v2)
-block1(v7: i64, v8: f64):
-    v9 = icmp lt v7, v6
-    brif v9, block2, block3
-block2:
-    v10 = load v1, v7
-    v11 = iadd v7, v5
-    v12 = load v0, v11
-    v13 = fmul v10, v12
-    v14 = load v1, v11
-    v15 = fadd v13, v14
-    v16 = fadd v8, v15
-    jump block1(v11, v16)
-block3:
-    return v8
-}}
-"
-    ))
-    .unwrap()
+    let text = include_str!("../data/arrays/shadow_sum.ir");
+    parse_variant(text, "samelen v0, v1", relate)
 }
 
 #[test]

@@ -13,32 +13,7 @@ fn module(src: &str) -> Module {
 
 /// The seed's forward derivative: a loop carries two sums, which after the
 /// loop are live across `cos` and `sin`.
-const SUMS_THEN_CALLS: &str = "function @f(x: arr) -> (f64, f64) {
-block0(v0: arr):
-    v1 = fconst 0.0
-    v2 = iconst 0
-    v3 = len v0
-    jump block1(v2, v1, v1)
-block1(v4: i64, v5: f64, v6: f64):
-    v7 = icmp lt v4, v3
-    brif v7, block2, block3(v5, v6)
-block2:
-    v8 = load v0, v4
-    v9 = fmul v8, v8
-    v10 = fadd v5, v9
-    v11 = fadd v6, v8
-    v12 = iconst 1
-    v13 = iadd v4, v12
-    jump block1(v13, v10, v11)
-block3(v14: f64, v15: f64):
-    v16 = cos v14
-    v17 = sin v14
-    v18 = fmul v17, v15
-    v19 = fadd v16, v18
-    v20 = fadd v19, v14
-    return v20, v15
-}
-";
+const SUMS_THEN_CALLS: &str = include_str!("../data/spill/sums_then_calls.ir");
 
 #[test]
 fn sums_live_across_calls_after_a_loop() {
@@ -56,36 +31,8 @@ fn sums_live_across_calls_after_a_loop() {
 /// A loop-invariant `c` and the running sum are live across `exp` on one
 /// path of a branch inside the loop and not on the other; both versions
 /// meet at the latch, and `c` is read again after the loop.
-const INVARIANT_ACROSS_A_CONDITIONAL_CALL: &str = "function @f(x: arr, c: f64) -> f64 {
-block0(v0: arr, v1: f64):
-    v2 = fconst 0.0
-    v3 = iconst 0
-    v4 = len v0
-    v5 = fmul v1, v1
-    jump block1(v3, v2)
-block1(v6: i64, v7: f64):
-    v8 = icmp lt v6, v4
-    brif v8, block2, block5
-block2:
-    v9 = load v0, v6
-    v10 = fcmp gt v9, v2
-    brif v10, block3, block4(v9)
-block3:
-    v11 = exp v9
-    v12 = fmul v11, v5
-    jump block4(v12)
-block4(v13: f64):
-    v14 = fadd v7, v13
-    v15 = fadd v14, v1
-    v16 = iconst 1
-    v17 = iadd v6, v16
-    jump block1(v17, v15)
-block5:
-    v18 = fmul v7, v5
-    v19 = fadd v18, v1
-    return v19
-}
-";
+const INVARIANT_ACROSS_A_CONDITIONAL_CALL: &str =
+    include_str!("../data/spill/invariant_across_a_conditional_call.ir");
 
 #[test]
 fn an_invariant_live_across_a_call_on_one_path_of_a_loop() {
@@ -111,35 +58,8 @@ fn an_invariant_live_across_a_call_on_one_path_of_a_loop() {
 /// Values live across a call to generated code with two results and across
 /// a `zeros` allocation, live out of the block without being used in it
 /// (so they are reloaded before its branch), and a split block parameter.
-const ACROSS_CALLS_AND_ALLOCATION: &str = "function @g(a: f64) -> (f64, f64) {
-block0(v0: f64):
-    v1 = fmul v0, v0
-    v2 = fneg v0
-    return v1, v2
-}
-function @f(a: f64, b: f64, n: i64) -> f64 {
-block0(v0: f64, v1: f64, v2: i64):
-    v3 = fadd v0, v1
-    v4, v5 = call @g(v3)
-    v6 = zeros v2, \"t\"
-    v7 = iconst 0
-    v8 = icmp gt v2, v7
-    brif v8, block1(v4), block2(v5)
-block1(v9: f64):
-    store v6, v7, v9
-    v10 = load v6, v7
-    v11 = tanh v10
-    v12 = fadd v11, v9
-    jump block3(v12)
-block2(v13: f64):
-    jump block3(v13)
-block3(v14: f64):
-    v15 = fadd v14, v3
-    v16 = fadd v15, v0
-    v17 = fadd v16, v1
-    return v17
-}
-";
+const ACROSS_CALLS_AND_ALLOCATION: &str =
+    include_str!("../data/spill/across_calls_and_allocation.ir");
 
 #[test]
 fn values_across_a_call_and_an_allocation() {

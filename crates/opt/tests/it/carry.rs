@@ -24,33 +24,7 @@ fn carry_and_compare(text: &str, name: &str, inputs: &[Vec<Val>]) -> (CarryStats
 /// is local (its store waits for the exit), `y` a parameter (its store
 /// stays in the loop). `x[i]` traps when `n > len(x)`, before the loop's
 /// first access to `acc[c]`, which traps when `c` is out of `0..4`.
-const RMW: &str = "function @f(x: arr, y: mut arr, c: i64, n: i64) -> f64 {
-block0(v0: arr, v1: arr, v2: i64, v3: i64):
-    v4 = iconst 4
-    v5 = zeros v4, \"acc\"
-    v6 = iconst 0
-    jump block1(v6)
-block1(v7: i64):
-    v8 = icmp lt v7, v3
-    brif v8, block2, block3
-block2:
-    v9 = load v0, v7
-    v10 = load v5, v2
-    v11 = fadd v10, v9
-    store v5, v2, v11
-    v12 = load v1, v2
-    v13 = fmul v12, v9
-    store v1, v2, v13
-    v14 = iconst 1
-    v15 = iadd v7, v14
-    jump block1(v15)
-block3:
-    v16 = load v5, v2
-    v17 = sitof v7
-    v18 = fadd v16, v17
-    return v18
-}
-";
+const RMW: &str = include_str!("../data/carry/rmw.ir");
 
 fn rmw_inputs() -> Vec<Vec<Val>> {
     let x = [0.5, -1.25, 3.0];
@@ -93,118 +67,30 @@ fn carry_read_modify_write() {
 #[test]
 fn carry_leaves_alone() {
     let cases = [
-        // store y[i] too: may be y[c]
-        "function @f(x: arr, y: mut arr, c: i64, n: i64) -> f64 {
-block0(v0: arr, v1: arr, v2: i64, v3: i64):
-    v6 = iconst 0
-    jump block1(v6)
-block1(v7: i64):
-    v8 = icmp lt v7, v3
-    brif v8, block2, block3
-block2:
-    v9 = load v0, v7
-    v12 = load v1, v2
-    v13 = fmul v12, v9
-    store v1, v2, v13
-    store v1, v7, v9
-    v14 = iconst 1
-    v15 = iadd v7, v14
-    jump block1(v15)
-block3:
-    v16 = fconst 0.0
-    return v16
-}
-",
-        // two loads of y[c]
-        "function @f(x: arr, y: mut arr, c: i64, n: i64) -> f64 {
-block0(v0: arr, v1: arr, v2: i64, v3: i64):
-    v6 = iconst 0
-    jump block1(v6)
-block1(v7: i64):
-    v8 = icmp lt v7, v3
-    brif v8, block2, block3
-block2:
-    v9 = load v1, v2
-    v12 = load v1, v2
-    v13 = fmul v12, v9
-    store v1, v2, v13
-    v14 = iconst 1
-    v15 = iadd v7, v14
-    jump block1(v15)
-block3:
-    v16 = fconst 0.0
-    return v16
-}
-",
-        // fill of an array that may alias y
-        "function @f(x: mut arr, y: mut arr, c: i64, n: i64) -> f64 {
-block0(v0: arr, v1: arr, v2: i64, v3: i64):
-    v6 = iconst 0
-    jump block1(v6)
-block1(v7: i64):
-    v8 = icmp lt v7, v3
-    brif v8, block2, block3
-block2:
-    v12 = load v1, v2
-    v13 = fadd v12, v12
-    store v1, v2, v13
-    v20 = fconst 1.0
-    fill v0, v20
-    v14 = iconst 1
-    v15 = iadd v7, v14
-    jump block1(v15)
-block3:
-    v16 = fconst 0.0
-    return v16
-}
-",
-        // a read that is never written
-        "function @f(x: arr, y: mut arr, c: i64, n: i64) -> f64 {
-block0(v0: arr, v1: arr, v2: i64, v3: i64):
-    v6 = iconst 0
-    v5 = fconst 0.0
-    jump block1(v6, v5)
-block1(v7: i64, v4: f64):
-    v8 = icmp lt v7, v3
-    brif v8, block2, block3
-block2:
-    v12 = load v0, v2
-    v13 = fadd v4, v12
-    v14 = iconst 1
-    v15 = iadd v7, v14
-    jump block1(v15, v13)
-block3:
-    return v4
-}
-",
-        // a second exit, from the body
-        "function @f(x: arr, y: mut arr, c: i64, n: i64) -> f64 {
-block0(v0: arr, v1: arr, v2: i64, v3: i64):
-    v6 = iconst 0
-    jump block1(v6)
-block1(v7: i64):
-    v8 = icmp lt v7, v3
-    brif v8, block2, block3
-block2:
-    v12 = load v1, v2
-    v13 = fadd v12, v12
-    store v1, v2, v13
-    v20 = fconst 100.0
-    v21 = fcmp gt v13, v20
-    brif v21, block3, block4
-block4:
-    v14 = iconst 1
-    v15 = iadd v7, v14
-    jump block1(v15)
-block3:
-    v16 = fconst 0.0
-    return v16
-}
-",
+        (
+            "store y[i] too: may be y[c]",
+            include_str!("../data/carry/leave_store_may_alias.ir"),
+        ),
+        (
+            "two loads of y[c]",
+            include_str!("../data/carry/leave_two_loads.ir"),
+        ),
+        (
+            "fill of an array that may alias y",
+            include_str!("../data/carry/leave_fill_may_alias.ir"),
+        ),
+        (
+            "a read that is never written",
+            include_str!("../data/carry/leave_never_written.ir"),
+        ),
+        (
+            "a second exit, from the body",
+            include_str!("../data/carry/leave_second_exit.ir"),
+        ),
     ];
-    for text in cases {
+    for (what, text) in cases {
         let (stats, after) = carry_and_compare(text, "f", &rmw_inputs());
-        assert_eq!(stats, CarryStats::default(), "{after}");
+        assert_eq!(stats, CarryStats::default(), "{what}:\n{after}");
     }
 }
 
