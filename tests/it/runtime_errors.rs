@@ -610,9 +610,11 @@ fn adze_command(args: &[String]) -> std::process::Output {
 /// Every function the AD passes create for the examples, the test
 /// programs and the fuzz seeds (their `autodiff`s, and the forward, vector
 /// and reverse derivatives of every function) is described by the module's
-/// records of what it is made from, so a fault in it is described; and the
-/// description is the one its name gave when names were read back
-/// (`old_names`, the former parser, as the oracle).
+/// records of what it is made from, so a fault in it is described; the
+/// descriptions are in `tests/expected/descriptions.txt` (`ADZE_BLESS=1`).
+/// When it was written, every one was checked equal to what the former
+/// parser of names (`adze_ir::names::describe`, removed in session 6)
+/// made of the function's name.
 #[test]
 fn every_generated_function_is_described() {
     use adze_ir::{ArgActivity, RetActivity, Type};
@@ -626,6 +628,7 @@ fn every_generated_function_is_described() {
         }
     }
     let mut names = std::collections::BTreeSet::new();
+    let mut descriptions = std::collections::BTreeMap::new();
     let mut described = 0;
     for path in files {
         // (Not every fuzz seed compiles.)
@@ -675,12 +678,17 @@ fn every_generated_function_is_described() {
         for (id, f) in module.iter().filter(|(_, f)| f.name.contains('.')) {
             let what = module.describe_function(id);
             assert!(what.is_some(), "`{}` is not described", f.name);
-            assert_eq!(what, old_names::describe(&f.name), "{}", f.name);
+            descriptions.insert(f.name.clone(), what.unwrap());
             described += 1;
         }
         names.extend(module.iter().map(|(_, f)| f.name.clone()));
     }
     assert!(described > 100, "only {described} generated functions");
+    let text: String = descriptions
+        .iter()
+        .map(|(name, what)| format!("{name}\n    {what}\n"))
+        .collect();
+    adze_test_support::expect_file(root().join("tests/expected/descriptions.txt"), &text);
     let generated: Vec<&String> = names.iter().filter(|n| n.contains('.')).collect();
     assert!(
         generated.len() > 100,
@@ -704,224 +712,6 @@ fn every_generated_function_is_described() {
     }
 }
 
-/// The names of generated functions as the IR crate used to read them
-/// back (`adze_ir::names::describe`, before the module recorded what each
-/// function is made from): kept here as the oracle that the records
-/// describe every generated function exactly as its name did.
-mod old_names {
-    /// One step of a derived name, innermost first.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-    enum Step {
-        /// `.fwd.<acts>`: a forward derivative with `width` tangents per value.
-        Forward { width: usize },
-        /// `.rev.<acts>`: a reverse derivative (augmented primal, then adjoint).
-        Reverse,
-        /// `.aug.<acts>`: the augmented primal of a reverse derivative.
-        Augmented,
-        /// `.adj.<acts>`: the adjoint of a reverse derivative.
-        Adjoint,
-        /// `.rule.forward` / `.rule.reverse`: a custom rule.
-        Rule { reverse: bool },
-        /// `.revrule`: the reverse rule of a function that has only a forward
-        /// rule, made from its own derivative.
-        MadeRule,
-        /// `.apply.tL.<mask>`: the adjoint code that applies a reverse rule.
-        Apply,
-    }
-
-    /// A generated name, read back.
-    #[derive(Clone, Debug, PartialEq, Eq)]
-    struct Derived<'a> {
-        /// The user's function it derives from, or the helper's full name
-        /// (`adze.tape.save.0`) when `helper` is set.
-        base: &'a str,
-        helper: bool,
-        /// The derivation steps, innermost (closest to `base`) first.
-        steps: Vec<Step>,
-    }
-
-    /// Reads a generated function name; `None` for a name without `.` (the
-    /// user's own function) and for a name that does not follow the grammar of
-    /// the module doc.
-    fn parse(name: &str) -> Option<Derived<'_>> {
-        let segs: Vec<&str> = name.split('.').collect();
-        let first = *segs.first()?;
-        if segs.len() < 2 || !is_ident(first) {
-            return None;
-        }
-        // Helpers of reverse mode: `adze.tape.save.L`, `adze.tape.restore.L`,
-        // `adze.copy`. (A user function named `adze` has derivatives too.)
-        let (base_segs, helper) = match (first, segs.get(1).copied(), segs.get(2).copied()) {
-            ("adze", Some("tape"), Some("save" | "restore"))
-                if segs.get(3).is_some_and(|s| is_number(s)) =>
-            {
-                (4, true)
-            }
-            ("adze", Some("copy"), _) => (2, true),
-            _ => (1, false),
-        };
-        let base_len = segs[..base_segs].iter().map(|s| s.len()).sum::<usize>() + base_segs - 1;
-        let base = &name[..base_len];
-        let mut rest = &segs[base_segs..];
-        let mut steps = Vec::new();
-        while let Some((&kind, tail)) = rest.split_first() {
-            rest = tail;
-            let step = match kind {
-                "fwd" => {
-                    take_acts(&mut rest)?;
-                    take_if(&mut rest, |s| s == "noret");
-                    let width = match rest.first().and_then(|s| s.strip_prefix('x')) {
-                        Some(n) if is_number(n) => {
-                            rest = &rest[1..];
-                            n.parse().ok()?
-                        }
-                        _ => 1,
-                    };
-                    Step::Forward { width }
-                }
-                "rev" | "aug" | "adj" => {
-                    take_acts(&mut rest)?;
-                    take_if(&mut rest, |s| s == "noret");
-                    take_if(&mut rest, |s| {
-                        s.strip_prefix("nr")
-                            .is_some_and(|u| u.split('_').all(is_number))
-                    });
-                    take_if(&mut rest, |s| {
-                        s.strip_prefix('u')
-                            .is_some_and(|u| u.split('_').all(is_number))
-                    });
-                    take_if(&mut rest, is_tape);
-                    match kind {
-                        "rev" => Step::Reverse,
-                        "aug" => Step::Augmented,
-                        _ => Step::Adjoint,
-                    }
-                }
-                "rule" => {
-                    let (&mode, tail) = rest.split_first()?;
-                    rest = tail;
-                    match mode {
-                        "forward" => Step::Rule { reverse: false },
-                        "reverse" => Step::Rule { reverse: true },
-                        _ => return None,
-                    }
-                }
-                "revrule" => {
-                    take_if(&mut rest, is_tape);
-                    Step::MadeRule
-                }
-                "apply" => {
-                    if !take_if(&mut rest, is_tape) {
-                        return None;
-                    }
-                    let is_mask = |s: &str| !s.is_empty() && s.chars().all(|c| "dcs".contains(c));
-                    if !take_if(&mut rest, is_mask) {
-                        return None;
-                    }
-                    Step::Apply
-                }
-                _ => return None,
-            };
-            steps.push(step);
-        }
-        if !helper && steps.is_empty() {
-            return None;
-        }
-        Some(Derived {
-            base,
-            helper,
-            steps,
-        })
-    }
-
-    /// What a generated function is, in the user's terms: "the forward
-    /// derivative of the augmented primal of the reverse derivative of `f`".
-    /// `None` for the user's own functions (no `.`) and for names that do not
-    /// follow the grammar (then the raw name is all there is to say).
-    pub fn describe(name: &str) -> Option<String> {
-        let d = parse(name)?;
-        let mut out = if d.helper {
-            format!("the reverse-mode helper `{}`", d.base)
-        } else {
-            format!("`{}`", d.base)
-        };
-        let mut i = 0;
-        while i < d.steps.len() {
-            let step = d.steps[i];
-            out = match step {
-                Step::Forward { width: 1 } => {
-                    // Forward over forward over ..: one phrase, by order.
-                    let run = d.steps[i..]
-                        .iter()
-                        .take_while(|&&s| s == Step::Forward { width: 1 })
-                        .count();
-                    i += run - 1;
-                    if run == 1 {
-                        format!("the forward derivative of {out}")
-                    } else {
-                        format!("the forward derivative of order {run} of {out}")
-                    }
-                }
-                Step::Forward { width } => {
-                    format!("the forward derivative (vector mode, width {width}) of {out}")
-                }
-                Step::Reverse => format!("the reverse derivative of {out}"),
-                Step::Augmented => {
-                    format!("the augmented primal of the reverse derivative of {out}")
-                }
-                Step::Adjoint => format!("the adjoint of the reverse derivative of {out}"),
-                Step::Rule { reverse } => {
-                    let mode = if reverse { "reverse" } else { "forward" };
-                    format!("the {mode} rule of {out}")
-                }
-                Step::MadeRule => format!("the reverse rule made from the derivative of {out}"),
-                Step::Apply => format!("the adjoint code applying {out}"),
-            };
-            i += 1;
-        }
-        Some(out)
-    }
-
-    /// `<acts>`: `noargs`, or activity names joined by `_`.
-    fn take_acts(rest: &mut &[&str]) -> Option<()> {
-        let ok = |s: &str| {
-            s == "noargs"
-                || s.split('_')
-                    .all(|a| matches!(a, "const" | "dual" | "active" | "dup"))
-        };
-        take_if(rest, ok).then_some(())
-    }
-
-    /// Consumes the first segment of `rest` if it satisfies `pred`.
-    fn take_if(rest: &mut &[&str], pred: impl Fn(&str) -> bool) -> bool {
-        match rest.split_first() {
-            Some((s, tail)) if pred(s) => {
-                *rest = tail;
-                true
-            }
-            _ => false,
-        }
-    }
-
-    /// `tL`: a tape number.
-    fn is_tape(s: &str) -> bool {
-        s.strip_prefix('t').is_some_and(is_number)
-    }
-
-    fn is_number(s: &str) -> bool {
-        !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit())
-    }
-
-    /// An adze identifier: ASCII letters, digits and `_`, not starting with a
-    /// digit (`crates/lang/src/lexer.rs`).
-    fn is_ident(s: &str) -> bool {
-        let mut bytes = s.bytes();
-        bytes
-            .next()
-            .is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
-            && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
-    }
-}
 
 /// A fault reports one `FILE:LINE:COL` whatever the setting: through `adze
 /// run`, under `--inline none|early|late|all` × both engines × optimizer
