@@ -346,6 +346,7 @@ fn runaway_recursion_inside_derivatives() {
 fn huge_allocation_in_a_loop_and_in_its_derivative() {
     let huge = TrapKind::BadArrayLength {
         len: 100_000_001_000,
+        max: adze_ir::runtime::MAX_ARRAY_LEN,
     };
     assert_eq!(fault("grow", &[Val::F64(0.5), Val::I64(3)]).kind, huge);
     assert_eq!(fault("grad_grow", &[Val::F64(0.5), Val::I64(3)]).kind, huge);

@@ -172,11 +172,17 @@ fn integer_division_faults() {
 fn bad_allocations() {
     assert_eq!(
         run_both("alloc", &[Val::I64(-1)]),
-        TrapKind::BadArrayLength { len: -1 }
+        TrapKind::BadArrayLength {
+            len: -1,
+            max: adze_ir::runtime::MAX_ARRAY_LEN
+        }
     );
     assert_eq!(
         run_both("alloc", &[Val::I64(1 << 40)]),
-        TrapKind::BadArrayLength { len: 1 << 40 }
+        TrapKind::BadArrayLength {
+            len: 1 << 40,
+            max: adze_ir::runtime::MAX_ARRAY_LEN
+        }
     );
 }
 
@@ -711,7 +717,6 @@ fn every_generated_function_is_described() {
         );
     }
 }
-
 
 /// A fault reports one `FILE:LINE:COL` whatever the setting: through `adze
 /// run`, under `--inline none|early|late|all` × both engines × optimizer

@@ -703,7 +703,15 @@ impl<'m> Machine<'m> {
         let size = usize::try_from(n)
             .ok()
             .filter(|_| n <= self.limits.max_array_len)
-            .ok_or_else(|| trap(func, TrapKind::BadArrayLength { len: n }))?;
+            .ok_or_else(|| {
+                trap(
+                    func,
+                    TrapKind::BadArrayLength {
+                        len: n,
+                        max: self.limits.max_array_len,
+                    },
+                )
+            })?;
         let result = frame.result(inst)?;
         // The array of this instruction's previous execution in
         // this frame is dead (see the crate doc): reuse it.

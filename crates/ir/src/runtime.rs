@@ -153,6 +153,8 @@ pub enum TrapKind {
     BadArrayLength {
         /// The length asked for.
         len: i64,
+        /// The largest length the run allows (`Limits::max_array_len`).
+        max: i64,
     },
     /// `zeros(n)` with a valid `n`, but the memory could not be had.
     OutOfMemory {
@@ -205,9 +207,9 @@ impl fmt::Display for TrapKind {
             ),
             TrapKind::DivisionByZero => f.write_str("integer division by zero"),
             TrapKind::DivisionOverflow => f.write_str("integer division overflow (i64::MIN / -1)"),
-            TrapKind::BadArrayLength { len } => write!(
+            TrapKind::BadArrayLength { len, max } => write!(
                 f,
-                "cannot allocate an array of length {len} (must be between 0 and {MAX_ARRAY_LEN})"
+                "cannot allocate an array of length {len} (must be between 0 and {max})"
             ),
             TrapKind::OutOfMemory { len } => write!(
                 f,

@@ -274,8 +274,10 @@ pub(crate) enum SiteKind {
     },
     DivisionByZero,
     DivisionOverflow,
-    /// `a` = requested length.
-    BadArrayLength,
+    /// `a` = requested length; `max`: the limit compiled in.
+    BadArrayLength {
+        max: i64,
+    },
     /// `a` = requested length: the allocation failed.
     OutOfMemory,
     CallDepthExceeded {
@@ -316,7 +318,7 @@ impl TrapSite {
             },
             SiteKind::DivisionByZero => TrapKind::DivisionByZero,
             SiteKind::DivisionOverflow => TrapKind::DivisionOverflow,
-            SiteKind::BadArrayLength => TrapKind::BadArrayLength { len: a },
+            SiteKind::BadArrayLength { max } => TrapKind::BadArrayLength { len: a, max: *max },
             SiteKind::OutOfMemory => TrapKind::OutOfMemory { len: a },
             SiteKind::CallDepthExceeded { limit } => TrapKind::CallDepthExceeded { limit: *limit },
             SiteKind::Timeout { limit } => TrapKind::Timeout { limit: *limit },

@@ -290,7 +290,8 @@ impl Translator<'_, '_> {
                 .ins()
                 .icmp_imm_s(IntCC::SignedGreaterThan, n, self.env.limits.max_array_len);
         let bad = self.b.ins().bor(neg, big);
-        self.trap_if(bad, SiteKind::BadArrayLength, Some(n), Some(n));
+        let max = self.env.limits.max_array_len;
+        self.trap_if(bad, SiteKind::BadArrayLength { max }, Some(n), Some(n));
         let alloc = self.import("adze_alloc")?;
         let (ss, off) = self
             .frame

@@ -145,11 +145,17 @@ fn bad_zeros_length() {
         let n = b.len(t);
         b.ret(&[n]);
     });
-    let bad = |len| Err(RunError::new("alloc", TrapKind::BadArrayLength { len }));
+    let max = adze_ir::runtime::MAX_ARRAY_LEN;
+    let bad_under = |len, max| {
+        Err(RunError::new(
+            "alloc",
+            TrapKind::BadArrayLength { len, max },
+        ))
+    };
+    let bad = |len| bad_under(len, max);
     assert_eq!(run(&mb.m, id, &[Val::I64(-1)]), bad(-1));
     assert_eq!(run(&mb.m, id, &[Val::I64(i64::MIN)]), bad(i64::MIN));
     assert_eq!(run(&mb.m, id, &[Val::I64(i64::MAX)]), bad(i64::MAX));
-    let max = adze_ir::runtime::MAX_ARRAY_LEN;
     assert_eq!(run(&mb.m, id, &[Val::I64(max + 1)]), bad(max + 1));
     // With a smaller limit, the boundary is exact.
     let limits = Limits {
@@ -162,7 +168,10 @@ fn bad_zeros_length() {
             .results,
         vec![Val::I64(10)]
     );
-    assert_eq!(run_limits(&mb.m, id, &[Val::I64(11)], limits), bad(11));
+    // The error names the limit the run had, not the default.
+    let err = run_limits(&mb.m, id, &[Val::I64(11)], limits);
+    assert_eq!(err, bad_under(11, 10));
+    assert!(err.unwrap_err().to_string().contains("between 0 and 10)"));
 }
 
 #[test]
