@@ -43,7 +43,7 @@
 
 use crate::rules::{applied_regions, region_pred};
 use adze_ir::{Block, Function, Inst, InstData, Region, Value, ValueDef};
-use std::collections::HashSet;
+use cranelift_entity::{EntitySet, SecondaryMap};
 
 /// One collapsed region.
 #[derive(Clone, Debug)]
@@ -114,7 +114,7 @@ impl Collapse {
             }
             None
         };
-        let mut map: Vec<Option<Region>> = vec![None; regions.len()];
+        let mut map: SecondaryMap<Region, Option<Region>> = SecondaryMap::new();
         out.regions.clear();
         for (r, rd) in regions.iter() {
             if top(r).is_none() {
@@ -125,10 +125,9 @@ impl Collapse {
             d.parent = if is_top {
                 None
             } else {
-                rd.parent
-                    .and_then(|p| map.get(p.as_u32() as usize).copied().flatten())
+                rd.parent.and_then(|p| map[p])
             };
-            map[r.as_u32() as usize] = Some(out.regions.push(d));
+            map[r] = Some(out.regions.push(d));
         }
     }
 }
@@ -157,7 +156,10 @@ pub(crate) fn collapse(
             continue;
         }
         let rd = orig.regions[r].clone();
-        let inside: HashSet<Block> = rd.blocks.iter().copied().collect();
+        let mut inside: EntitySet<Block> = EntitySet::new();
+        for &b in &rd.blocks {
+            inside.insert(b);
+        }
         let pred = region_pred(&orig, r)?;
         let entry = rd.blocks[0];
         // Exits: every edge from a region block to a block outside it.
@@ -171,7 +173,7 @@ pub(crate) fn collapse(
                 return Err(unsupported(&orig, r, "a `return` inside a rule region"));
             }
             for d in data.destinations() {
-                if inside.contains(&d.block) {
+                if inside.contains(d.block) {
                     continue;
                 }
                 match cont {
@@ -192,7 +194,7 @@ pub(crate) fn collapse(
         };
         // No other edge from outside into the region.
         for &b in orig.layout.blocks() {
-            if inside.contains(&b) || b == pred {
+            if inside.contains(b) || b == pred {
                 continue;
             }
             if let Some(term) = orig.layout.last_inst(b) {
@@ -201,7 +203,7 @@ pub(crate) fn collapse(
                     .inst(term)
                     .destinations()
                     .iter()
-                    .any(|d| inside.contains(&d.block))
+                    .any(|d| inside.contains(d.block))
                 {
                     return Err(unsupported(&orig, r, "a second entry into a rule region"));
                 }
@@ -209,11 +211,11 @@ pub(crate) fn collapse(
         }
         let cont_params = orig.dfg.block_params(cont).to_vec();
         let defined_inside = |v: Value| match *orig.dfg.value_def(v) {
-            ValueDef::Param { block, .. } => inside.contains(&block),
+            ValueDef::Param { block, .. } => inside.contains(block),
             ValueDef::Result { inst, .. } => orig
                 .layout
                 .inst_block(inst)
-                .is_some_and(|b| inside.contains(&b)),
+                .is_some_and(|b| inside.contains(b)),
             ValueDef::Detached => false,
         };
         let results_are_params = rd.results.iter().all(|v| cont_params.contains(v));
@@ -270,7 +272,7 @@ pub(crate) fn collapse(
         }
         // Nothing else escapes.
         for &b in orig.layout.blocks() {
-            if inside.contains(&b) {
+            if inside.contains(b) {
                 continue;
             }
             for &inst in orig.layout.block_insts(b) {
@@ -344,7 +346,7 @@ pub(crate) fn collapse(
             .blocks()
             .iter()
             .copied()
-            .filter(|b| inside.contains(b))
+            .filter(|&b| inside.contains(b))
             .collect();
         for &b in &blocks {
             func.layout.remove_block(b);
@@ -373,7 +375,7 @@ pub(crate) fn collapse(
         }
         false
     };
-    let mut map: Vec<Option<Region>> = vec![None; regions.len()];
+    let mut map: SecondaryMap<Region, Option<Region>> = SecondaryMap::new();
     func.regions.clear();
     for (r, rd) in regions.iter() {
         if hidden(r) {
@@ -384,13 +386,13 @@ pub(crate) fn collapse(
         d.parent = None;
         for _ in 0..=regions.len() {
             let Some(p) = parent else { break };
-            if let Some(Some(np)) = map.get(p.as_u32() as usize) {
-                d.parent = Some(*np);
+            if let Some(np) = map[p] {
+                d.parent = Some(np);
                 break;
             }
             parent = regions.get(p).and_then(|x| x.parent);
         }
-        map[r.as_u32() as usize] = Some(func.regions.push(d));
+        map[r] = Some(func.regions.push(d));
     }
     merge(func, &mut out);
     Ok(out)

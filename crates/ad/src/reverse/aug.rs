@@ -28,7 +28,8 @@ use super::plan::{Plan, TapeItem};
 use super::{CallTarget, Calls};
 use crate::regions::Collapse;
 use crate::AdError;
-use adze_ir::{CmpCond, FuncBuilder, Function, InstData, Signature, Type, Value};
+use adze_ir::{Block, CmpCond, FuncBuilder, Function, InstData, Signature, Type, Value};
+use cranelift_entity::SecondaryMap;
 
 pub(crate) fn build(
     primal: &Function,
@@ -60,9 +61,8 @@ pub(crate) fn build(
     // Per collapsed region: the block that continues its block after the
     // region (the region's exits jump there, with its results).
     let mut conts: Vec<Option<adze_ir::Block>> = vec![None; collapse.regions.len()];
-    let nb = primal.dfg.num_blocks();
-    let mut edge_param: Vec<Option<Value>> = vec![None; nb];
-    let mut max_params: Vec<Vec<Value>> = vec![Vec::new(); nb];
+    let mut edge_param: SecondaryMap<Block, Option<Value>> = SecondaryMap::new();
+    let mut max_params: SecondaryMap<Block, Vec<Value>> = SecondaryMap::new();
     // The iteration counter of each counted loop, a parameter of its header.
     let mut counters: Vec<Option<Value>> = vec![None; plan.loops.len()];
     for &b in &blocks {
@@ -73,9 +73,9 @@ pub(crate) fn build(
             continue;
         }
         if plan.has_edge_item(b) {
-            edge_param[b.as_u32() as usize] = Some(out.dfg.append_block_param(b, Type::I64));
+            edge_param[b] = Some(out.dfg.append_block_param(b, Type::I64));
         }
-        max_params[b.as_u32() as usize] = (0..plan.num_threaded)
+        max_params[b] = (0..plan.num_threaded)
             .map(|_| out.dfg.append_block_param(b, Type::I64))
             .collect();
         if let Some(l) = plan.counted(b) {
@@ -94,13 +94,12 @@ pub(crate) fn build(
         out.layout.append_inst(new, block);
     };
     for &block in &blocks {
-        let bi = block.as_u32() as usize;
         let mut maxima: Vec<Value> = if block == plan.entry {
             let mut b = FuncBuilder::new(&mut out);
             b.switch_to_block(block);
             (0..plan.num_threaded).map(|_| b.iconst(0)).collect()
         } else {
-            max_params[bi].clone()
+            max_params[block].clone()
         };
         // Where the block's code goes: `block`, then after each collapsed
         // region the block that continues it.
@@ -110,13 +109,13 @@ pub(crate) fn build(
         let push_record = |out: &mut Function, cur, segment: u32| -> Result<(), AdError> {
             let mut b = FuncBuilder::new(out);
             b.switch_to_block(cur);
-            for (s, item) in &plan.tape[bi] {
+            for (s, item) in &plan.tape[block] {
                 if *s != segment {
                     continue;
                 }
                 let v = match item {
                     TapeItem::Value(v) => *v,
-                    TapeItem::Edge => edge_param[bi].ok_or_else(|| internal(primal))?,
+                    TapeItem::Edge => edge_param[block].ok_or_else(|| internal(primal))?,
                 };
                 b.push(tape, v);
             }
@@ -232,7 +231,7 @@ pub(crate) fn build(
             match &data {
                 InstData::Call { args, .. } => {
                     let region = collapse.by_call(inst).is_some();
-                    match calls.get(&inst) {
+                    match calls[inst].as_ref() {
                         Some(CallTarget::Split { aug, .. }) => {
                             let new = InstData::Call {
                                 func: *aug,

@@ -15,7 +15,8 @@ use adze_ir::{
     ArgActivity, Block, FuncBuilder, FuncId, Function, Inst, InstData, InstFormat, Module, Opcode,
     RetActivity, Signature, Type, Value, ValueDef,
 };
-use std::collections::HashSet;
+use cranelift_entity::{EntitySet, SecondaryMap};
+use std::collections::{HashMap, HashSet};
 
 /// A control-flow edge: destination number `dest` of the terminator `inst`
 /// of block `from` (a `brif` has two, possibly to the same block).
@@ -84,13 +85,13 @@ pub(crate) struct Loop {
     /// Positions in `preds[header]` of the entry edge and the back edge.
     pub entry: usize,
     pub back: usize,
-    body: Vec<bool>,
+    body: EntitySet<Block>,
     size: usize,
 }
 
 impl Loop {
     pub fn contains(&self, b: Block) -> bool {
-        self.body.get(bidx(b)).copied().unwrap_or(false)
+        self.body.contains(b)
     }
 }
 
@@ -105,26 +106,29 @@ fn chains(
     func: &Function,
     entry: Block,
     order: &[Block],
-    preds: &[Vec<Edge>],
-) -> (Vec<Option<Edge>>, Vec<Block>) {
-    let nb = func.dfg.num_blocks();
-    let mut pos = vec![usize::MAX; nb];
+    preds: &SecondaryMap<Block, Vec<Edge>>,
+) -> (
+    SecondaryMap<Block, Option<Edge>>,
+    SecondaryMap<Block, Option<Block>>,
+) {
+    let mut pos = SecondaryMap::with_default(usize::MAX);
     for (k, &b) in order.iter().enumerate() {
-        pos[bidx(b)] = k;
+        pos[b] = k;
     }
-    let mut chain_pred = vec![None; nb];
-    let mut chain: Vec<Block> = (0..nb).map(|k| Block::from_u32(k as u32)).collect();
+    let mut chain_pred = SecondaryMap::new();
+    // `None`: the block starts its own chain.
+    let mut chain: SecondaryMap<Block, Option<Block>> = SecondaryMap::new();
     for &b in order {
         if b == entry {
             continue;
         }
-        let [e] = preds[bidx(b)].as_slice() else {
+        let [e] = preds[b].as_slice() else {
             continue;
         };
         let is_jump = matches!(func.dfg.inst(e.inst), InstData::Jump { .. });
-        if is_jump && e.from != b && pos[bidx(e.from)] < pos[bidx(b)] {
-            chain_pred[bidx(b)] = Some(*e);
-            chain[bidx(b)] = chain[bidx(e.from)];
+        if is_jump && e.from != b && pos[e.from] < pos[b] {
+            chain_pred[b] = Some(*e);
+            chain[b] = Some(chain[e.from].unwrap_or(e.from));
         }
     }
     (chain_pred, chain)
@@ -145,33 +149,33 @@ pub(crate) struct Plan {
     pub entry: Block,
     /// Reachable blocks in reverse postorder.
     pub order: Vec<Block>,
-    reachable: Vec<bool>,
+    reachable: EntitySet<Block>,
     /// Incoming edges of each block, from reachable blocks, numbered in
     /// this order (the number is what [`TapeItem::Edge`] records).
-    pub preds: Vec<Vec<Edge>>,
+    pub preds: SecondaryMap<Block, Vec<Edge>>,
     /// Reachable blocks ending in `return`, numbered in this order.
     pub returns: Vec<Block>,
     varied: Activity,
-    useful: Vec<bool>,
-    shadowed: Vec<bool>,
+    useful: EntitySet<Value>,
+    shadowed: EntitySet<Value>,
     /// Per block: the edge by which it continues a *chain*, when its only
     /// incoming edge is a `jump` from a block that jumps only to it (see
     /// [`Plan::chain_pred`]).
-    chain_pred: Vec<Option<Edge>>,
-    /// Per block: the first block of its chain.
-    chain: Vec<Block>,
+    chain_pred: SecondaryMap<Block, Option<Edge>>,
+    /// Per block: the first block of its chain, unless it is that block.
+    chain: SecondaryMap<Block, Option<Block>>,
     /// Per value: does anything add to its adjoint? (See
     /// [`Plan::is_reached`].)
-    reached: Vec<bool>,
+    reached: EntitySet<Value>,
     /// Adjoint slot of each value whose adjoint crosses chains of reverse
     /// blocks.
-    slot: Vec<Option<u32>>,
+    slot: SecondaryMap<Value, Option<u32>>,
     pub num_slots: u32,
     /// Per block: what its reverse block pops, in push order, each with its
     /// segment (see [`Plan::recipes`]): a segment's record is pushed where
     /// the segment ends (before the call that ends it, or before the
     /// terminator) and popped where the reverse sweep enters it.
-    pub tape: Vec<Vec<(u32, TapeItem)>>,
+    pub tape: SecondaryMap<Block, Vec<(u32, TapeItem)>>,
     /// Per block: how its reverse block obtains the other primal values it
     /// reads, in order.
     ///
@@ -185,15 +189,15 @@ pub(crate) struct Plan {
     /// to the call either way, so an outer reverse pass (which sums the
     /// adjoint of a pushed value where it was pushed) sums in the same
     /// order.
-    pub recipes: Vec<Vec<(u32, Recipe)>>,
+    pub recipes: SecondaryMap<Block, Vec<(u32, Recipe)>>,
     /// The counted loops, and per block the one it heads and the ones that
     /// contain it (innermost first).
     pub loops: Vec<Loop>,
-    header_loop: Vec<Option<usize>>,
-    enclosing: Vec<Vec<usize>>,
+    header_loop: SecondaryMap<Block, Option<usize>>,
+    enclosing: SecondaryMap<Block, Vec<usize>>,
     /// Induction variables of counted loops: header parameter -> (loop,
     /// value on the entry edge, step).
-    ivs: std::collections::HashMap<Value, (usize, Value, i64)>,
+    ivs: SecondaryMap<Value, Option<(usize, Value, i64)>>,
     /// Values a block of a counted loop reads that are defined outside it:
     /// `(value, loop)`, pushed once where the loop is left (before its
     /// counter) instead of once per iteration, and kept by the adjoint in
@@ -203,15 +207,15 @@ pub(crate) struct Plan {
     /// them again where the loop is left.
     pub invariants: Vec<(Value, usize)>,
     /// The loads the loop bounds prove in bounds (`adze_ir::bounds`).
-    safe_loads: HashSet<Inst>,
+    safe_loads: EntitySet<Inst>,
     /// Per counted loop, the arrays an instruction of it may write (every
     /// array operand of anything but `load`, `len` and `samelen`), and
     /// whether it contains a `samelen`; computed on first use.
-    loop_writes: std::cell::RefCell<std::collections::HashMap<usize, (HashSet<Value>, bool)>>,
+    loop_writes: std::cell::RefCell<HashMap<usize, (EntitySet<Value>, bool)>>,
     /// The primal parameters the adjoint receives, in order (see
     /// [`adj_takes`]), and which values they are.
     pub adj_params: Vec<Value>,
-    available: Vec<bool>,
+    available: EntitySet<Value>,
     pub zeros_sites: Vec<ZerosSite>,
     pub num_threaded: usize,
     /// `const` `mut` array parameters that receive active values: they get a
@@ -219,29 +223,9 @@ pub(crate) struct Plan {
     pub const_shadows: Vec<Value>,
 }
 
-fn idx(v: Value) -> usize {
-    v.as_u32() as usize
-}
-
-/// Sets `v`'s flag in a per-value table; true when it was not set (a
-/// fixed point's round changed something).
-fn set_flag(flags: &mut [bool], v: Value) -> bool {
-    match flags.get_mut(idx(v)) {
-        Some(f) if !*f => {
-            *f = true;
-            true
-        }
-        _ => false,
-    }
-}
-
-fn bidx(b: Block) -> usize {
-    b.as_u32() as usize
-}
-
 impl Plan {
     pub fn is_reachable(&self, b: Block) -> bool {
-        self.reachable.get(bidx(b)).copied().unwrap_or(false)
+        self.reachable.contains(b)
     }
 
     /// Does the f64 value `v` get an adjoint (varied and useful)?
@@ -249,27 +233,27 @@ impl Plan {
         func.dfg.value_is_valid(v)
             && func.dfg.value_type(v) == Type::F64
             && self.varied.is_active(v)
-            && self.useful.get(idx(v)).copied().unwrap_or(false)
+            && self.useful.contains(v)
     }
 
     /// Does the array `a` have a shadow in the adjoint?
     pub fn is_shadowed(&self, a: Value) -> bool {
-        self.shadowed.get(idx(a)).copied().unwrap_or(false)
+        self.shadowed.contains(a)
     }
 
     pub fn slot(&self, v: Value) -> Option<u32> {
-        self.slot.get(idx(v)).copied().flatten()
+        self.slot[v]
     }
 
     /// The incoming-edge number of `edge` at its destination.
     pub fn edge_number(&self, to: Block, edge: Edge) -> Option<usize> {
-        self.preds.get(bidx(to))?.iter().position(|&e| e == edge)
+        self.preds[to].iter().position(|&e| e == edge)
     }
 
     /// Does `b` push the number of the edge it was entered by? Blocks with
     /// several incoming edges do, except the headers of counted loops.
     pub fn has_edge_item(&self, b: Block) -> bool {
-        self.preds.get(bidx(b)).is_some_and(|p| p.len() > 1) && self.counted(b).is_none()
+        self.preds[b].len() > 1 && self.counted(b).is_none()
     }
 
     /// The counted loop `b` heads, if any.
@@ -282,21 +266,21 @@ impl Plan {
     /// its adjoints exactly as the same code in one block does, at every
     /// order of differentiation.
     pub fn chain_pred(&self, b: Block) -> Option<Edge> {
-        self.chain_pred.get(bidx(b)).copied().flatten()
+        self.chain_pred[b]
     }
 
     /// The first block of `b`'s chain.
     fn chain_of(&self, b: Block) -> Block {
-        self.chain.get(bidx(b)).copied().unwrap_or(b)
+        self.chain[b].unwrap_or(b)
     }
 
     pub fn counted(&self, b: Block) -> Option<usize> {
-        self.header_loop.get(bidx(b)).copied().flatten()
+        self.header_loop[b]
     }
 
     /// The counted loops that contain `b`, innermost first.
     pub fn enclosing(&self, b: Block) -> &[usize] {
-        self.enclosing.get(bidx(b)).map_or(&[], |v| v.as_slice())
+        self.enclosing[b].as_slice()
     }
 
     /// The counted loops the edge `e` into `to` leaves, innermost first.
@@ -370,7 +354,7 @@ impl Plan {
         else {
             return None;
         };
-        if !self.safe_loads.contains(&inst) {
+        if !self.safe_loads.contains(inst) {
             return None;
         }
         let ValueDef::Result { inst: z, .. } = *func.dfg.value_def(arr) else {
@@ -389,7 +373,7 @@ impl Plan {
             lp.contains(def) && !lp.contains(arr_def) && !lp.contains(index_def) && {
                 let mut cache = self.loop_writes.borrow_mut();
                 let (writes, samelen) = cache.entry(l).or_insert_with(|| self.scan_loop(func, l));
-                !writes.contains(&arr) && !*samelen
+                !writes.contains(arr) && !*samelen
             }
         })
     }
@@ -397,8 +381,8 @@ impl Plan {
     /// The arrays an instruction of counted loop `l` can change (any that
     /// it takes, unless it is a `load`, `len` or `samelen`), and whether
     /// `l` contains a `samelen`.
-    fn scan_loop(&self, func: &Function, l: usize) -> (HashSet<Value>, bool) {
-        let mut writes = HashSet::new();
+    fn scan_loop(&self, func: &Function, l: usize) -> (EntitySet<Value>, bool) {
+        let mut writes = EntitySet::new();
         let mut samelen = false;
         for &b in self.order.iter().filter(|&&b| self.loops[l].contains(b)) {
             for &i in func.layout.block_insts(b) {
@@ -414,12 +398,13 @@ impl Plan {
                     | InstData::Unary {
                         op: Opcode::Len, ..
                     } => {}
-                    _ => writes.extend(
-                        data.args()
-                            .iter()
-                            .copied()
-                            .filter(|&v| func.dfg.value_type(v) == Type::Array),
-                    ),
+                    _ => {
+                        for &v in data.args() {
+                            if func.dfg.value_type(v) == Type::Array {
+                                writes.insert(v);
+                            }
+                        }
+                    }
                 }
             }
         }
@@ -452,7 +437,7 @@ impl Plan {
 
     /// Is the primal value `v` a parameter the adjoint receives?
     pub fn is_available(&self, v: Value) -> bool {
-        self.available.get(idx(v)).copied().unwrap_or(false)
+        self.available.contains(v)
     }
 
     /// Is the call `inst` differentiated (some argument active)?
@@ -491,14 +476,12 @@ impl Plan {
         let entry = func.entry_block().ok_or_else(|| AdError::NoBody {
             func: func.name.clone(),
         })?;
-        let nb = func.dfg.num_blocks();
-        let nv = func.dfg.num_values();
         let order = adze_ir::cfg::reverse_postorder(func, entry);
-        let mut reachable = vec![false; nb];
+        let mut reachable = EntitySet::new();
         for &b in &order {
-            reachable[bidx(b)] = true;
+            reachable.insert(b);
         }
-        let mut preds = vec![Vec::new(); nb];
+        let mut preds: SecondaryMap<Block, Vec<Edge>> = SecondaryMap::new();
         let mut returns = Vec::new();
         for &b in &order {
             let Some(inst) = func.layout.last_inst(b) else {
@@ -509,13 +492,11 @@ impl Plan {
                 returns.push(b);
             }
             for (dest, call) in data.destinations().iter().enumerate() {
-                if let Some(p) = preds.get_mut(bidx(call.block)) {
-                    p.push(Edge {
-                        from: b,
-                        inst,
-                        dest,
-                    });
-                }
+                preds[call.block].push(Edge {
+                    from: b,
+                    inst,
+                    dest,
+                });
             }
         }
 
@@ -540,16 +521,20 @@ impl Plan {
             &mut UsefulSummaries::default(),
         );
 
-        let mut available = vec![false; nv];
+        let mut available = EntitySet::new();
         let mut adj_params = Vec::new();
         for (k, (&p, param)) in func.params().iter().zip(&func.sig.params).enumerate() {
             if adj_takes(param, k, untaken) {
-                available[idx(p)] = true;
+                available.insert(p);
                 adj_params.push(p);
             }
         }
 
         let (chain_pred, chain) = chains(func, entry, &order, &preds);
+        let mut safe_loads = EntitySet::new();
+        for inst in adze_ir::bounds::safe_accesses(func) {
+            safe_loads.insert(inst);
+        }
         let mut plan = Plan {
             entry,
             order,
@@ -560,18 +545,18 @@ impl Plan {
             returns,
             varied,
             useful,
-            shadowed: vec![false; nv],
-            reached: vec![false; nv],
-            slot: vec![None; nv],
+            shadowed: EntitySet::new(),
+            reached: EntitySet::new(),
+            slot: SecondaryMap::new(),
             num_slots: 0,
-            tape: vec![Vec::new(); nb],
-            recipes: vec![Vec::new(); nb],
+            tape: SecondaryMap::new(),
+            recipes: SecondaryMap::new(),
             loops: Vec::new(),
-            header_loop: vec![None; nb],
-            enclosing: vec![Vec::new(); nb],
-            ivs: std::collections::HashMap::new(),
+            header_loop: SecondaryMap::new(),
+            enclosing: SecondaryMap::new(),
+            ivs: SecondaryMap::new(),
             invariants: Vec::new(),
-            safe_loads: adze_ir::bounds::safe_accesses(func),
+            safe_loads,
             loop_writes: Default::default(),
             adj_params,
             available,
@@ -684,12 +669,11 @@ impl Plan {
     /// the natural loops ([`adze_ir::cfg::natural_loops`]) whose header is
     /// not the entry and has two incoming edges, one of them a back edge.
     fn find_loops(&mut self, func: &Function) {
-        let nb = func.dfg.num_blocks();
-        let preds = |b: Block| self.preds[bidx(b)].iter().map(|e| e.from);
+        let preds = |b: Block| self.preds[b].iter().map(|e| e.from);
         let doms = adze_ir::cfg::DominatorTree::new(&self.order, preds);
         for natural in adze_ir::cfg::natural_loops(preds, &doms) {
             let h = natural.header;
-            let ps = &self.preds[bidx(h)];
+            let ps = &self.preds[h];
             if h == self.entry || ps.len() != 2 {
                 continue;
             }
@@ -699,12 +683,12 @@ impl Plan {
             let [back] = backs[..] else { continue };
             let entry = 1 - back;
             // The natural loop of the back edge (its only one).
-            let mut body = vec![false; nb];
+            let mut body = EntitySet::new();
             for &b in &natural.blocks {
-                body[bidx(b)] = true;
+                body.insert(b);
             }
             let l = self.loops.len();
-            let size = body.iter().filter(|&&x| x).count();
+            let size = body.iter().count();
             // Induction variables: `p` with `p + c` (or `p - c`) on the back edge.
             let dest_args = |e: Edge| -> Vec<Value> {
                 func.dfg
@@ -723,10 +707,10 @@ impl Plan {
                     continue;
                 };
                 if let Some(step) = iv_step(func, p, next) {
-                    self.ivs.insert(p, (l, init, step));
+                    self.ivs[p] = Some((l, init, step));
                 }
             }
-            self.header_loop[bidx(h)] = Some(l);
+            self.header_loop[h] = Some(l);
             self.loops.push(Loop {
                 entry,
                 back,
@@ -737,26 +721,28 @@ impl Plan {
         for (l, lp) in self.loops.iter().enumerate() {
             for &b in &self.order {
                 if lp.contains(b) {
-                    self.enclosing[bidx(b)].push(l);
+                    self.enclosing[b].push(l);
                 }
             }
         }
-        for list in &mut self.enclosing {
+        for list in self.enclosing.values_mut() {
             list.sort_by_key(|&l| self.loops[l].size);
         }
     }
 
     fn find_shadows(&mut self, func: &Function, args: &[ArgActivity], entry: Block) {
-        let useful = |p: &Plan, v: Value| p.useful[idx(v)] && p.varied.is_active(v);
+        let useful = |p: &Plan, v: Value| p.useful.contains(v) && p.varied.is_active(v);
         for (num, &p) in func.params().iter().enumerate() {
             if func.dfg.value_type(p) != Type::Array {
                 continue;
             }
             match args.get(num) {
-                Some(ArgActivity::Dup) => self.shadowed[idx(p)] = true,
+                Some(ArgActivity::Dup) => {
+                    self.shadowed.insert(p);
+                }
                 _ => {
                     if func.array_is_writable(p) && useful(self, p) {
-                        self.shadowed[idx(p)] = true;
+                        self.shadowed.insert(p);
                         self.const_shadows.push(p);
                     }
                 }
@@ -767,7 +753,7 @@ impl Plan {
                 if let InstData::Zeros { len, .. } = func.dfg.inst(inst) {
                     let a = func.dfg.first_result(inst);
                     if useful(self, a) {
-                        self.shadowed[idx(a)] = true;
+                        self.shadowed.insert(a);
                         let threaded = if b == entry {
                             None
                         } else {
@@ -798,7 +784,7 @@ impl Plan {
     /// cotangent that `inf · 0` turns into NaN in the callee (long-run seed
     /// 100489).
     pub fn is_reached(&self, v: Value) -> bool {
-        self.reached.get(idx(v)).copied().unwrap_or(false)
+        self.reached.contains(v)
     }
 
     fn find_reached(
@@ -809,11 +795,11 @@ impl Plan {
         ret: RetActivity,
         ignored: &[usize],
     ) {
-        let mut reached = vec![false; func.dfg.num_values()];
+        let mut reached = EntitySet::new();
         let mut tape_use = activity::TapeUse::default();
         loop {
             let mut changed = false;
-            let mut mark = |reached: &mut Vec<bool>, v: Value| changed |= set_flag(reached, v);
+            let mut mark = |reached: &mut EntitySet<Value>, v: Value| changed |= reached.insert(v);
             for &b in self.order.iter().rev() {
                 for &inst in func.layout.block_insts(b).iter().rev() {
                     let data = func.dfg.inst(inst);
@@ -831,7 +817,7 @@ impl Plan {
                             for dest in data.destinations() {
                                 let params = func.dfg.block_params(dest.block);
                                 for (&a, &p) in dest.args.iter().zip(params) {
-                                    if reached[idx(p)] && self.is_active(func, a) {
+                                    if reached.contains(p) && self.is_active(func, a) {
                                         mark(&mut reached, a);
                                     }
                                 }
@@ -862,7 +848,7 @@ impl Plan {
                                 | InstData::Binary {
                                     op: Opcode::Fill, ..
                                 } => true,
-                                _ => results.iter().any(|&r| reached[idx(r)]),
+                                _ => results.iter().any(|&r| reached.contains(r)),
                             };
                             // A call passes adjoints to its arguments when
                             // one of its results is reached, it writes a
@@ -871,7 +857,7 @@ impl Plan {
                             let call_reaches = match data {
                                 InstData::Call { func: callee, .. } => {
                                     results.is_empty()
-                                        || results.iter().any(|&r| reached[idx(r)])
+                                        || results.iter().any(|&r| reached.contains(r))
                                         || self.call_writes_shadow(module, func, inst)
                                         || tape_use.uses(cache, module, *callee)
                                 }
@@ -925,7 +911,7 @@ impl Plan {
         func: &Function,
         ret: RetActivity,
     ) {
-        let mut need = vec![false; func.dfg.num_values()];
+        let mut need = EntitySet::new();
         let mut tape_use = activity::TapeUse::default();
         for &b in &self.order {
             for &inst in func.layout.block_insts(b) {
@@ -940,7 +926,7 @@ impl Plan {
                                     && self.is_active(func, a)
                                     && !(link && self.same_chain(func, a, b))
                                 {
-                                    need[idx(a)] = true;
+                                    need.insert(a);
                                 }
                             }
                         }
@@ -949,7 +935,7 @@ impl Plan {
                         if ret == RetActivity::Active {
                             for &a in args {
                                 if self.is_active(func, a) {
-                                    need[idx(a)] = true;
+                                    need.insert(a);
                                 }
                             }
                         }
@@ -966,7 +952,7 @@ impl Plan {
                         }
                         for &a in data.args() {
                             if self.is_active(func, a) && !self.same_chain(func, a, b) {
-                                need[idx(a)] = true;
+                                need.insert(a);
                             }
                         }
                     }
@@ -974,11 +960,9 @@ impl Plan {
             }
         }
         let mut n = 0;
-        for (i, &needed) in need.iter().enumerate() {
-            if needed {
-                self.slot[i] = Some(n);
-                n += 1;
-            }
+        for v in need.iter() {
+            self.slot[v] = Some(n);
+            n += 1;
         }
         self.num_slots = n;
     }
@@ -992,7 +976,7 @@ impl Plan {
     pub fn plan_tape(
         &mut self,
         func: &Function,
-        call_args: &std::collections::HashMap<Inst, Vec<Value>>,
+        call_args: &SecondaryMap<Inst, Vec<Value>>,
     ) -> Result<(), AdError> {
         for &b in &self.order.clone() {
             let mut r = Resolver {
@@ -1038,10 +1022,8 @@ impl Plan {
                         }
                     }
                     InstData::Call { .. } => {
-                        if let Some(args) = call_args.get(&inst) {
-                            for &a in args {
-                                needs.push(a);
-                            }
+                        for &a in &call_args[inst] {
+                            needs.push(a);
                         }
                     }
                     _ => {
@@ -1084,8 +1066,8 @@ impl Plan {
                     }
                 }
             }
-            self.tape[bidx(b)] = items;
-            self.recipes[bidx(b)] = recipes;
+            self.tape[b] = items;
+            self.recipes[b] = recipes;
         }
         Ok(())
     }
@@ -1120,7 +1102,9 @@ struct Resolver<'a> {
     block: Block,
     items: Vec<(u32, TapeItem)>,
     recipes: Vec<(u32, Recipe)>,
-    /// What the segment being resolved pops.
+    /// What the segment being resolved pops. Hash sets here and in
+    /// [`Attempt`]: a few values out of all the function's, and made anew
+    /// per segment (per recomputation tried).
     popped: HashSet<Value>,
     /// The segment being resolved, and what it recomputes.
     segment: u32,
@@ -1187,7 +1171,7 @@ impl Resolver<'_> {
         let ok = if plan.is_available(v) {
             t.recipes.push(Recipe::Param(v));
             true
-        } else if let Some(&(lp, init, step)) = plan.ivs.get(&v) {
+        } else if let Some((lp, init, step)) = plan.ivs[v] {
             if plan.enclosing(self.block).contains(&lp) && self.attempt(init, t, false) {
                 t.recipes.push(Recipe::Iv {
                     value: v,
@@ -1326,7 +1310,7 @@ pub(crate) fn partial_needs(
     }
     let res = b.append_block_param(block, func.dfg.value_type(result));
     let local = partials::local_derivative(&mut b, &d, res, wanted);
-    let mut used = HashSet::new();
+    let mut used = EntitySet::new();
     for &inst in scratch.layout.block_insts(block) {
         scratch.dfg.inst(inst).for_each_use(|v| {
             used.insert(v);
@@ -1346,8 +1330,8 @@ pub(crate) fn partial_needs(
         None => {}
     }
     (
-        ops.iter().map(|v| used.contains(v)).collect(),
-        used.contains(&res),
+        ops.iter().map(|&v| used.contains(v)).collect(),
+        used.contains(res),
     )
 }
 
@@ -1375,17 +1359,17 @@ fn usefulness(
     ret: RetActivity,
     ignored: &[usize],
     summaries: &mut UsefulSummaries,
-) -> Vec<bool> {
-    let mut useful = vec![false; func.dfg.num_values()];
+) -> EntitySet<Value> {
+    let mut useful = EntitySet::new();
     for (num, &p) in func.params().iter().enumerate() {
         if args.get(num) == Some(&ArgActivity::Dup) && func.array_is_writable(p) {
-            useful[idx(p)] = true;
+            useful.insert(p);
         }
     }
     let mut tape_use = activity::TapeUse::default();
     loop {
         let mut changed = false;
-        let mut mark = |useful: &mut Vec<bool>, v: Value| changed |= set_flag(useful, v);
+        let mut mark = |useful: &mut EntitySet<Value>, v: Value| changed |= useful.insert(v);
         for &b in order.iter().rev() {
             for &inst in func.layout.block_insts(b).iter().rev() {
                 let data = func.dfg.inst(inst);
@@ -1404,7 +1388,7 @@ fn usefulness(
                         for dest in data.destinations() {
                             let params = func.dfg.block_params(dest.block);
                             for (&a, &p) in dest.args.iter().zip(params) {
-                                if useful[idx(p)] {
+                                if useful.contains(p) {
                                     mark(&mut useful, a);
                                 }
                             }
@@ -1418,7 +1402,7 @@ fn usefulness(
                         op: Opcode::Fill,
                         args: [a, x],
                     } => {
-                        if useful[idx(*a)] {
+                        if useful.contains(*a) {
                             mark(&mut useful, *x);
                         }
                     }
@@ -1426,7 +1410,7 @@ fn usefulness(
                         op: Opcode::Load,
                         args: [a, _],
                     } => {
-                        if useful[idx(results[0])] {
+                        if useful.contains(results[0]) {
                             mark(&mut useful, *a);
                         }
                     }
@@ -1449,11 +1433,11 @@ fn usefulness(
                                 params
                                     .get(k)
                                     .is_some_and(|p| p.ty == Type::Array && p.mutable)
-                                    && useful[idx(a)]
+                                    && useful.contains(a)
                             })
                             .collect();
                         let results_useful: Vec<bool> =
-                            results.iter().map(|&r| useful[idx(r)]).collect();
+                            results.iter().map(|&r| useful.contains(r)).collect();
                         // A callee that uses the tape may push values of its
                         // arguments for code elsewhere to pop: its own
                         // usefulness marks what it pushes (as inlined code
@@ -1471,7 +1455,7 @@ fn usefulness(
                     }
                     _ => {
                         if let [r] = results {
-                            if useful[idx(*r)] && partials::is_differentiable(data.opcode()) {
+                            if useful.contains(*r) && partials::is_differentiable(data.opcode()) {
                                 for &a in data.args() {
                                     mark(&mut useful, a);
                                 }
@@ -1497,7 +1481,7 @@ fn usefulness(
 #[derive(Default)]
 pub(crate) struct UsefulSummaries {
     stack: Vec<FuncId>,
-    memo: std::collections::HashMap<UsefulKey, Option<Vec<bool>>>,
+    memo: HashMap<UsefulKey, Option<Vec<bool>>>,
     /// Answers so far that depended on what may change (a call into the
     /// stack, a declaration, a request not lowered yet); a summary computed
     /// without any is final for the lowering and is kept for it.
@@ -1593,6 +1577,6 @@ impl UsefulSummaries {
         };
         let ignored: Vec<usize> = (0..results.len()).filter(|&k| !results[k]).collect();
         let useful = usefulness(cache, module, f, &order, &args, ret, &ignored, self);
-        Some(f.params().iter().map(|&p| useful[idx(p)]).collect())
+        Some(f.params().iter().map(|&p| useful.contains(p)).collect())
     }
 }
