@@ -145,7 +145,7 @@ pub(crate) struct Cache {
     /// summarised once per pattern of argument activities, not once per
     /// function that calls it.
     pub activity: HashMap<activity::SummaryKey, activity::Summary>,
-    /// Final usefulness summaries (`reverse::plan::UsefulSummaries`), once
+    /// Final usefulness summaries (`reverse::plan::useful::UsefulSummaries`), once
     /// per callee and pattern.
     pub useful: HashMap<reverse::plan::UsefulKey, Option<Vec<bool>>>,
 }
