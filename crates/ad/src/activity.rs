@@ -57,51 +57,41 @@
 
 use crate::context::Cache;
 use crate::partials::is_differentiable;
-use adze_ir::{ArgActivity, FuncId, Function, InstData, Module, Opcode, Region, Type, Value};
-use std::collections::HashMap;
+use adze_ir::{
+    ArgActivity, Block, FuncId, Function, InstData, Module, Opcode, Region, Type, Value,
+};
+use cranelift_entity::{EntitySet, SecondaryMap};
+use std::collections::{HashMap, HashSet};
 
 /// The active values of one function under one request.
 #[derive(Clone, Debug, Default)]
 pub struct Activity {
-    active: Vec<bool>,
+    active: EntitySet<Value>,
 }
 
 impl Activity {
     /// Is `v` active? Values the function does not define are not.
     pub fn is_active(&self, v: Value) -> bool {
-        self.active
-            .get(v.as_u32() as usize)
-            .copied()
-            .unwrap_or(false)
+        self.active.contains(v)
     }
 
     fn mark(&mut self, v: Value) -> bool {
-        match self.active.get_mut(v.as_u32() as usize) {
-            Some(slot) if !*slot => {
-                *slot = true;
-                true
-            }
-            _ => false,
-        }
+        self.active.insert(v)
     }
 
     /// The active values, in entity order.
     pub fn active_values(&self) -> impl Iterator<Item = Value> + '_ {
-        self.active
-            .iter()
-            .enumerate()
-            .filter(|(_, a)| **a)
-            .map(|(i, _)| Value::from_u32(i as u32))
+        self.active.iter()
     }
 }
 
 /// The rule regions forward mode treats as calls ([`crate::rules::applied_regions`]:
-/// rules not empty, no enclosing region with rules), and per block number
-/// whether the block is *opaque*: inside such a region (nested regions
+/// rules not empty, no enclosing region with rules), and the blocks that
+/// are *opaque*: inside such a region (nested regions
 /// included), where only primal code is emitted because the region's
 /// tangents come from a call placed before it (its forward rule, or the
 /// forward derivative of its callee: rule identity).
-pub fn forward_rule_regions(func: &Function) -> (Vec<Region>, Vec<bool>) {
+pub fn forward_rule_regions(func: &Function) -> (Vec<Region>, EntitySet<Block>) {
     crate::rules::applied_regions(func)
 }
 
@@ -161,7 +151,7 @@ fn analyze_in(
     summaries: &mut Summaries,
 ) -> Activity {
     let mut act = Activity {
-        active: vec![false; func.dfg.num_values()],
+        active: EntitySet::with_capacity(func.dfg.num_values()),
     };
     let (rule_regions, opaque) = forward_rule_regions(func);
     for (&p, a) in func.params().iter().zip(args) {
@@ -178,9 +168,9 @@ fn analyze_in(
     // are active, so no explicit zero tangent meets an infinite partial
     // where the same code in one block has no term at all.
     let elementwise = constant_index_arrays(func);
-    let mut active_elements: std::collections::HashSet<(Value, i64)> =
-        std::collections::HashSet::new();
-    let mut all_active: std::collections::HashSet<Value> = std::collections::HashSet::new();
+    // Keyed by (array, index): not an entity, and few arrays qualify.
+    let mut active_elements: HashSet<(Value, i64)> = HashSet::new();
+    let mut all_active: EntitySet<Value> = EntitySet::new();
     loop {
         let mut changed = false;
         for &r in &rule_regions {
@@ -205,7 +195,7 @@ fn analyze_in(
             // Nothing inside an opaque region is active, its internal block
             // parameters included: its results get their tangents from the
             // rule (or the callee's derivative) through `mark_call` above.
-            if opaque[block.as_u32() as usize] {
+            if opaque.contains(block) {
                 continue;
             }
             let data = func.dfg.inst(inst);
@@ -217,7 +207,7 @@ fn analyze_in(
                 } => {
                     if act.is_active(*x) {
                         changed |= act.mark(*a);
-                        if elementwise.contains(a) {
+                        if elementwise.contains(*a) {
                             if let Some(k) = func.iconst_value(*i) {
                                 changed |= active_elements.insert((*a, k));
                             }
@@ -237,7 +227,7 @@ fn analyze_in(
                     op: Opcode::Load,
                     args: [a, i],
                 } => {
-                    let element = if elementwise.contains(a) && !all_active.contains(a) {
+                    let element = if elementwise.contains(*a) && !all_active.contains(*a) {
                         func.iconst_value(*i)
                             .map(|k| active_elements.contains(&(*a, k)))
                     } else {
@@ -295,8 +285,8 @@ pub(crate) const ADJOINT_SLOTS: &str = "adj";
 /// The adjoint-slot arrays of `func` that only `load`, `store` (as the
 /// array), `len` and `fill` use, every `load` and `store` at an `iconst` index: the
 /// arrays whose activity can be tracked per element.
-fn constant_index_arrays(func: &Function) -> std::collections::HashSet<Value> {
-    let mut candidates: std::collections::HashSet<Value> = std::collections::HashSet::new();
+fn constant_index_arrays(func: &Function) -> EntitySet<Value> {
+    let mut candidates: EntitySet<Value> = EntitySet::new();
     for (_, inst) in func.layout.insts() {
         // Only reverse mode's adjoint-slot arrays: they never cross a call,
         // whatever the inline setting, so their per-element activity is
@@ -312,7 +302,7 @@ fn constant_index_arrays(func: &Function) -> std::collections::HashSet<Value> {
     if candidates.is_empty() {
         return candidates;
     }
-    let mut bad: std::collections::HashSet<Value> = std::collections::HashSet::new();
+    let mut bad: EntitySet<Value> = EntitySet::new();
     for (_, inst) in func.layout.insts() {
         let data = func.dfg.inst(inst);
         match data {
@@ -349,7 +339,9 @@ fn constant_index_arrays(func: &Function) -> std::collections::HashSet<Value> {
             }),
         }
     }
-    candidates.retain(|v| !bad.contains(v));
+    for v in bad.iter() {
+        candidates.remove(v);
+    }
     candidates
 }
 
@@ -365,15 +357,17 @@ pub fn uses_tape(module: &Module, func: FuncId) -> bool {
 /// point.
 #[derive(Default)]
 pub(crate) struct TapeUse {
-    uses: HashMap<FuncId, bool>,
+    uses: SecondaryMap<FuncId, Option<bool>>,
 }
 
 impl TapeUse {
     pub fn uses(&mut self, cache: &mut Cache, module: &Module, func: FuncId) -> bool {
-        *self
-            .uses
-            .entry(func)
-            .or_insert_with(|| cache.uses_tape(module, func))
+        if let Some(known) = self.uses[func] {
+            return known;
+        }
+        let answer = cache.uses_tape(module, func);
+        self.uses[func] = Some(answer);
+        answer
     }
 }
 

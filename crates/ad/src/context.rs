@@ -69,6 +69,7 @@
 
 use crate::{activity, reverse, AdError, AdLimits, ForwardRequest, ReverseRequest};
 use adze_ir::{ArgActivity, FuncId, Function, Module, RetActivity};
+use cranelift_entity::{EntitySet, SecondaryMap};
 use std::collections::HashMap;
 
 /// The size of a function for [`AdLimits::max_size`]: its instructions plus
@@ -119,7 +120,7 @@ struct Lowering {
     /// Open entry points: nested ones share the outermost one's lowering.
     open: usize,
     /// The size counted so far for each function (by `FuncId` number).
-    sizes: Vec<usize>,
+    sizes: SecondaryMap<FuncId, usize>,
     /// The sum of `sizes`.
     total: usize,
     /// The function whose derivatives are being built, for the error.
@@ -128,7 +129,7 @@ struct Lowering {
     /// lowered (or found none) in this lowering: each is visited once, so
     /// that the walk stays linear in the module over all the derivatives
     /// one lowering builds.
-    lowered: Vec<bool>,
+    lowered: EntitySet<FuncId>,
 }
 
 /// Answers of the analyses that cannot change any more during the lowering
@@ -138,13 +139,13 @@ struct Lowering {
 pub(crate) struct Cache {
     /// Is a lowering in progress?
     active: bool,
-    /// [`Cache::uses_tape`] answers, by `FuncId` number.
-    tape_use: Vec<Option<bool>>,
+    /// [`Cache::uses_tape`] answers, by `FuncId`.
+    tape_use: SecondaryMap<FuncId, Option<bool>>,
     /// Final activity summaries (`activity::summarize`): each function is
     /// summarised once per pattern of argument activities, not once per
     /// function that calls it.
     pub activity: HashMap<activity::SummaryKey, activity::Summary>,
-    /// Final usefulness summaries (`reverse::plan::UsefulSummaries`), once
+    /// Final usefulness summaries (`reverse::plan::useful::UsefulSummaries`), once
     /// per callee and pattern.
     pub useful: HashMap<reverse::plan::UsefulKey, Option<Vec<bool>>>,
 }
@@ -161,23 +162,18 @@ impl Cache {
     /// declaration (a derivative being built) or holds a request still to
     /// be lowered. Outside a lowering, computed every time.
     pub fn uses_tape(&mut self, module: &Module, func: FuncId) -> bool {
-        let i = func.as_u32() as usize;
-        if let Some(Some(known)) = self.tape_use.get(i).copied() {
+        if let Some(known) = self.tape_use[func] {
             return known;
         }
         if !module.is_valid(func) {
             return false;
         }
-        let known = |f: FuncId| self.tape_use.get(f.as_u32() as usize).copied().flatten();
+        let known = |f: FuncId| self.tape_use[f];
         let (uses, answers) = crate::lower::tape_use_closure(module, func, known);
         if self.active {
             for (f, (uses, settled)) in answers {
                 if uses || settled {
-                    let k = f.as_u32() as usize;
-                    if self.tape_use.len() <= k {
-                        self.tape_use.resize(k + 1, None);
-                    }
-                    self.tape_use[k] = Some(uses);
+                    self.tape_use[f] = Some(uses);
                 }
             }
         }
@@ -361,12 +357,7 @@ impl<'h> AdContext<'h> {
         if !self.in_lowering() {
             return true;
         }
-        let i = id.as_u32() as usize;
-        let lowered = &mut self.lowering.lowered;
-        if lowered.len() <= i {
-            lowered.resize(i + 1, false);
-        }
-        !std::mem::replace(&mut lowered[i], true)
+        self.lowering.lowered.insert(id)
     }
 
     /// Counts the current size of `ids` (functions the AD passes created)
@@ -382,12 +373,8 @@ impl<'h> AdContext<'h> {
                 continue;
             }
             let size = ir_size(module.func(id));
-            let i = id.as_u32() as usize;
-            if b.sizes.len() <= i {
-                b.sizes.resize(i + 1, 0);
-            }
-            b.total = b.total - b.sizes[i] + size;
-            b.sizes[i] = size;
+            b.total = b.total - b.sizes[id] + size;
+            b.sizes[id] = size;
             if b.root.is_none() {
                 b.root = Some(module.func(module.base_function(id)).name.clone());
             }

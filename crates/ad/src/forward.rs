@@ -72,6 +72,7 @@ use adze_ir::{
     ArgActivity, Block, Derivation, FuncBuilder, FuncId, Function, Inst, InstData, Mode, Module,
     Opcode, Param, Region, RetActivity, Rules, Signature, Step, Type, Value,
 };
+use cranelift_entity::{EntitySet, SecondaryMap};
 
 /// How deeply derivative requests may nest while one is being built, by
 /// default (see [`crate::AdLimits`]).
@@ -196,28 +197,12 @@ fn lane_name(base: &str, suffix: &str, lane: usize, width: usize) -> String {
 }
 
 /// Primal value → its tangents, one per lane (for an array: its shadows).
-/// Values without an entry have tangent zero.
-#[derive(Clone, Debug, Default)]
-struct TangentMap {
-    lanes: Vec<Vec<Value>>,
-}
+/// Values without an entry (an empty list) have tangent zero.
+type TangentMap = SecondaryMap<Value, Vec<Value>>;
 
-impl TangentMap {
-    /// The tangents of `v`, one per lane, if it has any.
-    fn get(&self, v: Value) -> Option<&[Value]> {
-        self.lanes
-            .get(v.as_u32() as usize)
-            .filter(|l| !l.is_empty())
-            .map(Vec::as_slice)
-    }
-
-    fn set(&mut self, v: Value, lanes: Vec<Value>) {
-        let i = v.as_u32() as usize;
-        if i >= self.lanes.len() {
-            self.lanes.resize(i + 1, Vec::new());
-        }
-        self.lanes[i] = lanes;
-    }
+/// The tangents of `v`, one per lane, if it has any.
+fn tangents(tan: &TangentMap, v: Value) -> Option<&[Value]> {
+    Some(tan[v].as_slice()).filter(|l| !l.is_empty())
 }
 
 /// Builds (or finds) the forward derivative for `request` and returns its id.
@@ -379,10 +364,10 @@ fn build(
         req,
         building,
         out,
-        tan: TangentMap::default(),
+        tan: TangentMap::new(),
         consts: Vec::new(),
         region_rules,
-        leaving_opaque: Vec::new(),
+        leaving_opaque: EntitySet::new(),
     };
     t.run()?;
     Ok(t.out)
@@ -436,7 +421,7 @@ struct Transform<'a, 'h> {
     /// (opaque)? An edge from such a block to one outside the region is an
     /// exit to the region's continuation, whose results' tangents come from
     /// the call placed before the region, the same on every exit.
-    leaving_opaque: Vec<bool>,
+    leaving_opaque: EntitySet<Block>,
 }
 
 impl Transform<'_, '_> {
@@ -493,7 +478,7 @@ impl Transform<'_, '_> {
                     match self.req.args.get(num) {
                         Some(ArgActivity::Dual) | Some(ArgActivity::Dup) => {
                             let lanes = lanes_of(self, ty);
-                            self.tan.set(v, lanes);
+                            self.tan[v] = lanes;
                         }
                         _ => {}
                     }
@@ -505,7 +490,7 @@ impl Transform<'_, '_> {
                 let lanes = (0..self.width())
                     .map(|_| self.out.dfg.append_block_param(block, Type::F64))
                     .collect();
-                self.tan.set(v, lanes);
+                self.tan[v] = lanes;
             }
         }
         // Active arrays among the `const` parameters get local shadows.
@@ -519,22 +504,22 @@ impl Transform<'_, '_> {
                 let lanes = (0..width)
                     .map(|lane| b.zeros(n, lane_name(&name, "d", lane, width)))
                     .collect();
-                self.tan.set(v, lanes);
+                self.tan[v] = lanes;
             }
         }
         // Blocks in reverse postorder (definitions before uses), then any
         // unreachable ones.
         let mut order = adze_ir::cfg::reverse_postorder(p, entry);
-        let mut seen = vec![false; p.dfg.num_blocks()];
+        let mut seen = EntitySet::with_capacity(p.dfg.num_blocks());
         for &b in &order {
-            seen[b.as_u32() as usize] = true;
+            seen.insert(b);
         }
         order.extend(
             p.layout
                 .blocks()
                 .iter()
                 .copied()
-                .filter(|b| !seen[b.as_u32() as usize]),
+                .filter(|&b| !seen.contains(b)),
         );
         let (rule_regions, opaque) = activity::forward_rule_regions(p);
         self.leaving_opaque = opaque.clone();
@@ -546,7 +531,7 @@ impl Transform<'_, '_> {
             at_pred.push((pred, r));
         }
         for block in order {
-            let is_opaque = opaque[block.as_u32() as usize];
+            let is_opaque = opaque.contains(block);
             for &inst in p.layout.block_insts(block) {
                 // Everything made for `inst` — its copy, its tangent code,
                 // the call of a rule region it enters — has its location.
@@ -581,7 +566,7 @@ impl Transform<'_, '_> {
         // As a call (`Builder::call`): differentiated when an argument has
         // a tangent or the callee uses the tape (the activity analysis
         // made its results active then).
-        if !rd.args.iter().any(|&v| self.tan.get(v).is_some())
+        if !rd.args.iter().any(|&v| tangents(&self.tan, v).is_some())
             && !self.cx.cache.uses_tape(self.module, rd.callee)
         {
             return Ok(());
@@ -662,7 +647,7 @@ impl Transform<'_, '_> {
             }
             new_args.push(arg);
             if *a != ArgActivity::Const {
-                new_args.extend_from_slice(self.tan.get(v).unwrap_or_default());
+                new_args.extend_from_slice(tangents(&self.tan, v).unwrap_or_default());
             }
         }
         let mut all: Vec<(Value, Type)> = Vec::new();
@@ -687,7 +672,7 @@ impl Transform<'_, '_> {
     fn call_acts(&self, args: &[Value]) -> Vec<ArgActivity> {
         args.iter()
             .map(
-                |&v| match (self.primal.dfg.value_type(v), self.tan.get(v)) {
+                |&v| match (self.primal.dfg.value_type(v), tangents(&self.tan, v)) {
                     (Type::F64, Some(_)) => ArgActivity::Dual,
                     (Type::Array, Some(_)) => ArgActivity::Dup,
                     _ => ArgActivity::Const,
@@ -731,7 +716,7 @@ impl Transform<'_, '_> {
 
     /// The tangent of `v` in `lane`, if it has one.
     fn lane(&self, v: Value, lane: usize) -> Option<Value> {
-        self.tan.get(v).map(|l| l[lane])
+        tangents(&self.tan, v).map(|l| l[lane])
     }
 
     fn lane_or_zero(&mut self, v: Value, lane: usize) -> Value {
@@ -774,7 +759,7 @@ impl Transform<'_, '_> {
             }
             InstData::Jump { .. } | InstData::Brif { .. } => {
                 let mut data = data.clone();
-                let opaque = |b: Block| self.leaving_opaque.get(b.as_u32() as usize) == Some(&true);
+                let opaque = |b: Block| self.leaving_opaque.contains(b);
                 let from_opaque = opaque(block);
                 let leaving: Vec<bool> = data
                     .destinations()
@@ -784,7 +769,7 @@ impl Transform<'_, '_> {
                 for (dest, leaving) in data.destinations_mut().into_iter().zip(leaving) {
                     let params = self.primal.dfg.block_params(dest.block).to_vec();
                     for (&arg, &p) in dest.args.clone().iter().zip(&params) {
-                        if let Some(lanes) = self.tan.get(p) {
+                        if let Some(lanes) = tangents(&self.tan, p) {
                             if leaving {
                                 // A region's exit: its results' tangents are
                                 // the ones the region's rule or derivative
@@ -824,7 +809,7 @@ impl Transform<'_, '_> {
                 args: [a, i, x],
             } => {
                 self.copy(block, inst, data.clone(), &[]);
-                if let Some(shadows) = self.tan.get(*a).map(<[Value]>::to_vec) {
+                if let Some(shadows) = tangents(&self.tan, *a).map(<[Value]>::to_vec) {
                     for (lane, sh) in shadows.into_iter().enumerate() {
                         let t = self.lane_or_zero(*x, lane);
                         self.builder(block).store(sh, *i, t);
@@ -836,7 +821,7 @@ impl Transform<'_, '_> {
                 args: [a, x],
             } => {
                 self.copy(block, inst, data.clone(), &[]);
-                if let Some(shadows) = self.tan.get(*a).map(<[Value]>::to_vec) {
+                if let Some(shadows) = tangents(&self.tan, *a).map(<[Value]>::to_vec) {
                     for (lane, sh) in shadows.into_iter().enumerate() {
                         let t = self.lane_or_zero(*x, lane);
                         self.builder(block).fill(sh, t);
@@ -853,12 +838,12 @@ impl Transform<'_, '_> {
                 if !self.act.is_active(results[0]) {
                     return Ok(());
                 }
-                if let Some(shadows) = self.tan.get(*a).map(<[Value]>::to_vec) {
+                if let Some(shadows) = tangents(&self.tan, *a).map(<[Value]>::to_vec) {
                     let lanes = shadows
                         .into_iter()
                         .map(|sh| self.builder(block).load(sh, *i))
                         .collect();
-                    self.tan.set(results[0], lanes);
+                    self.tan[results[0]] = lanes;
                 }
             }
             InstData::Push { tape, arg } => {
@@ -880,7 +865,7 @@ impl Transform<'_, '_> {
                     .collect();
                 lanes.reverse();
                 self.copy(block, inst, data.clone(), &[]);
-                self.tan.set(results[0], lanes);
+                self.tan[results[0]] = lanes;
             }
             InstData::Zeros { len, name } => {
                 self.copy(block, inst, data.clone(), &[]);
@@ -891,7 +876,7 @@ impl Transform<'_, '_> {
                                 .zeros(*len, lane_name(name, "d", lane, w))
                         })
                         .collect();
-                    self.tan.set(results[0], lanes);
+                    self.tan[results[0]] = lanes;
                 }
             }
             _ => {
@@ -909,7 +894,10 @@ impl Transform<'_, '_> {
     /// Tangent code for an instruction of the partials table.
     fn local(&mut self, block: Block, data: &InstData, r: Value) {
         let args = data.args().to_vec();
-        let wanted: Vec<bool> = args.iter().map(|&v| self.tan.get(v).is_some()).collect();
+        let wanted: Vec<bool> = args
+            .iter()
+            .map(|&v| tangents(&self.tan, v).is_some())
+            .collect();
         let local = partials::local_derivative(&mut self.builder(block), data, r, &wanted);
         let w = self.width();
         let mut lanes = Vec::with_capacity(w);
@@ -940,7 +928,7 @@ impl Transform<'_, '_> {
                 None => self.zero(Type::F64),
             });
         }
-        self.tan.set(r, lanes);
+        self.tan[r] = lanes;
     }
 
     /// A call: a primal call when no argument is active, else a call to the
@@ -954,7 +942,7 @@ impl Transform<'_, '_> {
     ) -> Result<(), AdError> {
         let data = self.primal.dfg.inst(inst).clone();
         let tape = self.cx.cache.uses_tape(self.module, callee);
-        if !tape && !args.iter().any(|&v| self.tan.get(v).is_some()) {
+        if !tape && !args.iter().any(|&v| tangents(&self.tan, v).is_some()) {
             self.copy(block, inst, data, &[]);
             return Ok(());
         }
@@ -1009,7 +997,7 @@ impl Transform<'_, '_> {
         for (&v, a) in args.iter().zip(&acts) {
             new_args.push(v);
             if *a != ArgActivity::Const {
-                new_args.extend_from_slice(self.tan.get(v).unwrap_or_default());
+                new_args.extend_from_slice(tangents(&self.tan, v).unwrap_or_default());
             }
         }
         let results = self.primal.dfg.inst_results(inst).to_vec();
@@ -1042,7 +1030,7 @@ impl Transform<'_, '_> {
                 .collect();
             extra.extend(lanes.iter().map(|&v| (v, ty)));
             if ty == Type::F64 && self.act.is_active(r) {
-                self.tan.set(r, lanes);
+                self.tan[r] = lanes;
             }
         }
         extra

@@ -23,7 +23,7 @@
 pub use crate::context::ir_size;
 use crate::{AdContext, AdError};
 use adze_ir::{ArgActivity, FuncId, Function, Inst, InstData, Module, Opcode, Type, Value};
-use std::collections::HashSet;
+use cranelift_entity::{EntitySet, SecondaryMap};
 
 /// Replaces every `autodiff` instruction of the module by a call to its
 /// derivative; see the module doc. (With the default [`AdContext`]: see
@@ -62,7 +62,7 @@ pub(crate) fn lower_from(
     root: FuncId,
 ) -> Result<(), AdError> {
     cx.session(None, |cx| {
-        let mut done = HashSet::new();
+        let mut done = EntitySet::new();
         let mut stack = vec![root];
         while let Some(id) = stack.pop() {
             if !module.is_valid(id) || !done.insert(id) {
@@ -122,7 +122,7 @@ pub(crate) fn tape_use_closure(
     root: FuncId,
     known: impl Fn(FuncId) -> Option<bool>,
 ) -> (bool, Vec<(FuncId, TapeAnswer)>) {
-    use std::collections::HashMap;
+    #[derive(Clone)]
     struct Node {
         index: usize,
         low: usize,
@@ -131,12 +131,16 @@ pub(crate) fn tape_use_closure(
         uses: bool,
         settled: bool,
     }
-    let mut nodes: HashMap<FuncId, Node> = HashMap::new();
-    let mut done: HashMap<FuncId, TapeAnswer> = HashMap::new();
+    let mut nodes: SecondaryMap<FuncId, Option<Node>> = SecondaryMap::new();
+    let mut done: SecondaryMap<FuncId, Option<TapeAnswer>> = SecondaryMap::new();
+    let mut visited = 0;
     let mut order: Vec<FuncId> = Vec::new();
     let mut stack: Vec<FuncId> = Vec::new();
     let mut call: Vec<(FuncId, usize)> = Vec::new();
-    let visit = |f: FuncId, nodes: &mut HashMap<FuncId, Node>, stack: &mut Vec<FuncId>| {
+    let visit = |f: FuncId,
+                 nodes: &mut SecondaryMap<FuncId, Option<Node>>,
+                 visited: &mut usize,
+                 stack: &mut Vec<FuncId>| {
         let func = module.func(f);
         let mut uses = false;
         let mut settled = !func.is_declaration();
@@ -147,52 +151,51 @@ pub(crate) fn tape_use_closure(
                 _ => {}
             }
         }
-        let index = nodes.len();
-        nodes.insert(
-            f,
-            Node {
-                index,
-                low: index,
-                on_stack: true,
-                succs: func
-                    .referenced_functions()
-                    .into_iter()
-                    .filter(|&g| module.is_valid(g))
-                    .collect(),
-                uses,
-                settled,
-            },
-        );
+        let index = *visited;
+        *visited += 1;
+        nodes[f] = Some(Node {
+            index,
+            low: index,
+            on_stack: true,
+            succs: func
+                .referenced_functions()
+                .into_iter()
+                .filter(|&g| module.is_valid(g))
+                .collect(),
+            uses,
+            settled,
+        });
         stack.push(f);
     };
-    visit(root, &mut nodes, &mut stack);
+    visit(root, &mut nodes, &mut visited, &mut stack);
     call.push((root, 0));
     while let Some(&(v, k)) = call.last() {
-        if let Some(&w) = nodes[&v].succs.get(k) {
+        if let Some(&w) = nodes[v].as_ref().expect("visited").succs.get(k) {
             call.last_mut().expect("a frame").1 += 1;
             if let Some(answer) = known(w) {
-                let n = nodes.get_mut(&v).expect("visited");
+                let n = nodes[v].as_mut().expect("visited");
                 n.uses |= answer;
-            } else if let Some(&(uses, settled)) = done.get(&w) {
-                let n = nodes.get_mut(&v).expect("visited");
+            } else if let Some(&(uses, settled)) = done[w].as_ref() {
+                let n = nodes[v].as_mut().expect("visited");
                 n.uses |= uses;
                 n.settled &= settled;
-            } else if let Some(wn) = nodes.get(&w) {
+            } else if let Some(wn) = nodes[w].as_ref() {
                 if wn.on_stack {
                     let wi = wn.index;
-                    let n = nodes.get_mut(&v).expect("visited");
+                    let n = nodes[v].as_mut().expect("visited");
                     n.low = n.low.min(wi);
                 }
             } else {
-                visit(w, &mut nodes, &mut stack);
+                visit(w, &mut nodes, &mut visited, &mut stack);
                 call.push((w, 0));
             }
             continue;
         }
         call.pop();
-        let (low, index) = (nodes[&v].low, nodes[&v].index);
+        let n = nodes[v].as_ref().expect("visited");
+        let (low, index) = (n.low, n.index);
         if let Some(&(u, _)) = call.last() {
-            let n = nodes.get_mut(&u).expect("visited");
+            let n = nodes[u].as_mut().expect("visited");
             n.low = n.low.min(low);
         }
         if low != index {
@@ -203,7 +206,7 @@ pub(crate) fn tape_use_closure(
         let mut members = Vec::new();
         let (mut uses, mut settled) = (false, true);
         while let Some(w) = stack.pop() {
-            let n = nodes.get_mut(&w).expect("visited");
+            let n = nodes[w].as_mut().expect("visited");
             n.on_stack = false;
             uses |= n.uses;
             settled &= n.settled;
@@ -213,17 +216,20 @@ pub(crate) fn tape_use_closure(
             }
         }
         for &w in &members {
-            done.insert(w, (uses, settled));
+            done[w] = Some((uses, settled));
             order.push(w);
         }
         if let Some(&(u, _)) = call.last() {
-            let n = nodes.get_mut(&u).expect("visited");
+            let n = nodes[u].as_mut().expect("visited");
             n.uses |= uses;
             n.settled &= settled;
         }
     }
-    let uses = done.get(&root).is_some_and(|&(u, _)| u);
-    let answers = order.into_iter().map(|f| (f, done[&f])).collect();
+    let uses = done[root].is_some_and(|(u, _)| u);
+    let answers = order
+        .into_iter()
+        .map(|f| (f, done[f].expect("answered")))
+        .collect();
     (uses, answers)
 }
 

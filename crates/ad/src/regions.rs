@@ -43,7 +43,7 @@
 
 use crate::rules::{applied_regions, region_pred};
 use adze_ir::{Block, Function, Inst, InstData, Region, Value, ValueDef};
-use std::collections::HashSet;
+use cranelift_entity::{EntitySet, SecondaryMap};
 
 /// One collapsed region.
 #[derive(Clone, Debug)]
@@ -114,7 +114,7 @@ impl Collapse {
             }
             None
         };
-        let mut map: Vec<Option<Region>> = vec![None; regions.len()];
+        let mut map: SecondaryMap<Region, Option<Region>> = SecondaryMap::new();
         out.regions.clear();
         for (r, rd) in regions.iter() {
             if top(r).is_none() {
@@ -125,10 +125,9 @@ impl Collapse {
             d.parent = if is_top {
                 None
             } else {
-                rd.parent
-                    .and_then(|p| map.get(p.as_u32() as usize).copied().flatten())
+                rd.parent.and_then(|p| map[p])
             };
-            map[r.as_u32() as usize] = Some(out.regions.push(d));
+            map[r] = Some(out.regions.push(d));
         }
     }
 }
@@ -141,6 +140,10 @@ fn unsupported(_func: &Function, r: Region, what: &str) -> String {
 /// `which` holds; `func` keeps, renumbered, the regions that are neither
 /// collapsed nor nested in a collapsed one. A region of another shape is an
 /// error (what is wrong with it).
+///
+/// Per region: its shape is checked ([`shape`]), then it is replaced by a
+/// call ([`rewrite`]); then the other regions are renumbered
+/// ([`keep_other_regions`]) and the call blocks merged ([`merge`]).
 pub(crate) fn collapse(
     func: &mut Function,
     which: impl Fn(&adze_ir::RegionData) -> bool,
@@ -156,211 +159,295 @@ pub(crate) fn collapse(
         if !which(&orig.regions[r]) {
             continue;
         }
-        let rd = orig.regions[r].clone();
-        let inside: HashSet<Block> = rd.blocks.iter().copied().collect();
-        let pred = region_pred(&orig, r)?;
-        let entry = rd.blocks[0];
-        // Exits: every edge from a region block to a block outside it.
-        let mut cont: Option<Block> = None;
+        let shape = shape(&orig, r)?;
+        let collapsed = rewrite(func, &orig, r, shape)?;
+        out.regions.push(collapsed);
+    }
+    keep_other_regions(func, &orig, &out);
+    merge(func, &mut out);
+    Ok(out)
+}
+
+/// A region of the shape [`collapse`] accepts.
+struct Shape {
+    /// The region's blocks.
+    inside: EntitySet<Block>,
+    /// The one block that enters it, and its entry block.
+    pred: Block,
+    entry: Block,
+    /// The one block its exits go to.
+    cont: Block,
+    /// What X passes to each parameter of `cont`: the number of a result,
+    /// or a value defined outside the region.
+    cont_args: Vec<Result<usize, Value>>,
+    /// Are the region's results parameters of `cont` (else values defined
+    /// inside it)?
+    results_are_params: bool,
+}
+
+/// Checks the shape of region `r` of `orig`: one way in, one block out,
+/// results that are the continuation's parameters or defined inside, and
+/// nothing else defined inside used outside.
+fn shape(orig: &Function, r: Region) -> Result<Shape, String> {
+    let rd = &orig.regions[r];
+    let mut inside: EntitySet<Block> = EntitySet::new();
+    for &b in &rd.blocks {
+        inside.insert(b);
+    }
+    let pred = region_pred(orig, r)?;
+    let entry = rd.blocks[0];
+    let cont = region_exit(orig, r, &inside)?;
+    // No other edge from outside into the region.
+    for &b in orig.layout.blocks() {
+        if inside.contains(b) || b == pred {
+            continue;
+        }
+        if let Some(term) = orig.layout.last_inst(b) {
+            if orig
+                .dfg
+                .inst(term)
+                .destinations()
+                .iter()
+                .any(|d| inside.contains(d.block))
+            {
+                return Err(unsupported(orig, r, "a second entry into a rule region"));
+            }
+        }
+    }
+    let cont_params = orig.dfg.block_params(cont).to_vec();
+    let defined_inside = |v: Value| defined_in(orig, &inside, v);
+    let results_are_params = rd.results.iter().all(|v| cont_params.contains(v));
+    if !results_are_params && !rd.results.iter().all(|&v| defined_inside(v)) {
+        return Err(unsupported(
+            orig,
+            r,
+            "a rule region whose results are neither its continuation's parameters nor defined inside it",
+        ));
+    }
+    let cont_args = cont_args(orig, r, cont, &cont_params, &inside)?;
+    // Nothing else escapes.
+    for &b in orig.layout.blocks() {
+        if inside.contains(b) {
+            continue;
+        }
+        for &inst in orig.layout.block_insts(b) {
+            let mut bad = None;
+            orig.dfg.inst(inst).for_each_use(|v| {
+                if defined_inside(v) && !rd.results.contains(&v) {
+                    bad = Some(v);
+                }
+            });
+            if let Some(v) = bad {
+                return Err(unsupported(
+                    orig,
+                    r,
+                    &format!("{v}, defined inside a rule region, is used outside it"),
+                ));
+            }
+        }
+    }
+    Ok(Shape {
+        inside,
+        pred,
+        entry,
+        cont,
+        cont_args,
+        results_are_params,
+    })
+}
+
+/// Is `v` defined in one of the blocks `inside`?
+fn defined_in(orig: &Function, inside: &EntitySet<Block>, v: Value) -> bool {
+    match *orig.dfg.value_def(v) {
+        ValueDef::Param { block, .. } => inside.contains(block),
+        ValueDef::Result { inst, .. } => orig
+            .layout
+            .inst_block(inst)
+            .is_some_and(|b| inside.contains(b)),
+        ValueDef::Detached => false,
+    }
+}
+
+/// The one block the exits of region `r` (every edge from a region block
+/// to a block outside it) go to.
+fn region_exit(orig: &Function, r: Region, inside: &EntitySet<Block>) -> Result<Block, String> {
+    let mut cont: Option<Block> = None;
+    for &b in &orig.regions[r].blocks {
+        let Some(term) = orig.layout.last_inst(b) else {
+            return Err(unsupported(orig, r, "a region block without terminator"));
+        };
+        let data = orig.dfg.inst(term);
+        if matches!(data, InstData::Return { .. }) {
+            return Err(unsupported(orig, r, "a `return` inside a rule region"));
+        }
+        for d in data.destinations() {
+            if inside.contains(d.block) {
+                continue;
+            }
+            match cont {
+                None => cont = Some(d.block),
+                Some(c) if c == d.block => {}
+                Some(_) => {
+                    return Err(unsupported(
+                        orig,
+                        r,
+                        "a rule region that leaves to more than one block",
+                    ))
+                }
+            }
+        }
+    }
+    cont.ok_or_else(|| unsupported(orig, r, "a rule region that never leaves"))
+}
+
+/// What X passes to each parameter of C: a result, or the one value
+/// defined outside the region that every exit passes (as the zero
+/// tangents forward mode passes around an opaque region).
+fn cont_args(
+    orig: &Function,
+    r: Region,
+    cont: Block,
+    cont_params: &[Value],
+    inside: &EntitySet<Block>,
+) -> Result<Vec<Result<usize, Value>>, String> {
+    let rd = &orig.regions[r];
+    let mut cont_args: Vec<Result<usize, Value>> = Vec::new();
+    for (i, p) in cont_params.iter().enumerate() {
+        if let Some(k) = rd.results.iter().position(|r| r == p) {
+            cont_args.push(Ok(k));
+            continue;
+        }
+        let mut passed: Option<Value> = None;
         for &b in &rd.blocks {
             let Some(term) = orig.layout.last_inst(b) else {
-                return Err(unsupported(&orig, r, "a region block without terminator"));
+                continue;
             };
-            let data = orig.dfg.inst(term);
-            if matches!(data, InstData::Return { .. }) {
-                return Err(unsupported(&orig, r, "a `return` inside a rule region"));
-            }
-            for d in data.destinations() {
-                if inside.contains(&d.block) {
+            for d in orig.dfg.inst(term).destinations() {
+                if d.block != cont {
                     continue;
                 }
-                match cont {
-                    None => cont = Some(d.block),
-                    Some(c) if c == d.block => {}
-                    Some(_) => {
+                let v = d.args.get(i).copied();
+                match (passed, v) {
+                    (_, None) => {
+                        return Err(unsupported(orig, r, "a malformed exit"));
+                    }
+                    (None, Some(v)) => passed = Some(v),
+                    (Some(a), Some(v)) if a == v => {}
+                    _ => {
                         return Err(unsupported(
-                            &orig,
+                            orig,
                             r,
-                            "a rule region that leaves to more than one block",
+                            "exits that pass different values to a parameter that is not a result",
                         ))
                     }
                 }
             }
         }
-        let Some(cont) = cont else {
-            return Err(unsupported(&orig, r, "a rule region that never leaves"));
-        };
-        // No other edge from outside into the region.
-        for &b in orig.layout.blocks() {
-            if inside.contains(&b) || b == pred {
-                continue;
-            }
-            if let Some(term) = orig.layout.last_inst(b) {
-                if orig
-                    .dfg
-                    .inst(term)
-                    .destinations()
-                    .iter()
-                    .any(|d| inside.contains(&d.block))
-                {
-                    return Err(unsupported(&orig, r, "a second entry into a rule region"));
-                }
+        match passed {
+            Some(v) if !defined_in(orig, inside, v) => cont_args.push(Err(v)),
+            _ => {
+                return Err(unsupported(
+                    orig,
+                    r,
+                    "an exit that passes a value defined inside the region to a parameter that is not a result",
+                ))
             }
         }
-        let cont_params = orig.dfg.block_params(cont).to_vec();
-        let defined_inside = |v: Value| match *orig.dfg.value_def(v) {
-            ValueDef::Param { block, .. } => inside.contains(&block),
-            ValueDef::Result { inst, .. } => orig
-                .layout
-                .inst_block(inst)
-                .is_some_and(|b| inside.contains(&b)),
-            ValueDef::Detached => false,
-        };
-        let results_are_params = rd.results.iter().all(|v| cont_params.contains(v));
-        if !results_are_params && !rd.results.iter().all(|&v| defined_inside(v)) {
-            return Err(unsupported(
-                &orig,
-                r,
-                "a rule region whose results are neither its continuation's parameters nor defined inside it",
-            ));
-        }
-        // What X passes to each parameter of C: a result, or the one value
-        // defined outside the region that every exit passes (as the zero
-        // tangents forward mode passes around an opaque region).
-        let mut cont_args: Vec<Result<usize, Value>> = Vec::new();
-        for (i, p) in cont_params.iter().enumerate() {
-            if let Some(k) = rd.results.iter().position(|r| r == p) {
-                cont_args.push(Ok(k));
-                continue;
-            }
-            let mut passed: Option<Value> = None;
-            for &b in &rd.blocks {
-                let Some(term) = orig.layout.last_inst(b) else {
-                    continue;
-                };
-                for d in orig.dfg.inst(term).destinations() {
-                    if d.block != cont {
-                        continue;
-                    }
-                    let v = d.args.get(i).copied();
-                    match (passed, v) {
-                        (_, None) => {
-                            return Err(unsupported(&orig, r, "a malformed exit"));
-                        }
-                        (None, Some(v)) => passed = Some(v),
-                        (Some(a), Some(v)) if a == v => {}
-                        _ => return Err(unsupported(
-                            &orig,
-                            r,
-                            "exits that pass different values to a parameter that is not a result",
-                        )),
-                    }
-                }
-            }
-            match passed {
-                Some(v) if !defined_inside(v) => cont_args.push(Err(v)),
-                _ => {
-                    return Err(unsupported(
-                        &orig,
-                        r,
-                        "an exit that passes a value defined inside the region to a parameter that is not a result",
-                    ))
-                }
-            }
-        }
-        // Nothing else escapes.
-        for &b in orig.layout.blocks() {
-            if inside.contains(&b) {
-                continue;
-            }
-            for &inst in orig.layout.block_insts(b) {
-                let mut bad = None;
-                orig.dfg.inst(inst).for_each_use(|v| {
-                    if defined_inside(v) && !rd.results.contains(&v) {
-                        bad = Some(v);
-                    }
-                });
-                if let Some(v) = bad {
-                    return Err(unsupported(
-                        &orig,
-                        r,
-                        &format!("{v}, defined inside a rule region, is used outside it"),
-                    ));
-                }
-            }
-        }
-        // Rewrite: P jumps to X; X calls the callee and jumps to C.
-        let x = func.dfg.make_block();
-        func.layout.insert_block_after(x, pred);
-        let result_types: Vec<_> = rd.results.iter().map(|&v| orig.dfg.value_type(v)).collect();
-        let results: Vec<(Value, adze_ir::Type)> = if results_are_params {
-            result_types
-                .iter()
-                .map(|&ty| (func.dfg.make_detached_value(ty), ty))
-                .collect()
-        } else {
-            rd.results.iter().copied().zip(result_types).collect()
-        };
-        let call = func.dfg.make_inst_with_results(
-            InstData::Call {
-                func: rd.callee,
-                args: rd.args.clone(),
-            },
-            &results,
-        );
-        func.layout.append_inst(call, x);
-        let jump_args: Vec<Value> = cont_args
-            .iter()
-            .map(|a| match a {
-                Ok(k) => results[*k].0,
-                Err(v) => *v,
-            })
-            .collect();
-        let jump = func.dfg.make_inst(
-            InstData::Jump {
-                dest: adze_ir::BlockCall {
-                    block: cont,
-                    args: jump_args,
-                },
-            },
-            &[],
-        );
-        func.layout.append_inst(jump, x);
-        let pterm = func
-            .layout
-            .last_inst(pred)
-            .ok_or_else(|| unsupported(&orig, r, "no terminator"))?;
-        // The call stands for the region, entered by `pterm` (the inliner
-        // gave the jump into it the inlined call's location).
-        func.dfg.copy_srcloc(pterm, call);
-        func.dfg.copy_srcloc(pterm, jump);
-        for d in func.dfg.inst_mut(pterm).destinations_mut() {
-            if d.block == entry {
-                d.block = x;
-            }
-        }
-        let blocks: Vec<Block> = orig
-            .layout
-            .blocks()
-            .iter()
-            .copied()
-            .filter(|b| inside.contains(b))
-            .collect();
-        for &b in &blocks {
-            func.layout.remove_block(b);
-        }
-        out.regions.push(Collapsed {
-            region: r,
-            call,
-            block: x,
-            entry,
-            cont,
-            cont_results: cont_args.iter().map(|a| a.ok()).collect(),
-            blocks,
-        });
     }
-    // Keep the other regions, renumbered, parents remapped to the nearest
-    // kept ancestor.
+    Ok(cont_args)
+}
+
+/// Replaces region `r` in `func`: P jumps to X; X calls the callee and
+/// jumps to C; the region's blocks leave the layout.
+fn rewrite(
+    func: &mut Function,
+    orig: &Function,
+    r: Region,
+    shape: Shape,
+) -> Result<Collapsed, String> {
+    let rd = &orig.regions[r];
+    let Shape {
+        inside,
+        pred,
+        entry,
+        cont,
+        cont_args,
+        results_are_params,
+    } = shape;
+    let x = func.dfg.make_block();
+    func.layout.insert_block_after(x, pred);
+    let result_types: Vec<_> = rd.results.iter().map(|&v| orig.dfg.value_type(v)).collect();
+    let results: Vec<(Value, adze_ir::Type)> = if results_are_params {
+        result_types
+            .iter()
+            .map(|&ty| (func.dfg.make_detached_value(ty), ty))
+            .collect()
+    } else {
+        rd.results.iter().copied().zip(result_types).collect()
+    };
+    let call = func.dfg.make_inst_with_results(
+        InstData::Call {
+            func: rd.callee,
+            args: rd.args.clone(),
+        },
+        &results,
+    );
+    func.layout.append_inst(call, x);
+    let jump_args: Vec<Value> = cont_args
+        .iter()
+        .map(|a| match a {
+            Ok(k) => results[*k].0,
+            Err(v) => *v,
+        })
+        .collect();
+    let jump = func.dfg.make_inst(
+        InstData::Jump {
+            dest: adze_ir::BlockCall {
+                block: cont,
+                args: jump_args,
+            },
+        },
+        &[],
+    );
+    func.layout.append_inst(jump, x);
+    let pterm = func
+        .layout
+        .last_inst(pred)
+        .ok_or_else(|| unsupported(orig, r, "no terminator"))?;
+    // The call stands for the region, entered by `pterm` (the inliner
+    // gave the jump into it the inlined call's location).
+    func.dfg.copy_srcloc(pterm, call);
+    func.dfg.copy_srcloc(pterm, jump);
+    for d in func.dfg.inst_mut(pterm).destinations_mut() {
+        if d.block == entry {
+            d.block = x;
+        }
+    }
+    let blocks: Vec<Block> = orig
+        .layout
+        .blocks()
+        .iter()
+        .copied()
+        .filter(|&b| inside.contains(b))
+        .collect();
+    for &b in &blocks {
+        func.layout.remove_block(b);
+    }
+    Ok(Collapsed {
+        region: r,
+        call,
+        block: x,
+        entry,
+        cont,
+        cont_results: cont_args.iter().map(|a| a.ok()).collect(),
+        blocks,
+    })
+}
+
+/// Keeps in `func` the regions of `orig` that are neither collapsed (in
+/// `out`) nor nested in a collapsed one, renumbered, parents remapped to
+/// the nearest kept ancestor.
+fn keep_other_regions(func: &mut Function, orig: &Function, out: &Collapse) {
     let regions = &orig.regions;
     let hidden = |r: Region| -> bool {
         let mut cur = Some(r);
@@ -373,7 +460,7 @@ pub(crate) fn collapse(
         }
         false
     };
-    let mut map: Vec<Option<Region>> = vec![None; regions.len()];
+    let mut map: SecondaryMap<Region, Option<Region>> = SecondaryMap::new();
     func.regions.clear();
     for (r, rd) in regions.iter() {
         if hidden(r) {
@@ -384,16 +471,14 @@ pub(crate) fn collapse(
         d.parent = None;
         for _ in 0..=regions.len() {
             let Some(p) = parent else { break };
-            if let Some(Some(np)) = map.get(p.as_u32() as usize) {
-                d.parent = Some(*np);
+            if let Some(np) = map[p] {
+                d.parent = Some(np);
                 break;
             }
             parent = regions.get(p).and_then(|x| x.parent);
         }
-        map[r.as_u32() as usize] = Some(func.regions.push(d));
+        map[r] = Some(func.regions.push(d));
     }
-    merge(func, &mut out);
-    Ok(out)
 }
 
 /// Puts each collapsed call where the call it stands for would be: `X` is

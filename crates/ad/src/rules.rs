@@ -24,13 +24,13 @@ use adze_ir::{
     Block, CmpCond, Derivation, FuncBuilder, FuncId, Function, InstData, Mode, Module, Param,
     Region, Signature, Step, Type,
 };
-use std::collections::HashSet;
+use cranelift_entity::EntitySet;
 
 /// The regions every pass treats as calls: rules not empty, and no
 /// enclosing region with rules (an enclosing one hides them, as a call hides
-/// the calls of its callee). Also returns, per block number, whether the
-/// block lies inside one of them.
-pub fn applied_regions(func: &Function) -> (Vec<Region>, Vec<bool>) {
+/// the calls of its callee). Also returns the blocks that lie inside one of
+/// them.
+pub fn applied_regions(func: &Function) -> (Vec<Region>, EntitySet<Block>) {
     let top_with_rules = |r: Region| -> Option<Region> {
         let mut found = None;
         let mut cur = Some(r);
@@ -49,7 +49,7 @@ pub fn applied_regions(func: &Function) -> (Vec<Region>, Vec<bool>) {
         found
     };
     let mut applied = Vec::new();
-    let mut inside = vec![false; func.dfg.num_blocks()];
+    let mut inside = EntitySet::with_capacity(func.dfg.num_blocks());
     for (r, rd) in func.regions.iter() {
         let Some(top) = top_with_rules(r) else {
             continue;
@@ -58,9 +58,7 @@ pub fn applied_regions(func: &Function) -> (Vec<Region>, Vec<bool>) {
             applied.push(r);
         }
         for b in &rd.blocks {
-            if let Some(o) = inside.get_mut(b.as_u32() as usize) {
-                *o = true;
-            }
+            inside.insert(*b);
         }
     }
     (applied, inside)
@@ -164,7 +162,7 @@ pub(crate) fn derivative_max(l: u8) -> u8 {
 fn max_tape_in(module: &Module, func: &Function, stack: &mut Vec<FuncId>) -> Option<u8> {
     let mut roots = Vec::new();
     let mut max = scan(module, func, &mut roots, stack);
-    let mut seen = HashSet::new();
+    let mut seen = EntitySet::new();
     for root in roots {
         if !module.is_valid(root) {
             continue;

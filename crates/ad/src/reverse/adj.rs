@@ -34,6 +34,7 @@ use adze_ir::{
     ArgActivity, Block, CmpCond, FuncBuilder, FuncId, Function, Inst, InstData, Opcode,
     RetActivity, Signature, Type, Value,
 };
+use cranelift_entity::SecondaryMap;
 use std::collections::{BTreeMap, HashMap};
 
 pub(crate) fn build(
@@ -52,16 +53,16 @@ pub(crate) fn build(
         req,
         tape,
         out: Function::new(name, sig),
-        rev: HashMap::new(),
+        rev: SecondaryMap::new(),
         slots: None,
-        shadow: HashMap::new(),
+        shadow: SecondaryMap::new(),
         block: None,
         map: HashMap::new(),
         acc: BTreeMap::new(),
-        carried: HashMap::new(),
+        carried: SecondaryMap::new(),
         dummies: HashMap::new(),
         edge_index: None,
-        params: HashMap::new(),
+        params: SecondaryMap::new(),
         trips: None,
     };
     a.run()?;
@@ -78,15 +79,16 @@ struct Adj<'a> {
     tape: u8,
     out: Function,
     /// R(B) for each reachable primal block.
-    rev: HashMap<Block, Block>,
+    rev: SecondaryMap<Block, Option<Block>>,
     /// The slot array, if any adjoint needs a slot.
     slots: Option<Value>,
     /// Primal array -> its shadow in the adjoint.
-    shadow: HashMap<Value, Value>,
+    shadow: SecondaryMap<Value, Option<Value>>,
     /// The block being emitted.
     block: Option<Block>,
     /// Within the current R(B): primal scalar -> its popped or
-    /// re-materialised value.
+    /// re-materialised value. A hash map: cleared for every R(B), and holds
+    /// only the few values R(B) reads, out of all the primal's.
     map: HashMap<Value, Value>,
     /// Within the current R(B): adjoint contributions not yet in a slot.
     /// For a value with a slot, the first contribution starts from the
@@ -94,12 +96,12 @@ struct Adj<'a> {
     acc: BTreeMap<Value, Value>,
     /// The adjoints that R(B) of a chain's block `B` hands to R(A) of the
     /// block before it (see [`Plan::chain_pred`]), by `A`.
-    carried: HashMap<Block, BTreeMap<Value, Value>>,
+    carried: SecondaryMap<Block, BTreeMap<Value, Value>>,
     dummies: HashMap<Type, Value>,
     /// Within the current R(B): the popped incoming-edge number.
     edge_index: Option<Value>,
     /// Primal parameter -> the adjoint's parameter for it.
-    params: HashMap<Value, Value>,
+    params: SecondaryMap<Value, Option<Value>>,
     /// The trip array: per counted loop, as an f64, the number of the
     /// iteration whose reverse is running (counting down to 0).
     trips: Option<Value>,
@@ -139,12 +141,12 @@ impl Adj<'_> {
             let q = *params
                 .get(next)
                 .ok_or_else(|| self.internal("too few parameters"))?;
-            self.params.insert(p, q);
+            self.params[p] = Some(q);
             next += 1;
         }
         for (&p, act) in self.primal.params().iter().zip(&self.req.args) {
             if *act == ArgActivity::Dup {
-                self.shadow.insert(p, params[next]);
+                self.shadow[p] = Some(params[next]);
                 next += 1;
             }
         }
@@ -154,7 +156,7 @@ impl Adj<'_> {
         // JIT's bounds checks) that the two have one length, so a checked
         // `x[i]` proves `x.d[i]`.
         for &p in self.primal.params() {
-            if let (Some(&q), Some(&sh)) = (self.params.get(&p), self.shadow.get(&p)) {
+            if let (Some(q), Some(sh)) = (self.params[p], self.shadow[p]) {
                 let mut b = self.b();
                 b.samelen(q, sh);
             }
@@ -184,7 +186,7 @@ impl Adj<'_> {
             let mut b = self.b();
             let n = b.pop(tape, Type::I64);
             let sh = b.zeros(n, name);
-            self.shadow.insert(arr, sh);
+            self.shadow[arr] = Some(sh);
         }
         if self.plan.returns.is_empty() {
             // The primal never returns, so the adjoint is never called.
@@ -194,7 +196,7 @@ impl Adj<'_> {
         }
         for &b in &self.plan.order {
             let r = self.b().create_block();
-            self.rev.insert(b, r);
+            self.rev[b] = Some(r);
         }
         let returns = self.plan.returns.clone();
         if returns.len() == 1 {
@@ -253,7 +255,7 @@ impl Adj<'_> {
         }
         let enclosing = self.plan.enclosing(ret_block).to_vec();
         self.pop_trips(&enclosing)?;
-        let r = self.rev[&ret_block];
+        let r = self.rev_of(ret_block);
         self.b().jump(r, &[]);
         Ok(())
     }
@@ -380,11 +382,11 @@ impl Adj<'_> {
             .ok_or_else(|| self.internal(format!("{v} is not on the tape")))
     }
 
-    /// Pops the record of segment `segment` of block number `bi` (last
+    /// Pops the record of segment `segment` of `block` (last
     /// pushed first) and emits the segment's recipes.
-    fn segment_recipes(&mut self, bi: usize, segment: u32) -> Result<(), AdError> {
+    fn segment_recipes(&mut self, block: Block, segment: u32) -> Result<(), AdError> {
         let tape = self.tape;
-        for &(s, item) in self.plan.tape[bi].iter().rev() {
+        for &(s, item) in self.plan.tape[block].iter().rev() {
             if s != segment {
                 continue;
             }
@@ -399,7 +401,7 @@ impl Adj<'_> {
                 }
             }
         }
-        for &(s, r) in &self.plan.recipes[bi] {
+        for &(s, r) in &self.plan.recipes[block] {
             if s == segment {
                 self.recipe(r)?;
             }
@@ -411,9 +413,7 @@ impl Adj<'_> {
     /// [`Recipe`]); its operands are known by then.
     fn recipe(&mut self, r: Recipe) -> Result<(), AdError> {
         let v = match r {
-            Recipe::Param(p) => *self
-                .params
-                .get(&p)
+            Recipe::Param(p) => self.params[p]
                 .ok_or_else(|| self.internal(format!("{p} is not a parameter of the adjoint")))?,
             Recipe::Inst(v) => {
                 let adze_ir::ValueDef::Result { inst, .. } = *self.primal.dfg.value_def(v) else {
@@ -468,6 +468,11 @@ impl Adj<'_> {
         Ok(())
     }
 
+    /// R(`b`) of a reachable primal block `b`.
+    fn rev_of(&self, b: Block) -> Block {
+        self.rev[b].expect("a reachable block")
+    }
+
     fn dummy(&mut self, ty: Type) -> Value {
         if let Some(&d) = self.dummies.get(&ty) {
             return d;
@@ -478,10 +483,9 @@ impl Adj<'_> {
     }
 
     fn rev_block(&mut self, block: Block) -> Result<(), AdError> {
-        let bi = block.as_u32() as usize;
-        self.block = Some(self.rev[&block]);
+        self.block = Some(self.rev_of(block));
         self.map.clear();
-        self.acc = self.carried.remove(&block).unwrap_or_default();
+        self.acc = std::mem::take(&mut self.carried[block]);
         self.edge_index = None;
         // Records and recipes by segment (see `Plan::recipes`): the last
         // segment's first; an earlier one's where the sweep passes the call
@@ -491,7 +495,7 @@ impl Adj<'_> {
             .iter()
             .filter(|&&i| matches!(self.primal.dfg.inst(i), InstData::Call { .. }))
             .count() as u32;
-        self.segment_recipes(bi, segment)?;
+        self.segment_recipes(block, segment)?;
         for &inst in insts.iter().rev() {
             let data = self.primal.dfg.inst(inst);
             if data.opcode().is_terminator() {
@@ -507,7 +511,7 @@ impl Adj<'_> {
                 .set_srclocs_since(mark, self.primal.dfg.srcloc(inst));
             if is_call {
                 segment -= 1;
-                self.segment_recipes(bi, segment)?;
+                self.segment_recipes(block, segment)?;
             }
         }
         // Block parameters are defined here: take their adjoints.
@@ -541,7 +545,7 @@ impl Adj<'_> {
             let (slots, i) = self.slot_index(v)?;
             self.b().store(slots, i, c);
         }
-        let edges = self.plan.preds[bi].clone();
+        let edges = self.plan.preds[block].clone();
         if let Some(l) = self.plan.counted(block) {
             // Iteration 0 was entered by the entry edge; iteration j > 0 by
             // the back edge, whose source ran iteration j - 1.
@@ -607,7 +611,7 @@ impl Adj<'_> {
         }
         let exited = self.plan.exited(e, block);
         self.pop_trips(&exited)?;
-        let r = self.rev[&e.from];
+        let r = self.rev_of(e.from);
         self.b().jump(r, &[]);
         Ok(())
     }
@@ -637,8 +641,8 @@ impl Adj<'_> {
         let exited = self.plan.exited(e, block);
         self.pop_trips(&exited)?;
         let acc = std::mem::take(&mut self.acc);
-        self.carried.insert(e.from, acc);
-        let r = self.rev[&e.from];
+        self.carried[e.from] = acc;
+        let r = self.rev_of(e.from);
         self.b().jump(r, &[]);
         Ok(())
     }
@@ -647,7 +651,7 @@ impl Adj<'_> {
         let data = self.primal.dfg.inst(inst).clone();
         let results = self.primal.dfg.inst_results(inst).to_vec();
         match &data {
-            InstData::Call { args, .. } => match self.calls.get(&inst) {
+            InstData::Call { args, .. } => match self.calls[inst].as_ref() {
                 Some(CallTarget::Split {
                     adj, acts, takes, ..
                 }) => {
@@ -762,10 +766,7 @@ impl Adj<'_> {
     }
 
     fn shadow_of(&self, a: Value) -> Result<Value, AdError> {
-        self.shadow
-            .get(&a)
-            .copied()
-            .ok_or_else(|| self.internal(format!("the array {a} has no shadow")))
+        self.shadow[a].ok_or_else(|| self.internal(format!("the array {a} has no shadow")))
     }
 
     /// `x̄_i += ∂r/∂x_i · g` for the active operands of a local operation.

@@ -28,8 +28,13 @@ use super::plan::{Plan, TapeItem};
 use super::{CallTarget, Calls};
 use crate::regions::Collapse;
 use crate::AdError;
-use adze_ir::{CmpCond, FuncBuilder, Function, InstData, Signature, Type, Value};
+use adze_ir::{Block, CmpCond, FuncBuilder, Function, Inst, InstData, Signature, Type, Value};
+use cranelift_entity::SecondaryMap;
 
+/// Builds the augmented primal of `primal` for `plan`, in phases: the
+/// primal's values and reachable blocks ([`Aug::layout`]), each block with
+/// its tape records ([`Aug::block`]), the collapsed regions put back
+/// ([`Aug::put_back_regions`]) and kept ([`Aug::keep_regions`]).
 pub(crate) fn build(
     primal: &Function,
     plan: &Plan,
@@ -39,334 +44,437 @@ pub(crate) fn build(
     name: String,
     sig: Signature,
 ) -> Result<Function, AdError> {
-    let mut out = Function::new(name, sig);
-    for i in 0..primal.dfg.num_values() {
-        let ty = primal.dfg.value_type(Value::from_u32(i as u32));
-        out.dfg.make_detached_value(ty);
+    let mut a = Aug {
+        primal,
+        plan,
+        calls,
+        collapse,
+        tape,
+        out: Function::new(name, sig),
+        conts: vec![None; collapse.regions.len()],
+        edge_param: SecondaryMap::new(),
+        max_params: SecondaryMap::new(),
+        counters: vec![None; plan.loops.len()],
+    };
+    let blocks = a.layout();
+    for &block in &blocks {
+        a.block(block)?;
     }
-    for _ in 0..primal.dfg.num_blocks() {
-        out.dfg.make_block();
-    }
-    let blocks: Vec<_> = primal
-        .layout
-        .blocks()
-        .iter()
-        .copied()
-        .filter(|&b| plan.is_reachable(b))
-        .collect();
-    for &b in &blocks {
-        out.layout.append_block(b);
-    }
-    // Per collapsed region: the block that continues its block after the
-    // region (the region's exits jump there, with its results).
-    let mut conts: Vec<Option<adze_ir::Block>> = vec![None; collapse.regions.len()];
-    let nb = primal.dfg.num_blocks();
-    let mut edge_param: Vec<Option<Value>> = vec![None; nb];
-    let mut max_params: Vec<Vec<Value>> = vec![Vec::new(); nb];
-    // The iteration counter of each counted loop, a parameter of its header.
-    let mut counters: Vec<Option<Value>> = vec![None; plan.loops.len()];
-    for &b in &blocks {
-        for &p in primal.dfg.block_params(b) {
-            out.dfg.attach_block_param(b, p, primal.dfg.value_type(p));
+    a.put_back_regions()?;
+    a.keep_regions();
+    // Same block numbers: the primal's provenance of inlined code holds.
+    a.out.inlined = primal.inlined.clone();
+    Ok(a.out)
+}
+
+/// The augmented primal under construction.
+struct Aug<'a> {
+    primal: &'a Function,
+    plan: &'a Plan,
+    calls: &'a Calls,
+    collapse: &'a Collapse,
+    tape: u8,
+    out: Function,
+    /// Per collapsed region: the block that continues its block after the
+    /// region (the region's exits jump there, with its results).
+    conts: Vec<Option<Block>>,
+    /// Per block with an edge item: the parameter carrying the number of
+    /// the edge it was entered by.
+    edge_param: SecondaryMap<Block, Option<Value>>,
+    /// Per block but the entry: the parameters carrying the running maxima
+    /// of the threaded `zeros` lengths.
+    max_params: SecondaryMap<Block, Vec<Value>>,
+    /// The iteration counter of each counted loop, a parameter of its header.
+    counters: Vec<Option<Value>>,
+}
+
+impl Aug<'_> {
+    /// The primal's values and block numbers, the reachable blocks in
+    /// layout order, and the parameters the tape plan adds to them. Returns
+    /// the reachable blocks.
+    fn layout(&mut self) -> Vec<Block> {
+        let (primal, plan, out) = (self.primal, self.plan, &mut self.out);
+        for i in 0..primal.dfg.num_values() {
+            let ty = primal.dfg.value_type(Value::from_u32(i as u32));
+            out.dfg.make_detached_value(ty);
         }
-        if b == plan.entry {
-            continue;
+        for _ in 0..primal.dfg.num_blocks() {
+            out.dfg.make_block();
         }
-        if plan.has_edge_item(b) {
-            edge_param[b.as_u32() as usize] = Some(out.dfg.append_block_param(b, Type::I64));
-        }
-        max_params[b.as_u32() as usize] = (0..plan.num_threaded)
-            .map(|_| out.dfg.append_block_param(b, Type::I64))
+        let blocks: Vec<_> = primal
+            .layout
+            .blocks()
+            .iter()
+            .copied()
+            .filter(|&b| plan.is_reachable(b))
             .collect();
-        if let Some(l) = plan.counted(b) {
-            counters[l] = Some(out.dfg.append_block_param(b, Type::I64));
+        for &b in &blocks {
+            out.layout.append_block(b);
         }
+        for &b in &blocks {
+            for &p in primal.dfg.block_params(b) {
+                out.dfg.attach_block_param(b, p, primal.dfg.value_type(p));
+            }
+            if b == plan.entry {
+                continue;
+            }
+            if plan.has_edge_item(b) {
+                self.edge_param[b] = Some(out.dfg.append_block_param(b, Type::I64));
+            }
+            self.max_params[b] = (0..plan.num_threaded)
+                .map(|_| out.dfg.append_block_param(b, Type::I64))
+                .collect();
+            if let Some(l) = plan.counted(b) {
+                self.counters[l] = Some(out.dfg.append_block_param(b, Type::I64));
+            }
+        }
+        blocks
     }
-    let counter = |l: usize| counters[l].ok_or_else(|| internal(primal));
-    let copy = |out: &mut Function, inst, data: InstData, block| {
-        let results: Vec<(Value, Type)> = primal
+
+    /// Copies the primal instruction `inst`, with `data`, to the end of
+    /// `block`, with the same result values.
+    fn copy(&mut self, inst: Inst, data: InstData, block: Block) {
+        let results: Vec<(Value, Type)> = self
+            .primal
             .dfg
             .inst_results(inst)
             .iter()
-            .map(|&v| (v, primal.dfg.value_type(v)))
+            .map(|&v| (v, self.primal.dfg.value_type(v)))
             .collect();
-        let new = out.dfg.make_inst_with_results(data, &results);
-        out.layout.append_inst(new, block);
-    };
-    for &block in &blocks {
-        let bi = block.as_u32() as usize;
+        let new = self.out.dfg.make_inst_with_results(data, &results);
+        self.out.layout.append_inst(new, block);
+    }
+
+    /// The record of segment `segment` of `block` (see `Plan::tape`),
+    /// pushed at the end of `cur`, where the segment ends.
+    fn push_record(&mut self, block: Block, cur: Block, segment: u32) -> Result<(), AdError> {
+        let (primal, plan, tape) = (self.primal, self.plan, self.tape);
+        let mut b = FuncBuilder::new(&mut self.out);
+        b.switch_to_block(cur);
+        for (s, item) in &plan.tape[block] {
+            if *s != segment {
+                continue;
+            }
+            let v = match item {
+                TapeItem::Value(v) => *v,
+                TapeItem::Edge => self.edge_param[block].ok_or_else(|| internal(primal))?,
+            };
+            b.push(tape, v);
+        }
+        Ok(())
+    }
+
+    /// One reachable block: its instructions copied (calls and `zeros`
+    /// adjusted), each segment's record pushed where it ends.
+    fn block(&mut self, block: Block) -> Result<(), AdError> {
+        let (primal, plan) = (self.primal, self.plan);
         let mut maxima: Vec<Value> = if block == plan.entry {
-            let mut b = FuncBuilder::new(&mut out);
+            let mut b = FuncBuilder::new(&mut self.out);
             b.switch_to_block(block);
             (0..plan.num_threaded).map(|_| b.iconst(0)).collect()
         } else {
-            max_params[bi].clone()
+            self.max_params[block].clone()
         };
         // Where the block's code goes: `block`, then after each collapsed
         // region the block that continues it.
         let mut cur = block;
-        // The record of segment `segment` (see `Plan::tape`), pushed where
-        // the segment ends.
-        let push_record = |out: &mut Function, cur, segment: u32| -> Result<(), AdError> {
-            let mut b = FuncBuilder::new(out);
-            b.switch_to_block(cur);
-            for (s, item) in &plan.tape[bi] {
-                if *s != segment {
-                    continue;
-                }
-                let v = match item {
-                    TapeItem::Value(v) => *v,
-                    TapeItem::Edge => edge_param[bi].ok_or_else(|| internal(primal))?,
-                };
-                b.push(tape, v);
-            }
-            Ok(())
-        };
         let mut segment = 0;
         for &inst in primal.layout.block_insts(block) {
             // Everything made for `inst` (its copy, the tape pushes before
             // it, the region it stands for being put back) has its location.
-            let mark = out.dfg.inst_mark();
+            let mark = self.out.dfg.inst_mark();
             let loc = primal.dfg.srcloc(inst);
             let data = primal.dfg.inst(inst).clone();
             if matches!(data, InstData::Call { .. }) {
-                push_record(&mut out, cur, segment)?;
+                self.push_record(block, cur, segment)?;
                 segment += 1;
             }
             if data.opcode().is_terminator() {
-                push_record(&mut out, cur, segment)?;
-                let mut b = FuncBuilder::new(&mut out);
-                b.switch_to_block(cur);
-                let mut data = data;
-                if matches!(data, InstData::Return { .. }) {
-                    // The counters of the loops this `return` leaves.
-                    for &l in plan.enclosing(block) {
-                        for v in plan.invariants_of(l) {
-                            let v = match plan.reloaded_invariant(primal, v, l) {
-                                Some((arr, index)) => b.load(arr, index),
-                                None => v,
-                            };
-                            b.push(tape, v);
-                        }
-                        b.push(tape, counter(l)?);
+                self.push_record(block, cur, segment)?;
+                self.terminator(block, cur, inst, data, &maxima)?;
+            } else {
+                match &data {
+                    InstData::Call { args, .. } => {
+                        cur = self.call(cur, inst, &data, args)?;
                     }
-                    if plan.returns.len() > 1 {
-                        let k = plan
-                            .returns
-                            .iter()
-                            .position(|&r| r == block)
-                            .ok_or_else(|| internal(primal))?;
-                        let k = b.iconst(k as i64);
-                        b.push(tape, k);
-                    }
-                    for z in &plan.zeros_sites {
-                        let n = match z.threaded {
-                            Some(t) => maxima[t],
-                            None => z.len,
-                        };
-                        b.push(tape, n);
-                    }
-                    for &a in &plan.const_shadows {
-                        let n = b.len(a);
-                        b.push(tape, n);
-                    }
-                }
-                let mut extra: Vec<Vec<Value>> = Vec::new();
-                let mut exits: Vec<Vec<usize>> = Vec::new();
-                for (dest, call) in data.destinations().iter().enumerate() {
-                    let mut args = Vec::new();
-                    let edge = super::plan::Edge {
-                        from: block,
-                        inst,
-                        dest,
-                    };
-                    let k = plan.edge_number(call.block, edge);
-                    if plan.has_edge_item(call.block) {
-                        let k = k.ok_or_else(|| internal(primal))?;
-                        args.push(b.iconst(k as i64));
-                    }
-                    args.extend_from_slice(&maxima);
-                    if let Some(l) = plan.counted(call.block) {
-                        let k = k.ok_or_else(|| internal(primal))?;
-                        if k == plan.loops[l].back {
-                            let one = b.iconst(1);
-                            let c = counter(l)?;
-                            args.push(b.iadd(c, one));
-                        } else {
-                            args.push(b.iconst(0));
+                    InstData::Zeros { len, .. } => {
+                        let len = *len;
+                        let r = primal.dfg.first_result(inst);
+                        self.copy(inst, data.clone(), cur);
+                        let site = plan.zeros_sites.iter().find(|z| z.array == r);
+                        if let Some(t) = site.and_then(|z| z.threaded) {
+                            let mut b = FuncBuilder::new(&mut self.out);
+                            b.switch_to_block(cur);
+                            let gt = b.icmp(CmpCond::Gt, len, maxima[t]);
+                            maxima[t] = b.select(gt, len, maxima[t]);
                         }
                     }
-                    extra.push(args);
-                    exits.push(plan.exited(edge, call.block));
+                    _ => self.copy(inst, data.clone(), cur),
                 }
-                for ((call, args), exited) in
-                    data.destinations_mut().into_iter().zip(extra).zip(exits)
-                {
-                    call.args.extend(args);
-                    if exited.is_empty() {
-                        continue;
-                    }
-                    // The edge leaves counted loops: a block of its own pushes
-                    // their counters (innermost first), then goes on.
-                    let mut b = FuncBuilder::new(&mut out);
-                    let split = b.create_block();
-                    b.switch_to_block(split);
-                    for l in exited {
-                        for v in plan.invariants_of(l) {
-                            let v = match plan.reloaded_invariant(primal, v, l) {
-                                Some((arr, index)) => b.load(arr, index),
-                                None => v,
-                            };
-                            b.push(tape, v);
-                        }
-                        b.push(tape, counter(l)?);
-                    }
-                    let args = std::mem::take(&mut call.args);
-                    b.jump(call.block, &args);
-                    call.block = split;
+            }
+            self.out.dfg.set_srclocs_since(mark, loc);
+        }
+        Ok(())
+    }
+
+    /// The terminator `inst` of `block`, emitted at the end of `cur`: a
+    /// `return` first pushes what the adjoint's entry pops; every edge
+    /// gets the parameters the plan added to its destination, and an edge
+    /// that leaves counted loops goes through a block that pushes their
+    /// counters.
+    fn terminator(
+        &mut self,
+        block: Block,
+        cur: Block,
+        inst: Inst,
+        mut data: InstData,
+        maxima: &[Value],
+    ) -> Result<(), AdError> {
+        let (primal, plan, tape) = (self.primal, self.plan, self.tape);
+        let counters = &self.counters;
+        let mut b = FuncBuilder::new(&mut self.out);
+        b.switch_to_block(cur);
+        if matches!(data, InstData::Return { .. }) {
+            // The counters of the loops this `return` leaves.
+            for &l in plan.enclosing(block) {
+                push_loop_exit(&mut b, primal, plan, tape, counters, l)?;
+            }
+            if plan.returns.len() > 1 {
+                let k = plan
+                    .returns
+                    .iter()
+                    .position(|&r| r == block)
+                    .ok_or_else(|| internal(primal))?;
+                let k = b.iconst(k as i64);
+                b.push(tape, k);
+            }
+            for z in &plan.zeros_sites {
+                let n = match z.threaded {
+                    Some(t) => maxima[t],
+                    None => z.len,
+                };
+                b.push(tape, n);
+            }
+            for &a in &plan.const_shadows {
+                let n = b.len(a);
+                b.push(tape, n);
+            }
+        }
+        let mut extra: Vec<Vec<Value>> = Vec::new();
+        let mut exits: Vec<Vec<usize>> = Vec::new();
+        for (dest, call) in data.destinations().iter().enumerate() {
+            let mut args = Vec::new();
+            let edge = super::plan::Edge {
+                from: block,
+                inst,
+                dest,
+            };
+            let k = plan.edge_number(call.block, edge);
+            if plan.has_edge_item(call.block) {
+                let k = k.ok_or_else(|| internal(primal))?;
+                args.push(b.iconst(k as i64));
+            }
+            args.extend_from_slice(maxima);
+            if let Some(l) = plan.counted(call.block) {
+                let k = k.ok_or_else(|| internal(primal))?;
+                if k == plan.loops[l].back {
+                    let one = b.iconst(1);
+                    let c = counter(primal, counters, l)?;
+                    args.push(b.iadd(c, one));
+                } else {
+                    args.push(b.iconst(0));
                 }
-                copy(&mut out, inst, data, cur);
-                out.dfg.set_srclocs_since(mark, loc);
+            }
+            extra.push(args);
+            exits.push(plan.exited(edge, call.block));
+        }
+        for ((call, args), exited) in data.destinations_mut().into_iter().zip(extra).zip(exits) {
+            call.args.extend(args);
+            if exited.is_empty() {
                 continue;
             }
-            match &data {
-                InstData::Call { args, .. } => {
-                    let region = collapse.by_call(inst).is_some();
-                    match calls.get(&inst) {
-                        Some(CallTarget::Split { aug, .. }) => {
-                            let new = InstData::Call {
-                                func: *aug,
-                                args: args.clone(),
-                            };
-                            copy(&mut out, inst, new, cur);
-                        }
-                        Some(CallTarget::Rule { save, .. }) => {
-                            let mut b = FuncBuilder::new(&mut out);
-                            b.switch_to_block(cur);
-                            for &a in args {
-                                if primal.dfg.value_type(a) == Type::Array {
-                                    let save = save.ok_or_else(|| internal(primal))?;
-                                    b.call(save, &[a], &[]);
-                                } else {
-                                    b.push(tape, a);
-                                }
-                            }
-                            if !region {
-                                copy(&mut out, inst, data.clone(), cur);
-                            }
-                        }
-                        None if region => {}
-                        None => copy(&mut out, inst, data.clone(), cur),
-                    }
-                    if let Some(k) = collapse.regions.iter().position(|c| c.call == inst) {
-                        // The region's body runs here, then the rest of the
-                        // block in a block of its own, which receives the
-                        // region's results as the call's result values.
-                        let c = &collapse.regions[k];
-                        let mut b = FuncBuilder::new(&mut out);
-                        b.switch_to_block(cur);
-                        b.jump(c.entry, &[]);
-                        let next = out.dfg.make_block();
-                        if c.cont_results.iter().any(Option::is_some) {
-                            for &r in primal.dfg.inst_results(inst) {
-                                out.dfg
-                                    .attach_block_param(next, r, primal.dfg.value_type(r));
-                            }
-                        }
-                        let mut after = cur;
-                        for &rb in &c.blocks {
-                            out.layout.insert_block_after(rb, after);
-                            after = rb;
-                        }
-                        out.layout.insert_block_after(next, after);
-                        conts[k] = Some(next);
-                        cur = next;
-                    }
-                }
-                InstData::Zeros { len, .. } => {
-                    let len = *len;
-                    let r = primal.dfg.first_result(inst);
-                    copy(&mut out, inst, data.clone(), cur);
-                    let site = plan.zeros_sites.iter().find(|z| z.array == r);
-                    if let Some(t) = site.and_then(|z| z.threaded) {
-                        let mut b = FuncBuilder::new(&mut out);
-                        b.switch_to_block(cur);
-                        let gt = b.icmp(CmpCond::Gt, len, maxima[t]);
-                        maxima[t] = b.select(gt, len, maxima[t]);
-                    }
-                }
-                _ => copy(&mut out, inst, data.clone(), cur),
+            // The edge leaves counted loops: a block of its own pushes
+            // their counters (innermost first), then goes on.
+            let mut b = FuncBuilder::new(&mut self.out);
+            let split = b.create_block();
+            b.switch_to_block(split);
+            for l in exited {
+                push_loop_exit(&mut b, primal, plan, tape, counters, l)?;
             }
-            out.dfg.set_srclocs_since(mark, loc);
+            let args = std::mem::take(&mut call.args);
+            b.jump(call.block, &args);
+            call.block = split;
         }
+        self.copy(inst, data, cur);
+        Ok(())
     }
-    // The collapsed regions' blocks, as they are; their exits go to the
-    // block that continues the call's block, with the region's results.
-    for (c, next) in collapse.regions.iter().zip(&conts) {
-        let next = next.ok_or_else(|| internal(primal))?;
-        let orig = &collapse.orig;
-        let n_results = primal.dfg.inst_results(c.call).len();
-        let results_are_params = c.cont_results.iter().any(Option::is_some);
+
+    /// The call `inst` (with `data`, taking `args`), emitted at the end of
+    /// `cur`: a split callee's augmented primal, or a rule's inputs taped
+    /// before the primal call; a collapsed region's body is entered here.
+    /// Returns the block the rest of the primal block goes to.
+    fn call(
+        &mut self,
+        cur: Block,
+        inst: Inst,
+        data: &InstData,
+        args: &[Value],
+    ) -> Result<Block, AdError> {
+        let (primal, collapse, tape) = (self.primal, self.collapse, self.tape);
+        let region = collapse.by_call(inst).is_some();
+        match self.calls[inst].as_ref() {
+            Some(CallTarget::Split { aug, .. }) => {
+                let new = InstData::Call {
+                    func: *aug,
+                    args: args.to_vec(),
+                };
+                self.copy(inst, new, cur);
+            }
+            Some(CallTarget::Rule { save, .. }) => {
+                let mut b = FuncBuilder::new(&mut self.out);
+                b.switch_to_block(cur);
+                for &a in args {
+                    if primal.dfg.value_type(a) == Type::Array {
+                        let save = save.ok_or_else(|| internal(primal))?;
+                        b.call(save, &[a], &[]);
+                    } else {
+                        b.push(tape, a);
+                    }
+                }
+                if !region {
+                    self.copy(inst, data.clone(), cur);
+                }
+            }
+            None if region => {}
+            None => self.copy(inst, data.clone(), cur),
+        }
+        let Some(k) = collapse.regions.iter().position(|c| c.call == inst) else {
+            return Ok(cur);
+        };
+        // The region's body runs here, then the rest of the block in a
+        // block of its own, which receives the region's results as the
+        // call's result values.
+        let c = &collapse.regions[k];
+        let out = &mut self.out;
+        let mut b = FuncBuilder::new(out);
+        b.switch_to_block(cur);
+        b.jump(c.entry, &[]);
+        let next = out.dfg.make_block();
+        if c.cont_results.iter().any(Option::is_some) {
+            for &r in primal.dfg.inst_results(inst) {
+                out.dfg
+                    .attach_block_param(next, r, primal.dfg.value_type(r));
+            }
+        }
+        let mut after = cur;
         for &rb in &c.blocks {
-            for &p in orig.dfg.block_params(rb) {
-                out.dfg.attach_block_param(rb, p, orig.dfg.value_type(p));
-            }
-            for &inst in orig.layout.block_insts(rb) {
-                let mut data = orig.dfg.inst(inst).clone();
-                if !collapse.subst.is_empty() {
-                    data.map_uses(|v| collapse.renamed(v));
+            out.layout.insert_block_after(rb, after);
+            after = rb;
+        }
+        out.layout.insert_block_after(next, after);
+        self.conts[k] = Some(next);
+        Ok(next)
+    }
+
+    /// The collapsed regions' blocks, as they are; their exits go to the
+    /// block that continues the call's block, with the region's results.
+    fn put_back_regions(&mut self) -> Result<(), AdError> {
+        let (primal, collapse, out) = (self.primal, self.collapse, &mut self.out);
+        for (c, next) in collapse.regions.iter().zip(&self.conts) {
+            let next = next.ok_or_else(|| internal(primal))?;
+            let orig = &collapse.orig;
+            let n_results = primal.dfg.inst_results(c.call).len();
+            let results_are_params = c.cont_results.iter().any(Option::is_some);
+            for &rb in &c.blocks {
+                for &p in orig.dfg.block_params(rb) {
+                    out.dfg.attach_block_param(rb, p, orig.dfg.value_type(p));
                 }
-                for d in data.destinations_mut() {
-                    if d.block != c.cont {
-                        continue;
+                for &inst in orig.layout.block_insts(rb) {
+                    let mut data = orig.dfg.inst(inst).clone();
+                    if !collapse.subst.is_empty() {
+                        data.map_uses(|v| collapse.renamed(v));
                     }
-                    let passed = std::mem::take(&mut d.args);
-                    d.block = next;
-                    if results_are_params {
-                        for k in 0..n_results {
-                            let i = c
-                                .cont_results
-                                .iter()
-                                .position(|&r| r == Some(k))
-                                .ok_or_else(|| internal(primal))?;
-                            d.args.push(*passed.get(i).ok_or_else(|| internal(primal))?);
+                    for d in data.destinations_mut() {
+                        if d.block != c.cont {
+                            continue;
+                        }
+                        let passed = std::mem::take(&mut d.args);
+                        d.block = next;
+                        if results_are_params {
+                            for k in 0..n_results {
+                                let i = c
+                                    .cont_results
+                                    .iter()
+                                    .position(|&r| r == Some(k))
+                                    .ok_or_else(|| internal(primal))?;
+                                d.args.push(*passed.get(i).ok_or_else(|| internal(primal))?);
+                            }
                         }
                     }
+                    let results: Vec<(Value, Type)> = orig
+                        .dfg
+                        .inst_results(inst)
+                        .iter()
+                        .map(|&v| (v, orig.dfg.value_type(v)))
+                        .collect();
+                    let new = out.dfg.make_inst_with_results(data, &results);
+                    out.dfg.set_srcloc(new, orig.dfg.srcloc(inst));
+                    out.layout.append_inst(new, rb);
                 }
-                let results: Vec<(Value, Type)> = orig
-                    .dfg
-                    .inst_results(inst)
-                    .iter()
-                    .map(|&v| (v, orig.dfg.value_type(v)))
-                    .collect();
-                let new = out.dfg.make_inst_with_results(data, &results);
-                out.dfg.set_srcloc(new, orig.dfg.srcloc(inst));
-                out.layout.append_inst(new, rb);
             }
         }
+        Ok(())
     }
-    collapse.keep_regions(&mut out);
-    for rd in out.regions.values_mut() {
-        for v in rd.args.iter_mut().chain(rd.results.iter_mut()) {
-            *v = collapse.renamed(*v);
-        }
-    }
-    // A kept region's results are now the call's result values, which its
-    // exits pass on (the continuation's parameters are gone).
-    for c in &collapse.regions {
-        if !c.cont_results.iter().any(Option::is_some) {
-            continue;
-        }
-        let results = primal.dfg.inst_results(c.call).to_vec();
+
+    /// Keeps the collapsed regions, renamed, in the augmented primal.
+    fn keep_regions(&mut self) {
+        let (primal, collapse, out) = (self.primal, self.collapse, &mut self.out);
+        collapse.keep_regions(out);
         for rd in out.regions.values_mut() {
-            if rd.blocks.first() == Some(&c.entry) {
-                rd.results = results.clone();
+            for v in rd.args.iter_mut().chain(rd.results.iter_mut()) {
+                *v = collapse.renamed(*v);
+            }
+        }
+        // A kept region's results are now the call's result values, which its
+        // exits pass on (the continuation's parameters are gone).
+        for c in &collapse.regions {
+            if !c.cont_results.iter().any(Option::is_some) {
+                continue;
+            }
+            let results = primal.dfg.inst_results(c.call).to_vec();
+            for rd in out.regions.values_mut() {
+                if rd.blocks.first() == Some(&c.entry) {
+                    rd.results = results.clone();
+                }
             }
         }
     }
-    // Same block numbers: the primal's provenance of inlined code holds.
-    out.inlined = primal.inlined.clone();
-    Ok(out)
+}
+
+/// The iteration counter of counted loop `l`.
+fn counter(primal: &Function, counters: &[Option<Value>], l: usize) -> Result<Value, AdError> {
+    counters[l].ok_or_else(|| internal(primal))
+}
+
+/// Where counted loop `l` is left: its invariants (reloaded ones loaded
+/// again), then its counter.
+fn push_loop_exit(
+    b: &mut FuncBuilder,
+    primal: &Function,
+    plan: &Plan,
+    tape: u8,
+    counters: &[Option<Value>],
+    l: usize,
+) -> Result<(), AdError> {
+    for v in plan.invariants_of(l) {
+        let v = match plan.reloaded_invariant(primal, v, l) {
+            Some((arr, index)) => b.load(arr, index),
+            None => v,
+        };
+        b.push(tape, v);
+    }
+    b.push(tape, counter(primal, counters, l)?);
+    Ok(())
 }
 
 fn internal(primal: &Function) -> AdError {

@@ -101,7 +101,7 @@ use adze_ir::{
     ArgActivity, Derivation, FuncBuilder, FuncId, Function, Inst, InstData, Mode, Module, Param,
     RetActivity, ReverseSpec, Rules, Signature, Step, Type, Value,
 };
-use std::collections::HashMap;
+use cranelift_entity::SecondaryMap;
 
 /// A reverse-mode derivative request.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -350,7 +350,8 @@ pub(crate) enum CallTarget {
     },
 }
 
-pub(crate) type Calls = HashMap<Inst, CallTarget>;
+/// What each differentiated call of the primal becomes.
+pub(crate) type Calls = SecondaryMap<Inst, Option<CallTarget>>;
 
 /// Builds (or finds) the reverse derivative for `request` and returns its id
 /// (see the module doc for its signature). Also builds the augmented primals
@@ -696,19 +697,15 @@ pub(crate) fn derive_split(
         &req.untaken,
     )?;
     let calls = plan_calls(cx, module, &primal, &plan, &collapse, depth, tape)?;
-    let call_args: HashMap<Inst, Vec<Value>> = calls
-        .iter()
-        .filter_map(|(&inst, t)| match t {
-            CallTarget::Split { takes, .. } => {
-                let InstData::Call { args, .. } = primal.dfg.inst(inst) else {
-                    return None;
-                };
+    let mut call_args: SecondaryMap<Inst, Vec<Value>> = SecondaryMap::new();
+    for (inst, t) in calls.iter() {
+        if let Some(CallTarget::Split { takes, .. }) = t {
+            if let InstData::Call { args, .. } = primal.dfg.inst(inst) {
                 let taken = args.iter().zip(takes).filter(|(_, &t)| t);
-                Some((inst, taken.map(|(&a, _)| a).collect()))
+                call_args[inst] = taken.map(|(&a, _)| a).collect();
             }
-            CallTarget::Rule { .. } => None,
-        })
-        .collect();
+        }
+    }
     plan.plan_tape(&primal, &call_args)?;
     let aug = aug::build(&primal, &plan, &calls, &collapse, tape, aug_name, aug_sig)?;
     let adj = adj::build(&primal, &plan, &calls, req, tape, adj_name, adj_sig)?;
@@ -796,7 +793,7 @@ fn plan_calls(
             };
             if !rules.is_empty() {
                 let t = rule_target(cx, module, callee, &rules, primal, plan, args, depth, tape)?;
-                calls.insert(inst, t);
+                calls[inst] = Some(t);
                 continue;
             }
             let acts: Vec<ArgActivity> = args
@@ -852,15 +849,12 @@ fn plan_calls(
             // A callee is at the caller's nesting depth: the limit counts
             // derivatives of derivatives, not calls.
             let (aug, adj) = derive_split(cx, module, &req, depth, Some(tape))?;
-            calls.insert(
-                inst,
-                CallTarget::Split {
-                    aug,
-                    adj,
-                    acts,
-                    takes,
-                },
-            );
+            calls[inst] = Some(CallTarget::Split {
+                aug,
+                adj,
+                acts,
+                takes,
+            });
         }
     }
     Ok(calls)

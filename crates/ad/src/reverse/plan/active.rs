@@ -1,0 +1,287 @@
+//! Activity-derived flags of the plan: which arrays get a shadow in the
+//! adjoint, which instructions contribute to adjoints, and which active
+//! values something adds to (*reached*).
+
+use super::Plan;
+use crate::activity;
+use crate::context::Cache;
+use crate::partials;
+use adze_ir::{
+    ArgActivity, Block, Function, Inst, InstData, Module, Opcode, RetActivity, Type, Value,
+};
+use cranelift_entity::EntitySet;
+
+/// A local `zeros` array that needs a shadow in the adjoint.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct ZerosSite {
+    pub array: Value,
+    pub len: Value,
+    /// `None` when the `zeros` sits in the entry block (it runs once; its
+    /// length is pushed at `return`); otherwise the number of the running
+    /// maximum threaded through the augmented primal's blocks.
+    pub threaded: Option<usize>,
+}
+
+impl Plan {
+    /// Does the array `a` have a shadow in the adjoint?
+    pub fn is_shadowed(&self, a: Value) -> bool {
+        self.shadowed.contains(a)
+    }
+
+    /// Can the reverse of `inst` (not a branch or `return`) add to the
+    /// adjoints of its operands? A differentiable operation with an active
+    /// result, a `store` or `fill` into a shadowed array, an f64 `push`, and
+    /// a call that the pass differentiates (`super::plan_calls`: something
+    /// active goes in and something differentiated comes out, or it uses
+    /// the tape).
+    pub(super) fn contributes(
+        &self,
+        cache: &mut Cache,
+        module: &Module,
+        func: &Function,
+        inst: Inst,
+        tape_use: &mut activity::TapeUse,
+    ) -> bool {
+        let data = func.dfg.inst(inst);
+        let results = func.dfg.inst_results(inst);
+        match data {
+            InstData::Ternary {
+                op: Opcode::Store,
+                args: [a, _, _],
+            }
+            | InstData::Binary {
+                op: Opcode::Fill,
+                args: [a, _],
+            } => self.is_shadowed(*a),
+            InstData::Push { .. } => true,
+            InstData::Call { .. } => self.differentiates_call(cache, module, func, inst, tape_use),
+            _ => {
+                partials::is_differentiable(data.opcode())
+                    && results.iter().any(|&r| self.is_active(func, r))
+            }
+        }
+    }
+
+    /// Is the call `inst` differentiated (split, or its reverse rule
+    /// applied)? When it uses the tape (its traffic must stay balanced), or
+    /// when an active value goes in and something differentiated comes
+    /// out: an active result that something adds to
+    /// ([`Plan::is_reached`]), or a shadowed array it may write (its adjoint
+    /// must at least clear what it overwrites). Otherwise its body, inlined,
+    /// would get no adjoint code either (nothing in it useful), and a split
+    /// pair would only add zeros that `inf · 0` can turn into NaN at the
+    /// next order. `super::plan_calls` and the adjoint slots
+    /// ([`Plan::contributes`]) decide by this one test.
+    pub(crate) fn differentiates_call(
+        &self,
+        cache: &mut Cache,
+        module: &Module,
+        func: &Function,
+        inst: Inst,
+        tape_use: &mut activity::TapeUse,
+    ) -> bool {
+        self.call_test(cache, module, func, inst, tape_use, |r| {
+            self.is_active(func, r) && self.is_reached(r)
+        })
+    }
+
+    /// The test of [`Plan::differentiates_call`] while what is reached is
+    /// being found ([`Plan::find_reached`]): any active result counts.
+    fn may_differentiate_call(
+        &self,
+        cache: &mut Cache,
+        module: &Module,
+        func: &Function,
+        inst: Inst,
+        tape_use: &mut activity::TapeUse,
+    ) -> bool {
+        self.call_test(cache, module, func, inst, tape_use, |r| {
+            self.is_active(func, r)
+        })
+    }
+
+    /// A call that uses the tape, or that takes an active value and writes
+    /// a shadowed array or has a result that `counts`.
+    fn call_test(
+        &self,
+        cache: &mut Cache,
+        module: &Module,
+        func: &Function,
+        inst: Inst,
+        tape_use: &mut activity::TapeUse,
+        counts: impl Fn(Value) -> bool,
+    ) -> bool {
+        let InstData::Call { func: callee, args } = func.dfg.inst(inst) else {
+            return false;
+        };
+        if tape_use.uses(cache, module, *callee) {
+            return true;
+        }
+        self.call_is_active(func, args)
+            && (self.call_writes_shadow(module, func, inst)
+                || func.dfg.inst_results(inst).iter().any(|&r| counts(r)))
+    }
+
+    pub(super) fn find_shadows(&mut self, func: &Function, args: &[ArgActivity], entry: Block) {
+        let useful = |p: &Plan, v: Value| p.useful.contains(v) && p.varied.is_active(v);
+        for (num, &p) in func.params().iter().enumerate() {
+            if func.dfg.value_type(p) != Type::Array {
+                continue;
+            }
+            match args.get(num) {
+                Some(ArgActivity::Dup) => {
+                    self.shadowed.insert(p);
+                }
+                _ => {
+                    if func.array_is_writable(p) && useful(self, p) {
+                        self.shadowed.insert(p);
+                        self.const_shadows.push(p);
+                    }
+                }
+            }
+        }
+        for &b in &self.order.clone() {
+            for &inst in func.layout.block_insts(b) {
+                if let InstData::Zeros { len, .. } = func.dfg.inst(inst) {
+                    let a = func.dfg.first_result(inst);
+                    if useful(self, a) {
+                        self.shadowed.insert(a);
+                        let threaded = if b == entry {
+                            None
+                        } else {
+                            self.num_threaded += 1;
+                            Some(self.num_threaded - 1)
+                        };
+                        self.zeros_sites.push(ZerosSite {
+                            array: a,
+                            len: *len,
+                            threaded,
+                        });
+                    }
+                }
+            }
+        }
+    }
+
+    /// Does the adjoint of the active value `v` receive anything: is there
+    /// a chain of contributing instructions ([`Plan::contributes`]) from
+    /// it to a seed (a differentiated result, a shadowed array)? A value
+    /// can be active (varied, and useful: it reaches a seed through
+    /// differentiable code) and still get nothing, when the path goes
+    /// through a call that is not differentiated (no active argument in
+    /// it, or nothing differentiated out). Inlined code then has no
+    /// adjoint for it at all; a call's result that is not reached is
+    /// therefore not differentiated by the callee either
+    /// (`super::plan_calls`), instead of getting an explicit zero
+    /// cotangent that `inf · 0` turns into NaN in the callee (long-run seed
+    /// 100489).
+    pub fn is_reached(&self, v: Value) -> bool {
+        self.reached.contains(v)
+    }
+
+    pub(super) fn find_reached(
+        &mut self,
+        cache: &mut Cache,
+        module: &Module,
+        func: &Function,
+        ret: RetActivity,
+        ignored: &[usize],
+    ) {
+        let mut reached = EntitySet::new();
+        let mut tape_use = activity::TapeUse::default();
+        loop {
+            let mut changed = false;
+            let mut mark = |reached: &mut EntitySet<Value>, v: Value| changed |= reached.insert(v);
+            for &b in self.order.iter().rev() {
+                for &inst in func.layout.block_insts(b).iter().rev() {
+                    let data = func.dfg.inst(inst);
+                    match data {
+                        InstData::Return { args } => {
+                            if ret == RetActivity::Active {
+                                for (k, &a) in args.iter().enumerate() {
+                                    if !ignored.contains(&k) && self.is_active(func, a) {
+                                        mark(&mut reached, a);
+                                    }
+                                }
+                            }
+                        }
+                        InstData::Jump { .. } | InstData::Brif { .. } => {
+                            for dest in data.destinations() {
+                                let params = func.dfg.block_params(dest.block);
+                                for (&a, &p) in dest.args.iter().zip(params) {
+                                    if reached.contains(p) && self.is_active(func, a) {
+                                        mark(&mut reached, a);
+                                    }
+                                }
+                            }
+                        }
+                        _ => {
+                            let counts = match data {
+                                InstData::Call { .. } => self.may_differentiate_call(
+                                    cache,
+                                    module,
+                                    func,
+                                    inst,
+                                    &mut tape_use,
+                                ),
+                                _ => self.contributes(cache, module, func, inst, &mut tape_use),
+                            };
+                            if !counts {
+                                continue;
+                            }
+                            let results = func.dfg.inst_results(inst);
+                            // Stores, fills, pushes and calls feed shadows,
+                            // the tape or a callee: conservatively reached.
+                            let out = match data {
+                                InstData::Call { .. } | InstData::Push { .. } => true,
+                                InstData::Ternary {
+                                    op: Opcode::Store, ..
+                                }
+                                | InstData::Binary {
+                                    op: Opcode::Fill, ..
+                                } => true,
+                                _ => results.iter().any(|&r| reached.contains(r)),
+                            };
+                            // A call passes adjoints to its arguments when
+                            // one of its results is reached, it writes a
+                            // shadowed array, or it uses the tape (what it
+                            // pushes gets adjoints from the pops elsewhere).
+                            let call_reaches = match data {
+                                InstData::Call { func: callee, .. } => {
+                                    results.is_empty()
+                                        || results.iter().any(|&r| reached.contains(r))
+                                        || self.call_writes_shadow(module, func, inst)
+                                        || tape_use.uses(cache, module, *callee)
+                                }
+                                _ => true,
+                            };
+                            if out && call_reaches {
+                                for &a in data.args() {
+                                    if self.is_active(func, a) {
+                                        mark(&mut reached, a);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        self.reached = reached;
+    }
+
+    /// Does the call `inst` pass a shadowed array to a `mut` parameter?
+    fn call_writes_shadow(&self, module: &Module, func: &Function, inst: Inst) -> bool {
+        let InstData::Call { func: callee, args } = func.dfg.inst(inst) else {
+            return false;
+        };
+        module.is_valid(*callee)
+            && args
+                .iter()
+                .zip(&module.func(*callee).sig.params)
+                .any(|(&a, p)| p.ty == Type::Array && p.mutable && self.is_shadowed(a))
+    }
+}

@@ -1,0 +1,259 @@
+//! The analyses behind one split derivative: the reachable CFG and its
+//! edges, which values are *active* (varied and useful), which adjoints need
+//! a memory slot, and what each block puts on the tape.
+//!
+//! Everything here is decided before any code is emitted, so that the
+//! augmented primal ([`super::aug`]) and the adjoint ([`super::adj`]) agree
+//! on the tape layout by construction: both read the same
+//! [`Plan::tape`] lists.
+//!
+//! [`Plan::new`] runs the phases in order, one module each:
+//!
+//! - [`cfg`]: reachable blocks, incoming edges, chains, counted loops and
+//!   their induction variables;
+//! - [`useful`]: which values can influence what is differentiated (a
+//!   backward fixed point, with summaries across calls);
+//! - [`active`]: the shadowed arrays, and which active values something
+//!   adds to (reached);
+//! - [`slots`]: the adjoints that need a memory slot;
+//! - [`tape`] (run later, by [`Plan::plan_tape`], once the calls are
+//!   planned): what each block pops or recomputes, with the loop
+//!   invariants of [`invariants`].
+
+mod active;
+mod cfg;
+mod invariants;
+mod slots;
+mod tape;
+mod useful;
+
+pub(crate) use cfg::Edge;
+pub(crate) use tape::{Recipe, TapeItem};
+pub(crate) use useful::UsefulKey;
+
+use active::ZerosSite;
+use cfg::{chains, Cfg, Loop};
+use useful::{usefulness, UsefulSummaries};
+
+use crate::activity::{self, Activity};
+use crate::context::Cache;
+use crate::AdError;
+use adze_ir::{ArgActivity, Block, Function, Inst, Module, RetActivity, Type, Value};
+use cranelift_entity::{EntitySet, SecondaryMap};
+use std::collections::HashMap;
+
+pub(crate) struct Plan {
+    pub entry: Block,
+    /// Reachable blocks in reverse postorder.
+    pub order: Vec<Block>,
+    reachable: EntitySet<Block>,
+    /// Incoming edges of each block, from reachable blocks, numbered in
+    /// this order (the number is what [`TapeItem::Edge`] records).
+    pub preds: SecondaryMap<Block, Vec<Edge>>,
+    /// Reachable blocks ending in `return`, numbered in this order.
+    pub returns: Vec<Block>,
+    varied: Activity,
+    useful: EntitySet<Value>,
+    shadowed: EntitySet<Value>,
+    /// Per block: the edge by which it continues a *chain*, when its only
+    /// incoming edge is a `jump` from a block that jumps only to it (see
+    /// [`Plan::chain_pred`]).
+    chain_pred: SecondaryMap<Block, Option<Edge>>,
+    /// Per block: the first block of its chain, unless it is that block.
+    chain: SecondaryMap<Block, Option<Block>>,
+    /// Per value: does anything add to its adjoint? (See
+    /// [`Plan::is_reached`].)
+    reached: EntitySet<Value>,
+    /// Adjoint slot of each value whose adjoint crosses chains of reverse
+    /// blocks.
+    slot: SecondaryMap<Value, Option<u32>>,
+    pub num_slots: u32,
+    /// Per block: what its reverse block pops, in push order, each with its
+    /// segment (see [`Plan::recipes`]): a segment's record is pushed where
+    /// the segment ends (before the call that ends it, or before the
+    /// terminator) and popped where the reverse sweep enters it.
+    pub tape: SecondaryMap<Block, Vec<(u32, TapeItem)>>,
+    /// Per block: how its reverse block obtains the other primal values it
+    /// reads, in order.
+    ///
+    /// Each recipe is tagged with its *segment*: the number of calls in the
+    /// block up to and including the instruction that needs it. The reverse
+    /// block emits a segment's recipes where its reverse sweep enters the
+    /// segment (after the reverse of the call that follows it), and a
+    /// segment reuses nothing another one popped or recomputed. Inlining a
+    /// call splits its block at the call into two blocks; with segments,
+    /// the pushes, pops and recomputed code sit at the same places relative
+    /// to the call either way, so an outer reverse pass (which sums the
+    /// adjoint of a pushed value where it was pushed) sums in the same
+    /// order.
+    pub recipes: SecondaryMap<Block, Vec<(u32, Recipe)>>,
+    /// The counted loops, and per block the one it heads and the ones that
+    /// contain it (innermost first).
+    pub loops: Vec<Loop>,
+    header_loop: SecondaryMap<Block, Option<usize>>,
+    enclosing: SecondaryMap<Block, Vec<usize>>,
+    /// Induction variables of counted loops: header parameter -> (loop,
+    /// value on the entry edge, step).
+    ivs: SecondaryMap<Value, Option<(usize, Value, i64)>>,
+    /// Values a block of a counted loop reads that are defined outside it:
+    /// `(value, loop)`, pushed once where the loop is left (before its
+    /// counter) instead of once per iteration, and kept by the adjoint in
+    /// its trip array, in slot `loops.len() + index` (f64 as is, i64 as
+    /// bits). Also loads inside the loop that are the same in all its
+    /// iterations ([`Plan::reloaded_invariant`]): the augmented primal loads
+    /// them again where the loop is left.
+    pub invariants: Vec<(Value, usize)>,
+    /// The loads the loop bounds prove in bounds (`adze_ir::bounds`).
+    safe_loads: EntitySet<Inst>,
+    /// Per counted loop, the arrays an instruction of it may write (every
+    /// array operand of anything but `load`, `len` and `samelen`), and
+    /// whether it contains a `samelen`; computed on first use.
+    loop_writes: std::cell::RefCell<HashMap<usize, (EntitySet<Value>, bool)>>,
+    /// The primal parameters the adjoint receives, in order (see
+    /// [`adj_takes`]), and which values they are.
+    pub adj_params: Vec<Value>,
+    available: EntitySet<Value>,
+    pub zeros_sites: Vec<ZerosSite>,
+    pub num_threaded: usize,
+    /// `const` `mut` array parameters that receive active values: they get a
+    /// local shadow in the adjoint, of the parameter's length.
+    pub const_shadows: Vec<Value>,
+}
+
+/// Does the adjoint of a function take its parameter number `k` too? Each
+/// scalar and each read-only array, unless `untaken`. A read-only array
+/// parameter cannot be written while the function runs (the verifier and
+/// the front end forbid passing an array that a call writes to another
+/// parameter of it), so the adjoint reads it as the primal did.
+pub(crate) fn adj_takes(param: &adze_ir::Param, k: usize, untaken: &[usize]) -> bool {
+    !untaken.contains(&k) && (param.ty.is_scalar() || (param.ty == Type::Array && !param.mutable))
+}
+
+impl Plan {
+    /// Does the f64 value `v` get an adjoint (varied and useful)?
+    pub fn is_active(&self, func: &Function, v: Value) -> bool {
+        func.dfg.value_is_valid(v)
+            && func.dfg.value_type(v) == Type::F64
+            && self.varied.is_active(v)
+            && self.useful.contains(v)
+    }
+
+    /// Is the primal value `v` a parameter the adjoint receives?
+    pub fn is_available(&self, v: Value) -> bool {
+        self.available.contains(v)
+    }
+
+    /// Is the call `inst` differentiated (some argument active)?
+    pub fn call_is_active(&self, func: &Function, args: &[Value]) -> bool {
+        args.iter().any(|&a| match func.dfg.value_type(a) {
+            Type::F64 => self.is_active(func, a),
+            Type::Array => self.is_shadowed(a),
+            _ => false,
+        })
+    }
+
+    /// The arrays whose shadow length the augmented primal pushes just
+    /// before returning, in push order: shadowed `zeros` sites, then
+    /// shadowed `const` parameters.
+    pub fn length_items(&self) -> Vec<Value> {
+        self.zeros_sites
+            .iter()
+            .map(|z| z.array)
+            .chain(self.const_shadows.iter().copied())
+            .collect()
+    }
+
+    /// The analyses, up to the tape plan ([`Plan::plan_tape`], which needs
+    /// to know what the calls become). `untaken`: the parameters the adjoint
+    /// does not receive although it could (see [`adj_takes`]); `ignored`:
+    /// the results whose cotangent is not differentiated.
+    pub fn new(
+        cache: &mut Cache,
+        module: &Module,
+        func: &Function,
+        args: &[ArgActivity],
+        ret: RetActivity,
+        ignored: &[usize],
+        untaken: &[usize],
+    ) -> Result<Plan, AdError> {
+        let entry = func.entry_block().ok_or_else(|| AdError::NoBody {
+            func: func.name.clone(),
+        })?;
+        let Cfg {
+            order,
+            reachable,
+            preds,
+            returns,
+        } = Cfg::new(func, entry);
+
+        // Varied: forward activity with `active` scalars as `dual`.
+        let fwd_args: Vec<ArgActivity> = args
+            .iter()
+            .map(|a| match a {
+                ArgActivity::Active => ArgActivity::Dual,
+                other => *other,
+            })
+            .collect();
+        let varied = activity::analyze_cached(cache, module, func, &fwd_args);
+
+        let useful = usefulness(
+            cache,
+            module,
+            func,
+            &order,
+            args,
+            ret,
+            ignored,
+            &mut UsefulSummaries::default(),
+        );
+
+        let mut available = EntitySet::new();
+        let mut adj_params = Vec::new();
+        for (k, (&p, param)) in func.params().iter().zip(&func.sig.params).enumerate() {
+            if adj_takes(param, k, untaken) {
+                available.insert(p);
+                adj_params.push(p);
+            }
+        }
+
+        let (chain_pred, chain) = chains(func, entry, &order, &preds);
+        let mut safe_loads = EntitySet::new();
+        for inst in adze_ir::bounds::safe_accesses(func) {
+            safe_loads.insert(inst);
+        }
+        let mut plan = Plan {
+            entry,
+            order,
+            reachable,
+            preds,
+            chain_pred,
+            chain,
+            returns,
+            varied,
+            useful,
+            shadowed: EntitySet::new(),
+            reached: EntitySet::new(),
+            slot: SecondaryMap::new(),
+            num_slots: 0,
+            tape: SecondaryMap::new(),
+            recipes: SecondaryMap::new(),
+            loops: Vec::new(),
+            header_loop: SecondaryMap::new(),
+            enclosing: SecondaryMap::new(),
+            ivs: SecondaryMap::new(),
+            invariants: Vec::new(),
+            safe_loads,
+            loop_writes: Default::default(),
+            adj_params,
+            available,
+            zeros_sites: Vec::new(),
+            num_threaded: 0,
+            const_shadows: Vec::new(),
+        };
+        plan.find_shadows(func, args, entry);
+        plan.find_reached(cache, module, func, ret, ignored);
+        plan.assign_slots(cache, module, func, ret);
+        plan.find_loops(func);
+        Ok(plan)
+    }
+}

@@ -1,0 +1,395 @@
+//! The tape plan: what each reverse block reads from the primal, and
+//! whether it pops it or obtains it by a [`Recipe`] ([`Resolver`]).
+
+use super::Plan;
+use crate::partials::{self, Local, Partial};
+use crate::AdError;
+use adze_ir::{
+    Block, FuncBuilder, Function, Inst, InstData, InstFormat, Opcode, Signature, Type, Value,
+    ValueDef,
+};
+use cranelift_entity::{EntitySet, SecondaryMap};
+use std::collections::HashSet;
+
+/// One entry of a block's tape record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum TapeItem {
+    /// A primal scalar that the block's adjoint reads.
+    Value(Value),
+    /// The number of the incoming edge the block was entered by (an i64);
+    /// only for blocks with more than one incoming edge.
+    Edge,
+}
+
+/// How the adjoint obtains a primal scalar (or array) that a reverse block
+/// reads without popping it. Recipes of a block run in order, after its
+/// pops, so each one's operands are already known.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Recipe {
+    /// A parameter of the primal that the adjoint receives as well.
+    Param(Value),
+    /// The value's defining instruction, emitted again: a constant, or a
+    /// cheap pure operation (or a load from a read-only array) whose
+    /// operands are known.
+    Inst(Value),
+    /// An induction variable of counted loop `lp`: `init + j·step`, where
+    /// `j` is the loop's iteration number, kept by the adjoint in its trip
+    /// array.
+    Iv {
+        value: Value,
+        lp: usize,
+        init: Value,
+        step: i64,
+    },
+    /// A value defined outside counted loop `lp` (so the same in all its
+    /// iterations), pushed once where the loop is left and kept by the
+    /// adjoint in its trip array (see [`Plan::invariants`]).
+    Invariant { value: Value, lp: usize },
+}
+
+impl Recipe {
+    pub fn value(self) -> Value {
+        match self {
+            Recipe::Param(v)
+            | Recipe::Inst(v)
+            | Recipe::Iv { value: v, .. }
+            | Recipe::Invariant { value: v, .. } => v,
+        }
+    }
+}
+
+/// Recomputing a needed value may emit at most this many non-constant
+/// instructions in the reverse block; beyond, the value is taped.
+const RECOMPUTE_BUDGET: usize = 8;
+
+/// The values the reverse of one block reads, each with the segment of the
+/// instruction that reads it (see [`Plan::recipes`]).
+struct Needs<'a> {
+    list: &'a mut Vec<(u32, Value)>,
+    segment: u32,
+}
+
+impl Needs<'_> {
+    fn push(&mut self, v: Value) {
+        self.list.push((self.segment, v));
+    }
+}
+
+/// The tape plan of one block under construction.
+struct Resolver<'a> {
+    plan: &'a Plan,
+    func: &'a Function,
+    block: Block,
+    items: Vec<(u32, TapeItem)>,
+    recipes: Vec<(u32, Recipe)>,
+    /// What the segment being resolved pops. Hash sets here and in
+    /// [`Attempt`]: a few values out of all the function's, and made anew
+    /// per segment (per recomputation tried).
+    popped: HashSet<Value>,
+    /// The segment being resolved, and what it recomputes.
+    segment: u32,
+    recomputed: HashSet<Value>,
+}
+
+/// A recomputation being tried: its recipes, and the values it would pop.
+#[derive(Default)]
+struct Attempt {
+    recipes: Vec<Recipe>,
+    leaves: Vec<Value>,
+    seen: HashSet<Value>,
+    budget: usize,
+}
+
+impl Resolver<'_> {
+    /// Makes the primal value `v` known in the reverse block: recomputed if
+    /// that pops at most one value, popped otherwise.
+    fn resolve(&mut self, v: Value) -> Result<(), AdError> {
+        if self.is_known(v) {
+            return Ok(());
+        }
+        let mut t = Attempt {
+            budget: RECOMPUTE_BUDGET,
+            ..Attempt::default()
+        };
+        if self.attempt(v, &mut t, true) && t.leaves.len() <= 1 {
+            for leaf in t.leaves {
+                self.tape(leaf)?;
+            }
+            for r in t.recipes {
+                self.recomputed.insert(r.value());
+                self.recipes.push((self.segment, r));
+            }
+            Ok(())
+        } else {
+            self.tape(v)
+        }
+    }
+
+    fn tape(&mut self, v: Value) -> Result<(), AdError> {
+        if !self.func.dfg.value_type(v).is_scalar() {
+            return Err(AdError::ReverseUnsupported {
+                func: self.func.name.clone(),
+                what: format!("taping the array {v}"),
+            });
+        }
+        self.popped.insert(v);
+        self.items.push((self.segment, TapeItem::Value(v)));
+        Ok(())
+    }
+
+    fn is_known(&self, v: Value) -> bool {
+        self.popped.contains(&v) || self.recomputed.contains(&v)
+    }
+
+    /// Can `v` be obtained from known values, recipes and popped leaves?
+    fn attempt(&self, v: Value, t: &mut Attempt, root: bool) -> bool {
+        if self.is_known(v) || t.seen.contains(&v) {
+            return true;
+        }
+        let func = self.func;
+        let plan = self.plan;
+        let ok = if plan.is_available(v) {
+            t.recipes.push(Recipe::Param(v));
+            true
+        } else if let Some((lp, init, step)) = plan.ivs[v] {
+            if plan.enclosing(self.block).contains(&lp) && self.attempt(init, t, false) {
+                t.recipes.push(Recipe::Iv {
+                    value: v,
+                    lp,
+                    init,
+                    step,
+                });
+                true
+            } else {
+                return self.leaf(v, t, root);
+            }
+        } else if is_constant(func, v) {
+            t.recipes.push(Recipe::Inst(v));
+            true
+        } else {
+            match *func.dfg.value_def(v) {
+                ValueDef::Result { inst, .. } if t.budget > 0 && self.recomputable(inst) => {
+                    t.budget -= 1;
+                    for &a in func.dfg.inst(inst).args() {
+                        if func.dfg.value_type(a) == Type::Array && !plan.is_available(a) {
+                            return self.leaf(v, t, root);
+                        }
+                        if !self.attempt(a, t, false) {
+                            return false;
+                        }
+                    }
+                    t.recipes.push(Recipe::Inst(v));
+                    true
+                }
+                _ => return self.leaf(v, t, root),
+            }
+        };
+        t.seen.insert(v);
+        ok
+    }
+
+    /// `v` would be popped — unless it is the same in every iteration of a
+    /// counted loop around the block, then it is kept once per loop.
+    fn leaf(&self, v: Value, t: &mut Attempt, root: bool) -> bool {
+        let ty = self.func.dfg.value_type(v);
+        if matches!(ty, Type::F64 | Type::I64) {
+            if let Some(lp) = self.plan.invariant_loop(self.func, v, self.block) {
+                t.seen.insert(v);
+                t.recipes.push(Recipe::Invariant { value: v, lp });
+                return true;
+            }
+        }
+        if root || !ty.is_scalar() {
+            return false;
+        }
+        t.seen.insert(v);
+        t.leaves.push(v);
+        true
+    }
+
+    /// Is `inst` cheap, pure and unable to trap when emitted again with the
+    /// operands it had (a load from a read-only array did not trap the
+    /// first time, and the array has not changed)?
+    ///
+    /// From the opcode table: a computation with no effect that is emitted
+    /// inline (no out-of-line routine: `sin` or `round` are not worth a
+    /// second call), other than a constant; and `load`.
+    fn recomputable(&self, inst: Inst) -> bool {
+        let op = self.func.dfg.inst(inst).opcode();
+        op == Opcode::Load
+            || (op.effects().is_pure()
+                && op.cost().is_some()
+                && op.libcall().is_none()
+                && !matches!(
+                    op.format(),
+                    InstFormat::FConst | InstFormat::IConst | InstFormat::BConst
+                ))
+    }
+}
+
+/// Is `v` defined by `fconst`, `iconst` or `bconst`?
+pub(crate) fn is_constant(func: &Function, v: Value) -> bool {
+    match *func.dfg.value_def(v) {
+        ValueDef::Result { inst, .. } => matches!(
+            func.dfg.inst(inst),
+            InstData::FConst { .. } | InstData::IConst { .. } | InstData::BConst { .. }
+        ),
+        _ => false,
+    }
+}
+
+/// Which operands (and whether the result) of `data` the local derivative
+/// reads, for the operands marked `wanted`: the partials are emitted into a
+/// scratch function whose operands are block parameters, and the emitted
+/// code and returned partials are searched for them. So the one table in
+/// [`partials`] is also the one source of what reverse mode must tape.
+pub(crate) fn partial_needs(
+    func: &Function,
+    data: &InstData,
+    result: Value,
+    wanted: &[bool],
+) -> (Vec<bool>, bool) {
+    let mut scratch = Function::new("scratch", Signature::default());
+    let mut b = FuncBuilder::new(&mut scratch);
+    let block = b.create_block();
+    b.switch_to_block(block);
+    let mut d = data.clone();
+    let mut ops = Vec::new();
+    for a in d.args_mut() {
+        let p = b.append_block_param(block, func.dfg.value_type(*a));
+        ops.push(p);
+        *a = p;
+    }
+    let res = b.append_block_param(block, func.dfg.value_type(result));
+    let local = partials::local_derivative(&mut b, &d, res, wanted);
+    let mut used = EntitySet::new();
+    for &inst in scratch.layout.block_insts(block) {
+        scratch.dfg.inst(inst).for_each_use(|v| {
+            used.insert(v);
+        });
+    }
+    match local {
+        Some(Local::Partials(ps)) => {
+            for (k, p) in ps.iter().enumerate() {
+                if let (Partial::Value(v), true) = (p, wanted.get(k).copied().unwrap_or(false)) {
+                    used.insert(*v);
+                }
+            }
+        }
+        Some(Local::Choose { cond, .. }) => {
+            used.insert(cond);
+        }
+        None => {}
+    }
+    (
+        ops.iter().map(|&v| used.contains(v)).collect(),
+        used.contains(res),
+    )
+}
+
+impl Plan {
+    /// What each block's adjoint reads from the primal: the operands its
+    /// partials use (asked of [`partials::local_derivative`] itself, in a
+    /// scratch function), the indices of active loads and stores, the
+    /// arguments of split calls that the callee's adjoint takes
+    /// (`call_args`), and the incoming-edge number. Each is popped, or
+    /// obtained by a [`Recipe`] when that needs at most one popped value.
+    pub fn plan_tape(
+        &mut self,
+        func: &Function,
+        call_args: &SecondaryMap<Inst, Vec<Value>>,
+    ) -> Result<(), AdError> {
+        for &b in &self.order.clone() {
+            let mut r = Resolver {
+                plan: self,
+                func,
+                block: b,
+                items: Vec::new(),
+                recipes: Vec::new(),
+                popped: HashSet::new(),
+                segment: 0,
+                recomputed: HashSet::new(),
+            };
+            if self.has_edge_item(b) {
+                r.items.push((0, TapeItem::Edge));
+            }
+            let mut needs: Vec<(u32, Value)> = Vec::new();
+            let mut segment = 0;
+            for &inst in func.layout.block_insts(b) {
+                let data = func.dfg.inst(inst);
+                let results = func.dfg.inst_results(inst);
+                if matches!(data, InstData::Call { .. }) {
+                    segment += 1;
+                }
+                let mut needs = Needs {
+                    list: &mut needs,
+                    segment,
+                };
+                match data {
+                    InstData::Binary {
+                        op: Opcode::Load,
+                        args: [_, i],
+                    } => {
+                        if self.is_active(func, results[0]) {
+                            needs.push(*i);
+                        }
+                    }
+                    InstData::Ternary {
+                        op: Opcode::Store,
+                        args: [a, i, _],
+                    } => {
+                        if self.is_shadowed(*a) {
+                            needs.push(*i);
+                        }
+                    }
+                    InstData::Call { .. } => {
+                        for &a in &call_args[inst] {
+                            needs.push(a);
+                        }
+                    }
+                    _ => {
+                        let [res] = results else { continue };
+                        if !partials::is_differentiable(data.opcode())
+                            || !self.is_active(func, *res)
+                        {
+                            continue;
+                        }
+                        let wanted: Vec<bool> = data
+                            .args()
+                            .iter()
+                            .map(|&a| self.is_active(func, a))
+                            .collect();
+                        let (ops, res_needed) = partial_needs(func, data, *res, &wanted);
+                        for (k, &a) in data.args().iter().enumerate() {
+                            if ops[k] {
+                                needs.push(a);
+                            }
+                        }
+                        if res_needed {
+                            needs.push(*res);
+                        }
+                    }
+                }
+            }
+            for (segment, v) in needs {
+                if segment != r.segment {
+                    r.segment = segment;
+                    r.popped.clear();
+                    r.recomputed.clear();
+                }
+                r.resolve(v)?;
+            }
+            let (items, recipes) = (r.items, r.recipes);
+            for (_, r) in &recipes {
+                if let Recipe::Invariant { value, lp } = *r {
+                    if !self.invariants.contains(&(value, lp)) {
+                        self.invariants.push((value, lp));
+                    }
+                }
+            }
+            self.tape[b] = items;
+            self.recipes[b] = recipes;
+        }
+        Ok(())
+    }
+}
