@@ -73,6 +73,7 @@ use crate::dfg::ValueDef;
 use crate::entities::{Block, Inst, Value};
 use crate::function::Function;
 use crate::instructions::{CmpCond, InstData, Opcode};
+use cranelift_entity::EntitySet;
 use std::collections::{HashMap, HashSet};
 
 /// An induction variable `i` of a counted loop: `0 <= i < hi` in every block
@@ -166,8 +167,8 @@ fn dests(func: &Function, block: Block) -> Vec<(Block, &[Value])> {
 /// The `load` and `store` instructions of `func`, in the blocks reachable
 /// from the entry, whose index is provably in bounds by the counted loop
 /// that contains them (see the module documentation).
-pub fn safe_accesses(func: &Function) -> HashSet<Inst> {
-    let mut safe = HashSet::new();
+pub fn safe_accesses(func: &Function) -> EntitySet<Inst> {
+    let mut safe = EntitySet::new();
     let Some(entry) = func.entry_block() else {
         return safe;
     };
@@ -624,7 +625,7 @@ mod tests {
         let mut out = Vec::new();
         for &b in f.layout.blocks() {
             for (k, i) in f.layout.block_insts(b).iter().enumerate() {
-                if safe.contains(i) {
+                if safe.contains(*i) {
                     out.push((b.to_string(), k));
                 }
             }

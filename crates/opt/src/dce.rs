@@ -53,7 +53,6 @@
 use crate::analysis::{def_inst, iconst_of, is_pure, table, Cfg, Scopes};
 use adze_ir::{Block, Function, Inst, InstData, Opcode, Value, ValueDef};
 use cranelift_entity::{EntitySet, SecondaryMap};
-use std::collections::HashSet;
 
 /// What DCE did to one function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -79,14 +78,14 @@ pub fn dce(func: &mut Function) -> DceStats {
 
 /// Can this instruction go when its results are unused? `safe`: the
 /// accesses proven in bounds by their loops.
-fn is_removable(func: &Function, inst: Inst, safe: &HashSet<Inst>) -> bool {
+fn is_removable(func: &Function, inst: Inst, safe: &EntitySet<Inst>) -> bool {
     let data = func.dfg.inst(inst);
     if data.opcode().is_terminator() {
         return false;
     }
     is_pure(func, data)
         || is_safe_load(func, data)
-        || (data.opcode() == Opcode::Load && safe.contains(&inst))
+        || (data.opcode() == Opcode::Load && safe.contains(inst))
 }
 
 /// A `load` of a constant index below the constant length of a `zeros`

@@ -78,7 +78,6 @@ use crate::analysis::{iconst_of, is_pure, table, Cfg, Scopes};
 use adze_ir::cfg::NaturalLoop;
 use adze_ir::{Block, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Type, Value};
 use cranelift_entity::{EntitySet, SecondaryMap};
-use std::collections::HashSet;
 
 /// What loop deletion did to one function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -141,7 +140,7 @@ fn plan(
     func: &Function,
     cfg: &Cfg,
     scopes: &Scopes,
-    safe: &HashSet<Inst>,
+    safe: &EntitySet<Inst>,
     lp: &NaturalLoop,
 ) -> Option<Plan> {
     let h = lp.header;
@@ -211,7 +210,7 @@ fn plan(
         for &inst in rest {
             let data = func.dfg.inst(inst);
             let ok = !data.opcode().is_terminator()
-                && (is_pure(func, data) || (data.opcode() == Opcode::Load && safe.contains(&inst)));
+                && (is_pure(func, data) || (data.opcode() == Opcode::Load && safe.contains(inst)));
             if !ok {
                 return None;
             }

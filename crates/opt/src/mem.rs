@@ -69,7 +69,7 @@ use adze_ir::bounds::LengthClasses;
 use adze_ir::{
     Block, Effects, FuncId, Function, Inst, InstData, Module, Opcode, Type, Value, ValueDef,
 };
-use cranelift_entity::SecondaryMap;
+use cranelift_entity::{EntitySet, SecondaryMap};
 use std::collections::HashSet;
 
 /// What the memory pass did to one function.
@@ -396,7 +396,7 @@ struct Pass<'a> {
     in_entry: bool,
     /// Accesses the loop bounds prove in bounds (`adze_ir::bounds`; a
     /// `HashSet` because that is what `safe_accesses` returns).
-    proven: HashSet<Inst>,
+    proven: EntitySet<Inst>,
 }
 
 impl Pass<'_> {
@@ -430,7 +430,7 @@ impl Pass<'_> {
                     }
                     pending.retain(|p| !may_alias(func, p.array, a) || p.index.must_differ(index));
                     let key = self.key(a);
-                    if !self.proven.contains(&inst) && !state.is_in_bounds(func, a, key, index) {
+                    if !self.proven.contains(inst) && !state.is_in_bounds(func, a, key, index) {
                         trap_point(&mut pending);
                     }
                     let r = func.dfg.first_result(inst);
@@ -459,7 +459,7 @@ impl Pass<'_> {
                             dead.safe
                         }
                         None => {
-                            self.proven.contains(&inst)
+                            self.proven.contains(inst)
                                 || state.is_in_bounds(func, a, self.key(a), index)
                         }
                     };
@@ -584,7 +584,7 @@ impl Pass<'_> {
             }
             return false;
         }
-        if !self.proven.contains(&inst) && !state.is_in_bounds(func, a, self.key(a), index) {
+        if !self.proven.contains(inst) && !state.is_in_bounds(func, a, self.key(a), index) {
             return false;
         }
         match state.uniform(a, index) {

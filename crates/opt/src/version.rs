@@ -129,7 +129,7 @@ fn plan(
     func: &Function,
     cfg: &Cfg,
     scopes: &Scopes,
-    safe: &std::collections::HashSet<adze_ir::Inst>,
+    safe: &cranelift_entity::EntitySet<adze_ir::Inst>,
     header: Block,
     body: &[Block],
 ) -> Option<Plan> {
@@ -168,7 +168,7 @@ fn plan(
             let Some((array, idx)) = data.array_access() else {
                 continue;
             };
-            if safe.contains(&inst) || !outside(array) {
+            if safe.contains(inst) || !outside(array) {
                 continue;
             }
             let base = match count_down_index(func, idx, c) {

@@ -42,8 +42,7 @@ pub(super) struct Bounds {
 
 impl Bounds {
     pub(super) fn new(func: &Function) -> Bounds {
-        let mut loop_safe = EntitySet::new();
-        loop_safe.extend(adze_ir::bounds::safe_accesses(func));
+        let loop_safe = adze_ir::bounds::safe_accesses(func);
         Bounds {
             proven_max: HashMap::new(),
             proven_pairs: HashSet::new(),

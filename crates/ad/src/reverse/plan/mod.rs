@@ -217,10 +217,7 @@ impl Plan {
         }
 
         let (chain_pred, chain) = chains(func, entry, &order, &preds);
-        let mut safe_loads = EntitySet::new();
-        for inst in adze_ir::bounds::safe_accesses(func) {
-            safe_loads.insert(inst);
-        }
+        let safe_loads = adze_ir::bounds::safe_accesses(func);
         let mut plan = Plan {
             entry,
             order,
