@@ -414,41 +414,121 @@ fn inline_call(
 ) {
     let args = func.dfg.inst(inst).args().to_vec();
     let results = func.dfg.inst_results(inst).to_vec();
+    let around = Enclosing::of(func, block);
+    let cont = split_at_call(func, block, at, inst, &results);
+    let (mut map, copied, entry_args) = copy_body(func, body, block, &args, cont);
+    if let Some(&first) = copied.first() {
+        let jump = func.dfg.make_inst(
+            InstData::Jump {
+                dest: BlockCall {
+                    block: first,
+                    args: entry_args,
+                },
+            },
+            &[],
+        );
+        // The jump into the body stands for the call.
+        func.dfg.copy_srcloc(inst, jump);
+        func.layout.append_inst(jump, block);
+    }
+    around.extend(func, block, &copied, cont);
+    copy_provenance(func, body, &map, &copied, around.parent_inlined);
+    let call = CallSite {
+        callee,
+        args,
+        results,
+    };
+    copy_regions(func, body, &mut map, call, copied, around.parent, stats);
+    stats.inlined += 1;
+}
 
-    // The regions the call is in, and the innermost of them.
-    let enclosing: Vec<Region> = func
-        .regions
-        .iter()
-        .filter(|(_, d)| d.blocks.contains(&block))
-        .map(|(r, _)| r)
-        .collect();
-    let parent = enclosing
-        .iter()
-        .copied()
-        .max_by_key(|&r| (region_depth(func, r), r));
-    // The same for the provenance entries.
-    let enclosing_inlined: Vec<Inlined> = func
-        .inlined
-        .iter()
-        .filter(|(_, d)| d.blocks.contains(&block))
-        .map(|(i, _)| i)
-        .collect();
-    let parent_inlined = enclosing_inlined
-        .iter()
-        .copied()
-        .max_by_key(|&i| (func.inlined_depth(i), i));
+/// The regions and provenance entries a call's block is in, and the
+/// innermost of each.
+struct Enclosing {
+    regions: Vec<Region>,
+    parent: Option<Region>,
+    inlined: Vec<Inlined>,
+    parent_inlined: Option<Inlined>,
+}
 
-    // Split: the call's results become the continuation's parameters.
+impl Enclosing {
+    fn of(func: &Function, block: Block) -> Enclosing {
+        let regions: Vec<Region> = func
+            .regions
+            .iter()
+            .filter(|(_, d)| d.blocks.contains(&block))
+            .map(|(r, _)| r)
+            .collect();
+        let parent = regions
+            .iter()
+            .copied()
+            .max_by_key(|&r| (region_depth(func, r), r));
+        let inlined: Vec<Inlined> = func
+            .inlined
+            .iter()
+            .filter(|(_, d)| d.blocks.contains(&block))
+            .map(|(i, _)| i)
+            .collect();
+        let parent_inlined = inlined
+            .iter()
+            .copied()
+            .max_by_key(|&i| (func.inlined_depth(i), i));
+        Enclosing {
+            regions,
+            parent,
+            inlined,
+            parent_inlined,
+        }
+    }
+
+    /// The enclosing regions and entries now also span the copy and the
+    /// continuation, right after `block`.
+    fn extend(&self, func: &mut Function, block: Block, copied: &[Block], cont: Block) {
+        let mut added = copied.to_vec();
+        added.push(cont);
+        for &r in &self.regions {
+            let blocks = &mut func.regions[r].blocks;
+            let pos = blocks.iter().position(|&b| b == block).map_or(0, |p| p + 1);
+            blocks.splice(pos..pos, added.iter().copied());
+        }
+        for &i in &self.inlined {
+            let blocks = &mut func.inlined[i].blocks;
+            let pos = blocks.iter().position(|&b| b == block).map_or(0, |p| p + 1);
+            blocks.splice(pos..pos, added.iter().copied());
+        }
+    }
+}
+
+/// Splits `block` after the call `inst` (at `at`), which it removes: the
+/// call's results become the parameters of the continuation, returned.
+fn split_at_call(
+    func: &mut Function,
+    block: Block,
+    at: usize,
+    inst: Inst,
+    results: &[Value],
+) -> Block {
     let cont = func.dfg.make_block();
     func.layout.insert_block_after(cont, block);
     func.layout.split_block(block, at + 1, cont);
     func.layout.remove_inst(inst);
-    for &r in &results {
+    for &r in results {
         let ty = func.dfg.value_type(r);
         func.dfg.attach_block_param(cont, r, ty);
     }
+    cont
+}
 
-    // Copy the blocks, between the call's block and the continuation.
+/// Copies the blocks of `body` between `block` and the continuation
+/// `cont` (its returns jump there). Returns the map, the copied blocks in
+/// layout order, and the arguments of the jump into the copied entry.
+fn copy_body(
+    func: &mut Function,
+    body: &Function,
+    block: Block,
+    args: &[Value],
+    cont: Block,
+) -> (Remap, Vec<Block>, Vec<Value>) {
     let mut map = Remap {
         values: SecondaryMap::with_capacity(body.dfg.num_values()),
         blocks: SecondaryMap::with_capacity(body.dfg.num_blocks()),
@@ -475,7 +555,7 @@ fn inline_call(
             // a callee's returned adjoint at a call — inlining never
             // reassociates a sum of adjoints.
             let region = !body.meta.rules.is_empty();
-            for (&p, &a) in body.dfg.block_params(b).iter().zip(&args) {
+            for (&p, &a) in body.dfg.block_params(b).iter().zip(args) {
                 let ty = body.dfg.value_type(p);
                 let v = if ty == Type::Array || region {
                     a
@@ -528,41 +608,22 @@ fn inline_call(
         let nb = map.block(func, body, b);
         func.layout.append_inst(new, nb);
     }
-    if let Some(&first) = copied.first() {
-        let jump = func.dfg.make_inst(
-            InstData::Jump {
-                dest: BlockCall {
-                    block: first,
-                    args: entry_args,
-                },
-            },
-            &[],
-        );
-        // The jump into the body stands for the call.
-        func.dfg.copy_srcloc(inst, jump);
-        func.layout.append_inst(jump, block);
-    }
+    (map, copied, entry_args)
+}
 
-    // The enclosing regions now also span the copy and the continuation.
-    let mut added = copied.clone();
-    added.push(cont);
-    for r in enclosing {
-        let blocks = &mut func.regions[r].blocks;
-        let pos = blocks.iter().position(|&b| b == block).map_or(0, |p| p + 1);
-        blocks.splice(pos..pos, added.iter().copied());
-    }
-    for i in enclosing_inlined {
-        let blocks = &mut func.inlined[i].blocks;
-        let pos = blocks.iter().position(|&b| b == block).map_or(0, |p| p + 1);
-        blocks.splice(pos..pos, added.iter().copied());
-    }
-
-    // Provenance: an entry for this call, then copies of the callee's own
-    // entries, nested in it.
+/// Provenance: an entry for this call (inside `parent`), then copies of
+/// the callee's own entries, nested in it.
+fn copy_provenance(
+    func: &mut Function,
+    body: &Function,
+    map: &Remap,
+    copied: &[Block],
+    parent: Option<Inlined>,
+) {
     let this = func.inlined.push(InlinedData {
         callee: body.name.clone(),
-        blocks: copied.clone(),
-        parent: parent_inlined,
+        blocks: copied.to_vec(),
+        parent,
     });
     let inlined_base = func.inlined.len() as u32;
     for data in body.inlined.values() {
@@ -577,15 +638,33 @@ fn inline_call(
         };
         func.inlined.push(entry);
     }
+}
 
-    // The rule region of the callee, then copies of the callee's regions.
+/// The call being inlined: its callee, arguments and results.
+struct CallSite {
+    callee: FuncId,
+    args: Vec<Value>,
+    results: Vec<Value>,
+}
+
+/// The rule region of the callee (if it has rules; inside `parent`), then
+/// copies of the callee's own regions, nested in it.
+fn copy_regions(
+    func: &mut Function,
+    body: &Function,
+    map: &mut Remap,
+    call: CallSite,
+    copied: Vec<Block>,
+    parent: Option<Region>,
+    stats: &mut InlineStats,
+) {
     let mut outer = parent;
     if !body.meta.rules.is_empty() {
         outer = Some(func.regions.push(RegionData {
-            callee,
+            callee: call.callee,
             rules: body.meta.rules,
-            args,
-            results,
+            args: call.args,
+            results: call.results,
             blocks: copied,
             parent,
         }));
@@ -619,7 +698,6 @@ fn inline_call(
         func.regions.push(region);
         stats.regions += 1;
     }
-    stats.inlined += 1;
 }
 
 /// The number of parents above `r` (bounded, so a malformed parent cycle
