@@ -204,41 +204,86 @@ fn plan(
     }
 
     // Shape, effects, ways back and ways out.
+    if !body_is_deletable(func, safe, lp, &in_loop, i, k, &exit) {
+        return None;
+    }
+    let (exit_reads_i, uses_of_i) = uses_outside(func, &in_loop, i, &exit, pre_branch)?;
+    Some(Plan {
+        body: lp.blocks.clone(),
+        pre_branch,
+        pre,
+        header: h,
+        i,
+        init,
+        hi,
+        exit,
+        uses_of_i,
+        exit_reads_i,
+    })
+}
+
+/// Is every block of the loop free of effects (pure instructions and loads
+/// proven in bounds), and does it go back to the header only with `i + 1`
+/// as the index (parameter `k`) and leave only by the header's `exit`?
+fn body_is_deletable(
+    func: &Function,
+    safe: &EntitySet<Inst>,
+    lp: &NaturalLoop,
+    in_loop: &EntitySet<Block>,
+    i: Value,
+    k: usize,
+    exit: &BlockCall,
+) -> bool {
+    let h = lp.header;
     for &b in &lp.blocks {
         let insts = func.layout.block_insts(b);
-        let (&last, rest) = insts.split_last()?;
+        let Some((&last, rest)) = insts.split_last() else {
+            return false;
+        };
         for &inst in rest {
             let data = func.dfg.inst(inst);
             let ok = !data.opcode().is_terminator()
                 && (is_pure(func, data) || (data.opcode() == Opcode::Load && safe.contains(inst)));
             if !ok {
-                return None;
+                return false;
             }
         }
         let term = func.dfg.inst(last);
         if !matches!(term, InstData::Jump { .. } | InstData::Brif { .. }) {
-            return None;
+            return false;
         }
         for dest in term.destinations() {
             if dest.block == h {
-                let arg = *dest.args.get(k)?;
+                let Some(&arg) = dest.args.get(k) else {
+                    return false;
+                };
                 if !is_increment_of(func, arg, i) {
-                    return None;
+                    return false;
                 }
             } else {
                 let leaves = !in_loop.contains(dest.block);
                 let exit_edge = b == h && dest.block == exit.block;
                 if leaves && !exit_edge {
-                    return None;
+                    return false;
                 }
             }
         }
     }
-    if has_cycle_avoiding(func, lp, &in_loop) {
-        return None;
-    }
 
-    // Uses outside the loop: only of `i`.
+    !has_cycle_avoiding(func, lp, in_loop)
+}
+
+/// Outside the loop, only `i` may be read (by the exit edge or by other
+/// instructions, returned), and the only way in is `pre_branch`. `None`
+/// when anything else of the loop is read or the loop has another entry.
+fn uses_outside(
+    func: &Function,
+    in_loop: &EntitySet<Block>,
+    i: Value,
+    exit: &BlockCall,
+    pre_branch: Inst,
+) -> Option<(bool, Vec<Inst>)> {
+    let inside = |v: Value| func.def_block(v).is_some_and(|b| in_loop.contains(b));
     let mut exit_reads_i = false;
     for &v in &exit.args {
         if v == i {
@@ -289,18 +334,7 @@ fn plan(
             uses_of_i.push(inst);
         }
     }
-    Some(Plan {
-        body: lp.blocks.clone(),
-        pre_branch,
-        pre,
-        header: h,
-        i,
-        init,
-        hi,
-        exit,
-        uses_of_i,
-        exit_reads_i,
-    })
+    Some((exit_reads_i, uses_of_i))
 }
 
 /// Is `v` `i + 1`: `iadd i, 1`, `iadd 1, i` or `isub i, -1`?
