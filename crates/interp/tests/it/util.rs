@@ -178,3 +178,34 @@ pub fn assert_bits(got: f64, want: f64) {
         "got {got:?}, want {want:?}"
     );
 }
+
+/// Calls `id` with `args` and returns its single result, of type `ty`.
+pub fn call1(fb: &mut FuncBuilder, id: FuncId, args: &[Value], ty: Type) -> Value {
+    let call = fb.call(id, args, &[ty]);
+    fb.func.dfg.first_result(call)
+}
+
+/// Defines the declared one-parameter function `id` as
+/// `if n <cond> k { base(n, k) } else { rec(n) }`, the shape of the
+/// recursive tests; `base` and `rec` return the value to return.
+pub fn define_split(
+    m: &mut Module,
+    id: FuncId,
+    (cond, k): (CmpCond, i64),
+    base: impl FnOnce(&mut FuncBuilder, Value, Value) -> Value,
+    rec: impl FnOnce(&mut FuncBuilder, Value) -> Value,
+) {
+    define(m, id, |fb, p| {
+        let base_block = fb.create_block();
+        let rec_block = fb.create_block();
+        let kv = fb.iconst(k);
+        let c = fb.icmp(cond, p[0], kv);
+        fb.brif(c, base_block, &[], rec_block, &[]);
+        fb.switch_to_block(base_block);
+        let r = base(fb, p[0], kv);
+        fb.ret(&[r]);
+        fb.switch_to_block(rec_block);
+        let r = rec(fb, p[0]);
+        fb.ret(&[r]);
+    });
+}
