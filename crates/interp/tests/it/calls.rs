@@ -3,7 +3,7 @@
 
 use crate::util::*;
 use adze_interp::{run_by_name, Interpreter};
-use adze_ir::{CmpCond, FuncId, Limits, Module, Opcode, TrapKind, Type, Val};
+use adze_ir::{CmpCond, FuncId, Module, Opcode, RunError, TrapKind, Type, Val};
 
 /// `fact(n) = if n <= 1 { 1 } else { n * fact(n - 1) }`
 fn factorial(m: &mut Module) -> FuncId {
@@ -92,56 +92,39 @@ fn mutual_recursion() {
     }
 }
 
+/// A depth limit, the callee's name and id, its argument, and its result or
+/// the function the limit stops.
+type DepthRow = (u32, &'static str, FuncId, i64, Result<bool, &'static str>);
+
 #[test]
 fn call_depth_limit_is_exact() {
     // is_even(n) nests n + 1 calls: 999 reaches depth 1000, the limit here.
     let mut m = Module::new();
     let (even, _) = even_odd(&mut m);
-    let at_1000 = Interpreter::with_limits(
-        &m,
-        Limits {
-            max_call_depth: 1000,
-            ..Limits::default()
-        },
-    );
-    assert_eq!(
-        at_1000.call(even, &[Val::I64(999)]).unwrap().results,
-        vec![Val::Bool(false)]
-    );
-    // 1000 would enter a 1001st function: the one at odd depth, is_even (n = 0).
-    let e = at_1000.call(even, &[Val::I64(1000)]).unwrap_err();
-    assert_eq!(e.func, "is_even");
-    assert_eq!(e.kind, TrapKind::CallDepthExceeded { limit: 1000 });
-    // From is_odd, depth 1001 is is_odd again.
     let odd = m.get("is_odd").unwrap();
-    let e = at_1000.call(odd, &[Val::I64(5000)]).unwrap_err();
-    assert_eq!(e.func, "is_odd");
-    assert_eq!(e.kind, TrapKind::CallDepthExceeded { limit: 1000 });
+    let rows: [DepthRow; 6] = [
+        // is_even(n) nests n + 1 calls: 999 reaches depth 1000, the limit.
+        (1000, "is_even", even, 999, Ok(false)),
+        // 1000 would enter a 1001st function: the one at odd depth, is_even (n = 0).
+        (1000, "is_even", even, 1000, Err("is_even")),
+        // From is_odd, depth 1001 is is_odd again.
+        (1000, "is_odd", odd, 5000, Err("is_odd")),
+        // A limit of 1 allows the outermost call only; 0 not even that.
+        (1, "is_even", even, 0, Ok(true)),
+        (1, "is_even", even, 1, Err("is_odd")),
+        (0, "is_even", even, 0, Err("is_even")),
+    ];
+    for (limit, name, id, n, want) in rows {
+        let got = Interpreter::with_limits(&m, depth_limit(limit))
+            .call(id, &[Val::I64(n)])
+            .map(|out| out.results);
+        let want = want
+            .map(|b| vec![Val::Bool(b)])
+            .map_err(|func| RunError::new(func, TrapKind::CallDepthExceeded { limit }));
+        assert_eq!(got, want, "{name}({n}) at depth limit {limit}");
+    }
     // The default limit is 100 000: only a real recursion reaches it.
     assert!(!run_bool(&m, even, &[Val::I64(99_999)]));
-
-    // A limit of 1 allows the outermost call only; 0 not even that.
-    let limits = |d| Limits {
-        max_call_depth: d,
-        ..Limits::default()
-    };
-    let interp = Interpreter::with_limits(&m, limits(1));
-    assert_eq!(
-        interp.call(even, &[Val::I64(0)]).unwrap().results,
-        vec![Val::Bool(true)]
-    );
-    let e = interp.call(even, &[Val::I64(1)]).unwrap_err();
-    assert_eq!(
-        (e.func.as_str(), e.kind),
-        ("is_odd", TrapKind::CallDepthExceeded { limit: 1 })
-    );
-    let e = Interpreter::with_limits(&m, limits(0))
-        .call(even, &[Val::I64(0)])
-        .unwrap_err();
-    assert_eq!(
-        (e.func.as_str(), e.kind),
-        ("is_even", TrapKind::CallDepthExceeded { limit: 0 })
-    );
 }
 
 /// `count(n) = if n == 0 { 0 } else { 1 + count(n - 1) }`
@@ -166,10 +149,7 @@ pub fn count(m: &mut Module) -> FuncId {
 fn deep_recursion_does_not_use_the_native_stack() {
     let mut m = Module::new();
     let id = count(&mut m);
-    let limits = Limits {
-        max_call_depth: 200_000,
-        ..Limits::default()
-    };
+    let limits = depth_limit(200_000);
     // On a deliberately small (2 MiB) thread stack.
     let got = std::thread::Builder::new()
         .stack_size(2 << 20)

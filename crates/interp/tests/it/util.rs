@@ -3,8 +3,8 @@
 use adze_interp::Interpreter;
 use adze_ir::verify::verify_function;
 use adze_ir::{
-    CmpCond, FuncBuilder, FuncId, Function, Module, Outcome, Param, RunError, Signature, Type, Val,
-    Value,
+    CmpCond, FuncBuilder, FuncId, Function, Limits, Module, Outcome, Param, RunError, Signature,
+    Type, Val, Value,
 };
 
 pub fn f(name: &str) -> Param {
@@ -208,4 +208,12 @@ pub fn define_split(
         let r = rec(fb, p[0]);
         fb.ret(&[r]);
     });
+}
+
+/// The default limits with a call depth limit of `max_call_depth`.
+pub fn depth_limit(max_call_depth: u32) -> Limits {
+    Limits {
+        max_call_depth,
+        ..Limits::default()
+    }
 }
