@@ -181,9 +181,9 @@ fn early_returns() {
         b.switch_to_block(small);
         b.ret(&[y]);
     });
-    assert_eq!(run_f64(&mb.m, id, &[Val::F64(-3.0)]), -1.0);
-    assert_eq!(run_f64(&mb.m, id, &[Val::F64(3.0)]), 6.0);
-    assert_eq!(run_f64(&mb.m, id, &[Val::F64(30.0)]), 10.0);
+    for (x, want) in [(-3.0, -1.0), (3.0, 6.0), (30.0, 10.0)] {
+        assert_eq!(run_f64(&mb.m, id, &[Val::F64(x)]), want, "clamp2({x})");
+    }
     // NaN: not < 0, not > 10, so 2 * NaN.
     assert!(run_f64(&mb.m, id, &[Val::F64(f64::NAN)]).is_nan());
 }
@@ -218,10 +218,9 @@ fn recursion_fib_and_factorial() {
     let mut mb = Mb::new();
     let fib = fib(&mut mb);
     let f = |n| run(&mb.m, fib, &[Val::I64(n)]).unwrap().results;
-    assert_eq!(f(0), vec![Val::I64(0)]);
-    assert_eq!(f(1), vec![Val::I64(1)]);
-    assert_eq!(f(20), vec![Val::I64(6765)]);
-    assert_eq!(f(25), vec![Val::I64(75025)]);
+    for (n, want) in [(0, 0), (1, 1), (20, 6765), (25, 75025)] {
+        assert_eq!(f(n), vec![Val::I64(want)], "fib({n})");
+    }
 
     let fact = mb.declare("fact", vec![pf("x")], vec![Type::F64]);
     mb.define(fact, |b, p| {
@@ -278,12 +277,17 @@ fn mutual_recursion() {
     let mut mb = Mb::new();
     let (even, odd) = even_odd(&mut mb);
     let f = |id, n| run(&mb.m, id, &[Val::I64(n)]).unwrap().results;
-    assert_eq!(f(even, 0), vec![Val::Bool(true)]);
-    assert_eq!(f(even, 10), vec![Val::Bool(true)]);
-    assert_eq!(f(even, 7), vec![Val::Bool(false)]);
-    assert_eq!(f(odd, 7), vec![Val::Bool(true)]);
-    // 999 nested calls below the outermost: depth 1000, exactly the limit.
-    assert_eq!(f(even, 999), vec![Val::Bool(false)]);
+    let rows = [
+        ("is_even", even, 0, true),
+        ("is_even", even, 10, true),
+        ("is_even", even, 7, false),
+        ("is_odd", odd, 7, true),
+        // 999 nested calls below the outermost: depth 1000, exactly the limit.
+        ("is_even", even, 999, false),
+    ];
+    for (name, id, n, want) in rows {
+        assert_eq!(f(id, n), vec![Val::Bool(want)], "{name}({n})");
+    }
 }
 
 #[test]
