@@ -152,8 +152,9 @@ fn local_array_filled_by_a_callee() {
         });
         fb.ret(&out);
     });
-    assert_eq!(run_f64(&m, id, &[Val::I64(5)]), 10.0);
-    assert_eq!(run_f64(&m, id, &[Val::I64(100)]), 4950.0);
+    for (n, want) in [(5, 10.0), (100, 4950.0)] {
+        assert_eq!(run_f64(&m, id, &[Val::I64(n)]), want, "n = {n}");
+    }
 }
 
 #[test]
@@ -235,13 +236,15 @@ fn fill_an_argument() {
             fb.ret(&[l]);
         },
     );
-    let out = run(&m, id, &[Val::Array(vec![1.0, 2.0, 3.0]), Val::F64(2.5)]);
-    assert_eq!(out.results, vec![Val::I64(3)]);
-    assert_eq!(
-        out.args,
-        vec![Val::Array(vec![2.5, 2.5, 2.5]), Val::F64(2.5)]
-    );
-    let out = run(&m, id, &[Val::Array(vec![]), Val::F64(1.0)]);
-    assert_eq!(out.results, vec![Val::I64(0)]);
-    assert_eq!(out.args, vec![Val::Array(vec![]), Val::F64(1.0)]);
+    // (a, x, len(a), a after the fill)
+    let rows = [
+        (vec![1.0, 2.0, 3.0], 2.5, 3, vec![2.5, 2.5, 2.5]),
+        (vec![], 1.0, 0, vec![]),
+    ];
+    for (a, x, len, filled) in rows {
+        let out = run(&m, id, &[Val::Array(a.clone()), Val::F64(x)]);
+        assert_eq!(out.results, vec![Val::I64(len)], "fill_it({a:?}, {x})");
+        let want = vec![Val::Array(filled), Val::F64(x)];
+        assert_eq!(out.args, want, "fill_it({a:?}, {x}) args");
+    }
 }

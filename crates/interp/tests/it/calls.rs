@@ -3,26 +3,23 @@
 
 use crate::util::*;
 use adze_interp::{run_by_name, Interpreter};
-use adze_ir::{CmpCond, FuncId, Limits, Module, Opcode, TrapKind, Type, Val};
+use adze_ir::{CmpCond, FuncId, Module, Opcode, RunError, TrapKind, Type, Val};
 
 /// `fact(n) = if n <= 1 { 1 } else { n * fact(n - 1) }`
 fn factorial(m: &mut Module) -> FuncId {
     let id = declare(m, "fact", vec![i("n")], &[Type::I64]);
-    define(m, id, |fb, p| {
-        let base = fb.create_block();
-        let rec = fb.create_block();
-        let one = fb.iconst(1);
-        let c = fb.icmp(CmpCond::Le, p[0], one);
-        fb.brif(c, base, &[], rec, &[]);
-        fb.switch_to_block(base);
-        fb.ret(&[one]);
-        fb.switch_to_block(rec);
-        let n1 = fb.isub(p[0], one);
-        let call = fb.call(id, &[n1], &[Type::I64]);
-        let r = fb.func.dfg.first_result(call);
-        let prod = fb.imul(p[0], r);
-        fb.ret(&[prod]);
-    });
+    define_split(
+        m,
+        id,
+        (CmpCond::Le, 1),
+        |_, _, one| one,
+        |fb, n| {
+            let one = fb.iconst(1);
+            let n1 = fb.isub(n, one);
+            let r = call1(fb, id, &[n1], Type::I64);
+            fb.imul(n, r)
+        },
+    );
     id
 }
 
@@ -30,9 +27,9 @@ fn factorial(m: &mut Module) -> FuncId {
 fn recursive_factorial() {
     let mut m = Module::new();
     let id = factorial(&mut m);
-    assert_eq!(run_i64(&m, id, &[Val::I64(0)]), 1);
-    assert_eq!(run_i64(&m, id, &[Val::I64(5)]), 120);
-    assert_eq!(run_i64(&m, id, &[Val::I64(20)]), 2_432_902_008_176_640_000);
+    for (n, want) in [(0, 1), (5, 120), (20, 2_432_902_008_176_640_000)] {
+        assert_eq!(run_i64(&m, id, &[Val::I64(n)]), want, "fact({n})");
+    }
 }
 
 #[test]
@@ -40,28 +37,24 @@ fn recursive_fibonacci() {
     // fib(n) = if n < 2 { n } else { fib(n - 1) + fib(n - 2) }
     let mut m = Module::new();
     let id = declare(&mut m, "fib", vec![i("n")], &[Type::I64]);
-    define(&mut m, id, |fb, p| {
-        let base = fb.create_block();
-        let rec = fb.create_block();
-        let two = fb.iconst(2);
-        let c = fb.icmp(CmpCond::Lt, p[0], two);
-        fb.brif(c, base, &[], rec, &[]);
-        fb.switch_to_block(base);
-        fb.ret(&[p[0]]);
-        fb.switch_to_block(rec);
-        let one = fb.iconst(1);
-        let n1 = fb.isub(p[0], one);
-        let n2 = fb.isub(p[0], two);
-        let c1 = fb.call(id, &[n1], &[Type::I64]);
-        let r1 = fb.func.dfg.first_result(c1);
-        let c2 = fb.call(id, &[n2], &[Type::I64]);
-        let r2 = fb.func.dfg.first_result(c2);
-        let s = fb.iadd(r1, r2);
-        fb.ret(&[s]);
-    });
-    assert_eq!(run_i64(&m, id, &[Val::I64(1)]), 1);
-    assert_eq!(run_i64(&m, id, &[Val::I64(10)]), 55);
-    assert_eq!(run_i64(&m, id, &[Val::I64(20)]), 6765);
+    define_split(
+        &mut m,
+        id,
+        (CmpCond::Lt, 2),
+        |_, n, _| n,
+        |fb, n| {
+            let one = fb.iconst(1);
+            let two = fb.iconst(2);
+            let n1 = fb.isub(n, one);
+            let n2 = fb.isub(n, two);
+            let r1 = call1(fb, id, &[n1], Type::I64);
+            let r2 = call1(fb, id, &[n2], Type::I64);
+            fb.iadd(r1, r2)
+        },
+    );
+    for (n, want) in [(1, 1), (10, 55), (20, 6765)] {
+        assert_eq!(run_i64(&m, id, &[Val::I64(n)]), want, "fib({n})");
+    }
 }
 
 /// `is_even(n) = n == 0 || is_odd(n - 1)`, `is_odd(n) = n != 0 && is_even(n - 1)`.
@@ -69,22 +62,17 @@ fn even_odd(m: &mut Module) -> (FuncId, FuncId) {
     let even = declare(m, "is_even", vec![i("n")], &[Type::Bool]);
     let odd = declare(m, "is_odd", vec![i("n")], &[Type::Bool]);
     for (id, other, at_zero) in [(even, odd, true), (odd, even, false)] {
-        define(m, id, |fb, p| {
-            let base = fb.create_block();
-            let rec = fb.create_block();
-            let zero = fb.iconst(0);
-            let c = fb.icmp(CmpCond::Eq, p[0], zero);
-            fb.brif(c, base, &[], rec, &[]);
-            fb.switch_to_block(base);
-            let r = fb.bconst(at_zero);
-            fb.ret(&[r]);
-            fb.switch_to_block(rec);
-            let one = fb.iconst(1);
-            let n1 = fb.isub(p[0], one);
-            let call = fb.call(other, &[n1], &[Type::Bool]);
-            let r = fb.func.dfg.first_result(call);
-            fb.ret(&[r]);
-        });
+        define_split(
+            m,
+            id,
+            (CmpCond::Eq, 0),
+            |fb, _, _| fb.bconst(at_zero),
+            |fb, n| {
+                let one = fb.iconst(1);
+                let n1 = fb.isub(n, one);
+                call1(fb, other, &[n1], Type::Bool)
+            },
+        );
     }
     (even, odd)
 }
@@ -93,83 +81,67 @@ fn even_odd(m: &mut Module) -> (FuncId, FuncId) {
 fn mutual_recursion() {
     let mut m = Module::new();
     let (even, odd) = even_odd(&mut m);
-    assert!(run_bool(&m, even, &[Val::I64(10)]));
-    assert!(!run_bool(&m, even, &[Val::I64(7)]));
-    assert!(run_bool(&m, odd, &[Val::I64(7)]));
-    assert!(!run_bool(&m, odd, &[Val::I64(0)]));
+    let rows = [
+        ("is_even", even, 10, true),
+        ("is_even", even, 7, false),
+        ("is_odd", odd, 7, true),
+        ("is_odd", odd, 0, false),
+    ];
+    for (name, id, n, want) in rows {
+        assert_eq!(run_bool(&m, id, &[Val::I64(n)]), want, "{name}({n})");
+    }
 }
+
+/// A depth limit, the callee's name and id, its argument, and its result or
+/// the function the limit stops.
+type DepthRow = (u32, &'static str, FuncId, i64, Result<bool, &'static str>);
 
 #[test]
 fn call_depth_limit_is_exact() {
     // is_even(n) nests n + 1 calls: 999 reaches depth 1000, the limit here.
     let mut m = Module::new();
     let (even, _) = even_odd(&mut m);
-    let at_1000 = Interpreter::with_limits(
-        &m,
-        Limits {
-            max_call_depth: 1000,
-            ..Limits::default()
-        },
-    );
-    assert_eq!(
-        at_1000.call(even, &[Val::I64(999)]).unwrap().results,
-        vec![Val::Bool(false)]
-    );
-    // 1000 would enter a 1001st function: the one at odd depth, is_even (n = 0).
-    let e = at_1000.call(even, &[Val::I64(1000)]).unwrap_err();
-    assert_eq!(e.func, "is_even");
-    assert_eq!(e.kind, TrapKind::CallDepthExceeded { limit: 1000 });
-    // From is_odd, depth 1001 is is_odd again.
     let odd = m.get("is_odd").unwrap();
-    let e = at_1000.call(odd, &[Val::I64(5000)]).unwrap_err();
-    assert_eq!(e.func, "is_odd");
-    assert_eq!(e.kind, TrapKind::CallDepthExceeded { limit: 1000 });
+    let rows: [DepthRow; 6] = [
+        // is_even(n) nests n + 1 calls: 999 reaches depth 1000, the limit.
+        (1000, "is_even", even, 999, Ok(false)),
+        // 1000 would enter a 1001st function: the one at odd depth, is_even (n = 0).
+        (1000, "is_even", even, 1000, Err("is_even")),
+        // From is_odd, depth 1001 is is_odd again.
+        (1000, "is_odd", odd, 5000, Err("is_odd")),
+        // A limit of 1 allows the outermost call only; 0 not even that.
+        (1, "is_even", even, 0, Ok(true)),
+        (1, "is_even", even, 1, Err("is_odd")),
+        (0, "is_even", even, 0, Err("is_even")),
+    ];
+    for (limit, name, id, n, want) in rows {
+        let got = Interpreter::with_limits(&m, depth_limit(limit))
+            .call(id, &[Val::I64(n)])
+            .map(|out| out.results);
+        let want = want
+            .map(|b| vec![Val::Bool(b)])
+            .map_err(|func| RunError::new(func, TrapKind::CallDepthExceeded { limit }));
+        assert_eq!(got, want, "{name}({n}) at depth limit {limit}");
+    }
     // The default limit is 100 000: only a real recursion reaches it.
     assert!(!run_bool(&m, even, &[Val::I64(99_999)]));
-
-    // A limit of 1 allows the outermost call only; 0 not even that.
-    let limits = |d| Limits {
-        max_call_depth: d,
-        ..Limits::default()
-    };
-    let interp = Interpreter::with_limits(&m, limits(1));
-    assert_eq!(
-        interp.call(even, &[Val::I64(0)]).unwrap().results,
-        vec![Val::Bool(true)]
-    );
-    let e = interp.call(even, &[Val::I64(1)]).unwrap_err();
-    assert_eq!(
-        (e.func.as_str(), e.kind),
-        ("is_odd", TrapKind::CallDepthExceeded { limit: 1 })
-    );
-    let e = Interpreter::with_limits(&m, limits(0))
-        .call(even, &[Val::I64(0)])
-        .unwrap_err();
-    assert_eq!(
-        (e.func.as_str(), e.kind),
-        ("is_even", TrapKind::CallDepthExceeded { limit: 0 })
-    );
 }
 
 /// `count(n) = if n == 0 { 0 } else { 1 + count(n - 1) }`
 pub fn count(m: &mut Module) -> FuncId {
     let id = declare(m, "count", vec![i("n")], &[Type::I64]);
-    define(m, id, |fb, p| {
-        let base = fb.create_block();
-        let rec = fb.create_block();
-        let zero = fb.iconst(0);
-        let c = fb.icmp(CmpCond::Eq, p[0], zero);
-        fb.brif(c, base, &[], rec, &[]);
-        fb.switch_to_block(base);
-        fb.ret(&[zero]);
-        fb.switch_to_block(rec);
-        let one = fb.iconst(1);
-        let n1 = fb.isub(p[0], one);
-        let call = fb.call(id, &[n1], &[Type::I64]);
-        let r = fb.func.dfg.first_result(call);
-        let s = fb.iadd(r, one);
-        fb.ret(&[s]);
-    });
+    define_split(
+        m,
+        id,
+        (CmpCond::Eq, 0),
+        |_, _, zero| zero,
+        |fb, n| {
+            let one = fb.iconst(1);
+            let n1 = fb.isub(n, one);
+            let r = call1(fb, id, &[n1], Type::I64);
+            fb.iadd(r, one)
+        },
+    );
     id
 }
 
@@ -177,10 +149,7 @@ pub fn count(m: &mut Module) -> FuncId {
 fn deep_recursion_does_not_use_the_native_stack() {
     let mut m = Module::new();
     let id = count(&mut m);
-    let limits = Limits {
-        max_call_depth: 200_000,
-        ..Limits::default()
-    };
+    let limits = depth_limit(200_000);
     // On a deliberately small (2 MiB) thread stack.
     let got = std::thread::Builder::new()
         .stack_size(2 << 20)

@@ -18,11 +18,10 @@ fn counted_loop_sum_of_squares() {
         });
         fb.ret(&out);
     });
-    assert_eq!(run_f64(&m, id, &[Val::I64(10)]), 285.0);
-    assert_eq!(run_f64(&m, id, &[Val::I64(0)]), 0.0);
-    assert_eq!(run_f64(&m, id, &[Val::I64(-5)]), 0.0);
-    // 999 * 1000 * 1999 / 6, exact in f64.
-    assert_eq!(run_f64(&m, id, &[Val::I64(1000)]), 332_833_500.0);
+    // 1000: 999 * 1000 * 1999 / 6, exact in f64.
+    for (n, want) in [(10, 285.0), (0, 0.0), (-5, 0.0), (1000, 332_833_500.0)] {
+        assert_eq!(run_f64(&m, id, &[Val::I64(n)]), want, "sumsq({n})");
+    }
 }
 
 #[test]
@@ -63,9 +62,9 @@ fn nested_loops() {
         });
         fb.ret(&out);
     });
-    assert_eq!(run_i64(&m, id, &[Val::I64(10)]), 45);
-    assert_eq!(run_i64(&m, id, &[Val::I64(1)]), 0);
-    assert_eq!(run_i64(&m, id, &[Val::I64(100)]), 4950);
+    for (n, want) in [(10, 45), (1, 0), (100, 4950)] {
+        assert_eq!(run_i64(&m, id, &[Val::I64(n)]), want, "pairs({n})");
+    }
 
     // s = 0; for i in 0..n { for j in 0..k { s = s + i * j } }; s
     let id = func(
@@ -133,9 +132,9 @@ fn while_loop_collatz() {
         let s = fb.append_block_param(exit, Type::I64);
         fb.ret(&[s]);
     });
-    assert_eq!(run_i64(&m, id, &[Val::I64(27)]), 111);
-    assert_eq!(run_i64(&m, id, &[Val::I64(6)]), 8);
-    assert_eq!(run_i64(&m, id, &[Val::I64(1)]), 0);
+    for (n, want) in [(27, 111), (6, 8), (1, 0)] {
+        assert_eq!(run_i64(&m, id, &[Val::I64(n)]), want, "collatz({n})");
+    }
 }
 
 #[test]
@@ -156,8 +155,9 @@ fn early_return() {
         let r = fb.fmul(two, p[0]);
         fb.ret(&[r]);
     });
-    assert_eq!(run_f64(&m, id, &[Val::F64(-3.0)]), -1.0);
-    assert_eq!(run_f64(&m, id, &[Val::F64(4.0)]), 8.0);
+    for (x, want) in [(-3.0, -1.0), (4.0, 8.0)] {
+        assert_eq!(run_f64(&m, id, &[Val::F64(x)]), want, "early({x})");
+    }
 
     // for i in 0..len(a) { if a[i] > t { return i } }; -1
     let id = func(
@@ -185,9 +185,13 @@ fn early_return() {
         },
     );
     let a = Val::Array(vec![1.0, 5.0, 3.0, 7.0]);
-    assert_eq!(run_i64(&m, id, &[a.clone(), Val::F64(4.0)]), 1);
-    assert_eq!(run_i64(&m, id, &[a.clone(), Val::F64(6.0)]), 3);
-    assert_eq!(run_i64(&m, id, &[a, Val::F64(10.0)]), -1);
+    for (t, want) in [(4.0, 1), (6.0, 3), (10.0, -1)] {
+        assert_eq!(
+            run_i64(&m, id, &[a.clone(), Val::F64(t)]),
+            want,
+            "find(a, {t})"
+        );
+    }
 }
 
 #[test]
@@ -205,15 +209,10 @@ fn block_arguments_are_a_parallel_copy() {
             fb.ret(&out);
         },
     );
-    let args = |n| [Val::F64(1.0), Val::F64(2.0), Val::I64(n)];
-    assert_eq!(
-        results(&m, id, &args(3)),
-        vec![Val::F64(2.0), Val::F64(1.0)]
-    );
-    assert_eq!(
-        results(&m, id, &args(4)),
-        vec![Val::F64(1.0), Val::F64(2.0)]
-    );
+    for (n, want) in [(3, [2.0, 1.0]), (4, [1.0, 2.0])] {
+        let args = [Val::F64(1.0), Val::F64(2.0), Val::I64(n)];
+        assert_eq!(results(&m, id, &args), want.map(Val::F64), "swap n = {n}");
+    }
 
     // (x, y, z) = (y, z, x), n times.
     let id = func(
@@ -229,13 +228,8 @@ fn block_arguments_are_a_parallel_copy() {
             fb.ret(&out);
         },
     );
-    let args = |n| [Val::I64(1), Val::I64(2), Val::I64(3), Val::I64(n)];
-    assert_eq!(
-        results(&m, id, &args(1)),
-        vec![Val::I64(2), Val::I64(3), Val::I64(1)]
-    );
-    assert_eq!(
-        results(&m, id, &args(5)),
-        vec![Val::I64(3), Val::I64(1), Val::I64(2)]
-    );
+    for (n, want) in [(1, [2, 3, 1]), (5, [3, 1, 2])] {
+        let args = [1, 2, 3, n].map(Val::I64);
+        assert_eq!(results(&m, id, &args), want.map(Val::I64), "rotate n = {n}");
+    }
 }

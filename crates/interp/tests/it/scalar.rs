@@ -2,7 +2,7 @@
 //! `powi` and every intrinsic.
 
 use crate::util::*;
-use adze_ir::{semantics, CmpCond, Module, Opcode, Type, Val};
+use adze_ir::{semantics, CmpCond, FuncBuilder, FuncId, Module, Opcode, Param, Type, Val, Value};
 use std::f64::consts::{FRAC_PI_2, FRAC_PI_4, PI};
 
 #[test]
@@ -56,26 +56,25 @@ fn i64_arithmetic_truncates_and_wraps() {
         fb.ret(&[add, sub, mul, div, rem, neg]);
     });
     let vals = |xs: [i64; 6]| xs.iter().map(|&x| Val::I64(x)).collect::<Vec<_>>();
-    // -7 and 2: -5, -9, -14, -3 (truncated), -1 (sign of the dividend), 7.
-    assert_eq!(
-        results(&m, id, &[Val::I64(-7), Val::I64(2)]),
-        vals([-5, -9, -14, -3, -1, 7])
-    );
-    // 7 and -2: 5, 9, -14, -3, 1, -7.
-    assert_eq!(
-        results(&m, id, &[Val::I64(7), Val::I64(-2)]),
-        vals([5, 9, -14, -3, 1, -7])
-    );
-    // i64::MAX and 2: MAX + 2 wraps to MIN + 1, MAX * 2 wraps to -2.
-    assert_eq!(
-        results(&m, id, &[Val::I64(i64::MAX), Val::I64(2)]),
-        vals([i64::MIN + 1, i64::MAX - 2, -2, i64::MAX / 2, 1, -i64::MAX])
-    );
-    // i64::MIN and 1: -MIN wraps to MIN.
-    assert_eq!(
-        results(&m, id, &[Val::I64(i64::MIN), Val::I64(1)]),
-        vals([i64::MIN + 1, i64::MAX, i64::MIN, i64::MIN, 0, i64::MIN])
-    );
+    // Results: add, sub, mul, div (truncated), rem (sign of the dividend), -a.
+    let rows = [
+        ((-7, 2), [-5, -9, -14, -3, -1, 7]),
+        ((7, -2), [5, 9, -14, -3, 1, -7]),
+        // MAX + 2 wraps to MIN + 1, MAX * 2 wraps to -2.
+        (
+            (i64::MAX, 2),
+            [i64::MIN + 1, i64::MAX - 2, -2, i64::MAX / 2, 1, -i64::MAX],
+        ),
+        // -MIN wraps to MIN.
+        (
+            (i64::MIN, 1),
+            [i64::MIN + 1, i64::MAX, i64::MIN, i64::MIN, 0, i64::MIN],
+        ),
+    ];
+    for ((a, b), want) in rows {
+        let got = results(&m, id, &[Val::I64(a), Val::I64(b)]);
+        assert_eq!(got, vals(want), "iarith({a}, {b})");
+    }
 }
 
 #[test]
@@ -131,57 +130,67 @@ fn powi_is_binary_powering() {
 #[test]
 fn comparisons() {
     let mut m = Module::new();
-    let id = func(
-        &mut m,
-        "fcmps",
-        vec![f("a"), f("b")],
-        &[Type::Bool; 6],
-        |fb, p| {
-            let rs: Vec<_> = CmpCond::ALL
-                .iter()
-                .map(|&c| fb.fcmp(c, p[0], p[1]))
-                .collect();
-            fb.ret(&rs);
-        },
-    );
-    let bools = |xs: [bool; 6]| xs.map(Val::Bool).to_vec();
-    // eq ne lt le gt ge
-    assert_eq!(
-        results(&m, id, &[Val::F64(1.0), Val::F64(2.0)]),
-        bools([false, true, true, true, false, false])
-    );
-    assert_eq!(
-        results(&m, id, &[Val::F64(-0.0), Val::F64(0.0)]),
-        bools([true, false, false, true, false, true])
-    );
-    // Ordered: all false with NaN, except ne.
-    assert_eq!(
-        results(&m, id, &[Val::F64(f64::NAN), Val::F64(f64::NAN)]),
-        bools([false, true, false, false, false, false])
-    );
+    let fcmps = cmp_all(&mut m, "fcmps", f, |fb, c, a, b| fb.fcmp(c, a, b));
+    let icmps = cmp_all(&mut m, "icmps", i, |fb, c, a, b| fb.icmp(c, a, b));
+    // Results in CmpCond::ALL order: eq ne lt le gt ge.
+    let rows = [
+        (
+            "fcmps 1 2",
+            fcmps,
+            [Val::F64(1.0), Val::F64(2.0)],
+            [false, true, true, true, false, false],
+        ),
+        (
+            "fcmps -0 +0",
+            fcmps,
+            [Val::F64(-0.0), Val::F64(0.0)],
+            [true, false, false, true, false, true],
+        ),
+        // Ordered: all false with NaN, except ne.
+        (
+            "fcmps NaN NaN",
+            fcmps,
+            [Val::F64(f64::NAN), Val::F64(f64::NAN)],
+            [false, true, false, false, false, false],
+        ),
+        // Signed: MIN < -1.
+        (
+            "icmps MIN -1",
+            icmps,
+            [Val::I64(i64::MIN), Val::I64(-1)],
+            [false, true, true, true, false, false],
+        ),
+        (
+            "icmps 5 5",
+            icmps,
+            [Val::I64(5), Val::I64(5)],
+            [true, false, false, true, false, true],
+        ),
+    ];
+    for (name, id, args, want) in rows {
+        assert_eq!(
+            results(&m, id, &args),
+            want.map(Val::Bool).to_vec(),
+            "{name}"
+        );
+    }
+}
 
-    let id = func(
-        &mut m,
-        "icmps",
-        vec![i("a"), i("b")],
-        &[Type::Bool; 6],
-        |fb, p| {
-            let rs: Vec<_> = CmpCond::ALL
-                .iter()
-                .map(|&c| fb.icmp(c, p[0], p[1]))
-                .collect();
-            fb.ret(&rs);
-        },
-    );
-    // Signed: MIN < -1.
-    assert_eq!(
-        results(&m, id, &[Val::I64(i64::MIN), Val::I64(-1)]),
-        bools([false, true, true, true, false, false])
-    );
-    assert_eq!(
-        results(&m, id, &[Val::I64(5), Val::I64(5)]),
-        bools([true, false, false, true, false, true])
-    );
+/// `name(a, b)` returns `cmp(c, a, b)` for every `c` in [`CmpCond::ALL`].
+fn cmp_all(
+    m: &mut Module,
+    name: &str,
+    param: fn(&str) -> Param,
+    cmp: fn(&mut FuncBuilder, CmpCond, Value, Value) -> Value,
+) -> FuncId {
+    let tys = [Type::Bool; 6];
+    func(m, name, vec![param("a"), param("b")], &tys, |fb, p| {
+        let rs: Vec<_> = CmpCond::ALL
+            .iter()
+            .map(|&c| cmp(fb, c, p[0], p[1]))
+            .collect();
+        fb.ret(&rs);
+    })
 }
 
 #[test]
@@ -200,34 +209,15 @@ fn select_on_every_scalar_type() {
             fb.ret(&[x, j, c]);
         },
     );
-    let args = |c| {
-        [
-            Val::Bool(c),
-            Val::F64(1.5),
-            Val::F64(-2.5),
-            Val::I64(7),
-            Val::I64(-8),
-        ]
-    };
-    assert_eq!(
-        results(&m, id, &args(true)),
-        vec![Val::F64(1.5), Val::I64(7), Val::Bool(true)]
-    );
-    assert_eq!(
-        results(&m, id, &args(false)),
-        vec![Val::F64(-2.5), Val::I64(-8), Val::Bool(true)]
-    );
-
-    // |x| written with a select.
-    let id = func(&mut m, "abs_sel", vec![f("x")], &[Type::F64], |fb, p| {
-        let zero = fb.fconst(0.0);
-        let pos = fb.fcmp(CmpCond::Ge, p[0], zero);
-        let n = fb.fneg(p[0]);
-        let r = fb.select(pos, p[0], n);
-        fb.ret(&[r]);
-    });
-    assert_eq!(run_f64(&m, id, &[Val::F64(-3.0)]), 3.0);
-    assert_eq!(run_f64(&m, id, &[Val::F64(4.0)]), 4.0);
+    let rest = [Val::F64(1.5), Val::F64(-2.5), Val::I64(7), Val::I64(-8)];
+    let rows = [
+        (true, [Val::F64(1.5), Val::I64(7), Val::Bool(true)]),
+        (false, [Val::F64(-2.5), Val::I64(-8), Val::Bool(true)]),
+    ];
+    for (c, want) in rows {
+        let args = [&[Val::Bool(c)][..], &rest].concat();
+        assert_eq!(results(&m, id, &args), want, "select on {c}");
+    }
 }
 
 /// One function per intrinsic, run on the same inputs; each result must

@@ -25,8 +25,9 @@ fn pops_come_back_in_reverse_order() {
         fb.ret(&out);
     });
     // Pushed 0, 1, 2, 3; popped 3, 2, 1, 0.
-    assert_eq!(run_f64(&m, id, &[Val::I64(4)]), 3210.0);
-    assert_eq!(run_f64(&m, id, &[Val::I64(0)]), 0.0);
+    for (n, want) in [(4, 3210.0), (0, 0.0)] {
+        assert_eq!(run_f64(&m, id, &[Val::I64(n)]), want, "n = {n}");
+    }
 }
 
 #[test]

@@ -99,50 +99,35 @@ fn out_of_bounds_in_a_callee_names_the_callee_and_its_parameter() {
 #[test]
 fn integer_division_traps() {
     let mut m = Module::new();
-    let div = func(
-        &mut m,
-        "div",
-        vec![i("a"), i("b")],
-        &[Type::I64],
-        |fb, p| {
-            let r = fb.binary(Opcode::Idiv, p[0], p[1]);
+    let [div, rem] = [("div", Opcode::Idiv), ("rem", Opcode::Irem)].map(|(name, op)| {
+        func(&mut m, name, vec![i("a"), i("b")], &[Type::I64], |fb, p| {
+            let r = fb.binary(op, p[0], p[1]);
             fb.ret(&[r]);
-        },
-    );
-    let rem = func(
-        &mut m,
-        "rem",
-        vec![i("a"), i("b")],
-        &[Type::I64],
-        |fb, p| {
-            let r = fb.binary(Opcode::Irem, p[0], p[1]);
-            fb.ret(&[r]);
-        },
-    );
+        })
+    });
     let args = |a, b| [Val::I64(a), Val::I64(b)];
-    assert_eq!(run_i64(&m, div, &args(7, -2)), -3);
-    assert_eq!(run_i64(&m, rem, &args(7, -2)), 1);
-    assert_eq!(run_i64(&m, div, &args(i64::MIN, 1)), i64::MIN);
-    assert_eq!(
-        run_err(&m, div, &args(1, 0)),
-        err("div", TrapKind::DivisionByZero)
-    );
-    assert_eq!(
-        run_err(&m, rem, &args(1, 0)),
-        err("rem", TrapKind::DivisionByZero)
-    );
-    assert_eq!(
-        run_err(&m, div, &args(0, 0)),
-        err("div", TrapKind::DivisionByZero)
-    );
-    assert_eq!(
-        run_err(&m, div, &args(i64::MIN, -1)),
-        err("div", TrapKind::DivisionOverflow)
-    );
-    assert_eq!(
-        run_err(&m, rem, &args(i64::MIN, -1)),
-        err("rem", TrapKind::DivisionOverflow)
-    );
+    let ok = [
+        ("div", div, (7, -2), -3),
+        ("rem", rem, (7, -2), 1),
+        ("div", div, (i64::MIN, 1), i64::MIN),
+    ];
+    for (name, id, (a, b), want) in ok {
+        assert_eq!(run_i64(&m, id, &args(a, b)), want, "{name}({a}, {b})");
+    }
+    let traps = [
+        ("div", div, (1, 0), TrapKind::DivisionByZero),
+        ("rem", rem, (1, 0), TrapKind::DivisionByZero),
+        ("div", div, (0, 0), TrapKind::DivisionByZero),
+        ("div", div, (i64::MIN, -1), TrapKind::DivisionOverflow),
+        ("rem", rem, (i64::MIN, -1), TrapKind::DivisionOverflow),
+    ];
+    for (name, id, (a, b), kind) in traps {
+        assert_eq!(
+            run_err(&m, id, &args(a, b)),
+            err(name, kind),
+            "{name}({a}, {b})"
+        );
+    }
     assert_eq!(
         run_err(&m, div, &args(i64::MIN, -1)).to_string(),
         "in function `div`: integer division overflow (i64::MIN / -1)"

@@ -3,8 +3,8 @@
 use adze_interp::Interpreter;
 use adze_ir::verify::verify_function;
 use adze_ir::{
-    CmpCond, FuncBuilder, FuncId, Function, Module, Outcome, Param, RunError, Signature, Type, Val,
-    Value,
+    CmpCond, FuncBuilder, FuncId, Function, Limits, Module, Outcome, Param, RunError, Signature,
+    Type, Val, Value,
 };
 
 pub fn f(name: &str) -> Param {
@@ -177,4 +177,43 @@ pub fn assert_bits(got: f64, want: f64) {
         Val::F64(got).bit_eq(&Val::F64(want)),
         "got {got:?}, want {want:?}"
     );
+}
+
+/// Calls `id` with `args` and returns its single result, of type `ty`.
+pub fn call1(fb: &mut FuncBuilder, id: FuncId, args: &[Value], ty: Type) -> Value {
+    let call = fb.call(id, args, &[ty]);
+    fb.func.dfg.first_result(call)
+}
+
+/// Defines the declared one-parameter function `id` as
+/// `if n <cond> k { base(n, k) } else { rec(n) }`, the shape of the
+/// recursive tests; `base` and `rec` return the value to return.
+pub fn define_split(
+    m: &mut Module,
+    id: FuncId,
+    (cond, k): (CmpCond, i64),
+    base: impl FnOnce(&mut FuncBuilder, Value, Value) -> Value,
+    rec: impl FnOnce(&mut FuncBuilder, Value) -> Value,
+) {
+    define(m, id, |fb, p| {
+        let base_block = fb.create_block();
+        let rec_block = fb.create_block();
+        let kv = fb.iconst(k);
+        let c = fb.icmp(cond, p[0], kv);
+        fb.brif(c, base_block, &[], rec_block, &[]);
+        fb.switch_to_block(base_block);
+        let r = base(fb, p[0], kv);
+        fb.ret(&[r]);
+        fb.switch_to_block(rec_block);
+        let r = rec(fb, p[0]);
+        fb.ret(&[r]);
+    });
+}
+
+/// The default limits with a call depth limit of `max_call_depth`.
+pub fn depth_limit(max_call_depth: u32) -> Limits {
+    Limits {
+        max_call_depth,
+        ..Limits::default()
+    }
 }

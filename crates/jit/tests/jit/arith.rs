@@ -165,54 +165,88 @@ fn booleans_and_select() {
             b.ret(&[x, i, n, bb]);
         },
     );
-    let args = |c| {
-        [
-            Val::Bool(c),
-            Val::F64(1.5),
-            Val::F64(-2.5),
-            Val::I64(7),
-            Val::I64(-8),
-        ]
-    };
-    let out = run(&mb.m, id, &args(true)).unwrap();
-    assert_eq!(
-        out.results,
-        vec![
-            Val::F64(1.5),
-            Val::I64(7),
-            Val::Bool(false),
-            Val::Bool(true)
-        ]
-    );
-    assert_eq!(out.args, args(true).to_vec());
-    let out = run(&mb.m, id, &args(false)).unwrap();
-    assert_eq!(
-        out.results,
-        vec![
-            Val::F64(-2.5),
-            Val::I64(-8),
-            Val::Bool(true),
-            Val::Bool(false)
-        ]
-    );
+    let rest = [Val::F64(1.5), Val::F64(-2.5), Val::I64(7), Val::I64(-8)];
+    let rows = [
+        (
+            true,
+            [
+                Val::F64(1.5),
+                Val::I64(7),
+                Val::Bool(false),
+                Val::Bool(true),
+            ],
+        ),
+        (
+            false,
+            [
+                Val::F64(-2.5),
+                Val::I64(-8),
+                Val::Bool(true),
+                Val::Bool(false),
+            ],
+        ),
+    ];
+    for (c, want) in rows {
+        let args = [&[Val::Bool(c)][..], &rest].concat();
+        let out = run(&mb.m, id, &args).unwrap();
+        assert_eq!(out.results, want, "select on {c}");
+        assert_eq!(out.args, args, "args after select on {c}");
+    }
+}
+
+/// Defines `{prefix}_{cond}(a, b) = cmp(cond, a, b)` for every condition.
+fn cmp_funcs(
+    mb: &mut Mb,
+    prefix: &str,
+    param: fn(&str) -> Param,
+    cmp: fn(&mut FuncBuilder<'_>, CmpCond, Value, Value) -> Value,
+) -> Vec<(CmpCond, FuncId)> {
+    CmpCond::ALL
+        .into_iter()
+        .map(|cond| {
+            let params = vec![param("a"), param("b")];
+            let id = mb.func(
+                &format!("{prefix}_{cond}"),
+                params,
+                vec![Type::Bool],
+                |b, p| {
+                    let c = cmp(b, cond, p[0], p[1]);
+                    b.ret(&[c]);
+                },
+            );
+            (cond, id)
+        })
+        .collect()
+}
+
+/// Runs each compiled comparison on every pair of `xs` and checks it
+/// against `want`, naming the condition and the pair on failure.
+fn check_pairs<T: Copy + std::fmt::Display>(
+    m: &Module,
+    ids: &[(CmpCond, FuncId)],
+    xs: &[T],
+    val: fn(T) -> Val,
+    want: fn(CmpCond, T, T) -> bool,
+) {
+    for &(cond, id) in ids {
+        let c = jit(m, id);
+        for &a in xs {
+            for &b in xs {
+                let out = c.call(&[val(a), val(b)]).unwrap();
+                assert_eq!(
+                    out.results,
+                    vec![Val::Bool(want(cond, a, b))],
+                    "{cond} {a} {b}"
+                );
+            }
+        }
+    }
 }
 
 #[test]
 fn fcmp_matches_semantics_including_nan() {
     let mut mb = Mb::new();
-    let mut ids = Vec::new();
-    for cond in CmpCond::ALL {
-        let id = mb.func(
-            &format!("fcmp_{cond}"),
-            vec![pf("a"), pf("b")],
-            vec![Type::Bool],
-            |b, p| {
-                let c = b.fcmp(cond, p[0], p[1]);
-                b.ret(&[c]);
-            },
-        );
-        ids.push((cond, id));
-    }
+    let ids = cmp_funcs(&mut mb, "fcmp", pf, |b, c, x, y| b.fcmp(c, x, y));
     let xs = [
         f64::NAN,
         -0.0,
@@ -222,66 +256,30 @@ fn fcmp_matches_semantics_including_nan() {
         f64::INFINITY,
         f64::NEG_INFINITY,
     ];
-    for (cond, id) in ids {
-        let c = jit(&mb.m, id);
-        for &a in &xs {
-            for &b in &xs {
-                let out = c.call(&[Val::F64(a), Val::F64(b)]).unwrap();
-                assert_eq!(
-                    out.results,
-                    vec![Val::Bool(semantics::fcmp(cond, a, b))],
-                    "fcmp {cond} {a} {b}"
-                );
-            }
-        }
+    check_pairs(&mb.m, &ids, &xs, Val::F64, semantics::fcmp);
+    for &(_, id) in &ids {
         run(&mb.m, id, &[Val::F64(f64::NAN), Val::F64(1.0)]).unwrap();
     }
     // Spot checks by hand: NaN compares unequal to everything, -0 == +0.
-    let eq = mb.m.get("fcmp_eq").unwrap();
-    let ne = mb.m.get("fcmp_ne").unwrap();
-    let nan = Val::F64(f64::NAN);
-    assert_eq!(
-        run(&mb.m, eq, &[nan.clone(), nan.clone()]).unwrap().results,
-        vec![Val::Bool(false)]
-    );
-    assert_eq!(
-        run(&mb.m, ne, &[nan.clone(), nan]).unwrap().results,
-        vec![Val::Bool(true)]
-    );
-    assert_eq!(
-        run(&mb.m, eq, &[Val::F64(-0.0), Val::F64(0.0)])
-            .unwrap()
-            .results,
-        vec![Val::Bool(true)]
-    );
+    let nan = f64::NAN;
+    let spot = [
+        ("fcmp_eq", nan, nan, false),
+        ("fcmp_ne", nan, nan, true),
+        ("fcmp_eq", -0.0, 0.0, true),
+    ];
+    for (name, x, y, want) in spot {
+        let id = mb.m.get(name).unwrap();
+        let out = run(&mb.m, id, &[Val::F64(x), Val::F64(y)]).unwrap();
+        assert_eq!(out.results, vec![Val::Bool(want)], "{name}({x}, {y})");
+    }
 }
 
 #[test]
 fn icmp_is_signed() {
     let mut mb = Mb::new();
-    let mut ids = Vec::new();
-    for cond in CmpCond::ALL {
-        let id = mb.func(
-            &format!("icmp_{cond}"),
-            vec![pi("a"), pi("b")],
-            vec![Type::Bool],
-            |b, p| {
-                let c = b.icmp(cond, p[0], p[1]);
-                b.ret(&[c]);
-            },
-        );
-        ids.push((cond, id));
-    }
+    let ids = cmp_funcs(&mut mb, "icmp", pi, |b, c, x, y| b.icmp(c, x, y));
     let xs = [i64::MIN, -1, 0, 1, i64::MAX];
-    for (cond, id) in ids {
-        let c = jit(&mb.m, id);
-        for &a in &xs {
-            for &b in &xs {
-                let out = c.call(&[Val::I64(a), Val::I64(b)]).unwrap();
-                assert_eq!(out.results, vec![Val::Bool(semantics::icmp(cond, a, b))]);
-            }
-        }
-    }
+    check_pairs(&mb.m, &ids, &xs, Val::I64, semantics::icmp);
     let lt = mb.m.get("icmp_lt").unwrap();
     assert_eq!(
         run(&mb.m, lt, &[Val::I64(-1), Val::I64(0)])
@@ -295,47 +293,32 @@ fn icmp_is_signed() {
 fn many_results() {
     let mut mb = Mb::new();
     // Returns x, 2x, 3x, 4x, x as i64-ish flags, through a callee.
-    let inner = mb.func(
-        "inner",
-        vec![pf("x")],
-        vec![
-            Type::F64,
-            Type::F64,
-            Type::F64,
-            Type::F64,
-            Type::Bool,
-            Type::I64,
-        ],
-        |b, p| {
-            let two = b.fconst(2.0);
-            let three = b.fconst(3.0);
-            let four = b.fconst(4.0);
-            let a = b.fmul(p[0], two);
-            let c = b.fmul(p[0], three);
-            let d = b.fmul(p[0], four);
-            let zero = b.fconst(0.0);
-            let pos = b.fcmp(CmpCond::Gt, p[0], zero);
-            let k = b.iconst(-42);
-            b.ret(&[p[0], a, c, d, pos, k]);
-        },
-    );
+    let inner_tys = [
+        Type::F64,
+        Type::F64,
+        Type::F64,
+        Type::F64,
+        Type::Bool,
+        Type::I64,
+    ];
+    let inner = mb.func("inner", vec![pf("x")], inner_tys.to_vec(), |b, p| {
+        let two = b.fconst(2.0);
+        let three = b.fconst(3.0);
+        let four = b.fconst(4.0);
+        let a = b.fmul(p[0], two);
+        let c = b.fmul(p[0], three);
+        let d = b.fmul(p[0], four);
+        let zero = b.fconst(0.0);
+        let pos = b.fcmp(CmpCond::Gt, p[0], zero);
+        let k = b.iconst(-42);
+        b.ret(&[p[0], a, c, d, pos, k]);
+    });
     let outer = mb.func(
         "outer",
         vec![pf("x")],
         vec![Type::F64, Type::F64, Type::F64, Type::Bool, Type::I64],
         |b, p| {
-            let call = b.call(
-                inner,
-                &[p[0]],
-                &[
-                    Type::F64,
-                    Type::F64,
-                    Type::F64,
-                    Type::F64,
-                    Type::Bool,
-                    Type::I64,
-                ],
-            );
+            let call = b.call(inner, &[p[0]], &inner_tys);
             let r = b.func.dfg.inst_results(call).to_vec();
             // x + 2x + 3x + 4x = 10x, and the results in reverse order.
             let s1 = b.fadd(r[0], r[1]);

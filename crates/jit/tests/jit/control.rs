@@ -5,27 +5,53 @@ use adze_ir::{CmpCond, Opcode};
 
 /// `sum_{i < n} (i as f64)^2`, as a counted loop.
 pub fn sum_of_squares(mb: &mut Mb) -> FuncId {
-    mb.func("sumsq", vec![pi("n")], vec![Type::F64], |b, p| {
-        let head = b.create_block();
+    sum_of_squares_laid_out(mb, "sumsq", &[HEAD, BODY, EXIT])
+}
+
+const HEAD: usize = 0;
+const BODY: usize = 1;
+const EXIT: usize = 2;
+const DEAD: usize = 3;
+
+/// [`sum_of_squares`] with its blocks laid out (and written) in `order`;
+/// `DEAD` adds a block nothing branches to, returning -1.
+fn sum_of_squares_laid_out(mb: &mut Mb, name: &str, order: &[usize]) -> FuncId {
+    mb.func(name, vec![pi("n")], vec![Type::F64], |b, p| {
+        let mut blocks = [None; 4];
+        for &k in order {
+            blocks[k] = Some(b.create_block());
+        }
+        let block = |k: usize| blocks[k].expect("laid out");
+        let (head, body, exit) = (block(HEAD), block(BODY), block(EXIT));
         let i = b.append_block_param(head, Type::I64);
         let acc = b.append_block_param(head, Type::F64);
-        let body = b.create_block();
-        let exit = b.create_block();
         let zi = b.iconst(0);
         let zf = b.fconst(0.0);
         let one = b.iconst(1);
         b.jump(head, &[zi, zf]);
-        b.switch_to_block(head);
-        let c = b.icmp(CmpCond::Lt, i, p[0]);
-        b.brif(c, body, &[], exit, &[]);
-        b.switch_to_block(body);
-        let x = b.sitof(i);
-        let sq = b.fmul(x, x);
-        let acc2 = b.fadd(acc, sq);
-        let i2 = b.iadd(i, one);
-        b.jump(head, &[i2, acc2]);
-        b.switch_to_block(exit);
-        b.ret(&[acc]);
+        for &k in order {
+            b.switch_to_block(block(k));
+            match k {
+                HEAD => {
+                    let c = b.icmp(CmpCond::Lt, i, p[0]);
+                    b.brif(c, body, &[], exit, &[]);
+                }
+                BODY => {
+                    let x = b.sitof(i);
+                    let sq = b.fmul(x, x);
+                    let acc2 = b.fadd(acc, sq);
+                    let i2 = b.iadd(i, one);
+                    b.jump(head, &[i2, acc2]);
+                }
+                EXIT => {
+                    b.ret(&[acc]);
+                }
+                _ => {
+                    let k = b.fconst(-1.0);
+                    b.ret(&[k]);
+                }
+            }
+        }
     })
 }
 
@@ -33,11 +59,11 @@ pub fn sum_of_squares(mb: &mut Mb) -> FuncId {
 fn counted_loop_sum_of_squares() {
     let mut mb = Mb::new();
     let id = sum_of_squares(&mut mb);
-    assert_eq!(run_f64(&mb.m, id, &[Val::I64(0)]), 0.0);
-    assert_eq!(run_f64(&mb.m, id, &[Val::I64(-5)]), 0.0);
-    assert_eq!(run_f64(&mb.m, id, &[Val::I64(10)]), 285.0);
-    // 999 * 1000 * 1999 / 6
-    assert_eq!(run_f64(&mb.m, id, &[Val::I64(1000)]), 332_833_500.0);
+    // 1000: 999 * 1000 * 1999 / 6
+    let rows = [(0, 0.0), (-5, 0.0), (10, 285.0), (1000, 332_833_500.0)];
+    for (n, want) in rows {
+        assert_eq!(run_f64(&mb.m, id, &[Val::I64(n)]), want, "sumsq({n})");
+    }
 }
 
 #[test]
@@ -45,32 +71,7 @@ fn blocks_laid_out_out_of_order_and_unreachable_blocks() {
     // The same loop, with the blocks in the layout as exit, body, head, plus
     // an unreachable block: translation must follow dominance, not layout.
     let mut mb = Mb::new();
-    let id = mb.func("sumsq_rev", vec![pi("n")], vec![Type::F64], |b, p| {
-        let exit = b.create_block();
-        let dead = b.create_block();
-        let body = b.create_block();
-        let head = b.create_block();
-        let i = b.append_block_param(head, Type::I64);
-        let acc = b.append_block_param(head, Type::F64);
-        let zi = b.iconst(0);
-        let zf = b.fconst(0.0);
-        let one = b.iconst(1);
-        b.jump(head, &[zi, zf]);
-        b.switch_to_block(exit);
-        b.ret(&[acc]);
-        b.switch_to_block(dead);
-        let k = b.fconst(-1.0);
-        b.ret(&[k]);
-        b.switch_to_block(body);
-        let x = b.sitof(i);
-        let sq = b.fmul(x, x);
-        let acc2 = b.fadd(acc, sq);
-        let i2 = b.iadd(i, one);
-        b.jump(head, &[i2, acc2]);
-        b.switch_to_block(head);
-        let c = b.icmp(CmpCond::Lt, i, p[0]);
-        b.brif(c, body, &[], exit, &[]);
-    });
+    let id = sum_of_squares_laid_out(&mut mb, "sumsq_rev", &[EXIT, DEAD, BODY, HEAD]);
     assert_eq!(run_f64(&mb.m, id, &[Val::I64(10)]), 285.0);
 }
 
@@ -109,9 +110,9 @@ fn while_loop_collatz() {
         b.ret(&[steps]);
     });
     let steps = |n| run(&mb.m, id, &[Val::I64(n)]).unwrap().results;
-    assert_eq!(steps(1), vec![Val::I64(0)]);
-    assert_eq!(steps(6), vec![Val::I64(8)]);
-    assert_eq!(steps(27), vec![Val::I64(111)]);
+    for (n, want) in [(1, 0), (6, 8), (27, 111)] {
+        assert_eq!(steps(n), vec![Val::I64(want)], "collatz({n})");
+    }
 }
 
 #[test]
@@ -180,9 +181,9 @@ fn early_returns() {
         b.switch_to_block(small);
         b.ret(&[y]);
     });
-    assert_eq!(run_f64(&mb.m, id, &[Val::F64(-3.0)]), -1.0);
-    assert_eq!(run_f64(&mb.m, id, &[Val::F64(3.0)]), 6.0);
-    assert_eq!(run_f64(&mb.m, id, &[Val::F64(30.0)]), 10.0);
+    for (x, want) in [(-3.0, -1.0), (3.0, 6.0), (30.0, 10.0)] {
+        assert_eq!(run_f64(&mb.m, id, &[Val::F64(x)]), want, "clamp2({x})");
+    }
     // NaN: not < 0, not > 10, so 2 * NaN.
     assert!(run_f64(&mb.m, id, &[Val::F64(f64::NAN)]).is_nan());
 }
@@ -217,10 +218,9 @@ fn recursion_fib_and_factorial() {
     let mut mb = Mb::new();
     let fib = fib(&mut mb);
     let f = |n| run(&mb.m, fib, &[Val::I64(n)]).unwrap().results;
-    assert_eq!(f(0), vec![Val::I64(0)]);
-    assert_eq!(f(1), vec![Val::I64(1)]);
-    assert_eq!(f(20), vec![Val::I64(6765)]);
-    assert_eq!(f(25), vec![Val::I64(75025)]);
+    for (n, want) in [(0, 0), (1, 1), (20, 6765), (25, 75025)] {
+        assert_eq!(f(n), vec![Val::I64(want)], "fib({n})");
+    }
 
     let fact = mb.declare("fact", vec![pf("x")], vec![Type::F64]);
     mb.define(fact, |b, p| {
@@ -277,12 +277,17 @@ fn mutual_recursion() {
     let mut mb = Mb::new();
     let (even, odd) = even_odd(&mut mb);
     let f = |id, n| run(&mb.m, id, &[Val::I64(n)]).unwrap().results;
-    assert_eq!(f(even, 0), vec![Val::Bool(true)]);
-    assert_eq!(f(even, 10), vec![Val::Bool(true)]);
-    assert_eq!(f(even, 7), vec![Val::Bool(false)]);
-    assert_eq!(f(odd, 7), vec![Val::Bool(true)]);
-    // 999 nested calls below the outermost: depth 1000, exactly the limit.
-    assert_eq!(f(even, 999), vec![Val::Bool(false)]);
+    let rows = [
+        ("is_even", even, 0, true),
+        ("is_even", even, 10, true),
+        ("is_even", even, 7, false),
+        ("is_odd", odd, 7, true),
+        // 999 nested calls below the outermost: depth 1000, exactly the limit.
+        ("is_even", even, 999, false),
+    ];
+    for (name, id, n, want) in rows {
+        assert_eq!(f(id, n), vec![Val::Bool(want)], "{name}({n})");
+    }
 }
 
 #[test]

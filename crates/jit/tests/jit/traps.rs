@@ -210,38 +210,23 @@ fn depth_limit_boundary_is_exact_and_names_the_callee() {
         };
         run_limits(&mb.m, even, &[Val::I64(n)], limits)
     };
-    assert_eq!(f(999, 1000).unwrap().results, vec![Val::Bool(false)]);
-    assert_eq!(
-        f(1000, 1000),
-        Err(RunError::new(
-            "is_even",
-            TrapKind::CallDepthExceeded { limit: 1000 }
-        ))
-    );
-    // Depth 1001 is is_even whatever n is (odd depths are is_even).
-    assert_eq!(
-        f(1001, 1000),
-        Err(RunError::new(
-            "is_even",
-            TrapKind::CallDepthExceeded { limit: 1000 }
-        ))
-    );
-    assert_eq!(f(4, 5).unwrap().results, vec![Val::Bool(true)]);
-    assert_eq!(
-        f(5, 5),
-        Err(RunError::new(
-            "is_odd",
-            TrapKind::CallDepthExceeded { limit: 5 }
-        ))
-    );
-    // Limit 0: not even the outermost call is entered.
-    assert_eq!(
-        f(0, 0),
-        Err(RunError::new(
-            "is_even",
-            TrapKind::CallDepthExceeded { limit: 0 }
-        ))
-    );
+    // Depth 1001 is is_even whatever n is (odd depths are is_even); at
+    // limit 0 not even the outermost call is entered.
+    let rows: [(i64, u32, Result<bool, &str>); 6] = [
+        (999, 1000, Ok(false)),
+        (1000, 1000, Err("is_even")),
+        (1001, 1000, Err("is_even")),
+        (4, 5, Ok(true)),
+        (5, 5, Err("is_odd")),
+        (0, 0, Err("is_even")),
+    ];
+    for (n, limit, want) in rows {
+        let want = want
+            .map(|b| vec![Val::Bool(b)])
+            .map_err(|func| RunError::new(func, TrapKind::CallDepthExceeded { limit }));
+        let got = f(n, limit).map(|out| out.results);
+        assert_eq!(got, want, "is_even({n}) at depth limit {limit}");
+    }
 }
 
 fn control_even_odd(mb: &mut Mb) -> (FuncId, FuncId) {
