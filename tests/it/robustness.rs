@@ -3,7 +3,7 @@
 //! faults inside derivatives through the API and the command, the error
 //! shapes of the command, and memory that faulting runs must not leak.
 
-use crate::support::{adze, adze_command, examples, load, root, run_fault};
+use crate::support::{adze, adze_command, all_activities, examples, load, root, run_fault};
 use adze::{Engine, Error, Session};
 use adze_ir::{Limits, TrapKind, Val};
 use proptest::prelude::*;
@@ -863,17 +863,7 @@ fn no_example_comes_near_the_size_limit() {
         for (_, f) in module.iter().filter(|(_, f)| !f.name.contains('.')) {
             let all_f64 =
                 !f.sig.results.is_empty() && f.sig.results.iter().all(|&t| t == Type::F64);
-            let acts = |scalar: ArgActivity| -> Vec<ArgActivity> {
-                f.sig
-                    .params
-                    .iter()
-                    .map(|p| match p.ty {
-                        Type::F64 => scalar,
-                        Type::Array => ArgActivity::Dup,
-                        _ => ArgActivity::Const,
-                    })
-                    .collect()
-            };
+            let acts = |scalar| all_activities(&f.sig, scalar);
             for width in [1, 4] {
                 let ret = if all_f64 {
                     RetActivity::Dual

@@ -624,16 +624,7 @@ fn every_generated_function_is_described() {
             .map(|(_, f)| (f.name.clone(), f.sig.clone()))
             .collect();
         for (name, sig) in users {
-            let acts = |scalar: ArgActivity| -> Vec<ArgActivity> {
-                sig.params
-                    .iter()
-                    .map(|p| match p.ty {
-                        Type::F64 => scalar,
-                        Type::Array => ArgActivity::Dup,
-                        _ => ArgActivity::Const,
-                    })
-                    .collect()
-            };
+            let acts = |scalar| crate::support::all_activities(&sig, scalar);
             let all_f64 = !sig.results.is_empty() && sig.results.iter().all(|&t| t == Type::F64);
             for width in [1, 2] {
                 let ret = if all_f64 {

@@ -1,7 +1,7 @@
 //! Shared helpers: example discovery, input generation, expected files.
 
 use adze::{Engine, Error, Session};
-use adze_ir::{FuncId, Module, Outcome, RunError, Type, Val};
+use adze_ir::{ArgActivity, FuncId, Module, Outcome, RunError, Signature, Type, Val};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -120,4 +120,17 @@ pub fn run_fault(path: &str, func: &str, args: &[Val]) -> RunError {
     }
     assert_eq!(errs[0], errs[1], "engines disagree on {func}");
     errs.remove(0)
+}
+
+/// The activities that differentiate everything `sig` can: each f64 as
+/// `scalar`, each array `Dup`, the rest `Const`.
+pub fn all_activities(sig: &Signature, scalar: ArgActivity) -> Vec<ArgActivity> {
+    sig.params
+        .iter()
+        .map(|p| match p.ty {
+            Type::F64 => scalar,
+            Type::Array => ArgActivity::Dup,
+            _ => ArgActivity::Const,
+        })
+        .collect()
 }
