@@ -3,7 +3,7 @@
 //! worked out by hand where they are simple.
 
 use super::support::*;
-use adze_ir::{ArgActivity, ArgActivity::*, Module, RetActivity, Val};
+use adze_ir::{ArgActivity, ArgActivity::*, FuncId, Module, RetActivity, Val};
 
 fn a(xs: &[f64]) -> Val {
     Val::Array(xs.to_vec())
@@ -18,6 +18,15 @@ fn check(m: &mut Module, f: &str, args: &[Val], acts: &[ArgActivity], ret: RetAc
 fn example(file: &str) -> String {
     let path = format!("{}/../../ir-examples/{file}", env!("CARGO_MANIFEST_DIR"));
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// `src` with the reverse derivative of its `f` for `acts` (active return),
+/// the derivative, and the text of its adjoint function `adj`.
+fn adjoint(src: &str, acts: &[ArgActivity], adj: &str) -> (Module, FuncId, String) {
+    let mut m = compile(src);
+    let d = rev(&mut m, "f", acts, RetActivity::Active);
+    let text = m.display_function(m.get(adj).unwrap()).to_string();
+    (m, d, text)
 }
 
 /// One gradient check of a table: function `f` of `src` at `args`.
@@ -523,10 +532,7 @@ fn inactive_paths_get_no_adjoint_code() {
         for i in 0..len(c) { s = s + c[i] * c[i]; }
         s + x * x
     }";
-    let mut m = compile(src);
-    let d = rev(&mut m, "f", &[Active, Const], RetActivity::Active);
-    let adj = m.get("f.adj.active_const").unwrap();
-    let text = m.display_function(adj).to_string();
+    let (m, d, text) = adjoint(src, &[Active, Const], "f.adj.active_const");
     // Nothing is taped but the loop's trip count: x (for x * x) is a
     // parameter of the adjoint.
     assert_eq!(text.matches("pop 0, f64").count(), 0, "{text}");
@@ -589,10 +595,7 @@ fn a_counted_loop_tapes_its_trip_count_only() {
         for i in 0..len(x) - 1 { s = s + c * x[i] * x[i + 1] - sqrt(x[i] * x[i] + 1.0); }
         s
     }";
-    let mut m = compile(src);
-    let d = rev(&mut m, "f", &[Dup, Active], RetActivity::Active);
-    let adj = m.get("f.adj.dup_active").unwrap();
-    let text = m.display_function(adj).to_string();
+    let (m, d, text) = adjoint(src, &[Dup, Active], "f.adj.dup_active");
     assert_eq!(text.matches(" = pop ").count(), 1, "{text}");
     assert!(text.contains("pop 0, i64"), "{text}");
     let x = [0.5, -1.5, 2.0, 0.25];
