@@ -252,23 +252,17 @@ fn derived_fault_args(func: &str) -> Vec<(&'static str, Val)> {
     let a = || Val::Array(vec![1.0, 2.0, 3.0]);
     let z = || Val::Array(vec![0.0; 3]);
     let t = || Val::Array(vec![1.0, 0.0, 0.0]);
+    // k = 1 shifts past the end of `a`; k = 5 picks past the end of `da`.
+    let k = || Val::I64(if func.ends_with("_pick") { 5 } else { 1 });
     match func {
-        "grad_shifted" => vec![("a", a()), ("da", z()), ("k", Val::I64(1))],
-        "tangent_shifted" => vec![("a", a()), ("ta", t()), ("k", Val::I64(1))],
-        "hvp_shifted" => vec![
+        "grad_shifted" | "grad_pick" => vec![("a", a()), ("da", z()), ("k", k())],
+        "tangent_shifted" => vec![("a", a()), ("ta", t()), ("k", k())],
+        "hvp_shifted" | "hvp_pick" => vec![
             ("a", a()),
             ("ta", t()),
             ("da", z()),
             ("hda", z()),
-            ("k", Val::I64(1)),
-        ],
-        "grad_pick" => vec![("a", a()), ("da", z()), ("k", Val::I64(5))],
-        "hvp_pick" => vec![
-            ("a", a()),
-            ("ta", t()),
-            ("da", z()),
-            ("hda", z()),
-            ("k", Val::I64(5)),
+            ("k", k()),
         ],
         "grad_spiral" | "tangent_spiral" => vec![("x", Val::F64(0.5))],
         _ => unreachable!("{func}"),
