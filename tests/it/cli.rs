@@ -1,27 +1,7 @@
 //! The `adze` command as a user runs it: results, `--json`, and errors as
 //! one readable line with exit code 1.
 
-use crate::support::root;
-use std::process::Command;
-
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn adze(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_adze"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("adze runs");
-    Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
+use crate::support::{adze, root, Output};
 
 #[test]
 fn run_prints_the_result_and_mut_arrays() {

@@ -3,11 +3,11 @@
 //! faults inside derivatives through the API and the command, the error
 //! shapes of the command, and memory that faulting runs must not leak.
 
-use crate::support::{examples, load, root};
+use crate::support::{adze, adze_command, all_activities, examples, load, root, run_fault};
 use adze::{Engine, Error, Session};
 use adze_ir::{Limits, TrapKind, Val};
 use proptest::prelude::*;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
 #[path = "../../fuzz/harness.rs"]
 mod harness;
@@ -282,16 +282,7 @@ fn session() -> Session {
 
 /// Runs on both engines; both must fail with the same run-time error.
 fn fault(func: &str, args: &[Val]) -> adze_ir::RunError {
-    let s = session();
-    let mut errs = Vec::new();
-    for engine in [Engine::Interp, Engine::Jit] {
-        match s.run(func, args, engine) {
-            Err(Error::Run(e)) => errs.push(e),
-            other => panic!("{func} on {engine:?}: expected a run-time error, got {other:?}"),
-        }
-    }
-    assert_eq!(errs[0], errs[1], "engines disagree on {func}");
-    errs.remove(0)
+    run_fault(PROGRAM, func, args)
 }
 
 fn arr(xs: &[f64]) -> Val {
@@ -532,25 +523,6 @@ fn lowered_limits_are_enforced_identically() {
 // ---------------------------------------------------------------------------
 // The command: exit codes and error shapes.
 
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn adze(args: &[&str]) -> Output {
-    let out = Command::new(env!("CARGO_BIN_EXE_adze"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("adze runs");
-    Output {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
 #[test]
 fn derivative_faults_through_the_command() {
     let cases: &[(&[&str], &str)] = &[
@@ -683,9 +655,8 @@ fn usage_errors_exit_2_even_with_json() {
 #[test]
 fn unwritable_output_is_not_a_panic() {
     // A reader that has gone away: quiet, like other command-line tools.
-    let mut child = Command::new(env!("CARGO_BIN_EXE_adze"))
+    let mut child = adze_command()
         .args(["dump", "ir-examples/gmm.adz", "--stage", "all"])
-        .current_dir(root())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -697,9 +668,8 @@ fn unwritable_output_is_not_a_panic() {
     assert_ne!(out.status.code(), Some(101), "{stderr}");
     // A full disk: an error, exit 1.
     if let Ok(full) = std::fs::OpenOptions::new().write(true).open("/dev/full") {
-        let out = Command::new(env!("CARGO_BIN_EXE_adze"))
+        let out = adze_command()
             .args(["dump", "ir-examples/gmm.adz"])
-            .current_dir(root())
             .stdout(full)
             .output()
             .unwrap();
@@ -893,17 +863,7 @@ fn no_example_comes_near_the_size_limit() {
         for (_, f) in module.iter().filter(|(_, f)| !f.name.contains('.')) {
             let all_f64 =
                 !f.sig.results.is_empty() && f.sig.results.iter().all(|&t| t == Type::F64);
-            let acts = |scalar: ArgActivity| -> Vec<ArgActivity> {
-                f.sig
-                    .params
-                    .iter()
-                    .map(|p| match p.ty {
-                        Type::F64 => scalar,
-                        Type::Array => ArgActivity::Dup,
-                        _ => ArgActivity::Const,
-                    })
-                    .collect()
-            };
+            let acts = |scalar| all_activities(&f.sig, scalar);
             for width in [1, 4] {
                 let ret = if all_f64 {
                     RetActivity::Dual

@@ -1,21 +1,12 @@
 //! Run-time faults through the Rust API: each one an error naming the
 //! function (and the array), identical on the JIT and the interpreter.
 
-use crate::support::{load, root};
+use crate::support::{adze, load, root, run_fault};
 use adze::{Engine, Error};
 use adze_ir::{TrapKind, Val};
 
 fn run_both(func: &str, args: &[Val]) -> TrapKind {
-    let session = load(&root().join("tests/programs/faults.adz"));
-    let mut kinds = Vec::new();
-    for engine in [Engine::Interp, Engine::Jit] {
-        match session.run(func, args, engine) {
-            Err(Error::Run(e)) => kinds.push(e),
-            other => panic!("{func} on {engine:?}: expected a run-time error, got {other:?}"),
-        }
-    }
-    assert_eq!(kinds[0], kinds[1], "engines disagree on {func}");
-    kinds.remove(0).kind
+    run_fault("tests/programs/faults.adz", func, args).kind
 }
 
 fn oob(array: &str, index: i64, len: i64) -> TrapKind {
@@ -141,13 +132,9 @@ fn faults_in_code_inlined_two_levels_deep_name_the_chain() {
             .iter()
             .map(|s| s.to_string())
             .collect();
-            let out = adze_command(&args);
-            assert_eq!(out.status.code(), Some(1), "{args:?}");
-            assert_eq!(
-                String::from_utf8_lossy(&out.stderr),
-                format!("error: {message}\n"),
-                "{args:?}"
-            );
+            let out = adze(&args);
+            assert_eq!(out.code, 1, "{args:?}");
+            assert_eq!(out.stderr, format!("error: {message}\n"), "{args:?}");
         }
     }
 }
@@ -265,23 +252,17 @@ fn derived_fault_args(func: &str) -> Vec<(&'static str, Val)> {
     let a = || Val::Array(vec![1.0, 2.0, 3.0]);
     let z = || Val::Array(vec![0.0; 3]);
     let t = || Val::Array(vec![1.0, 0.0, 0.0]);
+    // k = 1 shifts past the end of `a`; k = 5 picks past the end of `da`.
+    let k = || Val::I64(if func.ends_with("_pick") { 5 } else { 1 });
     match func {
-        "grad_shifted" => vec![("a", a()), ("da", z()), ("k", Val::I64(1))],
-        "tangent_shifted" => vec![("a", a()), ("ta", t()), ("k", Val::I64(1))],
-        "hvp_shifted" => vec![
+        "grad_shifted" | "grad_pick" => vec![("a", a()), ("da", z()), ("k", k())],
+        "tangent_shifted" => vec![("a", a()), ("ta", t()), ("k", k())],
+        "hvp_shifted" | "hvp_pick" => vec![
             ("a", a()),
             ("ta", t()),
             ("da", z()),
             ("hda", z()),
-            ("k", Val::I64(1)),
-        ],
-        "grad_pick" => vec![("a", a()), ("da", z()), ("k", Val::I64(5))],
-        "hvp_pick" => vec![
-            ("a", a()),
-            ("ta", t()),
-            ("da", z()),
-            ("hda", z()),
-            ("k", Val::I64(5)),
+            ("k", k()),
         ],
         "grad_spiral" | "tangent_spiral" => vec![("x", Val::F64(0.5))],
         _ => unreachable!("{func}"),
@@ -587,30 +568,18 @@ fn faults_inside_derivatives_through_the_command() {
         for engine in ["jit", "interp"] {
             let mut args = args.clone();
             args.extend(["--engine".to_string(), engine.to_string()]);
-            let out = adze_command(&args);
-            assert_eq!(out.status.code(), Some(1), "{args:?}");
+            let out = adze(&args);
+            assert_eq!(out.code, 1, "{args:?}");
             assert!(out.stdout.is_empty(), "{args:?}");
-            assert_eq!(
-                String::from_utf8_lossy(&out.stderr),
-                format!("error: {message}\n"),
-                "{args:?}"
-            );
+            assert_eq!(out.stderr, format!("error: {message}\n"), "{args:?}");
             args.push("--json".into());
-            let out = adze_command(&args);
-            assert_eq!(out.status.code(), Some(1), "{args:?}");
-            let v: serde_json::Value = serde_json::from_slice(&out.stderr).unwrap();
+            let out = adze(&args);
+            assert_eq!(out.code, 1, "{args:?}");
+            let v: serde_json::Value = serde_json::from_str(&out.stderr).unwrap();
             assert_eq!(v["error"], message.as_str(), "{args:?}");
         }
     }
     let _ = std::fs::remove_file(&path);
-}
-
-fn adze_command(args: &[String]) -> std::process::Output {
-    std::process::Command::new(env!("CARGO_BIN_EXE_adze"))
-        .args(args)
-        .current_dir(root())
-        .output()
-        .expect("adze runs")
 }
 
 /// Every function the AD passes create for the examples, the test
@@ -649,16 +618,7 @@ fn every_generated_function_is_described() {
             .map(|(_, f)| (f.name.clone(), f.sig.clone()))
             .collect();
         for (name, sig) in users {
-            let acts = |scalar: ArgActivity| -> Vec<ArgActivity> {
-                sig.params
-                    .iter()
-                    .map(|p| match p.ty {
-                        Type::F64 => scalar,
-                        Type::Array => ArgActivity::Dup,
-                        _ => ArgActivity::Const,
-                    })
-                    .collect()
-            };
+            let acts = |scalar| crate::support::all_activities(&sig, scalar);
             let all_f64 = !sig.results.is_empty() && sig.results.iter().all(|&t| t == Type::F64);
             for width in [1, 2] {
                 let ret = if all_f64 {
@@ -741,10 +701,10 @@ fn fault_locations_agree_under_every_setting() {
                         .map(|s| s.to_string())
                         .collect();
                     a.extend(opt.map(String::from));
-                    let o = adze_command(&a);
-                    assert_eq!(o.status.code(), Some(1), "{a:?}");
+                    let o = adze(&a);
+                    assert_eq!(o.code, 1, "{a:?}");
                     assert!(o.stdout.is_empty(), "{a:?}");
-                    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+                    let err = o.stderr;
                     assert_eq!(err.lines().count(), 1, "{a:?}: {err}");
                     out.push((inline.to_string(), err));
                 }

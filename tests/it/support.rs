@@ -1,8 +1,10 @@
 //! Shared helpers: example discovery, input generation, expected files.
 
-use adze::Session;
-use adze_ir::{FuncId, Module, Outcome, RunError, Type, Val};
+use adze::{Engine, Error, Session};
+use adze_ir::{ArgActivity, FuncId, Module, Outcome, RunError, Signature, Type, Val};
+use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::process::Command;
 
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -78,4 +80,57 @@ pub fn same_run(a: &Result<Outcome, RunError>, b: &Result<Outcome, RunError>) ->
         (Err(x), Err(y)) => x == y,
         _ => false,
     }
+}
+
+/// The `adze` binary under test, to be run from the repository root.
+pub fn adze_command() -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_adze"));
+    command.current_dir(root());
+    command
+}
+
+/// What a run of the `adze` command gave: its exit code (-1 when killed by
+/// a signal) and its output as text.
+pub struct Output {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `adze` with `args` from the repository root.
+pub fn adze<S: AsRef<OsStr>>(args: &[S]) -> Output {
+    let out = adze_command().args(args).output().expect("adze runs");
+    Output {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Runs `func` of the program at `path` (from the root) on both engines;
+/// both must fail with the same run-time error, which is returned.
+pub fn run_fault(path: &str, func: &str, args: &[Val]) -> RunError {
+    let session = load(&root().join(path));
+    let mut errs = Vec::new();
+    for engine in [Engine::Interp, Engine::Jit] {
+        match session.run(func, args, engine) {
+            Err(Error::Run(e)) => errs.push(e),
+            other => panic!("{func} on {engine:?}: expected a run-time error, got {other:?}"),
+        }
+    }
+    assert_eq!(errs[0], errs[1], "engines disagree on {func}");
+    errs.remove(0)
+}
+
+/// The activities that differentiate everything `sig` can: each f64 as
+/// `scalar`, each array `Dup`, the rest `Const`.
+pub fn all_activities(sig: &Signature, scalar: ArgActivity) -> Vec<ArgActivity> {
+    sig.params
+        .iter()
+        .map(|p| match p.ty {
+            Type::F64 => scalar,
+            Type::Array => ArgActivity::Dup,
+            _ => ArgActivity::Const,
+        })
+        .collect()
 }

@@ -68,49 +68,39 @@ fn nested(x: f64, n: i64) -> f64 {
 
 #[test]
 fn loops_and_branches() {
-    let mut m = compile(LOOPS);
-    check_against_fd(
-        &mut m,
-        "counted",
-        &[Dual, Const],
-        &[f(0.7), Val::I64(6)],
-        &[f(1.0), f(0.0)],
-    );
-    check_against_fd(
-        &mut m,
-        "while_loop",
-        &[Dual, Const],
-        &[f(0.4), Val::I64(5)],
-        &[f(1.0), f(0.0)],
-    );
-    check_against_fd(
-        &mut m,
-        "nested",
-        &[Dual, Const],
-        &[f(1.3), Val::I64(5)],
-        &[f(1.0), f(0.0)],
-    );
+    let mut rows: Vec<Row> = vec![
+        (
+            "counted",
+            &[Dual, Const],
+            vec![f(0.7), Val::I64(6)],
+            vec![f(1.0), f(0.0)],
+        ),
+        (
+            "while_loop",
+            &[Dual, Const],
+            vec![f(0.4), Val::I64(5)],
+            vec![f(1.0), f(0.0)],
+        ),
+        (
+            "nested",
+            &[Dual, Const],
+            vec![f(1.3), Val::I64(5)],
+            vec![f(1.0), f(0.0)],
+        ),
+    ];
     // Away from the kinks x * i == 1.
     for x in [0.23, 0.9, 2.0] {
-        check_against_fd(
-            &mut m,
-            "branchy",
-            &[Dual, Dual, Const],
-            &[f(x), f(-0.6), Val::I64(7)],
-            &[f(0.3), f(-1.1), f(0.0)],
-        );
-        check_against_fd(
-            &mut m,
-            "branchy",
-            &[Const, Dual, Const],
-            &[f(x), f(-0.6), Val::I64(7)],
-            &[f(0.0), f(1.0), f(0.0)],
-        );
+        let args = vec![f(x), f(-0.6), Val::I64(7)];
+        let both = vec![f(0.3), f(-1.1), f(0.0)];
+        rows.push(("branchy", &[Dual, Dual, Const], args.clone(), both));
+        let y_only = vec![f(0.0), f(1.0), f(0.0)];
+        rows.push(("branchy", &[Const, Dual, Const], args, y_only));
     }
     // Early return from different iterations, and the fall-through.
     for x in [0.2, 0.55, 1.7, 4.0] {
-        check_against_fd(&mut m, "early", &[Dual], &[f(x)], &[f(1.0)]);
+        rows.push(("early", &[Dual], vec![f(x)], vec![f(1.0)]));
     }
+    check_rows(&mut compile(LOOPS), &rows);
 }
 
 #[test]
@@ -167,49 +157,49 @@ fn arrays() {
     let y = arr(&[0.1, 0.2, -0.3]);
     let dx = arr(&[1.0, 0.5, -0.25]);
     let dy = arr(&[-0.5, 2.0, 1.0]);
-    check_against_fd(
+    let x15 = vec![x.clone(), y.clone(), f(1.5)];
+    check_rows(
         &mut m,
-        "axpy",
-        &[Dup, Dup, Dual],
-        &[x.clone(), y.clone(), f(1.5)],
-        &[dx.clone(), dy.clone(), f(0.75)],
-    );
-    check_against_fd(
-        &mut m,
-        "axpy",
-        &[Const, Dup, Dual],
-        &[x.clone(), y.clone(), f(1.5)],
-        &[f(0.0), dy.clone(), f(1.0)],
-    );
-    check_against_fd(
-        &mut m,
-        "axpy",
-        &[Dup, Dup, Const],
-        &[x.clone(), y.clone(), f(1.5)],
-        &[dx, dy, f(0.0)],
-    );
-    // `y` const but written with active values: a local shadow keeps the
-    // result's tangent right.
-    check_against_fd(
-        &mut m,
-        "axpy",
-        &[Const, Const, Dual],
-        &[x, y, f(1.5)],
-        &[f(0.0), f(0.0), f(1.0)],
-    );
-    check_against_fd(
-        &mut m,
-        "filled",
-        &[Dual, Dup],
-        &[f(0.7), arr(&[1.0, 2.0])],
-        &[f(1.0), arr(&[5.0, 6.0])],
-    );
-    check_against_fd(
-        &mut m,
-        "local_only",
-        &[Dual, Const],
-        &[f(0.3), Val::I64(4)],
-        &[f(1.0), f(0.0)],
+        &[
+            (
+                "axpy",
+                &[Dup, Dup, Dual],
+                x15.clone(),
+                vec![dx.clone(), dy.clone(), f(0.75)],
+            ),
+            (
+                "axpy",
+                &[Const, Dup, Dual],
+                x15.clone(),
+                vec![f(0.0), dy.clone(), f(1.0)],
+            ),
+            (
+                "axpy",
+                &[Dup, Dup, Const],
+                x15.clone(),
+                vec![dx, dy, f(0.0)],
+            ),
+            // `y` const but written with active values: a local shadow keeps
+            // the result's tangent right.
+            (
+                "axpy",
+                &[Const, Const, Dual],
+                x15,
+                vec![f(0.0), f(0.0), f(1.0)],
+            ),
+            (
+                "filled",
+                &[Dual, Dup],
+                vec![f(0.7), arr(&[1.0, 2.0])],
+                vec![f(1.0), arr(&[5.0, 6.0])],
+            ),
+            (
+                "local_only",
+                &[Dual, Const],
+                vec![f(0.3), Val::I64(4)],
+                vec![f(1.0), f(0.0)],
+            ),
+        ],
     );
     let out = check_against_fd(
         &mut m,
@@ -269,49 +259,40 @@ fn swap_rec(x: f64, y: f64, n: i64) -> f64 {
 #[test]
 fn calls_and_recursion() {
     let mut m = compile(CALLS);
-    check_against_fd(
+    let xy = vec![f(0.8), f(-0.4)];
+    check_rows(
         &mut m,
-        "caller",
-        &[Dual, Dual],
-        &[f(0.8), f(-0.4)],
-        &[f(1.0), f(0.5)],
-    );
-    check_against_fd(
-        &mut m,
-        "caller",
-        &[Const, Dual],
-        &[f(0.8), f(-0.4)],
-        &[f(0.0), f(1.0)],
-    );
-    check_against_fd(
-        &mut m,
-        "two",
-        &[Dual, Dual],
-        &[f(0.8), f(-0.4)],
-        &[f(1.0), f(0.5)],
+        &[
+            ("caller", &[Dual, Dual], xy.clone(), vec![f(1.0), f(0.5)]),
+            ("caller", &[Const, Dual], xy.clone(), vec![f(0.0), f(1.0)]),
+            ("two", &[Dual, Dual], xy, vec![f(1.0), f(0.5)]),
+        ],
     );
     let out = check_against_fd(&mut m, "with_int", &[Dual], &[f(1.5)], &[f(1.0)]);
     assert_eq!(out, vec![f(2.25), Val::I64(3), f(3.0), Val::I64(0)]);
-    check_against_fd(
+    let a123 = arr(&[1.0, 2.0, 3.0]);
+    check_rows(
         &mut m,
-        "user",
-        &[Dup, Dual],
-        &[arr(&[1.0, 2.0, 3.0]), f(0.5)],
-        &[arr(&[0.5, 0.0, -1.0]), f(1.0)],
-    );
-    check_against_fd(
-        &mut m,
-        "user",
-        &[Const, Dual],
-        &[arr(&[1.0, 2.0, 3.0]), f(0.5)],
-        &[f(0.0), f(1.0)],
-    );
-    check_against_fd(
-        &mut m,
-        "swap_rec",
-        &[Dual, Const, Const],
-        &[f(0.7), f(1.1), Val::I64(5)],
-        &[f(1.0), f(0.0), f(0.0)],
+        &[
+            (
+                "user",
+                &[Dup, Dual],
+                vec![a123.clone(), f(0.5)],
+                vec![arr(&[0.5, 0.0, -1.0]), f(1.0)],
+            ),
+            (
+                "user",
+                &[Const, Dual],
+                vec![a123, f(0.5)],
+                vec![f(0.0), f(1.0)],
+            ),
+            (
+                "swap_rec",
+                &[Dual, Const, Const],
+                vec![f(0.7), f(1.1), Val::I64(5)],
+                vec![f(1.0), f(0.0), f(0.0)],
+            ),
+        ],
     );
     // x^4 by recursion: 4 x^3 exactly.
     let out = check_against_fd(

@@ -45,18 +45,7 @@ pub fn central_difference(
     dir: &[Val],
     h: f64,
 ) -> Vec<f64> {
-    let shift = |s: f64| -> Vec<Val> {
-        args.iter()
-            .zip(dir)
-            .map(|(a, d)| match (a, d) {
-                (Val::F64(x), Val::F64(t)) => Val::F64(x + s * t),
-                (Val::Array(xs), Val::Array(ts)) => {
-                    Val::Array(xs.iter().zip(ts).map(|(x, t)| x + s * t).collect())
-                }
-                (a, _) => a.clone(),
-            })
-            .collect()
-    };
+    let shift = |s: f64| shifted(args, dir, s);
     let plus = run(module, f, &shift(h));
     let minus = run(module, f, &shift(-h));
     plus.iter()
@@ -64,6 +53,43 @@ pub fn central_difference(
         .filter_map(|(p, m)| match (p, m) {
             (Val::F64(p), Val::F64(m)) => Some((p - m) / (2.0 * h)),
             _ => None,
+        })
+        .collect()
+}
+
+/// One `check_against_fd` of a table: the function, the activities, the
+/// arguments and the tangent directions.
+pub type Row<'a> = (&'a str, &'a [ArgActivity], Vec<Val>, Vec<Val>);
+
+/// `check_against_fd` on every row in turn, on one module, and fails naming
+/// each row that failed by its index, function, activities and arguments.
+pub fn check_rows(module: &mut Module, rows: &[Row]) {
+    let mut failed = Vec::new();
+    for (k, (name, acts, args, dirs)) in rows.iter().enumerate() {
+        let run = || check_against_fd(module, name, acts, args, dirs);
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).is_err() {
+            failed.push(format!("row {k}: {name} {acts:?} at {args:?}"));
+        }
+    }
+    let n = failed.len();
+    assert!(
+        failed.is_empty(),
+        "{n} of {} rows failed: {failed:#?}",
+        rows.len()
+    );
+}
+
+/// `args + s * dir`, entry by entry, for the f64 and array arguments (the
+/// others, and those without a matching direction, as they are).
+fn shifted(args: &[Val], dir: &[Val], s: f64) -> Vec<Val> {
+    args.iter()
+        .zip(dir)
+        .map(|(a, d)| match (a, d) {
+            (Val::F64(x), Val::F64(t)) => Val::F64(x + s * t),
+            (Val::Array(xs), Val::Array(ts)) => {
+                Val::Array(xs.iter().zip(ts).map(|(x, t)| x + s * t).collect())
+            }
+            (a, _) => a.clone(),
         })
         .collect()
 }
@@ -173,18 +199,7 @@ pub fn check_against_fd(
         }
     }
     let h = 1e-6;
-    let shift = |s: f64| -> Vec<Val> {
-        args.iter()
-            .zip(&fd_dirs)
-            .map(|(a, t)| match (a, t) {
-                (Val::F64(x), Val::F64(t)) => Val::F64(x + s * t),
-                (Val::Array(xs), Val::Array(ts)) => {
-                    Val::Array(xs.iter().zip(ts).map(|(x, t)| x + s * t).collect())
-                }
-                (a, _) => a.clone(),
-            })
-            .collect()
-    };
+    let shift = |s: f64| shifted(args, &fd_dirs, s);
     let plus = observed(module, f, &shift(h));
     let minus = observed(module, f, &shift(-h));
     assert_eq!(plus.len(), tangents.len(), "{name}: shape");

@@ -3,22 +3,87 @@
 //! worked out by hand where they are simple.
 
 use super::support::*;
-use adze_ir::{ArgActivity::*, RetActivity, Val};
+use adze_ir::{ArgActivity, ArgActivity::*, FuncId, Module, RetActivity, Val};
 
 fn a(xs: &[f64]) -> Val {
     Val::Array(xs.to_vec())
 }
 
+/// `check_gradient` at the tolerance every program here uses.
+fn check(m: &mut Module, f: &str, args: &[Val], acts: &[ArgActivity], ret: RetActivity) -> Grad {
+    check_gradient(m, f, args, acts, ret, 1e-6)
+}
+
+/// The source of `ir-examples/<file>`.
+fn example(file: &str) -> String {
+    let path = format!("{}/../../ir-examples/{file}", env!("CARGO_MANIFEST_DIR"));
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
+}
+
+/// `src` with the reverse derivative of its `f` for `acts` (active return),
+/// the derivative, and the text of its adjoint function `adj`.
+fn adjoint(src: &str, acts: &[ArgActivity], adj: &str) -> (Module, FuncId, String) {
+    let mut m = compile(src);
+    let d = rev(&mut m, "f", acts, RetActivity::Active);
+    let text = m.display_function(m.get(adj).unwrap()).to_string();
+    (m, d, text)
+}
+
+/// One gradient check of a table: function `f` of `src` at `args`.
+struct Row<'a> {
+    src: &'a str,
+    f: &'a str,
+    args: Vec<Val>,
+    acts: &'a [ArgActivity],
+    ret: RetActivity,
+}
+
+/// A row with an active return.
+fn row<'a>(src: &'a str, f: &'a str, args: Vec<Val>, acts: &'a [ArgActivity]) -> Row<'a> {
+    let ret = RetActivity::Active;
+    Row {
+        src,
+        f,
+        args,
+        acts,
+        ret,
+    }
+}
+
+/// Runs `check` on every row (consecutive rows of the same source share one
+/// module, as the derivatives of one program do) and fails naming each row
+/// that failed, by its index, function and activities.
+fn check_rows(rows: Vec<Row>) {
+    let mut module: Option<(&str, Module)> = None;
+    let mut failed = Vec::new();
+    for (k, r) in rows.iter().enumerate() {
+        if module.as_ref().is_none_or(|(src, _)| *src != r.src) {
+            module = Some((r.src, compile(r.src)));
+        }
+        let (_, m) = module.as_mut().unwrap();
+        let run = || check(m, r.f, &r.args, r.acts, r.ret);
+        if std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).is_err() {
+            failed.push(format!("row {k}: {} {:?} -> {:?}", r.f, r.acts, r.ret));
+            module = None;
+        }
+    }
+    assert!(
+        failed.is_empty(),
+        "{} of {} rows failed: {failed:#?}",
+        failed.len(),
+        rows.len()
+    );
+}
+
 #[test]
 fn straight_line_scalar_exact() {
     let mut m = compile("fn f(x: f64, y: f64) -> f64 { sin(x) * y + x * x }");
-    let g = check_gradient(
+    let g = check(
         &mut m,
         "f",
         &[Val::F64(0.7), Val::F64(-1.3)],
         &[Active, Active],
         RetActivity::Active,
-        1e-6,
     );
     assert_eq!(
         g.scalars,
@@ -54,27 +119,19 @@ fn every_differentiable_intrinsic() {
     for (op, x) in unary {
         let src = format!("fn f(x: f64) -> f64 {{ {op}(x * 1.5) * x }}");
         let mut m = compile(&src);
-        check_gradient(
-            &mut m,
-            "f",
-            &[Val::F64(x)],
-            &[Active],
-            RetActivity::Active,
-            1e-6,
-        );
+        check(&mut m, "f", &[Val::F64(x)], &[Active], RetActivity::Active);
     }
     let binary = ["atan2", "pow", "hypot", "min", "max"];
     for op in binary {
         for (x, y) in [(0.7, 1.9), (1.9, 0.7)] {
             let src = format!("fn f(x: f64, y: f64) -> f64 {{ {op}(x, y) * (x + 2.0 * y) }}");
             let mut m = compile(&src);
-            check_gradient(
+            check(
                 &mut m,
                 "f",
                 &[Val::F64(x), Val::F64(y)],
                 &[Active, Active],
                 RetActivity::Active,
-                1e-6,
             );
         }
     }
@@ -91,13 +148,12 @@ fn every_differentiable_intrinsic() {
     for e in ops {
         let src = format!("fn f(x: f64, y: f64) -> f64 {{ {e} }}");
         let mut m = compile(&src);
-        check_gradient(
+        check(
             &mut m,
             "f",
             &[Val::F64(1.3), Val::F64(0.6)],
             &[Active, Active],
             RetActivity::Active,
-            1e-6,
         );
     }
 }
@@ -135,13 +191,12 @@ fn loop_carried_value() {
         s
     }";
     let mut m = compile(src);
-    check_gradient(
+    check(
         &mut m,
         "f",
         &[Val::F64(0.9), Val::I64(6)],
         &[Active, Const],
         RetActivity::Active,
-        1e-6,
     );
     // x^n exactly: d/dx = n x^(n-1).
     let mut m =
@@ -163,30 +218,16 @@ fn overwrite_then_read_arrays() {
         a[1] = a[0] * t;
         a[1] * a[0] + t
     }";
-    let mut m = compile(src);
-    check_gradient(
-        &mut m,
-        "f",
-        &[a(&[0.5, 1.5]), Val::F64(0.8)],
-        &[Dup, Active],
-        RetActivity::Active,
-        1e-6,
-    );
-    let mut m = compile(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../ir-examples/arrays.adz"
-        ))
-        .unwrap(),
-    );
-    check_gradient(
-        &mut m,
-        "overwrite_then_read",
-        &[a(&[2.0, 3.0])],
-        &[Dup],
-        RetActivity::Active,
-        1e-6,
-    );
+    let arrays = example("arrays.adz");
+    check_rows(vec![
+        row(
+            src,
+            "f",
+            vec![a(&[0.5, 1.5]), Val::F64(0.8)],
+            &[Dup, Active],
+        ),
+        row(&arrays, "overwrite_then_read", vec![a(&[2.0, 3.0])], &[Dup]),
+    ]);
 }
 
 #[test]
@@ -210,13 +251,12 @@ fn enzyme_convention_for_mut_arrays_exact() {
     assert_eq!(g.scalars, vec![0.5 + 2.0 - 1.0]);
     // The primal's effect happened.
     assert_eq!(arr(&g.outcome.args[0]), vec![2.5, 4.25, 9.25]);
-    check_gradient(
+    check(
         &mut m,
         "sq",
         &[a(&init), Val::F64(0.25)],
         &[Dup, Active],
         RetActivity::Const,
-        1e-6,
     );
     // A read-only array: adjoints accumulate into the shadow.
     let mut m = compile("fn dot(x: [f64], y: [f64]) -> f64 { var s = 0.0; for i in 0..len(x) { s = s + x[i] * y[i]; } s }");
@@ -242,17 +282,8 @@ fn scratch_arrays_reused_in_a_loop() {
         }
         s
     }";
-    let mut m = compile(src);
-    check_gradient(
-        &mut m,
-        "f",
-        &[a(&[0.3, -0.4, 0.5]), Val::I64(3)],
-        &[Dup, Const],
-        RetActivity::Active,
-        1e-6,
-    );
     // A `zeros` inside the loop, of growing length.
-    let src = "fn g(x: [f64], rounds: i64) -> f64 {
+    let growing = "fn g(x: [f64], rounds: i64) -> f64 {
         var s = 0.0;
         for r in 0..rounds {
             let t = zeros(r + 1);
@@ -262,30 +293,28 @@ fn scratch_arrays_reused_in_a_loop() {
         }
         s
     }";
-    let mut m = compile(src);
-    check_gradient(
-        &mut m,
-        "g",
-        &[a(&[0.3, -0.4, 0.5, 0.2]), Val::I64(4)],
-        &[Dup, Const],
-        RetActivity::Active,
-        1e-6,
-    );
-    let mut m = compile(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../ir-examples/arrays.adz"
-        ))
-        .unwrap(),
-    );
-    check_gradient(
-        &mut m,
-        "scratch_in_loop",
-        &[a(&[1.0, 2.0]), Val::I64(3)],
-        &[Dup, Const],
-        RetActivity::Active,
-        1e-6,
-    );
+    let arrays = example("arrays.adz");
+    let three = Val::I64(3);
+    check_rows(vec![
+        row(
+            src,
+            "f",
+            vec![a(&[0.3, -0.4, 0.5]), three.clone()],
+            &[Dup, Const],
+        ),
+        row(
+            growing,
+            "g",
+            vec![a(&[0.3, -0.4, 0.5, 0.2]), Val::I64(4)],
+            &[Dup, Const],
+        ),
+        row(
+            &arrays,
+            "scratch_in_loop",
+            vec![a(&[1.0, 2.0]), three],
+            &[Dup, Const],
+        ),
+    ]);
 }
 
 #[test]
@@ -298,15 +327,8 @@ fn branches_inside_loops() {
         }
         s
     }";
-    let mut m = compile(src);
-    check_gradient(
-        &mut m,
-        "f",
-        &[a(&[0.3, -0.4, 0.9, -1.2, 2.0]), Val::F64(1.7)],
-        &[Dup, Active],
-        RetActivity::Active,
-        1e-6,
-    );
+    let x = a(&[0.3, -0.4, 0.9, -1.2, 2.0]);
+    check_rows(vec![row(src, "f", vec![x, Val::F64(1.7)], &[Dup, Active])]);
 }
 
 #[test]
@@ -317,30 +339,11 @@ fn while_loops() {
         while y < 10.0 { y = y * 1.5 + x * f64(k); k = k + 1; }
         y * x
     }";
-    let mut m = compile(src);
-    check_gradient(
-        &mut m,
-        "f",
-        &[Val::F64(0.7)],
-        &[Active],
-        RetActivity::Active,
-        1e-6,
-    );
-    let mut m = compile(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../ir-examples/loops.adz"
-        ))
-        .unwrap(),
-    );
-    check_gradient(
-        &mut m,
-        "newton_sqrt",
-        &[Val::F64(16.0)],
-        &[Active],
-        RetActivity::Active,
-        1e-6,
-    );
+    let loops = example("loops.adz");
+    check_rows(vec![
+        row(src, "f", vec![Val::F64(0.7)], &[Active]),
+        row(&loops, "newton_sqrt", vec![Val::F64(16.0)], &[Active]),
+    ]);
 }
 
 #[test]
@@ -358,15 +361,8 @@ fn nested_loops() {
         }
         s
     }";
-    let mut m = compile(src);
-    check_gradient(
-        &mut m,
-        "f",
-        &[a(&[0.3, -0.4, 0.5]), Val::I64(3)],
-        &[Dup, Const],
-        RetActivity::Active,
-        1e-6,
-    );
+    let x = a(&[0.3, -0.4, 0.5]);
+    check_rows(vec![row(src, "f", vec![x, Val::I64(3)], &[Dup, Const])]);
 }
 
 #[test]
@@ -380,17 +376,8 @@ fn early_return() {
         }
         s + 1.0
     }";
-    let mut m = compile(src);
-    for (x, y) in [(0.5, 0.25), (-0.5, -0.9), (0.001, 0.0001)] {
-        check_gradient(
-            &mut m,
-            "f",
-            &[Val::F64(x), Val::F64(y)],
-            &[Active, Active],
-            RetActivity::Active,
-            1e-6,
-        );
-    }
+    let at = |x: f64, y: f64| row(src, "f", vec![Val::F64(x), Val::F64(y)], &[Active, Active]);
+    check_rows(vec![at(0.5, 0.25), at(-0.5, -0.9), at(0.001, 0.0001)]);
 }
 
 #[test]
@@ -400,41 +387,32 @@ fn recursion() {
     let d = rev(&mut m, "p", &[Active, Const], RetActivity::Active);
     let g = grad(&m, d, &[Val::F64(1.5), Val::I64(4)], &[Active, Const], &[]);
     assert_eq!(g.scalars, vec![4.0 * 1.5f64.powi(3)]);
-    let mut m = compile(
-        &std::fs::read_to_string(concat!(
-            env!("CARGO_MANIFEST_DIR"),
-            "/../../ir-examples/recursion.adz"
-        ))
-        .unwrap(),
-    );
-    check_gradient(
+    let mut m = compile(&example("recursion.adz"));
+    check(
         &mut m,
         "power",
         &[Val::F64(1.1), Val::I64(13)],
         &[Active, Const],
         RetActivity::Active,
-        1e-6,
     );
-    let g = check_gradient(
+    let g = check(
         &mut m,
         "tree_sum",
         &[a(&[1.0, 2.0, 3.0, 4.0, 5.0]), Val::I64(0), Val::I64(5)],
         &[Dup, Const, Const],
         RetActivity::Active,
-        1e-6,
     );
     assert_eq!(g.shadows[0], vec![1.25; 5]);
     // Mutual recursion with arrays.
     let src = "fn ev(x: [f64], i: i64, acc: f64) -> f64 { if i == len(x) { acc } else { od(x, i + 1, acc * x[i]) } }
                fn od(x: [f64], i: i64, acc: f64) -> f64 { if i == len(x) { acc } else { ev(x, i + 1, acc + sin(x[i])) } }";
     let mut m = compile(src);
-    check_gradient(
+    check(
         &mut m,
         "ev",
         &[a(&[0.3, 1.4, -0.5, 0.9]), Val::I64(0), Val::F64(1.0)],
         &[Dup, Const, Active],
         RetActivity::Active,
-        1e-6,
     );
 }
 
@@ -443,30 +421,27 @@ fn mixed_const_and_active_scalars() {
     let src = "fn f(a: f64, b: f64, c: f64, n: i64) -> f64 { a * b * c + sin(a) * f64(n) + b / c }";
     let mut m = compile(src);
     let args = [Val::F64(0.3), Val::F64(1.2), Val::F64(-0.7), Val::I64(3)];
-    check_gradient(
+    check(
         &mut m,
         "f",
         &args,
         &[Active, Active, Active, Const],
         RetActivity::Active,
-        1e-6,
     );
-    let g = check_gradient(
+    let g = check(
         &mut m,
         "f",
         &args,
         &[Const, Active, Const, Const],
         RetActivity::Active,
-        1e-6,
     );
     assert_eq!(g.scalars, vec![0.3 * -0.7 + 1.0 / -0.7]);
-    check_gradient(
+    check(
         &mut m,
         "f",
         &args,
         &[Active, Const, Active, Const],
         RetActivity::Active,
-        1e-6,
     );
 }
 
@@ -488,64 +463,29 @@ fn call_chain_with_arrays() {
                    h(b, scratch, u);
                    u + scratch[0] + g(scratch, b, 0.1)
                }";
-    let mut m = compile(src);
-    let args = [a(&[0.1, 0.2, -0.3]), a(&[1.0, 0.5, 0.25]), Val::F64(0.4)];
-    check_gradient(
-        &mut m,
-        "f",
-        &args,
-        &[Dup, Dup, Active],
-        RetActivity::Active,
-        1e-6,
-    );
-    check_gradient(
-        &mut m,
-        "f",
-        &args,
-        &[Const, Dup, Active],
-        RetActivity::Active,
-        1e-6,
-    );
-    check_gradient(
-        &mut m,
-        "f",
-        &args,
-        &[Dup, Const, Const],
-        RetActivity::Active,
-        1e-6,
-    );
-    check_gradient(
-        &mut m,
-        "f",
-        &args,
-        &[Dup, Dup, Const],
-        RetActivity::Const,
-        1e-6,
-    );
+    let args = vec![a(&[0.1, 0.2, -0.3]), a(&[1.0, 0.5, 0.25]), Val::F64(0.4)];
+    let with = |acts: &'static [ArgActivity]| row(src, "f", args.clone(), acts);
+    check_rows(vec![
+        with(&[Dup, Dup, Active]),
+        with(&[Const, Dup, Active]),
+        with(&[Dup, Const, Const]),
+        Row {
+            ret: RetActivity::Const,
+            ..with(&[Dup, Dup, Const])
+        },
+    ]);
 }
 
 #[test]
 fn tuples_and_calls_with_several_results() {
     let src = "fn polar(x: f64, y: f64) -> (f64, f64) { (hypot(x, y), atan2(y, x)) }
                fn f(x: f64, y: f64) -> f64 { let (r, t) = polar(x * y, y); r * sin(t) + t }";
-    let mut m = compile(src);
-    check_gradient(
-        &mut m,
-        "f",
-        &[Val::F64(0.8), Val::F64(1.3)],
-        &[Active, Active],
-        RetActivity::Active,
-        1e-6,
-    );
-    // The gradient of the sum of a tuple's parts.
-    check_gradient(
-        &mut m,
-        "polar",
-        &[Val::F64(0.8), Val::F64(1.3)],
-        &[Active, Active],
-        RetActivity::Active,
-        1e-6,
-    );
+    let xy = vec![Val::F64(0.8), Val::F64(1.3)];
+    check_rows(vec![
+        row(src, "f", xy.clone(), &[Active, Active]),
+        // The gradient of the sum of a tuple's parts.
+        row(src, "polar", xy, &[Active, Active]),
+    ]);
 }
 
 #[test]
@@ -559,13 +499,12 @@ fn const_mut_array_that_carries_active_values() {
         s
     }";
     let mut m = compile(src);
-    let g = check_gradient(
+    let g = check(
         &mut m,
         "f",
         &[a(&[1.0, 2.0]), Val::F64(3.0)],
         &[Const, Active],
         RetActivity::Active,
-        1e-6,
     );
     // s = x^2 (1 + 4): ds/dx = 2 * 3 * 5.
     assert_eq!(g.scalars, vec![30.0]);
@@ -580,15 +519,8 @@ fn fill_and_len_are_handled() {
         fill(a, a[1] * x);
         a[0] + t[2]
     }";
-    let mut m = compile(src);
-    check_gradient(
-        &mut m,
-        "f",
-        &[a(&[1.0, 2.0, 3.0]), Val::F64(0.6)],
-        &[Dup, Active],
-        RetActivity::Active,
-        1e-6,
-    );
+    let x = a(&[1.0, 2.0, 3.0]);
+    check_rows(vec![row(src, "f", vec![x, Val::F64(0.6)], &[Dup, Active])]);
 }
 
 #[test]
@@ -600,10 +532,7 @@ fn inactive_paths_get_no_adjoint_code() {
         for i in 0..len(c) { s = s + c[i] * c[i]; }
         s + x * x
     }";
-    let mut m = compile(src);
-    let d = rev(&mut m, "f", &[Active, Const], RetActivity::Active);
-    let adj = m.get("f.adj.active_const").unwrap();
-    let text = m.display_function(adj).to_string();
+    let (m, d, text) = adjoint(src, &[Active, Const], "f.adj.active_const");
     // Nothing is taped but the loop's trip count: x (for x * x) is a
     // parameter of the adjoint.
     assert_eq!(text.matches("pop 0, f64").count(), 0, "{text}");
@@ -640,22 +569,20 @@ fn counted_loops_with_returns_steps_and_computed_starts() {
         for q in 0..n { m = m + 3; s = s + sin(x[m % len(x)]) * start; }
         s
     }";
-    let mut m = compile(src);
-    for (xs, n) in [
-        (vec![0.3, -0.4, 0.5, 0.7], 3),
-        (vec![0.9, 2.0, 3.0, 2.5], 0),
-        (vec![3.0, 4.0, 2.0], 5),
-    ] {
+    let at = |xs: &[f64], n: i64| {
         let ws: Vec<f64> = (0..xs.len()).map(|i| 0.5 + i as f64).collect();
-        check_gradient(
-            &mut m,
+        row(
+            src,
             "f",
-            &[a(&xs), a(&ws), Val::I64(n)],
+            vec![a(xs), a(&ws), Val::I64(n)],
             &[Dup, Dup, Const],
-            RetActivity::Active,
-            1e-6,
-        );
-    }
+        )
+    };
+    check_rows(vec![
+        at(&[0.3, -0.4, 0.5, 0.7], 3),
+        at(&[0.9, 2.0, 3.0, 2.5], 0),
+        at(&[3.0, 4.0, 2.0], 5),
+    ]);
 }
 
 /// The reverse of a counted loop pops one counter where the loop is left,
@@ -668,10 +595,7 @@ fn a_counted_loop_tapes_its_trip_count_only() {
         for i in 0..len(x) - 1 { s = s + c * x[i] * x[i + 1] - sqrt(x[i] * x[i] + 1.0); }
         s
     }";
-    let mut m = compile(src);
-    let d = rev(&mut m, "f", &[Dup, Active], RetActivity::Active);
-    let adj = m.get("f.adj.dup_active").unwrap();
-    let text = m.display_function(adj).to_string();
+    let (m, d, text) = adjoint(src, &[Dup, Active], "f.adj.dup_active");
     assert_eq!(text.matches(" = pop ").count(), 1, "{text}");
     assert!(text.contains("pop 0, i64"), "{text}");
     let x = [0.5, -1.5, 2.0, 0.25];
