@@ -12,33 +12,8 @@ use crate::support::{examples, inputs, load, reaches_autodiff, same_run};
 use adze::args::parse_value;
 use adze::{Session, Stage};
 use adze_ir::{FuncId, Mode, Module, Outcome, RunError, Type, Val};
+use adze_test_support::adze::same_outcome;
 use proptest::prelude::*;
-
-/// The same bits, NaN payloads included.
-fn same_bits(a: &Val, b: &Val) -> bool {
-    match (a, b) {
-        (Val::F64(x), Val::F64(y)) => x.to_bits() == y.to_bits(),
-        (Val::Array(x), Val::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
-        }
-        _ => a == b,
-    }
-}
-
-fn same(a: &Result<Outcome, RunError>, b: &Result<Outcome, RunError>) -> bool {
-    match (a, b) {
-        (Ok(p), Ok(q)) => {
-            p.results.len() == q.results.len()
-                && p.results
-                    .iter()
-                    .zip(&q.results)
-                    .all(|(x, y)| same_bits(x, y))
-                && p.args.iter().zip(&q.args).all(|(x, y)| same_bits(x, y))
-        }
-        (Err(p), Err(q)) => p == q,
-        _ => false,
-    }
-}
 
 /// An outcome with the bits of every NaN.
 fn show(r: &Result<Outcome, RunError>) -> String {
@@ -98,7 +73,7 @@ fn agree(what: &str, before: &Module, after: &Module, id: FuncId, all: &[Vec<Val
         let (i0, i1) = (ib.call(id, args), ia.call(id, args));
         let (j0, j1) = (jb.call(args), ja.call(args));
         assert!(
-            same(&i0, &i1) && same_run(&j0, &j1) && same_run(&i1, &j1),
+            same_outcome(&i0, &i1) && same_run(&j0, &j1) && same_run(&i1, &j1),
             "{what}: @{name}({args:?}):\n  interpreter before: {}\n  interpreter after:  {}\n  \
              jit before:         {}\n  jit after:          {}\n{}",
             show(&i0),

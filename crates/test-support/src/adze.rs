@@ -3,7 +3,7 @@
 //! the comparison of floats. Behind the `adze` feature (see the crate
 //! documentation for why).
 
-use adze_ir::{Module, Val};
+use adze_ir::{Module, Outcome, RunError, Val};
 
 /// `src` compiled as `test.adz`, verified; panics with the rendered
 /// diagnostics (and the source) or the verifier's report.
@@ -87,4 +87,34 @@ pub fn close(a: f64, b: f64, tol: f64) -> bool {
 #[track_caller]
 pub fn assert_close(got: f64, want: f64, tol: f64, what: &str) {
     assert!(close(got, want, tol), "{what}: got {got:e}, want {want:e}");
+}
+
+/// The same bits, NaN payloads included (what the optimizer must keep;
+/// compare engines with `Outcome::bit_eq`, under which every NaN is equal).
+pub fn same_bits(a: &Val, b: &Val) -> bool {
+    match (a, b) {
+        (Val::F64(x), Val::F64(y)) => x.to_bits() == y.to_bits(),
+        (Val::Array(x), Val::Array(y)) => {
+            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+        }
+        _ => a == b,
+    }
+}
+
+/// The same results and final arguments in the sense of [`same_bits`], or
+/// the same error.
+pub fn same_outcome(a: &Result<Outcome, RunError>, b: &Result<Outcome, RunError>) -> bool {
+    match (a, b) {
+        (Ok(p), Ok(q)) => {
+            p.results.len() == q.results.len()
+                && p.args.len() == q.args.len()
+                && p.results
+                    .iter()
+                    .zip(&q.results)
+                    .all(|(x, y)| same_bits(x, y))
+                && p.args.iter().zip(&q.args).all(|(x, y)| same_bits(x, y))
+        }
+        (Err(p), Err(q)) => p == q,
+        _ => false,
+    }
 }

@@ -28,11 +28,11 @@
 
 use crate::support::{compare_runs, inputs as inline_inputs, reaches_autodiff};
 use adze_interp::Interpreter;
-use adze_ir::{FuncId, Module, Outcome, RunError, Type, Val, ValueDef};
+use adze_ir::{FuncId, Module, Type, Val, ValueDef};
 use adze_opt::{
     inline_functions, inline_module, run_pass, DefaultPolicy, OptStats, Pass, PIPELINE,
 };
-use adze_test_support::adze::well_formed;
+use adze_test_support::adze::{same_outcome, well_formed};
 use adze_test_support::diff::unified_diff;
 use adze_test_support::{run_filetests, Config, TestFile};
 
@@ -247,34 +247,6 @@ pub fn special_inputs(module: &Module, id: FuncId) -> Vec<Vec<Val>> {
                 .collect()
         })
         .collect()
-}
-
-/// Exactly the same bits, NaN payloads and quiet bits included.
-fn same_bits(a: &Val, b: &Val) -> bool {
-    match (a, b) {
-        (Val::F64(x), Val::F64(y)) => x.to_bits() == y.to_bits(),
-        (Val::Array(x), Val::Array(y)) => {
-            x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
-        }
-        _ => a == b,
-    }
-}
-
-/// The same results and final arguments bit for bit, or the same error.
-pub fn same_outcome(a: &Result<Outcome, RunError>, b: &Result<Outcome, RunError>) -> bool {
-    match (a, b) {
-        (Ok(p), Ok(q)) => {
-            p.results.len() == q.results.len()
-                && p.args.len() == q.args.len()
-                && p.results
-                    .iter()
-                    .zip(&q.results)
-                    .all(|(x, y)| same_bits(x, y))
-                && p.args.iter().zip(&q.args).all(|(x, y)| same_bits(x, y))
-        }
-        (Err(p), Err(q)) => p == q,
-        _ => false,
-    }
 }
 
 /// Every function of `before` and `after` gives the same outcome on the

@@ -4,10 +4,11 @@
 //! `filetests.rs` for what each is checked for, docs/testing.md for the
 //! format).
 
-use crate::filetests::{compare, same_outcome};
+use crate::filetests::compare;
 use crate::support::{check_well_formed, compile};
 use adze_interp::Interpreter;
 use adze_opt::optimize_module;
+use adze_test_support::adze::same_outcome;
 
 /// The inliner's nested regions (`@main` gets `@norm` > `@sum_sq` > `@sq`,
 /// twice) go through the whole pipeline unchanged in shape.

@@ -85,21 +85,6 @@ impl Plan {
         })
     }
 
-    /// The test of [`Plan::differentiates_call`] while what is reached is
-    /// being found ([`Plan::find_reached`]): any active result counts.
-    fn may_differentiate_call(
-        &self,
-        cache: &mut Cache,
-        module: &Module,
-        func: &Function,
-        inst: Inst,
-        tape_use: &mut activity::TapeUse,
-    ) -> bool {
-        self.call_test(cache, module, func, inst, tape_use, |r| {
-            self.is_active(func, r)
-        })
-    }
-
     /// A call that uses the tape, or that takes an active value and writes
     /// a shadowed array or has a result that `counts`.
     fn call_test(
@@ -217,13 +202,14 @@ impl Plan {
                         }
                         _ => {
                             let counts = match data {
-                                InstData::Call { .. } => self.may_differentiate_call(
-                                    cache,
-                                    module,
-                                    func,
-                                    inst,
-                                    &mut tape_use,
-                                ),
+                                // The call test of `differentiates_call`
+                                // while what is reached is being found:
+                                // any active result counts.
+                                InstData::Call { .. } => {
+                                    self.call_test(cache, module, func, inst, &mut tape_use, |r| {
+                                        self.is_active(func, r)
+                                    })
+                                }
                                 _ => self.contributes(cache, module, func, inst, &mut tape_use),
                             };
                             if !counts {
