@@ -1,15 +1,17 @@
 //! The control-flow graph of a function, as the passes walk it: successors,
-//! reverse postorder, the dominator tree and the natural loops — the one
+//! reverse postorder, the dominator tree and the loop-nesting forest — the one
 //! implementation the optimizer, the AD planner and the JIT share (the
 //! verifier keeps its own dominators, as an independent check).
 //!
 //! The graph itself is the caller's: [`reverse_postorder_by`],
-//! [`DominatorTree::new`] and [`natural_loops`] take successors or
+//! [`DominatorTree::new`] and [`LoopForest::new`] take successors or
 //! predecessors as functions, so a pass can give its own view (distinct
 //! blocks, edges, positions) and get the same orders as every other pass.
 
 use crate::entities::Block;
 use crate::function::Function;
+use cranelift_entity::packed_option::PackedOption;
+use cranelift_entity::{PrimaryMap, SecondaryMap};
 
 /// The blocks the terminator of `block` branches to (placed ones only), in
 /// the order the terminator names them; a `brif` to one block twice names
@@ -226,80 +228,289 @@ impl DominatorTree {
     }
 }
 
-/// A natural loop ([`natural_loops`]).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct NaturalLoop {
-    /// The loop's header: the target of its back edges, which dominates
-    /// every block of the loop.
-    pub header: Block,
-    /// The blocks of the loop, the header first, in the order given (reverse
-    /// postorder).
-    pub blocks: Vec<Block>,
-    /// The sources of the back edges (the header's predecessors it
-    /// dominates), without repeats, in the order `preds` gives them.
-    pub latches: Vec<Block>,
+/// A natural loop of a [`LoopForest`]. Loops are numbered in reverse
+/// postorder of their headers, so a loop comes after every loop that
+/// contains it.
+#[derive(Copy, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Loop(u32);
+cranelift_entity::entity_impl!(Loop, "loop");
+
+/// What a [`LoopForest`] knows of one loop.
+#[derive(Clone, Debug)]
+struct LoopData {
+    header: Block,
+    latches: Vec<Block>,
+    parent: PackedOption<Loop>,
+    /// 1 for an outermost loop.
+    depth: u32,
+    /// Preorder number in the forest, and the largest preorder number of
+    /// its subtree: `m` is inside this loop iff `pre <= pre(m) <= last`.
+    pre: u32,
+    last: u32,
+    /// The loops it immediately contains, in reverse postorder of headers.
+    children: Vec<Loop>,
+    /// The blocks whose innermost loop it is, in the order given.
+    own: Vec<Block>,
+    /// The number of blocks in the loop (its own and its children's).
+    size: usize,
 }
 
-impl NaturalLoop {
-    /// Is `b` a block of the loop?
-    pub fn contains(&self, b: Block) -> bool {
-        self.blocks.contains(&b)
-    }
-}
-
-/// The natural loops of the graph of `doms`, one per header, in the order of
-/// their headers in [`DominatorTree::order`] (reverse postorder). A back
-/// edge is an edge `t → h` where `h` dominates `t`; the loop of `h` is `h`
-/// and every block that reaches a back edge's source without passing
-/// through `h`. `preds` must be the predecessors `doms` was built with
-/// (repeats are allowed; predecessors outside the order are ignored).
+/// The natural loops of a graph as a loop-nesting forest: one loop per
+/// header, each block's innermost loop and each loop's parent, as in
+/// Cranelift's `LoopAnalysis`. Nothing stores a loop's whole body, so the
+/// forest takes space and time linear in the graph (plus an inverse
+/// Ackermann factor) however deep loops nest; [`LoopForest::contains`] is a
+/// constant-time test and [`LoopForest::blocks`] lists a body on request.
 ///
-/// Every block of a natural loop is dominated by its header (a path from
-/// the entry to it that avoided the header would continue to a back edge's
-/// source, which the header dominates). Irreducible control flow — a cycle
-/// with two ways in, which reversed control flow can have — therefore
-/// makes no loop: no block of the cycle dominates the others, so it has no
-/// back edge.
-pub fn natural_loops<I>(preds: impl Fn(Block) -> I, doms: &DominatorTree) -> Vec<NaturalLoop>
-where
-    I: IntoIterator<Item = Block>,
-{
-    let order = doms.order();
-    let mut loops = Vec::new();
-    let mut mark = vec![false; order.len()];
-    for (h, &header) in order.iter().enumerate() {
-        let mut latches: Vec<Block> = Vec::new();
-        for p in preds(header) {
-            if doms.dominates(header, p) && !latches.contains(&p) {
-                latches.push(p);
+/// A back edge is an edge `t → h` where `h` dominates `t`; the loop of `h`
+/// is `h` and every block that reaches a back edge's source without
+/// passing through `h`. Every block of a natural loop is dominated by its
+/// header (a path from the entry to it that avoided the header would
+/// continue to a back edge's source, which the header dominates), and two
+/// natural loops are disjoint or nested, so the loops form a forest.
+/// Irreducible control flow — a cycle with two ways in, which reversed
+/// control flow can have — makes no loop: no block of the cycle dominates
+/// the others, so it has no back edge.
+#[derive(Clone, Debug, Default)]
+pub struct LoopForest {
+    loops: PrimaryMap<Loop, LoopData>,
+    innermost: SecondaryMap<Block, PackedOption<Loop>>,
+    /// Position of each block in the order given.
+    position: SecondaryMap<Block, u32>,
+}
+
+// `LoopForest::default()` is the forest of a graph without loops.
+
+impl LoopForest {
+    /// The loops of the graph of `doms`. `preds` must be the predecessors
+    /// `doms` was built with (repeats are allowed; predecessors outside the
+    /// order are ignored).
+    ///
+    /// Loops are found innermost first (headers in reverse of reverse
+    /// postorder): a walk back from a loop's latches marks the blocks that
+    /// have no loop yet and jumps over an inner loop it meets from that
+    /// loop's outermost known ancestor (found through a union-find with
+    /// path compression) straight to the predecessors of its header, so
+    /// each block is marked once and each edge followed a bounded number of
+    /// times.
+    pub fn new<I>(preds: impl Fn(Block) -> I, doms: &DominatorTree) -> LoopForest
+    where
+        I: IntoIterator<Item = Block>,
+    {
+        let order = doms.order();
+        let mut loops: PrimaryMap<Loop, LoopData> = PrimaryMap::new();
+        let mut position = SecondaryMap::with_default(u32::MAX);
+        for (k, &h) in order.iter().enumerate() {
+            position[h] = k as u32;
+            let mut latches: Vec<Block> = Vec::new();
+            for p in preds(h) {
+                if doms.dominates(h, p) && !latches.contains(&p) {
+                    latches.push(p);
+                }
+            }
+            if !latches.is_empty() {
+                loops.push(LoopData {
+                    header: h,
+                    latches,
+                    parent: None.into(),
+                    depth: 1,
+                    pre: 0,
+                    last: 0,
+                    children: Vec::new(),
+                    own: Vec::new(),
+                    size: 0,
+                });
             }
         }
-        if latches.is_empty() {
-            continue;
+        let mut innermost: SecondaryMap<Block, PackedOption<Loop>> = SecondaryMap::new();
+        // Union-find over loops: `up[l]` leads to the outermost loop found
+        // so far around `l`.
+        let mut up: SecondaryMap<Loop, Loop> = SecondaryMap::with_default(Loop(0));
+        for l in loops.keys() {
+            up[l] = l;
         }
-        let mut body = vec![h];
-        mark[h] = true;
-        let mut work: Vec<Block> = latches.clone();
-        while let Some(b) = work.pop() {
-            let Some(k) = doms.position(b) else { continue };
-            if !mark[k] {
-                mark[k] = true;
-                body.push(k);
-                work.extend(preds(b));
+        let find = |up: &mut SecondaryMap<Loop, Loop>, mut l: Loop| {
+            let mut root = l;
+            while up[root] != root {
+                root = up[root];
+            }
+            while up[l] != root {
+                let next = up[l];
+                up[l] = root;
+                l = next;
+            }
+            root
+        };
+        let mut work: Vec<Block> = Vec::new();
+        for l in loops.keys().rev() {
+            let header = loops[l].header;
+            innermost[header] = l.into();
+            work.extend(loops[l].latches.iter().copied());
+            while let Some(b) = work.pop() {
+                if position[b] == u32::MAX {
+                    continue;
+                }
+                match innermost[b].expand() {
+                    None => {
+                        innermost[b] = l.into();
+                        work.extend(preds(b));
+                    }
+                    Some(m) => {
+                        let top = find(&mut up, m);
+                        if top != l {
+                            up[top] = l;
+                            loops[top].parent = l.into();
+                            work.extend(preds(loops[top].header));
+                        }
+                    }
+                }
             }
         }
-        for &k in &body {
-            mark[k] = false;
+        // Children, depths and preorder numbers; parents come first in
+        // `loops` (a header dominates the headers of the loops inside).
+        let keys: Vec<Loop> = loops.keys().collect();
+        let mut roots = Vec::new();
+        for &l in &keys {
+            match loops[l].parent.expand() {
+                Some(p) => {
+                    loops[l].depth = loops[p].depth + 1;
+                    loops[p].children.push(l);
+                }
+                None => roots.push(l),
+            }
         }
-        body.sort_unstable();
-        debug_assert!(body.iter().all(|&k| doms.dominates(header, order[k])));
-        loops.push(NaturalLoop {
-            header,
-            blocks: body.into_iter().map(|k| order[k]).collect(),
-            latches,
-        });
+        let mut n = 0u32;
+        let mut stack: Vec<(Loop, bool)> = roots.into_iter().rev().map(|l| (l, false)).collect();
+        while let Some((l, done)) = stack.pop() {
+            if done {
+                loops[l].last = n - 1;
+                continue;
+            }
+            loops[l].pre = n;
+            n += 1;
+            stack.push((l, true));
+            stack.extend(loops[l].children.iter().rev().map(|&c| (c, false)));
+        }
+        for &b in order {
+            if let Some(l) = innermost[b].expand() {
+                loops[l].own.push(b);
+            }
+        }
+        for &l in keys.iter().rev() {
+            loops[l].size += loops[l].own.len();
+            if let Some(p) = loops[l].parent.expand() {
+                loops[p].size += loops[l].size;
+            }
+        }
+        LoopForest {
+            loops,
+            innermost,
+            position,
+        }
     }
-    loops
+
+    /// Are there no loops?
+    pub fn is_empty(&self) -> bool {
+        self.loops.is_empty()
+    }
+
+    /// The number of loops.
+    pub fn len(&self) -> usize {
+        self.loops.len()
+    }
+
+    /// The loops, in reverse postorder of their headers: a loop after every
+    /// loop that contains it.
+    pub fn loops(&self) -> impl DoubleEndedIterator<Item = Loop> + ExactSizeIterator + '_ {
+        self.loops.keys()
+    }
+
+    /// The loops, innermost first: a loop before every loop that contains
+    /// it (reverse postorder of headers, reversed).
+    pub fn innermost_first(&self) -> impl Iterator<Item = Loop> + '_ {
+        self.loops.keys().rev()
+    }
+
+    /// The header of `l`, which dominates every block of it.
+    pub fn header(&self, l: Loop) -> Block {
+        self.loops[l].header
+    }
+
+    /// The sources of `l`'s back edges (the header's predecessors it
+    /// dominates), without repeats, in the order `preds` gave them.
+    pub fn latches(&self, l: Loop) -> &[Block] {
+        &self.loops[l].latches
+    }
+
+    /// The innermost loop containing `l`.
+    pub fn parent(&self, l: Loop) -> Option<Loop> {
+        self.loops[l].parent.expand()
+    }
+
+    /// The loops `l` immediately contains, in reverse postorder of headers.
+    pub fn children(&self, l: Loop) -> &[Loop] {
+        &self.loops[l].children
+    }
+
+    /// How many loops contain `l`, itself included (1 for an outermost one).
+    pub fn depth(&self, l: Loop) -> u32 {
+        self.loops[l].depth
+    }
+
+    /// The number of blocks of `l`.
+    pub fn size(&self, l: Loop) -> usize {
+        self.loops[l].size
+    }
+
+    /// `l`, then the loops around it, innermost first.
+    pub fn ancestors(&self, l: Loop) -> impl Iterator<Item = Loop> + '_ {
+        std::iter::successors(Some(l), |&m| self.parent(m))
+    }
+
+    /// The innermost loop containing `b` (`None` outside every loop and for
+    /// blocks outside the order).
+    pub fn innermost(&self, b: Block) -> Option<Loop> {
+        self.innermost.get(b).and_then(|l| l.expand())
+    }
+
+    /// The loops containing `b`, innermost first.
+    pub fn loops_around(&self, b: Block) -> impl Iterator<Item = Loop> + '_ {
+        self.innermost(b)
+            .into_iter()
+            .flat_map(move |l| self.ancestors(l))
+    }
+
+    /// Is `inner` inside `outer` (reflexively)?
+    pub fn encloses(&self, outer: Loop, inner: Loop) -> bool {
+        let (o, i) = (&self.loops[outer], &self.loops[inner]);
+        o.pre <= i.pre && i.pre <= o.last
+    }
+
+    /// Is `b` a block of `l`? Constant time.
+    pub fn contains(&self, l: Loop, b: Block) -> bool {
+        self.innermost(b).is_some_and(|m| self.encloses(l, m))
+    }
+
+    /// The blocks whose innermost loop is `l`, in the order given.
+    pub fn own_blocks(&self, l: Loop) -> &[Block] {
+        &self.loops[l].own
+    }
+
+    /// The blocks of `l`, in the order given (header first). Takes time in
+    /// the size of `l`: listing every loop's blocks costs the sum of the
+    /// loops' sizes, quadratic in the nesting depth, so passes that visit
+    /// every loop use [`LoopForest::own_blocks`] and
+    /// [`LoopForest::contains`] instead.
+    pub fn blocks(&self, l: Loop) -> Vec<Block> {
+        let mut out = Vec::with_capacity(self.size(l));
+        let mut stack = vec![l];
+        while let Some(m) = stack.pop() {
+            out.extend_from_slice(&self.loops[m].own);
+            stack.extend_from_slice(&self.loops[m].children);
+        }
+        out.sort_unstable_by_key(|&b| self.position[b]);
+        out
+    }
 }
 
 #[cfg(test)]
@@ -331,11 +542,98 @@ mod tests {
         };
         let doms = DominatorTree::new(&order, preds);
         let nums = |v: &[Block]| v.iter().map(|x| x.as_u32()).collect::<Vec<_>>();
-        let loops = natural_loops(preds, &doms)
-            .iter()
-            .map(|l| (l.header.as_u32(), nums(&l.blocks), nums(&l.latches)))
+        let forest = LoopForest::new(preds, &doms);
+        let loops: Vec<Numbered> = forest
+            .loops()
+            .map(|l| {
+                let h = forest.header(l);
+                (h.as_u32(), nums(&forest.blocks(l)), nums(forest.latches(l)))
+            })
             .collect();
+        assert_eq!(loops, naive_loops(&order, &doms, preds));
         (order, doms, loops)
+    }
+
+    /// The natural loops by their definition, one body set per header: the
+    /// oracle the forest is checked against.
+    fn naive_loops<I: IntoIterator<Item = Block>>(
+        order: &[Block],
+        doms: &DominatorTree,
+        preds: impl Fn(Block) -> I,
+    ) -> Vec<Numbered> {
+        let mut out = Vec::new();
+        for &h in order {
+            let mut latches: Vec<u32> = Vec::new();
+            for p in preds(h) {
+                if doms.dominates(h, p) && !latches.contains(&p.as_u32()) {
+                    latches.push(p.as_u32());
+                }
+            }
+            if latches.is_empty() {
+                continue;
+            }
+            let mut body = vec![h];
+            let mut work: Vec<Block> = latches.iter().map(|&n| b(n)).collect();
+            while let Some(x) = work.pop() {
+                if order.contains(&x) && !body.contains(&x) {
+                    body.push(x);
+                    work.extend(preds(x));
+                }
+            }
+            let blocks = order
+                .iter()
+                .filter(|x| body.contains(x))
+                .map(|x| x.as_u32())
+                .collect();
+            out.push((h.as_u32(), blocks, latches));
+        }
+        out
+    }
+
+    proptest::proptest! {
+        /// On random graphs (reducible or not), the forest has the loops of
+        /// the definition, with consistent parents, depths and membership.
+        #[test]
+        fn forest_matches_the_definition(
+            edges in proptest::collection::vec((0u32..12, 0u32..12), 0..40)
+        ) {
+            let (order, doms, _) = analyse(&edges);
+            let preds = |x: Block| {
+                edges
+                    .iter()
+                    .filter(move |e| e.1 == x.as_u32())
+                    .map(|e| b(e.0))
+            };
+            let forest = LoopForest::new(preds, &doms);
+            for l in forest.loops() {
+                let body = forest.blocks(l);
+                proptest::prop_assert_eq!(body.len(), forest.size(l));
+                for &x in &order {
+                    proptest::prop_assert_eq!(forest.contains(l, x), body.contains(&x));
+                }
+                if let Some(p) = forest.parent(l) {
+                    proptest::prop_assert!(forest.blocks(p).len() > body.len());
+                    proptest::prop_assert!(body.iter().all(|&x| forest.contains(p, x)));
+                    proptest::prop_assert_eq!(forest.depth(l), forest.depth(p) + 1);
+                }
+                for m in forest.loops() {
+                    // Nested or disjoint; the parent is the smallest strict
+                    // enclosing loop.
+                    let inside = forest.blocks(m).iter().all(|x| body.contains(x));
+                    proptest::prop_assert_eq!(forest.encloses(l, m), inside);
+                }
+            }
+            for &x in &order {
+                let around: Vec<Loop> = forest.loops_around(x).collect();
+                let expected: Vec<Loop> = {
+                    let mut v: Vec<Loop> =
+                        forest.loops().filter(|&l| forest.contains(l, x)).collect();
+                    v.sort_by_key(|&l| forest.size(l));
+                    v
+                };
+                proptest::prop_assert_eq!(around, expected);
+            }
+        }
     }
 
     #[test]

@@ -43,7 +43,7 @@
 //! Integer values are split around loops only: six general-purpose
 //! registers are callee-saved, so regalloc2 keeps integers across calls.
 
-use adze_ir::cfg::{self, DominatorTree};
+use adze_ir::cfg::{DominatorTree, LoopForest};
 use adze_ir::{Block, Function, Inst, InstData, Type, Value};
 use cranelift_codegen::entity::{EntitySet, SecondaryMap};
 use std::collections::HashSet;
@@ -167,15 +167,11 @@ pub(crate) fn plan(
 ) -> SpillPlan {
     let insts = |b: Block| func.layout.block_insts(b);
     let nb = order.len();
-    let Graph {
-        succs,
-        preds,
-        loops: natural,
-    } = graph;
+    let (succs, preds) = (&graph.succs, &graph.preds);
     let has_call = order
         .iter()
         .any(|&b| insts(b).iter().any(|&i| is_call(func.dfg.inst(i))));
-    let has_loop = !natural.is_empty();
+    let has_loop = !graph.loops.is_empty();
     if (!has_call && !has_loop) || func.num_placed_insts() > MAX_INSTS {
         return SpillPlan::default();
     }
@@ -199,7 +195,8 @@ pub(crate) fn plan(
         );
     }
     let loops = if has_loop {
-        park_around_loops(func, order, natural, preds, &globals, &live_in, &mut plan)
+        let natural = graph.bodies(func, order);
+        park_around_loops(func, order, &natural, preds, &globals, &live_in, &mut plan)
     } else {
         Vec::new()
     };
@@ -792,15 +789,10 @@ fn record_entries(shape: &Shape<'_>, plan: &mut SpillPlan, reg_in: &Sets, slot_i
 /// The loop headers whose `brif` stays in the loop on its first target and
 /// leaves it on the second: the translator branches on the complement, exit
 /// first, so that Cranelift lays the loop body out right after the header.
-pub(crate) fn exit_first_headers(
-    func: &Function,
-    order: &[Block],
-    graph: &Graph,
-) -> EntitySet<Block> {
-    let pos = positions(func, order);
+pub(crate) fn exit_first_headers(func: &Function, graph: &Graph) -> EntitySet<Block> {
     let mut out = EntitySet::new();
-    for (h, body) in &graph.loops {
-        let hb = order[*h];
+    for l in graph.loops.loops() {
+        let hb = graph.loops.header(l);
         let Some(last) = func.layout.last_inst(hb) else {
             continue;
         };
@@ -812,7 +804,7 @@ pub(crate) fn exit_first_headers(
         else {
             continue;
         };
-        let inside = |b: Block| pos[b].is_some_and(|p| body.contains(&p));
+        let inside = |b: Block| graph.loops.contains(l, b);
         if inside(then_dest.block) && !inside(else_dest.block) {
             out.insert(hb);
         }
@@ -822,12 +814,12 @@ pub(crate) fn exit_first_headers(
 
 /// The control-flow graph over the positions of `order` (reachable blocks
 /// in reverse postorder): successors and predecessors, without repeats, and
-/// the natural loops ([`natural_loops`]). Computed once per function for
+/// the loop-nesting forest ([`LoopForest`]). Computed once per function for
 /// the spill plan and the layout of loop headers.
 pub(crate) struct Graph {
     succs: Vec<Vec<usize>>,
     preds: Vec<Vec<usize>>,
-    loops: Vec<(usize, HashSet<usize>)>,
+    loops: LoopForest,
 }
 
 impl Graph {
@@ -862,7 +854,12 @@ impl Graph {
                 }
             }
         }
-        let loops = natural_loops(func, order, &preds);
+        let preds_of = |b: Block| {
+            let ps = pos[b].map_or(&[][..], |k| &preds[k][..]);
+            ps.iter().map(|&p| order[p])
+        };
+        let doms = DominatorTree::new(order, preds_of);
+        let loops = LoopForest::new(preds_of, &doms);
         Graph {
             succs,
             preds,
@@ -872,34 +869,27 @@ impl Graph {
 
     /// Do the loops' sizes add up to more than [`MAX_LOOP_BLOCKS_PER_BLOCK`]
     /// times the number of blocks (each block counts once per loop around
-    /// it)? Then per-loop work is quadratic in the nesting depth.
+    /// it)? Then per-loop work is quadratic in the nesting depth. Constant
+    /// time per loop: the forest knows each loop's size.
     pub(crate) fn deeply_nested(&self) -> bool {
-        let loop_blocks: usize = self.loops.iter().map(|(_, body)| body.len()).sum();
+        let loop_blocks: usize = self.loops.loops().map(|l| self.loops.size(l)).sum();
         loop_blocks > MAX_LOOP_BLOCKS_PER_BLOCK * self.succs.len() + 4096
     }
-}
 
-/// The natural loops ([`adze_ir::cfg::natural_loops`]) over positions: each
-/// header's position and the positions of its blocks, by header position.
-fn natural_loops(
-    func: &Function,
-    order: &[Block],
-    preds: &[Vec<usize>],
-) -> Vec<(usize, HashSet<usize>)> {
-    let pos = positions(func, order);
-    let preds_of = |b: Block| {
-        pos[b]
-            .map(|k| preds[k].iter().map(|&p| order[p]).collect::<Vec<_>>())
-            .unwrap_or_default()
-    };
-    let doms = DominatorTree::new(order, preds_of);
-    cfg::natural_loops(preds_of, &doms)
-        .into_iter()
-        .map(|lp| {
-            let at = |b: Block| pos[b].expect("a block of the order");
-            (at(lp.header), lp.blocks.iter().map(|&b| at(b)).collect())
-        })
-        .collect()
+    /// Each loop's header position and the positions of its blocks, in
+    /// reverse postorder of headers. Costs the sum of the loops' sizes: only
+    /// for graphs that are not [`Graph::deeply_nested`].
+    fn bodies(&self, func: &Function, order: &[Block]) -> Vec<(usize, HashSet<usize>)> {
+        let pos = positions(func, order);
+        let at = |b: Block| pos[b].expect("a block of the order");
+        self.loops
+            .loops()
+            .map(|l| {
+                let body = self.loops.blocks(l).into_iter().map(at).collect();
+                (at(self.loops.header(l)), body)
+            })
+            .collect()
+    }
 }
 
 /// The position of each block of `order` in it.

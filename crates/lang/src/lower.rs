@@ -18,7 +18,7 @@ use adze_ir::{
     AutodiffSpec, Block as IrBlock, CmpCond, FuncBuilder, FuncId, Function, Module, Opcode,
     Signature, SourceLoc, Type, Value,
 };
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 /// Lowers a checked program of the file `file_name` (whose text is
 /// `source`). Function names are unique (the checker guarantees it), so
@@ -116,6 +116,7 @@ fn lower_func(module: &Module, ids: &[FuncId], lines: &LineIndex, f: &Func) -> F
         env,
         live: true,
         lines,
+        assigned: Assigned::default(),
     };
     let values = cx.block(&f.body);
     if cx.live {
@@ -135,6 +136,7 @@ struct Lower<'a, 'f> {
     /// Is there a current block to append to? False after a terminator.
     live: bool,
     lines: &'a LineIndex<'a>,
+    assigned: Assigned,
 }
 
 impl Lower<'_, '_> {
@@ -176,13 +178,13 @@ impl Lower<'_, '_> {
 
     /// The `var`s assigned in `blocks`/`exprs` that are already declared,
     /// in declaration order: they become the parameters of a join.
-    fn join_vars(&self, blocks: &[&Block], exprs: &[&Expr]) -> Vec<LocalId> {
+    fn join_vars(&mut self, blocks: &[&Block], exprs: &[&Expr]) -> Vec<LocalId> {
         let mut set = BTreeSet::new();
         for b in blocks {
-            assigned_in_block(b, &mut set);
+            set.extend(self.assigned.block(b).iter().copied());
         }
         for e in exprs {
-            assigned_in_expr(e, &mut set);
+            self.assigned.expr(e, &mut set);
         }
         set.into_iter().filter(|&l| self.env[l].is_some()).collect()
     }
@@ -496,61 +498,85 @@ impl Lower<'_, '_> {
     }
 }
 
-fn assigned_in_block(b: &Block, set: &mut BTreeSet<LocalId>) {
-    for s in &b.stmts {
-        match s {
-            Stmt::Let(_, e) | Stmt::Zeros(_, e, _) | Stmt::Expr(e) => assigned_in_expr(e, set),
-            Stmt::Assign(l, e) => {
-                set.insert(*l);
-                assigned_in_expr(e, set);
-            }
-            Stmt::Store(_, i, x, _) => {
-                assigned_in_expr(i, set);
-                assigned_in_expr(x, set);
-            }
-            Stmt::Return(e, _) => {
-                if let Some(e) = e {
-                    assigned_in_expr(e, set);
-                }
-            }
-            Stmt::For(_, lo, hi, body, _) => {
-                assigned_in_expr(lo, set);
-                assigned_in_expr(hi, set);
-                assigned_in_block(body, set);
-            }
-            Stmt::While(c, body, _) => {
-                assigned_in_expr(c, set);
-                assigned_in_block(body, set);
-            }
-        }
-    }
-    if let Some(e) = &b.tail {
-        assigned_in_expr(e, set);
-    }
+/// The locals each block assigns, nested blocks included, found once per
+/// block: lowering asks for the set of every loop and `if` of a nest, and
+/// walking each one's body again would be quadratic in the nesting depth.
+/// Blocks are keyed by address; the typed tree does not move while it is
+/// lowered.
+#[derive(Default)]
+struct Assigned {
+    sets: HashMap<*const Block, Vec<LocalId>>,
 }
 
-fn assigned_in_expr(e: &Expr, set: &mut BTreeSet<LocalId>) {
-    match &e.kind {
-        ExprKind::F64(_) | ExprKind::I64(_) | ExprKind::Bool(_) | ExprKind::Local(_) => {}
-        ExprKind::Unary(_, a) | ExprKind::Powi(a, _) => assigned_in_expr(a, set),
-        ExprKind::Binary(_, a, b)
-        | ExprKind::Cmp(_, _, a, b)
-        | ExprKind::And(a, b)
-        | ExprKind::Or(a, b)
-        | ExprKind::Fill(a, b) => {
-            assigned_in_expr(a, set);
-            assigned_in_expr(b, set);
+impl Assigned {
+    /// The locals `b` assigns, in declaration order.
+    fn block(&mut self, b: &Block) -> &[LocalId] {
+        let key: *const Block = b;
+        if !self.sets.contains_key(&key) {
+            let mut set = BTreeSet::new();
+            self.walk(b, &mut set);
+            self.sets.insert(key, set.into_iter().collect());
         }
-        ExprKind::Call(_, xs) | ExprKind::Autodiff(_, xs) | ExprKind::Tuple(xs) => {
-            for x in xs {
-                assigned_in_expr(x, set);
+        &self.sets[&key]
+    }
+
+    fn walk(&mut self, b: &Block, set: &mut BTreeSet<LocalId>) {
+        for s in &b.stmts {
+            match s {
+                Stmt::Let(_, e) | Stmt::Zeros(_, e, _) | Stmt::Expr(e) => self.expr(e, set),
+                Stmt::Assign(l, e) => {
+                    set.insert(*l);
+                    self.expr(e, set);
+                }
+                Stmt::Store(_, i, x, _) => {
+                    self.expr(i, set);
+                    self.expr(x, set);
+                }
+                Stmt::Return(e, _) => {
+                    if let Some(e) = e {
+                        self.expr(e, set);
+                    }
+                }
+                Stmt::For(_, lo, hi, body, _) => {
+                    self.expr(lo, set);
+                    self.expr(hi, set);
+                    set.extend(self.block(body).iter().copied());
+                }
+                Stmt::While(c, body, _) => {
+                    self.expr(c, set);
+                    set.extend(self.block(body).iter().copied());
+                }
             }
         }
-        ExprKind::If(c, t, els) => {
-            assigned_in_expr(c, set);
-            assigned_in_block(t, set);
-            if let Some(b) = els {
-                assigned_in_block(b, set);
+        if let Some(e) = &b.tail {
+            self.expr(e, set);
+        }
+    }
+
+    /// Adds the locals `e` assigns (in the blocks of its `if`s) to `set`.
+    fn expr(&mut self, e: &Expr, set: &mut BTreeSet<LocalId>) {
+        match &e.kind {
+            ExprKind::F64(_) | ExprKind::I64(_) | ExprKind::Bool(_) | ExprKind::Local(_) => {}
+            ExprKind::Unary(_, a) | ExprKind::Powi(a, _) => self.expr(a, set),
+            ExprKind::Binary(_, a, b)
+            | ExprKind::Cmp(_, _, a, b)
+            | ExprKind::And(a, b)
+            | ExprKind::Or(a, b)
+            | ExprKind::Fill(a, b) => {
+                self.expr(a, set);
+                self.expr(b, set);
+            }
+            ExprKind::Call(_, xs) | ExprKind::Autodiff(_, xs) | ExprKind::Tuple(xs) => {
+                for x in xs {
+                    self.expr(x, set);
+                }
+            }
+            ExprKind::If(c, t, els) => {
+                self.expr(c, set);
+                set.extend(self.block(t).iter().copied());
+                if let Some(b) = els {
+                    set.extend(self.block(b).iter().copied());
+                }
             }
         }
     }

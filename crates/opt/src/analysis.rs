@@ -19,7 +19,7 @@
 //! never starts using a value of the body (other than its results), and the
 //! region stays exactly the call it stands for.
 
-use adze_ir::cfg::{self, DominatorTree, NaturalLoop};
+use adze_ir::cfg::{self, DominatorTree, LoopForest};
 use adze_ir::{Block, Function, Inst, InstData, Opcode, Region, Value, ValueDef};
 use cranelift_entity::{EntityRef, EntitySet, SecondaryMap};
 
@@ -158,29 +158,32 @@ impl Cfg {
         DominatorTree::new(&self.rpo, |b| self.preds(b).iter().copied())
     }
 
-    /// The natural loops ([`cfg::natural_loops`]), one per header, in
-    /// reverse postorder of their headers, each with its blocks in reverse
-    /// postorder.
-    pub(crate) fn loops(&self, doms: &DominatorTree) -> Vec<NaturalLoop> {
-        cfg::natural_loops(|b| self.preds(b).iter().copied(), doms)
+    /// The loop-nesting forest ([`LoopForest`]).
+    pub(crate) fn loops(&self, doms: &DominatorTree) -> LoopForest {
+        LoopForest::new(|b| self.preds(b).iter().copied(), doms)
     }
 
-    /// The loops of [`Cfg::loops`] that contain no other loop's header.
-    pub(crate) fn innermost_loops(&self, doms: &DominatorTree) -> Vec<NaturalLoop> {
-        let loops = self.loops(doms);
-        let mut headers = EntitySet::with_capacity(self.rpo.len());
-        for lp in &loops {
-            headers.insert(lp.header);
-        }
-        loops
-            .into_iter()
-            .filter(|lp| {
-                lp.blocks
-                    .iter()
-                    .all(|&b| b == lp.header || !headers.contains(b))
+    /// The loops that contain no other loop, in reverse postorder of their
+    /// headers.
+    pub(crate) fn innermost_loops(&self, doms: &DominatorTree) -> Vec<InnerLoop> {
+        let forest = self.loops(doms);
+        forest
+            .loops()
+            .filter(|&l| forest.children(l).is_empty())
+            .map(|l| InnerLoop {
+                header: forest.header(l),
+                blocks: forest.own_blocks(l).to_vec(),
             })
             .collect()
     }
+}
+
+/// A loop that contains no other loop ([`Cfg::innermost_loops`]).
+pub(crate) struct InnerLoop {
+    /// Its header, which dominates its blocks.
+    pub(crate) header: Block,
+    /// Its blocks in reverse postorder, the header first.
+    pub(crate) blocks: Vec<Block>,
 }
 
 /// The rule region of every block and value, and the values pinned by region

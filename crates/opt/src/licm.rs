@@ -20,11 +20,20 @@
 //!
 //! **Loops.** A back edge is an edge `t → h` where `h` dominates `t`; the
 //! natural loop of header `h` is `h` and every block that reaches one of its
-//! back edges' sources without passing through `h`
-//! ([`adze_ir::cfg::natural_loops`]; irreducible control flow, which
-//! reversed control flow can have, has no back edge and so no loop). Loops
-//! are processed innermost first (by size), so an instruction can climb out
-//! of a nest one loop at a time.
+//! back edges' sources without passing through `h` (the loop-nesting forest
+//! [`adze_ir::cfg::LoopForest`]; irreducible control flow, which reversed
+//! control flow can have, has no back edge and so no loop).
+//!
+//! **One pass.** Instructions are visited once, in reverse postorder of
+//! their blocks; each climbs out of the loops around it, innermost first,
+//! one loop at a time, while its operands are defined outside the loop
+//! (where they are after their own climb) and the loop has a preheader in
+//! its region scope; a loop without one is passed over and the next loop
+//! out is tried. The moves are then made together, so the pass costs time
+//! linear in the function plus the loops climbed, however deep loops nest
+//! (visiting every loop's blocks, as a loop-by-loop LICM does, is quadratic
+//! in the nesting depth). Moved instructions are appended to their
+//! preheader in visiting order, after what it held, so operands come first.
 //!
 //! **Preheader.** Code moves to the end of the header's only predecessor
 //! outside the loop, and only when that block ends in an unconditional
@@ -44,8 +53,7 @@
 //! effect, cannot trap — so never a `load`, `zeros`, or an `idiv`/`irem`
 //! that may trap) whose operands are all defined outside the loop (or by
 //! instructions already moved), in the same region scope as the preheader.
-//! Blocks are visited in reverse postorder, so operands move before their
-//! uses. Moving a pure instruction earlier is exact: it computes the same
+//! Moving a pure instruction earlier is exact: it computes the same
 //! bits from the same operands, and computing it when the loop body would
 //! not have (a loop that runs zero times, a branch not taken) has no
 //! observable effect. Every operand's definition dominates the preheader:
@@ -53,8 +61,10 @@
 //! every path into the loop comes through the preheader.
 
 use crate::analysis::{is_pure, Cfg, Scopes};
+use adze_ir::cfg::{DominatorTree, Loop, LoopForest};
 use adze_ir::{Block, Function, Inst, InstData, Value, ValueDef};
-use cranelift_entity::EntitySet;
+use cranelift_entity::packed_option::PackedOption;
+use cranelift_entity::SecondaryMap;
 
 /// What LICM did to one function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -72,43 +82,86 @@ pub struct LicmStats {
 pub fn licm(func: &mut Function) -> LicmStats {
     let cfg = Cfg::new(func);
     let doms = cfg.dominators();
+    let forest = cfg.loops(&doms);
+    let pre = preheaders(func, &cfg, &forest);
+    let mut stats = LicmStats {
+        loops: forest.len(),
+        with_preheader: pre.values().filter(|p| p.is_some()).count(),
+        hoisted: 0,
+    };
+    if stats.with_preheader == 0 {
+        return stats;
+    }
     let scopes = Scopes::new(func);
-    let mut stats = LicmStats::default();
-    let mut loops = cfg.loops(&doms);
-    loops.sort_by_key(|l| (l.blocks.len(), cfg.rpo_num(l.header)));
-    stats.loops = loops.len();
-    let mut in_loop = EntitySet::with_capacity(func.dfg.num_blocks());
-    for lp in &loops {
-        let outside: Vec<Block> = cfg
-            .preds(lp.header)
-            .iter()
-            .copied()
-            .filter(|p| !lp.blocks.contains(p))
-            .collect();
-        let [pre] = outside[..] else { continue };
-        let enters_by_jump = func.layout.last_inst(pre).is_some_and(
-            |i| matches!(func.dfg.inst(i), InstData::Jump { dest } if dest.block == lp.header),
-        );
-        if !enters_by_jump {
+    let moves = plan(func, &cfg.rpo, &forest, &pre, &scopes, &mut stats.hoisted);
+    apply(func, &doms, &moves);
+    stats
+}
+
+/// The preheader of each loop: the header's only predecessor outside the
+/// loop, when it enters by a `jump`.
+fn preheaders(
+    func: &Function,
+    cfg: &Cfg,
+    forest: &LoopForest,
+) -> SecondaryMap<Loop, PackedOption<Block>> {
+    let mut pre = SecondaryMap::with_capacity(forest.len());
+    for l in forest.loops() {
+        let h = forest.header(l);
+        let mut outside = cfg.preds(h).iter().filter(|&&p| !forest.contains(l, p));
+        let (Some(&p), None) = (outside.next(), outside.next()) else {
             continue;
+        };
+        let enters_by_jump = func.layout.last_inst(p).is_some_and(
+            |i| matches!(func.dfg.inst(i), InstData::Jump { dest } if dest.block == h),
+        );
+        if enters_by_jump {
+            pre[l] = p.into();
         }
-        stats.with_preheader += 1;
-        for &b in &lp.blocks {
-            in_loop.insert(b);
-        }
-        let scope = scopes.block_scope(pre);
-        for &b in &lp.blocks {
-            if scopes.block_scope(b) != scope {
+    }
+    pre
+}
+
+/// Where each instruction that moves goes, in visiting order (see the
+/// module documentation); `hoisted` counts the loops left.
+fn plan(
+    func: &Function,
+    rpo: &[Block],
+    forest: &LoopForest,
+    pre: &SecondaryMap<Loop, PackedOption<Block>>,
+    scopes: &Scopes,
+    hoisted: &mut usize,
+) -> Vec<(Inst, Block)> {
+    let mut moved: SecondaryMap<Inst, PackedOption<Block>> = SecondaryMap::new();
+    let mut moves = Vec::new();
+    // Where `v` is defined once the moves so far are made.
+    let def_block =
+        |moved: &SecondaryMap<Inst, PackedOption<Block>>, v: Value| match *func.dfg.value_def(v) {
+            ValueDef::Result { inst, .. } => moved[inst].expand().or(func.layout.inst_block(inst)),
+            _ => func.def_block(v),
+        };
+    for &b in rpo {
+        let Some(innermost) = forest.innermost(b) else {
+            continue;
+        };
+        for &inst in func.layout.block_insts(b) {
+            let data = func.dfg.inst(inst);
+            if data.opcode().is_terminator()
+                || func.dfg.inst_results(inst).len() != 1
+                || !is_pure(func, data)
+                || constant(func, inst)
+            {
                 continue;
             }
-            let insts: Vec<Inst> = func.layout.block_insts(b).to_vec();
-            for inst in insts {
-                let data = func.dfg.inst(inst);
-                if data.opcode().is_terminator()
-                    || func.dfg.inst_results(inst).len() != 1
-                    || !is_pure(func, data)
-                    || constant(func, inst)
-                {
+            let mut at = b;
+            let mut next = Some(innermost);
+            while let Some(l) = next {
+                let Some(p) = pre[l].expand() else {
+                    next = forest.parent(l);
+                    continue;
+                };
+                if scopes.block_scope(at) != scopes.block_scope(p) {
+                    next = forest.parent(l);
                     continue;
                 }
                 // A constant operand defined in the loop is copied to the
@@ -116,40 +169,55 @@ pub fn licm(func: &mut Function) -> LicmStats {
                 // where they are used (see `constant`).
                 let mut invariant = true;
                 data.for_each_use(|v| {
-                    invariant &= func.def_block(v).is_some_and(|d| !in_loop.contains(d))
+                    invariant &= def_block(&moved, v).is_some_and(|d| !forest.contains(l, d))
                         || constant_value(func, v);
                 });
                 if !invariant {
-                    continue;
+                    break;
                 }
-                func.layout.remove_inst(inst);
-                let mut data = func.dfg.inst(inst).clone();
-                for v in data.args_mut() {
-                    if constant_value(func, *v)
-                        && func.def_block(*v).is_some_and(|d| in_loop.contains(d))
-                    {
-                        let ValueDef::Result { inst: c, .. } = *func.dfg.value_def(*v) else {
-                            continue;
-                        };
-                        let ty = func.dfg.value_type(*v);
-                        let copy = func.dfg.make_inst(func.dfg.inst(c).clone(), &[ty]);
-                        func.dfg.copy_srcloc(c, copy);
-                        let at = func.layout.block_insts(pre).len().saturating_sub(1);
-                        func.layout.insert_inst(copy, pre, at);
-                        *v = func.dfg.first_result(copy);
-                    }
-                }
-                *func.dfg.inst_mut(inst) = data;
-                let at = func.layout.block_insts(pre).len().saturating_sub(1);
-                func.layout.insert_inst(inst, pre, at);
-                stats.hoisted += 1;
+                at = p;
+                *hoisted += 1;
+                next = forest.innermost(p);
+            }
+            if at != b {
+                moved[inst] = at.into();
+                moves.push((inst, at));
             }
         }
-        for &b in &lp.blocks {
-            in_loop.remove(b);
-        }
     }
-    stats
+    moves
+}
+
+/// Makes the `moves`: each instruction goes to the end of its preheader
+/// (before the terminator) with a copy of every constant operand whose
+/// definition does not dominate it there.
+fn apply(func: &mut Function, doms: &DominatorTree, moves: &[(Inst, Block)]) {
+    let insts: Vec<Inst> = moves.iter().map(|&(i, _)| i).collect();
+    func.layout.remove_insts(&insts);
+    for &(inst, to) in moves {
+        let mut data = func.dfg.inst(inst).clone();
+        for v in data.args_mut() {
+            let ValueDef::Result { inst: c, .. } = *func.dfg.value_def(*v) else {
+                continue;
+            };
+            let stays = func
+                .layout
+                .inst_block(c)
+                .is_some_and(|d| doms.dominates(d, to));
+            if !constant(func, c) || stays {
+                continue;
+            }
+            let ty = func.dfg.value_type(*v);
+            let copy = func.dfg.make_inst(func.dfg.inst(c).clone(), &[ty]);
+            func.dfg.copy_srcloc(c, copy);
+            let at = func.layout.block_insts(to).len().saturating_sub(1);
+            func.layout.insert_inst(copy, to, at);
+            *v = func.dfg.first_result(copy);
+        }
+        *func.dfg.inst_mut(inst) = data;
+        let at = func.layout.block_insts(to).len().saturating_sub(1);
+        func.layout.insert_inst(inst, to, at);
+    }
 }
 
 /// Is `inst` an `fconst`, `iconst` or `bconst`?

@@ -24,8 +24,8 @@
 //! primal once DCE has removed the sum nobody reads and `indvars` the
 //! iteration counter: a loop that only counts.
 //!
-//! **Which loops.** A natural loop (`adze_ir::cfg::natural_loops`) of header `H`
-//! such that
+//! **Which loops.** A natural loop ([`adze_ir::cfg::LoopForest`]) of header
+//! `H` such that
 //!
 //! - it has the *canonical counted shape*: `H` has one predecessor outside
 //!   the loop (the preheader `P`, whose terminator names `H` once); `H`
@@ -70,12 +70,16 @@
 //! dominates `H`, hence every use of `i`, and runs again each time the loop
 //! is entered, so `e` is always the exit value of the latest run.
 //!
-//! Loops are deleted one at a time, innermost first, and the analysis is
-//! redone after each deletion, so a loop whose only inner loop was deleted
-//! may go next.
+//! Only a loop that contains no other loop can qualify (an inner loop is a
+//! cycle that avoids `H`), so the candidates are the leaves of the
+//! loop-nesting forest, whose blocks are their own: finding them and
+//! checking their bodies takes time linear in the function, however deep
+//! loops nest. Loops are deleted one at a time, smallest first, and the
+//! analysis is redone after each deletion, so a loop whose only inner loop
+//! was deleted may go next.
 
 use crate::analysis::{iconst_of, is_pure, table, Cfg, Scopes};
-use adze_ir::cfg::NaturalLoop;
+use adze_ir::cfg::{Loop, LoopForest};
 use adze_ir::{Block, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Type, Value};
 use cranelift_entity::{EntitySet, SecondaryMap};
 
@@ -98,22 +102,47 @@ pub fn delete_loops(func: &mut Function) -> LoopDelStats {
     loop {
         let cfg = Cfg::new(func);
         let doms = cfg.dominators();
-        let mut loops = cfg.loops(&doms);
-        if loops.is_empty() {
+        let forest = cfg.loops(&doms);
+        let mut leaves: Vec<Loop> = forest
+            .loops()
+            .filter(|&l| forest.children(l).is_empty())
+            .collect();
+        if leaves.is_empty() {
             break;
         }
-        loops.sort_by_key(|l| (l.blocks.len(), cfg.rpo_num(l.header)));
+        leaves.sort_by_key(|&l| (forest.size(l), cfg.rpo_num(forest.header(l))));
         let scopes = Scopes::new(func);
         let safe = adze_ir::bounds::safe_accesses(func);
-        let plan = loops
-            .iter()
-            .find_map(|lp| plan(func, &cfg, &scopes, &safe, lp));
+        let plan = leaves.iter().find_map(|&l| {
+            let lp = Leaf {
+                forest: &forest,
+                l,
+                header: forest.header(l),
+                blocks: forest.own_blocks(l),
+            };
+            plan(func, &cfg, &scopes, &safe, &lp)
+        });
         let Some(plan) = plan else { break };
         stats.deleted += 1;
         stats.exit_values += usize::from(!plan.uses_of_i.is_empty() || plan.exit_reads_i);
         apply(func, plan);
     }
     stats
+}
+
+/// A loop that contains no other loop: a leaf of the forest.
+struct Leaf<'a> {
+    forest: &'a LoopForest,
+    l: Loop,
+    header: Block,
+    /// Its blocks, in reverse postorder, the header first.
+    blocks: &'a [Block],
+}
+
+impl Leaf<'_> {
+    fn contains(&self, b: Block) -> bool {
+        self.forest.contains(self.l, b)
+    }
 }
 
 /// A loop to delete.
@@ -141,21 +170,17 @@ fn plan(
     cfg: &Cfg,
     scopes: &Scopes,
     safe: &EntitySet<Inst>,
-    lp: &NaturalLoop,
+    lp: &Leaf,
 ) -> Option<Plan> {
     let h = lp.header;
-    let mut in_loop = EntitySet::with_capacity(func.dfg.num_blocks());
-    for &b in &lp.blocks {
-        in_loop.insert(b);
-    }
-    let inside = |v: Value| func.def_block(v).is_some_and(|b| in_loop.contains(b));
+    let inside = |v: Value| func.def_block(v).is_some_and(|b| lp.contains(b));
 
     // One way in, by a branch that names the header once.
     let outside: Vec<_> = cfg
         .preds(h)
         .iter()
         .copied()
-        .filter(|&p| !in_loop.contains(p))
+        .filter(|&p| !lp.contains(p))
         .collect();
     let [pre] = outside[..] else { return None };
     let pre_branch = func.layout.last_inst(pre)?;
@@ -178,7 +203,7 @@ fn plan(
         return None;
     };
     let exit = else_dest.clone();
-    if !in_loop.contains(then_dest.block) || in_loop.contains(exit.block) {
+    if !lp.contains(then_dest.block) || lp.contains(exit.block) {
         return None;
     }
     let Some(InstData::Cmp {
@@ -204,12 +229,12 @@ fn plan(
     }
 
     // Shape, effects, ways back and ways out.
-    if !body_is_deletable(func, safe, lp, &in_loop, i, k, &exit) {
+    if !body_is_deletable(func, safe, lp, i, k, &exit) {
         return None;
     }
-    let (exit_reads_i, uses_of_i) = uses_outside(func, &in_loop, i, &exit, pre_branch)?;
+    let (exit_reads_i, uses_of_i) = uses_outside(func, lp, i, &exit, pre_branch)?;
     Some(Plan {
-        body: lp.blocks.clone(),
+        body: lp.blocks.to_vec(),
         pre_branch,
         pre,
         header: h,
@@ -228,14 +253,13 @@ fn plan(
 fn body_is_deletable(
     func: &Function,
     safe: &EntitySet<Inst>,
-    lp: &NaturalLoop,
-    in_loop: &EntitySet<Block>,
+    lp: &Leaf,
     i: Value,
     k: usize,
     exit: &BlockCall,
 ) -> bool {
     let h = lp.header;
-    for &b in &lp.blocks {
+    for &b in lp.blocks {
         let insts = func.layout.block_insts(b);
         let Some((&last, rest)) = insts.split_last() else {
             return false;
@@ -261,7 +285,7 @@ fn body_is_deletable(
                     return false;
                 }
             } else {
-                let leaves = !in_loop.contains(dest.block);
+                let leaves = !lp.contains(dest.block);
                 let exit_edge = b == h && dest.block == exit.block;
                 if leaves && !exit_edge {
                     return false;
@@ -270,7 +294,7 @@ fn body_is_deletable(
         }
     }
 
-    !has_cycle_avoiding(func, lp, in_loop)
+    !has_cycle_avoiding(func, lp)
 }
 
 /// Outside the loop, only `i` may be read (by the exit edge or by other
@@ -278,12 +302,12 @@ fn body_is_deletable(
 /// when anything else of the loop is read or the loop has another entry.
 fn uses_outside(
     func: &Function,
-    in_loop: &EntitySet<Block>,
+    lp: &Leaf,
     i: Value,
     exit: &BlockCall,
     pre_branch: Inst,
 ) -> Option<(bool, Vec<Inst>)> {
-    let inside = |v: Value| func.def_block(v).is_some_and(|b| in_loop.contains(b));
+    let inside = |v: Value| func.def_block(v).is_some_and(|b| lp.contains(b));
     let mut exit_reads_i = false;
     for &v in &exit.args {
         if v == i {
@@ -304,7 +328,7 @@ fn uses_outside(
     }
     let mut uses_of_i = Vec::new();
     for (b, inst) in func.layout.insts() {
-        if in_loop.contains(b) {
+        if lp.contains(b) {
             continue;
         }
         // The only way in is the entry edge (an unreachable block a region
@@ -313,7 +337,7 @@ fn uses_outside(
         let ways_in = data
             .destinations()
             .iter()
-            .filter(|d| in_loop.contains(d.block))
+            .filter(|d| lp.contains(d.block))
             .count();
         if ways_in > usize::from(inst == pre_branch) {
             return None;
@@ -357,17 +381,17 @@ fn is_increment_of(func: &Function, v: Value, i: Value) -> bool {
 
 /// Does the loop have a cycle that does not pass its header (an inner loop,
 /// or irreducible control flow inside it)?
-fn has_cycle_avoiding(func: &Function, lp: &NaturalLoop, in_loop: &EntitySet<Block>) -> bool {
+fn has_cycle_avoiding(func: &Function, lp: &Leaf) -> bool {
     // Kahn's algorithm on the loop's blocks without the header and without
     // the edges into it: a cycle leaves blocks with incoming edges.
     let succs = |b: Block| -> Vec<Block> {
         crate::analysis::successors(func, b)
             .into_iter()
-            .filter(|&s| s != lp.header && in_loop.contains(s))
+            .filter(|&s| s != lp.header && lp.contains(s))
             .collect()
     };
     let mut indeg: SecondaryMap<Block, usize> = table(func.dfg.num_blocks(), 0);
-    for &b in &lp.blocks {
+    for &b in lp.blocks {
         if b != lp.header {
             for s in succs(b) {
                 indeg[s] += 1;

@@ -24,7 +24,9 @@
 //! regions, `len`, `samelen`, returned or stored are left alone.
 
 use crate::analysis::{iconst_of, Cfg};
+use adze_ir::cfg::{Loop, LoopForest};
 use adze_ir::{Block, Function, Inst, InstData, Opcode, Type, Value, ValueDef};
+use cranelift_entity::packed_option::PackedOption;
 use cranelift_entity::{EntitySet, SecondaryMap};
 use std::collections::HashMap;
 
@@ -259,18 +261,13 @@ fn scan_blocks(func: &Function, order: &[Block], vars: &Vars) -> Scan {
     scan
 }
 
-/// The incoming edges of the reachable blocks, and the natural loops, for
-/// the loop headers [`Construction::read_entry`] can pass: a block's
-/// membership is a binary search in its loop's blocks, by position in the
-/// reverse postorder.
+/// The incoming edges of the reachable blocks, and the loop-nesting forest,
+/// for the loop headers [`Construction::read_entry`] can pass.
 struct Flow {
     preds: SecondaryMap<Block, Vec<Edge>>,
-    /// Position in the reverse postorder (`usize::MAX`: unreachable).
-    position: SecondaryMap<Block, usize>,
-    /// The loop a header heads, as an index into `bodies`.
-    header_loop: SecondaryMap<Block, Option<usize>>,
-    /// Each loop's blocks, as sorted positions.
-    bodies: Vec<Vec<usize>>,
+    /// The loop a header heads.
+    header_loop: SecondaryMap<Block, PackedOption<Loop>>,
+    loops: LoopForest,
 }
 
 impl Flow {
@@ -289,30 +286,22 @@ impl Flow {
                 });
             }
         }
-        let pred_blocks = |b: Block| preds[b].iter().map(|e| e.from).collect::<Vec<_>>();
+        let pred_blocks = |b: Block| preds[b].iter().map(|e| e.from);
         let doms = adze_ir::cfg::DominatorTree::new(order, pred_blocks);
-        let mut position = SecondaryMap::with_default(usize::MAX);
-        for (k, &b) in order.iter().enumerate() {
-            position[b] = k;
-        }
+        let loops = LoopForest::new(pred_blocks, &doms);
         let mut header_loop = SecondaryMap::with_capacity(nb);
-        let mut bodies: Vec<Vec<usize>> = Vec::new();
-        for lp in adze_ir::cfg::natural_loops(pred_blocks, &doms) {
-            header_loop[lp.header] = Some(bodies.len());
-            let mut body: Vec<usize> = lp.blocks.iter().map(|&b| position[b]).collect();
-            body.sort_unstable();
-            bodies.push(body);
+        for l in loops.loops() {
+            header_loop[loops.header(l)] = l.into();
         }
         Flow {
             preds,
-            position,
             header_loop,
-            bodies,
+            loops,
         }
     }
 
-    fn in_loop(&self, l: usize, b: Block) -> bool {
-        self.bodies[l].binary_search(&self.position[b]).is_ok()
+    fn in_loop(&self, l: Loop, b: Block) -> bool {
+        self.loops.contains(l, b)
     }
 }
 
@@ -360,7 +349,7 @@ impl Construction<'_> {
             // work on deep nests.
             let single = match ps.as_slice() {
                 [e] => Some(e.from),
-                [_, _, ..] => flow.header_loop[b].and_then(|l| {
+                [_, _, ..] => flow.header_loop[b].expand().and_then(|l| {
                     let mut entries = ps.iter().filter(|e| !flow.in_loop(l, e.from));
                     match (entries.next(), entries.next()) {
                         (Some(e), None)

@@ -253,7 +253,7 @@ impl Adj<'_> {
                 }
             }
         }
-        let enclosing = self.plan.enclosing(ret_block).to_vec();
+        let enclosing: Vec<usize> = self.plan.enclosing(ret_block).collect();
         self.pop_trips(&enclosing)?;
         let r = self.rev_of(ret_block);
         self.b().jump(r, &[]);

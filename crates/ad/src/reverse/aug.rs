@@ -236,7 +236,7 @@ impl Aug<'_> {
         b.switch_to_block(cur);
         if matches!(data, InstData::Return { .. }) {
             // The counters of the loops this `return` leaves.
-            for &l in plan.enclosing(block) {
+            for l in plan.enclosing(block) {
                 push_loop_exit(&mut b, primal, plan, tape, counters, l)?;
             }
             if plan.returns.len() > 1 {

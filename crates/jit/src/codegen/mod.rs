@@ -248,7 +248,7 @@ pub(crate) fn translate_function(
 
     let graph = crate::spill::Graph::new(func, order);
     let plan = crate::spill::plan(func, order, &graph, control::calls_out);
-    let exit_first = crate::spill::exit_first_headers(func, order, &graph);
+    let exit_first = crate::spill::exit_first_headers(func, &graph);
     let mut t = Translator {
         b,
         env,

@@ -71,14 +71,8 @@ pub(crate) struct Loop {
     /// Positions in `preds[header]` of the entry edge and the back edge.
     pub entry: usize,
     pub back: usize,
-    body: EntitySet<Block>,
-    size: usize,
-}
-
-impl Loop {
-    pub fn contains(&self, b: Block) -> bool {
-        self.body.contains(b)
-    }
+    /// The loop in the plan's loop-nesting forest.
+    natural: adze_ir::cfg::Loop,
 }
 
 /// Per block: its chain edge (see [`Plan::chain_pred`]) and the first block
@@ -182,44 +176,51 @@ impl Plan {
         self.header_loop[b]
     }
 
-    /// The counted loops that contain `b`, innermost first.
-    pub fn enclosing(&self, b: Block) -> &[usize] {
-        self.enclosing[b].as_slice()
+    /// Is `b` a block of counted loop `l`? Constant time.
+    pub fn in_loop(&self, l: usize, b: Block) -> bool {
+        self.forest.contains(self.loops[l].natural, b)
     }
 
-    /// The counted loops the edge `e` into `to` leaves, innermost first.
+    /// The counted loops that contain `b`, innermost first (a walk up the
+    /// loop-nesting forest).
+    pub fn enclosing(&self, b: Block) -> impl Iterator<Item = usize> + '_ {
+        self.forest
+            .loops_around(b)
+            .filter_map(|m| self.counted_of[m])
+    }
+
+    /// The counted loops the edge `e` into `to` leaves, innermost first
+    /// (the loops around `e.from` that contain `to` are the outer ones).
     pub fn exited(&self, e: Edge, to: Block) -> Vec<usize> {
         self.enclosing(e.from)
-            .iter()
-            .copied()
-            .filter(|&l| !self.loops[l].contains(to))
+            .take_while(|&l| !self.in_loop(l, to))
             .collect()
     }
 
+    /// The blocks of counted loop `l`, in reverse postorder.
+    pub(super) fn loop_blocks(&self, l: usize) -> Vec<Block> {
+        self.forest.blocks(self.loops[l].natural)
+    }
+
     /// Finds the counted loops (see [`Loop`]) and their induction variables:
-    /// the natural loops ([`adze_ir::cfg::natural_loops`]) whose header is
-    /// not the entry and has two incoming edges, one of them a back edge.
+    /// the natural loops ([`adze_ir::cfg::LoopForest`]) whose header is not
+    /// the entry and has two incoming edges, one of them a back edge.
     pub(super) fn find_loops(&mut self, func: &Function) {
         let preds = |b: Block| self.preds[b].iter().map(|e| e.from);
         let doms = adze_ir::cfg::DominatorTree::new(&self.order, preds);
-        for natural in adze_ir::cfg::natural_loops(preds, &doms) {
-            let h = natural.header;
+        let forest = adze_ir::cfg::LoopForest::new(preds, &doms);
+        for natural in forest.loops() {
+            let h = forest.header(natural);
             let ps = &self.preds[h];
             if h == self.entry || ps.len() != 2 {
                 continue;
             }
             let backs: Vec<usize> = (0..2)
-                .filter(|&k| natural.latches.contains(&ps[k].from))
+                .filter(|&k| forest.latches(natural).contains(&ps[k].from))
                 .collect();
             let [back] = backs[..] else { continue };
             let entry = 1 - back;
-            // The natural loop of the back edge (its only one).
-            let mut body = EntitySet::new();
-            for &b in &natural.blocks {
-                body.insert(b);
-            }
             let l = self.loops.len();
-            let size = body.iter().count();
             // Induction variables: `p` with `p + c` (or `p - c`) on the back edge.
             let dest_args = |e: Edge| -> Vec<Value> {
                 func.dfg
@@ -242,22 +243,13 @@ impl Plan {
                 }
             }
             self.header_loop[h] = Some(l);
+            self.counted_of[natural] = Some(l);
             self.loops.push(Loop {
                 entry,
                 back,
-                body,
-                size,
+                natural,
             });
         }
-        for (l, lp) in self.loops.iter().enumerate() {
-            for &b in &self.order {
-                if lp.contains(b) {
-                    self.enclosing[b].push(l);
-                }
-            }
-        }
-        for list in self.enclosing.values_mut() {
-            list.sort_by_key(|&l| self.loops[l].size);
-        }
+        self.forest = forest;
     }
 }

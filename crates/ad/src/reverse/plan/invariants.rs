@@ -35,10 +35,8 @@ impl Plan {
     pub(super) fn invariant_loop(&self, func: &Function, v: Value, b: Block) -> Option<usize> {
         let def = func.def_block(v)?;
         self.enclosing(b)
-            .iter()
-            .rev()
-            .copied()
-            .find(|&l| !self.loops[l].contains(def))
+            .take_while(|&l| !self.in_loop(l, def))
+            .last()
             .or_else(|| self.invariant_load_loop(func, v, b))
     }
 
@@ -83,9 +81,10 @@ impl Plan {
             func.def_block(arr)?,
             func.def_block(index)?,
         );
-        self.enclosing(b).iter().rev().copied().find(|&l| {
-            let lp = &self.loops[l];
-            lp.contains(def) && !lp.contains(arr_def) && !lp.contains(index_def) && {
+        let around: Vec<usize> = self.enclosing(b).collect();
+        around.into_iter().rev().find(|&l| {
+            let inside = |b: Block| self.in_loop(l, b);
+            inside(def) && !inside(arr_def) && !inside(index_def) && {
                 let mut cache = self.loop_writes.borrow_mut();
                 let (writes, samelen) = cache.entry(l).or_insert_with(|| self.scan_loop(func, l));
                 !writes.contains(arr) && !*samelen
@@ -99,7 +98,7 @@ impl Plan {
     fn scan_loop(&self, func: &Function, l: usize) -> (EntitySet<Value>, bool) {
         let mut writes = EntitySet::new();
         let mut samelen = false;
-        for &b in self.order.iter().filter(|&&b| self.loops[l].contains(b)) {
+        for b in self.loop_blocks(l) {
             for &i in func.layout.block_insts(b) {
                 let data = func.dfg.inst(i);
                 match data {
@@ -138,7 +137,7 @@ impl Plan {
         let ValueDef::Result { inst, .. } = *func.dfg.value_def(v) else {
             return None;
         };
-        if !self.loops[l].contains(func.layout.inst_block(inst)?) {
+        if !self.in_loop(l, func.layout.inst_block(inst)?) {
             return None;
         }
         match *func.dfg.inst(inst) {

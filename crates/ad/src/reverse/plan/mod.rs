@@ -38,6 +38,7 @@ use useful::{usefulness, UsefulSummaries};
 use crate::activity::{self, Activity};
 use crate::context::Cache;
 use crate::AdError;
+use adze_ir::cfg::LoopForest;
 use adze_ir::{ArgActivity, Block, Function, Inst, Module, RetActivity, Type, Value};
 use cranelift_entity::{EntitySet, SecondaryMap};
 use std::collections::HashMap;
@@ -87,11 +88,12 @@ pub(crate) struct Plan {
     /// adjoint of a pushed value where it was pushed) sums in the same
     /// order.
     pub recipes: SecondaryMap<Block, Vec<(u32, Recipe)>>,
-    /// The counted loops, and per block the one it heads and the ones that
-    /// contain it (innermost first).
+    /// The counted loops, and per block the one it heads; the loop-nesting
+    /// forest they are loops of, and the counted loop of each of its loops.
     pub loops: Vec<Loop>,
     header_loop: SecondaryMap<Block, Option<usize>>,
-    enclosing: SecondaryMap<Block, Vec<usize>>,
+    forest: LoopForest,
+    counted_of: SecondaryMap<adze_ir::cfg::Loop, Option<usize>>,
     /// Induction variables of counted loops: header parameter -> (loop,
     /// value on the entry edge, step).
     ivs: SecondaryMap<Value, Option<(usize, Value, i64)>>,
@@ -236,7 +238,8 @@ impl Plan {
             recipes: SecondaryMap::new(),
             loops: Vec::new(),
             header_loop: SecondaryMap::new(),
-            enclosing: SecondaryMap::new(),
+            forest: LoopForest::default(),
+            counted_of: SecondaryMap::new(),
             ivs: SecondaryMap::new(),
             invariants: Vec::new(),
             safe_loads,

@@ -152,7 +152,7 @@ impl Resolver<'_> {
             t.recipes.push(Recipe::Param(v));
             true
         } else if let Some((lp, init, step)) = plan.ivs[v] {
-            if plan.enclosing(self.block).contains(&lp) && self.attempt(init, t, false) {
+            if plan.in_loop(lp, self.block) && self.attempt(init, t, false) {
                 t.recipes.push(Recipe::Iv {
                     value: v,
                     lp,

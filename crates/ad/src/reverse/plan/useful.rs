@@ -5,16 +5,22 @@ use crate::activity;
 use crate::context::Cache;
 use crate::partials;
 use adze_ir::{
-    ArgActivity, Block, FuncId, Function, InstData, Module, Opcode, RetActivity, Type, Value,
+    ArgActivity, Block, FuncId, Function, Inst, InstData, Module, Opcode, RetActivity, Type, Value,
+    ValueDef,
 };
-use cranelift_entity::EntitySet;
+use cranelift_entity::{EntitySet, SecondaryMap};
 use std::collections::HashMap;
 
 /// Backward analysis: which values can influence what the derivative
 /// differentiates — the f64 results (for `ret active`, except the results
 /// numbered in `ignored`, whose cotangents the caller does not use) and the
-/// final contents of `dup` `mut` arrays. Iterated to a fixed point over the
-/// reachable blocks.
+/// final contents of `dup` `mut` arrays. The least fixed point over the
+/// reachable blocks, found sparsely: a worklist of values found useful, each
+/// visited once, that marks what its definition reads (an instruction's
+/// operands, or a block parameter's incoming arguments) and what its uses
+/// as an array feed (the value a `store` or `fill` writes into it, a call
+/// that may write it). Round-robin iteration over the blocks would take one
+/// round per level of loop nesting, each over the whole function.
 ///
 /// A call is as precise as its callee's body inlined: which arguments are
 /// useful is the callee's own analysis for the results and the `mut`
@@ -23,7 +29,10 @@ use std::collections::HashMap;
 /// no adjoint — as it gets none when the inliner has put the body here.
 /// Calls to functions with rules (a rule takes every input) stay
 /// conservative: every argument is useful. A callee that uses the tape is
-/// summarised too: what it pushes is useful, as in its inlined body.
+/// summarised too: what it pushes is useful, as in its inlined body. A call
+/// is summarised again each time one of its results or `mut` array
+/// arguments becomes useful (summaries grow with what is useful, so the
+/// arguments marked are those of the last summary).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn usefulness(
     cache: &mut Cache,
@@ -35,113 +44,186 @@ pub(super) fn usefulness(
     ignored: &[usize],
     summaries: &mut UsefulSummaries,
 ) -> EntitySet<Value> {
-    let mut useful = EntitySet::new();
+    let mut state = Useful {
+        useful: EntitySet::new(),
+        work: Vec::new(),
+        incoming: SecondaryMap::new(),
+        feeds: SecondaryMap::new(),
+        reachable: EntitySet::new(),
+    };
     for (num, &p) in func.params().iter().enumerate() {
         if args.get(num) == Some(&ArgActivity::Dup) && func.array_is_writable(p) {
-            useful.insert(p);
+            state.mark(p);
         }
     }
     let mut tape_use = activity::TapeUse::default();
-    loop {
-        let mut changed = false;
-        let mut mark = |useful: &mut EntitySet<Value>, v: Value| changed |= useful.insert(v);
-        for &b in order.iter().rev() {
-            for &inst in func.layout.block_insts(b).iter().rev() {
-                let data = func.dfg.inst(inst);
-                let results = func.dfg.inst_results(inst);
-                match data {
-                    InstData::Return { args } => {
-                        if ret == RetActivity::Active {
-                            for (k, &a) in args.iter().enumerate() {
-                                if !ignored.contains(&k) {
-                                    mark(&mut useful, a);
-                                }
+    let mut tape_calls = Vec::new();
+    for &b in order {
+        state.reachable.insert(b);
+    }
+    // The roots, the incoming edges of each block, and the instructions
+    // each array value feeds.
+    for &b in order {
+        for &inst in func.layout.block_insts(b) {
+            match func.dfg.inst(inst) {
+                InstData::Return { args } => {
+                    if ret == RetActivity::Active {
+                        for (k, &a) in args.iter().enumerate() {
+                            if !ignored.contains(&k) {
+                                state.mark(a);
                             }
                         }
                     }
-                    InstData::Jump { .. } | InstData::Brif { .. } => {
-                        for dest in data.destinations() {
-                            let params = func.dfg.block_params(dest.block);
-                            for (&a, &p) in dest.args.iter().zip(params) {
-                                if useful.contains(p) {
-                                    mark(&mut useful, a);
-                                }
+                }
+                data @ (InstData::Jump { .. } | InstData::Brif { .. }) => {
+                    for (d, dest) in data.destinations().iter().enumerate() {
+                        state.incoming[dest.block].push((inst, d));
+                    }
+                }
+                InstData::Ternary {
+                    op: Opcode::Store,
+                    args: [a, _, _],
+                }
+                | InstData::Binary {
+                    op: Opcode::Fill,
+                    args: [a, _],
+                } => state.feeds[*a].push(inst),
+                InstData::Push { arg, .. } => {
+                    // The value may be popped by code that is useful.
+                    if func.dfg.value_type(*arg) == Type::F64 {
+                        state.mark(*arg);
+                    }
+                }
+                InstData::Call { func: callee, args } => {
+                    if module.is_valid(*callee) {
+                        let params = &module.func(*callee).sig.params;
+                        for (&a, p) in args.iter().zip(params) {
+                            if p.ty == Type::Array && p.mutable {
+                                state.feeds[a].push(inst);
                             }
                         }
                     }
-                    InstData::Ternary {
-                        op: Opcode::Store,
-                        args: [a, _, x],
+                    if tape_use.uses(cache, module, *callee) {
+                        tape_calls.push(inst);
                     }
-                    | InstData::Binary {
-                        op: Opcode::Fill,
-                        args: [a, x],
-                    } => {
-                        if useful.contains(*a) {
-                            mark(&mut useful, *x);
-                        }
-                    }
+                }
+                _ => {}
+            }
+        }
+    }
+    let mut call = |state: &mut Useful, inst: Inst| {
+        let InstData::Call { func: callee, args } = func.dfg.inst(inst) else {
+            return;
+        };
+        let params = if module.is_valid(*callee) {
+            module.func(*callee).sig.params.as_slice()
+        } else {
+            &[]
+        };
+        let arrays: Vec<bool> = args
+            .iter()
+            .enumerate()
+            .map(|(k, &a)| {
+                params
+                    .get(k)
+                    .is_some_and(|p| p.ty == Type::Array && p.mutable)
+                    && state.useful.contains(a)
+            })
+            .collect();
+        let results = func.dfg.inst_results(inst);
+        let results_useful: Vec<bool> = results.iter().map(|&r| state.useful.contains(r)).collect();
+        // A callee that uses the tape may push values of its arguments for
+        // code elsewhere to pop: its own usefulness marks what it pushes
+        // (as inlined code does), whatever the call's results.
+        let tape = tape_use.uses(cache, module, *callee);
+        if tape || arrays.contains(&true) || results_useful.contains(&true) {
+            let which = summaries.params(cache, module, *callee, &results_useful, &arrays);
+            for (k, &a) in args.iter().enumerate() {
+                if which.as_ref().is_none_or(|w| w.get(k) != Some(&false)) {
+                    state.mark(a);
+                }
+            }
+        }
+    };
+    for inst in tape_calls {
+        call(&mut state, inst);
+    }
+    while let Some(v) = state.work.pop() {
+        // What the definition of `v` reads.
+        match *func.dfg.value_def(v) {
+            ValueDef::Result { inst, .. } => {
+                if !func
+                    .layout
+                    .inst_block(inst)
+                    .is_some_and(|b| state.reachable.contains(b))
+                {
+                    continue;
+                }
+                match func.dfg.inst(inst) {
                     InstData::Binary {
                         op: Opcode::Load,
                         args: [a, _],
-                    } => {
-                        if useful.contains(results[0]) {
-                            mark(&mut useful, *a);
-                        }
-                    }
-                    InstData::Push { arg, .. } => {
-                        // The value may be popped by code that is useful.
-                        if func.dfg.value_type(*arg) == Type::F64 {
-                            mark(&mut useful, *arg);
-                        }
-                    }
-                    InstData::Call { func: callee, args } => {
-                        let params = if module.is_valid(*callee) {
-                            module.func(*callee).sig.params.clone()
-                        } else {
-                            Vec::new()
-                        };
-                        let arrays: Vec<bool> = args
-                            .iter()
-                            .enumerate()
-                            .map(|(k, &a)| {
-                                params
-                                    .get(k)
-                                    .is_some_and(|p| p.ty == Type::Array && p.mutable)
-                                    && useful.contains(a)
-                            })
-                            .collect();
-                        let results_useful: Vec<bool> =
-                            results.iter().map(|&r| useful.contains(r)).collect();
-                        // A callee that uses the tape may push values of its
-                        // arguments for code elsewhere to pop: its own
-                        // usefulness marks what it pushes (as inlined code
-                        // does), whatever the call's results.
-                        let tape = tape_use.uses(cache, module, *callee);
-                        if tape || arrays.contains(&true) || results_useful.contains(&true) {
-                            let which =
-                                summaries.params(cache, module, *callee, &results_useful, &arrays);
-                            for (k, &a) in args.iter().enumerate() {
-                                if which.as_ref().is_none_or(|w| w.get(k) != Some(&false)) {
-                                    mark(&mut useful, a);
-                                }
-                            }
-                        }
-                    }
-                    _ => {
-                        if let [r] = results {
-                            if useful.contains(*r) && partials::is_differentiable(data.opcode()) {
-                                for &a in data.args() {
-                                    mark(&mut useful, a);
-                                }
+                    } => state.mark(*a),
+                    InstData::Call { .. } => call(&mut state, inst),
+                    data => {
+                        if func.dfg.inst_results(inst).len() == 1
+                            && partials::is_differentiable(data.opcode())
+                        {
+                            for &a in data.args() {
+                                state.mark(a);
                             }
                         }
                     }
                 }
             }
+            ValueDef::Param { block, num } => {
+                for k in 0..state.incoming[block].len() {
+                    let (inst, d) = state.incoming[block][k];
+                    let arg = func.dfg.inst(inst).destinations()[d].args.get(num).copied();
+                    if let Some(a) = arg {
+                        state.mark(a);
+                    }
+                }
+            }
+            _ => {}
         }
-        if !changed {
-            return useful;
+        // What `v` feeds as an array.
+        for k in 0..state.feeds[v].len() {
+            let inst = state.feeds[v][k];
+            match func.dfg.inst(inst) {
+                InstData::Ternary {
+                    op: Opcode::Store,
+                    args: [_, _, x],
+                }
+                | InstData::Binary {
+                    op: Opcode::Fill,
+                    args: [_, x],
+                } => state.mark(*x),
+                _ => call(&mut state, inst),
+            }
+        }
+    }
+    state.useful
+}
+
+/// The state of [`usefulness`].
+struct Useful {
+    useful: EntitySet<Value>,
+    /// Values found useful whose definition and uses are still to visit.
+    work: Vec<Value>,
+    /// The edges into each block from reachable blocks: (branch, number of
+    /// the destination).
+    incoming: SecondaryMap<Block, Vec<(Inst, usize)>>,
+    /// The `store`s and `fill`s into each array value, and the calls that
+    /// take it as a `mut` array argument.
+    feeds: SecondaryMap<Value, Vec<Inst>>,
+    reachable: EntitySet<Block>,
+}
+
+impl Useful {
+    fn mark(&mut self, v: Value) {
+        if self.useful.insert(v) {
+            self.work.push(v);
         }
     }
 }
