@@ -66,12 +66,10 @@ pub(super) fn usefulness(
     for &b in order {
         for &inst in func.layout.block_insts(b) {
             match func.dfg.inst(inst) {
-                InstData::Return { args } => {
-                    if ret == RetActivity::Active {
-                        for (k, &a) in args.iter().enumerate() {
-                            if !ignored.contains(&k) {
-                                state.mark(a);
-                            }
+                InstData::Return { args } if ret == RetActivity::Active => {
+                    for (k, &a) in args.iter().enumerate() {
+                        if !ignored.contains(&k) {
+                            state.mark(a);
                         }
                     }
                 }
@@ -88,11 +86,9 @@ pub(super) fn usefulness(
                     op: Opcode::Fill,
                     args: [a, _],
                 } => state.feeds[*a].push(inst),
-                InstData::Push { arg, .. } => {
-                    // The value may be popped by code that is useful.
-                    if func.dfg.value_type(*arg) == Type::F64 {
-                        state.mark(*arg);
-                    }
+                // The value may be popped by code that is useful.
+                InstData::Push { arg, .. } if func.dfg.value_type(*arg) == Type::F64 => {
+                    state.mark(*arg);
                 }
                 InstData::Call { func: callee, args } => {
                     if module.is_valid(*callee) {
