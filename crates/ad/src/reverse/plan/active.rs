@@ -8,8 +8,9 @@ use crate::context::Cache;
 use crate::partials;
 use adze_ir::{
     ArgActivity, Block, Function, Inst, InstData, Module, Opcode, RetActivity, Type, Value,
+    ValueDef,
 };
-use cranelift_entity::EntitySet;
+use cranelift_entity::{EntitySet, SecondaryMap};
 
 /// A local `zeros` array that needs a shadow in the adjoint.
 #[derive(Clone, Copy, Debug)]
@@ -164,6 +165,10 @@ impl Plan {
         self.reached.contains(v)
     }
 
+    /// Finds what [`Plan::is_reached`] answers: the least fixed point,
+    /// sparsely (each value reached is visited once, and marks the active
+    /// operands of its definition or the active incoming arguments of its
+    /// block parameter), as usefulness is found.
     pub(super) fn find_reached(
         &mut self,
         cache: &mut Cache,
@@ -172,91 +177,117 @@ impl Plan {
         ret: RetActivity,
         ignored: &[usize],
     ) {
-        let mut reached = EntitySet::new();
         let mut tape_use = activity::TapeUse::default();
-        loop {
-            let mut changed = false;
-            let mut mark = |reached: &mut EntitySet<Value>, v: Value| changed |= reached.insert(v);
-            for &b in self.order.iter().rev() {
-                for &inst in func.layout.block_insts(b).iter().rev() {
-                    let data = func.dfg.inst(inst);
-                    match data {
-                        InstData::Return { args } => {
-                            if ret == RetActivity::Active {
-                                for (k, &a) in args.iter().enumerate() {
-                                    if !ignored.contains(&k) && self.is_active(func, a) {
-                                        mark(&mut reached, a);
-                                    }
-                                }
-                            }
+        let mut reached = EntitySet::new();
+        let mut work: Vec<Value> = Vec::new();
+        let mut incoming: SecondaryMap<Block, Vec<(Inst, usize)>> = SecondaryMap::new();
+        // Instructions whose active operands are marked already.
+        let mut fired: EntitySet<Inst> = EntitySet::new();
+        let mut reachable: EntitySet<Block> = EntitySet::new();
+        let mark_args =
+            |p: &Self, reached: &mut EntitySet<Value>, work: &mut Vec<Value>, args: &[Value]| {
+                for &a in args {
+                    if p.is_active(func, a) && reached.insert(a) {
+                        work.push(a);
+                    }
+                }
+            };
+        for &b in &self.order {
+            reachable.insert(b);
+        }
+        // The roots, and the incoming edges of each block.
+        for &b in &self.order {
+            for &inst in func.layout.block_insts(b) {
+                let data = func.dfg.inst(inst);
+                match data {
+                    InstData::Return { args } if ret == RetActivity::Active => {
+                        let seeds: Vec<Value> = args
+                            .iter()
+                            .enumerate()
+                            .filter(|(k, _)| !ignored.contains(k))
+                            .map(|(_, &a)| a)
+                            .collect();
+                        mark_args(self, &mut reached, &mut work, &seeds);
+                    }
+                    InstData::Return { .. } => {}
+                    InstData::Jump { .. } | InstData::Brif { .. } => {
+                        for (d, dest) in data.destinations().iter().enumerate() {
+                            incoming[dest.block].push((inst, d));
                         }
-                        InstData::Jump { .. } | InstData::Brif { .. } => {
-                            for dest in data.destinations() {
-                                let params = func.dfg.block_params(dest.block);
-                                for (&a, &p) in dest.args.iter().zip(params) {
-                                    if reached.contains(p) && self.is_active(func, a) {
-                                        mark(&mut reached, a);
-                                    }
-                                }
-                            }
+                    }
+                    // Stores, fills, pushes and calls feed shadows, the tape
+                    // or a callee: conservatively reached. A call passes
+                    // adjoints to its arguments when one of its results is
+                    // reached (found below), it writes a shadowed array, or
+                    // it uses the tape (what it pushes gets adjoints from
+                    // the pops elsewhere).
+                    InstData::Call { func: callee, .. } => {
+                        let reaches = func.dfg.inst_results(inst).is_empty()
+                            || self.call_writes_shadow(module, func, inst)
+                            || tape_use.uses(cache, module, *callee);
+                        if reaches && self.counts(cache, module, func, inst, &mut tape_use) {
+                            fired.insert(inst);
+                            mark_args(self, &mut reached, &mut work, data.args());
                         }
-                        _ => {
-                            let counts = match data {
-                                // The call test of `differentiates_call`
-                                // while what is reached is being found:
-                                // any active result counts.
-                                InstData::Call { .. } => {
-                                    self.call_test(cache, module, func, inst, &mut tape_use, |r| {
-                                        self.is_active(func, r)
-                                    })
-                                }
-                                _ => self.contributes(cache, module, func, inst, &mut tape_use),
-                            };
-                            if !counts {
-                                continue;
-                            }
-                            let results = func.dfg.inst_results(inst);
-                            // Stores, fills, pushes and calls feed shadows,
-                            // the tape or a callee: conservatively reached.
-                            let out = match data {
-                                InstData::Call { .. } | InstData::Push { .. } => true,
-                                InstData::Ternary {
-                                    op: Opcode::Store, ..
-                                }
-                                | InstData::Binary {
-                                    op: Opcode::Fill, ..
-                                } => true,
-                                _ => results.iter().any(|&r| reached.contains(r)),
-                            };
-                            // A call passes adjoints to its arguments when
-                            // one of its results is reached, it writes a
-                            // shadowed array, or it uses the tape (what it
-                            // pushes gets adjoints from the pops elsewhere).
-                            let call_reaches = match data {
-                                InstData::Call { func: callee, .. } => {
-                                    results.is_empty()
-                                        || results.iter().any(|&r| reached.contains(r))
-                                        || self.call_writes_shadow(module, func, inst)
-                                        || tape_use.uses(cache, module, *callee)
-                                }
-                                _ => true,
-                            };
-                            if out && call_reaches {
-                                for &a in data.args() {
-                                    if self.is_active(func, a) {
-                                        mark(&mut reached, a);
-                                    }
-                                }
-                            }
+                    }
+                    InstData::Push { .. }
+                    | InstData::Ternary {
+                        op: Opcode::Store, ..
+                    }
+                    | InstData::Binary {
+                        op: Opcode::Fill, ..
+                    } if self.counts(cache, module, func, inst, &mut tape_use) => {
+                        fired.insert(inst);
+                        mark_args(self, &mut reached, &mut work, data.args());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        while let Some(v) = work.pop() {
+            match *func.dfg.value_def(v) {
+                ValueDef::Result { inst, .. } => {
+                    let placed = func.layout.inst_block(inst);
+                    if fired.contains(inst) || !placed.is_some_and(|b| reachable.contains(b)) {
+                        continue;
+                    }
+                    if self.counts(cache, module, func, inst, &mut tape_use) {
+                        fired.insert(inst);
+                        mark_args(self, &mut reached, &mut work, func.dfg.inst(inst).args());
+                    }
+                }
+                ValueDef::Param { block, num } => {
+                    for &(inst, d) in &incoming[block] {
+                        let dest = &func.dfg.inst(inst).destinations()[d];
+                        if let Some(&a) = dest.args.get(num) {
+                            mark_args(self, &mut reached, &mut work, &[a]);
                         }
                     }
                 }
-            }
-            if !changed {
-                break;
+                _ => {}
             }
         }
         self.reached = reached;
+    }
+
+    /// Does `inst` count towards what is reached: does it contribute
+    /// ([`Plan::contributes`]), or, for a call, does it pass the call test
+    /// of `differentiates_call` while what is reached is being found (any
+    /// active result counts)?
+    fn counts(
+        &self,
+        cache: &mut Cache,
+        module: &Module,
+        func: &Function,
+        inst: Inst,
+        tape_use: &mut activity::TapeUse,
+    ) -> bool {
+        match func.dfg.inst(inst) {
+            InstData::Call { .. } => self.call_test(cache, module, func, inst, tape_use, |r| {
+                self.is_active(func, r)
+            }),
+            _ => self.contributes(cache, module, func, inst, tape_use),
+        }
     }
 
     /// Does the call `inst` pass a shadowed array to a `mut` parameter?
