@@ -4,9 +4,10 @@
 //! worked out by hand.
 
 use crate::support::{examples, inputs, load, reaches_autodiff, root, same_run};
-use adze::args::parse_value;
 use adze::Engine;
 use adze_ir::{Opcode, Type, Val};
+use adze_test_support::adze::{parse_val, run_args};
+use adze_test_support::examples::run_lines;
 use std::collections::BTreeSet;
 
 #[test]
@@ -101,96 +102,27 @@ fn jit_equals_interpreter_on_every_function() {
     assert!(ran >= 200, "only {ran} runs");
 }
 
-/// A `// run: f(args) == expected` line.
-pub(crate) struct RunLine {
-    pub(crate) line: usize,
-    pub(crate) func: String,
-    pub(crate) args: Vec<String>,
-    pub(crate) expected: Vec<String>,
-}
-
-/// Splits `a, [b, c], d` at top-level commas.
-fn split_top(text: &str) -> Vec<String> {
-    let mut parts = Vec::new();
-    let mut depth = 0;
-    let mut cur = String::new();
-    for c in text.chars() {
-        match c {
-            '[' | '(' => depth += 1,
-            ']' | ')' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(cur.trim().to_string());
-                cur.clear();
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(c);
-    }
-    if !cur.trim().is_empty() {
-        parts.push(cur.trim().to_string());
-    }
-    parts
-}
-
-pub(crate) fn run_lines(source: &str) -> Vec<RunLine> {
-    source
-        .lines()
-        .enumerate()
-        .filter_map(|(i, l)| l.trim().strip_prefix("// run:").map(|r| (i + 1, r)))
-        .map(|(line, rest)| {
-            let (call, expected) = rest.split_once("==").expect("run line needs ==");
-            let call = call.trim();
-            let open = call.find('(').expect("run line needs a call");
-            let func = call[..open].trim().to_string();
-            let args = split_top(&call[open + 1..call.len() - 1]);
-            let expected = expected.trim();
-            let expected = match expected.strip_prefix('(') {
-                Some(inner) => split_top(inner.strip_suffix(')').unwrap()),
-                None => vec![expected.to_string()],
-            };
-            RunLine {
-                line,
-                func,
-                args,
-                expected,
-            }
-        })
-        .collect()
-}
-
 #[test]
 fn run_lines_hold_on_both_engines() {
     let mut checked = 0;
     for path in examples() {
         let source = std::fs::read_to_string(&path).unwrap();
         let session = load(&path);
-        for run in run_lines(&source) {
-            let id = session.function(&run.func).unwrap();
-            let sig = &session.module.func(id).sig;
-            let args: Vec<Val> = run
-                .args
-                .iter()
-                .zip(&sig.params)
-                .map(|(a, p)| parse_value(a, p.ty).unwrap())
-                .collect();
+        for (line, run) in run_lines(&source) {
+            let at = format!("{}:{line}", path.display());
+            let sig = &session.module.func(session.function(run.func).unwrap()).sig;
+            let args = run_args(&run, &sig.params).unwrap_or_else(|e| panic!("{at}: {e}"));
             let expected: Vec<Val> = run
-                .expected
+                .expected_results()
                 .iter()
                 .zip(&sig.results)
-                .map(|(e, ty)| parse_value(e, *ty).unwrap())
+                .map(|(e, ty)| parse_val(e, *ty).unwrap_or_else(|e| panic!("{at}: {e}")))
                 .collect();
             for engine in [Engine::Interp, Engine::Jit] {
                 let out = session
-                    .run(&run.func, &args, engine)
-                    .unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), run.line));
-                assert_eq!(
-                    out.results,
-                    expected,
-                    "{}:{} ({engine:?})",
-                    path.display(),
-                    run.line
-                );
+                    .run(run.func, &args, engine)
+                    .unwrap_or_else(|e| panic!("{at}: {e}"));
+                assert_eq!(out.results, expected, "{at} ({engine:?})");
             }
             checked += 1;
         }

@@ -6,13 +6,12 @@
 //! errors, bit for bit (on the interpreter NaN payloads included); so do
 //! generated programs and their reverse derivatives.
 
-use crate::examples::run_lines;
 use crate::generated::Gen;
 use crate::support::{examples, inputs, load, reaches_autodiff, same_run};
-use adze::args::parse_value;
 use adze::{Session, Stage};
 use adze_ir::{FuncId, Mode, Module, Outcome, RunError, Type, Val};
-use adze_test_support::adze::same_outcome;
+use adze_test_support::adze::{run_args, same_outcome};
+use adze_test_support::examples::run_lines;
 use proptest::prelude::*;
 
 /// An outcome with the bits of every NaN.
@@ -145,23 +144,23 @@ fn derivatives_of_the_examples_agree_after_optimization() {
     for path in examples() {
         let source = std::fs::read_to_string(&path).unwrap();
         let session = load(&path);
-        for run in run_lines(&source) {
-            let id = session.function(&run.func).unwrap();
-            let sig = &session.module.func(id).sig;
-            let primal: Vec<(String, Val)> = run
-                .args
-                .iter()
-                .zip(&sig.params)
-                .map(|(a, p)| (p.name.clone(), parse_value(a, p.ty).unwrap()))
+        for (line, run) in run_lines(&source) {
+            let id = session.function(run.func).unwrap();
+            let params = &session.module.func(id).sig.params;
+            let primal: Vec<(String, Val)> = run_args(&run, params)
+                .unwrap()
+                .into_iter()
+                .zip(params)
+                .map(|(a, p)| (p.name.clone(), a))
                 .collect();
             for mode in [Mode::Forward, Mode::Reverse] {
                 // Functions without f64 inputs or results have no derivative.
-                let Ok((module, name)) = session.derive_unoptimized(&run.func, mode, 1, &[]) else {
+                let Ok((module, name)) = session.derive_unoptimized(run.func, mode, 1, &[]) else {
                     continue;
                 };
                 let d = module.get(&name).unwrap();
                 let args = derivative_args(&module, d, &primal);
-                let what = format!("{}:{} ({name})", path.display(), run.line);
+                let what = format!("{}:{line} ({name})", path.display());
                 runs += agree(&what, &module, &optimized(&module), d, &[args]);
             }
         }

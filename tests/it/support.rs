@@ -11,15 +11,7 @@ pub fn root() -> PathBuf {
 }
 
 /// Every `.adz` file in `ir-examples/`, sorted.
-pub fn examples() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("ir-examples"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "adz"))
-        .collect();
-    files.sort();
-    files
-}
+pub use adze_test_support::examples::example_files as examples;
 
 pub fn load(path: &Path) -> Session {
     Session::from_file(path).unwrap_or_else(|e| {

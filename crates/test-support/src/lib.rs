@@ -14,14 +14,18 @@
 //!   unified diff of the change is printed. Every test of the workspace
 //!   that holds expected output in a file goes through
 //!   [`bless::expect_in_file`].
+//! - [`examples`]: the programs of `ir-examples/` and their `run:` lines
+//!   (`f(1.5, [1.0, 2.0]) == 2.5`), split into the function, the arguments
+//!   and what they give.
 //! - `adze` (feature `adze`): `compile(src)`, `parse`, `verify`, the
-//!   print → parse → print round trip, float closeness.
+//!   print → parse → print round trip, float closeness, the values of
+//!   `run:` lines typed by a signature.
 //!
 //! # Why the compiler helpers are behind a feature
 //!
 //! Dependencies flow one way: adze-ir ← adze-lang ← (adze-opt, adze-ad,
 //! adze-interp, adze-jit, adze). The core of this crate (filetests,
-//! filecheck, bless, diff) depends on no adze crate, so adze-ir and
+//! filecheck, bless, diff, examples) depends on no adze crate, so adze-ir and
 //! adze-lang can use it for their own tests. `compile(src)` needs adze-lang
 //! (and so adze-ir): if it were unconditional, adze-ir's dev-dependency on
 //! this crate would make it depend on itself through adze-lang, and its unit
@@ -42,6 +46,7 @@
 
 pub mod bless;
 pub mod diff;
+pub mod examples;
 pub mod filecheck;
 pub mod filetest;
 

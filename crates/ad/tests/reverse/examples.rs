@@ -9,11 +9,6 @@ use adze_ir::{
     ArgActivity, ArgActivity::*, FuncId, InstData, Module, Param, RetActivity, Type, Val,
 };
 
-fn example(name: &str) -> String {
-    let path = format!("{}/../../ir-examples/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
 #[test]
 fn rosenbrock_matches_the_hand_written_gradient() {
     let mut m = compile(&example("rosenbrock.adz"));
@@ -119,80 +114,21 @@ fn gmm_objective_against_finite_differences() {
     }
 }
 
-/// Parses the arguments of a `// run: f(args) == ..` line for `params`.
-fn parse_args(text: &str, params: &[Param]) -> Option<Vec<Val>> {
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0, 0);
-    for (i, c) in text.char_indices() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    if !text.trim().is_empty() {
-        parts.push(&text[start..]);
-    }
-    if parts.len() != params.len() {
-        return None;
-    }
-    parts
-        .iter()
-        .zip(params)
-        .map(|(t, p)| {
-            let t = t.trim();
-            Some(match p.ty {
-                Type::F64 => Val::F64(t.parse().ok()?),
-                Type::I64 => Val::I64(t.parse().ok()?),
-                Type::Bool => Val::Bool(t.parse().ok()?),
-                Type::Array => {
-                    let inner = t.strip_prefix('[')?.strip_suffix(']')?;
-                    let xs: Option<Vec<f64>> = inner
-                        .split(',')
-                        .filter(|s| !s.trim().is_empty())
-                        .map(|s| s.trim().parse().ok())
-                        .collect();
-                    Val::Array(xs?)
-                }
-            })
-        })
-        .collect()
-}
-
 #[test]
 fn every_example_with_run_lines() {
     // Points where the function jumps (finite differences are meaningless),
     // and functions with custom reverse rules (not supported yet).
     let skip = ["rounding", "piecewise", "clamp"];
     let mut checked = 0;
-    let mut files: Vec<_> =
-        std::fs::read_dir(format!("{}/../../ir-examples", env!("CARGO_MANIFEST_DIR")))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "adz"))
-            // Custom reverse rules are not supported yet.
-            .filter(|p| !p.ends_with("rules.adz") && !p.ends_with("seed.adz"))
-            .collect();
-    files.sort();
+    // Custom reverse rules are not supported yet.
+    let files = example_files()
+        .into_iter()
+        .filter(|p| !p.ends_with("rules.adz") && !p.ends_with("seed.adz"));
     for path in files {
         let src = std::fs::read_to_string(&path).unwrap();
         let mut m = compile(&src);
-        for line in src.lines() {
-            let Some(rest) = line.trim().strip_prefix("// run:") else {
-                continue;
-            };
-            let Some((call, _)) = rest.split_once("==") else {
-                continue;
-            };
-            let call = call.trim();
-            let Some((name, args)) = call.split_once('(') else {
-                continue;
-            };
-            let args = args.strip_suffix(')').unwrap_or(args);
+        for (line, run) in run_lines(&src) {
+            let name = run.func;
             if skip.contains(&name) {
                 continue;
             }
@@ -201,9 +137,8 @@ fn every_example_with_run_lines() {
             if !sig.results.contains(&Type::F64) {
                 continue;
             }
-            let Some(vals) = parse_args(args, &sig.params) else {
-                continue;
-            };
+            let vals = run_args(&run, &sig.params)
+                .unwrap_or_else(|e| panic!("{}:{line}: {e}", path.display()));
             let acts: Vec<ArgActivity> = sig
                 .params
                 .iter()

@@ -5,7 +5,8 @@
 use adze_ad::{forward_derivative, reverse_derivative, ForwardRequest, ReverseRequest};
 use adze_interp::Interpreter;
 use adze_ir::{ArgActivity, FuncId, Module, Outcome, RetActivity, Type, Val};
-pub use adze_test_support::adze::{assert_close, check_ir, compile, f64s, verify};
+pub use adze_test_support::adze::{assert_close, check_ir, compile, f64s, run_args, verify};
+pub use adze_test_support::examples::{example, example_files, run_lines};
 
 pub fn run(module: &Module, f: FuncId, args: &[Val]) -> Outcome {
     Interpreter::new(module)
