@@ -8,25 +8,8 @@
 use crate::support::same_run;
 use adze::Session;
 use adze_ir::Val;
+use adze_test_support::rng::Rng;
 use proptest::prelude::*;
-
-/// A tiny deterministic random source (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-}
 
 const UNARY: [&str; 16] = [
     "sin", "cos", "tanh", "exp", "atan", "sqrt", "abs", "floor", "ceil", "round", "sign", "cbrt",
@@ -194,7 +177,7 @@ impl Gen {
 
     pub(crate) fn program(seed: u64) -> String {
         let mut g = Gen {
-            rng: Rng(seed | 1),
+            rng: Rng::new(seed),
             fvars: Vec::new(),
             ivars: Vec::new(),
             funcs: 0,

@@ -17,6 +17,7 @@
 //! - [`examples`]: the programs of `ir-examples/` and their `run:` lines
 //!   (`f(1.5, [1.0, 2.0]) == 2.5`), split into the function, the arguments
 //!   and what they give.
+//! - [`rng`]: the deterministic random source of the program generators.
 //! - `adze` (feature `adze`): `compile(src)`, `parse`, `verify`, the
 //!   print → parse → print round trip, float closeness, the values of
 //!   `run:` lines typed by a signature.
@@ -25,8 +26,8 @@
 //!
 //! Dependencies flow one way: adze-ir ← adze-lang ← (adze-opt, adze-ad,
 //! adze-interp, adze-jit, adze). The core of this crate (filetests,
-//! filecheck, bless, diff, examples) depends on no adze crate, so adze-ir and
-//! adze-lang can use it for their own tests. `compile(src)` needs adze-lang
+//! filecheck, bless, diff, examples, rng) depends on no adze crate, so
+//! adze-ir and adze-lang can use it for their own tests. `compile(src)` needs adze-lang
 //! (and so adze-ir): if it were unconditional, adze-ir's dev-dependency on
 //! this crate would make it depend on itself through adze-lang, and its unit
 //! tests (the crate compiled with `--test`) would link a second adze-ir
@@ -49,6 +50,7 @@ pub mod diff;
 pub mod examples;
 pub mod filecheck;
 pub mod filetest;
+pub mod rng;
 
 #[cfg(feature = "adze")]
 pub mod adze;
