@@ -13,13 +13,6 @@ const HVP_RULE: f64 = 72.48292805436535;
 const GRAD_PLAIN: f64 = 3.027209981231713;
 const HVP_PLAIN: f64 = 11.971902924433648;
 
-const SETTINGS: [InlineSetting; 4] = [
-    InlineSetting::None,
-    InlineSetting::Early,
-    InlineSetting::Late,
-    InlineSetting::All,
-];
-
 fn session(inline: InlineSetting) -> Session {
     let mut s = load(&root().join("ir-examples/seed.adz"));
     s.inline = inline;
@@ -35,7 +28,7 @@ fn array(v: &Val) -> Vec<f64> {
 
 #[test]
 fn in_language_gradients_and_hvps_under_every_inline_setting() {
-    for inline in SETTINGS {
+    for inline in InlineSetting::ALL {
         let s = session(inline);
         for engine in [Engine::Interp, Engine::Jit] {
             for (suffix, grad, hvp) in [
@@ -83,7 +76,7 @@ fn in_language_gradients_and_hvps_under_every_inline_setting() {
 
 #[test]
 fn rust_api_gradients_and_hvps_under_every_inline_setting() {
-    for inline in SETTINGS {
+    for inline in InlineSetting::ALL {
         let s = session(inline);
         for (g, grad, hvp) in [
             ("g_custom", GRAD_RULE, HVP_RULE),

@@ -1,6 +1,6 @@
 //! Shared helpers: example discovery, input generation, expected files.
 
-use adze::{Engine, Error, Session};
+use adze::{Engine, Error, InlineSetting, Session};
 use adze_ir::{ArgActivity, FuncId, Module, Outcome, RunError, Signature, Type, Val};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -21,6 +21,59 @@ pub fn load(path: &Path) -> Session {
         };
         panic!("{} does not compile:\n{rendered}", path.display())
     })
+}
+
+/// A copy of `session` under the inline setting `inline`.
+pub fn with_inline(session: &Session, inline: InlineSetting) -> Session {
+    let mut s = Session::from_module(session.module.clone()).unwrap();
+    s.inline = inline;
+    s
+}
+
+/// Every inline setting on both engines.
+pub fn every_setting_and_engine() -> Vec<(InlineSetting, Engine)> {
+    InlineSetting::ALL
+        .into_iter()
+        .flat_map(|inline| [(inline, Engine::Interp), (inline, Engine::Jit)])
+        .collect()
+}
+
+/// Every inline setting on the interpreter, but `jit` on the JIT.
+pub fn every_setting_one_on_the_jit(jit: InlineSetting) -> Vec<(InlineSetting, Engine)> {
+    InlineSetting::ALL
+        .into_iter()
+        .map(|inline| match inline == jit {
+            true => (inline, Engine::Jit),
+            false => (inline, Engine::Interp),
+        })
+        .collect()
+}
+
+/// `func` of `base` on `args` under each inline setting of `runs`, on its
+/// engine: the outcome, the same bits under every one, or what went wrong.
+pub fn the_same_under(
+    base: &Session,
+    runs: &[(InlineSetting, Engine)],
+    func: &str,
+    args: &[Val],
+) -> Result<Outcome, String> {
+    let mut first: Option<(String, Outcome)> = None;
+    for &(inline, engine) in runs {
+        let here = format!("inline {inline:?} on {engine:?}");
+        let out = with_inline(base, inline)
+            .run(func, args, engine)
+            .map_err(|e| format!("{func} under {here}: {e}"))?;
+        match &first {
+            None => first = Some((here, out)),
+            Some((there, want)) if !want.bit_eq(&out) => {
+                return Err(format!(
+                    "{func}: {want:?} under {there}, {out:?} under {here}"
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(first.expect("at least one run").1)
 }
 
 /// Does `id` reach an `autodiff` request (which needs the AD passes)?
