@@ -3,11 +3,12 @@
 //! interpreter with bit-identical results; `// run:` lines give exact values
 //! worked out by hand.
 
-use crate::support::{examples, inputs, load, reaches_autodiff, root, same_run};
+use crate::support::{
+    differentiable, examples, for_each_run_line, inputs, load, reaches_autodiff, root, OnBoth,
+};
 use adze::Engine;
 use adze_ir::{Opcode, Type, Val};
-use adze_test_support::adze::{parse_val, run_args};
-use adze_test_support::examples::run_lines;
+use adze_test_support::adze::parse_val;
 use std::collections::BTreeSet;
 
 #[test]
@@ -82,19 +83,9 @@ fn jit_equals_interpreter_on_every_function() {
                 continue;
             }
             let tys: Vec<Type> = func.sig.param_types().collect();
-            let compiled = adze_jit::compile(module, id, &adze_jit::JitOptions::default())
-                .unwrap_or_else(|e| panic!("{}: {}: {e}", path.display(), func.name));
-            let interp = adze_interp::Interpreter::new(module);
+            let both = OnBoth::new(module, id, format!("{}: {}", path.display(), func.name));
             for args in inputs(&tys, 4) {
-                let a = interp.call(id, &args);
-                let b = compiled.call(&args);
-                let same = same_run(&a, &b);
-                assert!(
-                    same,
-                    "{}: {}({args:?}):\n  interpreter: {a:?}\n  jit:         {b:?}",
-                    path.display(),
-                    func.name
-                );
+                let _ = both.call(&args);
                 ran += 1;
             }
         }
@@ -105,28 +96,22 @@ fn jit_equals_interpreter_on_every_function() {
 #[test]
 fn run_lines_hold_on_both_engines() {
     let mut checked = 0;
-    for path in examples() {
-        let source = std::fs::read_to_string(&path).unwrap();
-        let session = load(&path);
-        for (line, run) in run_lines(&source) {
-            let at = format!("{}:{line}", path.display());
-            let sig = &session.module.func(session.function(run.func).unwrap()).sig;
-            let args = run_args(&run, &sig.params).unwrap_or_else(|e| panic!("{at}: {e}"));
-            let expected: Vec<Val> = run
-                .expected_results()
-                .iter()
-                .zip(&sig.results)
-                .map(|(e, ty)| parse_val(e, *ty).unwrap_or_else(|e| panic!("{at}: {e}")))
-                .collect();
-            for engine in [Engine::Interp, Engine::Jit] {
-                let out = session
-                    .run(run.func, &args, engine)
-                    .unwrap_or_else(|e| panic!("{at}: {e}"));
-                assert_eq!(out.results, expected, "{at} ({engine:?})");
-            }
-            checked += 1;
+    for_each_run_line(|session, at, run, args| {
+        let sig = &session.module.func(session.function(run.func).unwrap()).sig;
+        let expected: Vec<Val> = run
+            .expected_results()
+            .iter()
+            .zip(&sig.results)
+            .map(|(e, ty)| parse_val(e, *ty).unwrap_or_else(|e| panic!("{at}: {e}")))
+            .collect();
+        for engine in [Engine::Interp, Engine::Jit] {
+            let out = session
+                .run(run.func, &args, engine)
+                .unwrap_or_else(|e| panic!("{at}: {e}"));
+            assert_eq!(out.results, expected, "{at} ({engine:?})");
         }
-    }
+        checked += 1;
+    });
     assert!(checked >= 50, "only {checked} run lines");
 }
 
@@ -144,11 +129,7 @@ fn derivative_ir_of_the_examples_matches_the_expected_files() {
         ] {
             let mut text = String::new();
             for (_, func) in session.module.iter() {
-                let differentiable = func
-                    .sig
-                    .param_types()
-                    .any(|t| t == Type::F64 || t == Type::Array);
-                if !differentiable || !func.sig.results.iter().all(|&t| t == Type::F64) {
+                if !differentiable(&func.sig) {
                     continue;
                 }
                 let base = session.prepare(&func.name).unwrap();

@@ -3,7 +3,7 @@
 //! central finite differences along a direction, and the derivative IR runs
 //! bit-identically on the JIT and the interpreter.
 
-use crate::support::{examples, inputs, load, same_run};
+use crate::support::{differentiable, examples, inputs, load, OnBoth};
 use adze::Engine;
 use adze_ir::{Mode, Outcome, Type, Val};
 
@@ -65,11 +65,7 @@ fn forward_tangents_match_finite_differences_on_every_example() {
         let session = load(&path);
         for (_, func) in session.module.iter() {
             let sig = &func.sig;
-            let differentiable = sig
-                .param_types()
-                .any(|t| t == Type::F64 || t == Type::Array);
-            let results_ok = sig.results.iter().all(|&t| t == Type::F64);
-            if !differentiable || !results_ok {
+            if !differentiable(sig) {
                 continue;
             }
             let (module, dname) = match session.derive(&func.name, Mode::Forward, 1, &[]) {
@@ -85,9 +81,7 @@ fn forward_tangents_match_finite_differences_on_every_example() {
                 Err(e) => panic!("{}: {}: {e}", path.display(), func.name),
             };
             let did = module.get(&dname).unwrap();
-            let compiled = adze_jit::compile(&module, did, &adze_jit::JitOptions::default())
-                .unwrap_or_else(|e| panic!("{}: {dname}: {e}", path.display()));
-            let interp = adze_interp::Interpreter::new(&module);
+            let both = OnBoth::new(&module, did, format!("{}: {dname}", path.display()));
             let mutable: Vec<bool> = sig.params.iter().map(|p| p.mutable).collect();
             let tys: Vec<Type> = sig.param_types().collect();
             functions += 1;
@@ -98,11 +92,7 @@ fn forward_tangents_match_finite_differences_on_every_example() {
                     dargs.push(a.clone());
                     dargs.extend(d.clone());
                 }
-                let by_interp = interp.call(did, &dargs);
-                let by_jit = compiled.call(&dargs);
-                let same = same_run(&by_interp, &by_jit);
-                assert!(same, "{dname}{dargs:?}: {by_interp:?} vs {by_jit:?}");
-                let Ok(d) = by_interp else { continue };
+                let Ok(d) = both.call(&dargs) else { continue };
                 // Tangents: result tangents, then the shadows of mut arrays.
                 let n = sig.results.len();
                 let mut tangent: Vec<f64> = d.results[n..]

@@ -5,7 +5,7 @@
 //! itself checked against finite differences in `forward.rs`, so this closes
 //! the loop for reverse mode.
 
-use crate::support::{examples, inputs, load, same_run};
+use crate::support::{differentiable, examples, inputs, load, OnBoth};
 use adze::Engine;
 use adze_ir::{Mode, Type, Val};
 
@@ -25,11 +25,7 @@ fn reverse_gradients_pass_the_dot_product_test_on_every_example() {
         let session = load(&path);
         for (_, func) in session.module.iter() {
             let sig = func.sig.clone();
-            let differentiable = sig
-                .param_types()
-                .any(|t| t == Type::F64 || t == Type::Array);
-            let results_ok = sig.results.iter().all(|&t| t == Type::F64);
-            if !differentiable || !results_ok {
+            if !differentiable(&sig) {
                 continue;
             }
             // The seed's reverse rule is deliberately wrong (SPEC §1): reverse
@@ -59,9 +55,7 @@ fn reverse_gradients_pass_the_dot_product_test_on_every_example() {
                     (Err(e), _) | (_, Err(e)) => panic!("{}: {}: {e}", path.display(), func.name),
                 };
             let rid = rmod.get(&rname).unwrap();
-            let compiled = adze_jit::compile(&rmod, rid, &adze_jit::JitOptions::default())
-                .unwrap_or_else(|e| panic!("{rname}: {e}"));
-            let interp = adze_interp::Interpreter::new(&rmod);
+            let both = OnBoth::new(&rmod, rid, rname.clone());
             functions += 1;
             let tys: Vec<Type> = sig.param_types().collect();
             for (k, args) in inputs(&tys, 3).into_iter().enumerate() {
@@ -94,12 +88,9 @@ fn reverse_gradients_pass_the_dot_product_test_on_every_example() {
                         _ => {}
                     }
                 }
-                let by_interp = interp.call(rid, &rargs);
-                let by_jit = compiled.call(&rargs);
-                let same = same_run(&by_interp, &by_jit);
-                assert!(same, "{rname}{rargs:?}: {by_interp:?} vs {by_jit:?}");
+                let rev = both.call(&rargs);
                 let fwd = session.run_in(&fmod, &fname, &fargs, Engine::Interp);
-                let (Ok(rev), Ok(fwd)) = (by_interp, fwd) else {
+                let (Ok(rev), Ok(fwd)) = (rev, fwd) else {
                     continue;
                 };
                 // w · (J v): result tangents (w = 1 for each f64 result) and

@@ -2,6 +2,8 @@
 
 use adze::{Engine, Error, InlineSetting, Session};
 use adze_ir::{ArgActivity, FuncId, Module, Outcome, RunError, Signature, Type, Val};
+use adze_test_support::adze::run_args;
+use adze_test_support::examples::{run_lines, RunLine};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -76,6 +78,33 @@ pub fn the_same_under(
     Ok(first.expect("at least one run").1)
 }
 
+/// Does a function of signature `sig` have derivatives to test: an f64 or
+/// array parameter, and only f64 results?
+pub fn differentiable(sig: &Signature) -> bool {
+    sig.param_types()
+        .any(|t| t == Type::F64 || t == Type::Array)
+        && sig.results.iter().all(|&t| t == Type::F64)
+}
+
+/// Calls `f` on every `// run:` line of every example, with the example's
+/// session, where the line is (`path:line`), the line, and its arguments
+/// typed by the function's signature.
+pub fn for_each_run_line(mut f: impl FnMut(&Session, &str, &RunLine, Vec<Val>)) {
+    for path in examples() {
+        let source = std::fs::read_to_string(&path).unwrap();
+        let session = load(&path);
+        for (line, run) in run_lines(&source) {
+            let at = format!("{}:{line}", path.display());
+            let id = session
+                .function(run.func)
+                .unwrap_or_else(|e| panic!("{at}: {e}"));
+            let args = run_args(&run, &session.module.func(id).sig.params)
+                .unwrap_or_else(|e| panic!("{at}: {e}"));
+            f(&session, &at, &run, args);
+        }
+    }
+}
+
 /// Does `id` reach an `autodiff` request (which needs the AD passes)?
 pub fn reaches_autodiff(module: &Module, id: FuncId) -> bool {
     module.reachable_from(id).into_iter().any(|f| {
@@ -124,6 +153,45 @@ pub fn same_run(a: &Result<Outcome, RunError>, b: &Result<Outcome, RunError>) ->
         (Ok(x), Ok(y)) => x.bit_eq(y),
         (Err(x), Err(y)) => x == y,
         _ => false,
+    }
+}
+
+/// A function ready on both engines: each call runs it on the interpreter
+/// (the oracle) and on the JIT and panics unless they agree ([`same_run`]).
+pub struct OnBoth<'m> {
+    id: FuncId,
+    interp: adze_interp::Interpreter<'m>,
+    jit: adze_jit::Compiled,
+    /// What the messages call it (a path and a name, or a program).
+    what: String,
+}
+
+impl<'m> OnBoth<'m> {
+    /// `id` of `module`, compiled with the default options; panics with
+    /// `what` if the JIT fails.
+    pub fn new(module: &'m Module, id: FuncId, what: String) -> OnBoth<'m> {
+        let jit = adze_jit::compile(module, id, &adze_jit::JitOptions::default())
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let interp = adze_interp::Interpreter::new(module);
+        OnBoth {
+            id,
+            interp,
+            jit,
+            what,
+        }
+    }
+
+    /// The outcome on `args`, the same on both engines.
+    #[track_caller]
+    pub fn call(&self, args: &[Val]) -> Result<Outcome, RunError> {
+        let a = self.interp.call(self.id, args);
+        let b = self.jit.call(args);
+        assert!(
+            same_run(&a, &b),
+            "{}({args:?}):\n  interpreter: {a:?}\n  jit:         {b:?}",
+            self.what
+        );
+        a
     }
 }
 
