@@ -7,7 +7,7 @@ use adze_ir::{CmpCond, FuncId, Module, Opcode, RunError, TrapKind, Type, Val};
 
 /// `fact(n) = if n <= 1 { 1 } else { n * fact(n - 1) }`
 fn factorial(m: &mut Module) -> FuncId {
-    let id = declare(m, "fact", vec![i("n")], &[Type::I64]);
+    let id = declare(m, "@fact(n: i64) -> i64");
     define_split(
         m,
         id,
@@ -36,7 +36,7 @@ fn recursive_factorial() {
 fn recursive_fibonacci() {
     // fib(n) = if n < 2 { n } else { fib(n - 1) + fib(n - 2) }
     let mut m = Module::new();
-    let id = declare(&mut m, "fib", vec![i("n")], &[Type::I64]);
+    let id = declare(&mut m, "@fib(n: i64) -> i64");
     define_split(
         &mut m,
         id,
@@ -59,8 +59,8 @@ fn recursive_fibonacci() {
 
 /// `is_even(n) = n == 0 || is_odd(n - 1)`, `is_odd(n) = n != 0 && is_even(n - 1)`.
 fn even_odd(m: &mut Module) -> (FuncId, FuncId) {
-    let even = declare(m, "is_even", vec![i("n")], &[Type::Bool]);
-    let odd = declare(m, "is_odd", vec![i("n")], &[Type::Bool]);
+    let even = declare(m, "@is_even(n: i64) -> bool");
+    let odd = declare(m, "@is_odd(n: i64) -> bool");
     for (id, other, at_zero) in [(even, odd, true), (odd, even, false)] {
         define_split(
             m,
@@ -129,7 +129,7 @@ fn call_depth_limit_is_exact() {
 
 /// `count(n) = if n == 0 { 0 } else { 1 + count(n - 1) }`
 pub fn count(m: &mut Module) -> FuncId {
-    let id = declare(m, "count", vec![i("n")], &[Type::I64]);
+    let id = declare(m, "@count(n: i64) -> i64");
     define_split(
         m,
         id,
@@ -163,39 +163,27 @@ fn deep_recursion_does_not_use_the_native_stack() {
 #[test]
 fn multiple_results() {
     let mut m = Module::new();
-    let divmod = func(
-        &mut m,
-        "divmod",
-        vec![i("a"), i("b")],
-        &[Type::I64, Type::I64],
-        |fb, p| {
-            let q = fb.binary(Opcode::Idiv, p[0], p[1]);
-            let r = fb.binary(Opcode::Irem, p[0], p[1]);
-            fb.ret(&[q, r]);
-        },
-    );
+    let divmod = func(&mut m, "@divmod(a: i64, b: i64) -> (i64, i64)", |fb, p| {
+        let q = fb.binary(Opcode::Idiv, p[0], p[1]);
+        let r = fb.binary(Opcode::Irem, p[0], p[1]);
+        fb.ret(&[q, r]);
+    });
     assert_eq!(
         results(&m, divmod, &[Val::I64(17), Val::I64(5)]),
         vec![Val::I64(3), Val::I64(2)]
     );
     // q * 10 + r through a call with two results.
-    let combine = func(
-        &mut m,
-        "combine",
-        vec![i("a"), i("b")],
-        &[Type::I64],
-        |fb, p| {
-            let call = fb.call(divmod, &[p[0], p[1]], &[Type::I64, Type::I64]);
-            let rs = fb.func.dfg.inst_results(call).to_vec();
-            let ten = fb.iconst(10);
-            let t = fb.imul(rs[0], ten);
-            let s = fb.iadd(t, rs[1]);
-            fb.ret(&[s]);
-        },
-    );
+    let combine = func(&mut m, "@combine(a: i64, b: i64) -> i64", |fb, p| {
+        let call = fb.call(divmod, &[p[0], p[1]], &[Type::I64, Type::I64]);
+        let rs = fb.func.dfg.inst_results(call).to_vec();
+        let ten = fb.iconst(10);
+        let t = fb.imul(rs[0], ten);
+        let s = fb.iadd(t, rs[1]);
+        fb.ret(&[s]);
+    });
     assert_eq!(run_i64(&m, combine, &[Val::I64(17), Val::I64(5)]), 32);
     // A function with no results.
-    let nothing = func(&mut m, "nothing", vec![f("x")], &[], |fb, _| {
+    let nothing = func(&mut m, "@nothing(x: f64)", |fb, _| {
         fb.ret(&[]);
     });
     let out = run(&m, nothing, &[Val::F64(1.0)]);
