@@ -102,7 +102,7 @@ fn unary_ops_match_semantics_bit_for_bit() {
     let xs = inputs();
     for op in unary_ops() {
         let mut mb = Mb::new();
-        let id = mb.func(op.name(), vec![pf("x")], vec![Type::F64], |b, p| {
+        let id = mb.func(&format!("@{}(x: f64) -> f64", op.name()), |b, p| {
             let y = b.unary(op, p[0]);
             b.ret(&[y]);
         });
@@ -131,15 +131,10 @@ fn binary_ops_match_semantics_bit_for_bit() {
     let xs = inputs();
     for op in binary_ops() {
         let mut mb = Mb::new();
-        let id = mb.func(
-            op.name(),
-            vec![pf("a"), pf("b")],
-            vec![Type::F64],
-            |b, p| {
-                let y = b.binary(op, p[0], p[1]);
-                b.ret(&[y]);
-            },
-        );
+        let id = mb.func(&format!("@{}(a: f64, b: f64) -> f64", op.name()), |b, p| {
+            let y = b.binary(op, p[0], p[1]);
+            b.ret(&[y]);
+        });
         for opt in [OptLevel::None, OptLevel::Speed] {
             let c = compile(&mb.m, id, &options(opt, Limits::default())).unwrap();
             for &a in &xs {
@@ -164,16 +159,11 @@ fn binary_ops_match_semantics_bit_for_bit() {
 #[test]
 fn min_max_edge_values_by_hand() {
     let mut mb = Mb::new();
-    let id = mb.func(
-        "mm",
-        vec![pf("a"), pf("b")],
-        vec![Type::F64, Type::F64],
-        |b, p| {
-            let lo = b.binary(Opcode::Min, p[0], p[1]);
-            let hi = b.binary(Opcode::Max, p[0], p[1]);
-            b.ret(&[lo, hi]);
-        },
-    );
+    let id = mb.func("@mm(a: f64, b: f64) -> (f64, f64)", |b, p| {
+        let lo = b.binary(Opcode::Min, p[0], p[1]);
+        let hi = b.binary(Opcode::Max, p[0], p[1]);
+        b.ret(&[lo, hi]);
+    });
     let mm = |a: f64, b: f64| match run(&mb.m, id, &[Val::F64(a), Val::F64(b)])
         .unwrap()
         .results
@@ -197,7 +187,7 @@ fn min_max_edge_values_by_hand() {
 #[test]
 fn sign_and_round_edge_values_by_hand() {
     let mut mb = Mb::new();
-    let id = mb.func("sr", vec![pf("x")], vec![Type::F64, Type::F64], |b, p| {
+    let id = mb.func("@sr(x: f64) -> (f64, f64)", |b, p| {
         let s = b.unary(Opcode::Sign, p[0]);
         let r = b.unary(Opcode::Round, p[0]);
         b.ret(&[s, r]);
@@ -242,7 +232,7 @@ fn powi_matches_semantics_for_every_exponent_shape() {
         .iter()
         .map(|&n| {
             let name = format!("powi_{}", n.unsigned_abs()) + if n < 0 { "_neg" } else { "" };
-            let id = mb.func(&name, vec![pf("x")], vec![Type::F64], |b, p| {
+            let id = mb.func(&format!("@{name}(x: f64) -> f64"), |b, p| {
                 let y = b.powi(p[0], n);
                 b.ret(&[y]);
             });
