@@ -74,6 +74,42 @@ pub fn f64s(vals: &[Val]) -> Vec<f64> {
         .collect()
 }
 
+/// `args + s * dir`, entry by entry, for the f64 and array arguments (the
+/// others, and those whose direction is not of their kind, as they are):
+/// the points of a finite difference.
+pub fn shifted(args: &[Val], dir: &[Val], s: f64) -> Vec<Val> {
+    args.iter()
+        .zip(dir)
+        .map(|(a, d)| match (a, d) {
+            (Val::F64(x), Val::F64(t)) => Val::F64(x + s * t),
+            (Val::Array(xs), Val::Array(ts)) => {
+                Val::Array(xs.iter().zip(ts).map(|(x, t)| x + s * t).collect())
+            }
+            (a, _) => a.clone(),
+        })
+        .collect()
+}
+
+/// What a derivative is checked against: the f64 results of `out`, then
+/// the final contents of every `mut` array argument (of `params`),
+/// flattened.
+pub fn outputs(out: &Outcome, params: &[Param]) -> Vec<f64> {
+    let mut obs: Vec<f64> = out
+        .results
+        .iter()
+        .filter_map(|v| match v {
+            Val::F64(x) => Some(*x),
+            _ => None,
+        })
+        .collect();
+    for (p, v) in params.iter().zip(&out.args) {
+        if let (true, Val::Array(xs)) = (p.mutable, v) {
+            obs.extend_from_slice(xs);
+        }
+    }
+    obs
+}
+
 /// Relative closeness: `|a - b| <= tol * max(1, |a|, |b|)`; NaN is close
 /// to NaN only, an infinity to itself only.
 pub fn close(a: f64, b: f64, tol: f64) -> bool {
