@@ -290,8 +290,7 @@ fn arrays_are_freed_on_every_return_path() {
 #[test]
 fn call_mut_writes_into_the_callers_buffers() {
     // scale(a, s): a[i] = a[i] * s for every i; returns len(a) as f64.
-    let m = adze_ir::parse::parse_module(include_str!("../data/arrays/call_mut_scale.ir")).unwrap();
-    verified(&m);
+    let m = data("arrays/call_mut_scale.ir");
     let c = jit(&m, m.get("scale").unwrap());
     let mut args = vec![Val::Array(vec![1.0, 2.0, 3.0]), Val::F64(2.0)];
     let before = match &args[0] {
@@ -345,8 +344,11 @@ fn single_pass_allocator_and_disassembly() {
 /// `for i in 0..len(x) - k { s += x[i] * x[i + 1] }`, then `x[j]`: the loop's
 /// accesses are proven in bounds for `k >= 1` and checked otherwise.
 fn neighbour_sum(k: i64) -> Module {
-    let text = include_str!("../data/arrays/neighbour_sum.ir");
-    parse_variant(text, "v4 = iconst 1", &format!("v4 = iconst {k}"))
+    parse_variant(
+        &data_text("arrays/neighbour_sum.ir"),
+        "v4 = iconst 1",
+        &format!("v4 = iconst {k}"),
+    )
 }
 
 /// `text` with the one occurrence of `from` replaced by `to`, parsed.
@@ -400,9 +402,7 @@ fn too_much_machine_code_is_an_error() {
 /// otherwise (the other arm of the branch keeps `b`'s check).
 #[test]
 fn samelen_proves_the_shadows_index() {
-    let m = adze_ir::parse::parse_module(include_str!("../data/arrays/samelen_shadow_index.ir"))
-        .unwrap();
-    verified(&m);
+    let m = data("arrays/samelen_shadow_index.ir");
     let id = m.get("f").unwrap();
     let arr = |n: usize| Val::Array((0..n).map(|i| i as f64 + 0.5).collect());
     for (na, nb, nc) in [(3, 3, 3), (3, 3, 1), (3, 2, 3), (3, 3, 2)] {
@@ -429,8 +429,7 @@ fn samelen_proves_the_shadows_index() {
 /// `samelen x, y` (`RELATE`), then `for i in 0..len(x) - 1 { s += y[i] *
 /// x[i + 1] + y[i + 1] }`.
 fn shadow_sum(relate: &str) -> Module {
-    let text = include_str!("../data/arrays/shadow_sum.ir");
-    parse_variant(text, "samelen v0, v1", relate)
+    parse_variant(&data_text("arrays/shadow_sum.ir"), "samelen v0, v1", relate)
 }
 
 #[test]

@@ -97,63 +97,62 @@ fn the_op_lists_cover_every_intrinsic() {
     );
 }
 
-#[test]
-fn unary_ops_match_semantics_bit_for_bit() {
+/// Each of `ops`, a function of `arity` f64 parameters, compiled at both
+/// optimisation levels, gives `want` bit for bit on every tuple of
+/// [`inputs`], and agrees with the interpreter.
+fn check_against_semantics(ops: &[Opcode], arity: usize, want: fn(Opcode, &[f64]) -> f64) {
     let xs = inputs();
-    for op in unary_ops() {
+    let tuples: Vec<Vec<f64>> = match arity {
+        1 => xs.iter().map(|&x| vec![x]).collect(),
+        _ => xs
+            .iter()
+            .flat_map(|&a| xs.iter().map(move |&b| vec![a, b]))
+            .collect(),
+    };
+    for &op in ops {
+        let params: Vec<String> = (0..arity).map(|k| format!("x{k}: f64")).collect();
         let mut mb = Mb::new();
-        let id = mb.func(&format!("@{}(x: f64) -> f64", op.name()), |b, p| {
-            let y = b.unary(op, p[0]);
-            b.ret(&[y]);
-        });
+        let id = mb.func(
+            &format!("@{}({}) -> f64", op.name(), params.join(", ")),
+            |b, p| {
+                let y = match arity {
+                    1 => b.unary(op, p[0]),
+                    _ => b.binary(op, p[0], p[1]),
+                };
+                b.ret(&[y]);
+            },
+        );
         for opt in [OptLevel::None, OptLevel::Speed] {
             let c = compile(&mb.m, id, &options(opt, Limits::default())).unwrap();
-            for &x in &xs {
-                let got = match c.call(&[Val::F64(x)]).unwrap().results[0] {
+            for t in &tuples {
+                let args: Vec<Val> = t.iter().map(|&x| Val::F64(x)).collect();
+                let got = match c.call(&args).unwrap().results[0] {
                     Val::F64(y) => y,
                     ref v => panic!("{v:?}"),
                 };
-                let want = semantics::unary_f64(op, x);
+                let want = want(op, t);
                 assert!(
                     same(got, want),
-                    "{op}({x:e}) = {got:e} ({:#x}), want {want:e} ({:#x}) [{opt:?}]",
+                    "{op}{t:?} = {got:e} ({:#x}), want {want:e} ({:#x}) [{opt:?}]",
                     got.to_bits(),
                     want.to_bits()
                 );
             }
         }
-        run(&mb.m, id, &[Val::F64(0.75)]).unwrap();
+        run(&mb.m, id, &vec![Val::F64(0.75); arity]).unwrap();
     }
 }
 
 #[test]
+fn unary_ops_match_semantics_bit_for_bit() {
+    check_against_semantics(&unary_ops(), 1, |op, x| semantics::unary_f64(op, x[0]));
+}
+
+#[test]
 fn binary_ops_match_semantics_bit_for_bit() {
-    let xs = inputs();
-    for op in binary_ops() {
-        let mut mb = Mb::new();
-        let id = mb.func(&format!("@{}(a: f64, b: f64) -> f64", op.name()), |b, p| {
-            let y = b.binary(op, p[0], p[1]);
-            b.ret(&[y]);
-        });
-        for opt in [OptLevel::None, OptLevel::Speed] {
-            let c = compile(&mb.m, id, &options(opt, Limits::default())).unwrap();
-            for &a in &xs {
-                for &bb in &xs {
-                    let got = match c.call(&[Val::F64(a), Val::F64(bb)]).unwrap().results[0] {
-                        Val::F64(y) => y,
-                        ref v => panic!("{v:?}"),
-                    };
-                    let want = semantics::binary_f64(op, a, bb);
-                    assert!(
-                        same(got, want),
-                        "{op}({a:e}, {bb:e}) = {got:e} ({:#x}), want {want:e} ({:#x}) [{opt:?}]",
-                        got.to_bits(),
-                        want.to_bits()
-                    );
-                }
-            }
-        }
-    }
+    check_against_semantics(&binary_ops(), 2, |op, x| {
+        semantics::binary_f64(op, x[0], x[1])
+    });
 }
 
 #[test]

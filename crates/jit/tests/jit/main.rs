@@ -67,6 +67,26 @@ pub fn verified(m: &Module) {
     }
 }
 
+/// `text` parsed as IR, which must pass the verifier.
+pub fn module(text: &str) -> Module {
+    let m = adze_ir::parse::parse_module(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    verified(&m);
+    m
+}
+
+/// The text of the IR file `tests/data/<path>`.
+pub fn data_text(path: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(path);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The IR file `tests/data/<path>`, parsed and verified.
+pub fn data(path: &str) -> Module {
+    module(&data_text(path))
+}
+
 /// Compiles with the default options (verifier on).
 pub fn jit(m: &Module, id: FuncId) -> Compiled {
     verified(m);
