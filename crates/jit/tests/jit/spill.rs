@@ -74,18 +74,19 @@ fn values_across_a_call_and_an_allocation() {
 fn pressure(m: usize) -> Module {
     let params: String = (0..m).map(|k| format!(", a{k}: i64")).collect();
     let vals: String = (0..m).map(|k| format!(", v{}: i64", 100 + k)).collect();
-    let mut sum = String::new();
-    let mut last = "v40".to_string();
-    for k in 0..m {
-        sum += &format!("    v{} = iadd {last}, v{}\n", 200 + k, 100 + k);
-        last = format!("v{}", 200 + k);
-    }
-    let mut sum2 = String::new();
-    let mut last2 = "v50".to_string();
-    for k in 0..m {
-        sum2 += &format!("    v{} = imul {last2}, v{}\n", 300 + k, 100 + k);
-        last2 = format!("v{}", 300 + k);
-    }
+    // `start op v100 op v101 ...` into v{first}, v{first + 1}, ...: the
+    // instructions, and the value that holds the whole.
+    let fold = |op: &str, start: &str, first: usize| -> (String, String) {
+        let mut text = String::new();
+        let mut last = start.to_string();
+        for k in 0..m {
+            text += &format!("    v{} = {op} {last}, v{}\n", first + k, 100 + k);
+            last = format!("v{}", first + k);
+        }
+        (text, last)
+    };
+    let (sum, last) = fold("iadd", "v40", 200);
+    let (sum2, last2) = fold("imul", "v50", 300);
     let src = format!(
         "function @f(x: arr, c: bool{params}) -> (f64, i64) {{
 block0(v0: arr, v1: bool{vals}):
