@@ -6,7 +6,8 @@
 use super::support::*;
 use adze_ad::{lower_autodiff, lower_reverse_autodiff, split_derivative, ReverseRequest};
 use adze_ir::{
-    ArgActivity, ArgActivity::*, FuncId, InstData, Module, Param, RetActivity, Type, Val,
+    ArgActivity, ArgActivity::*, FuncId, Function, Inst, InstData, Module, Opcode, Param,
+    RetActivity, Type, Val, Value,
 };
 
 #[test]
@@ -213,39 +214,29 @@ fn forward_over_reverse_hvp() {
 
 #[test]
 fn derivative_inside_a_differentiated_function() {
-    // Reverse over forward: f calls the forward derivative of g.
-    let src = "fn g(x: f64) -> f64 { sin(x) * x }
-               fn f(x: f64) -> f64 { let (y, t) = autodiff(forward, g, dual, dual(x, 1.0)); y * t }";
-    let mut m = compile(src);
-    // The primal itself must run (for finite differences).
-    lower_autodiff(&mut m).unwrap();
-    check_gradient(
-        &mut m,
-        "f",
-        &[Val::F64(0.6)],
-        &[Active],
-        RetActivity::Active,
-        1e-6,
-    );
-    // Reverse over reverse: f is the gradient of g, reversed again. Against
-    // finite differences and forward over reverse (in check_gradient), and
-    // the exact second derivative -x·sin x + 2 cos x.
-    let src = "fn g(x: f64) -> f64 { sin(x) * x }
-               fn f(x: f64) -> f64 { autodiff(reverse, g, active, active(x)) }";
-    let mut m = compile(src);
-    lower_autodiff(&mut m).unwrap();
-    let grad = check_gradient(
-        &mut m,
-        "f",
-        &[Val::F64(0.6)],
-        &[Active],
-        RetActivity::Active,
-        1e-6,
-    );
-    assert_eq!(
-        grad.scalars,
-        vec![-(0.6 * 0.6f64.sin()) + 0.6f64.cos() * 2.0]
-    );
+    // Reverse over forward (f calls the forward derivative of g) and reverse
+    // over reverse (f is the gradient of g, reversed again): against finite
+    // differences and forward over reverse (in check_gradient), the second
+    // also against the exact second derivative -x·sin x + 2 cos x. The
+    // primal itself must run (for finite differences).
+    let exact = -(0.6 * 0.6f64.sin()) + 0.6f64.cos() * 2.0;
+    for (f, want) in [
+        (
+            "let (y, t) = autodiff(forward, g, dual, dual(x, 1.0)); y * t",
+            None,
+        ),
+        ("autodiff(reverse, g, active, active(x))", Some(exact)),
+    ] {
+        let mut m = compile(&format!(
+            "fn g(x: f64) -> f64 {{ sin(x) * x }}\nfn f(x: f64) -> f64 {{ {f} }}"
+        ));
+        lower_autodiff(&mut m).unwrap();
+        let (x, acts) = (Val::F64(0.6), [Active]);
+        let grad = check_gradient(&mut m, "f", &[x], &acts, RetActivity::Active, 1e-6);
+        if let Some(want) = want {
+            assert_eq!(grad.scalars, vec![want]);
+        }
+    }
 }
 
 #[test]
@@ -300,32 +291,15 @@ fn count_pushes(module: &Module) -> Module {
                     InstData::Call { args, .. } => args.push(cnt),
                     InstData::Push { .. } => {
                         let at = pos + offset + 1;
-                        let zero = f.dfg.make_inst(InstData::IConst { imm: 0 }, &[Type::I64]);
-                        let one = f.dfg.make_inst(InstData::fconst(1.0), &[Type::F64]);
-                        let (z, o) = (f.dfg.first_result(zero), f.dfg.first_result(one));
-                        let ld = f.dfg.make_inst(
-                            InstData::Binary {
-                                op: adze_ir::Opcode::Load,
-                                args: [cnt, z],
-                            },
-                            &[Type::F64],
-                        );
-                        let c = f.dfg.first_result(ld);
-                        let add = f.dfg.make_inst(
-                            InstData::Binary {
-                                op: adze_ir::Opcode::Fadd,
-                                args: [c, o],
-                            },
-                            &[Type::F64],
-                        );
-                        let s = f.dfg.first_result(add);
-                        let st = f.dfg.make_inst(
-                            InstData::Ternary {
-                                op: adze_ir::Opcode::Store,
-                                args: [cnt, z, s],
-                            },
-                            &[],
-                        );
+                        let (zero, z) = make(f, InstData::IConst { imm: 0 }, Type::I64);
+                        let (one, o) = make(f, InstData::fconst(1.0), Type::F64);
+                        let (ld, c) = make(f, binary(Opcode::Load, cnt, z), Type::F64);
+                        let (add, s) = make(f, binary(Opcode::Fadd, c, o), Type::F64);
+                        let store = InstData::Ternary {
+                            op: Opcode::Store,
+                            args: [cnt, z, s],
+                        };
+                        let st = f.dfg.make_inst(store, &[]);
                         for (k, i) in [zero, one, ld, add, st].into_iter().enumerate() {
                             f.layout.insert_inst(i, b, at + k);
                         }
@@ -338,6 +312,17 @@ fn count_pushes(module: &Module) -> Module {
     }
     verify(&out);
     out
+}
+
+/// A new instruction of one result of type `ty`, not yet placed, and that
+/// result.
+fn make(f: &mut Function, data: InstData, ty: Type) -> (Inst, Value) {
+    let inst = f.dfg.make_inst(data, &[ty]);
+    (inst, f.dfg.first_result(inst))
+}
+
+fn binary(op: Opcode, a: Value, b: Value) -> InstData {
+    InstData::Binary { op, args: [a, b] }
 }
 
 /// Tape entries pushed by the augmented primal of `name` on `args`.
