@@ -210,6 +210,20 @@ pub struct Output {
     pub stderr: String,
 }
 
+impl Output {
+    /// Asserts that the command succeeded and printed `stdout` (showing its
+    /// stderr otherwise).
+    #[track_caller]
+    pub fn assert_prints(&self, stdout: &str) {
+        assert_eq!(
+            (self.code, self.stdout.as_str()),
+            (0, stdout),
+            "{}",
+            self.stderr
+        );
+    }
+}
+
 /// Runs `adze` with `args` from the repository root.
 pub fn adze<S: AsRef<OsStr>>(args: &[S]) -> Output {
     let out = adze_command().args(args).output().expect("adze runs");
