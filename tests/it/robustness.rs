@@ -6,6 +6,7 @@
 use crate::support::{adze, adze_command, all_activities, examples, load, root, run_fault};
 use adze::{Engine, Error, Session};
 use adze_ir::{Limits, TrapKind, Val};
+use adze_test_support::tokens::TOKENS;
 use proptest::prelude::*;
 use std::process::Stdio;
 
@@ -44,84 +45,6 @@ fn seeds() -> Vec<Vec<u8>> {
     files.sort();
     files.iter().map(|p| std::fs::read(p).unwrap()).collect()
 }
-
-const TOKENS: &[&str] = &[
-    "fn",
-    "rule",
-    "let",
-    "var",
-    "if",
-    "else",
-    "for",
-    "in",
-    "while",
-    "return",
-    "true",
-    "false",
-    "mut",
-    "f64",
-    "i64",
-    "bool",
-    "[f64]",
-    "forward",
-    "reverse",
-    "dual",
-    "active",
-    "const",
-    "dup",
-    "autodiff",
-    "zeros",
-    "len",
-    "fill",
-    "sin",
-    "exp",
-    "x",
-    "y",
-    "a",
-    "n",
-    "f",
-    "g",
-    "(",
-    ")",
-    "{",
-    "}",
-    "[",
-    "]",
-    ",",
-    ";",
-    ":",
-    "->",
-    "=",
-    "==",
-    "!=",
-    "<",
-    "<=",
-    ">",
-    ">=",
-    "+",
-    "-",
-    "*",
-    "/",
-    "%",
-    "^",
-    "!",
-    "&&",
-    "||",
-    "..",
-    "#",
-    "#[inline(never)]",
-    "0",
-    "1",
-    "2.0",
-    "1e308",
-    "-1",
-    "9223372036854775807",
-    "0.5",
-    "\n",
-    "//",
-    "\u{e9}",
-    "\0",
-];
 
 /// One edit of a source: delete, duplicate or overwrite a range, or insert a
 /// token, at positions given by the generated numbers.
@@ -925,12 +848,7 @@ fn the_size_limit_through_the_command() {
 
     let small = "tests/programs/nested_forward.adz";
     let out = adze(&["run", small, "--fn", "d3", "--arg", "x=2"]);
-    assert_eq!(
-        (out.code, out.stdout.as_str()),
-        (0, "6.0\n"),
-        "{}",
-        out.stderr
-    );
+    out.assert_prints("6.0\n");
     let out = adze(&[
         "run",
         small,

@@ -18,6 +18,8 @@
 //!   (`f(1.5, [1.0, 2.0]) == 2.5`), split into the function, the arguments
 //!   and what they give.
 //! - [`rng`]: the deterministic random source of the program generators.
+//! - [`tokens`]: the pieces of the random source the robustness tests feed
+//!   the front end.
 //! - `ir` (feature `ir`): IR built by hand, each function declared by its
 //!   header as the text format writes it; a counted loop, a one-result
 //!   call, a recursive split.
@@ -29,8 +31,8 @@
 //!
 //! Dependencies flow one way: adze-ir ← adze-lang ← (adze-opt, adze-ad,
 //! adze-interp, adze-jit, adze). The core of this crate (filetests,
-//! filecheck, bless, diff, examples, rng) depends on no adze crate, so
-//! adze-ir and adze-lang can use it for their own tests. `compile(src)`
+//! filecheck, bless, diff, examples, rng, tokens) depends on no adze crate,
+//! so adze-ir and adze-lang can use it for their own tests. `compile(src)`
 //! needs adze-lang (and so adze-ir): if it were unconditional, adze-ir's
 //! dev-dependency on this crate would make it depend on itself through
 //! adze-lang, and its unit tests (the crate compiled with `--test`) would
@@ -56,6 +58,7 @@ pub mod examples;
 pub mod filecheck;
 pub mod filetest;
 pub mod rng;
+pub mod tokens;
 
 #[cfg(feature = "adze")]
 pub mod adze;
