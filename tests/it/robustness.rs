@@ -3,7 +3,9 @@
 //! faults inside derivatives through the API and the command, the error
 //! shapes of the command, and memory that faulting runs must not leak.
 
-use crate::support::{adze, adze_command, all_activities, examples, load, root, run_fault};
+use crate::support::{
+    adze, adze_command, all_activities, examples, load, nested_d3, root, run_fault,
+};
 use adze::{Engine, Error, Session};
 use adze_ir::{FuncId, Limits, Module, Outcome, RunError, TrapKind, Val};
 use adze_test_support::tokens::TOKENS;
@@ -857,10 +859,8 @@ fn the_size_limit_through_the_command() {
     let _ = std::fs::remove_file(&path);
 
     let small = "tests/programs/nested_forward.adz";
-    // `adze run small --fn d3 --arg x=2`, then `more`.
-    let d3 = |more: &[&str]| adze(&[&["run", small, "--fn", "d3", "--arg", "x=2"], more].concat());
-    d3(&[]).assert_prints("6.0\n");
-    let out = d3(&["--max-ad-size", "100"]);
+    adze(&nested_d3(&[])).assert_prints("6.0\n");
+    let out = adze(&nested_d3(&["--max-ad-size", "100"]));
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert_eq!(
         out.stderr,
@@ -873,6 +873,6 @@ fn the_size_limit_through_the_command() {
         "{}",
         out.stderr
     );
-    let out = d3(&["--max-ad-size", "x"]);
+    let out = adze(&nested_d3(&["--max-ad-size", "x"]));
     assert_eq!(out.code, 2, "{}", out.stderr);
 }

@@ -211,6 +211,14 @@ pub struct Output {
 }
 
 impl Output {
+    /// Asserts that the command exited with `code` (showing its stdout and
+    /// stderr otherwise), and gives the output back.
+    #[track_caller]
+    pub fn exits(self, code: i32) -> Output {
+        assert_eq!(self.code, code, "{}{}", self.stdout, self.stderr);
+        self
+    }
+
     /// Asserts that the command succeeded and printed `stdout` (showing its
     /// stderr otherwise).
     #[track_caller]
@@ -232,6 +240,20 @@ pub fn adze<S: AsRef<OsStr>>(args: &[S]) -> Output {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// The words of `adze run tests/programs/nested_forward.adz --fn d3 --arg
+/// x=2` (the third derivative of x³ at 2, which is 6), then `more`.
+pub fn nested_d3<'a>(more: &[&'a str]) -> Vec<&'a str> {
+    let d3 = [
+        "run",
+        "tests/programs/nested_forward.adz",
+        "--fn",
+        "d3",
+        "--arg",
+        "x=2",
+    ];
+    [&d3[..], more].concat()
 }
 
 /// Runs `func` of the program at `path` (from the root) on both engines;
