@@ -3,7 +3,7 @@
 //! central finite differences along a direction, and the derivative IR runs
 //! bit-identically on the JIT and the interpreter.
 
-use crate::support::{differentiable, examples, inputs, load, OnBoth};
+use crate::support::{for_each_differentiable, inputs, load, OnBoth};
 use adze::Engine;
 use adze_ir::{Mode, Type, Val};
 use adze_test_support::adze::{outputs, shifted};
@@ -25,106 +25,101 @@ fn direction(args: &[Val], k: usize) -> Vec<Val> {
 
 #[test]
 fn forward_tangents_match_finite_differences_on_every_example() {
-    let mut compared = 0;
-    let mut functions = 0;
-    let mut skipped = Vec::new();
-    for path in examples() {
-        let session = load(&path);
-        for (_, func) in session.module.iter() {
-            let sig = &func.sig;
-            if !differentiable(sig) {
-                continue;
+    let tally = for_each_differentiable(|path, session, func| {
+        let sig = &func.sig;
+        let (module, dname) = match session.derive(&func.name, Mode::Forward, 1, &[]) {
+            Ok(d) => d,
+            // Custom reverse rules inside reverse mode arrive with the
+            // rules issue; only the seed's rule-carrying functions reach one.
+            Err(adze::Error::Ad(adze_ad::AdError::ReverseUnsupported { what, .. }))
+                if what.contains("custom reverse rules") =>
+            {
+                return None;
             }
-            let (module, dname) = match session.derive(&func.name, Mode::Forward, 1, &[]) {
-                Ok(d) => d,
-                // Custom reverse rules inside reverse mode arrive with the
-                // rules issue; only the seed's rule-carrying functions reach one.
-                Err(adze::Error::Ad(adze_ad::AdError::ReverseUnsupported { what, .. }))
-                    if what.contains("custom reverse rules") =>
-                {
-                    skipped.push(func.name.clone());
-                    continue;
+            Err(e) => panic!("{}: {}: {e}", path.display(), func.name),
+        };
+        let did = module.get(&dname).unwrap();
+        let both = OnBoth::new(&module, did, format!("{}: {dname}", path.display()));
+        let tys: Vec<Type> = sig.param_types().collect();
+        let mut compared = 0;
+        for (k, args) in inputs(&tys, 3).into_iter().enumerate() {
+            let dir = direction(&args, k);
+            let mut dargs = Vec::new();
+            for (a, d) in args.iter().zip(&dir) {
+                dargs.push(a.clone());
+                if matches!(a, Val::F64(_) | Val::Array(_)) {
+                    dargs.push(d.clone());
                 }
-                Err(e) => panic!("{}: {}: {e}", path.display(), func.name),
-            };
-            let did = module.get(&dname).unwrap();
-            let both = OnBoth::new(&module, did, format!("{}: {dname}", path.display()));
-            let tys: Vec<Type> = sig.param_types().collect();
-            functions += 1;
-            for (k, args) in inputs(&tys, 3).into_iter().enumerate() {
-                let dir = direction(&args, k);
-                let mut dargs = Vec::new();
-                for (a, d) in args.iter().zip(&dir) {
-                    dargs.push(a.clone());
-                    if matches!(a, Val::F64(_) | Val::Array(_)) {
-                        dargs.push(d.clone());
+            }
+            let Ok(d) = both.call(&dargs) else { continue };
+            // Tangents: result tangents, then the shadows of mut arrays.
+            let n = sig.results.len();
+            let mut tangent: Vec<f64> = d.results[n..]
+                .iter()
+                .map(|r| match r {
+                    Val::F64(x) => *x,
+                    other => panic!("tangent {other:?}"),
+                })
+                .collect();
+            let mut slot = 0;
+            for (p, a) in sig.params.iter().zip(&args) {
+                slot += 1;
+                if matches!(a, Val::F64(_) | Val::Array(_)) {
+                    if let (true, Val::Array(xs)) = (p.mutable, &d.args[slot]) {
+                        tangent.extend(xs);
                     }
-                }
-                let Ok(d) = both.call(&dargs) else { continue };
-                // Tangents: result tangents, then the shadows of mut arrays.
-                let n = sig.results.len();
-                let mut tangent: Vec<f64> = d.results[n..]
-                    .iter()
-                    .map(|r| match r {
-                        Val::F64(x) => *x,
-                        other => panic!("tangent {other:?}"),
-                    })
-                    .collect();
-                let mut slot = 0;
-                for (p, a) in sig.params.iter().zip(&args) {
                     slot += 1;
-                    if matches!(a, Val::F64(_) | Val::Array(_)) {
-                        if let (true, Val::Array(xs)) = (p.mutable, &d.args[slot]) {
-                            tangent.extend(xs);
-                        }
-                        slot += 1;
-                    }
                 }
-                let fd = |h: f64| -> Option<Vec<f64>> {
-                    let run =
-                        |s: f64| session.run(&func.name, &shifted(&args, &dir, s), Engine::Interp);
-                    let (Ok(p), Ok(m)) = (run(h), run(-h)) else {
-                        return None;
-                    };
-                    let (p, m) = (outputs(&p, &sig.params), outputs(&m, &sig.params));
-                    Some(p.iter().zip(&m).map(|(a, b)| (a - b) / (2.0 * h)).collect())
+            }
+            let fd = |h: f64| -> Option<Vec<f64>> {
+                let run =
+                    |s: f64| session.run(&func.name, &shifted(&args, &dir, s), Engine::Interp);
+                let (Ok(p), Ok(m)) = (run(h), run(-h)) else {
+                    return None;
                 };
-                let (Some(fd1), Some(fd2)) = (fd(1e-6), fd(1e-7)) else {
+                let (p, m) = (outputs(&p, &sig.params), outputs(&m, &sig.params));
+                Some(p.iter().zip(&m).map(|(a, b)| (a - b) / (2.0 * h)).collect())
+            };
+            let (Some(fd1), Some(fd2)) = (fd(1e-6), fd(1e-7)) else {
+                continue;
+            };
+            assert_eq!(
+                fd1.len(),
+                tangent.len(),
+                "{}: {}",
+                path.display(),
+                func.name
+            );
+            for ((&t, &a), &b) in tangent.iter().zip(&fd1).zip(&fd2) {
+                let scale = 1.0f64.max(t.abs());
+                // At a kink, a jump or a pole, or where the function is so
+                // ill-conditioned (a chaotic iteration) that a step of 1e-6
+                // leaves the linear regime, finite differences say nothing.
+                let smooth = (a - b).abs() <= 1e-4 * scale
+                    && a.is_finite()
+                    && t.is_finite()
+                    && t.abs() < 1e6;
+                if !smooth {
                     continue;
-                };
-                assert_eq!(
-                    fd1.len(),
-                    tangent.len(),
-                    "{}: {}",
+                }
+                assert!(
+                    (t - a).abs() <= 1e-5 * scale,
+                    "{}: {}({args:?}) along {dir:?}: tangent {t}, finite difference {a}",
                     path.display(),
                     func.name
                 );
-                for ((&t, &a), &b) in tangent.iter().zip(&fd1).zip(&fd2) {
-                    let scale = 1.0f64.max(t.abs());
-                    // At a kink, a jump or a pole, or where the function is so
-                    // ill-conditioned (a chaotic iteration) that a step of 1e-6
-                    // leaves the linear regime, finite differences say nothing.
-                    let smooth = (a - b).abs() <= 1e-4 * scale
-                        && a.is_finite()
-                        && t.is_finite()
-                        && t.abs() < 1e6;
-                    if !smooth {
-                        continue;
-                    }
-                    assert!(
-                        (t - a).abs() <= 1e-5 * scale,
-                        "{}: {}({args:?}) along {dir:?}: tangent {t}, finite difference {a}",
-                        path.display(),
-                        func.name
-                    );
-                    compared += 1;
-                }
+                compared += 1;
             }
         }
-    }
-    assert!(skipped.is_empty(), "{skipped:?}");
-    assert!(functions >= 40, "only {functions} functions differentiated");
-    assert!(compared >= 200, "only {compared} tangents compared");
+        Some(compared)
+    });
+    assert!(tally.skipped.is_empty(), "{:?}", tally.skipped);
+    assert!(tally.functions >= 40, "{tally:?}");
+    assert!(
+        tally.checks >= 200,
+        "only {} tangents compared",
+        tally.checks
+    );
 }
 
 #[test]

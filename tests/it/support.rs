@@ -1,7 +1,7 @@
 //! Shared helpers: example discovery, input generation, expected files.
 
 use adze::{Engine, Error, InlineSetting, Session};
-use adze_ir::{ArgActivity, FuncId, Module, Outcome, RunError, Signature, Type, Val};
+use adze_ir::{ArgActivity, FuncId, Function, Module, Outcome, RunError, Signature, Type, Val};
 use adze_test_support::adze::run_args;
 use adze_test_support::examples::{run_lines, RunLine};
 use std::ffi::OsStr;
@@ -103,6 +103,40 @@ pub fn for_each_run_line(mut f: impl FnMut(&Session, &str, &RunLine, Vec<Val>)) 
             f(&session, &at, &run, args);
         }
     }
+}
+
+/// What a test over every differentiable function saw: the functions it
+/// differentiated, the checks it made, the functions it skipped.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub functions: usize,
+    pub checks: usize,
+    pub skipped: Vec<String>,
+}
+
+/// Calls `f` on every [`differentiable`] function of every example, with
+/// the example's path and session; `f` says how many checks it made, or
+/// `None` if it skipped the function.
+pub fn for_each_differentiable(
+    mut f: impl FnMut(&Path, &Session, &Function) -> Option<usize>,
+) -> Tally {
+    let mut tally = Tally::default();
+    for path in examples() {
+        let session = load(&path);
+        for (_, func) in session.module.iter() {
+            if !differentiable(&func.sig) {
+                continue;
+            }
+            match f(&path, &session, func) {
+                Some(checks) => {
+                    tally.functions += 1;
+                    tally.checks += checks;
+                }
+                None => tally.skipped.push(func.name.clone()),
+            }
+        }
+    }
+    tally
 }
 
 /// Does `id` reach an `autodiff` request (which needs the AD passes)?
