@@ -3,24 +3,30 @@
 
 use crate::util::*;
 use adze_interp::{run_by_name, Interpreter};
-use adze_ir::{CmpCond, FuncId, Module, Opcode, RunError, TrapKind, Type, Val};
+use adze_ir::{CmpCond, FuncBuilder, FuncId, Module, Opcode, RunError, TrapKind, Type, Val, Value};
+
+/// `@name(n: i64) -> i64 = if n <cond> k { k } else { step(n, name(n - 1),
+/// 1) }`: a recursion down by one, as factorial and count are.
+fn down_by_one(
+    m: &mut Module,
+    name: &str,
+    (cond, k): (CmpCond, i64),
+    step: fn(&mut FuncBuilder, Value, Value, Value) -> Value,
+) -> FuncId {
+    let id = declare(m, &format!("@{name}(n: i64) -> i64"));
+    let rec = |fb: &mut FuncBuilder, n| {
+        let one = fb.iconst(1);
+        let n1 = fb.isub(n, one);
+        let r = call1(fb, id, &[n1], Type::I64);
+        step(fb, n, r, one)
+    };
+    define_split(m, id, (cond, k), |_, _, k| k, rec);
+    id
+}
 
 /// `fact(n) = if n <= 1 { 1 } else { n * fact(n - 1) }`
 fn factorial(m: &mut Module) -> FuncId {
-    let id = declare(m, "@fact(n: i64) -> i64");
-    define_split(
-        m,
-        id,
-        (CmpCond::Le, 1),
-        |_, _, one| one,
-        |fb, n| {
-            let one = fb.iconst(1);
-            let n1 = fb.isub(n, one);
-            let r = call1(fb, id, &[n1], Type::I64);
-            fb.imul(n, r)
-        },
-    );
-    id
+    down_by_one(m, "fact", (CmpCond::Le, 1), |fb, n, r, _| fb.imul(n, r))
 }
 
 #[test]
@@ -129,20 +135,9 @@ fn call_depth_limit_is_exact() {
 
 /// `count(n) = if n == 0 { 0 } else { 1 + count(n - 1) }`
 pub fn count(m: &mut Module) -> FuncId {
-    let id = declare(m, "@count(n: i64) -> i64");
-    define_split(
-        m,
-        id,
-        (CmpCond::Eq, 0),
-        |_, _, zero| zero,
-        |fb, n| {
-            let one = fb.iconst(1);
-            let n1 = fb.isub(n, one);
-            let r = call1(fb, id, &[n1], Type::I64);
-            fb.iadd(r, one)
-        },
-    );
-    id
+    down_by_one(m, "count", (CmpCond::Eq, 0), |fb, _, r, one| {
+        fb.iadd(r, one)
+    })
 }
 
 #[test]
