@@ -4,7 +4,6 @@
 
 use adze_ir::{FuncId, Module, Opcode};
 use criterion::{criterion_group, criterion_main, Criterion};
-use std::path::PathBuf;
 
 fn reaches_autodiff(module: &Module, id: FuncId) -> bool {
     module.reachable_from(id).into_iter().any(|f| {
@@ -16,15 +15,8 @@ fn reaches_autodiff(module: &Module, id: FuncId) -> bool {
 }
 
 fn compile_time(c: &mut Criterion) {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("ir-examples");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "adz"))
-        .collect();
-    files.sort();
     let mut group = c.benchmark_group("jit_compile");
-    for path in files {
+    for path in adze_test_support::examples::example_files() {
         let session = adze::Session::from_file(&path).unwrap();
         let module = session.module;
         let roots: Vec<FuncId> = module

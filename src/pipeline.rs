@@ -29,6 +29,17 @@ pub enum InlineSetting {
     All,
 }
 
+impl InlineSetting {
+    /// Every setting, from the one that inlines least to the one that
+    /// inlines most.
+    pub const ALL: [InlineSetting; 4] = [
+        InlineSetting::None,
+        InlineSetting::Early,
+        InlineSetting::Late,
+        InlineSetting::All,
+    ];
+}
+
 /// A stage of the pipeline that `adze dump` can print.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Stage {

@@ -1,7 +1,7 @@
 //! The `adze` command as a user runs it: results, `--json`, and errors as
 //! one readable line with exit code 1.
 
-use crate::support::{adze, root, Output};
+use crate::support::{adze, nested_d3, root, Output};
 
 #[test]
 fn run_prints_the_result_and_mut_arrays() {
@@ -250,8 +250,7 @@ fn every_malformed_program_gives_a_located_diagnostic() {
 
 #[test]
 fn check_rules_flags_the_seeds_wrong_rule() {
-    let out = adze(&["check-rules", "ir-examples/seed.adz"]);
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let out = adze(&["check-rules", "ir-examples/seed.adz"]).exits(1);
     let row = out
         .stdout
         .lines()
@@ -283,13 +282,11 @@ fn check_rules_flags_the_seeds_wrong_rule() {
 
 #[test]
 fn check_rules_accepts_correct_rules_and_finds_a_wrong_forward_rule() {
-    let out = adze(&["check-rules", "ir-examples/rules.adz"]);
-    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    let out = adze(&["check-rules", "ir-examples/rules.adz"]).exits(0);
     assert_eq!(out.stdout.matches("  ok\n").count(), 5, "{}", out.stdout);
     assert!(out.stdout.ends_with("ok: 5 rule(s) agree with AD\n"));
 
-    let out = adze(&["check-rules", "tests/programs/wrong_forward_rule.adz"]);
-    assert_eq!(out.code, 1, "{}{}", out.stdout, out.stderr);
+    let out = adze(&["check-rules", "tests/programs/wrong_forward_rule.adz"]).exits(1);
     let rows: Vec<&str> = out.stdout.lines().skip(1).collect();
     assert!(rows[0].starts_with("scale_sum.rule.forward") && rows[0].ends_with("DISAGREES"));
     assert!(rows[1].starts_with("scale_sum.rule.reverse") && rows[1].ends_with("  ok"));
@@ -366,32 +363,11 @@ fn the_readme_commands_work() {
 
 #[test]
 fn ad_nesting_depth_is_configurable() {
-    let f = "tests/programs/nested_forward.adz";
     // d3 is the third derivative of x³: 6 everywhere.
-    let out = adze(&["run", f, "--fn", "d3", "--arg", "x=2"]);
-    assert_eq!(out.stdout, "6.0\n", "{}", out.stderr);
-    let out = adze(&[
-        "run",
-        f,
-        "--fn",
-        "d3",
-        "--arg",
-        "x=2",
-        "--max-ad-depth",
-        "3",
-    ]);
-    assert_eq!(out.stdout, "6.0\n", "{}", out.stderr);
+    adze(&nested_d3(&[])).assert_prints("6.0\n");
+    adze(&nested_d3(&["--max-ad-depth", "3"])).assert_prints("6.0\n");
     fails_with(
-        &[
-            "run",
-            f,
-            "--fn",
-            "d3",
-            "--arg",
-            "x=2",
-            "--max-ad-depth",
-            "2",
-        ],
+        &nested_d3(&["--max-ad-depth", "2"]),
         "derivatives of `cube` nest more than 2 deep",
     );
 }
@@ -470,6 +446,13 @@ fn verdict(out: &Output) -> &str {
     row.split("  ").last().unwrap_or("").trim()
 }
 
+/// The samples compared and skipped, from the one rule row.
+fn samples(out: &Output) -> (usize, usize) {
+    let row = out.stdout.lines().nth(1).unwrap_or("");
+    let cols: Vec<&str> = row.split_whitespace().collect();
+    (cols[2].parse().unwrap(), cols[3].parse().unwrap())
+}
+
 /// Issue #13, item 7: rules wrong only where three fixed points never look.
 #[test]
 fn check_rules_samples_bools_lengths_and_magnitudes() {
@@ -500,14 +483,7 @@ fn check_rules_samples_bools_lengths_and_magnitudes() {
     let out = check_rules_on("fifth", &[]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     assert_eq!(verdict(&out), "ok", "{}", out.stdout);
-    let cols: Vec<&str> = out
-        .stdout
-        .lines()
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .collect();
-    let (compared, skipped): (usize, usize) = (cols[2].parse().unwrap(), cols[3].parse().unwrap());
+    let (compared, skipped) = samples(&out);
     assert_eq!(compared + skipped, 20, "{}", out.stdout);
     assert!(compared > 0 && skipped > 0, "{}", out.stdout);
     // Nowhere to compare: an error, exit 1.
@@ -527,14 +503,7 @@ fn check_rules_sampling_is_seeded_and_configurable() {
     assert_eq!(a.stdout, b.stdout);
     let out = check_rules_on("fifth", &["--samples", "5", "--len", "6"]);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
-    let cols: Vec<&str> = out
-        .stdout
-        .lines()
-        .nth(1)
-        .unwrap()
-        .split_whitespace()
-        .collect();
-    assert_eq!((cols[2], cols[3]), ("5", "0"), "{}", out.stdout);
+    assert_eq!(samples(&out), (5, 0), "{}", out.stdout);
     // The worst point, pasted back as `--arg`s, reproduces the disagreement.
     let out = check_rules_on("square", &[]);
     let line = out
@@ -596,12 +565,7 @@ fn rules_that_do_not_cover_a_requested_mode_are_warned_about() {
     }
     // The forward rule is right, and used forward; reverse uses the body.
     let out = adze(&["run", f, "--fn", "dsoftplus", "--arg", "x=800"]);
-    assert_eq!(
-        (out.code, out.stdout.as_str()),
-        (0, "1.0\n"),
-        "{}",
-        out.stderr
-    );
+    out.assert_prints("1.0\n");
     // `--derive reverse` asks for the mode the rule does not cover.
     let out = adze(&[
         "run", f, "--fn", "softplus", "--arg", "x=1", "--derive", "reverse",

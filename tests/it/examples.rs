@@ -3,10 +3,12 @@
 //! interpreter with bit-identical results; `// run:` lines give exact values
 //! worked out by hand.
 
-use crate::support::{examples, inputs, load, reaches_autodiff, root, same_run};
-use adze::args::parse_value;
+use crate::support::{
+    differentiable, examples, for_each_run_line, inputs, load, reaches_autodiff, root, OnBoth,
+};
 use adze::Engine;
 use adze_ir::{Opcode, Type, Val};
+use adze_test_support::adze::parse_val;
 use std::collections::BTreeSet;
 
 #[test]
@@ -81,19 +83,9 @@ fn jit_equals_interpreter_on_every_function() {
                 continue;
             }
             let tys: Vec<Type> = func.sig.param_types().collect();
-            let compiled = adze_jit::compile(module, id, &adze_jit::JitOptions::default())
-                .unwrap_or_else(|e| panic!("{}: {}: {e}", path.display(), func.name));
-            let interp = adze_interp::Interpreter::new(module);
+            let both = OnBoth::new(module, id, format!("{}: {}", path.display(), func.name));
             for args in inputs(&tys, 4) {
-                let a = interp.call(id, &args);
-                let b = compiled.call(&args);
-                let same = same_run(&a, &b);
-                assert!(
-                    same,
-                    "{}: {}({args:?}):\n  interpreter: {a:?}\n  jit:         {b:?}",
-                    path.display(),
-                    func.name
-                );
+                let _ = both.call(&args);
                 ran += 1;
             }
         }
@@ -101,100 +93,25 @@ fn jit_equals_interpreter_on_every_function() {
     assert!(ran >= 200, "only {ran} runs");
 }
 
-/// A `// run: f(args) == expected` line.
-pub(crate) struct RunLine {
-    pub(crate) line: usize,
-    pub(crate) func: String,
-    pub(crate) args: Vec<String>,
-    pub(crate) expected: Vec<String>,
-}
-
-/// Splits `a, [b, c], d` at top-level commas.
-fn split_top(text: &str) -> Vec<String> {
-    let mut parts = Vec::new();
-    let mut depth = 0;
-    let mut cur = String::new();
-    for c in text.chars() {
-        match c {
-            '[' | '(' => depth += 1,
-            ']' | ')' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(cur.trim().to_string());
-                cur.clear();
-                continue;
-            }
-            _ => {}
-        }
-        cur.push(c);
-    }
-    if !cur.trim().is_empty() {
-        parts.push(cur.trim().to_string());
-    }
-    parts
-}
-
-pub(crate) fn run_lines(source: &str) -> Vec<RunLine> {
-    source
-        .lines()
-        .enumerate()
-        .filter_map(|(i, l)| l.trim().strip_prefix("// run:").map(|r| (i + 1, r)))
-        .map(|(line, rest)| {
-            let (call, expected) = rest.split_once("==").expect("run line needs ==");
-            let call = call.trim();
-            let open = call.find('(').expect("run line needs a call");
-            let func = call[..open].trim().to_string();
-            let args = split_top(&call[open + 1..call.len() - 1]);
-            let expected = expected.trim();
-            let expected = match expected.strip_prefix('(') {
-                Some(inner) => split_top(inner.strip_suffix(')').unwrap()),
-                None => vec![expected.to_string()],
-            };
-            RunLine {
-                line,
-                func,
-                args,
-                expected,
-            }
-        })
-        .collect()
-}
-
 #[test]
 fn run_lines_hold_on_both_engines() {
     let mut checked = 0;
-    for path in examples() {
-        let source = std::fs::read_to_string(&path).unwrap();
-        let session = load(&path);
-        for run in run_lines(&source) {
-            let id = session.function(&run.func).unwrap();
-            let sig = &session.module.func(id).sig;
-            let args: Vec<Val> = run
-                .args
-                .iter()
-                .zip(&sig.params)
-                .map(|(a, p)| parse_value(a, p.ty).unwrap())
-                .collect();
-            let expected: Vec<Val> = run
-                .expected
-                .iter()
-                .zip(&sig.results)
-                .map(|(e, ty)| parse_value(e, *ty).unwrap())
-                .collect();
-            for engine in [Engine::Interp, Engine::Jit] {
-                let out = session
-                    .run(&run.func, &args, engine)
-                    .unwrap_or_else(|e| panic!("{}:{}: {e}", path.display(), run.line));
-                assert_eq!(
-                    out.results,
-                    expected,
-                    "{}:{} ({engine:?})",
-                    path.display(),
-                    run.line
-                );
-            }
-            checked += 1;
+    for_each_run_line(|session, at, run, args| {
+        let sig = &session.module.func(session.function(run.func).unwrap()).sig;
+        let expected: Vec<Val> = run
+            .expected_results()
+            .iter()
+            .zip(&sig.results)
+            .map(|(e, ty)| parse_val(e, *ty).unwrap_or_else(|e| panic!("{at}: {e}")))
+            .collect();
+        for engine in [Engine::Interp, Engine::Jit] {
+            let out = session
+                .run(run.func, &args, engine)
+                .unwrap_or_else(|e| panic!("{at}: {e}"));
+            assert_eq!(out.results, expected, "{at} ({engine:?})");
         }
-    }
+        checked += 1;
+    });
     assert!(checked >= 50, "only {checked} run lines");
 }
 
@@ -212,11 +129,7 @@ fn derivative_ir_of_the_examples_matches_the_expected_files() {
         ] {
             let mut text = String::new();
             for (_, func) in session.module.iter() {
-                let differentiable = func
-                    .sig
-                    .param_types()
-                    .any(|t| t == Type::F64 || t == Type::Array);
-                if !differentiable || !func.sig.results.iter().all(|&t| t == Type::F64) {
+                if !differentiable(&func.sig) {
                     continue;
                 }
                 let base = session.prepare(&func.name).unwrap();

@@ -3,170 +3,123 @@
 //! central finite differences along a direction, and the derivative IR runs
 //! bit-identically on the JIT and the interpreter.
 
-use crate::support::{examples, inputs, load, same_run};
+use crate::support::{for_each_differentiable, inputs, load, OnBoth};
 use adze::Engine;
-use adze_ir::{Mode, Outcome, Type, Val};
+use adze_ir::{Mode, Type, Val};
+use adze_test_support::adze::{outputs, shifted};
 
 /// A direction for every differentiable input: f64 -> a number, array -> an
-/// array of the same length; `None` for i64/bool.
-fn direction(args: &[Val], k: usize) -> Vec<Option<Val>> {
+/// array of the same length; i64 and bool arguments are their own (they
+/// have no tangent and are not shifted).
+fn direction(args: &[Val], k: usize) -> Vec<Val> {
     const D: [f64; 5] = [0.7, -0.4, 1.1, 0.25, -1.3];
     args.iter()
         .enumerate()
         .map(|(i, a)| match a {
-            Val::F64(_) => Some(Val::F64(D[(k + i) % 5])),
-            Val::Array(xs) => Some(Val::Array(
-                (0..xs.len()).map(|j| D[(k + i + j) % 5]).collect(),
-            )),
-            _ => None,
+            Val::F64(_) => Val::F64(D[(k + i) % 5]),
+            Val::Array(xs) => Val::Array((0..xs.len()).map(|j| D[(k + i + j) % 5]).collect()),
+            other => other.clone(),
         })
         .collect()
-}
-
-/// `args + h * dir`.
-fn shifted(args: &[Val], dir: &[Option<Val>], h: f64) -> Vec<Val> {
-    args.iter()
-        .zip(dir)
-        .map(|(a, d)| match (a, d) {
-            (Val::F64(x), Some(Val::F64(v))) => Val::F64(x + h * v),
-            (Val::Array(xs), Some(Val::Array(vs))) => {
-                Val::Array(xs.iter().zip(vs).map(|(x, v)| x + h * v).collect())
-            }
-            _ => a.clone(),
-        })
-        .collect()
-}
-
-/// The differentiable outputs of a primal run: f64 results, then the final
-/// contents of every `mut` array.
-fn outputs(out: &Outcome, mutable: &[bool]) -> Vec<f64> {
-    let mut v: Vec<f64> = out
-        .results
-        .iter()
-        .filter_map(|r| match r {
-            Val::F64(x) => Some(*x),
-            _ => None,
-        })
-        .collect();
-    for (a, &m) in out.args.iter().zip(mutable) {
-        if let (Val::Array(xs), true) = (a, m) {
-            v.extend(xs);
-        }
-    }
-    v
 }
 
 #[test]
 fn forward_tangents_match_finite_differences_on_every_example() {
-    let mut compared = 0;
-    let mut functions = 0;
-    let mut skipped = Vec::new();
-    for path in examples() {
-        let session = load(&path);
-        for (_, func) in session.module.iter() {
-            let sig = &func.sig;
-            let differentiable = sig
-                .param_types()
-                .any(|t| t == Type::F64 || t == Type::Array);
-            let results_ok = sig.results.iter().all(|&t| t == Type::F64);
-            if !differentiable || !results_ok {
-                continue;
+    let tally = for_each_differentiable(|path, session, func| {
+        let sig = &func.sig;
+        let (module, dname) = match session.derive(&func.name, Mode::Forward, 1, &[]) {
+            Ok(d) => d,
+            // Custom reverse rules inside reverse mode arrive with the
+            // rules issue; only the seed's rule-carrying functions reach one.
+            Err(adze::Error::Ad(adze_ad::AdError::ReverseUnsupported { what, .. }))
+                if what.contains("custom reverse rules") =>
+            {
+                return None;
             }
-            let (module, dname) = match session.derive(&func.name, Mode::Forward, 1, &[]) {
-                Ok(d) => d,
-                // Custom reverse rules inside reverse mode arrive with the
-                // rules issue; only the seed's rule-carrying functions reach one.
-                Err(adze::Error::Ad(adze_ad::AdError::ReverseUnsupported { what, .. }))
-                    if what.contains("custom reverse rules") =>
-                {
-                    skipped.push(func.name.clone());
-                    continue;
+            Err(e) => panic!("{}: {}: {e}", path.display(), func.name),
+        };
+        let did = module.get(&dname).unwrap();
+        let both = OnBoth::new(&module, did, format!("{}: {dname}", path.display()));
+        let tys: Vec<Type> = sig.param_types().collect();
+        let mut compared = 0;
+        for (k, args) in inputs(&tys, 3).into_iter().enumerate() {
+            let dir = direction(&args, k);
+            let mut dargs = Vec::new();
+            for (a, d) in args.iter().zip(&dir) {
+                dargs.push(a.clone());
+                if matches!(a, Val::F64(_) | Val::Array(_)) {
+                    dargs.push(d.clone());
                 }
-                Err(e) => panic!("{}: {}: {e}", path.display(), func.name),
-            };
-            let did = module.get(&dname).unwrap();
-            let compiled = adze_jit::compile(&module, did, &adze_jit::JitOptions::default())
-                .unwrap_or_else(|e| panic!("{}: {dname}: {e}", path.display()));
-            let interp = adze_interp::Interpreter::new(&module);
-            let mutable: Vec<bool> = sig.params.iter().map(|p| p.mutable).collect();
-            let tys: Vec<Type> = sig.param_types().collect();
-            functions += 1;
-            for (k, args) in inputs(&tys, 3).into_iter().enumerate() {
-                let dir = direction(&args, k);
-                let mut dargs = Vec::new();
-                for (a, d) in args.iter().zip(&dir) {
-                    dargs.push(a.clone());
-                    dargs.extend(d.clone());
-                }
-                let by_interp = interp.call(did, &dargs);
-                let by_jit = compiled.call(&dargs);
-                let same = same_run(&by_interp, &by_jit);
-                assert!(same, "{dname}{dargs:?}: {by_interp:?} vs {by_jit:?}");
-                let Ok(d) = by_interp else { continue };
-                // Tangents: result tangents, then the shadows of mut arrays.
-                let n = sig.results.len();
-                let mut tangent: Vec<f64> = d.results[n..]
-                    .iter()
-                    .map(|r| match r {
-                        Val::F64(x) => *x,
-                        other => panic!("tangent {other:?}"),
-                    })
-                    .collect();
-                let mut slot = 0;
-                for (p, a) in sig.params.iter().zip(&args) {
-                    slot += 1;
-                    if matches!(a, Val::F64(_) | Val::Array(_)) {
-                        if let (true, Val::Array(xs)) = (p.mutable, &d.args[slot]) {
-                            tangent.extend(xs);
-                        }
-                        slot += 1;
+            }
+            let Ok(d) = both.call(&dargs) else { continue };
+            // Tangents: result tangents, then the shadows of mut arrays.
+            let n = sig.results.len();
+            let mut tangent: Vec<f64> = d.results[n..]
+                .iter()
+                .map(|r| match r {
+                    Val::F64(x) => *x,
+                    other => panic!("tangent {other:?}"),
+                })
+                .collect();
+            let mut slot = 0;
+            for (p, a) in sig.params.iter().zip(&args) {
+                slot += 1;
+                if matches!(a, Val::F64(_) | Val::Array(_)) {
+                    if let (true, Val::Array(xs)) = (p.mutable, &d.args[slot]) {
+                        tangent.extend(xs);
                     }
+                    slot += 1;
                 }
-                let fd = |h: f64| -> Option<Vec<f64>> {
-                    let run =
-                        |s: f64| session.run(&func.name, &shifted(&args, &dir, s), Engine::Interp);
-                    let (Ok(p), Ok(m)) = (run(h), run(-h)) else {
-                        return None;
-                    };
-                    let (p, m) = (outputs(&p, &mutable), outputs(&m, &mutable));
-                    Some(p.iter().zip(&m).map(|(a, b)| (a - b) / (2.0 * h)).collect())
+            }
+            let fd = |h: f64| -> Option<Vec<f64>> {
+                let run =
+                    |s: f64| session.run(&func.name, &shifted(&args, &dir, s), Engine::Interp);
+                let (Ok(p), Ok(m)) = (run(h), run(-h)) else {
+                    return None;
                 };
-                let (Some(fd1), Some(fd2)) = (fd(1e-6), fd(1e-7)) else {
+                let (p, m) = (outputs(&p, &sig.params), outputs(&m, &sig.params));
+                Some(p.iter().zip(&m).map(|(a, b)| (a - b) / (2.0 * h)).collect())
+            };
+            let (Some(fd1), Some(fd2)) = (fd(1e-6), fd(1e-7)) else {
+                continue;
+            };
+            assert_eq!(
+                fd1.len(),
+                tangent.len(),
+                "{}: {}",
+                path.display(),
+                func.name
+            );
+            for ((&t, &a), &b) in tangent.iter().zip(&fd1).zip(&fd2) {
+                let scale = 1.0f64.max(t.abs());
+                // At a kink, a jump or a pole, or where the function is so
+                // ill-conditioned (a chaotic iteration) that a step of 1e-6
+                // leaves the linear regime, finite differences say nothing.
+                let smooth = (a - b).abs() <= 1e-4 * scale
+                    && a.is_finite()
+                    && t.is_finite()
+                    && t.abs() < 1e6;
+                if !smooth {
                     continue;
-                };
-                assert_eq!(
-                    fd1.len(),
-                    tangent.len(),
-                    "{}: {}",
+                }
+                assert!(
+                    (t - a).abs() <= 1e-5 * scale,
+                    "{}: {}({args:?}) along {dir:?}: tangent {t}, finite difference {a}",
                     path.display(),
                     func.name
                 );
-                for ((&t, &a), &b) in tangent.iter().zip(&fd1).zip(&fd2) {
-                    let scale = 1.0f64.max(t.abs());
-                    // At a kink, a jump or a pole, or where the function is so
-                    // ill-conditioned (a chaotic iteration) that a step of 1e-6
-                    // leaves the linear regime, finite differences say nothing.
-                    let smooth = (a - b).abs() <= 1e-4 * scale
-                        && a.is_finite()
-                        && t.is_finite()
-                        && t.abs() < 1e6;
-                    if !smooth {
-                        continue;
-                    }
-                    assert!(
-                        (t - a).abs() <= 1e-5 * scale,
-                        "{}: {}({args:?}) along {dir:?}: tangent {t}, finite difference {a}",
-                        path.display(),
-                        func.name
-                    );
-                    compared += 1;
-                }
+                compared += 1;
             }
         }
-    }
-    assert!(skipped.is_empty(), "{skipped:?}");
-    assert!(functions >= 40, "only {functions} functions differentiated");
-    assert!(compared >= 200, "only {compared} tangents compared");
+        Some(compared)
+    });
+    assert!(tally.skipped.is_empty(), "{:?}", tally.skipped);
+    assert!(tally.functions >= 40, "{tally:?}");
+    assert!(
+        tally.checks >= 200,
+        "only {} tangents compared",
+        tally.checks
+    );
 }
 
 #[test]

@@ -15,23 +15,11 @@
 //! functions — which may carry rules of their own — and functions get random
 //! `#[inline(..)]` hints.
 
-use adze::{Engine, InlineSetting, Session};
+use crate::support::{every_setting_one_on_the_jit, the_same_under};
+use adze::{InlineSetting, Session};
 use adze_ir::Val;
+use adze_test_support::rng::Rng;
 use proptest::prelude::*;
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-}
 
 /// Intrinsics whose partial derivatives stay finite on any finite input
 /// (`exp` and `sqrt` appear only in the bounded forms of `expr`): see the
@@ -81,7 +69,7 @@ fn expr(rng: &mut Rng, vars: &[&str], funcs: usize, depth: usize) -> String {
 }
 
 fn program(seed: u64) -> String {
-    let mut rng = Rng(seed | 1);
+    let mut rng = Rng::new(seed);
     let mut s = String::new();
     let n = 2 + rng.below(3);
     for k in 0..n {
@@ -136,39 +124,11 @@ fn check(seed: u64) -> Result<(), TestCaseError> {
     let src = program(seed);
     let base = Session::from_source("generated.adz", &src)
         .map_err(|e| TestCaseError::fail(format!("{e}\n{src}")))?;
+    let runs = every_setting_one_on_the_jit(InlineSetting::Late);
     for func in ["d_f", "d_r", "d_ff", "d_rf", "d_fr", "d_rr"] {
         let args = [Val::F64(0.6), Val::F64(-0.35)];
-        let mut first: Option<Val> = None;
-        for inline in [
-            InlineSetting::None,
-            InlineSetting::Early,
-            InlineSetting::Late,
-            InlineSetting::All,
-        ] {
-            let mut s = Session::from_module(base.module.clone()).unwrap();
-            s.inline = inline;
-            let engine = if inline == InlineSetting::Late {
-                Engine::Jit
-            } else {
-                Engine::Interp
-            };
-            let out = s
-                .run(func, &args, engine)
-                .map_err(|e| TestCaseError::fail(format!("{func} {inline:?}: {e}\n{src}")))?;
-            let got = out.results[0].clone();
-            match &first {
-                None => first = Some(got),
-                Some(f) => prop_assert!(
-                    f.bit_eq(&got),
-                    "{} under {:?}: {:?} vs {:?}\n{}",
-                    func,
-                    inline,
-                    f,
-                    got,
-                    src
-                ),
-            }
-        }
+        the_same_under(&base, &runs, func, &args)
+            .map_err(|e| TestCaseError::fail(format!("{e}\n{src}")))?;
     }
     Ok(())
 }

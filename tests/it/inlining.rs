@@ -3,16 +3,11 @@
 //! requests derivatives itself with `autodiff`), gives bit-identical results
 //! under `--inline none`, `early`, `late` and `all`.
 
-use crate::support::{examples, inputs, load};
+use crate::support::{
+    every_setting_and_engine, examples, inputs, load, the_same_under, with_inline,
+};
 use adze::{Engine, InlineSetting, Session};
 use adze_ir::{Mode, Outcome, RunError, Type, Val};
-
-const SETTINGS: [InlineSetting; 4] = [
-    InlineSetting::None,
-    InlineSetting::Early,
-    InlineSetting::Late,
-    InlineSetting::All,
-];
 
 /// The derivative's arguments: each primal argument followed by its
 /// tangent or shadow.
@@ -55,18 +50,15 @@ fn same(a: &Result<Outcome, RunError>, b: &Result<Outcome, RunError>) -> bool {
     }
 }
 
-fn with_inline(session: &Session, setting: InlineSetting) -> Session {
-    let mut s = Session::from_module(session.module.clone()).unwrap();
-    s.inline = setting;
-    s
-}
-
 #[test]
 fn derivatives_are_bit_identical_under_every_inline_setting() {
     let mut compared = 0;
     for path in examples() {
         let base = load(&path);
-        let sessions: Vec<Session> = SETTINGS.iter().map(|&s| with_inline(&base, s)).collect();
+        let sessions: Vec<Session> = InlineSetting::ALL
+            .iter()
+            .map(|&s| with_inline(&base, s))
+            .collect();
         for (_, func) in base.module.iter() {
             let sig = &func.sig;
             if !sig.results.iter().all(|&t| t == Type::F64) {
@@ -112,7 +104,7 @@ fn derivatives_are_bit_identical_under_every_inline_setting() {
                             path.display(),
                             func.name,
                             outs[0],
-                            SETTINGS[k]
+                            InlineSetting::ALL[k]
                         );
                     }
                     compared += 1;
@@ -141,16 +133,8 @@ fn in_language_derivatives_are_bit_identical_under_every_inline_setting() {
             ],
         ),
     ] {
-        let outs: Vec<Outcome> = SETTINGS
-            .iter()
-            .flat_map(|&s| {
-                let session = with_inline(&base, s);
-                [Engine::Interp, Engine::Jit].map(|e| session.run(func, &args, e).unwrap())
-            })
-            .collect();
-        for o in &outs[1..] {
-            assert!(outs[0].bit_eq(o), "{func}: {:?} vs {o:?}", outs[0]);
-        }
+        the_same_under(&base, &every_setting_and_engine(), func, &args)
+            .unwrap_or_else(|e| panic!("{e}"));
     }
 }
 
@@ -187,15 +171,7 @@ fn g(x: f64, n: i64, m: i64, b: [f64]) -> f64 {
             Val::I64(m),
             Val::Array(vec![1.0, 2.0, 3.0]),
         ];
-        let outs: Vec<Outcome> = SETTINGS
-            .iter()
-            .flat_map(|&s| {
-                let session = with_inline(&base, s);
-                [Engine::Interp, Engine::Jit].map(|e| session.run("g", &args, e).unwrap())
-            })
-            .collect();
-        for o in &outs[1..] {
-            assert!(outs[0].bit_eq(o), "{n} {m}: {:?} vs {o:?}", outs[0]);
-        }
+        the_same_under(&base, &every_setting_and_engine(), "g", &args)
+            .unwrap_or_else(|e| panic!("{n} {m}: {e}"));
     }
 }

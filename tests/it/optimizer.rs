@@ -6,10 +6,8 @@
 //! errors, bit for bit (on the interpreter NaN payloads included); so do
 //! generated programs and their reverse derivatives.
 
-use crate::examples::run_lines;
 use crate::generated::Gen;
-use crate::support::{examples, inputs, load, reaches_autodiff, same_run};
-use adze::args::parse_value;
+use crate::support::{examples, for_each_run_line, inputs, load, reaches_autodiff, same_run};
 use adze::{Session, Stage};
 use adze_ir::{FuncId, Mode, Module, Outcome, RunError, Type, Val};
 use adze_test_support::adze::same_outcome;
@@ -142,30 +140,24 @@ fn derivative_args(module: &Module, derived: FuncId, primal: &[(String, Val)]) -
 #[test]
 fn derivatives_of_the_examples_agree_after_optimization() {
     let mut runs = 0;
-    for path in examples() {
-        let source = std::fs::read_to_string(&path).unwrap();
-        let session = load(&path);
-        for run in run_lines(&source) {
-            let id = session.function(&run.func).unwrap();
-            let sig = &session.module.func(id).sig;
-            let primal: Vec<(String, Val)> = run
-                .args
-                .iter()
-                .zip(&sig.params)
-                .map(|(a, p)| (p.name.clone(), parse_value(a, p.ty).unwrap()))
-                .collect();
-            for mode in [Mode::Forward, Mode::Reverse] {
-                // Functions without f64 inputs or results have no derivative.
-                let Ok((module, name)) = session.derive_unoptimized(&run.func, mode, 1, &[]) else {
-                    continue;
-                };
-                let d = module.get(&name).unwrap();
-                let args = derivative_args(&module, d, &primal);
-                let what = format!("{}:{} ({name})", path.display(), run.line);
-                runs += agree(&what, &module, &optimized(&module), d, &[args]);
-            }
+    for_each_run_line(|session, at, run, args| {
+        let params = &session
+            .module
+            .func(session.function(run.func).unwrap())
+            .sig
+            .params;
+        let primal: Vec<(String, Val)> = params.iter().map(|p| p.name.clone()).zip(args).collect();
+        for mode in [Mode::Forward, Mode::Reverse] {
+            // Functions without f64 inputs or results have no derivative.
+            let Ok((module, name)) = session.derive_unoptimized(run.func, mode, 1, &[]) else {
+                continue;
+            };
+            let d = module.get(&name).unwrap();
+            let args = derivative_args(&module, d, &primal);
+            let what = format!("{at} ({name})");
+            runs += agree(&what, &module, &optimized(&module), d, &[args]);
         }
-    }
+    });
     assert!(runs >= 60, "only {runs} derivatives run");
 }
 

@@ -6,17 +6,10 @@
 use adze::{Engine, InlineSetting, Session};
 use adze_ir::{Mode, Val};
 
-const SETTINGS: [InlineSetting; 4] = [
-    InlineSetting::None,
-    InlineSetting::Early,
-    InlineSetting::Late,
-    InlineSetting::All,
-];
-
 /// Every setting: (inline, engine, optimize).
 fn settings() -> Vec<(InlineSetting, Engine, bool)> {
     let mut out = Vec::new();
-    for inline in SETTINGS {
+    for inline in InlineSetting::ALL {
         for engine in [Engine::Jit, Engine::Interp] {
             for optimize in [true, false] {
                 out.push((inline, engine, optimize));
@@ -215,7 +208,7 @@ fn a_function_that_differentiates_itself_is_an_error() {
         "fn g(x: f64) -> f64 { x * h(x) }
          fn h(x: f64) -> f64 { let (p, t) = autodiff(forward, g, dual, dual(x, 1.0)); t }",
     ] {
-        for inline in SETTINGS {
+        for inline in InlineSetting::ALL {
             let s = session(src, inline, true);
             let err = s.run("g", &[Val::F64(1.0)], Engine::Interp).unwrap_err();
             let msg = err.to_string();

@@ -5,9 +5,10 @@
 //! itself checked against finite differences in `forward.rs`, so this closes
 //! the loop for reverse mode.
 
-use crate::support::{examples, inputs, load, same_run};
+use crate::support::{for_each_differentiable, inputs, OnBoth};
 use adze::Engine;
 use adze_ir::{Mode, Type, Val};
+use adze_test_support::adze::assert_close;
 
 const W: [f64; 5] = [0.3, -1.1, 0.6, 1.7, -0.45];
 const V: [f64; 5] = [0.7, -0.4, 1.1, 0.25, -1.3];
@@ -18,148 +19,127 @@ fn dot(a: &[f64], b: &[f64]) -> f64 {
 
 #[test]
 fn reverse_gradients_pass_the_dot_product_test_on_every_example() {
-    let mut checked = 0;
-    let mut functions = 0;
-    let mut skipped = Vec::new();
-    for path in examples() {
-        let session = load(&path);
-        for (_, func) in session.module.iter() {
-            let sig = func.sig.clone();
-            let differentiable = sig
-                .param_types()
-                .any(|t| t == Type::F64 || t == Type::Array);
-            let results_ok = sig.results.iter().all(|&t| t == Type::F64);
-            if !differentiable || !results_ok {
-                continue;
-            }
-            // The seed's reverse rule is deliberately wrong (SPEC §1): reverse
-            // mode applies it, forward mode differentiates the body, and the
-            // two disagree by design. tests/it/seed.rs checks what it gives.
-            if ["f_custom", "g_custom", "dg_custom", "hvp_custom"].contains(&func.name.as_str()) {
-                skipped.push(func.name.clone());
-                continue;
-            }
-            let derived = |mode| session.derive(&func.name, mode, 1, &[]);
-            let ((rmod, rname), (fmod, fname)) =
-                match (derived(Mode::Reverse), derived(Mode::Forward)) {
-                    (Ok(r), Ok(f)) => (r, f),
-                    // Custom reverse rules in reverse mode and reverse over
-                    // reverse arrive with the rules issue.
-                    (
-                        Err(adze::Error::Ad(adze_ad::AdError::ReverseUnsupported { what, .. })),
-                        _,
-                    )
-                    | (
-                        _,
-                        Err(adze::Error::Ad(adze_ad::AdError::ReverseUnsupported { what, .. })),
-                    ) if what.contains("reverse rule") || what.contains("reverse over reverse") => {
-                        skipped.push(func.name.clone());
-                        continue;
-                    }
-                    (Err(e), _) | (_, Err(e)) => panic!("{}: {}: {e}", path.display(), func.name),
-                };
-            let rid = rmod.get(&rname).unwrap();
-            let compiled = adze_jit::compile(&rmod, rid, &adze_jit::JitOptions::default())
-                .unwrap_or_else(|e| panic!("{rname}: {e}"));
-            let interp = adze_interp::Interpreter::new(&rmod);
-            functions += 1;
-            let tys: Vec<Type> = sig.param_types().collect();
-            for (k, args) in inputs(&tys, 3).into_iter().enumerate() {
-                // Forward: tangents along v.
-                let mut fargs = Vec::new();
-                let mut rargs = Vec::new();
-                let mut v_in: Vec<f64> = Vec::new();
-                for (i, (a, p)) in args.iter().zip(&sig.params).enumerate() {
-                    fargs.push(a.clone());
-                    rargs.push(a.clone());
-                    match a {
-                        Val::F64(_) => {
-                            let v = V[(k + i) % 5];
-                            fargs.push(Val::F64(v));
-                            v_in.push(v);
-                        }
-                        Val::Array(xs) => {
-                            let v: Vec<f64> = (0..xs.len()).map(|j| V[(k + i + j) % 5]).collect();
-                            v_in.extend(&v);
-                            fargs.push(Val::Array(v));
-                            // The shadow: the cotangent w of the final contents
-                            // of a `mut` array, an accumulator (0) otherwise.
-                            let shadow = if p.mutable {
-                                (0..xs.len()).map(|j| W[(k + 2 * i + j) % 5]).collect()
-                            } else {
-                                vec![0.0; xs.len()]
-                            };
-                            rargs.push(Val::Array(shadow));
-                        }
-                        _ => {}
-                    }
-                }
-                let by_interp = interp.call(rid, &rargs);
-                let by_jit = compiled.call(&rargs);
-                let same = same_run(&by_interp, &by_jit);
-                assert!(same, "{rname}{rargs:?}: {by_interp:?} vs {by_jit:?}");
-                let fwd = session.run_in(&fmod, &fname, &fargs, Engine::Interp);
-                let (Ok(rev), Ok(fwd)) = (by_interp, fwd) else {
-                    continue;
-                };
-                // w · (J v): result tangents (w = 1 for each f64 result) and
-                // the tangents of the final contents of mut arrays.
-                let n = sig.results.len();
-                let mut lhs: f64 = fwd.results[n..]
-                    .iter()
-                    .map(|t| match t {
-                        Val::F64(x) => *x,
-                        _ => 0.0,
-                    })
-                    .sum();
-                // (Jᵀ w) · v: adjoints of the scalars, final shadows of arrays.
-                let mut adjoints = rev.results.iter();
-                let mut rhs_terms: Vec<f64> = Vec::new();
-                let (mut fslot, mut rslot) = (0, 0);
-                for (i, (a, p)) in args.iter().zip(&sig.params).enumerate() {
-                    fslot += 1;
-                    rslot += 1;
-                    match a {
-                        Val::F64(_) => {
-                            fslot += 1;
-                            match adjoints.next() {
-                                Some(Val::F64(x)) => rhs_terms.push(*x),
-                                other => panic!("{rname}: adjoint {other:?}"),
-                            }
-                        }
-                        Val::Array(xs) => {
-                            if p.mutable {
-                                let w: Vec<f64> =
-                                    (0..xs.len()).map(|j| W[(k + 2 * i + j) % 5]).collect();
-                                if let Val::Array(t) = &fwd.args[fslot] {
-                                    lhs += dot(&w, t);
-                                }
-                            }
-                            if let Val::Array(s) = &rev.args[rslot] {
-                                rhs_terms.extend(s);
-                            }
-                            fslot += 1;
-                            rslot += 1;
-                        }
-                        _ => {}
-                    }
-                }
-                let rhs = dot(&rhs_terms, &v_in);
-                if !lhs.is_finite() || !rhs.is_finite() {
-                    continue; // a pole: both sides are inf/NaN
-                }
-                let scale = 1.0f64.max(lhs.abs()).max(rhs.abs());
-                assert!(
-                    (lhs - rhs).abs() <= 1e-9 * scale,
-                    "{}: {}({args:?}): w·Jv = {lhs}, Jᵀw·v = {rhs}",
-                    path.display(),
-                    func.name
-                );
-                checked += 1;
-            }
+    let tally = for_each_differentiable(|path, session, func| {
+        let sig = func.sig.clone();
+        // The seed's reverse rule is deliberately wrong (SPEC §1): reverse
+        // mode applies it, forward mode differentiates the body, and the
+        // two disagree by design. tests/it/seed.rs checks what it gives.
+        if ["f_custom", "g_custom", "dg_custom", "hvp_custom"].contains(&func.name.as_str()) {
+            return None;
         }
-    }
-    assert_eq!(skipped, ["f_custom", "g_custom", "dg_custom", "hvp_custom"]);
-    assert!(functions >= 40, "only {functions} functions differentiated");
-    assert!(checked >= 100, "only {checked} dot-product tests");
+        let derived = |mode| session.derive(&func.name, mode, 1, &[]);
+        let ((rmod, rname), (fmod, fname)) = match (derived(Mode::Reverse), derived(Mode::Forward))
+        {
+            (Ok(r), Ok(f)) => (r, f),
+            // Custom reverse rules in reverse mode and reverse over
+            // reverse arrive with the rules issue.
+            (Err(adze::Error::Ad(adze_ad::AdError::ReverseUnsupported { what, .. })), _)
+            | (_, Err(adze::Error::Ad(adze_ad::AdError::ReverseUnsupported { what, .. })))
+                if what.contains("reverse rule") || what.contains("reverse over reverse") =>
+            {
+                return None;
+            }
+            (Err(e), _) | (_, Err(e)) => panic!("{}: {}: {e}", path.display(), func.name),
+        };
+        let rid = rmod.get(&rname).unwrap();
+        let both = OnBoth::new(&rmod, rid, rname.clone());
+        let mut checked = 0;
+        let tys: Vec<Type> = sig.param_types().collect();
+        for (k, args) in inputs(&tys, 3).into_iter().enumerate() {
+            // Forward: tangents along v.
+            let mut fargs = Vec::new();
+            let mut rargs = Vec::new();
+            let mut v_in: Vec<f64> = Vec::new();
+            for (i, (a, p)) in args.iter().zip(&sig.params).enumerate() {
+                fargs.push(a.clone());
+                rargs.push(a.clone());
+                match a {
+                    Val::F64(_) => {
+                        let v = V[(k + i) % 5];
+                        fargs.push(Val::F64(v));
+                        v_in.push(v);
+                    }
+                    Val::Array(xs) => {
+                        let v: Vec<f64> = (0..xs.len()).map(|j| V[(k + i + j) % 5]).collect();
+                        v_in.extend(&v);
+                        fargs.push(Val::Array(v));
+                        // The shadow: the cotangent w of the final contents
+                        // of a `mut` array, an accumulator (0) otherwise.
+                        let shadow = if p.mutable {
+                            (0..xs.len()).map(|j| W[(k + 2 * i + j) % 5]).collect()
+                        } else {
+                            vec![0.0; xs.len()]
+                        };
+                        rargs.push(Val::Array(shadow));
+                    }
+                    _ => {}
+                }
+            }
+            let rev = both.call(&rargs);
+            let fwd = session.run_in(&fmod, &fname, &fargs, Engine::Interp);
+            let (Ok(rev), Ok(fwd)) = (rev, fwd) else {
+                continue;
+            };
+            // w · (J v): result tangents (w = 1 for each f64 result) and
+            // the tangents of the final contents of mut arrays.
+            let n = sig.results.len();
+            let mut lhs: f64 = fwd.results[n..]
+                .iter()
+                .map(|t| match t {
+                    Val::F64(x) => *x,
+                    _ => 0.0,
+                })
+                .sum();
+            // (Jᵀ w) · v: adjoints of the scalars, final shadows of arrays.
+            let mut adjoints = rev.results.iter();
+            let mut rhs_terms: Vec<f64> = Vec::new();
+            let (mut fslot, mut rslot) = (0, 0);
+            for (i, (a, p)) in args.iter().zip(&sig.params).enumerate() {
+                fslot += 1;
+                rslot += 1;
+                match a {
+                    Val::F64(_) => {
+                        fslot += 1;
+                        match adjoints.next() {
+                            Some(Val::F64(x)) => rhs_terms.push(*x),
+                            other => panic!("{rname}: adjoint {other:?}"),
+                        }
+                    }
+                    Val::Array(xs) => {
+                        if p.mutable {
+                            let w: Vec<f64> =
+                                (0..xs.len()).map(|j| W[(k + 2 * i + j) % 5]).collect();
+                            if let Val::Array(t) = &fwd.args[fslot] {
+                                lhs += dot(&w, t);
+                            }
+                        }
+                        if let Val::Array(s) = &rev.args[rslot] {
+                            rhs_terms.extend(s);
+                        }
+                        fslot += 1;
+                        rslot += 1;
+                    }
+                    _ => {}
+                }
+            }
+            let rhs = dot(&rhs_terms, &v_in);
+            if !lhs.is_finite() || !rhs.is_finite() {
+                continue; // a pole: both sides are inf/NaN
+            }
+            let what = format!("{}: {}({args:?}): w·Jv vs Jᵀw·v", path.display(), func.name);
+            assert_close(lhs, rhs, 1e-9, &what);
+            checked += 1;
+        }
+        Some(checked)
+    });
+    assert_eq!(
+        tally.skipped,
+        ["f_custom", "g_custom", "dg_custom", "hvp_custom"]
+    );
+    assert!(tally.functions >= 40, "{tally:?}");
+    assert!(
+        tally.checks >= 100,
+        "only {} dot-product tests",
+        tally.checks
+    );
 }

@@ -3,9 +3,12 @@
 //! faults inside derivatives through the API and the command, the error
 //! shapes of the command, and memory that faulting runs must not leak.
 
-use crate::support::{adze, adze_command, all_activities, examples, load, root, run_fault};
+use crate::support::{
+    adze, adze_command, all_activities, examples, load, nested_d3, root, run_fault,
+};
 use adze::{Engine, Error, Session};
-use adze_ir::{Limits, TrapKind, Val};
+use adze_ir::{FuncId, Limits, Module, Outcome, RunError, TrapKind, Val};
+use adze_test_support::tokens::TOKENS;
 use proptest::prelude::*;
 use std::process::Stdio;
 
@@ -45,87 +48,13 @@ fn seeds() -> Vec<Vec<u8>> {
     files.iter().map(|p| std::fs::read(p).unwrap()).collect()
 }
 
-const TOKENS: &[&str] = &[
-    "fn",
-    "rule",
-    "let",
-    "var",
-    "if",
-    "else",
-    "for",
-    "in",
-    "while",
-    "return",
-    "true",
-    "false",
-    "mut",
-    "f64",
-    "i64",
-    "bool",
-    "[f64]",
-    "forward",
-    "reverse",
-    "dual",
-    "active",
-    "const",
-    "dup",
-    "autodiff",
-    "zeros",
-    "len",
-    "fill",
-    "sin",
-    "exp",
-    "x",
-    "y",
-    "a",
-    "n",
-    "f",
-    "g",
-    "(",
-    ")",
-    "{",
-    "}",
-    "[",
-    "]",
-    ",",
-    ";",
-    ":",
-    "->",
-    "=",
-    "==",
-    "!=",
-    "<",
-    "<=",
-    ">",
-    ">=",
-    "+",
-    "-",
-    "*",
-    "/",
-    "%",
-    "^",
-    "!",
-    "&&",
-    "||",
-    "..",
-    "#",
-    "#[inline(never)]",
-    "0",
-    "1",
-    "2.0",
-    "1e308",
-    "-1",
-    "9223372036854775807",
-    "0.5",
-    "\n",
-    "//",
-    "\u{e9}",
-    "\0",
-];
+/// An edit: its kind, two positions and a token or byte, as [`mutate`]
+/// reads them.
+type Edit = (u8, usize, usize, usize);
 
 /// One edit of a source: delete, duplicate or overwrite a range, or insert a
 /// token, at positions given by the generated numbers.
-fn mutate(src: &[u8], edits: &[(u8, usize, usize, usize)]) -> Vec<u8> {
+fn mutate(src: &[u8], edits: &[Edit]) -> Vec<u8> {
     let mut out = src.to_vec();
     for &(kind, p, q, t) in edits {
         let n = out.len().max(1);
@@ -158,6 +87,18 @@ fn mutate(src: &[u8], edits: &[(u8, usize, usize, usize)]) -> Vec<u8> {
     out
 }
 
+/// One of `sources` and `edits` edits of it for [`mutate`].
+fn mutated(
+    sources: Vec<Vec<u8>>,
+    edits: std::ops::Range<usize>,
+) -> impl Strategy<Value = (Vec<u8>, Vec<Edit>)> {
+    let edit = (any::<u8>(), any::<usize>(), any::<usize>(), any::<usize>());
+    (
+        proptest::sample::select(sources),
+        proptest::collection::vec(edit, edits),
+    )
+}
+
 fn config(cases: u32) -> ProptestConfig {
     ProptestConfig {
         cases,
@@ -187,13 +128,8 @@ proptest! {
     #![proptest_config(config(96))]
 
     #[test]
-    fn frontend_never_panics_on_mutated_programs(
-        which in any::<usize>(),
-        edits in proptest::collection::vec((any::<u8>(), any::<usize>(), any::<usize>(), any::<usize>()), 1..6),
-    ) {
-        let corpus = corpus();
-        let src = &corpus[which % corpus.len()];
-        harness::frontend(&mutate(src, &edits));
+    fn frontend_never_panics_on_mutated_programs((src, edits) in mutated(corpus(), 1..6)) {
+        harness::frontend(&mutate(&src, &edits));
     }
 }
 
@@ -201,13 +137,8 @@ proptest! {
     #![proptest_config(config(48))]
 
     #[test]
-    fn jit_equals_interpreter_on_mutated_seeds(
-        which in any::<usize>(),
-        edits in proptest::collection::vec((any::<u8>(), any::<usize>(), any::<usize>(), any::<usize>()), 0..4),
-    ) {
-        let seeds = seeds();
-        let src = &seeds[which % seeds.len()];
-        harness::pipeline(&mutate(src, &edits));
+    fn jit_equals_interpreter_on_mutated_seeds((src, edits) in mutated(seeds(), 0..4)) {
+        harness::pipeline(&mutate(&src, &edits));
     }
 }
 
@@ -430,32 +361,43 @@ pub(crate) fn assert_no_growth(what: &str, runs: usize, leak_per_run: u64, mut b
     );
 }
 
+/// `name` of the fault session as it runs (inlined, derivatives lowered,
+/// optimized), and compiled for the JIT.
+fn compiled(s: &Session, name: &str) -> (Module, FuncId, adze_jit::Compiled) {
+    let module = s.prepare(name).unwrap();
+    let id = module.get(name).unwrap();
+    let jit = adze_jit::compile(&module, id, &adze_jit::JitOptions::default()).unwrap();
+    (module, id, jit)
+}
+
+/// Panics unless `run` faulted with an index out of bounds.
+#[track_caller]
+fn assert_out_of_bounds(run: Result<Outcome, RunError>) {
+    let e = run.unwrap_err();
+    assert!(matches!(e.kind, TrapKind::IndexOutOfBounds { .. }), "{e}");
+}
+
 #[test]
 fn faulting_runs_free_their_local_arrays() {
     let s = session();
-    let module = s.prepare("scratch_fault").unwrap();
-    let id = module.get("scratch_fault").unwrap();
+    let (module, id, jit) = compiled(&s, "scratch_fault");
     // Two arrays of 32 Ki f64 (256 KiB each, touched by `fill`) per run.
     let n = 1 << 15;
     let args = [Val::I64(n)];
     let per_run = 2 * 8 * n as u64;
-    let jit = adze_jit::compile(&module, id, &adze_jit::JitOptions::default()).unwrap();
     assert_no_growth("jit, local arrays", 10_000, per_run, || {
-        let e = jit.call(&args).unwrap_err();
-        assert!(matches!(e.kind, TrapKind::IndexOutOfBounds { .. }));
+        assert_out_of_bounds(jit.call(&args))
     });
     let interp = adze_interp::Interpreter::new(&module);
     assert_no_growth("interpreter, local arrays", 10_000, per_run, || {
-        let e = interp.call(id, &args).unwrap_err();
-        assert!(matches!(e.kind, TrapKind::IndexOutOfBounds { .. }));
+        assert_out_of_bounds(interp.call(id, &args))
     });
 }
 
 #[test]
 fn faulting_reverse_derivatives_free_their_tape() {
     let s = session();
-    let module = s.prepare("grad_shifted").unwrap();
-    let id = module.get("grad_shifted").unwrap();
+    let (module, id, jit) = compiled(&s, "grad_shifted");
     // The augmented primal pushes every iteration (at least one f64 each)
     // before the last one reads past the end: a tape of >= 8 bytes times
     // the array length.
@@ -463,18 +405,15 @@ fn faulting_reverse_derivatives_free_their_tape() {
         let a = Val::Array((0..n).map(|i| i as f64 * 1e-4).collect());
         [a, Val::Array(vec![0.0; n]), Val::I64(1)]
     };
-    let jit = adze_jit::compile(&module, id, &adze_jit::JitOptions::default()).unwrap();
     let small = args(2048);
     assert_no_growth("jit, tape", 10_000, 8 * 2048, || {
-        let e = jit.call(&small).unwrap_err();
-        assert!(matches!(e.kind, TrapKind::IndexOutOfBounds { .. }));
+        assert_out_of_bounds(jit.call(&small))
     });
     // Fewer runs (the interpreter is slow), with a longer tape each.
     let interp = adze_interp::Interpreter::new(&module);
     let big = args(8192);
     assert_no_growth("interpreter, tape", 1_100, 8 * 8192, || {
-        let e = interp.call(id, &big).unwrap_err();
-        assert!(matches!(e.kind, TrapKind::IndexOutOfBounds { .. }));
+        assert_out_of_bounds(interp.call(id, &big))
     });
 }
 
@@ -482,15 +421,11 @@ fn faulting_reverse_derivatives_free_their_tape() {
 fn faults_leave_the_jit_reusable() {
     // After a fault (call depth, bounds) the same compiled code runs normally.
     let s = session();
-    let module = s.prepare("grad_spiral").unwrap();
-    let id = module.get("grad_spiral").unwrap();
-    let jit = adze_jit::compile(&module, id, &adze_jit::JitOptions::default()).unwrap();
+    let (_module, _, jit) = compiled(&s, "grad_spiral");
     for _ in 0..50 {
         assert!(jit.call(&[Val::F64(0.5)]).is_err());
     }
-    let module = s.prepare("grad_shifted").unwrap();
-    let id = module.get("grad_shifted").unwrap();
-    let jit = adze_jit::compile(&module, id, &adze_jit::JitOptions::default()).unwrap();
+    let (_module, _, jit) = compiled(&s, "grad_shifted");
     for _ in 0..50 {
         assert!(jit
             .call(&[arr(&[1.0, 2.0]), arr(&[0.0; 2]), Val::I64(1)])
@@ -924,23 +859,8 @@ fn the_size_limit_through_the_command() {
     let _ = std::fs::remove_file(&path);
 
     let small = "tests/programs/nested_forward.adz";
-    let out = adze(&["run", small, "--fn", "d3", "--arg", "x=2"]);
-    assert_eq!(
-        (out.code, out.stdout.as_str()),
-        (0, "6.0\n"),
-        "{}",
-        out.stderr
-    );
-    let out = adze(&[
-        "run",
-        small,
-        "--fn",
-        "d3",
-        "--arg",
-        "x=2",
-        "--max-ad-size",
-        "100",
-    ]);
+    adze(&nested_d3(&[])).assert_prints("6.0\n");
+    let out = adze(&nested_d3(&["--max-ad-size", "100"]));
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert_eq!(
         out.stderr,
@@ -953,15 +873,6 @@ fn the_size_limit_through_the_command() {
         "{}",
         out.stderr
     );
-    let out = adze(&[
-        "run",
-        small,
-        "--fn",
-        "d3",
-        "--arg",
-        "x=2",
-        "--max-ad-size",
-        "x",
-    ]);
+    let out = adze(&nested_d3(&["--max-ad-size", "x"]));
     assert_eq!(out.code, 2, "{}", out.stderr);
 }

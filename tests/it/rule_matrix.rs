@@ -27,7 +27,8 @@
 //! x = 2 every value is a small integer, so each is asserted exactly, and
 //! the four inline settings must agree bit for bit.
 
-use adze::{Engine, InlineSetting, Session};
+use crate::support::{every_setting_one_on_the_jit, the_same_under};
+use adze::{InlineSetting, Session};
 use adze_ir::Val;
 
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -150,6 +151,7 @@ fn expected(rules: Rules, arg: Arg, place: Place, order: &str, x: f64) -> f64 {
 #[test]
 fn every_rule_in_every_place_and_order_under_every_inline_setting() {
     let mut checked = 0;
+    let runs = every_setting_one_on_the_jit(InlineSetting::All);
     for rules in [Rules::Forward, Rules::Reverse, Rules::Both] {
         for arg in [Arg::Scalar, Arg::Array] {
             for place in [
@@ -166,35 +168,14 @@ fn every_rule_in_every_place_and_order_under_every_inline_setting() {
                     let func = format!("d_{order}");
                     for x in [2.0, 0.5] {
                         let want = expected(rules, arg, place, order, x);
-                        let mut first: Option<Val> = None;
-                        for inline in [
-                            InlineSetting::None,
-                            InlineSetting::Early,
-                            InlineSetting::Late,
-                            InlineSetting::All,
-                        ] {
-                            let mut s = Session::from_module(base.module.clone()).unwrap();
-                            s.inline = inline;
-                            let engine = if inline == InlineSetting::All {
-                                Engine::Jit
-                            } else {
-                                Engine::Interp
-                            };
-                            let out = s.run(&func, &[Val::F64(x)], engine).unwrap_or_else(|e| {
-                                panic!("{rules:?} {arg:?} {place:?} {order} {inline:?}: {e}\n{src}")
-                            });
-                            let got = out.results[0].clone();
-                            assert_eq!(
-                                got,
-                                Val::F64(want),
-                                "{rules:?} rules, {arg:?}, {place:?}, order {order}, x = {x}, inline {inline:?}\n{src}"
-                            );
-                            match &first {
-                                None => first = Some(got),
-                                Some(f) => assert!(f.bit_eq(&got)),
-                            }
-                            checked += 1;
-                        }
+                        let out = the_same_under(&base, &runs, &func, &[Val::F64(x)])
+                            .unwrap_or_else(|e| panic!("{rules:?} {arg:?} {place:?}: {e}\n{src}"));
+                        assert_eq!(
+                            out.results,
+                            [Val::F64(want)],
+                            "{rules:?} rules, {arg:?}, {place:?}, order {order}, x = {x}\n{src}"
+                        );
+                        checked += runs.len();
                     }
                 }
             }

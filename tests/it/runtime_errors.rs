@@ -295,7 +295,7 @@ fn derived_fault_cases(
     // Inlined code: innermost first, then each function it was inlined into.
     let inlined =
         |chain: &[String], kind: &str| format!("in {}: {kind}", chain.join(", inlined into "));
-    vec![
+    let mut cases = vec![
         (
             None,
             "grad_shifted",
@@ -349,28 +349,6 @@ fn derived_fault_cases(
                 "pick.rule.reverse.fwd.dup_dup_const_dual.noret",
                 &at_pick,
                 OOB_DA,
-            ),
-        ),
-        (
-            None,
-            "grad_spiral",
-            "spiral.aug.active_const.u0_1",
-            derived(
-                "the augmented primal of the reverse derivative of `spiral`",
-                "spiral.aug.active_const.u0_1",
-                &at_spiral,
-                DEPTH,
-            ),
-        ),
-        (
-            None,
-            "tangent_spiral",
-            "spiral.fwd.dual_const",
-            derived(
-                "the forward derivative of `spiral`",
-                "spiral.fwd.dual_const",
-                &at_spiral,
-                DEPTH,
             ),
         ),
         // Inlined into the user's function: `func` is the user's function,
@@ -475,30 +453,35 @@ fn derived_fault_cases(
                 "index 5 is out of bounds for array `a.d` (the shadow of `a`) of length 3",
             ),
         ),
-        // Recursion is never inlined.
-        (
-            All,
-            "grad_spiral",
-            "spiral.aug.active_const.u0_1",
-            derived(
-                "the augmented primal of the reverse derivative of `spiral`",
+    ];
+    // Recursion is never inlined: the same under both settings.
+    for inline in [None, All] {
+        cases.extend([
+            (
+                inline,
+                "grad_spiral",
                 "spiral.aug.active_const.u0_1",
-                &at_spiral,
-                DEPTH,
+                derived(
+                    "the augmented primal of the reverse derivative of `spiral`",
+                    "spiral.aug.active_const.u0_1",
+                    &at_spiral,
+                    DEPTH,
+                ),
             ),
-        ),
-        (
-            All,
-            "tangent_spiral",
-            "spiral.fwd.dual_const",
-            derived(
-                "the forward derivative of `spiral`",
+            (
+                inline,
+                "tangent_spiral",
                 "spiral.fwd.dual_const",
-                &at_spiral,
-                DEPTH,
+                derived(
+                    "the forward derivative of `spiral`",
+                    "spiral.fwd.dual_const",
+                    &at_spiral,
+                    DEPTH,
+                ),
             ),
-        ),
-    ]
+        ]);
+    }
+    cases
 }
 
 #[test]

@@ -6,19 +6,12 @@
 
 use crate::support::{load, root};
 use adze::{Engine, InlineSetting, Session};
-use adze_ir::{ArgActivity, Mode, RetActivity, Val};
+use adze_ir::{ArgActivity, Mode, Outcome, RetActivity, Val};
 
 const GRAD_RULE: f64 = 9.164000270468907;
 const HVP_RULE: f64 = 72.48292805436535;
 const GRAD_PLAIN: f64 = 3.027209981231713;
 const HVP_PLAIN: f64 = 11.971902924433648;
-
-const SETTINGS: [InlineSetting; 4] = [
-    InlineSetting::None,
-    InlineSetting::Early,
-    InlineSetting::Late,
-    InlineSetting::All,
-];
 
 fn session(inline: InlineSetting) -> Session {
     let mut s = load(&root().join("ir-examples/seed.adz"));
@@ -26,56 +19,41 @@ fn session(inline: InlineSetting) -> Session {
     s
 }
 
-fn array(v: &Val) -> Vec<f64> {
-    match v {
-        Val::Array(xs) => xs.clone(),
-        other => panic!("{other:?}"),
-    }
+/// The arguments of the seed's derivatives: x, v and the shadows are
+/// arrays of one element each.
+fn cells(xs: &[f64]) -> Vec<Val> {
+    xs.iter().map(|&x| Val::Array(vec![x])).collect()
+}
+
+/// The elements of the final array arguments of `out` from `from` on.
+fn finals(out: &Outcome, from: usize) -> Vec<f64> {
+    out.args[from..]
+        .iter()
+        .flat_map(|v| match v {
+            Val::Array(xs) => xs.clone(),
+            other => panic!("{other:?}"),
+        })
+        .collect()
 }
 
 #[test]
 fn in_language_gradients_and_hvps_under_every_inline_setting() {
-    for inline in SETTINGS {
+    for inline in InlineSetting::ALL {
         let s = session(inline);
         for engine in [Engine::Interp, Engine::Jit] {
             for (suffix, grad, hvp) in [
                 ("custom", GRAD_RULE, HVP_RULE),
                 ("plain", GRAD_PLAIN, HVP_PLAIN),
             ] {
-                let dg = s
-                    .run(
-                        &format!("dg_{suffix}"),
-                        &[Val::Array(vec![2.0]), Val::Array(vec![0.0])],
-                        engine,
-                    )
-                    .unwrap_or_else(|e| panic!("dg_{suffix} {inline:?} {engine:?}: {e}"));
-                assert_eq!(
-                    array(&dg.args[1]),
-                    [grad],
-                    "dg_{suffix} {inline:?} {engine:?}"
-                );
-                let h = s
-                    .run(
-                        &format!("hvp_{suffix}"),
-                        &[
-                            Val::Array(vec![2.0]),
-                            Val::Array(vec![1.0]),
-                            Val::Array(vec![0.0]),
-                            Val::Array(vec![0.0]),
-                        ],
-                        engine,
-                    )
-                    .unwrap_or_else(|e| panic!("hvp_{suffix} {inline:?} {engine:?}: {e}"));
-                assert_eq!(
-                    array(&h.args[2]),
-                    [grad],
-                    "hvp_{suffix} {inline:?} {engine:?}"
-                );
-                assert_eq!(
-                    array(&h.args[3]),
-                    [hvp],
-                    "hvp_{suffix} {inline:?} {engine:?}"
-                );
+                let at = format!("{suffix} {inline:?} {engine:?}");
+                let run = |f: &str, args: &[f64]| {
+                    s.run(&format!("{f}_{suffix}"), &cells(args), engine)
+                        .unwrap_or_else(|e| panic!("{f}_{at}: {e}"))
+                };
+                let dg = run("dg", &[2.0, 0.0]);
+                assert_eq!(finals(&dg, 1), [grad], "dg_{at}");
+                let h = run("hvp", &[2.0, 1.0, 0.0, 0.0]);
+                assert_eq!(finals(&h, 2), [grad, hvp], "hvp_{at}");
             }
         }
     }
@@ -83,7 +61,7 @@ fn in_language_gradients_and_hvps_under_every_inline_setting() {
 
 #[test]
 fn rust_api_gradients_and_hvps_under_every_inline_setting() {
-    for inline in SETTINGS {
+    for inline in InlineSetting::ALL {
         let s = session(inline);
         for (g, grad, hvp) in [
             ("g_custom", GRAD_RULE, HVP_RULE),
@@ -92,14 +70,9 @@ fn rust_api_gradients_and_hvps_under_every_inline_setting() {
             // The gradient, derived without `autodiff` in source.
             let (mut m, rev) = s.derive(g, Mode::Reverse, 1, &[]).unwrap();
             let out = s
-                .run_in(
-                    &m,
-                    &rev,
-                    &[Val::Array(vec![2.0]), Val::Array(vec![0.0])],
-                    Engine::Jit,
-                )
+                .run_in(&m, &rev, &cells(&[2.0, 0.0]), Engine::Jit)
                 .unwrap();
-            assert_eq!(array(&out.args[1]), [grad], "{g} {inline:?}");
+            assert_eq!(finals(&out, 1), [grad], "{g} {inline:?}");
             // The HVP: the forward derivative of the derived gradient.
             let fwd = adze_ad::derive_forward(
                 &mut m,
@@ -113,20 +86,9 @@ fn rust_api_gradients_and_hvps_under_every_inline_setting() {
             let fname = m.func(fwd).name.clone();
             for engine in [Engine::Interp, Engine::Jit] {
                 let out = s
-                    .run_in(
-                        &m,
-                        &fname,
-                        &[
-                            Val::Array(vec![2.0]),
-                            Val::Array(vec![1.0]),
-                            Val::Array(vec![0.0]),
-                            Val::Array(vec![0.0]),
-                        ],
-                        engine,
-                    )
+                    .run_in(&m, &fname, &cells(&[2.0, 1.0, 0.0, 0.0]), engine)
                     .unwrap();
-                assert_eq!(array(&out.args[2]), [grad], "{g} {inline:?} {engine:?}");
-                assert_eq!(array(&out.args[3]), [hvp], "{g} {inline:?} {engine:?}");
+                assert_eq!(finals(&out, 2), [grad, hvp], "{g} {inline:?} {engine:?}");
             }
         }
     }

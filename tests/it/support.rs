@@ -1,7 +1,9 @@
 //! Shared helpers: example discovery, input generation, expected files.
 
-use adze::{Engine, Error, Session};
-use adze_ir::{ArgActivity, FuncId, Module, Outcome, RunError, Signature, Type, Val};
+use adze::{Engine, Error, InlineSetting, Session};
+use adze_ir::{ArgActivity, FuncId, Function, Module, Outcome, RunError, Signature, Type, Val};
+use adze_test_support::adze::run_args;
+use adze_test_support::examples::{run_lines, RunLine};
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -11,15 +13,7 @@ pub fn root() -> PathBuf {
 }
 
 /// Every `.adz` file in `ir-examples/`, sorted.
-pub fn examples() -> Vec<PathBuf> {
-    let mut files: Vec<PathBuf> = std::fs::read_dir(root().join("ir-examples"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "adz"))
-        .collect();
-    files.sort();
-    files
-}
+pub use adze_test_support::examples::example_files as examples;
 
 pub fn load(path: &Path) -> Session {
     Session::from_file(path).unwrap_or_else(|e| {
@@ -29,6 +23,120 @@ pub fn load(path: &Path) -> Session {
         };
         panic!("{} does not compile:\n{rendered}", path.display())
     })
+}
+
+/// A copy of `session` under the inline setting `inline`.
+pub fn with_inline(session: &Session, inline: InlineSetting) -> Session {
+    let mut s = Session::from_module(session.module.clone()).unwrap();
+    s.inline = inline;
+    s
+}
+
+/// Every inline setting on both engines.
+pub fn every_setting_and_engine() -> Vec<(InlineSetting, Engine)> {
+    InlineSetting::ALL
+        .into_iter()
+        .flat_map(|inline| [(inline, Engine::Interp), (inline, Engine::Jit)])
+        .collect()
+}
+
+/// Every inline setting on the interpreter, but `jit` on the JIT.
+pub fn every_setting_one_on_the_jit(jit: InlineSetting) -> Vec<(InlineSetting, Engine)> {
+    InlineSetting::ALL
+        .into_iter()
+        .map(|inline| match inline == jit {
+            true => (inline, Engine::Jit),
+            false => (inline, Engine::Interp),
+        })
+        .collect()
+}
+
+/// `func` of `base` on `args` under each inline setting of `runs`, on its
+/// engine: the outcome, the same bits under every one, or what went wrong.
+pub fn the_same_under(
+    base: &Session,
+    runs: &[(InlineSetting, Engine)],
+    func: &str,
+    args: &[Val],
+) -> Result<Outcome, String> {
+    let mut first: Option<(String, Outcome)> = None;
+    for &(inline, engine) in runs {
+        let here = format!("inline {inline:?} on {engine:?}");
+        let out = with_inline(base, inline)
+            .run(func, args, engine)
+            .map_err(|e| format!("{func} under {here}: {e}"))?;
+        match &first {
+            None => first = Some((here, out)),
+            Some((there, want)) if !want.bit_eq(&out) => {
+                return Err(format!(
+                    "{func}: {want:?} under {there}, {out:?} under {here}"
+                ))
+            }
+            Some(_) => {}
+        }
+    }
+    Ok(first.expect("at least one run").1)
+}
+
+/// Does a function of signature `sig` have derivatives to test: an f64 or
+/// array parameter, and only f64 results?
+pub fn differentiable(sig: &Signature) -> bool {
+    sig.param_types()
+        .any(|t| t == Type::F64 || t == Type::Array)
+        && sig.results.iter().all(|&t| t == Type::F64)
+}
+
+/// Calls `f` on every `// run:` line of every example, with the example's
+/// session, where the line is (`path:line`), the line, and its arguments
+/// typed by the function's signature.
+pub fn for_each_run_line(mut f: impl FnMut(&Session, &str, &RunLine, Vec<Val>)) {
+    for path in examples() {
+        let source = std::fs::read_to_string(&path).unwrap();
+        let session = load(&path);
+        for (line, run) in run_lines(&source) {
+            let at = format!("{}:{line}", path.display());
+            let id = session
+                .function(run.func)
+                .unwrap_or_else(|e| panic!("{at}: {e}"));
+            let args = run_args(&run, &session.module.func(id).sig.params)
+                .unwrap_or_else(|e| panic!("{at}: {e}"));
+            f(&session, &at, &run, args);
+        }
+    }
+}
+
+/// What a test over every differentiable function saw: the functions it
+/// differentiated, the checks it made, the functions it skipped.
+#[derive(Debug, Default)]
+pub struct Tally {
+    pub functions: usize,
+    pub checks: usize,
+    pub skipped: Vec<String>,
+}
+
+/// Calls `f` on every [`differentiable`] function of every example, with
+/// the example's path and session; `f` says how many checks it made, or
+/// `None` if it skipped the function.
+pub fn for_each_differentiable(
+    mut f: impl FnMut(&Path, &Session, &Function) -> Option<usize>,
+) -> Tally {
+    let mut tally = Tally::default();
+    for path in examples() {
+        let session = load(&path);
+        for (_, func) in session.module.iter() {
+            if !differentiable(&func.sig) {
+                continue;
+            }
+            match f(&path, &session, func) {
+                Some(checks) => {
+                    tally.functions += 1;
+                    tally.checks += checks;
+                }
+                None => tally.skipped.push(func.name.clone()),
+            }
+        }
+    }
+    tally
 }
 
 /// Does `id` reach an `autodiff` request (which needs the AD passes)?
@@ -82,6 +190,45 @@ pub fn same_run(a: &Result<Outcome, RunError>, b: &Result<Outcome, RunError>) ->
     }
 }
 
+/// A function ready on both engines: each call runs it on the interpreter
+/// (the oracle) and on the JIT and panics unless they agree ([`same_run`]).
+pub struct OnBoth<'m> {
+    id: FuncId,
+    interp: adze_interp::Interpreter<'m>,
+    jit: adze_jit::Compiled,
+    /// What the messages call it (a path and a name, or a program).
+    what: String,
+}
+
+impl<'m> OnBoth<'m> {
+    /// `id` of `module`, compiled with the default options; panics with
+    /// `what` if the JIT fails.
+    pub fn new(module: &'m Module, id: FuncId, what: String) -> OnBoth<'m> {
+        let jit = adze_jit::compile(module, id, &adze_jit::JitOptions::default())
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+        let interp = adze_interp::Interpreter::new(module);
+        OnBoth {
+            id,
+            interp,
+            jit,
+            what,
+        }
+    }
+
+    /// The outcome on `args`, the same on both engines.
+    #[track_caller]
+    pub fn call(&self, args: &[Val]) -> Result<Outcome, RunError> {
+        let a = self.interp.call(self.id, args);
+        let b = self.jit.call(args);
+        assert!(
+            same_run(&a, &b),
+            "{}({args:?}):\n  interpreter: {a:?}\n  jit:         {b:?}",
+            self.what
+        );
+        a
+    }
+}
+
 /// The `adze` binary under test, to be run from the repository root.
 pub fn adze_command() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_adze"));
@@ -97,6 +244,28 @@ pub struct Output {
     pub stderr: String,
 }
 
+impl Output {
+    /// Asserts that the command exited with `code` (showing its stdout and
+    /// stderr otherwise), and gives the output back.
+    #[track_caller]
+    pub fn exits(self, code: i32) -> Output {
+        assert_eq!(self.code, code, "{}{}", self.stdout, self.stderr);
+        self
+    }
+
+    /// Asserts that the command succeeded and printed `stdout` (showing its
+    /// stderr otherwise).
+    #[track_caller]
+    pub fn assert_prints(&self, stdout: &str) {
+        assert_eq!(
+            (self.code, self.stdout.as_str()),
+            (0, stdout),
+            "{}",
+            self.stderr
+        );
+    }
+}
+
 /// Runs `adze` with `args` from the repository root.
 pub fn adze<S: AsRef<OsStr>>(args: &[S]) -> Output {
     let out = adze_command().args(args).output().expect("adze runs");
@@ -105,6 +274,20 @@ pub fn adze<S: AsRef<OsStr>>(args: &[S]) -> Output {
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
+}
+
+/// The words of `adze run tests/programs/nested_forward.adz --fn d3 --arg
+/// x=2` (the third derivative of x³ at 2, which is 6), then `more`.
+pub fn nested_d3<'a>(more: &[&'a str]) -> Vec<&'a str> {
+    let d3 = [
+        "run",
+        "tests/programs/nested_forward.adz",
+        "--fn",
+        "d3",
+        "--arg",
+        "x=2",
+    ];
+    [&d3[..], more].concat()
 }
 
 /// Runs `func` of the program at `path` (from the root) on both engines;

@@ -38,18 +38,11 @@ impl Setting {
     }
 }
 
-pub const INLINES: [InlineSetting; 4] = [
-    InlineSetting::None,
-    InlineSetting::Early,
-    InlineSetting::Late,
-    InlineSetting::All,
-];
-
 /// The 16 settings, the reference (`none/noopt/interp`, the most literal)
 /// first.
 pub fn all_settings() -> Vec<Setting> {
     let mut out = Vec::new();
-    for inline in INLINES {
+    for inline in InlineSetting::ALL {
         for optimize in [false, true] {
             for engine in [Engine::Interp, Engine::Jit] {
                 out.push(Setting {

@@ -508,6 +508,32 @@ block0(v0: f64, v1: arr):
     (m, h, g)
 }
 
+/// `for i in 0..n { acc = step(i, acc) }` from `init`, with the loop's
+/// blocks created here; leaves the builder in the exit block, where the
+/// header's parameters `(i, acc)`, returned, are the final values.
+fn sum_loop(
+    b: &mut FuncBuilder,
+    n: Value,
+    init: Value,
+    step: impl FnOnce(&mut FuncBuilder, Value, Value) -> Value,
+) -> (Value, Value) {
+    let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
+    let zero = b.iconst(0);
+    b.jump(header, &[zero, init]);
+    let i = b.append_block_param(header, Type::I64);
+    let acc = b.append_block_param(header, Type::F64);
+    b.switch_to_block(header);
+    let c = b.icmp(CmpCond::Lt, i, n);
+    b.brif(c, body, &[], exit, &[]);
+    b.switch_to_block(body);
+    let acc2 = step(b, i, acc);
+    let one = b.iconst(1);
+    let i2 = b.iadd(i, one);
+    b.jump(header, &[i2, acc2]);
+    b.switch_to_block(exit);
+    (i, acc)
+}
+
 #[test]
 fn builder_functions_roundtrip() {
     let (mut m, _, g) = helper_module();
@@ -518,29 +544,16 @@ fn builder_functions_roundtrip() {
     let mut f = Function::new("sum_sq", sig);
     let mut b = FuncBuilder::new(&mut f);
     let entry = b.create_entry_block();
-    let header = b.create_block();
-    let body = b.create_block();
-    let exit = b.create_block();
     b.switch_to_block(entry);
     let (xs, ys) = (b.func.params()[0], b.func.params()[1]);
     let n = b.len(xs);
-    let zero = b.iconst(0);
     let acc0 = b.fconst(0.0);
-    b.jump(header, &[zero, acc0]);
-    let i = b.append_block_param(header, Type::I64);
-    let acc = b.append_block_param(header, Type::F64);
-    b.switch_to_block(header);
-    let c = b.icmp(CmpCond::Lt, i, n);
-    b.brif(c, body, &[], exit, &[]);
-    b.switch_to_block(body);
-    let x = b.load(xs, i);
-    let sq = b.powi(x, 2);
-    b.store(ys, i, sq);
-    let acc2 = b.fadd(acc, sq);
-    let one = b.iconst(1);
-    let i2 = b.iadd(i, one);
-    b.jump(header, &[i2, acc2]);
-    b.switch_to_block(exit);
+    let (_, acc) = sum_loop(&mut b, n, acc0, |b, i, acc| {
+        let x = b.load(xs, i);
+        let sq = b.powi(x, 2);
+        b.store(ys, i, sq);
+        b.fadd(acc, sq)
+    });
     let t = b.zeros(n, "t");
     let spec = AutodiffSpec {
         mode: Mode::Reverse,
@@ -783,21 +796,8 @@ fn build_random(steps: &[Step]) -> Module {
                 p.f.push(m);
             }
             Step::Loop(n, x) => {
-                let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
                 let (n, x) = (p.pick(Type::I64, n), p.pick(Type::F64, x));
-                let zero = b.iconst(0);
-                b.jump(header, &[zero, x]);
-                let i = b.append_block_param(header, Type::I64);
-                let acc = b.append_block_param(header, Type::F64);
-                b.switch_to_block(header);
-                let c = b.icmp(CmpCond::Lt, i, n);
-                b.brif(c, body, &[], exit, &[]);
-                b.switch_to_block(body);
-                let acc2 = b.fadd(acc, x);
-                let one = b.iconst(1);
-                let i2 = b.iadd(i, one);
-                b.jump(header, &[i2, acc2]);
-                b.switch_to_block(exit);
+                let (i, acc) = sum_loop(&mut b, n, x, |b, _, acc| b.fadd(acc, x));
                 p.i.push(i);
                 p.f.push(acc);
             }

@@ -22,6 +22,16 @@ fn check_module(m: &Module, msg: &str) {
     }
 }
 
+/// Puts a new instruction of `data`, with results of `types`, first in
+/// `block0` of the module's first function (which the text cannot say when
+/// the result types are wrong).
+fn insert_first(m: &mut Module, data: InstData, types: &[Type]) -> adze_ir::Inst {
+    let f = m.func_mut(FuncId::from_u32(0));
+    let i = f.dfg.make_inst(data, types);
+    f.layout.insert_inst(i, Block::from_u32(0), 0);
+    i
+}
+
 /// The first placed instruction of function `name`.
 fn first_inst(m: &Module, name: &str) -> adze_ir::Inst {
     let f = m.func(m.get(name).unwrap());
@@ -278,20 +288,14 @@ fn uses_must_be_placed() {
 #[test]
 fn fixed_signature_result_types() {
     let mut m = module("function @f(x: f64) {\nblock0(v0: f64):\n    return\n}\n");
-    let f = m.func_mut(FuncId::from_u32(0));
-    let x = f.params()[0];
-    let i = f.dfg.make_inst(
-        InstData::Unary {
-            op: Opcode::Fneg,
-            arg: x,
-        },
-        &[Type::I64],
-    );
-    f.layout.insert_inst(i, Block::from_u32(0), 0);
+    let arg = m.func(FuncId::from_u32(0)).params()[0];
+    let fneg = InstData::Unary {
+        op: Opcode::Fneg,
+        arg,
+    };
+    insert_first(&mut m, fneg, &[Type::I64]);
     check_module(&m, "result v1 has type i64, expected f64");
-    let f = m.func_mut(FuncId::from_u32(0));
-    let i = f.dfg.make_inst(InstData::fconst(1.0), &[]);
-    f.layout.insert_inst(i, Block::from_u32(0), 0);
+    insert_first(&mut m, InstData::fconst(1.0), &[]);
     check_module(&m, "has 0 result(s), expected 1");
 }
 
@@ -314,15 +318,11 @@ fn call_results_and_callees() {
     let mut m = module(&with_helpers(
         "function @f(x: f64, n: i64) {\nblock0(v0: f64, v1: i64):\n    v2, v3 = call @h(v0, v1)\n    return\n}\n",
     ));
-    let f = m.func_mut(FuncId::from_u32(0));
-    let i = f.dfg.make_inst(
-        InstData::Call {
-            func: FuncId::from_u32(2),
-            args: vec![Value::from_u32(0), Value::from_u32(1)],
-        },
-        &[Type::F64],
-    );
-    f.layout.insert_inst(i, Block::from_u32(0), 0);
+    let call = InstData::Call {
+        func: FuncId::from_u32(2),
+        args: vec![Value::from_u32(0), Value::from_u32(1)],
+    };
+    let i = insert_first(&mut m, call, &[Type::F64]);
     check_module(&m, "has 1 result(s), expected 2");
     // A callee that does not exist.
     let f = m.func_mut(FuncId::from_u32(0));
@@ -338,11 +338,12 @@ fn autodiff_result_types() {
     let mut m = module(&with_helpers(
         "function @f(x: f64, a: arr) {\nblock0(v0: f64, v1: arr):\n    v2, v3 = autodiff forward dual @g(dual v0, v0, dup v1, v1)\n    return\n}\n",
     ));
-    let f = m.func_mut(FuncId::from_u32(0));
-    let inst = f.layout.block_insts(Block::from_u32(0))[0];
-    let data = f.dfg.inst(inst).clone();
-    let i = f.dfg.make_inst(data, &[Type::F64]);
-    f.layout.insert_inst(i, Block::from_u32(0), 0);
+    let data = m
+        .func(FuncId::from_u32(0))
+        .dfg
+        .inst(first_inst(&m, "f"))
+        .clone();
+    insert_first(&mut m, data, &[Type::F64]);
     check_module(&m, "has 1 result(s), expected 2");
 }
 

@@ -1,9 +1,12 @@
 //! Helpers that need the compiler: the one `compile(src)` of the test
-//! suites, parsing, verifying, the print → parse → print round trip, and
-//! the comparison of floats. Behind the `adze` feature (see the crate
-//! documentation for why).
+//! suites, parsing, verifying, the print → parse → print round trip, the
+//! comparison of floats, and the values of `run:` lines. Behind the `adze`
+//! feature (see the crate documentation for why).
 
-use adze_ir::{Module, Outcome, RunError, Val};
+use crate::examples::{split_top, RunLine};
+use adze_ir::{Module, Outcome, Param, RunError, Type, Val};
+use std::fmt::Display;
+use std::str::FromStr;
 
 /// `src` compiled as `test.adz`, verified; panics with the rendered
 /// diagnostics (and the source) or the verifier's report.
@@ -71,6 +74,42 @@ pub fn f64s(vals: &[Val]) -> Vec<f64> {
         .collect()
 }
 
+/// `args + s * dir`, entry by entry, for the f64 and array arguments (the
+/// others, and those whose direction is not of their kind, as they are):
+/// the points of a finite difference.
+pub fn shifted(args: &[Val], dir: &[Val], s: f64) -> Vec<Val> {
+    args.iter()
+        .zip(dir)
+        .map(|(a, d)| match (a, d) {
+            (Val::F64(x), Val::F64(t)) => Val::F64(x + s * t),
+            (Val::Array(xs), Val::Array(ts)) => {
+                Val::Array(xs.iter().zip(ts).map(|(x, t)| x + s * t).collect())
+            }
+            (a, _) => a.clone(),
+        })
+        .collect()
+}
+
+/// What a derivative is checked against: the f64 results of `out`, then
+/// the final contents of every `mut` array argument (of `params`),
+/// flattened.
+pub fn outputs(out: &Outcome, params: &[Param]) -> Vec<f64> {
+    let mut obs: Vec<f64> = out
+        .results
+        .iter()
+        .filter_map(|v| match v {
+            Val::F64(x) => Some(*x),
+            _ => None,
+        })
+        .collect();
+    for (p, v) in params.iter().zip(&out.args) {
+        if let (true, Val::Array(xs)) = (p.mutable, v) {
+            obs.extend_from_slice(xs);
+        }
+    }
+    obs
+}
+
 /// Relative closeness: `|a - b| <= tol * max(1, |a|, |b|)`; NaN is close
 /// to NaN only, an infinity to itself only.
 pub fn close(a: f64, b: f64, tol: f64) -> bool {
@@ -117,4 +156,44 @@ pub fn same_outcome(a: &Result<Outcome, RunError>, b: &Result<Outcome, RunError>
         (Err(p), Err(q)) => p == q,
         _ => false,
     }
+}
+
+/// A value written as values print (`1.5`, `-0.0`, `NaN`, `inf`, `3`,
+/// `true`, `[1.0, 2.0]`, `[]`), read as a `ty`.
+pub fn parse_val(text: &str, ty: Type) -> Result<Val, String> {
+    fn read<T: FromStr<Err: Display>>(text: &str) -> Result<T, String> {
+        text.parse().map_err(|e| format!("`{text}`: {e}"))
+    }
+    let text = text.trim();
+    Ok(match ty {
+        Type::F64 => Val::F64(read(text)?),
+        Type::I64 => Val::I64(read(text)?),
+        Type::Bool => Val::Bool(read(text)?),
+        Type::Array => match text.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+            Some(inner) => Val::Array(
+                split_top(inner)
+                    .into_iter()
+                    .map(read)
+                    .collect::<Result<_, _>>()?,
+            ),
+            None => return Err(format!("`{text}`: expected `[..]`")),
+        },
+    })
+}
+
+/// The arguments of `run` for the parameters `params`, each read by
+/// [`parse_val`]; an error if their numbers differ.
+pub fn run_args(run: &RunLine, params: &[Param]) -> Result<Vec<Val>, String> {
+    if run.args.len() != params.len() {
+        return Err(format!(
+            "{} argument(s) for {} parameter(s)",
+            run.args.len(),
+            params.len()
+        ));
+    }
+    run.args
+        .iter()
+        .zip(params)
+        .map(|(a, p)| parse_val(a, p.ty))
+        .collect()
 }

@@ -347,51 +347,89 @@ block0:
 }
 ";
 
-    fn run(spec: &[(&str, &str)]) -> Vec<String> {
-        run_checks(&checks(spec), OUT)
+    /// A case: the checks, how many errors they give on [`OUT`], and a text
+    /// the first error contains (`""`: any).
+    type Case<'a> = (&'a [(&'a str, &'a str)], usize, &'a str);
+
+    #[track_caller]
+    fn cases(cases: &[Case]) {
+        for (spec, n, first) in cases {
+            let e = run_checks(&checks(spec), OUT);
+            assert_eq!(e.len(), *n, "{spec:?}: {e:?}");
+            assert!(
+                e.first().is_none_or(|e| e.contains(first)),
+                "{spec:?}: {e:?}"
+            );
+        }
     }
 
     #[test]
     fn ordered_checks() {
-        assert!(run(&[("check", "fadd"), ("check", "fmul"), ("check", "return v2")]).is_empty());
-        let e = run(&[("check", "fmul"), ("check", "fadd v0"), ("check", "fmul")]);
-        assert_eq!(e.len(), 1, "{e:?}");
-        assert!(e[0].starts_with("3: check: `fmul` not found"), "{e:?}");
-        // The same line, after the previous match.
-        assert!(run(&[("check", "v1 ="), ("sameln", "fadd v0, v0")]).is_empty());
-        assert_eq!(run(&[("check", "fadd v0,"), ("sameln", "v1")]).len(), 1);
+        cases(&[
+            (
+                &[("check", "fadd"), ("check", "fmul"), ("check", "return v2")],
+                0,
+                "",
+            ),
+            (
+                &[("check", "fmul"), ("check", "fadd v0"), ("check", "fmul")],
+                1,
+                "3: check: `fmul` not found",
+            ),
+            // The same line, after the previous match.
+            (&[("check", "v1 ="), ("sameln", "fadd v0, v0")], 0, ""),
+            (&[("check", "fadd v0,"), ("sameln", "v1")], 1, ""),
+        ]);
     }
 
     #[test]
     fn next_line_and_anchors() {
-        assert!(run(&[("check", "^block1:"), ("nextln", "v2 = fmul v1, v1$")]).is_empty());
-        assert_eq!(run(&[("check", "^block1:"), ("nextln", "return")]).len(), 1);
-        // `jump block1` ends its line; `^block1` is not the jump.
-        assert!(run(&[
-            ("check", "jump block1$"),
-            ("not", "^v1"),
-            ("check", "^block1")
-        ])
-        .is_empty());
-        assert_eq!(run(&[("check", "^    jump")]).len(), 0);
-        assert_eq!(run(&[("check", "^jump")]).len(), 1);
-        assert_eq!(run(&[("nextln", "x")]).len(), 1, "nothing to follow");
+        cases(&[
+            (
+                &[("check", "^block1:"), ("nextln", "v2 = fmul v1, v1$")],
+                0,
+                "",
+            ),
+            (&[("check", "^block1:"), ("nextln", "return")], 1, ""),
+            // `jump block1` ends its line; `^block1` is not the jump.
+            (
+                &[
+                    ("check", "jump block1$"),
+                    ("not", "^v1"),
+                    ("check", "^block1"),
+                ],
+                0,
+                "",
+            ),
+            (&[("check", "^    jump")], 0, ""),
+            (&[("check", "^jump")], 1, ""),
+            // Nothing to follow.
+            (&[("nextln", "x")], 1, ""),
+        ]);
     }
 
     #[test]
     fn not_between_matches_and_to_the_end() {
-        assert!(run(&[("check", "block0"), ("not", "fmul"), ("check", "jump")]).is_empty());
-        let e = run(&[("check", "block0"), ("not", "fmul"), ("check", "return")]);
-        assert_eq!(e.len(), 1, "{e:?}");
-        assert!(e[0].contains("matches output line 6"), "{e:?}");
-        // A trailing `not:` runs to the end of the section.
-        assert_eq!(run(&[("check", "return v2"), ("not", "fadd")]).len(), 1);
-        assert!(run(&[("check", "return v2"), ("not", "fmul")]).is_empty());
+        cases(&[
+            (
+                &[("check", "block0"), ("not", "fmul"), ("check", "jump")],
+                0,
+                "",
+            ),
+            (
+                &[("check", "block0"), ("not", "fmul"), ("check", "return")],
+                1,
+                "matches output line 6",
+            ),
+            // A trailing `not:` runs to the end of the section.
+            (&[("check", "return v2"), ("not", "fadd")], 1, ""),
+            (&[("check", "return v2"), ("not", "fmul")], 0, ""),
+        ]);
     }
 
     #[test]
     fn labels_confine_and_count() {
-        let ok = [
+        let both = [
             ("label", "function @f("),
             ("count 1", "fadd"),
             ("count 0", "call"),
@@ -402,17 +440,26 @@ block0:
             ("check", "return"),
             ("not", "fmul"),
         ];
-        assert!(run(&ok).is_empty(), "{:?}", run(&ok));
-        // Without labels, a count covers the whole output.
-        assert_eq!(run(&[("count 2", "fadd v0, v0")]).len(), 0);
-        // A check does not leave its section.
-        let e = run(&[
-            ("label", "function @f("),
-            ("check", "return$"),
-            ("label", "function @g("),
+        cases(&[
+            (&both, 0, ""),
+            // Without labels, a count covers the whole output.
+            (&[("count 2", "fadd v0, v0")], 0, ""),
+            // A check does not leave its section.
+            (
+                &[
+                    ("label", "function @f("),
+                    ("check", "return$"),
+                    ("label", "function @g("),
+                ],
+                1,
+                "",
+            ),
+            // Labels are ordered.
+            (
+                &[("label", "function @g("), ("label", "function @f(")],
+                1,
+                "",
+            ),
         ]);
-        assert_eq!(e.len(), 1, "{e:?}");
-        let e = run(&[("label", "function @g("), ("label", "function @f(")]);
-        assert_eq!(e.len(), 1, "labels are ordered: {e:?}");
     }
 }

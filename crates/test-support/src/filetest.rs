@@ -424,20 +424,17 @@ mod tests {
 
     #[test]
     fn malformed_files_are_errors() {
-        assert!(parse("function @f() {}\n")
-            .unwrap_err()
-            .contains("no `; test:` line"));
-        assert!(parse("; test: verify\n; chek: x\n")
-            .unwrap_err()
-            .contains("unknown directive `chek:`"));
-        assert!(parse("; check: x\n; test: verify\n")
-            .unwrap_err()
-            .contains("must come before"));
-        assert!(parse("; test: a\n; count: x\n")
-            .unwrap_err()
-            .contains("unknown directive `count:`"));
-        let bad = format!("; test: a\n; {OUTPUT_MARKER}\nnot a comment\n");
-        assert!(parse(&bad).unwrap_err().contains("must start with `; `"));
+        let bad_output = format!("; test: a\n; {OUTPUT_MARKER}\nnot a comment\n");
+        for (text, error) in [
+            ("function @f() {}\n", "no `; test:` line"),
+            ("; test: verify\n; chek: x\n", "unknown directive `chek:`"),
+            ("; check: x\n; test: verify\n", "must come before"),
+            ("; test: a\n; count: x\n", "unknown directive `count:`"),
+            (&bad_output, "must start with `; `"),
+        ] {
+            let e = parse(text).unwrap_err();
+            assert!(e.contains(error), "{text:?}: {e}");
+        }
         // Ordinary comments: prose, `word: ` not at the start, URLs.
         let f = parse("; test: a\n; The pass: nothing.\n; see https://x\n; a[i]: y\n").unwrap();
         assert!(f.checks.is_empty() && f.directives.is_empty());

@@ -5,7 +5,9 @@
 use adze_ad::derive_forward;
 use adze_interp::Interpreter;
 use adze_ir::{ArgActivity, FuncId, Module, RetActivity, Val};
-pub use adze_test_support::adze::{assert_close, check_ir, compile, f64s, parse, verify};
+pub use adze_test_support::adze::{
+    assert_close, check_ir, compile, f64s, outputs, parse, shifted, verify,
+};
 
 /// Compares `text` with `tests/expected/<name>.ir` (`ADZE_BLESS=1`
 /// rewrites it).
@@ -79,40 +81,9 @@ pub fn check_rows(module: &mut Module, rows: &[Row]) {
     );
 }
 
-/// `args + s * dir`, entry by entry, for the f64 and array arguments (the
-/// others, and those without a matching direction, as they are).
-fn shifted(args: &[Val], dir: &[Val], s: f64) -> Vec<Val> {
-    args.iter()
-        .zip(dir)
-        .map(|(a, d)| match (a, d) {
-            (Val::F64(x), Val::F64(t)) => Val::F64(x + s * t),
-            (Val::Array(xs), Val::Array(ts)) => {
-                Val::Array(xs.iter().zip(ts).map(|(x, t)| x + s * t).collect())
-            }
-            (a, _) => a.clone(),
-        })
-        .collect()
-}
-
-/// What a derivative is checked against: the f64 results, then the final
-/// contents of every `mut` array argument, flattened.
+/// What a derivative is checked against: see [`outputs`].
 fn observed(module: &Module, f: FuncId, args: &[Val]) -> Vec<f64> {
-    let out = run_outcome(module, f, args);
-    let sig = &module.func(f).sig;
-    let mut obs: Vec<f64> = out
-        .results
-        .iter()
-        .filter_map(|v| match v {
-            Val::F64(x) => Some(*x),
-            _ => None,
-        })
-        .collect();
-    for (p, v) in sig.params.iter().zip(&out.args) {
-        if let (true, Val::Array(xs)) = (p.mutable, v) {
-            obs.extend_from_slice(xs);
-        }
-    }
-    obs
+    outputs(&run_outcome(module, f, args), &module.func(f).sig.params)
 }
 
 /// Derives `name` for `acts` (width 1, `ret dual`), runs it at `args` with

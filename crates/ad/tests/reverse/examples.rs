@@ -6,13 +6,9 @@
 use super::support::*;
 use adze_ad::{lower_autodiff, lower_reverse_autodiff, split_derivative, ReverseRequest};
 use adze_ir::{
-    ArgActivity, ArgActivity::*, FuncId, InstData, Module, Param, RetActivity, Type, Val,
+    ArgActivity, ArgActivity::*, FuncId, Function, Inst, InstData, Module, Opcode, Param,
+    RetActivity, Type, Val, Value,
 };
-
-fn example(name: &str) -> String {
-    let path = format!("{}/../../ir-examples/{name}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
 
 #[test]
 fn rosenbrock_matches_the_hand_written_gradient() {
@@ -119,80 +115,21 @@ fn gmm_objective_against_finite_differences() {
     }
 }
 
-/// Parses the arguments of a `// run: f(args) == ..` line for `params`.
-fn parse_args(text: &str, params: &[Param]) -> Option<Vec<Val>> {
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0, 0);
-    for (i, c) in text.char_indices() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(&text[start..i]);
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    if !text.trim().is_empty() {
-        parts.push(&text[start..]);
-    }
-    if parts.len() != params.len() {
-        return None;
-    }
-    parts
-        .iter()
-        .zip(params)
-        .map(|(t, p)| {
-            let t = t.trim();
-            Some(match p.ty {
-                Type::F64 => Val::F64(t.parse().ok()?),
-                Type::I64 => Val::I64(t.parse().ok()?),
-                Type::Bool => Val::Bool(t.parse().ok()?),
-                Type::Array => {
-                    let inner = t.strip_prefix('[')?.strip_suffix(']')?;
-                    let xs: Option<Vec<f64>> = inner
-                        .split(',')
-                        .filter(|s| !s.trim().is_empty())
-                        .map(|s| s.trim().parse().ok())
-                        .collect();
-                    Val::Array(xs?)
-                }
-            })
-        })
-        .collect()
-}
-
 #[test]
 fn every_example_with_run_lines() {
     // Points where the function jumps (finite differences are meaningless),
     // and functions with custom reverse rules (not supported yet).
     let skip = ["rounding", "piecewise", "clamp"];
     let mut checked = 0;
-    let mut files: Vec<_> =
-        std::fs::read_dir(format!("{}/../../ir-examples", env!("CARGO_MANIFEST_DIR")))
-            .unwrap()
-            .map(|e| e.unwrap().path())
-            .filter(|p| p.extension().is_some_and(|e| e == "adz"))
-            // Custom reverse rules are not supported yet.
-            .filter(|p| !p.ends_with("rules.adz") && !p.ends_with("seed.adz"))
-            .collect();
-    files.sort();
+    // Custom reverse rules are not supported yet.
+    let files = example_files()
+        .into_iter()
+        .filter(|p| !p.ends_with("rules.adz") && !p.ends_with("seed.adz"));
     for path in files {
         let src = std::fs::read_to_string(&path).unwrap();
         let mut m = compile(&src);
-        for line in src.lines() {
-            let Some(rest) = line.trim().strip_prefix("// run:") else {
-                continue;
-            };
-            let Some((call, _)) = rest.split_once("==") else {
-                continue;
-            };
-            let call = call.trim();
-            let Some((name, args)) = call.split_once('(') else {
-                continue;
-            };
-            let args = args.strip_suffix(')').unwrap_or(args);
+        for (line, run) in run_lines(&src) {
+            let name = run.func;
             if skip.contains(&name) {
                 continue;
             }
@@ -201,9 +138,8 @@ fn every_example_with_run_lines() {
             if !sig.results.contains(&Type::F64) {
                 continue;
             }
-            let Some(vals) = parse_args(args, &sig.params) else {
-                continue;
-            };
+            let vals = run_args(&run, &sig.params)
+                .unwrap_or_else(|e| panic!("{}:{line}: {e}", path.display()));
             let acts: Vec<ArgActivity> = sig
                 .params
                 .iter()
@@ -278,39 +214,29 @@ fn forward_over_reverse_hvp() {
 
 #[test]
 fn derivative_inside_a_differentiated_function() {
-    // Reverse over forward: f calls the forward derivative of g.
-    let src = "fn g(x: f64) -> f64 { sin(x) * x }
-               fn f(x: f64) -> f64 { let (y, t) = autodiff(forward, g, dual, dual(x, 1.0)); y * t }";
-    let mut m = compile(src);
-    // The primal itself must run (for finite differences).
-    lower_autodiff(&mut m).unwrap();
-    check_gradient(
-        &mut m,
-        "f",
-        &[Val::F64(0.6)],
-        &[Active],
-        RetActivity::Active,
-        1e-6,
-    );
-    // Reverse over reverse: f is the gradient of g, reversed again. Against
-    // finite differences and forward over reverse (in check_gradient), and
-    // the exact second derivative -x·sin x + 2 cos x.
-    let src = "fn g(x: f64) -> f64 { sin(x) * x }
-               fn f(x: f64) -> f64 { autodiff(reverse, g, active, active(x)) }";
-    let mut m = compile(src);
-    lower_autodiff(&mut m).unwrap();
-    let grad = check_gradient(
-        &mut m,
-        "f",
-        &[Val::F64(0.6)],
-        &[Active],
-        RetActivity::Active,
-        1e-6,
-    );
-    assert_eq!(
-        grad.scalars,
-        vec![-(0.6 * 0.6f64.sin()) + 0.6f64.cos() * 2.0]
-    );
+    // Reverse over forward (f calls the forward derivative of g) and reverse
+    // over reverse (f is the gradient of g, reversed again): against finite
+    // differences and forward over reverse (in check_gradient), the second
+    // also against the exact second derivative -x·sin x + 2 cos x. The
+    // primal itself must run (for finite differences).
+    let exact = -(0.6 * 0.6f64.sin()) + 0.6f64.cos() * 2.0;
+    for (f, want) in [
+        (
+            "let (y, t) = autodiff(forward, g, dual, dual(x, 1.0)); y * t",
+            None,
+        ),
+        ("autodiff(reverse, g, active, active(x))", Some(exact)),
+    ] {
+        let mut m = compile(&format!(
+            "fn g(x: f64) -> f64 {{ sin(x) * x }}\nfn f(x: f64) -> f64 {{ {f} }}"
+        ));
+        lower_autodiff(&mut m).unwrap();
+        let (x, acts) = (Val::F64(0.6), [Active]);
+        let grad = check_gradient(&mut m, "f", &[x], &acts, RetActivity::Active, 1e-6);
+        if let Some(want) = want {
+            assert_eq!(grad.scalars, vec![want]);
+        }
+    }
 }
 
 #[test]
@@ -365,32 +291,15 @@ fn count_pushes(module: &Module) -> Module {
                     InstData::Call { args, .. } => args.push(cnt),
                     InstData::Push { .. } => {
                         let at = pos + offset + 1;
-                        let zero = f.dfg.make_inst(InstData::IConst { imm: 0 }, &[Type::I64]);
-                        let one = f.dfg.make_inst(InstData::fconst(1.0), &[Type::F64]);
-                        let (z, o) = (f.dfg.first_result(zero), f.dfg.first_result(one));
-                        let ld = f.dfg.make_inst(
-                            InstData::Binary {
-                                op: adze_ir::Opcode::Load,
-                                args: [cnt, z],
-                            },
-                            &[Type::F64],
-                        );
-                        let c = f.dfg.first_result(ld);
-                        let add = f.dfg.make_inst(
-                            InstData::Binary {
-                                op: adze_ir::Opcode::Fadd,
-                                args: [c, o],
-                            },
-                            &[Type::F64],
-                        );
-                        let s = f.dfg.first_result(add);
-                        let st = f.dfg.make_inst(
-                            InstData::Ternary {
-                                op: adze_ir::Opcode::Store,
-                                args: [cnt, z, s],
-                            },
-                            &[],
-                        );
+                        let (zero, z) = make(f, InstData::IConst { imm: 0 }, Type::I64);
+                        let (one, o) = make(f, InstData::fconst(1.0), Type::F64);
+                        let (ld, c) = make(f, binary(Opcode::Load, cnt, z), Type::F64);
+                        let (add, s) = make(f, binary(Opcode::Fadd, c, o), Type::F64);
+                        let store = InstData::Ternary {
+                            op: Opcode::Store,
+                            args: [cnt, z, s],
+                        };
+                        let st = f.dfg.make_inst(store, &[]);
                         for (k, i) in [zero, one, ld, add, st].into_iter().enumerate() {
                             f.layout.insert_inst(i, b, at + k);
                         }
@@ -403,6 +312,17 @@ fn count_pushes(module: &Module) -> Module {
     }
     verify(&out);
     out
+}
+
+/// A new instruction of one result of type `ty`, not yet placed, and that
+/// result.
+fn make(f: &mut Function, data: InstData, ty: Type) -> (Inst, Value) {
+    let inst = f.dfg.make_inst(data, &[ty]);
+    (inst, f.dfg.first_result(inst))
+}
+
+fn binary(op: Opcode, a: Value, b: Value) -> InstData {
+    InstData::Binary { op, args: [a, b] }
 }
 
 /// Tape entries pushed by the augmented primal of `name` on `args`.

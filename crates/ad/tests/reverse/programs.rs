@@ -14,12 +14,6 @@ fn check(m: &mut Module, f: &str, args: &[Val], acts: &[ArgActivity], ret: RetAc
     check_gradient(m, f, args, acts, ret, 1e-6)
 }
 
-/// The source of `ir-examples/<file>`.
-fn example(file: &str) -> String {
-    let path = format!("{}/../../ir-examples/{file}", env!("CARGO_MANIFEST_DIR"));
-    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
-}
-
 /// `src` with the reverse derivative of its `f` for `acts` (active return),
 /// the derivative, and the text of its adjoint function `adj`.
 fn adjoint(src: &str, acts: &[ArgActivity], adj: &str) -> (Module, FuncId, String) {

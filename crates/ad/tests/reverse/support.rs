@@ -5,7 +5,10 @@
 use adze_ad::{forward_derivative, reverse_derivative, ForwardRequest, ReverseRequest};
 use adze_interp::Interpreter;
 use adze_ir::{ArgActivity, FuncId, Module, Outcome, RetActivity, Type, Val};
-pub use adze_test_support::adze::{assert_close, check_ir, compile, f64s, verify};
+pub use adze_test_support::adze::{
+    assert_close, check_ir, compile, f64s, run_args, shifted, verify,
+};
+pub use adze_test_support::examples::{example, example_files, run_lines};
 
 pub fn run(module: &Module, f: FuncId, args: &[Val]) -> Outcome {
     Interpreter::new(module)
@@ -223,18 +226,7 @@ pub fn check_gradient(
     }
     let with_ret = ret == RetActivity::Active;
     let h = 1e-6;
-    let shift = |s: f64| -> Vec<Val> {
-        args.iter()
-            .zip(&dir)
-            .map(|(a, d)| match (a, d) {
-                (Val::F64(x), Val::F64(t)) => Val::F64(x + s * t),
-                (Val::Array(xs), Val::Array(ts)) => {
-                    Val::Array(xs.iter().zip(ts).map(|(x, t)| x + s * t).collect())
-                }
-                (a, _) => a.clone(),
-            })
-            .collect()
-    };
+    let shift = |s: f64| shifted(args, &dir, s);
     let fd = (objective(module, f, &shift(h), with_ret, &weights)
         - objective(module, f, &shift(-h), with_ret, &weights))
         / (2.0 * h);

@@ -66,6 +66,13 @@ fn close(got: f64, want: f64, what: &str) {
 /// `@sq`'s reverse rule is deliberately 5x (true 2x), its forward rule 3x.
 const REGION: &str = include_str!("../data/rule_regions.ir");
 
+/// [`REGION`] with its one occurrence of `from` replaced by `to`, parsed
+/// (not verified).
+fn region_variant(from: &str, to: &str) -> Module {
+    assert_eq!(REGION.matches(from).count(), 1, "`{from}` in REGION");
+    adze_ir::parse::parse_module(&REGION.replace(from, to)).unwrap()
+}
+
 #[test]
 fn hand_written_regions_in_reverse_mode_and_over_forward_mode() {
     let mut m = adze_ir::parse::parse_module(REGION).unwrap();
@@ -121,11 +128,10 @@ fn hand_written_regions_in_reverse_mode_and_over_forward_mode() {
 #[test]
 fn a_region_of_another_shape_is_an_error_not_a_panic() {
     // Two blocks enter the region.
-    let bad = REGION.replace(
+    let mut m = region_variant(
         "    brif v8, block2, block4\nblock2:\n    v6 = load v0, v4\n    jump block3\nblock3:",
         "    brif v8, block2, block4\nblock2:\n    v6 = load v0, v4\n    brif v8, block3, block3\nblock3:",
     );
-    let mut m = adze_ir::parse::parse_module(&bad).unwrap();
     verify(&m);
     let f = m.get("sum_sq_inlined").unwrap();
     let r = reverse_derivative(
@@ -148,12 +154,11 @@ fn a_region_of_another_shape_is_an_error_not_a_panic() {
 
 #[test]
 fn a_reverse_rule_of_the_wrong_signature_is_an_error() {
-    let src = REGION.replace(
+    // The verifier rejects it already; the pass must not panic on it either.
+    let mut m = region_variant(
         "function @sq.r(x: f64, dret: f64) -> f64 {\nblock0(v0: f64, v1: f64):",
         "function @sq.r(x: f64, dret: f64, z: f64) -> f64 {\nblock0(v0: f64, v1: f64, v13: f64):",
     );
-    // The verifier rejects it already; the pass must not panic on it either.
-    let mut m = adze_ir::parse::parse_module(&src).unwrap();
     let e = derive_reverse(&mut m, "sum_sq", &[ArgActivity::Dup], RetActivity::Active).unwrap_err();
     assert_eq!(
         e.to_string(),

@@ -4,6 +4,7 @@
 
 use adze_ir::{FuncId, Module, Outcome, Val};
 pub use adze_test_support::adze::{check_ir, compile, verify};
+pub use adze_test_support::examples::example;
 
 /// `src` compiled, with every `autodiff` lowered, checked.
 pub fn lowered(src: &str) -> Module {
@@ -60,9 +61,4 @@ pub fn exact(got: f64, want: f64, what: &str) {
         got.to_bits() == want.to_bits(),
         "{what}: got {got:?}, want {want:?}"
     );
-}
-
-pub fn example(name: &str) -> String {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../ir-examples/");
-    std::fs::read_to_string(format!("{path}{name}")).unwrap()
 }

@@ -5,7 +5,7 @@ use adze_ir::{FuncId, Module, Type, Val};
 
 /// `scale(a: mut [f64], k: f64) { for i in 0..len(a) { a[i] = a[i] * k } }`
 fn scale(m: &mut Module) -> FuncId {
-    func(m, "scale", vec![marr("a"), f("k")], &[], |fb, p| {
+    func(m, "@scale(a: mut arr, k: f64)", |fb, p| {
         let (a, k) = (p[0], p[1]);
         let zero = fb.iconst(0);
         let n = fb.len(a);
@@ -28,7 +28,7 @@ fn callee_writes_are_visible_to_the_caller() {
     assert_eq!(out.args, vec![Val::Array(vec![0.5, -1.0]), Val::F64(0.5)]);
 
     // g(a) { scale(a, 2.0); scale(a, 3.0); a[0] }
-    let g = func(&mut m, "g", vec![marr("a")], &[Type::F64], |fb, p| {
+    let g = func(&mut m, "@g(a: mut arr) -> f64", |fb, p| {
         let two = fb.fconst(2.0);
         fb.call(scale, &[p[0], two], &[]);
         let three = fb.fconst(3.0);
@@ -48,20 +48,14 @@ fn an_array_passed_twice_aliases() {
     // (Derivative code passes one shadow to two `mut` parameters; an array
     // written through one parameter may not be passed to a read-only one.)
     let mut m = Module::new();
-    let writer = func(
-        &mut m,
-        "writer",
-        vec![marr("a"), marr("b")],
-        &[Type::F64],
-        |fb, p| {
-            let zero = fb.iconst(0);
-            let five = fb.fconst(5.0);
-            fb.store(p[0], zero, five);
-            let r = fb.load(p[1], zero);
-            fb.ret(&[r]);
-        },
-    );
-    let caller = func(&mut m, "caller", vec![marr("x")], &[Type::F64], |fb, p| {
+    let writer = func(&mut m, "@writer(a: mut arr, b: mut arr) -> f64", |fb, p| {
+        let zero = fb.iconst(0);
+        let five = fb.fconst(5.0);
+        fb.store(p[0], zero, five);
+        let r = fb.load(p[1], zero);
+        fb.ret(&[r]);
+    });
+    let caller = func(&mut m, "@caller(x: mut arr) -> f64", |fb, p| {
         let call = fb.call(writer, &[p[0], p[0]], &[Type::F64]);
         let r = fb.func.dfg.first_result(call);
         fb.ret(&[r]);
@@ -78,10 +72,10 @@ fn an_array_passed_twice_aliases() {
 #[test]
 fn a_written_array_passed_as_read_only_too_is_invalid_ir() {
     let mut m = Module::new();
-    let reader = func(&mut m, "rw", vec![marr("a"), arr("b")], &[], |fb, _| {
+    let reader = func(&mut m, "@rw(a: mut arr, b: arr)", |fb, _| {
         fb.ret(&[]);
     });
-    func(&mut m, "caller", vec![marr("x")], &[], |fb, p| {
+    func(&mut m, "@caller(x: mut arr)", |fb, p| {
         fb.call(reader, &[p[0], p[0]], &[]);
         fb.ret(&[]);
     });
@@ -93,30 +87,24 @@ fn a_written_array_passed_as_read_only_too_is_invalid_ir() {
 fn local_zeros_array() {
     // t = zeros(n); t[1] = 2.5; (len(t), t[0], t[1])
     let mut m = Module::new();
-    let id = func(
-        &mut m,
-        "local",
-        vec![i("n")],
-        &[Type::I64, Type::F64, Type::F64],
-        |fb, p| {
-            let t = fb.zeros(p[0], "t");
-            let zero = fb.iconst(0);
-            let one = fb.iconst(1);
-            let x = fb.fconst(2.5);
-            fb.store(t, one, x);
-            let l = fb.len(t);
-            let a = fb.load(t, zero);
-            let b = fb.load(t, one);
-            fb.ret(&[l, a, b]);
-        },
-    );
+    let id = func(&mut m, "@local(n: i64) -> (i64, f64, f64)", |fb, p| {
+        let t = fb.zeros(p[0], "t");
+        let zero = fb.iconst(0);
+        let one = fb.iconst(1);
+        let x = fb.fconst(2.5);
+        fb.store(t, one, x);
+        let l = fb.len(t);
+        let a = fb.load(t, zero);
+        let b = fb.load(t, one);
+        fb.ret(&[l, a, b]);
+    });
     assert_eq!(
         results(&m, id, &[Val::I64(3)]),
         vec![Val::I64(3), Val::F64(0.0), Val::F64(2.5)]
     );
 
     // An empty array is fine as long as nothing indexes it.
-    let id = func(&mut m, "empty", vec![], &[Type::I64], |fb, _| {
+    let id = func(&mut m, "@empty() -> i64", |fb, _| {
         let zero = fb.iconst(0);
         let t = fb.zeros(zero, "t");
         let l = fb.len(t);
@@ -130,7 +118,7 @@ fn local_array_filled_by_a_callee() {
     // iota(a: mut) { for i in 0..len(a) { a[i] = f64(i) } }
     // sum_iota(n) { t = zeros(n); iota(t); sum of t }
     let mut m = Module::new();
-    let iota = func(&mut m, "iota", vec![marr("a")], &[], |fb, p| {
+    let iota = func(&mut m, "@iota(a: mut arr)", |fb, p| {
         let a = p[0];
         let zero = fb.iconst(0);
         let n = fb.len(a);
@@ -141,7 +129,7 @@ fn local_array_filled_by_a_callee() {
         });
         fb.ret(&[]);
     });
-    let id = func(&mut m, "sum_iota", vec![i("n")], &[Type::F64], |fb, p| {
+    let id = func(&mut m, "@sum_iota(n: i64) -> f64", |fb, p| {
         let t = fb.zeros(p[0], "t");
         fb.call(iota, &[t], &[]);
         let zero = fb.iconst(0);
@@ -162,28 +150,22 @@ fn zeros_in_a_loop_is_fresh_each_time() {
     // for i in 0..n { t = zeros(i + 1); t[i] = 1.0; s_len += len(t); s_first += t[0] }
     // A stale array would make every t[0] 1.0; fresh ones make only the first.
     let mut m = Module::new();
-    let id = func(
-        &mut m,
-        "fresh",
-        vec![i("n")],
-        &[Type::I64, Type::F64],
-        |fb, p| {
-            let zero = fb.iconst(0);
-            let fzero = fb.fconst(0.0);
-            let out = counted_loop(fb, zero, p[0], &[zero, fzero], |fb, iv, c| {
-                let one = fb.iconst(1);
-                let n = fb.iadd(iv, one);
-                let t = fb.zeros(n, "t");
-                let x = fb.fconst(1.0);
-                fb.store(t, iv, x);
-                let l = fb.len(t);
-                let z = fb.iconst(0);
-                let first = fb.load(t, z);
-                vec![fb.iadd(c[0], l), fb.fadd(c[1], first)]
-            });
-            fb.ret(&out);
-        },
-    );
+    let id = func(&mut m, "@fresh(n: i64) -> (i64, f64)", |fb, p| {
+        let zero = fb.iconst(0);
+        let fzero = fb.fconst(0.0);
+        let out = counted_loop(fb, zero, p[0], &[zero, fzero], |fb, iv, c| {
+            let one = fb.iconst(1);
+            let n = fb.iadd(iv, one);
+            let t = fb.zeros(n, "t");
+            let x = fb.fconst(1.0);
+            fb.store(t, iv, x);
+            let l = fb.len(t);
+            let z = fb.iconst(0);
+            let first = fb.load(t, z);
+            vec![fb.iadd(c[0], l), fb.fadd(c[1], first)]
+        });
+        fb.ret(&out);
+    });
     assert_eq!(
         results(&m, id, &[Val::I64(4)]),
         vec![Val::I64(10), Val::F64(1.0)]
@@ -199,14 +181,14 @@ fn callee_arrays_are_freed_and_never_confused() {
     // inner() { b = zeros(2); fill(b, 7.0) }
     // outer() { a = zeros(2); a[0] = 1.0; inner(); c = zeros(2); (a[0], c[0]) }
     let mut m = Module::new();
-    let inner = func(&mut m, "inner", vec![], &[], |fb, _| {
+    let inner = func(&mut m, "@inner()", |fb, _| {
         let two = fb.iconst(2);
         let b = fb.zeros(two, "b");
         let seven = fb.fconst(7.0);
         fb.fill(b, seven);
         fb.ret(&[]);
     });
-    let outer = func(&mut m, "outer", vec![], &[Type::F64, Type::F64], |fb, _| {
+    let outer = func(&mut m, "@outer() -> (f64, f64)", |fb, _| {
         let two = fb.iconst(2);
         let zero = fb.iconst(0);
         let a = fb.zeros(two, "a");
@@ -225,17 +207,11 @@ fn callee_arrays_are_freed_and_never_confused() {
 #[test]
 fn fill_an_argument() {
     let mut m = Module::new();
-    let id = func(
-        &mut m,
-        "fill_it",
-        vec![marr("a"), f("x")],
-        &[Type::I64],
-        |fb, p| {
-            fb.fill(p[0], p[1]);
-            let l = fb.len(p[0]);
-            fb.ret(&[l]);
-        },
-    );
+    let id = func(&mut m, "@fill_it(a: mut arr, x: f64) -> i64", |fb, p| {
+        fb.fill(p[0], p[1]);
+        let l = fb.len(p[0]);
+        fb.ret(&[l]);
+    });
     // (a, x, len(a), a after the fill)
     let rows = [
         (vec![1.0, 2.0, 3.0], 2.5, 3, vec![2.5, 2.5, 2.5]),

@@ -3,24 +3,30 @@
 
 use crate::util::*;
 use adze_interp::{run_by_name, Interpreter};
-use adze_ir::{CmpCond, FuncId, Module, Opcode, RunError, TrapKind, Type, Val};
+use adze_ir::{CmpCond, FuncBuilder, FuncId, Module, Opcode, RunError, TrapKind, Type, Val, Value};
+
+/// `@name(n: i64) -> i64 = if n <cond> k { k } else { step(n, name(n - 1),
+/// 1) }`: a recursion down by one, as factorial and count are.
+fn down_by_one(
+    m: &mut Module,
+    name: &str,
+    (cond, k): (CmpCond, i64),
+    step: fn(&mut FuncBuilder, Value, Value, Value) -> Value,
+) -> FuncId {
+    let id = declare(m, &format!("@{name}(n: i64) -> i64"));
+    let rec = |fb: &mut FuncBuilder, n| {
+        let one = fb.iconst(1);
+        let n1 = fb.isub(n, one);
+        let r = call1(fb, id, &[n1], Type::I64);
+        step(fb, n, r, one)
+    };
+    define_split(m, id, (cond, k), |_, _, k| k, rec);
+    id
+}
 
 /// `fact(n) = if n <= 1 { 1 } else { n * fact(n - 1) }`
 fn factorial(m: &mut Module) -> FuncId {
-    let id = declare(m, "fact", vec![i("n")], &[Type::I64]);
-    define_split(
-        m,
-        id,
-        (CmpCond::Le, 1),
-        |_, _, one| one,
-        |fb, n| {
-            let one = fb.iconst(1);
-            let n1 = fb.isub(n, one);
-            let r = call1(fb, id, &[n1], Type::I64);
-            fb.imul(n, r)
-        },
-    );
-    id
+    down_by_one(m, "fact", (CmpCond::Le, 1), |fb, n, r, _| fb.imul(n, r))
 }
 
 #[test]
@@ -36,7 +42,7 @@ fn recursive_factorial() {
 fn recursive_fibonacci() {
     // fib(n) = if n < 2 { n } else { fib(n - 1) + fib(n - 2) }
     let mut m = Module::new();
-    let id = declare(&mut m, "fib", vec![i("n")], &[Type::I64]);
+    let id = declare(&mut m, "@fib(n: i64) -> i64");
     define_split(
         &mut m,
         id,
@@ -59,8 +65,8 @@ fn recursive_fibonacci() {
 
 /// `is_even(n) = n == 0 || is_odd(n - 1)`, `is_odd(n) = n != 0 && is_even(n - 1)`.
 fn even_odd(m: &mut Module) -> (FuncId, FuncId) {
-    let even = declare(m, "is_even", vec![i("n")], &[Type::Bool]);
-    let odd = declare(m, "is_odd", vec![i("n")], &[Type::Bool]);
+    let even = declare(m, "@is_even(n: i64) -> bool");
+    let odd = declare(m, "@is_odd(n: i64) -> bool");
     for (id, other, at_zero) in [(even, odd, true), (odd, even, false)] {
         define_split(
             m,
@@ -129,20 +135,9 @@ fn call_depth_limit_is_exact() {
 
 /// `count(n) = if n == 0 { 0 } else { 1 + count(n - 1) }`
 pub fn count(m: &mut Module) -> FuncId {
-    let id = declare(m, "count", vec![i("n")], &[Type::I64]);
-    define_split(
-        m,
-        id,
-        (CmpCond::Eq, 0),
-        |_, _, zero| zero,
-        |fb, n| {
-            let one = fb.iconst(1);
-            let n1 = fb.isub(n, one);
-            let r = call1(fb, id, &[n1], Type::I64);
-            fb.iadd(r, one)
-        },
-    );
-    id
+    down_by_one(m, "count", (CmpCond::Eq, 0), |fb, _, r, one| {
+        fb.iadd(r, one)
+    })
 }
 
 #[test]
@@ -163,39 +158,27 @@ fn deep_recursion_does_not_use_the_native_stack() {
 #[test]
 fn multiple_results() {
     let mut m = Module::new();
-    let divmod = func(
-        &mut m,
-        "divmod",
-        vec![i("a"), i("b")],
-        &[Type::I64, Type::I64],
-        |fb, p| {
-            let q = fb.binary(Opcode::Idiv, p[0], p[1]);
-            let r = fb.binary(Opcode::Irem, p[0], p[1]);
-            fb.ret(&[q, r]);
-        },
-    );
+    let divmod = func(&mut m, "@divmod(a: i64, b: i64) -> (i64, i64)", |fb, p| {
+        let q = fb.binary(Opcode::Idiv, p[0], p[1]);
+        let r = fb.binary(Opcode::Irem, p[0], p[1]);
+        fb.ret(&[q, r]);
+    });
     assert_eq!(
         results(&m, divmod, &[Val::I64(17), Val::I64(5)]),
         vec![Val::I64(3), Val::I64(2)]
     );
     // q * 10 + r through a call with two results.
-    let combine = func(
-        &mut m,
-        "combine",
-        vec![i("a"), i("b")],
-        &[Type::I64],
-        |fb, p| {
-            let call = fb.call(divmod, &[p[0], p[1]], &[Type::I64, Type::I64]);
-            let rs = fb.func.dfg.inst_results(call).to_vec();
-            let ten = fb.iconst(10);
-            let t = fb.imul(rs[0], ten);
-            let s = fb.iadd(t, rs[1]);
-            fb.ret(&[s]);
-        },
-    );
+    let combine = func(&mut m, "@combine(a: i64, b: i64) -> i64", |fb, p| {
+        let call = fb.call(divmod, &[p[0], p[1]], &[Type::I64, Type::I64]);
+        let rs = fb.func.dfg.inst_results(call).to_vec();
+        let ten = fb.iconst(10);
+        let t = fb.imul(rs[0], ten);
+        let s = fb.iadd(t, rs[1]);
+        fb.ret(&[s]);
+    });
     assert_eq!(run_i64(&m, combine, &[Val::I64(17), Val::I64(5)]), 32);
     // A function with no results.
-    let nothing = func(&mut m, "nothing", vec![f("x")], &[], |fb, _| {
+    let nothing = func(&mut m, "@nothing(x: f64)", |fb, _| {
         fb.ret(&[]);
     });
     let out = run(&m, nothing, &[Val::F64(1.0)]);

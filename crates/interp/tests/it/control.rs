@@ -8,7 +8,7 @@ use adze_ir::{CmpCond, Module, Opcode, Type, Val};
 fn counted_loop_sum_of_squares() {
     // s = 0; for i in 0..n { s = s + f64(i) * f64(i) }; s
     let mut m = Module::new();
-    let id = func(&mut m, "sumsq", vec![i("n")], &[Type::F64], |fb, p| {
+    let id = func(&mut m, "@sumsq(n: i64) -> f64", |fb, p| {
         let zero = fb.iconst(0);
         let s0 = fb.fconst(0.0);
         let out = counted_loop(fb, zero, p[0], &[s0], |fb, iv, c| {
@@ -28,7 +28,7 @@ fn counted_loop_sum_of_squares() {
 fn seed_primal_sum_of_squares_over_an_array() {
     // f_custom of the spec: s = 0; for i in 0..len(x) { s = s + x[i] * x[i] }; s
     let mut m = Module::new();
-    let id = func(&mut m, "f_custom", vec![arr("x")], &[Type::F64], |fb, p| {
+    let id = func(&mut m, "@f_custom(x: arr) -> f64", |fb, p| {
         let zero = fb.iconst(0);
         let n = fb.len(p[0]);
         let s0 = fb.fconst(0.0);
@@ -51,7 +51,7 @@ fn seed_primal_sum_of_squares_over_an_array() {
 fn nested_loops() {
     // count = 0; for i in 0..n { for j in 0..i { count = count + 1 } }; count
     let mut m = Module::new();
-    let id = func(&mut m, "pairs", vec![i("n")], &[Type::I64], |fb, p| {
+    let id = func(&mut m, "@pairs(n: i64) -> i64", |fb, p| {
         let zero = fb.iconst(0);
         let out = counted_loop(fb, zero, p[0], &[zero], |fb, iv, c| {
             let z = fb.iconst(0);
@@ -67,24 +67,18 @@ fn nested_loops() {
     }
 
     // s = 0; for i in 0..n { for j in 0..k { s = s + i * j } }; s
-    let id = func(
-        &mut m,
-        "prods",
-        vec![i("n"), i("k")],
-        &[Type::I64],
-        |fb, p| {
-            let zero = fb.iconst(0);
-            let k = p[1];
-            let out = counted_loop(fb, zero, p[0], &[zero], |fb, iv, c| {
-                let z = fb.iconst(0);
-                counted_loop(fb, z, k, &[c[0]], |fb, jv, c| {
-                    let prod = fb.imul(iv, jv);
-                    vec![fb.iadd(c[0], prod)]
-                })
-            });
-            fb.ret(&out);
-        },
-    );
+    let id = func(&mut m, "@prods(n: i64, k: i64) -> i64", |fb, p| {
+        let zero = fb.iconst(0);
+        let k = p[1];
+        let out = counted_loop(fb, zero, p[0], &[zero], |fb, iv, c| {
+            let z = fb.iconst(0);
+            counted_loop(fb, z, k, &[c[0]], |fb, jv, c| {
+                let prod = fb.imul(iv, jv);
+                vec![fb.iadd(c[0], prod)]
+            })
+        });
+        fb.ret(&out);
+    });
     // (0+1+2+3) * (0+1+2+3+4) = 6 * 10
     assert_eq!(run_i64(&m, id, &[Val::I64(4), Val::I64(5)]), 60);
 }
@@ -93,7 +87,7 @@ fn nested_loops() {
 fn while_loop_collatz() {
     // steps = 0; while x != 1 { x = if x % 2 == 0 { x / 2 } else { 3x + 1 }; steps += 1 }
     let mut m = Module::new();
-    let id = func(&mut m, "collatz", vec![i("x")], &[Type::I64], |fb, p| {
+    let id = func(&mut m, "@collatz(x: i64) -> i64", |fb, p| {
         let header = fb.create_block();
         let body = fb.create_block();
         let even = fb.create_block();
@@ -141,7 +135,7 @@ fn while_loop_collatz() {
 fn early_return() {
     // if x < 0 { return -1.0 }; 2 * x
     let mut m = Module::new();
-    let id = func(&mut m, "early", vec![f("x")], &[Type::F64], |fb, p| {
+    let id = func(&mut m, "@early(x: f64) -> f64", |fb, p| {
         let neg = fb.create_block();
         let rest = fb.create_block();
         let zero = fb.fconst(0.0);
@@ -160,30 +154,24 @@ fn early_return() {
     }
 
     // for i in 0..len(a) { if a[i] > t { return i } }; -1
-    let id = func(
-        &mut m,
-        "find",
-        vec![arr("a"), f("t")],
-        &[Type::I64],
-        |fb, p| {
-            let (a, t) = (p[0], p[1]);
-            let zero = fb.iconst(0);
-            let n = fb.len(a);
-            counted_loop(fb, zero, n, &[], |fb, iv, _| {
-                let found = fb.create_block();
-                let next = fb.create_block();
-                let x = fb.load(a, iv);
-                let g = fb.fcmp(CmpCond::Gt, x, t);
-                fb.brif(g, found, &[], next, &[]);
-                fb.switch_to_block(found);
-                fb.ret(&[iv]);
-                fb.switch_to_block(next);
-                vec![]
-            });
-            let m1 = fb.iconst(-1);
-            fb.ret(&[m1]);
-        },
-    );
+    let id = func(&mut m, "@find(a: arr, t: f64) -> i64", |fb, p| {
+        let (a, t) = (p[0], p[1]);
+        let zero = fb.iconst(0);
+        let n = fb.len(a);
+        counted_loop(fb, zero, n, &[], |fb, iv, _| {
+            let found = fb.create_block();
+            let next = fb.create_block();
+            let x = fb.load(a, iv);
+            let g = fb.fcmp(CmpCond::Gt, x, t);
+            fb.brif(g, found, &[], next, &[]);
+            fb.switch_to_block(found);
+            fb.ret(&[iv]);
+            fb.switch_to_block(next);
+            vec![]
+        });
+        let m1 = fb.iconst(-1);
+        fb.ret(&[m1]);
+    });
     let a = Val::Array(vec![1.0, 5.0, 3.0, 7.0]);
     for (t, want) in [(4.0, 1), (6.0, 3), (10.0, -1)] {
         assert_eq!(
@@ -200,9 +188,7 @@ fn block_arguments_are_a_parallel_copy() {
     let mut m = Module::new();
     let id = func(
         &mut m,
-        "swap",
-        vec![f("a"), f("b"), i("n")],
-        &[Type::F64, Type::F64],
+        "@swap(a: f64, b: f64, n: i64) -> (f64, f64)",
         |fb, p| {
             let zero = fb.iconst(0);
             let out = counted_loop(fb, zero, p[2], &[p[0], p[1]], |_, _, c| vec![c[1], c[0]]);
@@ -217,9 +203,7 @@ fn block_arguments_are_a_parallel_copy() {
     // (x, y, z) = (y, z, x), n times.
     let id = func(
         &mut m,
-        "rotate",
-        vec![i("x"), i("y"), i("z"), i("n")],
-        &[Type::I64; 3],
+        "@rotate(x: i64, y: i64, z: i64, n: i64) -> (i64, i64, i64)",
         |fb, p| {
             let zero = fb.iconst(0);
             let out = counted_loop(fb, zero, p[3], &[p[0], p[1], p[2]], |_, _, c| {

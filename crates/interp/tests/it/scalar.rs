@@ -2,27 +2,21 @@
 //! `powi` and every intrinsic.
 
 use crate::util::*;
-use adze_ir::{semantics, CmpCond, FuncBuilder, FuncId, Module, Opcode, Param, Type, Val, Value};
+use adze_ir::{semantics, CmpCond, FuncBuilder, FuncId, Module, Opcode, Val, Value};
 use std::f64::consts::{FRAC_PI_2, FRAC_PI_4, PI};
 
 #[test]
 fn f64_arithmetic() {
     // (x + y) * (x - y) / y and -x, at x = 3, y = 2: 5 * 1 / 2 = 2.5 and -3.
     let mut m = Module::new();
-    let id = func(
-        &mut m,
-        "arith",
-        vec![f("x"), f("y")],
-        &[Type::F64, Type::F64],
-        |fb, p| {
-            let s = fb.fadd(p[0], p[1]);
-            let d = fb.fsub(p[0], p[1]);
-            let prod = fb.fmul(s, d);
-            let q = fb.fdiv(prod, p[1]);
-            let n = fb.fneg(p[0]);
-            fb.ret(&[q, n]);
-        },
-    );
+    let id = func(&mut m, "@arith(x: f64, y: f64) -> (f64, f64)", |fb, p| {
+        let s = fb.fadd(p[0], p[1]);
+        let d = fb.fsub(p[0], p[1]);
+        let prod = fb.fmul(s, d);
+        let q = fb.fdiv(prod, p[1]);
+        let n = fb.fneg(p[0]);
+        fb.ret(&[q, n]);
+    });
     let out = run(&m, id, &[Val::F64(3.0), Val::F64(2.0)]);
     assert_eq!(out.results, vec![Val::F64(2.5), Val::F64(-3.0)]);
     assert_eq!(out.args, vec![Val::F64(3.0), Val::F64(2.0)]);
@@ -44,8 +38,8 @@ fn f64_of(v: &Val) -> f64 {
 #[test]
 fn i64_arithmetic_truncates_and_wraps() {
     let mut m = Module::new();
-    let tys = [Type::I64; 6];
-    let id = func(&mut m, "iarith", vec![i("a"), i("b")], &tys, |fb, p| {
+    let header = "@iarith(a: i64, b: i64) -> (i64, i64, i64, i64, i64, i64)";
+    let id = func(&mut m, header, |fb, p| {
         let (a, b) = (p[0], p[1]);
         let add = fb.iadd(a, b);
         let sub = fb.isub(a, b);
@@ -82,9 +76,7 @@ fn conversions_and_constants() {
     let mut m = Module::new();
     let id = func(
         &mut m,
-        "conv",
-        vec![i("n"), b("c")],
-        &[Type::F64, Type::Bool, Type::F64, Type::I64, Type::Bool],
+        "@conv(n: i64, c: bool) -> (f64, bool, f64, i64, bool)",
         |fb, p| {
             let x = fb.sitof(p[0]);
             let nc = fb.not(p[1]);
@@ -110,10 +102,14 @@ fn conversions_and_constants() {
 fn powi_is_binary_powering() {
     let mut m = Module::new();
     let exps = [0, 1, 2, 3, 10, -2];
-    let id = func(&mut m, "powers", vec![f("x")], &[Type::F64; 6], |fb, p| {
-        let rs: Vec<_> = exps.iter().map(|&n| fb.powi(p[0], n)).collect();
-        fb.ret(&rs);
-    });
+    let id = func(
+        &mut m,
+        "@powers(x: f64) -> (f64, f64, f64, f64, f64, f64)",
+        |fb, p| {
+            let rs: Vec<_> = exps.iter().map(|&n| fb.powi(p[0], n)).collect();
+            fb.ret(&rs);
+        },
+    );
     assert_eq!(
         results(&m, id, &[Val::F64(2.0)]),
         [1.0, 2.0, 4.0, 8.0, 1024.0, 0.25].map(Val::F64).to_vec()
@@ -130,8 +126,8 @@ fn powi_is_binary_powering() {
 #[test]
 fn comparisons() {
     let mut m = Module::new();
-    let fcmps = cmp_all(&mut m, "fcmps", f, |fb, c, a, b| fb.fcmp(c, a, b));
-    let icmps = cmp_all(&mut m, "icmps", i, |fb, c, a, b| fb.icmp(c, a, b));
+    let fcmps = cmp_all(&mut m, "fcmps", "f64", |fb, c, a, b| fb.fcmp(c, a, b));
+    let icmps = cmp_all(&mut m, "icmps", "i64", |fb, c, a, b| fb.icmp(c, a, b));
     // Results in CmpCond::ALL order: eq ne lt le gt ge.
     let rows = [
         (
@@ -176,21 +172,26 @@ fn comparisons() {
     }
 }
 
-/// `name(a, b)` returns `cmp(c, a, b)` for every `c` in [`CmpCond::ALL`].
+/// `name(a: ty, b: ty)` returns `cmp(c, a, b)` for every `c` in
+/// [`CmpCond::ALL`].
 fn cmp_all(
     m: &mut Module,
     name: &str,
-    param: fn(&str) -> Param,
+    ty: &str,
     cmp: fn(&mut FuncBuilder, CmpCond, Value, Value) -> Value,
 ) -> FuncId {
-    let tys = [Type::Bool; 6];
-    func(m, name, vec![param("a"), param("b")], &tys, |fb, p| {
-        let rs: Vec<_> = CmpCond::ALL
-            .iter()
-            .map(|&c| cmp(fb, c, p[0], p[1]))
-            .collect();
-        fb.ret(&rs);
-    })
+    let bools = vec!["bool"; CmpCond::ALL.len()].join(", ");
+    func(
+        m,
+        &format!("@{name}(a: {ty}, b: {ty}) -> ({bools})"),
+        |fb, p| {
+            let rs: Vec<_> = CmpCond::ALL
+                .iter()
+                .map(|&c| cmp(fb, c, p[0], p[1]))
+                .collect();
+            fb.ret(&rs);
+        },
+    )
 }
 
 #[test]
@@ -198,9 +199,7 @@ fn select_on_every_scalar_type() {
     let mut m = Module::new();
     let id = func(
         &mut m,
-        "sel",
-        vec![b("c"), f("x"), f("y"), i("j"), i("k")],
-        &[Type::F64, Type::I64, Type::Bool],
+        "@sel(c: bool, x: f64, y: f64, j: i64, k: i64) -> (f64, i64, bool)",
         |fb, p| {
             let x = fb.select(p[0], p[1], p[2]);
             let j = fb.select(p[0], p[3], p[4]);
@@ -244,8 +243,9 @@ fn every_intrinsic_goes_through_semantics() {
     let mut count = 0;
     for &op in Opcode::ALL.iter().filter(|op| op.is_intrinsic()) {
         let arity = op.fixed_signature().unwrap().0.len();
-        let params = (0..arity).map(|k| f(&format!("x{k}"))).collect();
-        let id = func(&mut m, op.name(), params, &[Type::F64], |fb, p| {
+        let params: Vec<String> = (0..arity).map(|k| format!("x{k}: f64")).collect();
+        let header = format!("@{}({}) -> f64", op.name(), params.join(", "));
+        let id = func(&mut m, &header, |fb, p| {
             let r = if arity == 1 {
                 fb.unary(op, p[0])
             } else {

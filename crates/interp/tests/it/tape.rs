@@ -7,7 +7,7 @@ use adze_ir::{Module, RunError, TrapKind, Type, Val};
 fn pops_come_back_in_reverse_order() {
     // for i in 0..n { push f64(i) }; s = 0; for i in 0..n { s = 10 s + pop }
     let mut m = Module::new();
-    let id = func(&mut m, "digits", vec![i("n")], &[Type::F64], |fb, p| {
+    let id = func(&mut m, "@digits(n: i64) -> f64", |fb, p| {
         let zero = fb.iconst(0);
         counted_loop(fb, zero, p[0], &[], |fb, iv, _| {
             let x = fb.sitof(iv);
@@ -34,31 +34,16 @@ fn pops_come_back_in_reverse_order() {
 fn every_scalar_type_and_across_calls() {
     let mut m = Module::new();
     // record(x, j, c) { push x; push j; push c }
-    let record = func(
-        &mut m,
-        "record",
-        vec![f("x"), i("j"), b("c")],
-        &[],
-        |fb, p| {
-            fb.push(0, p[0]);
-            fb.push(0, p[1]);
-            fb.push(0, p[2]);
-            fb.ret(&[]);
-        },
-    );
+    let record = func(&mut m, "@record(x: f64, j: i64, c: bool)", |fb, p| {
+        fb.push(0, p[0]);
+        fb.push(0, p[1]);
+        fb.push(0, p[2]);
+        fb.ret(&[]);
+    });
     // replay() { record(1.5, 7, true); record(-2.5, -8, false); pop everything }
     let id = func(
         &mut m,
-        "replay",
-        vec![],
-        &[
-            Type::Bool,
-            Type::I64,
-            Type::F64,
-            Type::Bool,
-            Type::I64,
-            Type::F64,
-        ],
+        "@replay() -> (bool, i64, f64, bool, i64, f64)",
         |fb, _| {
             for (x, j, c) in [(1.5, 7, true), (-2.5, -8, false)] {
                 let x = fb.fconst(x);
@@ -92,13 +77,13 @@ fn every_scalar_type_and_across_calls() {
 fn tape_mismatches_trap() {
     let mut m = Module::new();
     let mismatch = |f: &str| RunError::new(f, TrapKind::TapeMismatch);
-    let empty = func(&mut m, "empty", vec![], &[Type::F64], |fb, _| {
+    let empty = func(&mut m, "@empty() -> f64", |fb, _| {
         let x = fb.pop(0, Type::F64);
         fb.ret(&[x]);
     });
     assert_eq!(run_err(&m, empty, &[]), mismatch("empty"));
 
-    let wrong = func(&mut m, "wrong", vec![i("n")], &[Type::F64], |fb, p| {
+    let wrong = func(&mut m, "@wrong(n: i64) -> f64", |fb, p| {
         fb.push(0, p[0]);
         let x = fb.pop(0, Type::F64);
         fb.ret(&[x]);
@@ -106,11 +91,11 @@ fn tape_mismatches_trap() {
     assert_eq!(run_err(&m, wrong, &[Val::I64(1)]), mismatch("wrong"));
 
     // Popped by a callee: the error names the callee.
-    let callee = func(&mut m, "popper", vec![], &[Type::F64], |fb, _| {
+    let callee = func(&mut m, "@popper() -> f64", |fb, _| {
         let x = fb.pop(0, Type::F64);
         fb.ret(&[x]);
     });
-    let caller = func(&mut m, "pusher", vec![f("x")], &[Type::F64], |fb, p| {
+    let caller = func(&mut m, "@pusher(x: f64) -> f64", |fb, p| {
         fb.push(0, p[0]);
         let c1 = fb.call(callee, &[], &[Type::F64]);
         let c2 = fb.call(callee, &[], &[Type::F64]);
@@ -125,11 +110,11 @@ fn tape_mismatches_trap() {
 #[test]
 fn each_outermost_call_has_its_own_tape() {
     let mut m = Module::new();
-    let leave = func(&mut m, "leave", vec![f("x")], &[], |fb, p| {
+    let leave = func(&mut m, "@leave(x: f64)", |fb, p| {
         fb.push(0, p[0]);
         fb.ret(&[]);
     });
-    let take = func(&mut m, "take", vec![], &[Type::F64], |fb, _| {
+    let take = func(&mut m, "@take() -> f64", |fb, _| {
         let x = fb.pop(0, Type::F64);
         fb.ret(&[x]);
     });

@@ -30,7 +30,7 @@ fn oob(func: &str, array: &str, index: i64, len: i64) -> RunError {
 
 /// `get(xs, i) = xs[i]`
 fn getter(m: &mut Module) -> FuncId {
-    func(m, "get", vec![arr("xs"), i("i")], &[Type::F64], |fb, p| {
+    func(m, "@get(xs: arr, i: i64) -> f64", |fb, p| {
         let x = fb.load(p[0], p[1]);
         fb.ret(&[x]);
     })
@@ -66,7 +66,7 @@ fn out_of_bounds_read() {
 fn out_of_bounds_write_names_the_local_array() {
     // put(i) { tmp = zeros(2); tmp[i] = 1.0 }
     let mut m = Module::new();
-    let id = func(&mut m, "put", vec![i("i")], &[], |fb, p| {
+    let id = func(&mut m, "@put(i: i64)", |fb, p| {
         let two = fb.iconst(2);
         let tmp = fb.zeros(two, "tmp");
         let one = fb.fconst(1.0);
@@ -84,7 +84,7 @@ fn out_of_bounds_in_a_callee_names_the_callee_and_its_parameter() {
     let mut m = Module::new();
     let get = getter(&mut m);
     // outer(data: [f64]) { get(data, 10) }
-    let id = func(&mut m, "outer", vec![arr("data")], &[Type::F64], |fb, p| {
+    let id = func(&mut m, "@outer(data: arr) -> f64", |fb, p| {
         let ten = fb.iconst(10);
         let call = fb.call(get, &[p[0], ten], &[Type::F64]);
         let r = fb.func.dfg.first_result(call);
@@ -100,10 +100,14 @@ fn out_of_bounds_in_a_callee_names_the_callee_and_its_parameter() {
 fn integer_division_traps() {
     let mut m = Module::new();
     let [div, rem] = [("div", Opcode::Idiv), ("rem", Opcode::Irem)].map(|(name, op)| {
-        func(&mut m, name, vec![i("a"), i("b")], &[Type::I64], |fb, p| {
-            let r = fb.binary(op, p[0], p[1]);
-            fb.ret(&[r]);
-        })
+        func(
+            &mut m,
+            &format!("@{name}(a: i64, b: i64) -> i64"),
+            |fb, p| {
+                let r = fb.binary(op, p[0], p[1]);
+                fb.ret(&[r]);
+            },
+        )
     });
     let args = |a, b| [Val::I64(a), Val::I64(b)];
     let ok = [
@@ -137,7 +141,7 @@ fn integer_division_traps() {
 #[test]
 fn bad_zeros_length() {
     let mut m = Module::new();
-    let id = func(&mut m, "alloc", vec![i("n")], &[Type::I64], |fb, p| {
+    let id = func(&mut m, "@alloc(n: i64) -> i64", |fb, p| {
         let t = fb.zeros(p[0], "t");
         let l = fb.len(t);
         fb.ret(&[l]);
@@ -214,7 +218,7 @@ fn bad_arguments() {
 #[test]
 fn calling_a_declaration() {
     let mut m = Module::new();
-    let ext = declare(&mut m, "ext", vec![f("x")], &[Type::F64]);
+    let ext = declare(&mut m, "@ext(x: f64) -> f64");
     let no_body = unsupported("ext", "function `ext` has no body");
     assert_eq!(run_err(&m, ext, &[Val::F64(1.0)]), no_body);
     // The arguments are checked first.
@@ -226,7 +230,7 @@ fn calling_a_declaration() {
         )
     );
     // Through a call: the error names the callee.
-    let user = func(&mut m, "user", vec![f("x")], &[Type::F64], |fb, p| {
+    let user = func(&mut m, "@user(x: f64) -> f64", |fb, p| {
         let call = fb.call(ext, &[p[0]], &[Type::F64]);
         let r = fb.func.dfg.first_result(call);
         fb.ret(&[r]);
@@ -237,7 +241,7 @@ fn calling_a_declaration() {
 #[test]
 fn autodiff_is_unsupported_until_lowered() {
     let mut m = Module::new();
-    let sq = func(&mut m, "sq", vec![f("x")], &[Type::F64], |fb, p| {
+    let sq = func(&mut m, "@sq(x: f64) -> f64", |fb, p| {
         let y = fb.fmul(p[0], p[0]);
         fb.ret(&[y]);
     });
@@ -250,25 +254,19 @@ fn autodiff_is_unsupported_until_lowered() {
     let tys = m.autodiff_result_types(&spec);
     assert_eq!(tys, vec![Type::F64, Type::F64]);
     // dsq(x, run) { if run { autodiff(forward, sq, dual, dual(x, 1.0)).1 } else { -1.0 } }
-    let id = func(
-        &mut m,
-        "dsq",
-        vec![f("x"), b("run")],
-        &[Type::F64],
-        |fb, p| {
-            let yes = fb.create_block();
-            let no = fb.create_block();
-            fb.brif(p[1], yes, &[], no, &[]);
-            fb.switch_to_block(yes);
-            let one = fb.fconst(1.0);
-            let ad = fb.autodiff(spec, &[p[0], one], &tys);
-            let t = fb.func.dfg.inst_results(ad)[1];
-            fb.ret(&[t]);
-            fb.switch_to_block(no);
-            let m1 = fb.fconst(-1.0);
-            fb.ret(&[m1]);
-        },
-    );
+    let id = func(&mut m, "@dsq(x: f64, run: bool) -> f64", |fb, p| {
+        let yes = fb.create_block();
+        let no = fb.create_block();
+        fb.brif(p[1], yes, &[], no, &[]);
+        fb.switch_to_block(yes);
+        let one = fb.fconst(1.0);
+        let ad = fb.autodiff(spec, &[p[0], one], &tys);
+        let t = fb.func.dfg.inst_results(ad)[1];
+        fb.ret(&[t]);
+        fb.switch_to_block(no);
+        let m1 = fb.fconst(-1.0);
+        fb.ret(&[m1]);
+    });
     // Not executed: harmless.
     assert_eq!(run_f64(&m, id, &[Val::F64(3.0), Val::Bool(false)]), -1.0);
     assert_eq!(
@@ -291,20 +289,20 @@ fn malformed_ir_is_an_error_not_a_panic() {
     let mut m = Module::new();
 
     // A block without a terminator.
-    let id = func(&mut m, "no_term", vec![f("x")], &[Type::F64], |fb, p| {
+    let id = func(&mut m, "@no_term(x: f64) -> f64", |fb, p| {
         fb.fadd(p[0], p[0]);
     });
     is_unsupported_in(run_err_unverified(&m, id, &[Val::F64(1.0)]), "no_term");
 
     // An operand of the wrong kind.
-    let id = func(&mut m, "kinds", vec![i("n")], &[Type::F64], |fb, p| {
+    let id = func(&mut m, "@kinds(n: i64) -> f64", |fb, p| {
         let r = fb.fadd(p[0], p[0]);
         fb.ret(&[r]);
     });
     is_unsupported_in(run_err_unverified(&m, id, &[Val::I64(1)]), "kinds");
 
     // A value used on a path where it was not computed.
-    let id = func(&mut m, "undef", vec![b("c")], &[Type::F64], |fb, p| {
+    let id = func(&mut m, "@undef(c: bool) -> f64", |fb, p| {
         let a = fb.create_block();
         let bb = fb.create_block();
         let join = fb.create_block();
@@ -327,13 +325,13 @@ fn malformed_ir_is_an_error_not_a_panic() {
     is_unsupported_in(run_err_unverified(&m, id, &[Val::Bool(false)]), "undef");
 
     // A return that does not match the signature.
-    let id = func(&mut m, "bad_ret", vec![i("n")], &[Type::F64], |fb, p| {
+    let id = func(&mut m, "@bad_ret(n: i64) -> f64", |fb, p| {
         fb.ret(&[p[0]]);
     });
     is_unsupported_in(run_err_unverified(&m, id, &[Val::I64(1)]), "bad_ret");
 
     // A branch with too few arguments.
-    let id = func(&mut m, "bad_branch", vec![f("x")], &[Type::F64], |fb, p| {
+    let id = func(&mut m, "@bad_branch(x: f64) -> f64", |fb, p| {
         let next = fb.create_block();
         fb.jump(next, &[]);
         fb.switch_to_block(next);
@@ -344,44 +342,32 @@ fn malformed_ir_is_an_error_not_a_panic() {
     is_unsupported_in(run_err_unverified(&m, id, &[Val::F64(1.0)]), "bad_branch");
 
     // An array passed through a block parameter.
-    let id = func(
-        &mut m,
-        "arr_param",
-        vec![arr("a")],
-        &[Type::I64],
-        |fb, p| {
-            let next = fb.create_block();
-            fb.jump(next, &[p[0]]);
-            fb.switch_to_block(next);
-            let a = fb.append_block_param(next, Type::Array);
-            let l = fb.len(a);
-            fb.ret(&[l]);
-        },
-    );
+    let id = func(&mut m, "@arr_param(a: arr) -> i64", |fb, p| {
+        let next = fb.create_block();
+        fb.jump(next, &[p[0]]);
+        fb.switch_to_block(next);
+        let a = fb.append_block_param(next, Type::Array);
+        let l = fb.len(a);
+        fb.ret(&[l]);
+    });
     is_unsupported_in(
         run_err_unverified(&m, id, &[Val::Array(vec![])]),
         "arr_param",
     );
 
     // A select between arrays.
-    let id = func(
-        &mut m,
-        "arr_select",
-        vec![arr("a"), b("c")],
-        &[Type::I64],
-        |fb, p| {
-            let s = fb.select(p[1], p[0], p[0]);
-            let l = fb.len(s);
-            fb.ret(&[l]);
-        },
-    );
+    let id = func(&mut m, "@arr_select(a: arr, c: bool) -> i64", |fb, p| {
+        let s = fb.select(p[1], p[0], p[0]);
+        let l = fb.len(s);
+        fb.ret(&[l]);
+    });
     is_unsupported_in(
         run_err_unverified(&m, id, &[Val::Array(vec![]), Val::Bool(true)]),
         "arr_select",
     );
 
     // An opcode in a format it does not belong to.
-    let id = func(&mut m, "bad_format", vec![f("x")], &[Type::F64], |fb, p| {
+    let id = func(&mut m, "@bad_format(x: f64) -> f64", |fb, p| {
         let inst = fb.build(
             InstData::Unary {
                 op: Opcode::Fadd,
@@ -395,33 +381,33 @@ fn malformed_ir_is_an_error_not_a_panic() {
     is_unsupported_in(run_err_unverified(&m, id, &[Val::F64(1.0)]), "bad_format");
 
     // Calls with the wrong arguments or results, and to a missing function.
-    let sq = func(&mut m, "sq2", vec![f("x")], &[Type::F64], |fb, p| {
+    let sq = func(&mut m, "@sq2(x: f64) -> f64", |fb, p| {
         let y = fb.fmul(p[0], p[0]);
         fb.ret(&[y]);
     });
-    let id = func(&mut m, "few_args", vec![], &[], |fb, _| {
+    let id = func(&mut m, "@few_args()", |fb, _| {
         fb.call(sq, &[], &[Type::F64]);
         fb.ret(&[]);
     });
     is_unsupported_in(run_err_unverified(&m, id, &[]), "sq2");
-    let id = func(&mut m, "wrong_arg", vec![i("n")], &[], |fb, p| {
+    let id = func(&mut m, "@wrong_arg(n: i64)", |fb, p| {
         fb.call(sq, &[p[0]], &[Type::F64]);
         fb.ret(&[]);
     });
     is_unsupported_in(run_err_unverified(&m, id, &[Val::I64(1)]), "sq2");
-    let id = func(&mut m, "few_results", vec![f("x")], &[], |fb, p| {
+    let id = func(&mut m, "@few_results(x: f64)", |fb, p| {
         fb.call(sq, &[p[0]], &[]);
         fb.ret(&[]);
     });
     is_unsupported_in(run_err_unverified(&m, id, &[Val::F64(1.0)]), "few_results");
-    let id = func(&mut m, "missing", vec![], &[], |fb, _| {
+    let id = func(&mut m, "@missing()", |fb, _| {
         fb.call(FuncId::from_u32(1000), &[], &[]);
         fb.ret(&[]);
     });
     is_unsupported_in(run_err_unverified(&m, id, &[]), "fn1000");
 
     // A comparison with the wrong opcode.
-    let id = func(&mut m, "bad_cmp", vec![f("x")], &[Type::Bool], |fb, p| {
+    let id = func(&mut m, "@bad_cmp(x: f64) -> bool", |fb, p| {
         let inst = fb.build(
             InstData::Cmp {
                 op: Opcode::Fadd,

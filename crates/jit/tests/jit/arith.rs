@@ -8,7 +8,7 @@ use adze_ir::{CmpCond, Opcode};
 fn float_arithmetic() {
     let mut mb = Mb::new();
     // (x + y) * (x - y) / y - (-x)
-    let id = mb.func("f", vec![pf("x"), pf("y")], vec![Type::F64], |b, p| {
+    let id = mb.func("@f(x: f64, y: f64) -> f64", |b, p| {
         let s = b.fadd(p[0], p[1]);
         let d = b.fsub(p[0], p[1]);
         let m = b.fmul(s, d);
@@ -31,9 +31,7 @@ fn float_arithmetic() {
 fn integer_arithmetic_wraps() {
     let mut mb = Mb::new();
     let id = mb.func(
-        "ints",
-        vec![pi("a"), pi("b")],
-        vec![Type::I64; 6],
+        "@ints(a: i64, b: i64) -> (i64, i64, i64, i64, i64, i64)",
         |b, p| {
             let add = b.iadd(p[0], p[1]);
             let sub = b.isub(p[0], p[1]);
@@ -81,7 +79,7 @@ fn integer_arithmetic_wraps() {
 #[test]
 fn sitof_rounds_to_nearest() {
     let mut mb = Mb::new();
-    let id = mb.func("c", vec![pi("n")], vec![Type::F64], |b, p| {
+    let id = mb.func("@c(n: i64) -> f64", |b, p| {
         let x = b.sitof(p[0]);
         b.ret(&[x]);
     });
@@ -112,27 +110,15 @@ fn sitof_rounds_to_nearest() {
 #[test]
 fn constants_keep_their_bits() {
     let mut mb = Mb::new();
-    let id = mb.func(
-        "k",
-        vec![],
-        vec![
-            Type::F64,
-            Type::F64,
-            Type::F64,
-            Type::I64,
-            Type::Bool,
-            Type::Bool,
-        ],
-        |b, _| {
-            let a = b.fconst(-0.0);
-            let c = b.fconst(f64::from_bits(0x7ff8_0000_dead_beef));
-            let d = b.fconst(f64::MIN_POSITIVE / 4.0);
-            let i = b.iconst(i64::MIN);
-            let t = b.bconst(true);
-            let f = b.bconst(false);
-            b.ret(&[a, c, d, i, t, f]);
-        },
-    );
+    let id = mb.func("@k() -> (f64, f64, f64, i64, bool, bool)", |b, _| {
+        let a = b.fconst(-0.0);
+        let c = b.fconst(f64::from_bits(0x7ff8_0000_dead_beef));
+        let d = b.fconst(f64::MIN_POSITIVE / 4.0);
+        let i = b.iconst(i64::MIN);
+        let t = b.bconst(true);
+        let f = b.bconst(false);
+        b.ret(&[a, c, d, i, t, f]);
+    });
     let c = jit(&mb.m, id);
     let out = c.call(&[]).unwrap();
     match out.results.as_slice() {
@@ -153,9 +139,7 @@ fn constants_keep_their_bits() {
 fn booleans_and_select() {
     let mut mb = Mb::new();
     let id = mb.func(
-        "sel",
-        vec![pb("c"), pf("x"), pf("y"), pi("i"), pi("j")],
-        vec![Type::F64, Type::I64, Type::Bool, Type::Bool],
+        "@sel(c: bool, x: f64, y: f64, i: i64, j: i64) -> (f64, i64, bool, bool)",
         |b, p| {
             let x = b.select(p[0], p[1], p[2]);
             let i = b.select(p[0], p[3], p[4]);
@@ -198,22 +182,17 @@ fn booleans_and_select() {
 fn cmp_funcs(
     mb: &mut Mb,
     prefix: &str,
-    param: fn(&str) -> Param,
+    ty: &str,
     cmp: fn(&mut FuncBuilder<'_>, CmpCond, Value, Value) -> Value,
 ) -> Vec<(CmpCond, FuncId)> {
     CmpCond::ALL
         .into_iter()
         .map(|cond| {
-            let params = vec![param("a"), param("b")];
-            let id = mb.func(
-                &format!("{prefix}_{cond}"),
-                params,
-                vec![Type::Bool],
-                |b, p| {
-                    let c = cmp(b, cond, p[0], p[1]);
-                    b.ret(&[c]);
-                },
-            );
+            let header = format!("@{prefix}_{cond}(a: {ty}, b: {ty}) -> bool");
+            let id = mb.func(&header, |b, p| {
+                let c = cmp(b, cond, p[0], p[1]);
+                b.ret(&[c]);
+            });
             (cond, id)
         })
         .collect()
@@ -246,7 +225,7 @@ fn check_pairs<T: Copy + std::fmt::Display>(
 #[test]
 fn fcmp_matches_semantics_including_nan() {
     let mut mb = Mb::new();
-    let ids = cmp_funcs(&mut mb, "fcmp", pf, |b, c, x, y| b.fcmp(c, x, y));
+    let ids = cmp_funcs(&mut mb, "fcmp", "f64", |b, c, x, y| b.fcmp(c, x, y));
     let xs = [
         f64::NAN,
         -0.0,
@@ -277,7 +256,7 @@ fn fcmp_matches_semantics_including_nan() {
 #[test]
 fn icmp_is_signed() {
     let mut mb = Mb::new();
-    let ids = cmp_funcs(&mut mb, "icmp", pi, |b, c, x, y| b.icmp(c, x, y));
+    let ids = cmp_funcs(&mut mb, "icmp", "i64", |b, c, x, y| b.icmp(c, x, y));
     let xs = [i64::MIN, -1, 0, 1, i64::MAX];
     check_pairs(&mb.m, &ids, &xs, Val::I64, semantics::icmp);
     let lt = mb.m.get("icmp_lt").unwrap();
@@ -293,15 +272,8 @@ fn icmp_is_signed() {
 fn many_results() {
     let mut mb = Mb::new();
     // Returns x, 2x, 3x, 4x, x as i64-ish flags, through a callee.
-    let inner_tys = [
-        Type::F64,
-        Type::F64,
-        Type::F64,
-        Type::F64,
-        Type::Bool,
-        Type::I64,
-    ];
-    let inner = mb.func("inner", vec![pf("x")], inner_tys.to_vec(), |b, p| {
+    let header = "@inner(x: f64) -> (f64, f64, f64, f64, bool, i64)";
+    let inner = mb.func(header, |b, p| {
         let two = b.fconst(2.0);
         let three = b.fconst(3.0);
         let four = b.fconst(4.0);
@@ -313,20 +285,16 @@ fn many_results() {
         let k = b.iconst(-42);
         b.ret(&[p[0], a, c, d, pos, k]);
     });
-    let outer = mb.func(
-        "outer",
-        vec![pf("x")],
-        vec![Type::F64, Type::F64, Type::F64, Type::Bool, Type::I64],
-        |b, p| {
-            let call = b.call(inner, &[p[0]], &inner_tys);
-            let r = b.func.dfg.inst_results(call).to_vec();
-            // x + 2x + 3x + 4x = 10x, and the results in reverse order.
-            let s1 = b.fadd(r[0], r[1]);
-            let s2 = b.fadd(s1, r[2]);
-            let s3 = b.fadd(s2, r[3]);
-            b.ret(&[s3, r[3], r[0], r[4], r[5]]);
-        },
-    );
+    let inner_tys = mb.m.func(inner).sig.results.clone();
+    let outer = mb.func("@outer(x: f64) -> (f64, f64, f64, bool, i64)", |b, p| {
+        let call = b.call(inner, &[p[0]], &inner_tys);
+        let r = b.func.dfg.inst_results(call).to_vec();
+        // x + 2x + 3x + 4x = 10x, and the results in reverse order.
+        let s1 = b.fadd(r[0], r[1]);
+        let s2 = b.fadd(s1, r[2]);
+        let s3 = b.fadd(s2, r[3]);
+        b.ret(&[s3, r[3], r[0], r[4], r[5]]);
+    });
     let out = run(&mb.m, outer, &[Val::F64(1.5)]).unwrap();
     assert_eq!(
         out.results,
@@ -355,7 +323,7 @@ fn many_results() {
 #[test]
 fn no_params_no_results() {
     let mut mb = Mb::new();
-    let id = mb.func("nop", vec![], vec![], |b, _| {
+    let id = mb.func("@nop()", |b, _| {
         b.ret(&[]);
     });
     let out = run(&mb.m, id, &[]).unwrap();

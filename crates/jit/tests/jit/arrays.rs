@@ -6,28 +6,23 @@ use adze_ir::CmpCond;
 #[test]
 fn writes_through_a_callee_are_visible() {
     let mut mb = Mb::new();
-    let set = mb.func("set", vec![pm("a"), pi("i"), pf("x")], vec![], |b, p| {
+    let set = mb.func("@set(a: mut arr, i: i64, x: f64)", |b, p| {
         b.store(p[0], p[1], p[2]);
         b.ret(&[]);
     });
     // outer(a, b, s): set(a, 0, s); set(a, 2, 2s); return b[1] + a[0]
-    let outer = mb.func(
-        "outer",
-        vec![pm("a"), pa("b"), pf("s")],
-        vec![Type::F64],
-        |b, p| {
-            let zero = b.iconst(0);
-            let one = b.iconst(1);
-            let two = b.iconst(2);
-            b.call(set, &[p[0], zero, p[2]], &[]);
-            let s2 = b.fadd(p[2], p[2]);
-            b.call(set, &[p[0], two, s2], &[]);
-            let x = b.load(p[1], one);
-            let y = b.load(p[0], zero);
-            let r = b.fadd(x, y);
-            b.ret(&[r]);
-        },
-    );
+    let outer = mb.func("@outer(a: mut arr, b: arr, s: f64) -> f64", |b, p| {
+        let zero = b.iconst(0);
+        let one = b.iconst(1);
+        let two = b.iconst(2);
+        b.call(set, &[p[0], zero, p[2]], &[]);
+        let s2 = b.fadd(p[2], p[2]);
+        b.call(set, &[p[0], two, s2], &[]);
+        let x = b.load(p[1], one);
+        let y = b.load(p[0], zero);
+        let r = b.fadd(x, y);
+        b.ret(&[r]);
+    });
     let args = [
         Val::Array(vec![1.0, 2.0, 3.0]),
         Val::Array(vec![10.0, 20.0]),
@@ -54,14 +49,14 @@ fn writes_through_a_callee_are_visible() {
 fn aliased_array_arguments() {
     // Two parameters bound to the same array alias each other.
     let mut mb = Mb::new();
-    let inner = mb.func("inner", vec![pm("p"), pm("q")], vec![Type::F64], |b, p| {
+    let inner = mb.func("@inner(p: mut arr, q: mut arr) -> f64", |b, p| {
         let zero = b.iconst(0);
         let one = b.fconst(1.0);
         b.store(p[0], zero, one);
         let x = b.load(p[1], zero);
         b.ret(&[x]);
     });
-    let outer = mb.func("outer", vec![pm("a")], vec![Type::F64], |b, p| {
+    let outer = mb.func("@outer(a: mut arr) -> f64", |b, p| {
         let c = b.call(inner, &[p[0], p[0]], &[Type::F64]);
         let r = b.func.dfg.first_result(c);
         b.ret(&[r]);
@@ -74,7 +69,7 @@ fn aliased_array_arguments() {
 #[test]
 fn len_and_fill_on_arguments() {
     let mut mb = Mb::new();
-    let id = mb.func("fl", vec![pm("a"), pf("x")], vec![Type::I64], |b, p| {
+    let id = mb.func("@fl(a: mut arr, x: f64) -> i64", |b, p| {
         b.fill(p[0], p[1]);
         let n = b.len(p[0]);
         b.ret(&[n]);
@@ -97,7 +92,7 @@ fn len_and_fill_on_arguments() {
 
 /// Sum of the elements of `a`, as a loop.
 fn sum(mb: &mut Mb) -> FuncId {
-    mb.func("sum", vec![pa("a")], vec![Type::F64], |b, p| {
+    mb.func("@sum(a: arr) -> f64", |b, p| {
         let head = b.create_block();
         let i = b.append_block_param(head, Type::I64);
         let acc = b.append_block_param(head, Type::F64);
@@ -126,7 +121,7 @@ fn zeros_fill_store_and_pass_to_callee() {
     let mut mb = Mb::new();
     let sum = sum(&mut mb);
     // t = zeros n; fill t, 1.5; store t, 0, 3; return sum(t), len(t)
-    let id = mb.func("z", vec![pi("n")], vec![Type::F64, Type::I64], |b, p| {
+    let id = mb.func("@z(n: i64) -> (f64, i64)", |b, p| {
         let t = b.zeros(p[0], "t");
         let x = b.fconst(1.5);
         b.fill(t, x);
@@ -144,7 +139,7 @@ fn zeros_fill_store_and_pass_to_callee() {
     assert_eq!(out.results, vec![Val::F64(3.0), Val::I64(1)]);
 
     // A zero-length array: fill and len work, loads would trap.
-    let empty = mb.func("empty", vec![], vec![Type::I64, Type::F64], |b, _| {
+    let empty = mb.func("@empty() -> (i64, f64)", |b, _| {
         let zero = b.iconst(0);
         let t = b.zeros(zero, "e");
         let x = b.fconst(1.0);
@@ -163,7 +158,7 @@ fn callee_writes_into_callers_zeros() {
     let mut mb = Mb::new();
     let sum = sum(&mut mb);
     // put(mut a): a[i] = i for every i
-    let put = mb.func("put", vec![pm("a")], vec![], |b, p| {
+    let put = mb.func("@put(a: mut arr)", |b, p| {
         let head = b.create_block();
         let i = b.append_block_param(head, Type::I64);
         let body = b.create_block();
@@ -183,7 +178,7 @@ fn callee_writes_into_callers_zeros() {
         b.switch_to_block(exit);
         b.ret(&[]);
     });
-    let id = mb.func("caller", vec![pi("n")], vec![Type::F64], |b, p| {
+    let id = mb.func("@caller(n: i64) -> f64", |b, p| {
         let t = b.zeros(p[0], "t");
         b.call(put, &[t], &[]);
         let c = b.call(sum, &[t], &[Type::F64]);
@@ -196,7 +191,7 @@ fn callee_writes_into_callers_zeros() {
 /// `for k in 0..n { t = zeros 64; t[5] = k; acc += t[5] + t[6] }`, plus a
 /// callee that also allocates, called every iteration.
 fn zeros_loop(mb: &mut Mb) -> FuncId {
-    let helper = mb.func("helper", vec![pf("x")], vec![Type::F64], |b, p| {
+    let helper = mb.func("@helper(x: f64) -> f64", |b, p| {
         let n = b.iconst(1000);
         let u = b.zeros(n, "u");
         let k = b.iconst(999);
@@ -204,7 +199,7 @@ fn zeros_loop(mb: &mut Mb) -> FuncId {
         let y = b.load(u, k);
         b.ret(&[y]);
     });
-    mb.func("zloop", vec![pi("n")], vec![Type::F64], |b, p| {
+    mb.func("@zloop(n: i64) -> f64", |b, p| {
         let head = b.create_block();
         let k = b.append_block_param(head, Type::I64);
         let acc = b.append_block_param(head, Type::F64);
@@ -258,7 +253,7 @@ fn arrays_are_freed_on_every_return_path() {
     // Recursion where every frame allocates: peak = depth, and the arrays of
     // returned frames are gone.
     let mut mb = Mb::new();
-    let f = mb.declare("rec", vec![pi("n")], vec![Type::F64]);
+    let f = mb.declare("@rec(n: i64) -> f64");
     mb.define(f, |b, p| {
         let base = b.create_block();
         let rec = b.create_block();
@@ -295,8 +290,7 @@ fn arrays_are_freed_on_every_return_path() {
 #[test]
 fn call_mut_writes_into_the_callers_buffers() {
     // scale(a, s): a[i] = a[i] * s for every i; returns len(a) as f64.
-    let m = adze_ir::parse::parse_module(include_str!("../data/arrays/call_mut_scale.ir")).unwrap();
-    verified(&m);
+    let m = data("arrays/call_mut_scale.ir");
     let c = jit(&m, m.get("scale").unwrap());
     let mut args = vec![Val::Array(vec![1.0, 2.0, 3.0]), Val::F64(2.0)];
     let before = match &args[0] {
@@ -350,8 +344,11 @@ fn single_pass_allocator_and_disassembly() {
 /// `for i in 0..len(x) - k { s += x[i] * x[i + 1] }`, then `x[j]`: the loop's
 /// accesses are proven in bounds for `k >= 1` and checked otherwise.
 fn neighbour_sum(k: i64) -> Module {
-    let text = include_str!("../data/arrays/neighbour_sum.ir");
-    parse_variant(text, "v4 = iconst 1", &format!("v4 = iconst {k}"))
+    parse_variant(
+        &data_text("arrays/neighbour_sum.ir"),
+        "v4 = iconst 1",
+        &format!("v4 = iconst {k}"),
+    )
 }
 
 /// `text` with the one occurrence of `from` replaced by `to`, parsed.
@@ -405,9 +402,7 @@ fn too_much_machine_code_is_an_error() {
 /// otherwise (the other arm of the branch keeps `b`'s check).
 #[test]
 fn samelen_proves_the_shadows_index() {
-    let m = adze_ir::parse::parse_module(include_str!("../data/arrays/samelen_shadow_index.ir"))
-        .unwrap();
-    verified(&m);
+    let m = data("arrays/samelen_shadow_index.ir");
     let id = m.get("f").unwrap();
     let arr = |n: usize| Val::Array((0..n).map(|i| i as f64 + 0.5).collect());
     for (na, nb, nc) in [(3, 3, 3), (3, 3, 1), (3, 2, 3), (3, 3, 2)] {
@@ -434,8 +429,7 @@ fn samelen_proves_the_shadows_index() {
 /// `samelen x, y` (`RELATE`), then `for i in 0..len(x) - 1 { s += y[i] *
 /// x[i + 1] + y[i + 1] }`.
 fn shadow_sum(relate: &str) -> Module {
-    let text = include_str!("../data/arrays/shadow_sum.ir");
-    parse_variant(text, "samelen v0, v1", relate)
+    parse_variant(&data_text("arrays/shadow_sum.ir"), "samelen v0, v1", relate)
 }
 
 #[test]

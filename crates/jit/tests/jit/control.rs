@@ -16,7 +16,7 @@ const DEAD: usize = 3;
 /// [`sum_of_squares`] with its blocks laid out (and written) in `order`;
 /// `DEAD` adds a block nothing branches to, returning -1.
 fn sum_of_squares_laid_out(mb: &mut Mb, name: &str, order: &[usize]) -> FuncId {
-    mb.func(name, vec![pi("n")], vec![Type::F64], |b, p| {
+    mb.func(&format!("@{name}(n: i64) -> f64"), |b, p| {
         let mut blocks = [None; 4];
         for &k in order {
             blocks[k] = Some(b.create_block());
@@ -78,7 +78,7 @@ fn blocks_laid_out_out_of_order_and_unreachable_blocks() {
 #[test]
 fn while_loop_collatz() {
     let mut mb = Mb::new();
-    let id = mb.func("collatz", vec![pi("n")], vec![Type::I64], |b, p| {
+    let id = mb.func("@collatz(n: i64) -> i64", |b, p| {
         let head = b.create_block();
         let x = b.append_block_param(head, Type::I64);
         let steps = b.append_block_param(head, Type::I64);
@@ -119,7 +119,7 @@ fn while_loop_collatz() {
 fn nested_loops() {
     // sum_{i < n} sum_{j < m} i * j
     let mut mb = Mb::new();
-    let id = mb.func("nested", vec![pi("n"), pi("m")], vec![Type::I64], |b, p| {
+    let id = mb.func("@nested(n: i64, m: i64) -> i64", |b, p| {
         let oh = b.create_block();
         let i = b.append_block_param(oh, Type::I64);
         let acc = b.append_block_param(oh, Type::I64);
@@ -160,7 +160,7 @@ fn nested_loops() {
 fn early_returns() {
     // if x < 0 { return -1 }; y = 2x; if y > 10 { return 10 }; return y
     let mut mb = Mb::new();
-    let id = mb.func("clamp2", vec![pf("x")], vec![Type::F64], |b, p| {
+    let id = mb.func("@clamp2(x: f64) -> f64", |b, p| {
         let neg = b.create_block();
         let pos = b.create_block();
         let big = b.create_block();
@@ -190,7 +190,7 @@ fn early_returns() {
 
 /// `fib(n) = n < 2 ? n : fib(n - 1) + fib(n - 2)` over i64.
 pub fn fib(mb: &mut Mb) -> FuncId {
-    let id = mb.declare("fib", vec![pi("n")], vec![Type::I64]);
+    let id = mb.declare("@fib(n: i64) -> i64");
     mb.define(id, |b, p| {
         let base = b.create_block();
         let rec = b.create_block();
@@ -222,7 +222,7 @@ fn recursion_fib_and_factorial() {
         assert_eq!(f(n), vec![Val::I64(want)], "fib({n})");
     }
 
-    let fact = mb.declare("fact", vec![pf("x")], vec![Type::F64]);
+    let fact = mb.declare("@fact(x: f64) -> f64");
     mb.define(fact, |b, p| {
         let base = b.create_block();
         let rec = b.create_block();
@@ -249,8 +249,8 @@ fn recursion_fib_and_factorial() {
 
 /// `is_even(n) = n == 0 || is_odd(n - 1)`, `is_odd(n) = n != 0 && is_even(n - 1)`.
 pub fn even_odd(mb: &mut Mb) -> (FuncId, FuncId) {
-    let even = mb.declare("is_even", vec![pi("n")], vec![Type::Bool]);
-    let odd = mb.declare("is_odd", vec![pi("n")], vec![Type::Bool]);
+    let even = mb.declare("@is_even(n: i64) -> bool");
+    let odd = mb.declare("@is_odd(n: i64) -> bool");
     for (id, other, at_zero) in [(even, odd, true), (odd, even, false)] {
         mb.define(id, |b, p| {
             let base = b.create_block();
@@ -294,30 +294,25 @@ fn mutual_recursion() {
 fn block_arguments_are_parallel_copies() {
     // Swaps (x, y) n times through `jump head(i + 1, y, x)`.
     let mut mb = Mb::new();
-    let id = mb.func(
-        "swap",
-        vec![pi("n"), pf("x"), pf("y")],
-        vec![Type::F64, Type::F64],
-        |b, p| {
-            let head = b.create_block();
-            let i = b.append_block_param(head, Type::I64);
-            let x = b.append_block_param(head, Type::F64);
-            let y = b.append_block_param(head, Type::F64);
-            let body = b.create_block();
-            let exit = b.create_block();
-            let zero = b.iconst(0);
-            let one = b.iconst(1);
-            b.jump(head, &[zero, p[1], p[2]]);
-            b.switch_to_block(head);
-            let c = b.icmp(CmpCond::Lt, i, p[0]);
-            b.brif(c, body, &[], exit, &[]);
-            b.switch_to_block(body);
-            let i1 = b.iadd(i, one);
-            b.jump(head, &[i1, y, x]);
-            b.switch_to_block(exit);
-            b.ret(&[x, y]);
-        },
-    );
+    let id = mb.func("@swap(n: i64, x: f64, y: f64) -> (f64, f64)", |b, p| {
+        let head = b.create_block();
+        let i = b.append_block_param(head, Type::I64);
+        let x = b.append_block_param(head, Type::F64);
+        let y = b.append_block_param(head, Type::F64);
+        let body = b.create_block();
+        let exit = b.create_block();
+        let zero = b.iconst(0);
+        let one = b.iconst(1);
+        b.jump(head, &[zero, p[1], p[2]]);
+        b.switch_to_block(head);
+        let c = b.icmp(CmpCond::Lt, i, p[0]);
+        b.brif(c, body, &[], exit, &[]);
+        b.switch_to_block(body);
+        let i1 = b.iadd(i, one);
+        b.jump(head, &[i1, y, x]);
+        b.switch_to_block(exit);
+        b.ret(&[x, y]);
+    });
     let f = |n| {
         run(&mb.m, id, &[Val::I64(n), Val::F64(1.0), Val::F64(2.0)])
             .unwrap()
@@ -331,18 +326,13 @@ fn block_arguments_are_parallel_copies() {
 #[test]
 fn brif_to_one_block_with_different_arguments() {
     let mut mb = Mb::new();
-    let id = mb.func(
-        "pick",
-        vec![pb("c"), pf("x"), pf("y")],
-        vec![Type::F64],
-        |b, p| {
-            let join = b.create_block();
-            let r = b.append_block_param(join, Type::F64);
-            b.brif(p[0], join, &[p[1]], join, &[p[2]]);
-            b.switch_to_block(join);
-            b.ret(&[r]);
-        },
-    );
+    let id = mb.func("@pick(c: bool, x: f64, y: f64) -> f64", |b, p| {
+        let join = b.create_block();
+        let r = b.append_block_param(join, Type::F64);
+        b.brif(p[0], join, &[p[1]], join, &[p[2]]);
+        b.switch_to_block(join);
+        b.ret(&[r]);
+    });
     let f = |c| run_f64(&mb.m, id, &[Val::Bool(c), Val::F64(1.0), Val::F64(2.0)]);
     assert_eq!(f(true), 1.0);
     assert_eq!(f(false), 2.0);

@@ -97,83 +97,72 @@ fn the_op_lists_cover_every_intrinsic() {
     );
 }
 
-#[test]
-fn unary_ops_match_semantics_bit_for_bit() {
+/// Each of `ops`, a function of `arity` f64 parameters, compiled at both
+/// optimisation levels, gives `want` bit for bit on every tuple of
+/// [`inputs`], and agrees with the interpreter.
+fn check_against_semantics(ops: &[Opcode], arity: usize, want: fn(Opcode, &[f64]) -> f64) {
     let xs = inputs();
-    for op in unary_ops() {
-        let mut mb = Mb::new();
-        let id = mb.func(op.name(), vec![pf("x")], vec![Type::F64], |b, p| {
-            let y = b.unary(op, p[0]);
-            b.ret(&[y]);
-        });
-        for opt in [OptLevel::None, OptLevel::Speed] {
-            let c = compile(&mb.m, id, &options(opt, Limits::default())).unwrap();
-            for &x in &xs {
-                let got = match c.call(&[Val::F64(x)]).unwrap().results[0] {
-                    Val::F64(y) => y,
-                    ref v => panic!("{v:?}"),
-                };
-                let want = semantics::unary_f64(op, x);
-                assert!(
-                    same(got, want),
-                    "{op}({x:e}) = {got:e} ({:#x}), want {want:e} ({:#x}) [{opt:?}]",
-                    got.to_bits(),
-                    want.to_bits()
-                );
-            }
-        }
-        run(&mb.m, id, &[Val::F64(0.75)]).unwrap();
-    }
-}
-
-#[test]
-fn binary_ops_match_semantics_bit_for_bit() {
-    let xs = inputs();
-    for op in binary_ops() {
+    let tuples: Vec<Vec<f64>> = match arity {
+        1 => xs.iter().map(|&x| vec![x]).collect(),
+        _ => xs
+            .iter()
+            .flat_map(|&a| xs.iter().map(move |&b| vec![a, b]))
+            .collect(),
+    };
+    for &op in ops {
+        let params: Vec<String> = (0..arity).map(|k| format!("x{k}: f64")).collect();
         let mut mb = Mb::new();
         let id = mb.func(
-            op.name(),
-            vec![pf("a"), pf("b")],
-            vec![Type::F64],
+            &format!("@{}({}) -> f64", op.name(), params.join(", ")),
             |b, p| {
-                let y = b.binary(op, p[0], p[1]);
+                let y = match arity {
+                    1 => b.unary(op, p[0]),
+                    _ => b.binary(op, p[0], p[1]),
+                };
                 b.ret(&[y]);
             },
         );
         for opt in [OptLevel::None, OptLevel::Speed] {
             let c = compile(&mb.m, id, &options(opt, Limits::default())).unwrap();
-            for &a in &xs {
-                for &bb in &xs {
-                    let got = match c.call(&[Val::F64(a), Val::F64(bb)]).unwrap().results[0] {
-                        Val::F64(y) => y,
-                        ref v => panic!("{v:?}"),
-                    };
-                    let want = semantics::binary_f64(op, a, bb);
-                    assert!(
-                        same(got, want),
-                        "{op}({a:e}, {bb:e}) = {got:e} ({:#x}), want {want:e} ({:#x}) [{opt:?}]",
-                        got.to_bits(),
-                        want.to_bits()
-                    );
-                }
+            for t in &tuples {
+                let args: Vec<Val> = t.iter().map(|&x| Val::F64(x)).collect();
+                let got = match c.call(&args).unwrap().results[0] {
+                    Val::F64(y) => y,
+                    ref v => panic!("{v:?}"),
+                };
+                let want = want(op, t);
+                assert!(
+                    same(got, want),
+                    "{op}{t:?} = {got:e} ({:#x}), want {want:e} ({:#x}) [{opt:?}]",
+                    got.to_bits(),
+                    want.to_bits()
+                );
             }
         }
+        run(&mb.m, id, &vec![Val::F64(0.75); arity]).unwrap();
     }
+}
+
+#[test]
+fn unary_ops_match_semantics_bit_for_bit() {
+    check_against_semantics(&unary_ops(), 1, |op, x| semantics::unary_f64(op, x[0]));
+}
+
+#[test]
+fn binary_ops_match_semantics_bit_for_bit() {
+    check_against_semantics(&binary_ops(), 2, |op, x| {
+        semantics::binary_f64(op, x[0], x[1])
+    });
 }
 
 #[test]
 fn min_max_edge_values_by_hand() {
     let mut mb = Mb::new();
-    let id = mb.func(
-        "mm",
-        vec![pf("a"), pf("b")],
-        vec![Type::F64, Type::F64],
-        |b, p| {
-            let lo = b.binary(Opcode::Min, p[0], p[1]);
-            let hi = b.binary(Opcode::Max, p[0], p[1]);
-            b.ret(&[lo, hi]);
-        },
-    );
+    let id = mb.func("@mm(a: f64, b: f64) -> (f64, f64)", |b, p| {
+        let lo = b.binary(Opcode::Min, p[0], p[1]);
+        let hi = b.binary(Opcode::Max, p[0], p[1]);
+        b.ret(&[lo, hi]);
+    });
     let mm = |a: f64, b: f64| match run(&mb.m, id, &[Val::F64(a), Val::F64(b)])
         .unwrap()
         .results
@@ -197,7 +186,7 @@ fn min_max_edge_values_by_hand() {
 #[test]
 fn sign_and_round_edge_values_by_hand() {
     let mut mb = Mb::new();
-    let id = mb.func("sr", vec![pf("x")], vec![Type::F64, Type::F64], |b, p| {
+    let id = mb.func("@sr(x: f64) -> (f64, f64)", |b, p| {
         let s = b.unary(Opcode::Sign, p[0]);
         let r = b.unary(Opcode::Round, p[0]);
         b.ret(&[s, r]);
@@ -242,7 +231,7 @@ fn powi_matches_semantics_for_every_exponent_shape() {
         .iter()
         .map(|&n| {
             let name = format!("powi_{}", n.unsigned_abs()) + if n < 0 { "_neg" } else { "" };
-            let id = mb.func(&name, vec![pf("x")], vec![Type::F64], |b, p| {
+            let id = mb.func(&format!("@{name}(x: f64) -> f64"), |b, p| {
                 let y = b.powi(p[0], n);
                 b.ret(&[y]);
             });

@@ -12,8 +12,9 @@ mod timing;
 mod traps;
 
 use adze_interp::Interpreter;
-use adze_ir::{FuncBuilder, FuncId, Limits, Module, Outcome, Param, RunError, Type, Val, Value};
+use adze_ir::{FuncBuilder, FuncId, Limits, Module, Outcome, RunError, Type, Val, Value};
 use adze_jit::{compile, Compiled, JitOptions, OptLevel};
+use adze_test_support::ir;
 
 /// A module under construction.
 #[derive(Default)]
@@ -26,55 +27,28 @@ impl Mb {
         Mb::default()
     }
 
-    /// Declares a function (body added later with [`Mb::define`]).
-    pub fn declare(&mut self, name: &str, params: Vec<Param>, results: Vec<Type>) -> FuncId {
-        let sig = adze_ir::Signature { params, results };
-        self.m.declare(name, sig).expect("fresh name")
+    /// Declares the function of `header` (body added later with
+    /// [`Mb::define`]); see [`adze_test_support::ir::declare`].
+    #[track_caller]
+    pub fn declare(&mut self, header: &str) -> FuncId {
+        ir::declare(&mut self.m, header)
     }
 
     /// Gives a declared function its body: `body` gets the builder, already
     /// positioned in the entry block, and the parameter values.
     pub fn define(&mut self, id: FuncId, body: impl FnOnce(&mut FuncBuilder<'_>, &[Value])) {
-        let func = self.m.func_mut(id);
-        let mut b = FuncBuilder::new(func);
-        let entry = b.create_entry_block();
-        b.switch_to_block(entry);
-        let params = b.func.params().to_vec();
-        body(&mut b, &params);
+        ir::define(&mut self.m, id, body)
     }
 
-    /// Declares and defines a function.
+    /// Declares and defines the function of `header`.
+    #[track_caller]
     pub fn func(
         &mut self,
-        name: &str,
-        params: Vec<Param>,
-        results: Vec<Type>,
+        header: &str,
         body: impl FnOnce(&mut FuncBuilder<'_>, &[Value]),
     ) -> FuncId {
-        let id = self.declare(name, params, results);
-        self.define(id, body);
-        id
+        ir::func(&mut self.m, header, body)
     }
-}
-
-pub fn pf(name: &str) -> Param {
-    Param::new(name, Type::F64)
-}
-
-pub fn pi(name: &str) -> Param {
-    Param::new(name, Type::I64)
-}
-
-pub fn pb(name: &str) -> Param {
-    Param::new(name, Type::Bool)
-}
-
-pub fn pa(name: &str) -> Param {
-    Param::new(name, Type::Array)
-}
-
-pub fn pm(name: &str) -> Param {
-    Param::mutable_array(name)
 }
 
 pub fn options(opt_level: OptLevel, limits: Limits) -> JitOptions {
@@ -91,6 +65,26 @@ pub fn verified(m: &Module) {
     if let Err(e) = adze_ir::verify::verify_module(m) {
         panic!("test IR fails the verifier:\n{}\n{m}", e.listing());
     }
+}
+
+/// `text` parsed as IR, which must pass the verifier.
+pub fn module(text: &str) -> Module {
+    let m = adze_ir::parse::parse_module(text).unwrap_or_else(|e| panic!("{e}\n{text}"));
+    verified(&m);
+    m
+}
+
+/// The text of the IR file `tests/data/<path>`.
+pub fn data_text(path: &str) -> String {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/data")
+        .join(path);
+    std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The IR file `tests/data/<path>`, parsed and verified.
+pub fn data(path: &str) -> Module {
+    module(&data_text(path))
 }
 
 /// Compiles with the default options (verifier on).

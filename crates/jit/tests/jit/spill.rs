@@ -5,19 +5,11 @@
 
 use super::*;
 
-fn module(src: &str) -> Module {
-    let m = adze_ir::parse::parse_module(src).unwrap();
-    verified(&m);
-    m
-}
-
 /// The seed's forward derivative: a loop carries two sums, which after the
 /// loop are live across `cos` and `sin`.
-const SUMS_THEN_CALLS: &str = include_str!("../data/spill/sums_then_calls.ir");
-
 #[test]
 fn sums_live_across_calls_after_a_loop() {
-    let m = module(SUMS_THEN_CALLS);
+    let m = data("spill/sums_then_calls.ir");
     let id = m.get("f").unwrap();
     for x in [vec![], vec![0.5], vec![1.0, 2.0, -3.0]] {
         let s: f64 = x.iter().fold(0.0, |a, v| a + v * v);
@@ -31,12 +23,9 @@ fn sums_live_across_calls_after_a_loop() {
 /// A loop-invariant `c` and the running sum are live across `exp` on one
 /// path of a branch inside the loop and not on the other; both versions
 /// meet at the latch, and `c` is read again after the loop.
-const INVARIANT_ACROSS_A_CONDITIONAL_CALL: &str =
-    include_str!("../data/spill/invariant_across_a_conditional_call.ir");
-
 #[test]
 fn an_invariant_live_across_a_call_on_one_path_of_a_loop() {
-    let m = module(INVARIANT_ACROSS_A_CONDITIONAL_CALL);
+    let m = data("spill/invariant_across_a_conditional_call.ir");
     let id = m.get("f").unwrap();
     for (x, c) in [
         (Vec::<f64>::new(), 2.0_f64),
@@ -58,12 +47,9 @@ fn an_invariant_live_across_a_call_on_one_path_of_a_loop() {
 /// Values live across a call to generated code with two results and across
 /// a `zeros` allocation, live out of the block without being used in it
 /// (so they are reloaded before its branch), and a split block parameter.
-const ACROSS_CALLS_AND_ALLOCATION: &str =
-    include_str!("../data/spill/across_calls_and_allocation.ir");
-
 #[test]
 fn values_across_a_call_and_an_allocation() {
-    let m = module(ACROSS_CALLS_AND_ALLOCATION);
+    let m = data("spill/across_calls_and_allocation.ir");
     let id = m.get("f").unwrap();
     for (a, b, n) in [(1.5_f64, 0.25_f64, 2_i64), (1.5, 0.25, 0), (-3.0, 1.0, 1)] {
         let s = a + b;
@@ -88,18 +74,19 @@ fn values_across_a_call_and_an_allocation() {
 fn pressure(m: usize) -> Module {
     let params: String = (0..m).map(|k| format!(", a{k}: i64")).collect();
     let vals: String = (0..m).map(|k| format!(", v{}: i64", 100 + k)).collect();
-    let mut sum = String::new();
-    let mut last = "v40".to_string();
-    for k in 0..m {
-        sum += &format!("    v{} = iadd {last}, v{}\n", 200 + k, 100 + k);
-        last = format!("v{}", 200 + k);
-    }
-    let mut sum2 = String::new();
-    let mut last2 = "v50".to_string();
-    for k in 0..m {
-        sum2 += &format!("    v{} = imul {last2}, v{}\n", 300 + k, 100 + k);
-        last2 = format!("v{}", 300 + k);
-    }
+    // `start op v100 op v101 ...` into v{first}, v{first + 1}, ...: the
+    // instructions, and the value that holds the whole.
+    let fold = |op: &str, start: &str, first: usize| -> (String, String) {
+        let mut text = String::new();
+        let mut last = start.to_string();
+        for k in 0..m {
+            text += &format!("    v{} = {op} {last}, v{}\n", first + k, 100 + k);
+            last = format!("v{}", first + k);
+        }
+        (text, last)
+    };
+    let (sum, last) = fold("iadd", "v40", 200);
+    let (sum2, last2) = fold("imul", "v50", 300);
     let src = format!(
         "function @f(x: arr, c: bool{params}) -> (f64, i64) {{
 block0(v0: arr, v1: bool{vals}):

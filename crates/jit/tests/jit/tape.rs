@@ -2,14 +2,12 @@
 //! type and tape mismatches reported like the interpreter does.
 
 use crate::*;
-use adze_ir::parse::parse_module;
 use adze_ir::{TrapKind, Val};
 
 #[test]
 fn tapes_are_independent_stacks() {
     // Interleaved pushes on tapes 0 and 5 come back per tape, last in first out.
-    let m = parse_module(include_str!("../data/tape/independent_stacks.ir")).unwrap();
-    verified(&m);
+    let m = data("tape/independent_stacks.ir");
     let id = m.get("t").unwrap();
     let out = run(&m, id, &[Val::F64(1.5), Val::I64(7)]).unwrap();
     assert_eq!(
@@ -18,26 +16,25 @@ fn tapes_are_independent_stacks() {
     );
 }
 
+/// `t(1.5)` of `tests/data/tape/<file>` faults with a tape mismatch, in `t`.
+fn assert_mismatch_in_t(file: &str) {
+    let m = data(&format!("tape/{file}"));
+    let err = run(&m, m.get("t").unwrap(), &[Val::F64(1.5)]).unwrap_err();
+    assert_eq!((err.kind, err.func.as_str()), (TrapKind::TapeMismatch, "t"));
+}
+
 #[test]
 fn popping_another_tape_is_a_mismatch() {
-    let m = parse_module(include_str!("../data/tape/pop_another_tape.ir")).unwrap();
-    verified(&m);
-    let id = m.get("t").unwrap();
-    let err = run(&m, id, &[Val::F64(1.5)]).unwrap_err();
-    assert_eq!(err.kind, TrapKind::TapeMismatch);
-    assert_eq!(err.func, "t");
+    assert_mismatch_in_t("pop_another_tape.ir");
 }
 
 /// Pushes three values (f64, i64, bool) per iteration for `n` iterations,
 /// with pure arithmetic and an intrinsic call between the pushes, then pops
 /// them all back in a second loop, folding them into the results. The tape
 /// grows many times on the way (the inline push's slow path).
-const PUSH_POP_LOOPS: &str = include_str!("../data/tape/push_pop_loops.ir");
-
 #[test]
 fn inline_tape_survives_growth() {
-    let m = parse_module(PUSH_POP_LOOPS).unwrap();
-    verified(&m);
+    let m = data("tape/push_pop_loops.ir");
     let id = m.get("t").unwrap();
     for n in [0, 1, 7, 5000] {
         let out = run(&m, id, &[Val::F64(0.7), Val::I64(n)]).unwrap();
@@ -58,20 +55,14 @@ fn inline_tape_survives_growth() {
 fn a_mismatch_inside_a_pop_group_is_reported() {
     // The middle pop of a group of three expects an i64 where an f64 was
     // pushed; the first pop of the group is fine.
-    let m = parse_module(include_str!("../data/tape/mismatch_in_pop_group.ir")).unwrap();
-    verified(&m);
-    let id = m.get("t").unwrap();
-    let err = run(&m, id, &[Val::F64(1.5)]).unwrap_err();
-    assert_eq!(err.kind, TrapKind::TapeMismatch);
-    assert_eq!(err.func, "t");
+    assert_mismatch_in_t("mismatch_in_pop_group.ir");
 }
 
 #[test]
 fn a_pop_group_longer_than_the_tape_is_reported() {
     // Two values on the tape, a group of three pops; and a callee that pops
     // from an empty tape.
-    let m = parse_module(include_str!("../data/tape/pop_group_too_long.ir")).unwrap();
-    verified(&m);
+    let m = data("tape/pop_group_too_long.ir");
     let err = run(&m, m.get("t").unwrap(), &[Val::F64(1.5)]).unwrap_err();
     assert_eq!(err.kind, TrapKind::TapeMismatch);
     let err = run(&m, m.get("u").unwrap(), &[Val::F64(1.5)]).unwrap_err();
@@ -82,8 +73,7 @@ fn a_pop_group_longer_than_the_tape_is_reported() {
 fn a_trap_between_pops_comes_first() {
     // An out-of-bounds load between two pops of which the second mismatches:
     // the pops are not grouped across it, so the load's error is reported.
-    let m = parse_module(include_str!("../data/tape/trap_between_pops.ir")).unwrap();
-    verified(&m);
+    let m = data("tape/trap_between_pops.ir");
     let id = m.get("t").unwrap();
     let err = run(&m, id, &[Val::Array(vec![1.0]), Val::I64(5)]).unwrap_err();
     assert!(matches!(err.kind, TrapKind::IndexOutOfBounds { .. }));

@@ -24,7 +24,7 @@ fn report(label: &str, m: &Module, id: FuncId) {
 
 /// `n` straight-line f64 operations over a rolling window of values.
 fn straight_line(mb: &mut Mb, n: usize) -> FuncId {
-    mb.func("straight", vec![pf("x")], vec![Type::F64], |b, p| {
+    mb.func("@straight(x: f64) -> f64", |b, p| {
         let mut vals = vec![p[0]];
         for k in 0..n {
             let a = vals[vals.len() - 1];
@@ -45,7 +45,7 @@ fn straight_line(mb: &mut Mb, n: usize) -> FuncId {
 /// A reverse-mode-like shape: `n` forward steps storing to a tape, then `n`
 /// backward steps loading from it.
 fn tape_shape(mb: &mut Mb, n: usize) -> FuncId {
-    mb.func("tape", vec![pf("x"), pm("g")], vec![Type::F64], |b, p| {
+    mb.func("@tape(x: f64, g: mut arr) -> f64", |b, p| {
         let len = b.iconst(n as i64);
         let tape = b.zeros(len, "tape");
         let mut x = p[0];
@@ -77,16 +77,11 @@ fn compile_times() {
     let sumsq = super::control::sum_of_squares(&mut mb);
     let fib = super::control::fib(&mut mb);
     let (even, _) = super::control::even_odd(&mut mb);
-    let sel = mb.func(
-        "select_cmp",
-        vec![pf("a"), pf("b")],
-        vec![Type::F64],
-        |b, p| {
-            let c = b.fcmp(CmpCond::Lt, p[0], p[1]);
-            let r = b.select(c, p[0], p[1]);
-            b.ret(&[r]);
-        },
-    );
+    let sel = mb.func("@select_cmp(a: f64, b: f64) -> f64", |b, p| {
+        let c = b.fcmp(CmpCond::Lt, p[0], p[1]);
+        let r = b.select(c, p[0], p[1]);
+        b.ret(&[r]);
+    });
     report("sum_of_squares", &mb.m, sumsq);
     report("fib", &mb.m, fib);
     report("is_even/is_odd", &mb.m, even);

@@ -19,11 +19,11 @@ fn oob(func: &str, array: &str, index: i64, len: i64) -> RunError {
 /// `get(a, i) = a[i]`, called from `outer(a, i)` which allocates first.
 fn load_module() -> (Mb, FuncId, FuncId) {
     let mut mb = Mb::new();
-    let get = mb.func("get", vec![pa("xs"), pi("i")], vec![Type::F64], |b, p| {
+    let get = mb.func("@get(xs: arr, i: i64) -> f64", |b, p| {
         let x = b.load(p[0], p[1]);
         b.ret(&[x]);
     });
-    let outer = mb.func("outer", vec![pa("a"), pi("i")], vec![Type::F64], |b, p| {
+    let outer = mb.func("@outer(a: arr, i: i64) -> f64", |b, p| {
         let n = b.iconst(3);
         let _t = b.zeros(n, "scratch");
         let c = b.call(get, &[p[0], p[1]], &[Type::F64]);
@@ -71,12 +71,12 @@ fn out_of_bounds_read() {
 #[test]
 fn out_of_bounds_write_names_param_and_zeros_arrays() {
     let mut mb = Mb::new();
-    let put = mb.func("put", vec![pm("out"), pi("i")], vec![], |b, p| {
+    let put = mb.func("@put(out: mut arr, i: i64)", |b, p| {
         let x = b.fconst(1.0);
         b.store(p[0], p[1], x);
         b.ret(&[]);
     });
-    let local = mb.func("local", vec![pi("n"), pi("i")], vec![], |b, p| {
+    let local = mb.func("@local(n: i64, i: i64)", |b, p| {
         let t = b.zeros(p[0], "tape");
         let x = b.fconst(1.0);
         b.store(t, p[1], x);
@@ -100,11 +100,11 @@ fn out_of_bounds_write_names_param_and_zeros_arrays() {
 #[test]
 fn integer_division_traps() {
     let mut mb = Mb::new();
-    let div = mb.func("div", vec![pi("a"), pi("b")], vec![Type::I64], |b, p| {
+    let div = mb.func("@div(a: i64, b: i64) -> i64", |b, p| {
         let q = b.binary(Opcode::Idiv, p[0], p[1]);
         b.ret(&[q]);
     });
-    let rem = mb.func("rem", vec![pi("a"), pi("b")], vec![Type::I64], |b, p| {
+    let rem = mb.func("@rem(a: i64, b: i64) -> i64", |b, p| {
         let q = b.binary(Opcode::Irem, p[0], p[1]);
         b.ret(&[q]);
     });
@@ -140,7 +140,7 @@ fn integer_division_traps() {
 #[test]
 fn bad_zeros_length() {
     let mut mb = Mb::new();
-    let id = mb.func("alloc", vec![pi("n")], vec![Type::I64], |b, p| {
+    let id = mb.func("@alloc(n: i64) -> i64", |b, p| {
         let t = b.zeros(p[0], "buf");
         let n = b.len(t);
         b.ret(&[n]);
@@ -177,7 +177,7 @@ fn bad_zeros_length() {
 #[test]
 fn runaway_recursion_hits_the_depth_limit_without_crashing() {
     let mut mb = Mb::new();
-    let f = mb.declare("forever", vec![pf("x")], vec![Type::F64]);
+    let f = mb.declare("@forever(x: f64) -> f64");
     mb.define(f, |b, p| {
         let four = b.iconst(4);
         let _t = b.zeros(four, "t");
@@ -236,14 +236,9 @@ fn control_even_odd(mb: &mut Mb) -> (FuncId, FuncId) {
 #[test]
 fn bad_arguments() {
     let mut mb = Mb::new();
-    let id = mb.func(
-        "sig",
-        vec![pf("x"), pa("a"), pi("n"), pb("flag")],
-        vec![],
-        |b, _| {
-            b.ret(&[]);
-        },
-    );
+    let id = mb.func("@sig(x: f64, a: arr, n: i64, flag: bool)", |b, _| {
+        b.ret(&[]);
+    });
     let sig = mb.m.func(id).sig.clone();
     let good = [
         Val::F64(1.0),
@@ -289,11 +284,11 @@ fn bad_arguments() {
 #[test]
 fn autodiff_is_rejected_at_compile_time() {
     let mut mb = Mb::new();
-    let sq = mb.func("sq", vec![pf("x")], vec![Type::F64], |b, p| {
+    let sq = mb.func("@sq(x: f64) -> f64", |b, p| {
         let y = b.fmul(p[0], p[0]);
         b.ret(&[y]);
     });
-    let id = mb.func("grad", vec![pf("x")], vec![Type::F64], |b, p| {
+    let id = mb.func("@grad(x: f64) -> f64", |b, p| {
         let spec = AutodiffSpec {
             mode: Mode::Reverse,
             func: sq,
@@ -318,8 +313,8 @@ fn autodiff_is_rejected_at_compile_time() {
 #[test]
 fn declared_function_without_body_is_rejected() {
     let mut mb = Mb::new();
-    let ext = mb.declare("ext", vec![pf("x")], vec![Type::F64]);
-    let id = mb.func("user", vec![pf("x")], vec![Type::F64], |b, p| {
+    let ext = mb.declare("@ext(x: f64) -> f64");
+    let id = mb.func("@user(x: f64) -> f64", |b, p| {
         let c = b.call(ext, &[p[0]], &[Type::F64]);
         let r = b.func.dfg.first_result(c);
         b.ret(&[r]);
@@ -335,7 +330,7 @@ fn trap_deep_in_a_loop_with_live_arrays() {
     // A loop that allocates and calls; the callee traps on the 5th
     // iteration. Everything is freed and the error is the callee's.
     let (mut mb, get, _) = load_module();
-    let id = mb.func("looper", vec![pa("a")], vec![Type::F64], |b, p| {
+    let id = mb.func("@looper(a: arr) -> f64", |b, p| {
         let head = b.create_block();
         let i = b.append_block_param(head, Type::I64);
         let body = b.create_block();
@@ -369,7 +364,7 @@ fn bounds_checks_with_constant_indices() {
     // (array, index) pair already checked) must never hide a fault.
     let mut mb = Mb::new();
     // a[3]; a[1] (proven by a[3]); a[k] for the parameter k; a[k] again.
-    let id = mb.func("consts", vec![pm("a"), pi("k")], vec![Type::F64], |b, p| {
+    let id = mb.func("@consts(a: mut arr, k: i64) -> f64", |b, p| {
         let three = b.iconst(3);
         let one = b.iconst(1);
         let x = b.load(p[0], three);
@@ -405,7 +400,7 @@ fn bounds_checks_with_constant_indices() {
         (-1, Err(oob("zc", "t", -1, 3))),
     ] {
         let mut mb = Mb::new();
-        let id = mb.func("zc", vec![], vec![Type::F64], |b, _| {
+        let id = mb.func("@zc() -> f64", |b, _| {
             let n = b.iconst(3);
             let t = b.zeros(n, "t");
             let i = b.iconst(k);
@@ -421,28 +416,23 @@ fn bounds_checks_with_constant_indices() {
     // Facts do not leak from one block into another one that the first does
     // not dominate: a[5] checked on one branch, a[2] on the join.
     let mut mb = Mb::new();
-    let id = mb.func(
-        "branches",
-        vec![pa("a"), pb("c")],
-        vec![Type::F64],
-        |b, p| {
-            let t = b.create_block();
-            let join = b.create_block();
-            let five = b.iconst(5);
-            let two = b.iconst(2);
-            let z = b.fconst(0.0);
-            b.brif(p[1], t, &[], join, &[z]);
-            b.switch_to_block(t);
-            let x = b.load(p[0], five);
-            b.jump(join, &[x]);
-            let _ = b.append_block_param(join, Type::F64);
-            b.switch_to_block(join);
-            let r = b.func.dfg.block_params(join)[0];
-            let y = b.load(p[0], two);
-            let s = b.fadd(r, y);
-            b.ret(&[s]);
-        },
-    );
+    let id = mb.func("@branches(a: arr, c: bool) -> f64", |b, p| {
+        let t = b.create_block();
+        let join = b.create_block();
+        let five = b.iconst(5);
+        let two = b.iconst(2);
+        let z = b.fconst(0.0);
+        b.brif(p[1], t, &[], join, &[z]);
+        b.switch_to_block(t);
+        let x = b.load(p[0], five);
+        b.jump(join, &[x]);
+        let _ = b.append_block_param(join, Type::F64);
+        b.switch_to_block(join);
+        let r = b.func.dfg.block_params(join)[0];
+        let y = b.load(p[0], two);
+        let s = b.fadd(r, y);
+        b.ret(&[s]);
+    });
     assert_eq!(
         run(&mb.m, id, &[a(2), Val::Bool(false)]),
         Err(oob("branches", "a", 2, 2))

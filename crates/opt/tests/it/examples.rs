@@ -5,19 +5,13 @@
 //! generated inputs and on the arguments of the file's `// run:` lines.
 
 use crate::support::*;
-use adze_ir::{Module, Type, Val};
+use adze_ir::{Module, Val};
 use adze_opt::{inline_module, DefaultPolicy};
-use std::path::PathBuf;
+use adze_test_support::adze::run_args;
+use adze_test_support::examples::{example_files, run_lines};
 
 fn examples() -> Vec<(String, String)> {
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../ir-examples");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|e| e == "adz"))
-        .collect();
-    files.sort();
-    files
+    example_files()
         .into_iter()
         .map(|p| {
             let name = p.file_name().unwrap().to_string_lossy().into_owned();
@@ -26,59 +20,17 @@ fn examples() -> Vec<(String, String)> {
         .collect()
 }
 
-/// Splits `a, [b, c], d` at top-level commas.
-fn split_args(s: &str) -> Vec<&str> {
-    let (mut out, mut depth, mut start) = (Vec::new(), 0, 0);
-    for (i, c) in s.char_indices() {
-        match c {
-            '[' | '(' => depth += 1,
-            ']' | ')' => depth -= 1,
-            ',' if depth == 0 => {
-                out.push(s[start..i].trim());
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    if !s[start..].trim().is_empty() {
-        out.push(s[start..].trim());
-    }
-    out
-}
-
 /// The calls of the `// run: f(args) == value` lines, with arguments typed
 /// by the function's signature.
-fn run_lines(module: &Module, src: &str) -> Vec<(String, Vec<Val>)> {
-    let mut out = Vec::new();
-    for line in src.lines() {
-        let Some(rest) = line.trim().strip_prefix("// run:") else {
-            continue;
-        };
-        let call = rest.split(" == ").next().unwrap().trim();
-        let open = call.find('(').unwrap();
-        let name = &call[..open];
-        let id = module.get(name).unwrap();
-        let params = &module.func(id).sig.params;
-        let args = split_args(&call[open + 1..call.len() - 1]);
-        assert_eq!(args.len(), params.len(), "{line}");
-        let vals = args
-            .iter()
-            .zip(params)
-            .map(|(a, p)| match p.ty {
-                Type::F64 => Val::F64(a.parse().unwrap()),
-                Type::I64 => Val::I64(a.parse().unwrap()),
-                Type::Bool => Val::Bool(a.parse().unwrap()),
-                Type::Array => Val::Array(
-                    split_args(a.trim_start_matches('[').trim_end_matches(']'))
-                        .iter()
-                        .map(|x| x.parse().unwrap())
-                        .collect(),
-                ),
-            })
-            .collect();
-        out.push((name.to_string(), vals));
-    }
-    out
+fn run_calls(module: &Module, src: &str) -> Vec<(String, Vec<Val>)> {
+    run_lines(src)
+        .into_iter()
+        .map(|(line, run)| {
+            let params = &module.func(module.get(run.func).unwrap()).sig.params;
+            let vals = run_args(&run, params).unwrap_or_else(|e| panic!("line {line}: {e}"));
+            (run.func.to_string(), vals)
+        })
+        .collect()
 }
 
 #[test]
@@ -91,7 +43,7 @@ fn every_example_function_inlines_and_agrees() {
         let stats = inline_module(&mut after, &DefaultPolicy { budget: usize::MAX });
         inlined += stats.inlined;
         check_well_formed(&after).unwrap_or_else(|e| panic!("{file}: {e}"));
-        let runs = run_lines(&before, &src);
+        let runs = run_calls(&before, &src);
         for (id, f) in before.iter() {
             if f.is_declaration() || reaches_autodiff(&before, id) {
                 continue;

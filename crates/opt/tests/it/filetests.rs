@@ -32,8 +32,9 @@ use adze_ir::{FuncId, Module, Type, Val, ValueDef};
 use adze_opt::{
     inline_functions, inline_module, run_pass, DefaultPolicy, OptStats, Pass, PIPELINE,
 };
-use adze_test_support::adze::{same_outcome, well_formed};
+use adze_test_support::adze::{run_args, same_outcome, well_formed};
 use adze_test_support::diff::unified_diff;
+use adze_test_support::examples::RunLine;
 use adze_test_support::{run_filetests, Config, TestFile};
 
 #[test]
@@ -272,24 +273,16 @@ pub fn compare(before: &Module, after: &Module) -> Result<(), String> {
 
 /// A `run:` line: `@f(ARGS)`, optionally `== OUTCOME`.
 fn run_line(before: &Module, after: &Module, line: &str) -> Result<(), String> {
-    let (call, want) = match line.split_once("==") {
-        Some((c, w)) => (c.trim(), Some(w.trim())),
-        None => (line.trim(), None),
-    };
-    let (name, args) = call
-        .strip_suffix(')')
-        .and_then(|c| c.split_once('('))
-        .ok_or_else(|| format!("`{call}`: expected `@name(args)`"))?;
-    let name = name.trim().trim_start_matches('@');
+    let run = RunLine::parse(line)?;
+    let name = run.func;
     let id = before
         .get(name)
         .ok_or_else(|| format!("no function @{name}"))?;
-    let types: Vec<Type> = before.func(id).sig.params.iter().map(|p| p.ty).collect();
-    let args = parse_args(args, &types)?;
+    let args = run_args(&run, &before.func(id).sig.params)?;
     let a = Interpreter::new(before).call(id, &args);
     let b = Interpreter::new(after).call(after.get(name).unwrap(), &args);
     if !same_outcome(&a, &b) {
-        return Err(format!("{call}:\n  before: {a:?}\n  after:  {b:?}"));
+        return Err(format!("{line}:\n  before: {a:?}\n  after:  {b:?}"));
     }
     let got = match &b {
         Ok(o) => o
@@ -300,60 +293,10 @@ fn run_line(before: &Module, after: &Module, line: &str) -> Result<(), String> {
             .join(", "),
         Err(e) => format!("error: {}", e.kind),
     };
-    match want {
-        Some(w) if w != got => Err(format!("{call} gives `{got}`, not `{w}`")),
+    match run.expected {
+        Some(w) if w != got => Err(format!("{line} gives `{got}`, not `{w}`")),
         _ => Ok(()),
     }
-}
-
-/// `1.5, [1.0, 2.0], 3` for parameters of `types`.
-fn parse_args(text: &str, types: &[Type]) -> Result<Vec<Val>, String> {
-    // Split at the commas outside brackets.
-    let mut parts = Vec::new();
-    let (mut depth, mut start) = (0, 0);
-    for (i, c) in text.char_indices() {
-        match c {
-            '[' => depth += 1,
-            ']' => depth -= 1,
-            ',' if depth == 0 => {
-                parts.push(text[start..i].trim());
-                start = i + 1;
-            }
-            _ => {}
-        }
-    }
-    if !text.trim().is_empty() {
-        parts.push(text[start..].trim());
-    }
-    if parts.len() != types.len() {
-        return Err(format!(
-            "{} argument(s) for {} parameter(s)",
-            parts.len(),
-            types.len()
-        ));
-    }
-    let f64_of = |s: &str| s.trim().parse::<f64>().map_err(|e| format!("`{s}`: {e}"));
-    parts
-        .iter()
-        .zip(types)
-        .map(|(p, ty)| match ty {
-            Type::F64 => f64_of(p).map(Val::F64),
-            Type::I64 => p.parse().map(Val::I64).map_err(|e| format!("`{p}`: {e}")),
-            Type::Bool => p.parse().map(Val::Bool).map_err(|e| format!("`{p}`: {e}")),
-            Type::Array => {
-                let inner = p
-                    .strip_prefix('[')
-                    .and_then(|q| q.strip_suffix(']'))
-                    .ok_or_else(|| format!("`{p}`: expected `[..]`"))?;
-                let xs: Result<Vec<f64>, String> = if inner.trim().is_empty() {
-                    Ok(Vec::new())
-                } else {
-                    inner.split(',').map(f64_of).collect()
-                };
-                xs.map(Val::Array)
-            }
-        })
-        .collect()
 }
 
 // --------------------------------------------------------------- inline

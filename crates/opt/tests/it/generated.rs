@@ -9,28 +9,8 @@
 
 use crate::support::*;
 use adze_opt::{inline_module, DefaultPolicy};
+use adze_test_support::rng::Rng;
 use proptest::prelude::*;
-
-/// A tiny deterministic random source (xorshift64*).
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-    fn pick<'a>(&mut self, xs: &'a [String]) -> &'a str {
-        &xs[self.below(xs.len())]
-    }
-}
 
 const UNARY: [&str; 8] = ["sin", "cos", "tanh", "exp", "atan", "sqrt", "abs", "floor"];
 const SIG: &str = "(x: f64, y: f64, n: i64, a: [f64], out: mut [f64]) -> f64";
@@ -200,7 +180,7 @@ impl Gen {
 
     pub(crate) fn program(seed: u64) -> String {
         let mut g = Gen {
-            rng: Rng(seed | 1),
+            rng: Rng::new(seed),
             fvars: Vec::new(),
             ivars: Vec::new(),
             arrays: Vec::new(),
