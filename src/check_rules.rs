@@ -32,7 +32,9 @@
 //! counted; a rule that faults where the body does not is an error.
 
 use crate::Error;
-use adze_ir::{ArgActivity, FuncId, Mode, Module, Outcome, RetActivity, Signature, Type, Val};
+use adze_ir::{
+    ArgActivity, FuncId, Function, Mode, Module, Outcome, RetActivity, Signature, Type, Val,
+};
 
 /// How `check-rules` samples.
 #[derive(Clone, Debug)]
@@ -292,7 +294,26 @@ enum Verdict {
 }
 
 /// Checks every rule of `module` (or of `options.func`).
+///
+/// In phases: the functions whose rules are checked (`owners`); per
+/// function, its rule-free twin, sample points and the twin's derivatives
+/// (`Owner::prepare`); per rule, the samples compared
+/// (`Owner::check_rule`).
 pub fn check_rules(module: &Module, options: &CheckOptions) -> Result<Vec<RuleCheck>, Error> {
+    let mut out = Vec::new();
+    for owner in owners(module, options)? {
+        let owner = Owner::prepare(module, owner, options)?;
+        for (mode, rule) in owner.f.meta.rules.iter() {
+            out.push(owner.check_rule(mode, rule));
+        }
+    }
+    Ok(out)
+}
+
+/// The functions whose rules are checked, once the options make sense for
+/// them: at least one sample; `options.func` exists and has rules; every
+/// pinned name is a parameter of one of them.
+fn owners(module: &Module, options: &CheckOptions) -> Result<Vec<FuncId>, Error> {
     if options.samples == 0 {
         return Err(Error::Argument("`--samples` must be at least 1".into()));
     }
@@ -319,8 +340,29 @@ pub fn check_rules(module: &Module, options: &CheckOptions) -> Result<Vec<RuleCh
             )));
         }
     }
-    let mut out = Vec::new();
-    for owner in owners {
+    Ok(owners)
+}
+
+/// A function with rules, ready for its rules to be checked: a copy of the
+/// module with the function's rule-free twin `F.body` and the twin's
+/// derivatives, and the sample points.
+struct Owner {
+    m: Module,
+    /// The function, its `autodiff`s lowered.
+    f: Function,
+    /// The twin.
+    body: FuncId,
+    /// The twin's forward derivative (every f64 `dual`, every array `dup`).
+    fwd: FuncId,
+    /// The twin's reverse derivative, if the function has a reverse rule.
+    rev: Option<FuncId>,
+    samples: Vec<Sample>,
+}
+
+impl Owner {
+    /// `owner` (of `module`) ready to check; an error if it cannot be
+    /// differentiated or a pinned value is not of its parameter's type.
+    fn prepare(module: &Module, owner: FuncId, options: &CheckOptions) -> Result<Owner, Error> {
         // The rule-free twin of the body, differentiated by the AD passes.
         let mut m = module.clone();
         adze_ad::lower_autodiff_from(&mut m, owner)?;
@@ -332,120 +374,162 @@ pub fn check_rules(module: &Module, options: &CheckOptions) -> Result<Vec<RuleCh
         let body_id = m
             .push(body)
             .map_err(|e| Error::Argument(format!("check-rules: {e}")))?;
-        let sig = f.sig.clone();
-        let pinned = sig
-            .params
-            .iter()
-            .map(|p| {
-                options
-                    .pinned
-                    .iter()
-                    .rev()
-                    .find(|(n, _)| n == &p.name)
-                    .map(|(_, text)| {
-                        crate::args::parse_value(text, p.ty).map_err(|why| {
-                            Error::Argument(format!("`--arg {}={text}`: {why}", p.name))
-                        })
-                    })
-                    .transpose()
-            })
-            .collect::<Result<Vec<Option<Val>>, Error>>()?;
+        let pinned = pinned_values(&f.sig, options)?;
         let mut rng = Rng::new(options.seed, &f.name);
         let samples: Vec<Sample> = (0..options.samples)
-            .map(|_| Sample::draw(&mut rng, &sig, &pinned, options.len))
+            .map(|_| Sample::draw(&mut rng, &f.sig, &pinned, options.len))
             .collect();
-        let all_f64 = !sig.results.is_empty() && sig.results.iter().all(|&t| t == Type::F64);
-        let fwd_acts: Vec<ArgActivity> = sig
-            .params
-            .iter()
-            .map(|p| match p.ty {
-                Type::F64 => ArgActivity::Dual,
-                Type::Array => ArgActivity::Dup,
-                _ => ArgActivity::Const,
-            })
-            .collect();
-        let fret = if all_f64 {
-            RetActivity::Dual
-        } else {
-            RetActivity::Const
+        let reverse = f.meta.rules.get(Mode::Reverse).is_some();
+        let (fwd, rev) = derivatives(&mut m, &body_name, &f.sig, reverse)?;
+        Ok(Owner {
+            m,
+            f,
+            body: body_id,
+            fwd,
+            rev,
+            samples,
+        })
+    }
+
+    /// Runs the rule `rule` of mode `mode` at every sample, against the
+    /// derivative of the body, until it faults where the body does not.
+    fn check_rule(&self, mode: Mode, rule: FuncId) -> RuleCheck {
+        let sig = &self.f.sig;
+        let mut check = RuleCheck {
+            func: self.f.name.clone(),
+            mode,
+            rule: self.m.func(rule).name.clone(),
+            samples: 0,
+            skipped: 0,
+            discrepancy: 0.0,
+            dot: None,
+            worst_at: None,
+            error: None,
         };
-        let fwd = adze_ad::derive_forward(&mut m, &body_name, &fwd_acts, fret, 1)?;
-        let rev = if f.meta.rules.get(Mode::Reverse).is_some() {
-            let rev_acts: Vec<ArgActivity> = fwd_acts
-                .iter()
-                .map(|a| match a {
-                    ArgActivity::Dual => ArgActivity::Active,
-                    other => *other,
-                })
-                .collect();
-            let rret = if all_f64 {
-                RetActivity::Active
-            } else {
-                RetActivity::Const
-            };
-            Some(adze_ad::derive_reverse(
-                &mut m, &body_name, &rev_acts, rret,
-            )?)
-        } else {
-            None
-        };
-        for (mode, rule) in f.meta.rules.iter() {
-            let mut check = RuleCheck {
-                func: f.name.clone(),
-                mode,
-                rule: m.func(rule).name.clone(),
-                samples: 0,
-                skipped: 0,
-                discrepancy: 0.0,
-                dot: None,
-                worst_at: None,
-                error: None,
-            };
-            let mut worst_seen = 0.0;
-            for sample in &samples {
-                // The body itself must run at this point.
-                if run(&m, body_id, &sample.primal).is_err() {
-                    check.skipped += 1;
-                    continue;
+        let mut worst_seen = 0.0;
+        for sample in &self.samples {
+            // The body itself must run at this point.
+            if run(&self.m, self.body, &sample.primal).is_err() {
+                check.skipped += 1;
+                continue;
+            }
+            let verdict = match (mode, self.rev) {
+                (Mode::Reverse, Some(rev)) => {
+                    check_reverse(&self.m, rule, rev, self.fwd, sig, sample)
                 }
-                let verdict = match (mode, rev) {
-                    (Mode::Reverse, Some(rev)) => check_reverse(&m, rule, rev, fwd, &sig, sample),
-                    _ => check_forward(&m, rule, fwd, &sig, sample),
-                };
-                match verdict {
-                    Err(e) => {
-                        check.error = Some(format!(
-                            "the rule fails where the body runs ({}): {e}",
-                            sample.describe(&sig)
-                        ));
-                        break;
-                    }
-                    Ok(Verdict::Skip) => check.skipped += 1,
-                    Ok(Verdict::Compared(d, dot)) => {
-                        check.samples += 1;
-                        check.discrepancy = check.discrepancy.max(d);
-                        if let Some(dot) = dot {
-                            check.dot = Some(check.dot.unwrap_or(0.0).max(dot));
-                        }
-                        let here = d.max(dot.unwrap_or(0.0));
-                        if here > worst_seen {
-                            worst_seen = here;
-                            check.worst_at = Some(sample.describe(&sig));
-                        }
-                    }
+                _ => check_forward(&self.m, rule, self.fwd, sig, sample),
+            };
+            match verdict {
+                Err(e) => {
+                    check.error = Some(format!(
+                        "the rule fails where the body runs ({}): {e}",
+                        sample.describe(sig)
+                    ));
+                    break;
+                }
+                Ok(Verdict::Skip) => check.skipped += 1,
+                Ok(Verdict::Compared(d, dot)) => {
+                    check.compared(d, dot, &mut worst_seen, || sample.describe(sig));
                 }
             }
-            if check.error.is_none() && check.samples == 0 {
-                check.error = Some(format!(
-                    "no sample could be compared: at all {} the body faults or its derivative is not finite; \
-                     pin arguments with `--arg NAME=VALUE` or choose the array length with `--len L`",
-                    check.skipped
-                ));
-            }
-            out.push(check);
+        }
+        if check.error.is_none() && check.samples == 0 {
+            check.error = Some(format!(
+                "no sample could be compared: at all {} the body faults or its derivative is not finite; \
+                 pin arguments with `--arg NAME=VALUE` or choose the array length with `--len L`",
+                check.skipped
+            ));
+        }
+        check
+    }
+}
+
+impl RuleCheck {
+    /// Counts a compared sample of discrepancy `d` (and `dot`); where it
+    /// is the largest so far (`worst_seen`), records it `at`.
+    fn compared(
+        &mut self,
+        d: f64,
+        dot: Option<f64>,
+        worst_seen: &mut f64,
+        at: impl FnOnce() -> String,
+    ) {
+        self.samples += 1;
+        self.discrepancy = self.discrepancy.max(d);
+        if let Some(dot) = dot {
+            self.dot = Some(self.dot.unwrap_or(0.0).max(dot));
+        }
+        let here = d.max(dot.unwrap_or(0.0));
+        if here > *worst_seen {
+            *worst_seen = here;
+            self.worst_at = Some(at());
         }
     }
-    Ok(out)
+}
+
+/// The value of every parameter of `sig` that `--arg` pins (the last
+/// `--arg` of a name wins).
+fn pinned_values(sig: &Signature, options: &CheckOptions) -> Result<Vec<Option<Val>>, Error> {
+    sig.params
+        .iter()
+        .map(|p| {
+            options
+                .pinned
+                .iter()
+                .rev()
+                .find(|(n, _)| n == &p.name)
+                .map(|(_, text)| {
+                    crate::args::parse_value(text, p.ty)
+                        .map_err(|why| Error::Argument(format!("`--arg {}={text}`: {why}", p.name)))
+                })
+                .transpose()
+        })
+        .collect()
+}
+
+/// The forward derivative of the twin `body` (of signature `sig`): every
+/// f64 `dual`, every array `dup`, the rest `const`; and, if `reverse`, its
+/// reverse derivative (`active` for `dual`). The results are `dual`
+/// (`active`) if they are all f64, else `const`.
+fn derivatives(
+    m: &mut Module,
+    body: &str,
+    sig: &Signature,
+    reverse: bool,
+) -> Result<(FuncId, Option<FuncId>), Error> {
+    let all_f64 = !sig.results.is_empty() && sig.results.iter().all(|&t| t == Type::F64);
+    let fwd_acts: Vec<ArgActivity> = sig
+        .params
+        .iter()
+        .map(|p| match p.ty {
+            Type::F64 => ArgActivity::Dual,
+            Type::Array => ArgActivity::Dup,
+            _ => ArgActivity::Const,
+        })
+        .collect();
+    let fret = if all_f64 {
+        RetActivity::Dual
+    } else {
+        RetActivity::Const
+    };
+    let fwd = adze_ad::derive_forward(m, body, &fwd_acts, fret, 1)?;
+    if !reverse {
+        return Ok((fwd, None));
+    }
+    let rev_acts: Vec<ArgActivity> = fwd_acts
+        .iter()
+        .map(|a| match a {
+            ArgActivity::Dual => ArgActivity::Active,
+            other => *other,
+        })
+        .collect();
+    let rret = if all_f64 {
+        RetActivity::Active
+    } else {
+        RetActivity::Const
+    };
+    let rev = adze_ad::derive_reverse(m, body, &rev_acts, rret)?;
+    Ok((fwd, Some(rev)))
 }
 
 fn run(m: &Module, id: FuncId, args: &[Val]) -> Result<Outcome, adze_ir::RunError> {

@@ -80,71 +80,83 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Compile FILE and run one function.
-    Run {
-        file: PathBuf,
-        /// The function to run.
-        #[arg(long = "fn", value_name = "NAME")]
-        func: String,
-        /// An argument: NAME=VALUE, VALUE a number, true/false, or [x, y, ..].
-        #[arg(long = "arg", value_name = "NAME=VALUE")]
-        args: Vec<String>,
-        /// Print {"result": R, "arrays": {..}} as one JSON object.
-        #[arg(long)]
-        json: bool,
-        /// Run on the Cranelift JIT or the reference interpreter.
-        #[arg(long, value_enum, default_value_t = Engine::Jit)]
-        engine: Engine,
-        /// Stop the run with an error (exit 1) once it has run for SECONDS
-        /// (wall-clock time of the run itself, not of compiling it;
-        /// fractions allowed, e.g. 0.5).
-        #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
-        timeout: Option<std::time::Duration>,
-        #[command(flatten)]
-        derive: DeriveArgs,
-        #[command(flatten)]
-        pipeline: PipelineArgs,
-    },
+    Run(RunArgs),
     /// Print the IR after a stage of the pipeline.
-    Dump {
-        file: PathBuf,
-        /// Print only this function.
-        #[arg(long = "fn", value_name = "NAME")]
-        func: Option<String>,
-        /// The stage to print, or `all`.
-        #[arg(long, default_value = "parsed", value_parser = ["parsed", "inlined", "ad", "optimized", "all"])]
-        stage: String,
-        #[command(flatten)]
-        derive: DeriveArgs,
-        #[command(flatten)]
-        pipeline: PipelineArgs,
-    },
+    Dump(DumpArgs),
     /// Check FILE (parse, resolve, type-check, lower, verify) without running
     /// it; warn about rules that do not cover a mode the program uses.
     Check { file: PathBuf },
     /// Compare every custom rule of FILE with the AD derivative of its
     /// function's body at random (seeded) sample points; exit 1 if one
     /// disagrees.
-    CheckRules {
-        file: PathBuf,
-        /// Largest discrepancy |rule - AD| / max(1, |AD|) that agrees.
-        #[arg(long, default_value_t = 1e-6)]
-        tolerance: f64,
-        /// Sample points per function.
-        #[arg(long, value_name = "N", default_value_t = adze::check_rules::DEFAULT_SAMPLES)]
-        samples: usize,
-        /// Seed of the sample generator (the same seed, the same points).
-        #[arg(long, value_name = "S", default_value_t = 0)]
-        seed: u64,
-        /// Every array argument has this length (default: drawn per sample).
-        #[arg(long, value_name = "L")]
-        len: Option<usize>,
-        /// Pin a parameter: NAME=VALUE, for every function that has NAME.
-        #[arg(long = "arg", value_name = "NAME=VALUE")]
-        args: Vec<String>,
-        /// Check only the rules of this function.
-        #[arg(long = "fn", value_name = "NAME")]
-        func: Option<String>,
-    },
+    CheckRules(CheckRulesArgs),
+}
+
+/// The arguments of `adze run`.
+#[derive(clap::Args)]
+struct RunArgs {
+    file: PathBuf,
+    /// The function to run.
+    #[arg(long = "fn", value_name = "NAME")]
+    func: String,
+    /// An argument: NAME=VALUE, VALUE a number, true/false, or [x, y, ..].
+    #[arg(long = "arg", value_name = "NAME=VALUE")]
+    args: Vec<String>,
+    /// Print {"result": R, "arrays": {..}} as one JSON object.
+    #[arg(long)]
+    json: bool,
+    /// Run on the Cranelift JIT or the reference interpreter.
+    #[arg(long, value_enum, default_value_t = Engine::Jit)]
+    engine: Engine,
+    /// Stop the run with an error (exit 1) once it has run for SECONDS
+    /// (wall-clock time of the run itself, not of compiling it;
+    /// fractions allowed, e.g. 0.5).
+    #[arg(long, value_name = "SECONDS", value_parser = parse_seconds)]
+    timeout: Option<std::time::Duration>,
+    #[command(flatten)]
+    derive: DeriveArgs,
+    #[command(flatten)]
+    pipeline: PipelineArgs,
+}
+
+/// The arguments of `adze dump`.
+#[derive(clap::Args)]
+struct DumpArgs {
+    file: PathBuf,
+    /// Print only this function.
+    #[arg(long = "fn", value_name = "NAME")]
+    func: Option<String>,
+    /// The stage to print, or `all`.
+    #[arg(long, default_value = "parsed", value_parser = ["parsed", "inlined", "ad", "optimized", "all"])]
+    stage: String,
+    #[command(flatten)]
+    derive: DeriveArgs,
+    #[command(flatten)]
+    pipeline: PipelineArgs,
+}
+
+/// The arguments of `adze check-rules`.
+#[derive(clap::Args)]
+struct CheckRulesArgs {
+    file: PathBuf,
+    /// Largest discrepancy |rule - AD| / max(1, |AD|) that agrees.
+    #[arg(long, default_value_t = 1e-6)]
+    tolerance: f64,
+    /// Sample points per function.
+    #[arg(long, value_name = "N", default_value_t = adze::check_rules::DEFAULT_SAMPLES)]
+    samples: usize,
+    /// Seed of the sample generator (the same seed, the same points).
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    seed: u64,
+    /// Every array argument has this length (default: drawn per sample).
+    #[arg(long, value_name = "L")]
+    len: Option<usize>,
+    /// Pin a parameter: NAME=VALUE, for every function that has NAME.
+    #[arg(long = "arg", value_name = "NAME=VALUE")]
+    args: Vec<String>,
+    /// Check only the rules of this function.
+    #[arg(long = "fn", value_name = "NAME")]
+    func: Option<String>,
 }
 
 /// How the pipeline runs: the inliner, the limits of AD, the optimizer.
@@ -267,7 +279,7 @@ fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let json = matches!(cli.command, Command::Run { json: true, .. });
+    let json = matches!(&cli.command, Command::Run(a) if a.json);
     let code = match execute(cli.command) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
@@ -303,163 +315,177 @@ fn report(err: &Error, json: bool) {
     }
 }
 
+/// Runs one subcommand: one function each.
 fn execute(command: Command) -> Result<(), Error> {
     match command {
-        Command::Run {
-            file,
-            func,
-            args,
-            json,
-            engine,
-            timeout,
-            derive,
-            pipeline,
-        } => {
-            let mut session = pipeline.session(&file)?;
-            session.limits.timeout = timeout;
-            session.function(&func)?;
-            if json {
-                warn_json(derive.warnings(&session, &func));
-            } else {
-                warn(derive.warnings(&session, &func));
-            }
-            let (module, func) = derive.apply(&session, &func)?;
-            let id = adze::pipeline::function_by_name(&module, &func)?;
-            let sig = module.func(id).sig.clone();
-            let pairs = args
-                .iter()
-                .map(|a| split_assignment(a).map(|(n, v)| (n.to_string(), v.to_string())))
-                .collect::<Result<Vec<_>, _>>()?;
-            let values = bind_args(&module, id, &pairs)?;
-            let outcome = session.run_in(&module, &func, &values, engine)?;
-            let mut_arrays: Vec<(String, &Val)> = sig
-                .params
-                .iter()
-                .zip(&outcome.args)
-                .filter(|(p, _)| p.ty == Type::Array && p.mutable)
-                .map(|(p, v)| (p.name.clone(), v))
-                .collect();
-            if json {
-                println!("{}", json_outcome(&outcome, &mut_arrays));
-            } else {
-                print_outcome(&outcome, &mut_arrays);
-            }
-            Ok(())
+        Command::Run(a) => run(a),
+        Command::Dump(a) => dump(a),
+        Command::CheckRules(a) => check_rules(a),
+        Command::Check { file } => check(&file),
+    }
+}
+
+/// `NAME=VALUE` options as pairs.
+fn assignments(args: &[String]) -> Result<Vec<(String, String)>, Error> {
+    args.iter()
+        .map(|a| split_assignment(a).map(|(n, v)| (n.to_string(), v.to_string())))
+        .collect()
+}
+
+/// `adze run`: compile, (derive,) bind the arguments, run, print the
+/// results and the final contents of the `mut` arrays.
+fn run(a: RunArgs) -> Result<(), Error> {
+    let RunArgs {
+        file,
+        func,
+        args,
+        json,
+        engine,
+        timeout,
+        derive,
+        pipeline,
+    } = a;
+    let mut session = pipeline.session(&file)?;
+    session.limits.timeout = timeout;
+    session.function(&func)?;
+    if json {
+        warn_json(derive.warnings(&session, &func));
+    } else {
+        warn(derive.warnings(&session, &func));
+    }
+    let (module, func) = derive.apply(&session, &func)?;
+    let id = adze::pipeline::function_by_name(&module, &func)?;
+    let sig = module.func(id).sig.clone();
+    let pairs = assignments(&args)?;
+    let values = bind_args(&module, id, &pairs)?;
+    let outcome = session.run_in(&module, &func, &values, engine)?;
+    let mut_arrays: Vec<(String, &Val)> = sig
+        .params
+        .iter()
+        .zip(&outcome.args)
+        .filter(|(p, _)| p.ty == Type::Array && p.mutable)
+        .map(|(p, v)| (p.name.clone(), v))
+        .collect();
+    if json {
+        println!("{}", json_outcome(&outcome, &mut_arrays));
+    } else {
+        print_outcome(&outcome, &mut_arrays);
+    }
+    Ok(())
+}
+
+/// `adze dump`: run the stages up to the one printed, put the derivative
+/// (with `--derive`) into the stages that have it, print.
+fn dump(a: DumpArgs) -> Result<(), Error> {
+    let session = a.pipeline.session(&a.file)?;
+    if let Some(name) = &a.func {
+        session.function(name)?;
+    }
+    // Only the stages up to the one printed run.
+    let last = adze::Stage::ALL
+        .into_iter()
+        .find(|s| s.name() == a.stage)
+        .unwrap_or(Stage::Optimized);
+    let mut stages = session.stages_until(a.func.as_deref(), last)?;
+    let func = derive_in_stages(&a, &session, last, &mut stages)?;
+    for (s, module) in stages {
+        if a.stage != "all" && a.stage != s.name() {
+            continue;
         }
-        Command::Dump {
-            file,
-            func,
-            stage,
-            derive,
-            pipeline,
-        } => {
-            let session = pipeline.session(&file)?;
-            if let Some(name) = &func {
-                session.function(name)?;
-            }
-            // Only the stages up to the one printed run.
-            let last = adze::Stage::ALL
-                .into_iter()
-                .find(|s| s.name() == stage)
-                .unwrap_or(Stage::Optimized);
-            let mut stages = session.stages_until(func.as_deref(), last)?;
-            let derives = matches!(last, Stage::Ad | Stage::Optimized);
-            let func = match (&func, derive.derive.is_some()) {
-                (None, true) => return Err(Error::Argument("`--derive` needs `--fn NAME`".into())),
-                (Some(_), true) if !derives => func,
-                (Some(name), true) => {
-                    warn(derive.warnings(&session, name));
-                    // The derivative is part of the `ad` stage and every
-                    // later one (optimized in the `optimized` stage).
-                    let (module, derived) = derive.apply_at(&session, name, false)?;
-                    let (optimized, _) = derive.apply_at(&session, name, true)?;
-                    for (s, m) in &mut stages {
-                        match s {
-                            Stage::Ad => *m = module.clone(),
-                            Stage::Optimized => *m = optimized.clone(),
-                            _ => {}
-                        }
-                    }
-                    Some(derived)
-                }
-                (_, false) => func,
-            };
-            for (s, module) in stages {
-                if stage != "all" && stage != s.name() {
-                    continue;
-                }
-                // Before the `ad` stage a derivative does not exist yet.
-                if func.as_ref().is_some_and(|f| module.get(f).is_none()) {
-                    continue;
-                }
-                let note = if s == Stage::Optimized && pipeline.no_opt {
-                    " (--no-opt: identical to `ad`)"
-                } else {
-                    ""
-                };
-                println!("; stage: {}{note}", s.name());
-                match &func {
-                    Some(name) => {
-                        let id = adze::pipeline::function_by_name(&module, name)?;
-                        print!("{}", module.display_function(id));
-                    }
-                    None => print!("{module}"),
-                }
-            }
-            Ok(())
+        // Before the `ad` stage a derivative does not exist yet.
+        if func.as_ref().is_some_and(|f| module.get(f).is_none()) {
+            continue;
         }
-        Command::CheckRules {
-            file,
-            tolerance,
-            samples,
-            seed,
-            len,
-            args,
-            func,
-        } => {
-            let session = Session::from_file(&file)?;
-            warn(session.rule_warnings());
-            let pinned = args
-                .iter()
-                .map(|a| split_assignment(a).map(|(n, v)| (n.to_string(), v.to_string())))
-                .collect::<Result<Vec<_>, _>>()?;
-            let options = adze::check_rules::CheckOptions {
-                samples,
-                seed,
-                len,
-                pinned,
-                func,
-            };
-            let checks = adze::check_rules::check_rules(&session.module, &options)?;
-            print!("{}", adze::check_rules::render_table(&checks, tolerance));
-            let bad: Vec<&str> = checks
-                .iter()
-                .filter(|c| !c.agrees(tolerance))
-                .map(|c| c.rule.as_str())
-                .collect();
-            if bad.is_empty() {
-                println!("ok: {} rule(s) agree with AD", checks.len());
-                Ok(())
-            } else {
-                Err(Error::Argument(format!(
-                    "{} rule(s) disagree with the derivative of their function's body: {}",
-                    bad.len(),
-                    bad.join(", ")
-                )))
+        let note = if s == Stage::Optimized && a.pipeline.no_opt {
+            " (--no-opt: identical to `ad`)"
+        } else {
+            ""
+        };
+        println!("; stage: {}{note}", s.name());
+        match &func {
+            Some(name) => {
+                let id = adze::pipeline::function_by_name(&module, name)?;
+                print!("{}", module.display_function(id));
             }
-        }
-        Command::Check { file } => {
-            // Checks, lowers and verifies the IR (in every build).
-            let session = Session::from_file(&file)?;
-            warn(session.rule_warnings());
-            println!(
-                "ok: {} checked, {} function(s)",
-                file.display(),
-                session.module.len()
-            );
-            Ok(())
+            None => print!("{module}"),
         }
     }
+    Ok(())
+}
+
+/// With `--derive`, replaces the modules of the stages up to `last` that
+/// contain the derivative of `--fn` (`ad`, and `optimized` optimized) by
+/// ones that do; the function to print: the derivative, `--fn` or none.
+fn derive_in_stages(
+    a: &DumpArgs,
+    session: &Session,
+    last: Stage,
+    stages: &mut [(Stage, adze_ir::Module)],
+) -> Result<Option<String>, Error> {
+    let derives = matches!(last, Stage::Ad | Stage::Optimized);
+    match (&a.func, a.derive.derive.is_some()) {
+        (None, true) => Err(Error::Argument("`--derive` needs `--fn NAME`".into())),
+        (Some(_), true) if !derives => Ok(a.func.clone()),
+        (Some(name), true) => {
+            warn(a.derive.warnings(session, name));
+            // The derivative is part of the `ad` stage and every
+            // later one (optimized in the `optimized` stage).
+            let (module, derived) = a.derive.apply_at(session, name, false)?;
+            let (optimized, _) = a.derive.apply_at(session, name, true)?;
+            for (s, m) in stages {
+                match s {
+                    Stage::Ad => *m = module.clone(),
+                    Stage::Optimized => *m = optimized.clone(),
+                    _ => {}
+                }
+            }
+            Ok(Some(derived))
+        }
+        (_, false) => Ok(a.func.clone()),
+    }
+}
+
+/// `adze check-rules`: the table of verdicts; an error (exit 1) if a rule
+/// disagrees.
+fn check_rules(a: CheckRulesArgs) -> Result<(), Error> {
+    let session = Session::from_file(&a.file)?;
+    warn(session.rule_warnings());
+    let options = adze::check_rules::CheckOptions {
+        samples: a.samples,
+        seed: a.seed,
+        len: a.len,
+        pinned: assignments(&a.args)?,
+        func: a.func,
+    };
+    let checks = adze::check_rules::check_rules(&session.module, &options)?;
+    print!("{}", adze::check_rules::render_table(&checks, a.tolerance));
+    let bad: Vec<&str> = checks
+        .iter()
+        .filter(|c| !c.agrees(a.tolerance))
+        .map(|c| c.rule.as_str())
+        .collect();
+    if bad.is_empty() {
+        println!("ok: {} rule(s) agree with AD", checks.len());
+        Ok(())
+    } else {
+        Err(Error::Argument(format!(
+            "{} rule(s) disagree with the derivative of their function's body: {}",
+            bad.len(),
+            bad.join(", ")
+        )))
+    }
+}
+
+/// `adze check`: checks, lowers and verifies the IR (in every build).
+fn check(file: &std::path::Path) -> Result<(), Error> {
+    let session = Session::from_file(file)?;
+    warn(session.rule_warnings());
+    println!(
+        "ok: {} checked, {} function(s)",
+        file.display(),
+        session.module.len()
+    );
+    Ok(())
 }
 
 /// Prints warnings on stderr, each as `FILE:LINE:COL: warning: ..` and its

@@ -15,8 +15,6 @@
 //! While loops always count their trip count in the header's line, so no
 //! deletion can make a program run forever.
 
-use std::fmt::Write as _;
-
 /// A small deterministic random source (xorshift64*, seeded by splitmix64).
 #[derive(Clone, Debug)]
 pub struct Rng(u64);
@@ -809,6 +807,95 @@ impl<'a> FnGen<'a> {
     }
 }
 
+/// The bodies of the helpers, by kind, each with `stmts` random statements
+/// (at most 2 for some kinds), and the calls `top` makes only so that every
+/// helper is reached.
+impl FnGen<'_> {
+    /// `Scalar`: statements and a tail.
+    fn scalar_body(&mut self, stmts: usize) {
+        self.stmts(stmts, 0);
+        let t = self.tail_with(&[]);
+        self.line(t);
+    }
+
+    /// `Diff`: an `autodiff` of an earlier helper first, then as `Scalar`.
+    fn diff_body(&mut self, stmts: usize) {
+        self.autodiff_left = 1;
+        self.autodiff_stmt();
+        self.stmts(stmts.min(2), 0);
+        let t = self.tail_with(&[]);
+        self.line(t);
+    }
+
+    /// `Tuple`: a pair whose second result is often singular at the points.
+    fn tuple_body(&mut self, stmts: usize) {
+        self.stmts(stmts, 0);
+        let a = self.tail_with(&[]);
+        let b = if self.rng.chance(50) {
+            let f = *self.rng.pick(&["sqrt", "log", "cbrt", "asin"]);
+            let v = self.singular_arg(1);
+            format!("{f}({v})")
+        } else {
+            self.fexpr(3)
+        };
+        self.line(format!("({a}, {b})"));
+    }
+
+    /// `Writer`: writes `a[0]` first (often a singular value), then as
+    /// `Scalar`.
+    fn writer_body(&mut self, stmts: usize) {
+        let f = *self.rng.pick(&["sqrt", "log", "cbrt", "abs", "floor"]);
+        let v = self.singular_arg(1);
+        self.line(format!("a[0] = {f}({v});"));
+        self.stmts(stmts, 0);
+        let t = self.tail_with(&[]);
+        self.line(t);
+    }
+
+    /// `Recursive` (`name`): a base case at `n <= 0`, else a call of itself
+    /// with `n - 1` whose result the tail uses; no `return`.
+    fn recursive_body(&mut self, name: &str, stmts: usize) {
+        self.returns = 0;
+        self.stmts(stmts.min(2), 0);
+        let base = self.fexpr(2);
+        self.line("if n <= 0 {");
+        self.indent += 1;
+        self.line(base);
+        self.indent -= 1;
+        self.line("} else {");
+        self.indent += 1;
+        let r = self.fresh("r");
+        let a = self.fexpr(2);
+        let b = self.fexpr(1);
+        self.line(format!("let {r} = {name}({a}, {b}, n - 1);"));
+        let t = self.tail_with(std::slice::from_ref(&r));
+        self.line(t);
+        self.indent -= 1;
+        self.line("}");
+    }
+
+    /// A call of helper `j` that `top` makes only so that `j` is reached;
+    /// the name of its result if the tail should use it.
+    fn forced_call(&mut self, j: usize) -> Option<String> {
+        match self.helpers[j].kind {
+            Kind::Tuple => {
+                self.tuple_call_of(j);
+                None
+            }
+            Kind::Writer => {
+                self.writer_call_of(j);
+                None
+            }
+            _ => {
+                let v = self.fresh("v");
+                let c = self.call_of(j, 2);
+                self.line(format!("let {v} = {c};"));
+                Some(v)
+            }
+        }
+    }
+}
+
 fn hint(rng: &mut Rng) -> &'static str {
     match rng.below(4) {
         0 => "#[inline(always)]\n",
@@ -835,13 +922,55 @@ fn item(out: &mut String, head: &str, lines: &[String]) {
 }
 
 /// Generates the program of `seed`.
+///
+/// The work proceeds in phases, all drawing from one generator, in this
+/// order: whether the program has rules, and the kinds of its helpers
+/// (`helper_kinds`); per helper, the function and its rules
+/// (`ProgramGen::helper`, `ProgramGen::rules`); `top` (`ProgramGen::top`);
+/// the derivative chain (`ProgramGen::chain`); the argument points
+/// (`points`). The order of the draws is what a seed means: reordering
+/// them changes the programs of existing seeds.
 pub fn generate(seed: u64, config: &GenConfig) -> Program {
     let mut rng = Rng::new(seed);
-    let rng = &mut rng;
-    let mut features = Features::default();
     let rule_free = rng.chance(30);
+    let helpers = helper_kinds(&mut rng);
+    let mut p = ProgramGen {
+        rng: &mut rng,
+        features: Features {
+            helpers: helpers.len(),
+            ..Features::default()
+        },
+        helpers,
+        calls: Vec::new(),
+        src: format!("// adze-fuzz-diff seed {seed}\n\n"),
+        late_rules: Vec::new(),
+    };
+    for k in 0..p.helpers.len() {
+        p.helper(k);
+        if !rule_free {
+            p.rules(k);
+        }
+    }
+    p.top();
+    for r in std::mem::take(&mut p.late_rules) {
+        p.src.push_str(&r);
+    }
+    let (modes, chain) = p.chain(config);
+    let points = points(p.rng);
+    Program {
+        seed,
+        source: p.src,
+        modes,
+        chain,
+        rule_free,
+        points,
+        features: p.features,
+    }
+}
 
-    // Helper kinds: a `Diff` helper needs an earlier helper to differentiate.
+/// The helpers `f0 .. fK` (2 to 4) and their kinds: a `Diff` helper needs
+/// an earlier helper to differentiate, so `f0` is never one.
+fn helper_kinds(rng: &mut Rng) -> Vec<Helper> {
     let n = 2 + rng.below(3);
     let mut helpers: Vec<Helper> = Vec::new();
     for k in 0..n {
@@ -862,270 +991,249 @@ pub fn generate(seed: u64, config: &GenConfig) -> Program {
             kind,
         });
     }
-    features.helpers = n;
+    helpers
+}
 
-    let mut src = String::new();
-    let _ = writeln!(src, "// adze-fuzz-diff seed {seed}\n");
-    let mut calls: Vec<Vec<usize>> = Vec::new();
-    let mut rule_items: Vec<String> = Vec::new();
+/// A program under construction: the source written so far and what the
+/// later phases need to know about it.
+struct ProgramGen<'r> {
+    rng: &'r mut Rng,
+    features: Features,
+    helpers: Vec<Helper>,
+    /// `calls[k]`: the helpers that `fk` and its rules call.
+    calls: Vec<Vec<usize>>,
+    src: String,
+    /// Rules written after `top` rather than after their function.
+    late_rules: Vec<String>,
+}
 
-    for k in 0..n {
-        let h = helpers[k].clone();
+impl ProgramGen<'_> {
+    /// The function `fk`, from a few random statements and a body shaped
+    /// by its kind.
+    fn helper(&mut self, k: usize) {
+        let h = &self.helpers[k];
         let mut scope = scope_xy();
-        let head = match h.kind {
-            Kind::Scalar | Kind::Diff => format!("fn {}(x: f64, y: f64) -> f64 {{", h.name),
-            Kind::Tuple => format!("fn {}(x: f64, y: f64) -> (f64, f64) {{", h.name),
-            Kind::Writer => {
-                scope.arrays.push(("a".into(), 2, true));
-                format!("fn {}(x: f64, y: f64, a: mut [f64]) -> f64 {{", h.name)
-            }
-            Kind::Recursive => {
-                scope.ints.push("n".into());
-                format!("fn {}(x: f64, y: f64, n: i64) -> f64 {{", h.name)
-            }
-        };
-        let mut g = FnGen::new(rng, &helpers, k, scope);
+        let head = helper_head(h, &mut scope);
+        let mut g = FnGen::new(self.rng, &self.helpers, k, scope);
         g.returns = if h.kind == Kind::Tuple { 2 } else { 1 };
         let stmts = g.rng.below(4);
         match h.kind {
-            Kind::Scalar => {
-                g.stmts(stmts, 0);
-                let t = g.tail_with(&[]);
-                g.line(t);
-            }
+            Kind::Scalar => g.scalar_body(stmts),
             Kind::Diff => {
-                features.with_autodiff += 1;
-                g.autodiff_left = 1;
-                g.autodiff_stmt();
-                g.stmts(stmts.min(2), 0);
-                let t = g.tail_with(&[]);
-                g.line(t);
+                self.features.with_autodiff += 1;
+                g.diff_body(stmts);
             }
             Kind::Tuple => {
-                features.tuple += 1;
-                g.stmts(stmts, 0);
-                let a = g.tail_with(&[]);
-                // The second result is often singular at the points.
-                let b = if g.rng.chance(50) {
-                    let f = *g.rng.pick(&["sqrt", "log", "cbrt", "asin"]);
-                    let v = g.singular_arg(1);
-                    format!("{f}({v})")
-                } else {
-                    g.fexpr(3)
-                };
-                g.line(format!("({a}, {b})"));
+                self.features.tuple += 1;
+                g.tuple_body(stmts);
             }
             Kind::Writer => {
-                features.writer += 1;
-                let f = *g.rng.pick(&["sqrt", "log", "cbrt", "abs", "floor"]);
-                let v = g.singular_arg(1);
-                g.line(format!("a[0] = {f}({v});"));
-                g.stmts(stmts, 0);
-                let t = g.tail_with(&[]);
-                g.line(t);
+                self.features.writer += 1;
+                g.writer_body(stmts);
             }
             Kind::Recursive => {
-                features.recursive += 1;
-                g.returns = 0;
-                g.stmts(stmts.min(2), 0);
-                let base = g.fexpr(2);
-                g.line("if n <= 0 {");
-                g.indent += 1;
-                g.line(base);
-                g.indent -= 1;
-                g.line("} else {");
-                g.indent += 1;
-                let r = g.fresh("r");
-                let a = g.fexpr(2);
-                let b = g.fexpr(1);
-                g.line(format!("let {r} = {}({a}, {b}, n - 1);", h.name));
-                let t = g.tail_with(std::slice::from_ref(&r));
-                g.line(t);
-                g.indent -= 1;
-                g.line("}");
+                self.features.recursive += 1;
+                g.recursive_body(&h.name, stmts);
             }
         }
-        features.loops += g.loops;
-        calls.push(std::mem::take(&mut g.called));
+        self.features.loops += g.loops;
+        self.calls.push(std::mem::take(&mut g.called));
         let lines = std::mem::take(&mut g.lines);
-        let mut text = String::new();
-        text.push_str(hint(rng));
-        item(&mut text, &head, &lines);
-        src.push_str(&text);
+        self.src.push_str(hint(self.rng));
+        item(&mut self.src, &head, &lines);
+    }
 
-        if !rule_free {
-            // Rules: arbitrary derivatives; a forward rule's primal result is
-            // the function's own value (a call of it, on the result line).
-            if rng.chance(45) {
-                features.forward_rules += 1;
-                let r = forward_rule(rng, &helpers, k, &mut calls);
-                if rng.chance(25) {
-                    rule_items.push(r);
-                } else {
-                    src.push_str(&r);
-                }
-            }
-            if rng.chance(45) {
-                features.reverse_rules += 1;
-                let r = reverse_rule(rng, &helpers, k, &mut calls);
-                if rng.chance(25) {
-                    rule_items.push(r);
-                } else {
-                    src.push_str(&r);
-                }
-            }
+    /// Rules of `fk`, each with some chance: arbitrary derivatives; a
+    /// forward rule's primal result is the function's own value (a call of
+    /// it, on the result line).
+    fn rules(&mut self, k: usize) {
+        if self.rng.chance(45) {
+            self.features.forward_rules += 1;
+            let r = forward_rule(self.rng, &self.helpers, k, &mut self.calls);
+            self.place_rule(r);
+        }
+        if self.rng.chance(45) {
+            self.features.reverse_rules += 1;
+            let r = reverse_rule(self.rng, &self.helpers, k, &mut self.calls);
+            self.place_rule(r);
         }
     }
 
-    // `top`: calls helpers; every helper that `top` would not reach is
-    // called from it too.
-    {
-        let mut g = FnGen::new(rng, &helpers, n, scope_xy());
+    /// A rule right after its function or, sometimes, after `top`.
+    fn place_rule(&mut self, r: String) {
+        if self.rng.chance(25) {
+            self.late_rules.push(r);
+        } else {
+            self.src.push_str(&r);
+        }
+    }
+
+    /// `top`: calls helpers; every helper that `top` would not reach is
+    /// called from it too.
+    fn top(&mut self) {
+        let n = self.helpers.len();
+        let mut g = FnGen::new(self.rng, &self.helpers, n, scope_xy());
         g.calls_left = 4;
         g.returns = 1;
         g.autodiff_left = usize::from(g.rng.chance(20));
         let count = 2 + g.rng.below(4);
         g.stmts(count, 0);
         let mut reached = vec![false; n];
-        let mut stack: Vec<usize> = g.called.clone();
-        while let Some(j) = stack.pop() {
-            if !reached[j] {
-                reached[j] = true;
-                stack.extend(calls[j].iter().copied());
-            }
-        }
+        reach(&mut reached, &self.calls, g.called.clone());
         let mut forced = Vec::new();
         for j in (0..n).rev() {
             if reached[j] {
                 continue;
             }
-            reached[j] = true;
-            let mut stack = calls[j].clone();
-            while let Some(i) = stack.pop() {
-                if !reached[i] {
-                    reached[i] = true;
-                    stack.extend(calls[i].iter().copied());
-                }
-            }
-            match helpers[j].kind {
-                Kind::Tuple => {
-                    g.tuple_call_of(j);
-                }
-                Kind::Writer => g.writer_call_of(j),
-                _ => {
-                    let v = g.fresh("v");
-                    let c = g.call_of(j, 2);
-                    g.line(format!("let {v} = {c};"));
-                    forced.push(v);
-                }
-            }
+            reach(&mut reached, &self.calls, vec![j]);
+            forced.extend(g.forced_call(j));
         }
         let t = g.tail_with(&forced);
         g.line(t);
-        features.loops += g.loops;
+        self.features.loops += g.loops;
         let lines = std::mem::take(&mut g.lines);
-        let head = hint(rng).to_string() + "fn top(x: f64, y: f64) -> f64 {";
-        item(&mut src, &head, &lines);
-    }
-    for r in rule_items {
-        src.push_str(&r);
+        let head = hint(self.rng).to_string() + "fn top(x: f64, y: f64) -> f64 {";
+        item(&mut self.src, &head, &lines);
     }
 
-    // The derivative chain.
-    let fixed: Vec<Mode> = config
-        .modes
-        .map(|m| m.iter().flatten().copied().collect())
-        .unwrap_or_default();
-    let order = if fixed.is_empty() {
-        1 + rng.below(config.order_max.clamp(1, 3))
-    } else {
-        fixed.len()
-    };
-    let mut chain = Vec::new();
-    let mut modes = Vec::new();
-    for k in 1..=order {
-        let name = format!("d{k}");
-        let of = if k == 1 {
-            "top".to_string()
+    /// The derivative chain `d1 .. dN`: the order and the modes (fixed by
+    /// `config` or random), then each `dk` as an item.
+    fn chain(&mut self, config: &GenConfig) -> (Vec<Mode>, Vec<Deriv>) {
+        let fixed: Vec<Mode> = config
+            .modes
+            .map(|m| m.iter().flatten().copied().collect())
+            .unwrap_or_default();
+        let order = if fixed.is_empty() {
+            1 + self.rng.below(config.order_max.clamp(1, 3))
         } else {
-            format!("d{}", k - 1)
+            fixed.len()
         };
-        let random = if rng.chance(50) {
-            Mode::Forward
-        } else {
-            Mode::Reverse
-        };
-        let mode = fixed.get(k - 1).copied().unwrap_or(random);
-        let mut lines = Vec::new();
-        let dir = match mode {
-            Mode::Forward => match rng.below(4) {
-                0 => {
-                    lines.push(format!(
-                        "    let (p, t) = autodiff(forward, {of}, dual, dual(x, 1.0), const(y));"
-                    ));
-                    [1.0, 0.0]
-                }
-                1 => {
-                    lines.push(format!(
-                        "    let (p, t) = autodiff(forward, {of}, dual, const(x), dual(y, 1.0));"
-                    ));
-                    [0.0, 1.0]
-                }
-                _ => {
-                    let (ux, uy) = *rng.pick(&[(1.0, 0.5), (-0.5, 1.0), (1.0, 1.0), (0.25, -1.0)]);
-                    lines.push(format!(
-                        "    let (p, t) = autodiff(forward, {of}, dual, dual(x, {ux:?}), dual(y, {uy:?}));"
-                    ));
-                    [ux, uy]
-                }
-            },
-            Mode::Reverse => match rng.below(4) {
-                0 => {
-                    lines.push(format!(
-                        "    let t = autodiff(reverse, {of}, active, active(x), const(y));"
-                    ));
-                    [1.0, 0.0]
-                }
-                1 => {
-                    lines.push(format!(
-                        "    let t = autodiff(reverse, {of}, active, const(x), active(y));"
-                    ));
-                    [0.0, 1.0]
-                }
-                _ => {
-                    let uy = *rng.pick(&[0.5, -1.0, 1.0]);
-                    lines.push(format!(
+        let mut chain = Vec::new();
+        let mut modes = Vec::new();
+        for k in 1..=order {
+            let name = format!("d{k}");
+            let of = if k == 1 {
+                "top".to_string()
+            } else {
+                format!("d{}", k - 1)
+            };
+            // Drawn whether or not the mode is fixed.
+            let random = if self.rng.chance(50) {
+                Mode::Forward
+            } else {
+                Mode::Reverse
+            };
+            let mode = fixed.get(k - 1).copied().unwrap_or(random);
+            let (mut lines, dir) = match mode {
+                Mode::Forward => forward_seed(self.rng, &of),
+                Mode::Reverse => reverse_seed(self.rng, &of),
+            };
+            lines.push("    t".to_string());
+            let head = hint(self.rng).to_string() + &format!("fn {name}(x: f64, y: f64) -> f64 {{");
+            item(&mut self.src, &head, &lines);
+            modes.push(mode);
+            chain.push(Deriv {
+                name,
+                of,
+                mode,
+                dir,
+            });
+        }
+        (modes, chain)
+    }
+}
+
+/// The header line of helper `h`; adds its extra parameter (`a` or `n`) to
+/// `scope`.
+fn helper_head(h: &Helper, scope: &mut Scope) -> String {
+    match h.kind {
+        Kind::Scalar | Kind::Diff => format!("fn {}(x: f64, y: f64) -> f64 {{", h.name),
+        Kind::Tuple => format!("fn {}(x: f64, y: f64) -> (f64, f64) {{", h.name),
+        Kind::Writer => {
+            scope.arrays.push(("a".into(), 2, true));
+            format!("fn {}(x: f64, y: f64, a: mut [f64]) -> f64 {{", h.name)
+        }
+        Kind::Recursive => {
+            scope.ints.push("n".into());
+            format!("fn {}(x: f64, y: f64, n: i64) -> f64 {{", h.name)
+        }
+    }
+}
+
+/// Marks as reached the helpers of `stack` and every helper they call,
+/// directly or not.
+fn reach(reached: &mut [bool], calls: &[Vec<usize>], mut stack: Vec<usize>) {
+    while let Some(j) = stack.pop() {
+        if !reached[j] {
+            reached[j] = true;
+            stack.extend(calls[j].iter().copied());
+        }
+    }
+}
+
+/// The body of a forward `dk` of `of` (its lines but the tail `t`) and its
+/// direction `u`: along `x`, along `y`, or along a random `u`.
+fn forward_seed(rng: &mut Rng, of: &str) -> (Vec<String>, [f64; 2]) {
+    match rng.below(4) {
+        0 => (
+            vec![format!(
+                "    let (p, t) = autodiff(forward, {of}, dual, dual(x, 1.0), const(y));"
+            )],
+            [1.0, 0.0],
+        ),
+        1 => (
+            vec![format!(
+                "    let (p, t) = autodiff(forward, {of}, dual, const(x), dual(y, 1.0));"
+            )],
+            [0.0, 1.0],
+        ),
+        _ => {
+            let (ux, uy) = *rng.pick(&[(1.0, 0.5), (-0.5, 1.0), (1.0, 1.0), (0.25, -1.0)]);
+            (
+                vec![format!(
+                    "    let (p, t) = autodiff(forward, {of}, dual, dual(x, {ux:?}), dual(y, {uy:?}));"
+                )],
+                [ux, uy],
+            )
+        }
+    }
+}
+
+/// The body of a reverse `dk` of `of` (its lines but the tail `t`) and its
+/// direction `u`: the gradient's `x` part, its `y` part, or `u = (1, uy)`.
+fn reverse_seed(rng: &mut Rng, of: &str) -> (Vec<String>, [f64; 2]) {
+    match rng.below(4) {
+        0 => (
+            vec![format!(
+                "    let t = autodiff(reverse, {of}, active, active(x), const(y));"
+            )],
+            [1.0, 0.0],
+        ),
+        1 => (
+            vec![format!(
+                "    let t = autodiff(reverse, {of}, active, const(x), active(y));"
+            )],
+            [0.0, 1.0],
+        ),
+        _ => {
+            let uy = *rng.pick(&[0.5, -1.0, 1.0]);
+            (
+                vec![
+                    format!(
                         "    let (a, b) = autodiff(reverse, {of}, active, active(x), active(y));"
-                    ));
-                    lines.push(format!("    let t = a + {uy:?} * b;"));
-                    [1.0, uy]
-                }
-            },
-        };
-        lines.push("    t".to_string());
-        let head = hint(rng).to_string() + &format!("fn {name}(x: f64, y: f64) -> f64 {{");
-        item(&mut src, &head, &lines);
-        modes.push(mode);
-        chain.push(Deriv {
-            name,
-            of,
-            mode,
-            dir,
-        });
+                    ),
+                    format!("    let t = a + {uy:?} * b;"),
+                ],
+                [1.0, uy],
+            )
+        }
     }
+}
 
-    // Points: a generic one (finite-difference checked when the program is
-    // rule-free) and special ones at zeros, ties and integers.
-    let mut points = Vec::new();
-    for _ in 0..2 {
-        let x = (rng.below(2001) as f64 - 1000.0) / 700.0;
-        let y = (rng.below(2001) as f64 - 1000.0) / 700.0;
-        points.push(Point {
-            x,
-            y,
-            special: false,
-        });
-    }
+/// Points at which every `dk` is run: two generic ones (finite-difference
+/// checked when the program is rule-free) and two special ones at zeros,
+/// ties and integers.
+fn points(rng: &mut Rng) -> Vec<Point> {
     const SPECIAL: [(f64, f64); 9] = [
         (0.0, 0.0),
         (1.0, 1.0),
@@ -1137,6 +1245,16 @@ pub fn generate(seed: u64, config: &GenConfig) -> Program {
         (1.0, 0.0),
         (0.0, -2.0),
     ];
+    let mut points = Vec::new();
+    for _ in 0..2 {
+        let x = (rng.below(2001) as f64 - 1000.0) / 700.0;
+        let y = (rng.below(2001) as f64 - 1000.0) / 700.0;
+        points.push(Point {
+            x,
+            y,
+            special: false,
+        });
+    }
     for _ in 0..2 {
         let (x, y) = *rng.pick(&SPECIAL);
         points.push(Point {
@@ -1145,16 +1263,7 @@ pub fn generate(seed: u64, config: &GenConfig) -> Program {
             special: true,
         });
     }
-
-    Program {
-        seed,
-        source: src,
-        modes,
-        chain,
-        rule_free,
-        points,
-        features,
-    }
+    points
 }
 
 fn forward_rule(rng: &mut Rng, helpers: &[Helper], k: usize, calls: &mut [Vec<usize>]) -> String {
