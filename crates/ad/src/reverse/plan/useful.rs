@@ -45,69 +45,176 @@ pub(super) fn usefulness(
     summaries: &mut UsefulSummaries,
 ) -> EntitySet<Value> {
     let mut state = Useful {
+        module,
+        func,
         useful: EntitySet::new(),
         work: Vec::new(),
         incoming: SecondaryMap::new(),
         feeds: SecondaryMap::new(),
         reachable: EntitySet::new(),
+        tape_use: activity::TapeUse::default(),
     };
     for (num, &p) in func.params().iter().enumerate() {
         if args.get(num) == Some(&ArgActivity::Dup) && func.array_is_writable(p) {
             state.mark(p);
         }
     }
-    let mut tape_use = activity::TapeUse::default();
-    let mut tape_calls = Vec::new();
-    for &b in order {
-        state.reachable.insert(b);
+    let tape_calls = state.seed(cache, order, ret, ignored);
+    for inst in tape_calls {
+        state.call(cache, summaries, inst);
     }
-    // The roots, the incoming edges of each block, and the instructions
-    // each array value feeds.
-    for &b in order {
-        for &inst in func.layout.block_insts(b) {
-            match func.dfg.inst(inst) {
-                InstData::Return { args } if ret == RetActivity::Active => {
-                    for (k, &a) in args.iter().enumerate() {
-                        if !ignored.contains(&k) {
-                            state.mark(a);
-                        }
-                    }
-                }
-                data @ (InstData::Jump { .. } | InstData::Brif { .. }) => {
-                    for (d, dest) in data.destinations().iter().enumerate() {
-                        state.incoming[dest.block].push((inst, d));
-                    }
-                }
-                InstData::Ternary {
-                    op: Opcode::Store,
-                    args: [a, _, _],
-                }
-                | InstData::Binary {
-                    op: Opcode::Fill,
-                    args: [a, _],
-                } => state.feeds[*a].push(inst),
-                // The value may be popped by code that is useful.
-                InstData::Push { arg, .. } if func.dfg.value_type(*arg) == Type::F64 => {
-                    state.mark(*arg);
-                }
-                InstData::Call { func: callee, args } => {
-                    if module.is_valid(*callee) {
-                        let params = &module.func(*callee).sig.params;
-                        for (&a, p) in args.iter().zip(params) {
-                            if p.ty == Type::Array && p.mutable {
-                                state.feeds[a].push(inst);
+    state.propagate(cache, summaries);
+    state.useful
+}
+
+/// The state of [`usefulness`].
+struct Useful<'a> {
+    module: &'a Module,
+    func: &'a Function,
+    useful: EntitySet<Value>,
+    /// Values found useful whose definition and uses are still to visit.
+    work: Vec<Value>,
+    /// The edges into each block from reachable blocks: (branch, number of
+    /// the destination).
+    incoming: SecondaryMap<Block, Vec<(Inst, usize)>>,
+    /// The `store`s and `fill`s into each array value, and the calls that
+    /// take it as a `mut` array argument.
+    feeds: SecondaryMap<Value, Vec<Inst>>,
+    reachable: EntitySet<Block>,
+    tape_use: activity::TapeUse,
+}
+
+impl Useful<'_> {
+    fn mark(&mut self, v: Value) {
+        if self.useful.insert(v) {
+            self.work.push(v);
+        }
+    }
+
+    /// Marks the roots (returned results, pushed values), indexes the
+    /// incoming edges of each block and the instructions each array value
+    /// feeds, and returns the calls to callees that use the tape.
+    fn seed(
+        &mut self,
+        cache: &mut Cache,
+        order: &[Block],
+        ret: RetActivity,
+        ignored: &[usize],
+    ) -> Vec<Inst> {
+        let (func, module) = (self.func, self.module);
+        let mut tape_calls = Vec::new();
+        for &b in order {
+            self.reachable.insert(b);
+        }
+        for &b in order {
+            for &inst in func.layout.block_insts(b) {
+                match func.dfg.inst(inst) {
+                    InstData::Return { args } if ret == RetActivity::Active => {
+                        for (k, &a) in args.iter().enumerate() {
+                            if !ignored.contains(&k) {
+                                self.mark(a);
                             }
                         }
                     }
-                    if tape_use.uses(cache, module, *callee) {
-                        tape_calls.push(inst);
+                    data @ (InstData::Jump { .. } | InstData::Brif { .. }) => {
+                        for (d, dest) in data.destinations().iter().enumerate() {
+                            self.incoming[dest.block].push((inst, d));
+                        }
+                    }
+                    InstData::Ternary {
+                        op: Opcode::Store,
+                        args: [a, _, _],
+                    }
+                    | InstData::Binary {
+                        op: Opcode::Fill,
+                        args: [a, _],
+                    } => self.feeds[*a].push(inst),
+                    // The value may be popped by code that is useful.
+                    InstData::Push { arg, .. } if func.dfg.value_type(*arg) == Type::F64 => {
+                        self.mark(*arg);
+                    }
+                    InstData::Call { func: callee, args } => {
+                        if module.is_valid(*callee) {
+                            let params = &module.func(*callee).sig.params;
+                            for (&a, p) in args.iter().zip(params) {
+                                if p.ty == Type::Array && p.mutable {
+                                    self.feeds[a].push(inst);
+                                }
+                            }
+                        }
+                        if self.tape_use.uses(cache, module, *callee) {
+                            tape_calls.push(inst);
+                        }
+                    }
+                    _ => {}
+                }
+            }
+        }
+        tape_calls
+    }
+
+    /// Visits the values found useful until there are none left.
+    fn propagate(&mut self, cache: &mut Cache, summaries: &mut UsefulSummaries) {
+        let func = self.func;
+        while let Some(v) = self.work.pop() {
+            // What the definition of `v` reads.
+            match *func.dfg.value_def(v) {
+                ValueDef::Result { inst, .. } => {
+                    let placed = func.layout.inst_block(inst);
+                    if !placed.is_some_and(|b| self.reachable.contains(b)) {
+                        continue;
+                    }
+                    match func.dfg.inst(inst) {
+                        InstData::Binary {
+                            op: Opcode::Load,
+                            args: [a, _],
+                        } => self.mark(*a),
+                        InstData::Call { .. } => self.call(cache, summaries, inst),
+                        data => {
+                            if func.dfg.inst_results(inst).len() == 1
+                                && partials::is_differentiable(data.opcode())
+                            {
+                                for &a in data.args() {
+                                    self.mark(a);
+                                }
+                            }
+                        }
+                    }
+                }
+                ValueDef::Param { block, num } => {
+                    for k in 0..self.incoming[block].len() {
+                        let (inst, d) = self.incoming[block][k];
+                        let dests = func.dfg.inst(inst).destinations();
+                        if let Some(&a) = dests[d].args.get(num) {
+                            self.mark(a);
+                        }
                     }
                 }
                 _ => {}
             }
+            // What `v` feeds as an array.
+            for k in 0..self.feeds[v].len() {
+                let inst = self.feeds[v][k];
+                match func.dfg.inst(inst) {
+                    InstData::Ternary {
+                        op: Opcode::Store,
+                        args: [_, _, x],
+                    }
+                    | InstData::Binary {
+                        op: Opcode::Fill,
+                        args: [_, x],
+                    } => self.mark(*x),
+                    _ => self.call(cache, summaries, inst),
+                }
+            }
         }
     }
-    let mut call = |state: &mut Useful, inst: Inst| {
+
+    /// Summarises the call `inst` with what is useful of its results and
+    /// `mut` array arguments now, and marks the arguments the summary says
+    /// are useful.
+    fn call(&mut self, cache: &mut Cache, summaries: &mut UsefulSummaries, inst: Inst) {
+        let (func, module) = (self.func, self.module);
         let InstData::Call { func: callee, args } = func.dfg.inst(inst) else {
             return;
         };
@@ -123,103 +230,22 @@ pub(super) fn usefulness(
                 params
                     .get(k)
                     .is_some_and(|p| p.ty == Type::Array && p.mutable)
-                    && state.useful.contains(a)
+                    && self.useful.contains(a)
             })
             .collect();
         let results = func.dfg.inst_results(inst);
-        let results_useful: Vec<bool> = results.iter().map(|&r| state.useful.contains(r)).collect();
+        let results_useful: Vec<bool> = results.iter().map(|&r| self.useful.contains(r)).collect();
         // A callee that uses the tape may push values of its arguments for
         // code elsewhere to pop: its own usefulness marks what it pushes
         // (as inlined code does), whatever the call's results.
-        let tape = tape_use.uses(cache, module, *callee);
+        let tape = self.tape_use.uses(cache, module, *callee);
         if tape || arrays.contains(&true) || results_useful.contains(&true) {
             let which = summaries.params(cache, module, *callee, &results_useful, &arrays);
             for (k, &a) in args.iter().enumerate() {
                 if which.as_ref().is_none_or(|w| w.get(k) != Some(&false)) {
-                    state.mark(a);
+                    self.mark(a);
                 }
             }
-        }
-    };
-    for inst in tape_calls {
-        call(&mut state, inst);
-    }
-    while let Some(v) = state.work.pop() {
-        // What the definition of `v` reads.
-        match *func.dfg.value_def(v) {
-            ValueDef::Result { inst, .. } => {
-                if !func
-                    .layout
-                    .inst_block(inst)
-                    .is_some_and(|b| state.reachable.contains(b))
-                {
-                    continue;
-                }
-                match func.dfg.inst(inst) {
-                    InstData::Binary {
-                        op: Opcode::Load,
-                        args: [a, _],
-                    } => state.mark(*a),
-                    InstData::Call { .. } => call(&mut state, inst),
-                    data => {
-                        if func.dfg.inst_results(inst).len() == 1
-                            && partials::is_differentiable(data.opcode())
-                        {
-                            for &a in data.args() {
-                                state.mark(a);
-                            }
-                        }
-                    }
-                }
-            }
-            ValueDef::Param { block, num } => {
-                for k in 0..state.incoming[block].len() {
-                    let (inst, d) = state.incoming[block][k];
-                    let arg = func.dfg.inst(inst).destinations()[d].args.get(num).copied();
-                    if let Some(a) = arg {
-                        state.mark(a);
-                    }
-                }
-            }
-            _ => {}
-        }
-        // What `v` feeds as an array.
-        for k in 0..state.feeds[v].len() {
-            let inst = state.feeds[v][k];
-            match func.dfg.inst(inst) {
-                InstData::Ternary {
-                    op: Opcode::Store,
-                    args: [_, _, x],
-                }
-                | InstData::Binary {
-                    op: Opcode::Fill,
-                    args: [_, x],
-                } => state.mark(*x),
-                _ => call(&mut state, inst),
-            }
-        }
-    }
-    state.useful
-}
-
-/// The state of [`usefulness`].
-struct Useful {
-    useful: EntitySet<Value>,
-    /// Values found useful whose definition and uses are still to visit.
-    work: Vec<Value>,
-    /// The edges into each block from reachable blocks: (branch, number of
-    /// the destination).
-    incoming: SecondaryMap<Block, Vec<(Inst, usize)>>,
-    /// The `store`s and `fill`s into each array value, and the calls that
-    /// take it as a `mut` array argument.
-    feeds: SecondaryMap<Value, Vec<Inst>>,
-    reachable: EntitySet<Block>,
-}
-
-impl Useful {
-    fn mark(&mut self, v: Value) {
-        if self.useful.insert(v) {
-            self.work.push(v);
         }
     }
 }
