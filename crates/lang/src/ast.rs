@@ -108,6 +108,10 @@ pub enum StmtKind {
     For(Ident, Expr, Expr, Block),
     /// `while c { .. }`
     While(Expr, Block),
+    /// `break;`: leaves the innermost loop.
+    Break,
+    /// `continue;`: goes on with the innermost loop's next iteration.
+    Continue,
 }
 
 #[derive(Clone, Debug, PartialEq)]

@@ -324,6 +324,7 @@ impl Walker<'_> {
                     self.expr(c);
                     self.block(body);
                 }
+                StmtKind::Break | StmtKind::Continue => {}
             }
         }
         if let Some(t) = &b.tail {

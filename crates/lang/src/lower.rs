@@ -117,6 +117,7 @@ fn lower_func(module: &Module, ids: &[FuncId], lines: &LineIndex, f: &Func) -> F
         live: true,
         lines,
         assigned: Assigned::default(),
+        loops: Vec::new(),
     };
     let values = cx.block(&f.body);
     if cx.live {
@@ -137,6 +138,17 @@ struct Lower<'a, 'f> {
     live: bool,
     lines: &'a LineIndex<'a>,
     assigned: Assigned,
+    /// The loops around what is being lowered, innermost last.
+    loops: Vec<LoopTargets>,
+}
+
+/// Where `break` and `continue` of a loop go.
+struct LoopTargets {
+    exit: IrBlock,
+    /// The vars the loop assigns: parameters of its exit and latch.
+    vars: Vec<LocalId>,
+    /// The latch `continue` jumps to, made on the first one.
+    latch: Option<IrBlock>,
 }
 
 impl Lower<'_, '_> {
@@ -257,7 +269,48 @@ impl Lower<'_, '_> {
             }),
             Stmt::For(i, lo, hi, body, span) => self.at(*span, |cx| cx.for_loop(*i, lo, hi, body)),
             Stmt::While(cond, body, span) => self.at(*span, |cx| cx.while_loop(cond, body)),
+            Stmt::Break(span) => self.at(*span, |cx| {
+                if let Some(t) = cx.loops.last() {
+                    let (exit, vars) = (t.exit, t.vars.clone());
+                    let args = cx.current(&vars);
+                    cx.jump(exit, &args);
+                }
+            }),
+            Stmt::Continue(span) => self.at(*span, |cx| {
+                let latch = cx.latch();
+                if let Some((latch, vars)) = latch {
+                    let args = cx.current(&vars);
+                    cx.jump(latch, &args);
+                }
+            }),
         }
+    }
+
+    /// The innermost loop's latch, made on its first `continue`, with its
+    /// vars (the latch's parameters).
+    fn latch(&mut self) -> Option<(IrBlock, Vec<LocalId>)> {
+        let made = self.loops.last()?.latch;
+        let latch = match made {
+            Some(l) => l,
+            None => {
+                let l = self.new_block();
+                self.loops.last_mut()?.latch = Some(l);
+                l
+            }
+        };
+        Some((latch, self.loops.last()?.vars.clone()))
+    }
+
+    /// Lowers a loop body with `exit` and `vars` as the targets of its
+    /// `break`s and `continue`s; returns the latch its `continue`s made.
+    fn loop_body(&mut self, body: &Block, exit: IrBlock, vars: &[LocalId]) -> Option<IrBlock> {
+        self.loops.push(LoopTargets {
+            exit,
+            vars: vars.to_vec(),
+            latch: None,
+        });
+        self.block(body);
+        self.loops.pop().and_then(|t| t.latch)
     }
 
     /// ```text
@@ -267,6 +320,12 @@ impl Lower<'_, '_> {
     /// latch: one = iconst 1; i1 = iadd i, one; jump header(i1, vars..)
     /// exit(vars..):
     /// ```
+    ///
+    /// `break` jumps to `exit(vars..)`. With a `continue`, the latch takes
+    /// the vars as parameters (`latch(vars..)`), and every `continue` and
+    /// the end of the body jump there: the header keeps two incoming
+    /// edges, the entry and one back edge, so the loop stays counted for
+    /// reverse mode (one trip count taped per run of the loop).
     fn for_loop(&mut self, index: LocalId, lo: &Expr, hi: &Expr, body: &Block) {
         let lo = self.scalar(lo);
         let hi = self.scalar(hi);
@@ -287,8 +346,20 @@ impl Lower<'_, '_> {
         self.b.brif(c, body_block, &[], exit, &out);
 
         self.start(body_block);
-        self.block(body);
-        if self.live {
+        let continued = self.loop_body(body, exit, &vars);
+        if let Some(latch) = continued {
+            if self.live {
+                let args = self.current(&vars);
+                self.jump(latch, &args);
+            }
+            self.start(latch);
+            self.bind_params(latch, &vars, &[]);
+            let one = self.b.iconst(1);
+            let next = self.b.iadd(i, one);
+            let mut args = vec![next];
+            args.extend(self.current(&vars));
+            self.jump(header, &args);
+        } else if self.live {
             let latch = self.new_block();
             self.jump(latch, &[]);
             self.start(latch);
@@ -308,6 +379,10 @@ impl Lower<'_, '_> {
     /// body: ..; jump header(vars..)
     /// exit(vars..):
     /// ```
+    ///
+    /// `break` and `continue` as in [`Lower::for_loop`]: with a `continue`,
+    /// the body and every `continue` jump to `latch(vars..)`, which jumps to
+    /// the header, so the header keeps one back edge.
     fn while_loop(&mut self, cond: &Expr, body: &Block) {
         let vars = self.join_vars(&[body], &[cond]);
         let header = self.new_block();
@@ -323,7 +398,15 @@ impl Lower<'_, '_> {
         self.b.brif(c, body_block, &[], exit, &out);
 
         self.start(body_block);
-        self.block(body);
+        let continued = self.loop_body(body, exit, &vars);
+        if let Some(latch) = continued {
+            if self.live {
+                let args = self.current(&vars);
+                self.jump(latch, &args);
+            }
+            self.start(latch);
+            self.bind_params(latch, &vars, &[]);
+        }
         if self.live {
             let args = self.current(&vars);
             self.jump(header, &args);
@@ -546,6 +629,7 @@ impl Assigned {
                     self.expr(c, set);
                     set.extend(self.block(body).iter().copied());
                 }
+                Stmt::Break(_) | Stmt::Continue(_) => {}
             }
         }
         if let Some(e) = &b.tail {

@@ -440,6 +440,18 @@ impl<'a> Parser<'a> {
                     let body = self.block()?;
                     StmtKind::While(cond, body)
                 }
+                TokenKind::Break | TokenKind::Continue => {
+                    let kind = if self.bump().kind == TokenKind::Break {
+                        StmtKind::Break
+                    } else {
+                        StmtKind::Continue
+                    };
+                    // As in Rust, the `;` may be left out before `}`.
+                    if self.peek() != TokenKind::RBrace {
+                        self.semi()?;
+                    }
+                    kind
+                }
                 TokenKind::If => {
                     // A statement-level `if` ends at its closing brace, as
                     // in Rust: `if c { .. } -x` is two statements.

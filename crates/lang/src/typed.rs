@@ -153,6 +153,9 @@ pub enum Stmt {
     Return(Option<Expr>, Span),
     For(LocalId, Expr, Expr, Block, Span),
     While(Expr, Block, Span),
+    /// `break;` and `continue;` of the innermost loop.
+    Break(Span),
+    Continue(Span),
 }
 
 #[derive(Clone, Debug)]

@@ -157,6 +157,7 @@ fn check_body(
         results: results.to_vec(),
         results_span: item.results.as_ref().map(|r| r.span),
         what,
+        loops: 0,
     };
     for (p, decl) in params.iter().zip(&item.params) {
         let ty = match p.ty {
@@ -197,6 +198,9 @@ struct Ctx<'a> {
     results_span: Option<Span>,
     /// "`f`" or "the reverse rule of `f`", for messages.
     what: String,
+    /// How many loops enclose what is being checked (`break` and
+    /// `continue` need one).
+    loops: u32,
 }
 
 impl Ctx<'_> {

@@ -54,14 +54,6 @@ impl Ctx<'_> {
                 )
                 .label("function used as a value"),
             ),
-            None if matches!(id.name.as_str(), "break" | "continue") => self.error(
-                Diagnostic::new(
-                    id.span,
-                    format!("`{}` is not in the language yet", id.name),
-                    "end the loop through its condition instead (a `while` with a flag), or return from the function",
-                )
-                .label("not supported yet"),
-            ),
             None => self.error(
                 Diagnostic::new(
                     id.span,

@@ -16,35 +16,38 @@ impl Ctx<'_> {
 
     fn block_inner(&mut self, b: &ast::Block, want: Option<&[Type]>) -> R<Block> {
         let mut stmts = Vec::new();
-        let mut diverges = false;
+        // What ended the block early, if anything did.
+        let mut diverges: Option<&str> = None;
         let mut failed = false;
-        let dead = |cx: &mut Self, span: Span| {
+        let dead = |cx: &mut Self, span: Span, after: &str| {
             cx.errors.push(
                 Diagnostic::new(
                     span,
-                    "unreachable code after `return`",
-                    "remove this code, or move it before the `return`",
+                    format!("unreachable code after {after}"),
+                    format!("remove this code, or move it before the {after}"),
                 )
                 .label("never runs"),
             );
         };
         for s in &b.stmts {
-            if diverges && !failed {
-                dead(self, s.span);
+            if let (Some(after), false) = (diverges, failed) {
+                dead(self, s.span, after);
                 failed = true;
             }
             match self.stmt(s) {
                 Ok(t) => {
-                    diverges |= stmt_diverges(&t);
+                    diverges = diverges.or(stmt_diverges(&t));
                     stmts.push(t);
                 }
                 Err(Reported) => failed = true,
             }
         }
+        let diverges_at = diverges;
+        let diverges = diverges.is_some();
         let mut tail = None;
         if let Some(e) = &b.tail {
-            if diverges && !failed {
-                dead(self, e.span);
+            if let (Some(after), false) = (diverges_at, failed) {
+                dead(self, e.span, after);
                 failed = true;
             }
             let r = match want {
@@ -89,17 +92,48 @@ impl Ctx<'_> {
                 let hi = self.expect(hi, Type::I64, "the end of a `for` range");
                 let r = self.scoped(|cx| {
                     let i = cx.declare(var, Ty::I64, LocalKind::LoopIndex);
-                    Ok((i, cx.block(body, None)?))
+                    Ok((i, cx.loop_body(body)?))
                 });
                 let (lo, hi, (i, body)) = (lo?, hi?, r?);
                 Ok(Stmt::For(i, lo, hi, body, s.span))
             }
             StmtKind::While(cond, body) => {
                 let c = self.expect(cond, Type::Bool, "the condition of `while`");
-                let body = self.block(body, None);
+                let body = self.loop_body(body);
                 Ok(Stmt::While(c?, body?, s.span))
             }
+            StmtKind::Break | StmtKind::Continue => {
+                let word = if s.kind == StmtKind::Break {
+                    "break"
+                } else {
+                    "continue"
+                };
+                if self.loops == 0 {
+                    return self.error(
+                        Diagnostic::new(
+                            s.span,
+                            format!("`{word}` outside a loop"),
+                            "`break` and `continue` belong in the body of a `for` or `while` loop",
+                        )
+                        .label("not inside a loop"),
+                    );
+                }
+                Ok(if s.kind == StmtKind::Break {
+                    Stmt::Break(s.span)
+                } else {
+                    Stmt::Continue(s.span)
+                })
+            }
         }
+    }
+
+    /// The body of a `for` or `while`, where `break` and `continue` may
+    /// appear.
+    fn loop_body(&mut self, body: &ast::Block) -> R<Block> {
+        self.loops += 1;
+        let r = self.block(body, None);
+        self.loops -= 1;
+        r
     }
 
     /// `let name = value;`: a scalar, or a `zeros` array.
@@ -271,10 +305,13 @@ impl Ctx<'_> {
     }
 }
 
-fn stmt_diverges(s: &Stmt) -> bool {
+/// Does `s` end its block early: what, for messages ("`return`")?
+fn stmt_diverges(s: &Stmt) -> Option<&'static str> {
     match s {
-        Stmt::Return(..) => true,
-        Stmt::Expr(e) => e.ty == Ty::Never,
-        _ => false,
+        Stmt::Return(..) => Some("`return`"),
+        Stmt::Break(..) => Some("`break`"),
+        Stmt::Continue(..) => Some("`continue`"),
+        Stmt::Expr(e) if e.ty == Ty::Never => Some("an `if` that never finishes"),
+        _ => None,
     }
 }
