@@ -98,6 +98,8 @@ pub struct Features {
     pub writer: usize,
     pub with_autodiff: usize,
     pub loops: usize,
+    /// `break`s and `continue`s.
+    pub exits: usize,
 }
 
 /// A generated program and what to run.
@@ -218,6 +220,9 @@ struct FnGen<'a> {
     /// Helpers called (indices).
     called: Vec<usize>,
     loops: usize,
+    /// Loops around the statement being generated.
+    loop_depth: usize,
+    exits: usize,
 }
 
 impl<'a> FnGen<'a> {
@@ -235,6 +240,8 @@ impl<'a> FnGen<'a> {
             autodiff_left: 0,
             called: Vec::new(),
             loops: 0,
+            loop_depth: 0,
+            exits: 0,
         }
     }
 
@@ -499,6 +506,7 @@ impl<'a> FnGen<'a> {
                 self.line(format!("if {c} {{ return {e}; }}"));
             }
             14 if self.autodiff_left > 0 => self.autodiff_stmt(),
+            15 if self.loop_depth > 0 => self.exit_stmt(),
             _ => {
                 let v = self.fresh("v");
                 let e = self.fexpr(2);
@@ -546,6 +554,7 @@ impl<'a> FnGen<'a> {
         let lo = self.rng.below(2);
         let hi = lo + 1 + self.rng.below(3);
         self.line(format!("for {i} in {lo}..{hi} {{"));
+        self.loop_depth += 1;
         self.block(
             Scope {
                 ints: vec![i],
@@ -553,7 +562,22 @@ impl<'a> FnGen<'a> {
             },
             nest,
         );
+        self.loop_depth -= 1;
         self.line("}");
+    }
+
+    /// `if c { break; }` or `if c { continue; }` in a loop body. A `while`
+    /// counts its trip in its header's line, so `continue` cannot make it
+    /// run forever.
+    fn exit_stmt(&mut self) {
+        self.exits += 1;
+        let c = self.bexpr(1);
+        let word = if self.rng.chance(50) {
+            "break"
+        } else {
+            "continue"
+        };
+        self.line(format!("if {c} {{ {word}; }}"));
     }
 
     fn while_loop(&mut self, nest: usize) {
@@ -570,6 +594,7 @@ impl<'a> FnGen<'a> {
             String::new()
         };
         self.line(format!("while {j} < {k}{extra} {{ {j} = {j} + 1;"));
+        self.loop_depth += 1;
         self.block(
             Scope {
                 ints: vec![j],
@@ -577,6 +602,7 @@ impl<'a> FnGen<'a> {
             },
             nest,
         );
+        self.loop_depth -= 1;
         self.line("}");
     }
 
@@ -1037,6 +1063,7 @@ impl ProgramGen<'_> {
             }
         }
         self.features.loops += g.loops;
+        self.features.exits += g.exits;
         self.calls.push(std::mem::take(&mut g.called));
         let lines = std::mem::take(&mut g.lines);
         self.src.push_str(hint(self.rng));
@@ -1091,6 +1118,7 @@ impl ProgramGen<'_> {
         let t = g.tail_with(&forced);
         g.line(t);
         self.features.loops += g.loops;
+        self.features.exits += g.exits;
         let lines = std::mem::take(&mut g.lines);
         let head = hint(self.rng).to_string() + "fn top(x: f64, y: f64) -> f64 {";
         item(&mut self.src, &head, &lines);
