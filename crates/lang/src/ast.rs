@@ -94,6 +94,10 @@ pub enum StmtKind {
     Let(Ident, Expr),
     /// `let (a, b) = e;`
     LetTuple(Vec<Ident>, Expr),
+    /// `var (a, b) = e;`
+    VarTuple(Vec<Ident>, Expr),
+    /// `(a, b) = e;` on `var`s.
+    AssignTuple(Vec<Ident>, Expr),
     /// `var x = e;`
     Var(Ident, Expr),
     /// `x = e;`

@@ -303,6 +303,8 @@ impl Walker<'_> {
             match &s.kind {
                 StmtKind::Let(_, e)
                 | StmtKind::LetTuple(_, e)
+                | StmtKind::VarTuple(_, e)
+                | StmtKind::AssignTuple(_, e)
                 | StmtKind::Var(_, e)
                 | StmtKind::Assign(_, e)
                 | StmtKind::Expr(e) => self.expr(e),

@@ -236,7 +236,7 @@ impl Lower<'_, '_> {
 
     fn stmt(&mut self, s: &Stmt) {
         match s {
-            Stmt::Let(ls, e) => {
+            Stmt::Let(ls, e) | Stmt::AssignTuple(ls, e) => {
                 let vs = self.expr(e);
                 for (&l, v) in ls.iter().zip(vs) {
                     self.env[l] = Some(v);
@@ -609,6 +609,10 @@ impl Assigned {
                 Stmt::Let(_, e) | Stmt::Zeros(_, e, _) | Stmt::Expr(e) => self.expr(e, set),
                 Stmt::Assign(l, e) => {
                     set.insert(*l);
+                    self.expr(e, set);
+                }
+                Stmt::AssignTuple(ls, e) => {
+                    set.extend(ls.iter().copied());
                     self.expr(e, set);
                 }
                 Stmt::Store(_, i, x, _) => {

@@ -408,11 +408,17 @@ impl<'a> Parser<'a> {
                 TokenKind::Let => self.let_stmt()?,
                 TokenKind::Var => {
                     self.bump();
-                    let name = self.ident("write `var name = value;`")?;
-                    self.expect(TokenKind::Assign, "write `var name = value;`")?;
-                    let value = self.expr()?;
-                    self.semi()?;
-                    StmtKind::Var(name, value)
+                    if self.eat(TokenKind::LParen) {
+                        let help = "write `var name = value;` or `var (a, b) = f(..);`";
+                        let (names, value) = self.tuple_pattern(help)?;
+                        StmtKind::VarTuple(names, value)
+                    } else {
+                        let name = self.ident("write `var name = value;`")?;
+                        self.expect(TokenKind::Assign, "write `var name = value;`")?;
+                        let value = self.expr()?;
+                        self.semi()?;
+                        StmtKind::Var(name, value)
+                    }
                 }
                 TokenKind::Return => {
                     self.bump();
@@ -473,12 +479,24 @@ impl<'a> Parser<'a> {
                         match e.kind {
                             ExprKind::Name(name) => StmtKind::Assign(name, value),
                             ExprKind::Index(name, index) => StmtKind::Store(name, *index, value),
+                            ExprKind::Tuple(ref items)
+                                if items.iter().all(|x| matches!(x.kind, ExprKind::Name(_))) =>
+                            {
+                                let names = items
+                                    .iter()
+                                    .filter_map(|x| match &x.kind {
+                                        ExprKind::Name(n) => Some(n.clone()),
+                                        _ => None,
+                                    })
+                                    .collect();
+                                StmtKind::AssignTuple(names, value)
+                            }
                             _ => {
                                 return self.error(
                                     Diagnostic::new(
                                         e.span,
                                         "cannot assign to this expression",
-                                        "assign to a `var` (`x = e;`) or an array element (`a[i] = e;`)",
+                                        "assign to a `var` (`x = e;`), to `var`s (`(a, b) = f(..);`) or to an array element (`a[i] = e;`)",
                                     )
                                     .label("not a variable or an array element"),
                                 )
@@ -520,17 +538,7 @@ impl<'a> Parser<'a> {
         const HELP: &str = "write `let name = value;` or `let (a, b) = f(..);`";
         self.bump();
         if self.eat(TokenKind::LParen) {
-            let mut names = vec![self.ident(HELP)?];
-            while self.eat(TokenKind::Comma) {
-                if self.peek() == TokenKind::RParen {
-                    break;
-                }
-                names.push(self.ident(HELP)?);
-            }
-            self.expect(TokenKind::RParen, HELP)?;
-            self.expect(TokenKind::Assign, HELP)?;
-            let value = self.expr()?;
-            self.semi()?;
+            let (names, value) = self.tuple_pattern(HELP)?;
             Ok(StmtKind::LetTuple(names, value))
         } else {
             let name = self.ident(HELP)?;
@@ -539,6 +547,22 @@ impl<'a> Parser<'a> {
             self.semi()?;
             Ok(StmtKind::Let(name, value))
         }
+    }
+
+    /// `a, b) = value;` after the `(` of a `let` or `var` pattern.
+    fn tuple_pattern(&mut self, help: &str) -> PResult<(Vec<Ident>, Expr)> {
+        let mut names = vec![self.ident(help)?];
+        while self.eat(TokenKind::Comma) {
+            if self.peek() == TokenKind::RParen {
+                break;
+            }
+            names.push(self.ident(help)?);
+        }
+        self.expect(TokenKind::RParen, help)?;
+        self.expect(TokenKind::Assign, help)?;
+        let value = self.expr()?;
+        self.semi()?;
+        Ok((names, value))
     }
 
     // ---- expressions ----

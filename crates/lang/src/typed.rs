@@ -147,6 +147,8 @@ pub enum Stmt {
     Zeros(LocalId, Expr, Span),
     /// `x = e;` on a `var`.
     Assign(LocalId, Expr),
+    /// `(a, b) = e;` on `var`s.
+    AssignTuple(Vec<LocalId>, Expr),
     /// `a[i] = e;`
     Store(LocalId, Expr, Expr, Span),
     Expr(Expr),

@@ -1,7 +1,7 @@
 //! Blocks and statements: `let`, `var`, tuples, assignments, stores,
 //! loops, and the rule that no code follows a `return`.
 
-use super::{Ctx, Reported, R};
+use super::{expr, Ctx, Reported, R};
 use crate::ast::{self, ExprKind as AK, Ident, StmtKind};
 use crate::diagnostic::{Diagnostic, Span};
 use crate::typed::*;
@@ -74,8 +74,13 @@ impl Ctx<'_> {
         match &s.kind {
             StmtKind::Let(name, value) => self.let_stmt(name, value),
             StmtKind::Var(name, value) => self.var_stmt(name, value),
-            StmtKind::LetTuple(names, value) => {
-                let r = self.let_tuple(names, value);
+            StmtKind::LetTuple(names, value) | StmtKind::VarTuple(names, value) => {
+                let kind = if matches!(s.kind, StmtKind::LetTuple(..)) {
+                    LocalKind::Let
+                } else {
+                    LocalKind::Var
+                };
+                let r = self.let_tuple(names, value, kind);
                 if r.is_err() {
                     for n in names {
                         self.poison(n);
@@ -84,6 +89,7 @@ impl Ctx<'_> {
                 r
             }
             StmtKind::Assign(name, value) => self.assign(name, value),
+            StmtKind::AssignTuple(names, value) => self.assign_tuple(names, value),
             StmtKind::Store(name, index, value) => self.store(name, index, value, s.span),
             StmtKind::Expr(e) => Ok(Stmt::Expr(self.expr(e)?)),
             StmtKind::Return(value) => self.return_stmt(value.as_ref(), s.span),
@@ -223,27 +229,18 @@ impl Ctx<'_> {
         self.expect(&args[0], Type::I64, "the length of `zeros`")
     }
 
-    fn let_tuple(&mut self, names: &[Ident], value: &ast::Expr) -> R<Stmt> {
-        for (i, n) in names.iter().enumerate() {
-            if let Some(first) = names[..i].iter().find(|m| m.name == n.name) {
-                return self.error(
-                    Diagnostic::new(
-                        n.span,
-                        format!("`{}` is bound twice in this pattern", n.name),
-                        "give each part its own name",
-                    )
-                    .secondary(first.span, "first binding"),
-                );
-            }
-        }
-        let x = self.expr(value)?;
+    /// `let (a, b) = value;` (`kind` `Let`) or `var (a, b) = value;`.
+    fn let_tuple(&mut self, names: &[Ident], value: &ast::Expr, kind: LocalKind) -> R<Stmt> {
+        self.distinct(names)?;
+        let x = self.tuple_rhs(value, None)?;
+        let word = if kind == LocalKind::Var { "var" } else { "let" };
         match &x.ty {
             Ty::Tuple(tys) if tys.len() == names.len() => {
                 let tys = tys.clone();
                 let ls = names
                     .iter()
                     .zip(tys)
-                    .map(|(n, t)| self.declare(n, Ty::scalar(t), LocalKind::Let))
+                    .map(|(n, t)| self.declare(n, Ty::scalar(t), kind))
                     .collect();
                 Ok(Stmt::Let(ls, x))
             }
@@ -263,8 +260,8 @@ impl Ctx<'_> {
             t => {
                 let d = Diagnostic::new(
                     value.span,
-                    "`let (..) = ...` needs a tuple",
-                    "bind a single value with `let x = ...;`",
+                    format!("`{word} (..) = ...` needs a tuple"),
+                    format!("bind a single value with `{word} x = ...;`"),
                 )
                 .label(format!("this is {}", t.describe()));
                 self.error(d)
@@ -272,20 +269,145 @@ impl Ctx<'_> {
         }
     }
 
+    /// Reports a name bound twice in a tuple pattern.
+    fn distinct(&mut self, names: &[Ident]) -> R<()> {
+        for (i, n) in names.iter().enumerate() {
+            if let Some(first) = names[..i].iter().find(|m| m.name == n.name) {
+                return self.error(
+                    Diagnostic::new(
+                        n.span,
+                        format!("`{}` is bound twice in this pattern", n.name),
+                        "give each part its own name",
+                    )
+                    .secondary(first.span, "first binding"),
+                );
+            }
+        }
+        Ok(())
+    }
+
+    /// The value bound or assigned by a tuple pattern: any expression, or a
+    /// tuple expression `(x, y)` (allowed here and in result position),
+    /// whose parts are checked against the `var`s assigned when `want`
+    /// gives them. Every part is evaluated before anything is bound, so
+    /// `(a, b) = (b, a);` swaps.
+    fn tuple_rhs(&mut self, value: &ast::Expr, want: Option<(&[Ident], &[Type])>) -> R<Expr> {
+        let AK::Tuple(elems) = &value.kind else {
+            return self.expr(value);
+        };
+        let mut xs = Vec::new();
+        let mut tys = Vec::new();
+        let mut failed = false;
+        for (k, el) in elems.iter().enumerate() {
+            let x = match want {
+                Some((names, want)) if k < want.len() => {
+                    let what = format!("the value assigned to `{}`", names[k].name);
+                    self.expect(el, want[k], &what)
+                }
+                _ => self.value(el).and_then(|x| match x.ty.ir_scalar() {
+                    Some(_) => Ok(x),
+                    None => self.error(
+                        Diagnostic::new(
+                            el.span,
+                            "a tuple holds scalars",
+                            "bind the array by its own name instead",
+                        )
+                        .label(format!("this is {}", x.ty.describe())),
+                    ),
+                }),
+            };
+            match x {
+                Ok(x) => {
+                    tys.push(x.ty.ir_scalar().unwrap_or(Type::F64));
+                    xs.push(x);
+                }
+                Err(Reported) => failed = true,
+            }
+        }
+        if failed {
+            return Err(Reported);
+        }
+        let x = expr(ExprKind::Tuple(xs), Ty::Tuple(tys));
+        Ok(Expr {
+            span: value.span,
+            ..x
+        })
+    }
+
+    /// `(a, b) = value;`: every name a `var` of the type of its part.
+    fn assign_tuple(&mut self, names: &[Ident], value: &ast::Expr) -> R<Stmt> {
+        self.distinct(names)?;
+        let mut ls = Vec::new();
+        for name in names {
+            let l = self.lookup(name)?;
+            if self.locals[l].kind != LocalKind::Var {
+                return self.error(self.not_assignable(name, l));
+            }
+            ls.push(l);
+        }
+        let want: Vec<Type> = ls
+            .iter()
+            .map(|&l| self.locals[l].ty.ir_scalar().unwrap_or(Type::F64))
+            .collect();
+        let x = self.tuple_rhs(value, Some((names, &want)))?;
+        let tys = match &x.ty {
+            Ty::Tuple(tys) if tys.len() == names.len() => tys.clone(),
+            t => {
+                let found = match t {
+                    Ty::Tuple(tys) => format!("this tuple has {} values", tys.len()),
+                    t => format!("this is one value of type {}", t.describe()),
+                };
+                let d = Diagnostic::new(
+                    value.span,
+                    format!("{} `var`s are assigned but {found}", names.len()),
+                    "assign a tuple of as many values (`(a, b) = f(..);`)",
+                )
+                .label(format!("this is {}", t.describe()));
+                return self.error(d);
+            }
+        };
+        for ((name, &l), ty) in names.iter().zip(&ls).zip(tys) {
+            let want = self.locals[l].ty.ir_scalar().unwrap_or(Type::F64);
+            if ty != want {
+                let d = Diagnostic::new(
+                    name.span,
+                    format!(
+                        "`{}` is {} but its part of the tuple is {}",
+                        name.name,
+                        Ty::scalar(want).describe(),
+                        Ty::scalar(ty).describe()
+                    ),
+                    "assign a value of the `var`'s type, or declare a new `var` for it",
+                )
+                .label("assigned here")
+                .secondary(self.local_spans[l], "declared here");
+                return self.error(d);
+            }
+        }
+        Ok(Stmt::AssignTuple(ls, x))
+    }
+
     fn assign(&mut self, name: &Ident, value: &ast::Expr) -> R<Stmt> {
         let l = self.lookup(name)?;
+        if self.locals[l].kind == LocalKind::Var {
+            let n = &name.name;
+            let want = self.locals[l].ty.ir_scalar().unwrap_or(Type::F64);
+            let v = self.expect(value, want, &format!("the value assigned to `{n}`"))?;
+            return Ok(Stmt::Assign(l, v));
+        }
+        self.error(self.not_assignable(name, l))
+    }
+
+    /// Why `name` (local `l`, not a `var`) cannot be assigned.
+    fn not_assignable(&self, name: &Ident, l: LocalId) -> Diagnostic {
         let n = &name.name;
         let (msg, help) = match self.locals[l].kind {
-            LocalKind::Var => {
-                let want = self.locals[l].ty.ir_scalar().unwrap_or(Type::F64);
-                let v = self.expect(value, want, &format!("the value assigned to `{n}`"))?;
-                return Ok(Stmt::Assign(l, v));
-            }
             _ if matches!(self.locals[l].ty, Ty::Array { .. }) => (
                 format!("cannot assign to the array `{n}`"),
                 format!("write its elements (`{n}[i] = v;`) or use `fill({n}, v);`"),
             ),
-            LocalKind::Let => (
+            // (A `var` can be assigned: callers ask only about others.)
+            LocalKind::Let | LocalKind::Var => (
                 format!("cannot assign to `{n}`: it is declared with `let`"),
                 format!("declare it with `var`: `var {n} = ...;`"),
             ),
@@ -298,10 +420,9 @@ impl Ctx<'_> {
                 "declare a separate counter with `var`".to_string(),
             ),
         };
-        let d = Diagnostic::new(name.span, msg, help)
+        Diagnostic::new(name.span, msg, help)
             .label("assigned here")
-            .secondary(self.local_spans[l], "declared here");
-        self.error(d)
+            .secondary(self.local_spans[l], "declared here")
     }
 }
 
