@@ -158,3 +158,53 @@ fn vector_mode_equals_single_sweeps_bit_for_bit() {
         assert!(v.results[1 + lane].bit_eq(&s.results[1]), "lane {lane}");
     }
 }
+
+/// In-source vector mode (`autodiff(forward(N), ..)`) gives, lane by lane,
+/// the bits of N width-1 requests, under every inline setting and on both
+/// engines, for scalar `dual`s and array `dup`s.
+#[test]
+fn in_source_vector_mode_equals_width_one_requests_bit_for_bit() {
+    let src = "
+fn f(x: f64, a: [f64]) -> f64 {
+    var s = exp(x);
+    for i in 0..len(a) { s = s * cos(a[i] * x) + a[i] / (1.0 + x * x); }
+    s
+}
+fn lanes(x: f64, a: [f64]) -> (f64, f64, f64, f64) {
+    let d1 = zeros(len(a)); let d2 = zeros(len(a)); let d3 = zeros(len(a));
+    d1[0] = 1.0; d2[1] = -2.0; d3[0] = 0.5; d3[2] = 3.0;
+    autodiff(forward(3), f, dual, dual(x, 1.0, 0.0, -1.5), dup(a, d1, d2, d3))
+}
+fn lane(x: f64, a: [f64], k: i64) -> (f64, f64) {
+    let d = zeros(len(a));
+    var t = 0.0;
+    if k == 0 { t = 1.0; d[0] = 1.0; }
+    if k == 1 { d[1] = -2.0; }
+    if k == 2 { t = -1.5; d[0] = 0.5; d[2] = 3.0; }
+    autodiff(forward, f, dual, dual(x, t), dup(a, d))
+}
+";
+    let session = adze::Session::from_source("vector.adz", src).unwrap();
+    let mut compared = 0;
+    for (inline, engine) in crate::support::every_setting_and_engine() {
+        let s = crate::support::with_inline(&session, inline);
+        for x in [0.3, -1.2, 2.0] {
+            let a = Val::Array(vec![0.5, -1.0, 2.5]);
+            let v = s.run("lanes", &[Val::F64(x), a.clone()], engine).unwrap();
+            for k in 0..3 {
+                let one = s
+                    .run("lane", &[Val::F64(x), a.clone(), Val::I64(k)], engine)
+                    .unwrap();
+                assert!(v.results[0].bit_eq(&one.results[0]), "primal at {x}");
+                let lane = &v.results[1 + k as usize];
+                assert!(
+                    lane.bit_eq(&one.results[1]),
+                    "{inline:?} {engine:?} lane {k} at {x}: {lane} vs {}",
+                    one.results[1]
+                );
+                compared += 1;
+            }
+        }
+    }
+    assert_eq!(compared, 72);
+}

@@ -387,7 +387,10 @@ pub(crate) fn lower_forward_requests(
         .filter_map(|(_, inst)| match func.dfg.inst(inst) {
             InstData::Autodiff { spec, args } if spec.mode == Mode::Forward => Some((
                 inst,
-                ForwardRequest::new(spec.func, spec.args.clone(), spec.ret),
+                ForwardRequest {
+                    width: spec.width,
+                    ..ForwardRequest::new(spec.func, spec.args.clone(), spec.ret)
+                },
                 args.clone(),
             )),
             _ => None,

@@ -620,11 +620,18 @@ impl ArgActivity {
         }
     }
 
-    /// How many IR values this activity takes.
+    /// How many IR values this activity takes at width 1.
     pub fn arity(self) -> usize {
+        self.arity_at(1)
+    }
+
+    /// How many IR values this activity takes in a request of `width`
+    /// tangents (forward vector mode): the value, then `width` tangents or
+    /// shadows for `dual` and `dup`.
+    pub fn arity_at(self, width: usize) -> usize {
         match self {
             ArgActivity::Const | ArgActivity::Active => 1,
-            ArgActivity::Dual | ArgActivity::Dup => 2,
+            ArgActivity::Dual | ArgActivity::Dup => 1 + width,
         }
     }
 }
@@ -641,6 +648,12 @@ pub struct AutodiffSpec {
     pub ret: RetActivity,
     /// One entry per parameter of `func`.
     pub args: Vec<ArgActivity>,
+    /// Tangents per `dual` value and shadows per `dup` array: 1, or more
+    /// in forward vector mode (`autodiff forward(N) ..`), where each `dual`
+    /// and `dup` argument takes its value and then `width` lanes, and a
+    /// `dual` return gives the results and then `width` tangents of each
+    /// f64 result, result by result.
+    pub width: usize,
 }
 
 /// Instruction storage. The variants are formats; each names its opcode where

@@ -240,7 +240,9 @@ impl Module {
         match (spec.mode, spec.ret) {
             (Mode::Forward, RetActivity::Dual) => {
                 let mut tys = callee.sig.results.clone();
-                tys.extend(callee.sig.results.iter().filter(|&&t| t == Type::F64));
+                for &t in callee.sig.results.iter().filter(|&&t| t == Type::F64) {
+                    tys.extend(std::iter::repeat_n(t, spec.width));
+                }
                 tys
             }
             (Mode::Forward, _) => Vec::new(),

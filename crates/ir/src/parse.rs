@@ -1132,11 +1132,21 @@ impl<'m> Body<'m> {
         })
     }
 
-    /// `autodiff forward dual @f(dual v1, v2, const v3, dup v4, v5)`
+    /// `autodiff forward dual @f(dual v1, v2, const v3, dup v4, v5)`; in
+    /// vector mode `autodiff forward(2) dual @f(dual v1, v2, v3)`.
     fn autodiff(&mut self, c: &mut Cursor) -> Result<(InstData, ResultTypes), ParseError> {
         let (m, pos) = c.word("`forward` or `reverse`")?;
         let mode = Mode::from_name(m)
             .ok_or_else(|| err(pos, format!("expected `forward` or `reverse`, found `{m}`")))?;
+        let mut width = 1;
+        if c.eat('(') {
+            let (n, pos) = c.word("a width")?;
+            width =
+                n.parse::<usize>().ok().filter(|&n| n >= 1).ok_or_else(|| {
+                    err(pos, format!("expected a width of at least 1, found `{n}`"))
+                })?;
+            c.expect(')')?;
+        }
         let (r, pos) = c.word("a return activity")?;
         let ret = RetActivity::from_name(r).ok_or_else(|| {
             err(
@@ -1177,6 +1187,7 @@ impl<'m> Body<'m> {
             func,
             ret,
             args: acts,
+            width,
         };
         let tys = self.module.autodiff_result_types(&spec);
         let data = InstData::Autodiff {

@@ -848,14 +848,18 @@ impl Verifier<'_> {
             );
             return self.report(at, msg);
         }
-        let arity: usize = spec.args.iter().map(|a| a.arity()).sum();
+        if spec.width == 0 || (spec.width > 1 && mode != Mode::Forward) {
+            let msg = format!("width {} is not allowed in {mode} mode", spec.width);
+            return self.report(at, msg);
+        }
+        let arity: usize = spec.args.iter().map(|a| a.arity_at(spec.width)).sum();
         if args.len() != arity {
             let msg = format!("the activities take {arity} value(s), found {}", args.len());
             return self.report(at, msg);
         }
         let mut rest = args;
         for (p, &act) in f.sig.params.iter().zip(&spec.args) {
-            let (vals, tail) = rest.split_at(act.arity());
+            let (vals, tail) = rest.split_at(act.arity_at(spec.width));
             rest = tail;
             let name = act.name();
             let allowed = match act {
@@ -894,7 +898,7 @@ impl Verifier<'_> {
                 let what = format!("argument for `mut` parameter `{}`", p.name);
                 self.expect_writable(at, &what, vals[0]);
             }
-            if let Some(&shadow) = vals.get(1) {
+            for &shadow in vals.iter().skip(1) {
                 let what = format!(
                     "{} of `{}`",
                     if act == ArgActivity::Dup {

@@ -216,19 +216,17 @@ pub fn write_inst(
             w.write_str(")")
         }
         InstData::Autodiff { spec, args } => {
-            write!(
-                w,
-                "{op} {} {} {}(",
-                spec.mode,
-                spec.ret.name(),
-                names.func(spec.func)
-            )?;
+            write!(w, "{op} {}", spec.mode)?;
+            if spec.width != 1 {
+                write!(w, "({})", spec.width)?;
+            }
+            write!(w, " {} {}(", spec.ret.name(), names.func(spec.func))?;
             let mut rest = args.as_slice();
             for (i, act) in spec.args.iter().enumerate() {
                 if i > 0 {
                     w.write_str(", ")?;
                 }
-                let n = act.arity().min(rest.len());
+                let n = act.arity_at(spec.width).min(rest.len());
                 write!(w, "{} ", act.name())?;
                 write_list(w, &rest[..n])?;
                 rest = &rest[n..];

@@ -560,6 +560,7 @@ fn builder_functions_roundtrip() {
         func: g,
         ret: RetActivity::Active,
         args: vec![ArgActivity::Active, ArgActivity::Dup],
+        width: 1,
     };
     let d = b.autodiff(spec, &[acc, xs, t], &[Type::F64]);
     let d = b.func.dfg.first_result(d);
@@ -758,6 +759,7 @@ fn build_random(steps: &[Step]) -> Module {
                     func: g,
                     ret: RetActivity::Dual,
                     args: vec![ArgActivity::Dual, ArgActivity::Dup],
+                    width: 1,
                 };
                 let args = [
                     p.pick(Type::F64, x),
@@ -774,6 +776,7 @@ fn build_random(steps: &[Step]) -> Module {
                     func: g,
                     ret: RetActivity::Active,
                     args: vec![ArgActivity::Active, ArgActivity::Dup],
+                    width: 1,
                 };
                 let shadow = p.warrs[da % p.warrs.len()];
                 let args = [p.pick(Type::F64, x), p.pick(Type::Array, a), shadow];

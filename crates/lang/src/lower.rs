@@ -491,6 +491,7 @@ impl Lower<'_, '_> {
                     func: self.ids[req.func],
                     ret: req.ret,
                     args: req.args.clone(),
+                    width: req.width,
                 };
                 let tys = self.module.autodiff_result_types(&spec);
                 let inst = self.b.autodiff(spec, &args, &tys);

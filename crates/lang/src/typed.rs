@@ -204,4 +204,6 @@ pub struct AutodiffReq {
     pub func: usize,
     pub ret: RetActivity,
     pub args: Vec<ArgActivity>,
+    /// Tangents per `dual` and shadows per `dup`: `forward(N)`'s N, else 1.
+    pub width: usize,
 }

@@ -250,6 +250,7 @@ fn autodiff_is_unsupported_until_lowered() {
         func: sq,
         ret: RetActivity::Dual,
         args: vec![ArgActivity::Dual],
+        width: 1,
     };
     let tys = m.autodiff_result_types(&spec);
     assert_eq!(tys, vec![Type::F64, Type::F64]);

@@ -294,6 +294,7 @@ fn autodiff_is_rejected_at_compile_time() {
             func: sq,
             ret: RetActivity::Active,
             args: vec![ArgActivity::Active],
+            width: 1,
         };
         let i = b.autodiff(spec, &[p[0]], &[Type::F64]);
         let r = b.func.dfg.first_result(i);

@@ -29,7 +29,7 @@ impl<'a> Ctx<'a> {
                 .label("too few arguments"),
             );
         }
-        let mode = self.autodiff_mode(&args[0])?;
+        let (mode, width) = self.autodiff_mode(&args[0])?;
         let (fname, info) = self.autodiff_target(&args[1])?;
         let ret = self.ret_activity(mode, fname, info, &args[2])?;
         let acts = &args[3..];
@@ -53,7 +53,7 @@ impl<'a> Ctx<'a> {
         let mut arrays = Vec::new();
         let mut failed = false;
         for (a, p) in acts.iter().zip(&info.params) {
-            match self.activity_arg(mode, fname, a, p, &mut arrays) {
+            match self.activity_arg(mode, width, fname, a, p, &mut arrays) {
                 Ok((act, xs)) => {
                     spec_args.push(act);
                     values.extend(xs);
@@ -67,7 +67,12 @@ impl<'a> Ctx<'a> {
         self.check_aliasing(&arrays, &format!("autodiff({mode}, {fname}, ..)"))?;
         let res = &info.results;
         let tys: Vec<Type> = match (mode, ret) {
-            (Mode::Forward, RetActivity::Dual) => res.iter().chain(res).copied().collect(),
+            // The results, then `width` tangents of each, result by result.
+            (Mode::Forward, RetActivity::Dual) => res
+                .iter()
+                .copied()
+                .chain(res.iter().flat_map(|&t| std::iter::repeat_n(t, width)))
+                .collect(),
             (Mode::Forward, _) => Vec::new(),
             (Mode::Reverse, _) => spec_args
                 .iter()
@@ -80,6 +85,7 @@ impl<'a> Ctx<'a> {
             func: info.index,
             ret,
             args: spec_args,
+            width,
         };
         Ok(expr(
             ExprKind::Autodiff(Box::new(req), values),
@@ -87,11 +93,30 @@ impl<'a> Ctx<'a> {
         ))
     }
 
-    /// The first argument: `forward` or `reverse`.
-    fn autodiff_mode(&mut self, e: &ast::Expr) -> R<Mode> {
+    /// The first argument: `forward`, `forward(N)` (vector mode: N
+    /// tangents per `dual` and N shadows per `dup`, N an integer literal of
+    /// at least 1) or `reverse`; with the width.
+    fn autodiff_mode(&mut self, e: &ast::Expr) -> R<(Mode, usize)> {
+        if let AK::Call(f, n) = &e.kind {
+            if f.name == "forward" {
+                return match n.as_slice() {
+                    [ast::Expr {
+                        kind: AK::Int(n), ..
+                    }] if *n >= 1 => Ok((Mode::Forward, *n as usize)),
+                    _ => self.error(
+                        Diagnostic::new(
+                            e.span,
+                            "the width of `forward(N)` must be an integer literal of at least 1",
+                            "write e.g. `autodiff(forward(4), f, dual, dual(x, t1, t2, t3, t4))`",
+                        )
+                        .label("not a width"),
+                    ),
+                };
+            }
+        }
         match word(e) {
-            Some("forward") => Ok(Mode::Forward),
-            Some("reverse") => Ok(Mode::Reverse),
+            Some("forward") => Ok((Mode::Forward, 1)),
+            Some("reverse") => Ok((Mode::Reverse, 1)),
             _ => self.error(
                 Diagnostic::new(
                     e.span,
@@ -177,16 +202,17 @@ impl<'a> Ctx<'a> {
     fn activity_arg(
         &mut self,
         mode: Mode,
+        width: usize,
         f: &str,
         a: &ast::Expr,
         p: &Param,
         arrays: &mut ArrayUses,
     ) -> R<(ArgActivity, Vec<Expr>)> {
-        let (act, inner) = self.activity(mode, f, a, p)?;
+        let (act, inner) = self.activity(mode, width, f, a, p)?;
         let mut xs = Vec::new();
         if p.ty == Type::Array {
             for (k, e) in inner.iter().enumerate() {
-                xs.push(self.array_activity_value(mode, f, p, k == 1, e, arrays)?);
+                xs.push(self.array_activity_value(mode, f, p, k >= 1, e, arrays)?);
             }
         } else {
             for e in inner {
@@ -203,6 +229,7 @@ impl<'a> Ctx<'a> {
     fn activity<'e>(
         &mut self,
         mode: Mode,
+        width: usize,
         f: &str,
         a: &'e ast::Expr,
         p: &Param,
@@ -245,14 +272,16 @@ impl<'a> Ctx<'a> {
                 return self.error(Diagnostic::new(a.span, msg, help).label(label));
             }
         };
-        if inner.len() != act.arity() {
-            let form = match act {
-                ArgActivity::Const => "const(e)",
-                ArgActivity::Dual => "dual(x, tx)",
-                ArgActivity::Active => "active(x)",
-                ArgActivity::Dup => "dup(a, da)",
+        if inner.len() != act.arity_at(width) {
+            let form = match (act, width) {
+                (ArgActivity::Const, _) => "const(e)".to_string(),
+                (ArgActivity::Dual, 1) => "dual(x, tx)".to_string(),
+                (ArgActivity::Dup, 1) => "dup(a, da)".to_string(),
+                (ArgActivity::Dual, n) => format!("dual(x, t1, .., t{n})"),
+                (ArgActivity::Dup, n) => format!("dup(a, da1, .., da{n})"),
+                (ArgActivity::Active, _) => "active(x)".to_string(),
             };
-            let n = act.arity();
+            let n = act.arity_at(width);
             return self.error(
                 Diagnostic::new(
                     a.span,
@@ -260,7 +289,10 @@ impl<'a> Ctx<'a> {
                         "`{kind}` takes {n} argument{}",
                         if n == 1 { "" } else { "s" }
                     ),
-                    format!("write `{form}`"),
+                    match width {
+                        1 => format!("write `{form}`"),
+                        w => format!("write `{form}`: `forward({w})` takes {w} tangents per `dual` and {w} shadows per `dup`"),
+                    },
                 )
                 .label(format!("{} given", inner.len())),
             );
