@@ -731,6 +731,22 @@ impl<'a> FnGen<'a> {
         let tang = *self.rng.pick(&["1.0", "0.5", "-1.0", "0.0"]);
         let (p, q) = (self.fresh("g"), self.fresh("g"));
         match kind {
+            // Vector mode where the tangent drawn is 0.5 (no draw of its
+            // own, so the other programs of a seed stay as they were):
+            // two lanes, the second with tangents of its own.
+            Kind::Scalar | Kind::Diff if fwd && tang == "0.5" => {
+                let yarg = if self.rng.chance(30) {
+                    format!("const({b})")
+                } else {
+                    format!("dual({b}, 1.0, -0.5)")
+                };
+                let r = self.fresh("g");
+                self.line(format!(
+                    "let ({p}, {q}, {r}) = autodiff(forward(2), {f}, dual, dual({a}, {tang}, 1.0), {yarg});"
+                ));
+                self.use_pair(p, q);
+                self.top().f.push(r);
+            }
             Kind::Scalar | Kind::Diff if fwd => {
                 let yarg = if self.rng.chance(30) {
                     format!("const({b})")
