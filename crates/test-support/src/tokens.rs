@@ -14,6 +14,8 @@ pub const TOKENS: &[&str] = &[
     "for",
     "in",
     "while",
+    "break",
+    "continue",
     "return",
     "true",
     "false",
