@@ -57,6 +57,12 @@
 //! | `cbrt` | `1/(3 r²)` | +inf at ±0 |
 //! | `abs` | `sign x` | 0 at ±0 |
 //! | `erf` | `2/√π · e^(−x²)` | 0 at ±inf (`x²` overflows, `e^(−inf) = 0`) |
+//! | `erfc` | `−2/√π · e^(−x²)` | −0 at ±inf |
+//! | `log2`, `log10` | `log2(e)/x`, `log10(e)/x` | ±inf at ±0; below the domain the formula's value |
+//! | `exp2` | `ln 2 · r` | — |
+//! | `asinh` | `1/hypot(x, 1)` | no overflow for huge `x` (`1/|x|`) |
+//! | `acosh` | `1/(sqrt(x − 1) · sqrt(x + 1))` | +inf at 1; NaN below 1; `x − 1` exact near 1, no overflow for huge `x` |
+//! | `atanh` | `1/((1 − x)(1 + x))` | +inf at ±1; no cancellation of `1 − x²` near ±1 |
 //! | `floor`, `ceil`, `round`, `sign` | 0 | 0 everywhere, at the jumps too; results are inactive |
 //! | `atan2 y, x` | `x/h/h`, `-(y/h/h)`, `h = hypot(y, x)` | 0 at `(0, 0)`; no overflow for huge arguments |
 //! | `hypot x, y` | `x/r`, `y/r` | 0 at `(0, 0)` |
@@ -202,6 +208,46 @@ fn rule(op: Opcode) -> Option<Rule> {
             let m = b.fneg(x2);
             let e = b.unary(Exp, m);
             b.fmul(c, e)
+        }),
+        Erfc => Rule::Unary(|b, x, _| {
+            let c = b.fconst(-std::f64::consts::FRAC_2_SQRT_PI);
+            let x2 = b.fmul(x, x);
+            let m = b.fneg(x2);
+            let e = b.unary(Exp, m);
+            b.fmul(c, e)
+        }),
+        Log2 => Rule::Unary(|b, x, _| {
+            let c = b.fconst(std::f64::consts::LOG2_E);
+            b.fdiv(c, x)
+        }),
+        Log10 => Rule::Unary(|b, x, _| {
+            let c = b.fconst(std::f64::consts::LOG10_E);
+            b.fdiv(c, x)
+        }),
+        Exp2 => Rule::Unary(|b, _, r| {
+            let c = b.fconst(std::f64::consts::LN_2);
+            b.fmul(c, r)
+        }),
+        Asinh => Rule::Unary(|b, x, _| {
+            let one = b.fconst(1.0);
+            let h = b.binary(Hypot, x, one);
+            b.fdiv(one, h)
+        }),
+        Acosh => Rule::Unary(|b, x, _| {
+            let one = b.fconst(1.0);
+            let xm = b.fsub(x, one);
+            let xp = b.fadd(x, one);
+            let sm = b.unary(Sqrt, xm);
+            let sp = b.unary(Sqrt, xp);
+            let d = b.fmul(sm, sp);
+            b.fdiv(one, d)
+        }),
+        Atanh => Rule::Unary(|b, x, _| {
+            let one = b.fconst(1.0);
+            let xm = b.fsub(one, x);
+            let xp = b.fadd(one, x);
+            let d = b.fmul(xm, xp);
+            b.fdiv(one, d)
         }),
         Floor | Ceil | Round | Sign => Rule::Flat,
         Atan2 => Rule::Custom(atan2),

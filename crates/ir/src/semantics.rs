@@ -14,6 +14,11 @@
 //! - `sign(x)` is -1 or 1 for nonzero `x`, `x` itself for ±0 and NaN.
 //! - `x ^ n` for an integer literal `n` is binary powering ([`powi`]), exact
 //!   for `n = 0, 1, 2`; `x ^ y` otherwise is `pow` (Rust's `f64::powf`).
+//! - `erf`, `erfc`, `asinh`, `acosh`, `atanh` come from the `libm` crate
+//!   (pure-Rust ports of fdlibm, under 1 ulp, the same bits on every
+//!   platform); `std` has no `erf`/`erfc`, and its `asinh`/`acosh`/`atanh`
+//!   are short formulas (`acosh` loses digits just above 1). `log2`,
+//!   `log10`, `exp2` are `std`'s, as `exp` and `log` are.
 //! - i64 `+ - *` wrap; `/` and `%` truncate; `x / 0`, `x % 0`,
 //!   `i64::MIN / -1` and `i64::MIN % -1` are run-time errors.
 
@@ -83,6 +88,13 @@ pub fn unary_f64(op: Opcode, x: f64) -> f64 {
         Round => x.round(),
         Sign => sign(x),
         Erf => erf(x),
+        Erfc => erfc(x),
+        Log2 => x.log2(),
+        Log10 => x.log10(),
+        Exp2 => x.exp2(),
+        Asinh => libm::asinh(x),
+        Acosh => libm::acosh(x),
+        Atanh => libm::atanh(x),
         _ => panic!("{op} is not a unary f64 operation"),
     }
 }
@@ -123,6 +135,15 @@ pub fn sign(x: f64) -> f64 {
 /// so both engines compute the same bits on every platform.
 pub fn erf(x: f64) -> f64 {
     libm::erf(x)
+}
+
+/// The complementary error function `erfc(x) = 1 - erf(x)`, computed
+/// without the cancellation of `1 - erf(x)` for large `x` (`erfc(27) ≈
+/// 5e-319` is a subnormal, not 0): the `libm` crate's port of fdlibm's
+/// `s_erf.c`, as [`erf`] (error under 1 ulp; `erfc(-inf) = 2`,
+/// `erfc(inf) = 0`).
+pub fn erfc(x: f64) -> f64 {
+    libm::erfc(x)
 }
 
 /// IEEE 754-2019 `minimum`.
