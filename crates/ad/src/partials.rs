@@ -63,6 +63,9 @@
 //! | `asinh` | `1/hypot(x, 1)` | no overflow for huge `x` (`1/|x|`) |
 //! | `acosh` | `1/(sqrt(x − 1) · sqrt(x + 1))` | +inf at 1; NaN below 1; `x − 1` exact near 1, no overflow for huge `x` |
 //! | `atanh` | `1/((1 − x)(1 + x))` | +inf at ±1; no cancellation of `1 − x²` near ±1 |
+//! | `lgamma` | `digamma x` | at the poles `0, −1, ..`: digamma's value there (NaN, or ∓inf at ±0) |
+//! | `digamma` | `polygamma 1, x` | +inf at the poles |
+//! | `polygamma n, x` | 0, `polygamma n+1, x` | the order `n` is an integer: ∂/∂n := 0; NaN beyond order 100 |
 //! | `floor`, `ceil`, `round`, `sign` | 0 | 0 everywhere, at the jumps too; results are inactive |
 //! | `atan2 y, x` | `x/h/h`, `-(y/h/h)`, `h = hypot(y, x)` | 0 at `(0, 0)`; no overflow for huge arguments |
 //! | `hypot x, y` | `x/r`, `y/r` | 0 at `(0, 0)` |
@@ -249,6 +252,12 @@ fn rule(op: Opcode) -> Option<Rule> {
             let d = b.fmul(xm, xp);
             b.fdiv(one, d)
         }),
+        Lgamma => Rule::Unary(|b, x, _| b.unary(Digamma, x)),
+        Digamma => Rule::Unary(|b, x, _| {
+            let one = b.fconst(1.0);
+            b.binary(Polygamma, one, x)
+        }),
+        Polygamma => Rule::Custom(polygamma),
         Floor | Ceil | Round | Sign => Rule::Flat,
         Atan2 => Rule::Custom(atan2),
         Hypot => Rule::Custom(hypot),
@@ -332,6 +341,20 @@ fn inv_sqrt_one_minus_square(b: &mut FuncBuilder, x: Value) -> Value {
     let d = b.fsub(one, x2);
     let s = b.unary(Opcode::Sqrt, d);
     b.fdiv(one, s)
+}
+
+/// `polygamma n, x`: ∂/∂x is the next order, `polygamma n+1, x`, so every
+/// order of derivative of `lgamma`, `digamma` and `polygamma` is defined.
+/// The order is an integer (any other value gives NaN), so there is no
+/// derivative in it: ∂/∂n is 0, as for `floor`.
+fn polygamma(b: &mut FuncBuilder, data: &InstData, _: Value, wanted: &[bool]) -> Option<Local> {
+    let (n, x) = two(data)?;
+    let px = lazy(b, want(wanted, 1), |b| {
+        let one = b.fconst(1.0);
+        let n1 = b.fadd(n, one);
+        b.binary(Opcode::Polygamma, n1, x)
+    });
+    Some(Local::Partials(vec![Partial::Zero, px]))
 }
 
 fn fmul(_: &mut FuncBuilder, data: &InstData, _: Value, _: &[bool]) -> Option<Local> {

@@ -160,6 +160,11 @@ macro_rules! for_each_opcode {
             Acosh    = "acosh",      Unary,    [F64]              -> F64,    [],                        Libm,  "acosh",  adze_acosh;
             /// Inverse hyperbolic tangent: ±inf at ±1, NaN outside `[-1, 1]`.
             Atanh    = "atanh",      Unary,    [F64]              -> F64,    [],                        Libm,  "atanh",  adze_atanh;
+            /// `ln |Γ(x)|`: +inf at the poles `0, -1, -2, ..`.
+            Lgamma   = "lgamma",     Unary,    [F64]              -> F64,    [],                        Libm,  "lgamma", adze_lgamma;
+            /// The digamma function `ψ(x) = Γ'(x)/Γ(x)`, the derivative of
+            /// `lgamma`; `polygamma 0, x` bit for bit.
+            Digamma  = "digamma",    Unary,    [F64]              -> F64,    [],                        Libm,  "digamma", adze_digamma;
             /// `atan2(y, x)`: the angle of the point `(x, y)`, in radians in
             /// `[-pi, pi]`; the first operand is `y`.
             Atan2    = "atan2",      Binary,   [F64, F64]         -> F64,    [],                        Libm,  "atan2",  adze_atan2;
@@ -167,6 +172,10 @@ macro_rules! for_each_opcode {
             Pow      = "pow",        Binary,   [F64, F64]         -> F64,    [],                        Libm,  "pow",    adze_pow;
             /// `sqrt(a² + b²)` without intermediate overflow or underflow.
             Hypot    = "hypot",      Binary,   [F64, F64]         -> F64,    [],                        Libm,  "hypot",  adze_hypot;
+            /// `polygamma n, x`: the `n`-th derivative of digamma, `ψ⁽ⁿ⁾(x)`,
+            /// for an order `n` in `0, 1, .., 100` given as an f64 (NaN for
+            /// any other `n`); see [`crate::semantics::polygamma`].
+            Polygamma = "polygamma", Binary,   [F64, F64]         -> F64,    [],                        Libm,  "polygamma", adze_polygamma;
             /// IEEE 754-2019 `minimum`: NaN if either operand is NaN, -0 < +0.
             Min      = "min",        Binary,   [F64, F64]         -> F64,    [],                        Cheap, "min",    -;
             /// IEEE 754-2019 `maximum`: NaN if either operand is NaN, -0 < +0.

@@ -90,6 +90,9 @@ block0(v0: f64, v1: i64, v2: arr, v3: arr):
     v124 = asinh v123
     v125 = acosh v124
     v126 = atanh v125
+    v127 = lgamma v126
+    v128 = digamma v127
+    v129 = polygamma v8, v128
     v46 = atan2 v45, v8
     v47 = pow v46, v9
     v48 = hypot v47, v0

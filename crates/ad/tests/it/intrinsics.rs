@@ -201,6 +201,48 @@ fn issue_16_intrinsics() {
 }
 
 #[test]
+fn gamma_family() {
+    // lgamma' = digamma, digamma' = trigamma = polygamma 1: formula (from
+    // semantics) and finite differences (of lgamma itself for lgamma).
+    let psi = |n: f64, x: f64| adze_ir::semantics::polygamma(n, x);
+    let pts = &[-2.5, -0.3, 0.2, 1.0, 1.4616, 3.7, 12.5];
+    check_unary("lgamma", pts, |x| adze_ir::semantics::polygamma(0.0, x));
+    check_unary("digamma", pts, |x| adze_ir::semantics::polygamma(1.0, x));
+    // polygamma n, x: d/dx = polygamma n+1, x; d/dn = 0 (integer order).
+    let mut m = binary_module("polygamma");
+    let f = m.get("f").unwrap();
+    for n in [0.0, 1.0, 2.0, 3.0] {
+        for x in [-1.5, 0.4, 2.0, 7.5] {
+            let (dn, dx) = d_binary(&mut m, n, x);
+            assert_eq!(dn, 0.0, "d polygamma/dn ({n}, {x})");
+            assert_eq!(dx.to_bits(), psi(n + 1.0, x).to_bits(), "({n}, {x})");
+            let args = [Val::F64(n), Val::F64(x)];
+            let fd = central_difference(&m, f, &args, &[Val::F64(0.0), Val::F64(1.0)], 1e-5)[0];
+            assert_close(dx, fd, 1e-5, &format!("polygamma'({n}, {x}) vs fd"));
+        }
+    }
+    // By hand: lgamma'(1) = -γ, lgamma'(1/2) = -γ - 2 ln 2, digamma'(1) = π²/6.
+    assert_close(
+        d_unary(&mut unary_module("lgamma"), 1.0),
+        -0.577_215_664_901_532_9,
+        1e-16,
+        "lgamma'(1)",
+    );
+    assert_close(
+        d_unary(&mut unary_module("lgamma"), 0.5),
+        -1.963_510_026_021_423_5,
+        1e-15,
+        "lgamma'(1/2)",
+    );
+    assert_close(
+        d_unary(&mut unary_module("digamma"), 1.0),
+        std::f64::consts::PI.powi(2) / 6.0,
+        1e-15,
+        "digamma'(1)",
+    );
+}
+
+#[test]
 fn arithmetic() {
     check_unary("fneg", POINTS, |_| -1.0);
     check_unary("abs", POINTS, |x| x.signum());
@@ -296,6 +338,8 @@ fn edge_points() {
         ("atanh", 1.0, f64::INFINITY),
         ("atanh", -1.0, f64::INFINITY),
         ("atanh", 0.0, 1.0),
+        ("digamma", 0.0, f64::INFINITY),
+        ("digamma", -2.0, f64::INFINITY),
     ];
     for &(op, x, want) in unary_edges {
         let got = d_unary(&mut unary_module(op), x);

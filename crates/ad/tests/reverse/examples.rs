@@ -128,6 +128,9 @@ fn every_example_with_run_lines() {
     for path in files {
         let src = std::fs::read_to_string(&path).unwrap();
         let mut m = compile(&src);
+        // In-language `autodiff` (special.adz's nested derivatives) lowered
+        // first, so that their gradients are checked too.
+        lower_autodiff(&mut m).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
         for (line, run) in run_lines(&src) {
             let name = run.func;
             if skip.contains(&name) {

@@ -111,6 +111,8 @@ fn every_differentiable_intrinsic() {
         ("asinh", 0.3),
         ("acosh", 0.9),
         ("atanh", 0.3),
+        ("lgamma", 0.3),
+        ("digamma", 0.3),
         ("abs", -0.3),
         ("floor", 0.3),
         ("ceil", 0.3),

@@ -358,6 +358,15 @@ fn every_intrinsic_goes_through_semantics() {
     }
     assert_bits(one("asinh", -1.0), -one("asinh", 1.0));
     assert_bits(one("atanh", -0.5), -one("atanh", 0.5));
+    assert_eq!(one("lgamma", 1.0), 0.0);
+    assert_eq!(one("lgamma", 2.0), 0.0);
+    assert_eq!(one("lgamma", 0.0), f64::INFINITY);
+    assert_eq!(one("lgamma", -3.0), f64::INFINITY);
+    let got = one("lgamma", 0.5); // ln √π
+    assert!((got - 0.572_364_942_924_700_1).abs() <= 2.0 * f64::EPSILON * got);
+    assert_bits(one("digamma", 2.5), two("polygamma", 0.0, 2.5));
+    assert_eq!(one("digamma", 0.0), f64::NEG_INFINITY);
+    assert!(two("polygamma", 0.5, 1.0).is_nan());
     assert_eq!(two("hypot", 3.0, 4.0), 5.0);
     assert_eq!(two("pow", 2.0, 10.0), 1024.0);
     assert_eq!(two("pow", 9.0, 0.5), 3.0);
