@@ -57,6 +57,15 @@
 //! | `cbrt` | `1/(3 r²)` | +inf at ±0 |
 //! | `abs` | `sign x` | 0 at ±0 |
 //! | `erf` | `2/√π · e^(−x²)` | 0 at ±inf (`x²` overflows, `e^(−inf) = 0`) |
+//! | `erfc` | `−2/√π · e^(−x²)` | −0 at ±inf |
+//! | `log2`, `log10` | `log2(e)/x`, `log10(e)/x` | ±inf at ±0; below the domain the formula's value |
+//! | `exp2` | `ln 2 · r` | — |
+//! | `asinh` | `1/hypot(x, 1)` | no overflow for huge `x` (`1/|x|`) |
+//! | `acosh` | `1/(sqrt(x − 1) · sqrt(x + 1))` | +inf at 1; NaN below 1; `x − 1` exact near 1, no overflow for huge `x` |
+//! | `atanh` | `1/((1 − x)(1 + x))` | +inf at ±1; no cancellation of `1 − x²` near ±1 |
+//! | `lgamma` | `digamma x` | at the poles `0, −1, ..`: digamma's value there (NaN, or ∓inf at ±0) |
+//! | `digamma` | `polygamma 1, x` | +inf at the poles |
+//! | `polygamma n, x` | 0, `polygamma n+1, x` | the order `n` is an integer: ∂/∂n := 0; NaN beyond order 100 |
 //! | `floor`, `ceil`, `round`, `sign` | 0 | 0 everywhere, at the jumps too; results are inactive |
 //! | `atan2 y, x` | `x/h/h`, `-(y/h/h)`, `h = hypot(y, x)` | 0 at `(0, 0)`; no overflow for huge arguments |
 //! | `hypot x, y` | `x/r`, `y/r` | 0 at `(0, 0)` |
@@ -203,6 +212,52 @@ fn rule(op: Opcode) -> Option<Rule> {
             let e = b.unary(Exp, m);
             b.fmul(c, e)
         }),
+        Erfc => Rule::Unary(|b, x, _| {
+            let c = b.fconst(-std::f64::consts::FRAC_2_SQRT_PI);
+            let x2 = b.fmul(x, x);
+            let m = b.fneg(x2);
+            let e = b.unary(Exp, m);
+            b.fmul(c, e)
+        }),
+        Log2 => Rule::Unary(|b, x, _| {
+            let c = b.fconst(std::f64::consts::LOG2_E);
+            b.fdiv(c, x)
+        }),
+        Log10 => Rule::Unary(|b, x, _| {
+            let c = b.fconst(std::f64::consts::LOG10_E);
+            b.fdiv(c, x)
+        }),
+        Exp2 => Rule::Unary(|b, _, r| {
+            let c = b.fconst(std::f64::consts::LN_2);
+            b.fmul(c, r)
+        }),
+        Asinh => Rule::Unary(|b, x, _| {
+            let one = b.fconst(1.0);
+            let h = b.binary(Hypot, x, one);
+            b.fdiv(one, h)
+        }),
+        Acosh => Rule::Unary(|b, x, _| {
+            let one = b.fconst(1.0);
+            let xm = b.fsub(x, one);
+            let xp = b.fadd(x, one);
+            let sm = b.unary(Sqrt, xm);
+            let sp = b.unary(Sqrt, xp);
+            let d = b.fmul(sm, sp);
+            b.fdiv(one, d)
+        }),
+        Atanh => Rule::Unary(|b, x, _| {
+            let one = b.fconst(1.0);
+            let xm = b.fsub(one, x);
+            let xp = b.fadd(one, x);
+            let d = b.fmul(xm, xp);
+            b.fdiv(one, d)
+        }),
+        Lgamma => Rule::Unary(|b, x, _| b.unary(Digamma, x)),
+        Digamma => Rule::Unary(|b, x, _| {
+            let one = b.fconst(1.0);
+            b.binary(Polygamma, one, x)
+        }),
+        Polygamma => Rule::Custom(polygamma),
         Floor | Ceil | Round | Sign => Rule::Flat,
         Atan2 => Rule::Custom(atan2),
         Hypot => Rule::Custom(hypot),
@@ -286,6 +341,20 @@ fn inv_sqrt_one_minus_square(b: &mut FuncBuilder, x: Value) -> Value {
     let d = b.fsub(one, x2);
     let s = b.unary(Opcode::Sqrt, d);
     b.fdiv(one, s)
+}
+
+/// `polygamma n, x`: ∂/∂x is the next order, `polygamma n+1, x`, so every
+/// order of derivative of `lgamma`, `digamma` and `polygamma` is defined.
+/// The order is an integer (any other value gives NaN), so there is no
+/// derivative in it: ∂/∂n is 0, as for `floor`.
+fn polygamma(b: &mut FuncBuilder, data: &InstData, _: Value, wanted: &[bool]) -> Option<Local> {
+    let (n, x) = two(data)?;
+    let px = lazy(b, want(wanted, 1), |b| {
+        let one = b.fconst(1.0);
+        let n1 = b.fadd(n, one);
+        b.binary(Opcode::Polygamma, n1, x)
+    });
+    Some(Local::Partials(vec![Partial::Zero, px]))
 }
 
 fn fmul(_: &mut FuncBuilder, data: &InstData, _: Value, _: &[bool]) -> Option<Local> {

@@ -196,10 +196,14 @@ struct Scope {
 }
 
 const CONSTS: [&str; 8] = ["0.5", "2.0", "-1.5", "0.0", "1.0", "3.0", "0.25", "-1.0"];
-const SMOOTH: [&str; 5] = ["sin", "cos", "tanh", "atan", "sinh"];
-/// Intrinsics with infinite, NaN or jumping partials somewhere.
-const SINGULAR: [&str; 10] = [
-    "sqrt", "log", "abs", "floor", "cbrt", "sqrt", "ceil", "sign", "round", "asin",
+const SMOOTH: [&str; 8] = [
+    "sin", "cos", "tanh", "atan", "sinh", "asinh", "erfc", "exp2",
+];
+/// Intrinsics with infinite, NaN or jumping partials somewhere (`acosh` is
+/// drawn as `acosh(1.0 + abs(..))`, inside its domain, singular at 1).
+const SINGULAR: [&str; 16] = [
+    "sqrt", "log", "abs", "floor", "cbrt", "sqrt", "ceil", "sign", "round", "asin", "log2",
+    "log10", "atanh", "lgamma", "digamma", "acosh",
 ];
 const BINARY: [&str; 7] = ["min", "max", "min", "max", "hypot", "atan2", "pow"];
 
@@ -363,7 +367,12 @@ impl<'a> FnGen<'a> {
             2 => format!("exp(sin({}))", self.fexpr(d)),
             3 | 4 => {
                 let f = *self.rng.pick(&SINGULAR);
-                format!("{f}({})", self.singular_arg(d))
+                let a = self.singular_arg(d);
+                if f == "acosh" {
+                    format!("acosh(1.0 + abs({a}))")
+                } else {
+                    format!("{f}({a})")
+                }
             }
             5 => format!("(1.0 / ({}))", self.singular_arg(d)),
             6 => {

@@ -145,6 +145,26 @@ macro_rules! for_each_opcode {
             Sign     = "sign",       Unary,    [F64]              -> F64,    [],                        Cheap, "sign",   adze_sign;
             /// The error function, `2/sqrt(pi) · ∫₀ˣ exp(-t²) dt`.
             Erf      = "erf",        Unary,    [F64]              -> F64,    [],                        Libm,  "erf",    adze_erf;
+            /// The complementary error function `1 - erf(x)`, accurate where
+            /// `erf(x)` is near 1.
+            Erfc     = "erfc",       Unary,    [F64]              -> F64,    [],                        Libm,  "erfc",   adze_erfc;
+            /// Base-2 logarithm: -inf at ±0, NaN below 0.
+            Log2     = "log2",       Unary,    [F64]              -> F64,    [],                        Libm,  "log2",   adze_log2;
+            /// Base-10 logarithm: -inf at ±0, NaN below 0.
+            Log10    = "log10",      Unary,    [F64]              -> F64,    [],                        Libm,  "log10",  adze_log10;
+            /// `2^x`.
+            Exp2     = "exp2",       Unary,    [F64]              -> F64,    [],                        Libm,  "exp2",   adze_exp2;
+            /// Inverse hyperbolic sine.
+            Asinh    = "asinh",      Unary,    [F64]              -> F64,    [],                        Libm,  "asinh",  adze_asinh;
+            /// Inverse hyperbolic cosine: NaN below 1.
+            Acosh    = "acosh",      Unary,    [F64]              -> F64,    [],                        Libm,  "acosh",  adze_acosh;
+            /// Inverse hyperbolic tangent: ±inf at ±1, NaN outside `[-1, 1]`.
+            Atanh    = "atanh",      Unary,    [F64]              -> F64,    [],                        Libm,  "atanh",  adze_atanh;
+            /// `ln |Γ(x)|`: +inf at the poles `0, -1, -2, ..`.
+            Lgamma   = "lgamma",     Unary,    [F64]              -> F64,    [],                        Libm,  "lgamma", adze_lgamma;
+            /// The digamma function `ψ(x) = Γ'(x)/Γ(x)`, the derivative of
+            /// `lgamma`; `polygamma 0, x` bit for bit.
+            Digamma  = "digamma",    Unary,    [F64]              -> F64,    [],                        Libm,  "digamma", adze_digamma;
             /// `atan2(y, x)`: the angle of the point `(x, y)`, in radians in
             /// `[-pi, pi]`; the first operand is `y`.
             Atan2    = "atan2",      Binary,   [F64, F64]         -> F64,    [],                        Libm,  "atan2",  adze_atan2;
@@ -152,6 +172,10 @@ macro_rules! for_each_opcode {
             Pow      = "pow",        Binary,   [F64, F64]         -> F64,    [],                        Libm,  "pow",    adze_pow;
             /// `sqrt(a² + b²)` without intermediate overflow or underflow.
             Hypot    = "hypot",      Binary,   [F64, F64]         -> F64,    [],                        Libm,  "hypot",  adze_hypot;
+            /// `polygamma n, x`: the `n`-th derivative of digamma, `ψ⁽ⁿ⁾(x)`,
+            /// for an order `n` in `0, 1, .., 100` given as an f64 (NaN for
+            /// any other `n`); see [`crate::semantics::polygamma`].
+            Polygamma = "polygamma", Binary,   [F64, F64]         -> F64,    [],                        Libm,  "polygamma", adze_polygamma;
             /// IEEE 754-2019 `minimum`: NaN if either operand is NaN, -0 < +0.
             Min      = "min",        Binary,   [F64, F64]         -> F64,    [],                        Cheap, "min",    -;
             /// IEEE 754-2019 `maximum`: NaN if either operand is NaN, -0 < +0.

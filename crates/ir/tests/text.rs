@@ -83,6 +83,16 @@ block0(v0: f64, v1: i64, v2: arr, v3: arr):
     v44 = round v43
     v45 = sign v44
     v92 = erf v45
+    v120 = erfc v92
+    v121 = log2 v120
+    v122 = log10 v121
+    v123 = exp2 v122
+    v124 = asinh v123
+    v125 = acosh v124
+    v126 = atanh v125
+    v127 = lgamma v126
+    v128 = digamma v127
+    v129 = polygamma v8, v128
     v46 = atan2 v45, v8
     v47 = pow v46, v9
     v48 = hypot v47, v0

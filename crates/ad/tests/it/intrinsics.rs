@@ -170,6 +170,79 @@ fn error_function() {
 }
 
 #[test]
+fn issue_16_intrinsics() {
+    use std::f64::consts::{FRAC_2_SQRT_PI, LN_10, LN_2};
+    check_unary("erfc", &[-2.3, -0.7, 0.0, 0.3, 1.1, 2.9, 5.5], |x| {
+        -FRAC_2_SQRT_PI * (-x * x).exp()
+    });
+    check_unary("log2", POSITIVE, |x| 1.0 / (x * LN_2));
+    check_unary("log10", POSITIVE, |x| 1.0 / (x * LN_10));
+    check_unary("exp2", POINTS, |x| LN_2 * x.exp2());
+    check_unary("asinh", POINTS, |x| 1.0 / (x * x + 1.0).sqrt());
+    check_unary("acosh", &[1.05, 1.7, 2.9, 13.0], |x| {
+        1.0 / (x * x - 1.0).sqrt()
+    });
+    check_unary("atanh", UNIT, |x| 1.0 / (1.0 - x * x));
+    // The forms that keep digits: near acosh's and atanh's singular points
+    // (x - 1 and 1 - x are exact there) and for huge asinh arguments.
+    let x = 1.0 + 1e-12;
+    let d = d_unary(&mut unary_module("acosh"), x);
+    assert_close(
+        d,
+        1.0 / ((x - 1.0) * (x + 1.0)).sqrt(),
+        1e-15,
+        "acosh'(1+1e-12)",
+    );
+    let x = 1.0 - 1e-12;
+    let d = d_unary(&mut unary_module("atanh"), x);
+    assert_close(d, 1.0 / ((1.0 - x) * (1.0 + x)), 1e-15, "atanh'(1-1e-12)");
+    assert_eq!(d_unary(&mut unary_module("asinh"), 1e200), 1e-200);
+    assert_eq!(d_unary(&mut unary_module("acosh"), 1e200), 1e-200);
+}
+
+#[test]
+fn gamma_family() {
+    // lgamma' = digamma, digamma' = trigamma = polygamma 1: formula (from
+    // semantics) and finite differences (of lgamma itself for lgamma).
+    let psi = |n: f64, x: f64| adze_ir::semantics::polygamma(n, x);
+    let pts = &[-2.5, -0.3, 0.2, 1.0, 1.4616, 3.7, 12.5];
+    check_unary("lgamma", pts, |x| adze_ir::semantics::polygamma(0.0, x));
+    check_unary("digamma", pts, |x| adze_ir::semantics::polygamma(1.0, x));
+    // polygamma n, x: d/dx = polygamma n+1, x; d/dn = 0 (integer order).
+    let mut m = binary_module("polygamma");
+    let f = m.get("f").unwrap();
+    for n in [0.0, 1.0, 2.0, 3.0] {
+        for x in [-1.5, 0.4, 2.0, 7.5] {
+            let (dn, dx) = d_binary(&mut m, n, x);
+            assert_eq!(dn, 0.0, "d polygamma/dn ({n}, {x})");
+            assert_eq!(dx.to_bits(), psi(n + 1.0, x).to_bits(), "({n}, {x})");
+            let args = [Val::F64(n), Val::F64(x)];
+            let fd = central_difference(&m, f, &args, &[Val::F64(0.0), Val::F64(1.0)], 1e-5)[0];
+            assert_close(dx, fd, 1e-5, &format!("polygamma'({n}, {x}) vs fd"));
+        }
+    }
+    // By hand: lgamma'(1) = -γ, lgamma'(1/2) = -γ - 2 ln 2, digamma'(1) = π²/6.
+    assert_close(
+        d_unary(&mut unary_module("lgamma"), 1.0),
+        -0.577_215_664_901_532_9,
+        1e-16,
+        "lgamma'(1)",
+    );
+    assert_close(
+        d_unary(&mut unary_module("lgamma"), 0.5),
+        -1.963_510_026_021_423_5,
+        1e-15,
+        "lgamma'(1/2)",
+    );
+    assert_close(
+        d_unary(&mut unary_module("digamma"), 1.0),
+        std::f64::consts::PI.powi(2) / 6.0,
+        1e-15,
+        "digamma'(1)",
+    );
+}
+
+#[test]
 fn arithmetic() {
     check_unary("fneg", POINTS, |_| -1.0);
     check_unary("abs", POINTS, |x| x.signum());
@@ -255,12 +328,25 @@ fn edge_points() {
         ("erf", f64::NEG_INFINITY, 0.0),
         ("erf", 1e200, 0.0),
         ("exp", 0.0, 1.0),
+        ("erfc", f64::INFINITY, -0.0),
+        ("erfc", 0.0, -std::f64::consts::FRAC_2_SQRT_PI),
+        ("log2", 0.0, f64::INFINITY),
+        ("log10", -0.0, f64::NEG_INFINITY),
+        ("exp2", 0.0, std::f64::consts::LN_2),
+        ("asinh", 0.0, 1.0),
+        ("acosh", 1.0, f64::INFINITY),
+        ("atanh", 1.0, f64::INFINITY),
+        ("atanh", -1.0, f64::INFINITY),
+        ("atanh", 0.0, 1.0),
+        ("digamma", 0.0, f64::INFINITY),
+        ("digamma", -2.0, f64::INFINITY),
     ];
     for &(op, x, want) in unary_edges {
         let got = d_unary(&mut unary_module(op), x);
         assert_eq!(got, want, "{op}'({x})");
     }
     assert!(d_unary(&mut unary_module("asin"), 1.5).is_nan());
+    assert!(d_unary(&mut unary_module("acosh"), 0.5).is_nan());
     // Outside the domain the primal is NaN; the partial is still its formula.
     assert_eq!(d_unary(&mut unary_module("log"), -1.0), -1.0);
 

@@ -317,6 +317,56 @@ fn every_intrinsic_goes_through_semantics() {
         );
         assert_bits(one("erf", -x), -got);
     }
+    // Issue #16's intrinsics: exact values and edges.
+    assert_eq!(one("erfc", 0.0), 1.0);
+    assert_eq!(one("erfc", f64::NEG_INFINITY), 2.0);
+    assert_eq!(one("erfc", f64::INFINITY), 0.0);
+    // No cancellation: erfc(10) = 2.0884875837625448e-45 (not 1 - erf(10) = 0).
+    let got = one("erfc", 10.0);
+    assert!(
+        (got - 2.088_487_583_762_545e-45).abs() <= 2.0 * f64::EPSILON * got,
+        "erfc(10) = {got}"
+    );
+    assert_eq!(one("log2", 1024.0), 10.0);
+    assert_eq!(one("log2", 0.0), f64::NEG_INFINITY);
+    assert!(one("log2", -1.0).is_nan());
+    assert_eq!(one("log10", 1000.0), 3.0);
+    assert_eq!(one("log10", 1e-5), -5.0);
+    assert_eq!(one("exp2", 10.0), 1024.0);
+    assert_eq!(one("exp2", -1074.0), f64::from_bits(1));
+    assert_eq!(one("asinh", 0.0), 0.0);
+    assert_bits(one("asinh", -0.0), -0.0);
+    assert_eq!(one("acosh", 1.0), 0.0);
+    assert!(one("acosh", 0.5).is_nan());
+    assert_eq!(one("atanh", 1.0), f64::INFINITY);
+    assert_eq!(one("atanh", -1.0), f64::NEG_INFINITY);
+    assert!(one("atanh", 1.5).is_nan());
+    // Within about an ulp of the true values; asinh and atanh odd.
+    for (name, x, want) in [
+        ("asinh", 1.0, 0.881_373_587_019_543),
+        ("acosh", 2.0, 1.316_957_896_924_816_7),
+        ("atanh", 0.5, 0.549_306_144_334_054_8),
+        ("erfc", 1.0, 0.157_299_207_050_285_13),
+        // acosh just above 1 (of the double nearest 1 + 1e-12): no digits lost.
+        ("acosh", 1.0 + 1e-12, 1.414_276_423_180_542_4e-6),
+    ] {
+        let got = one(name, x);
+        assert!(
+            (got - want).abs() <= 2.0 * f64::EPSILON * want,
+            "{name}({x}) = {got}, want {want}"
+        );
+    }
+    assert_bits(one("asinh", -1.0), -one("asinh", 1.0));
+    assert_bits(one("atanh", -0.5), -one("atanh", 0.5));
+    assert_eq!(one("lgamma", 1.0), 0.0);
+    assert_eq!(one("lgamma", 2.0), 0.0);
+    assert_eq!(one("lgamma", 0.0), f64::INFINITY);
+    assert_eq!(one("lgamma", -3.0), f64::INFINITY);
+    let got = one("lgamma", 0.5); // ln √π
+    assert!((got - 0.572_364_942_924_700_1).abs() <= 2.0 * f64::EPSILON * got);
+    assert_bits(one("digamma", 2.5), two("polygamma", 0.0, 2.5));
+    assert_eq!(one("digamma", 0.0), f64::NEG_INFINITY);
+    assert!(two("polygamma", 0.5, 1.0).is_nan());
     assert_eq!(two("hypot", 3.0, 4.0), 5.0);
     assert_eq!(two("pow", 2.0, 10.0), 1024.0);
     assert_eq!(two("pow", 9.0, 0.5), 3.0);
