@@ -1,7 +1,8 @@
 //! Every function of every program in `ir-examples/`: compiled, verified,
 //! printed and parsed back, snapshotted, and run on the JIT and on the
 //! interpreter with bit-identical results; `// run:` lines give exact values
-//! worked out by hand.
+//! worked out by hand, or `error: MESSAGE` for a run-time error that both
+//! engines report alike.
 
 use crate::support::{
     differentiable, examples, for_each_run_line, inputs, load, reaches_autodiff, root, OnBoth,
@@ -97,6 +98,20 @@ fn jit_equals_interpreter_on_every_function() {
 fn run_lines_hold_on_both_engines() {
     let mut checked = 0;
     for_each_run_line(|session, at, run, args| {
+        // `== error: MESSAGE`: both engines stop with the same error, whose
+        // message contains MESSAGE.
+        if let Some(msg) = run.expected.and_then(|e| e.strip_prefix("error: ")) {
+            let [interp, jit] = [Engine::Interp, Engine::Jit].map(|engine| {
+                match session.run(run.func, &args, engine) {
+                    Ok(out) => panic!("{at} ({engine:?}): no error but {:?}", out.results),
+                    Err(e) => e.to_string(),
+                }
+            });
+            assert_eq!(interp, jit, "{at}: the engines report different errors");
+            assert!(interp.contains(msg), "{at}: {interp}");
+            checked += 1;
+            return;
+        }
         let sig = &session.module.func(session.function(run.func).unwrap()).sig;
         let expected: Vec<Val> = run
             .expected_results()

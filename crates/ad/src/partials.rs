@@ -71,7 +71,7 @@
 //! | `hypot x, y` | `x/r`, `y/r` | 0 at `(0, 0)` |
 //! | `min a, b` / `max a, b` | the chosen operand's | ties: the first operand; ±0 ties: the operand IEEE `minimum`/`maximum` returns; NaN: the second operand |
 //! | `select c, a, b` | the chosen operand's | — |
-//! | `sitof`, integer and boolean ops, comparisons | none | no derivative |
+//! | `sitof`, `ftosi` (`i64(x)`), integer (bitwise included) and boolean ops, comparisons | none | no derivative; results are integers or bools, inactive |
 //!
 //! `pow`: at `y = 0` the function is the constant 1 in `x`, so ∂/∂x is 0
 //! (not `0 · x^-1`, NaN at `x = 0`), as in JAX. ∂/∂y is 0 where `x = 0` (as

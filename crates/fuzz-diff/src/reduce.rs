@@ -417,8 +417,9 @@ fn simplifications(line: &str) -> Vec<String> {
         }
         let inner = &line[open + 1..close];
         if !callee.is_empty() {
-            // A call: not `f64(i)` (an i64 argument), nor a tuple pattern.
-            if callee == "f64" {
+            // A call: not `f64(i)` nor `i64(x)` (an argument of the other
+            // type), nor a tuple pattern.
+            if callee == "f64" || callee == "i64" {
                 continue;
             }
             for arg in split_commas(inner) {

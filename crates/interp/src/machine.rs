@@ -597,6 +597,7 @@ impl<'m> Machine<'m> {
             ),
             Not => Slot::Bool(!frame.bool(arg)?),
             Sitof => Slot::F64(semantics::sitof(frame.i64(arg)?)),
+            Ftosi => Slot::I64(semantics::ftosi(frame.f64(arg)?).map_err(|k| trap(func, k))?),
             Tobits => Slot::I64(semantics::tobits(frame.f64(arg)?)),
             Frombits => Slot::F64(semantics::frombits(frame.i64(arg)?)),
             Len => {

@@ -182,6 +182,12 @@ impl<'f> FuncBuilder<'f> {
         self.unary(Opcode::Sitof, a)
     }
 
+    /// `ftosi a`: the f64 `a` truncated to an i64 (traps for NaN and out
+    /// of range).
+    pub fn ftosi(&mut self, a: Value) -> Value {
+        self.unary(Opcode::Ftosi, a)
+    }
+
     /// `tobits a`: the bits of the f64 `a`, as an i64.
     pub fn tobits(&mut self, a: Value) -> Value {
         self.unary(Opcode::Tobits, a)

@@ -91,11 +91,25 @@ macro_rules! for_each_opcode {
             Irem     = "irem",       Binary,   [I64, I64]         -> I64,    [trap],                    Cheap, -,        -;
             /// `-a`, wrapping (`-i64::MIN` is `i64::MIN`).
             Ineg     = "ineg",       Unary,    [I64]              -> I64,    [],                        Cheap, -,        -;
+            /// `a & b`, bitwise and.
+            Band     = "band",       Binary,   [I64, I64]         -> I64,    [],                        Cheap, -,        -;
+            /// `a | b`, bitwise or.
+            Bor      = "bor",        Binary,   [I64, I64]         -> I64,    [],                        Cheap, -,        -;
+            /// `a << b`, shift left (bits shifted out are lost); traps with
+            /// `ShiftOutOfRange` unless `0 <= b <= 63`.
+            Ishl     = "ishl",       Binary,   [I64, I64]         -> I64,    [trap],                    Cheap, -,        -;
+            /// `a >> b`, arithmetic shift right (copies of the sign bit come
+            /// in); traps with `ShiftOutOfRange` unless `0 <= b <= 63`.
+            Sshr     = "sshr",       Binary,   [I64, I64]         -> I64,    [trap],                    Cheap, -,        -;
 
             /// Logical negation of a bool.
             Not      = "not",        Unary,    [Bool]             -> Bool,   [],                        Cheap, -,        -;
             /// i64 to f64, rounding to nearest.
             Sitof    = "sitof",      Unary,    [I64]              -> F64,    [],                        Cheap, -,        -;
+            /// f64 to i64, truncating toward zero; traps with
+            /// `ConversionOutOfRange` for NaN and for values outside what an
+            /// i64 holds (after truncation).
+            Ftosi    = "ftosi",      Unary,    [F64]              -> I64,    [trap],                    Cheap, -,        -;
             /// The bits of an f64, as an i64 (no conversion). Not in the language:
             /// reverse mode keeps the trip counts of loops in the slots of an f64
             /// array, as bits.
@@ -996,7 +1010,8 @@ mod tests {
     }
 
     /// The effects column gives exactly the opcodes that were hand-listed
-    /// as having side effects before the table had one.
+    /// as having side effects before the table had one, and the trapping
+    /// shifts and `ftosi` of issue #16.
     #[test]
     fn side_effects_are_the_memory_trap_and_control_opcodes() {
         use Opcode::*;
@@ -1008,8 +1023,8 @@ mod tests {
         assert_eq!(
             impure,
             [
-                Idiv, Irem, Load, Store, Zeros, Fill, SameLen, Push, Pop, Call, Autodiff, Jump,
-                Brif, Return
+                Idiv, Irem, Ishl, Sshr, Ftosi, Load, Store, Zeros, Fill, SameLen, Push, Pop, Call,
+                Autodiff, Jump, Brif, Return
             ]
         );
         let terminators: Vec<Opcode> = Opcode::ALL

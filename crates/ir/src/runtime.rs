@@ -149,6 +149,17 @@ pub enum TrapKind {
     DivisionByZero,
     /// `idiv` or `irem` of `i64::MIN` by `-1`.
     DivisionOverflow,
+    /// `ishl` or `sshr` by an amount outside `0..=63`.
+    ShiftOutOfRange {
+        /// The shift amount used.
+        amount: i64,
+    },
+    /// `ftosi` of NaN or of a value outside what an i64 holds.
+    ConversionOutOfRange {
+        /// The bits of the f64 that was converted (bits, so that the kind
+        /// stays `Eq` and NaN payloads compare).
+        bits: u64,
+    },
     /// `zeros(n)` with `n < 0` or `n` above the limit.
     BadArrayLength {
         /// The length asked for.
@@ -207,6 +218,18 @@ impl fmt::Display for TrapKind {
             ),
             TrapKind::DivisionByZero => f.write_str("integer division by zero"),
             TrapKind::DivisionOverflow => f.write_str("integer division overflow (i64::MIN / -1)"),
+            TrapKind::ShiftOutOfRange { amount } => write!(
+                f,
+                "shift amount {amount} is out of range (must be between 0 and 63)"
+            ),
+            TrapKind::ConversionOutOfRange { bits } => {
+                let x = f64::from_bits(*bits);
+                if x.is_nan() {
+                    f.write_str("cannot convert NaN to i64")
+                } else {
+                    write!(f, "cannot convert {x:?} to i64: out of range")
+                }
+            }
             TrapKind::BadArrayLength { len, max } => write!(
                 f,
                 "cannot allocate an array of length {len} (must be between 0 and {max})"
@@ -439,6 +462,8 @@ impl TrapKind {
             TrapKind::IndexOutOfBounds { .. }
                 | TrapKind::DivisionByZero
                 | TrapKind::DivisionOverflow
+                | TrapKind::ShiftOutOfRange { .. }
+                | TrapKind::ConversionOutOfRange { .. }
                 | TrapKind::BadArrayLength { .. }
                 | TrapKind::OutOfMemory { .. }
                 | TrapKind::ShadowLengthMismatch { .. }

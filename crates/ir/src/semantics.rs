@@ -23,6 +23,13 @@
 //!   library here has, are [`polygamma`], in plain Rust.
 //! - i64 `+ - *` wrap; `/` and `%` truncate; `x / 0`, `x % 0`,
 //!   `i64::MIN / -1` and `i64::MIN % -1` are run-time errors.
+//! - `&` and `|` are bitwise; `a << b` and `a >> b` (arithmetic: the sign
+//!   bit comes in) are run-time errors unless `0 <= b <= 63`, as Rust's
+//!   shifts in a debug build (no masking of the amount, no silent zero).
+//! - `i64(x)` (`ftosi`) truncates toward zero; NaN and values outside
+//!   `[-2^63, 2^63)` (before truncation: every `x` in `(-2^63 - 1, 2^63)`,
+//!   which for an f64 is `[-2^63, 2^63)`) are run-time errors, never Rust's
+//!   saturating `as`.
 
 use crate::instructions::{CmpCond, InstFormat, Opcode};
 use crate::runtime::TrapKind;
@@ -516,7 +523,39 @@ pub fn binary_i64(op: Opcode, a: i64, b: i64) -> Result<i64, TrapKind> {
                 Ok(a % b)
             }
         }
+        Band => Ok(a & b),
+        Bor => Ok(a | b),
+        Ishl | Sshr => {
+            if !shift_in_range(b) {
+                Err(TrapKind::ShiftOutOfRange { amount: b })
+            } else if op == Ishl {
+                Ok(a << b)
+            } else {
+                Ok(a >> b)
+            }
+        }
         _ => panic!("{op} is not a binary i64 operation"),
+    }
+}
+
+/// Is `b` a valid shift amount, `0..=63`?
+pub fn shift_in_range(b: i64) -> bool {
+    (0..=63).contains(&b)
+}
+
+/// The f64 bounds of `ftosi`: `x` converts if `FTOSI_MIN <= x < FTOSI_END`
+/// (`-2^63` and `2^63`, both exact in f64). NaN fails both comparisons.
+pub const FTOSI_MIN: f64 = -9_223_372_036_854_775_808.0;
+/// See [`FTOSI_MIN`].
+pub const FTOSI_END: f64 = 9_223_372_036_854_775_808.0;
+
+/// f64 to i64, truncating toward zero (`i64(x)` in the language); NaN and
+/// values outside `[-2^63, 2^63)` are `ConversionOutOfRange`.
+pub fn ftosi(x: f64) -> Result<i64, TrapKind> {
+    if (FTOSI_MIN..FTOSI_END).contains(&x) {
+        Ok(x as i64)
+    } else {
+        Err(TrapKind::ConversionOutOfRange { bits: x.to_bits() })
     }
 }
 
@@ -742,5 +781,53 @@ mod tests {
         );
         assert_eq!(binary_i64(Opcode::Irem, -7, 2), Ok(-1));
         assert_eq!(binary_i64(Opcode::Iadd, i64::MAX, 1), Ok(i64::MIN));
+    }
+
+    #[test]
+    fn bitwise_and_shifts() {
+        assert_eq!(binary_i64(Opcode::Band, 12, 10), Ok(8));
+        assert_eq!(binary_i64(Opcode::Bor, 12, 10), Ok(14));
+        assert_eq!(binary_i64(Opcode::Band, -1, i64::MIN), Ok(i64::MIN));
+        assert_eq!(binary_i64(Opcode::Ishl, 1, 63), Ok(i64::MIN));
+        assert_eq!(binary_i64(Opcode::Ishl, 3, 0), Ok(3));
+        assert_eq!(binary_i64(Opcode::Sshr, -8, 1), Ok(-4));
+        assert_eq!(binary_i64(Opcode::Sshr, i64::MIN, 63), Ok(-1));
+        assert_eq!(binary_i64(Opcode::Sshr, 7, 63), Ok(0));
+        for amount in [64, -1, i64::MIN, i64::MAX] {
+            for op in [Opcode::Ishl, Opcode::Sshr] {
+                assert_eq!(
+                    binary_i64(op, 1, amount),
+                    Err(TrapKind::ShiftOutOfRange { amount })
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn ftosi_truncates_and_traps_outside_i64() {
+        assert_eq!(ftosi(2.9), Ok(2));
+        assert_eq!(ftosi(-2.9), Ok(-2));
+        assert_eq!(ftosi(-0.0), Ok(0));
+        assert_eq!(ftosi(FTOSI_MIN), Ok(i64::MIN));
+        assert_eq!(ftosi(-9_223_372_036_854_775_807.0), Ok(i64::MIN));
+        // The largest f64 below 2^63.
+        let below = f64::from_bits(FTOSI_END.to_bits() - 1);
+        assert_eq!(ftosi(below), Ok(9_223_372_036_854_774_784));
+        for x in [
+            FTOSI_END,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            f64::NAN,
+            -1e19,
+            1e300,
+        ] {
+            assert_eq!(
+                ftosi(x),
+                Err(TrapKind::ConversionOutOfRange { bits: x.to_bits() })
+            );
+        }
+        let below_min = f64::from_bits(FTOSI_MIN.to_bits() + 1);
+        assert!(below_min < FTOSI_MIN);
+        assert!(ftosi(below_min).is_err());
     }
 }

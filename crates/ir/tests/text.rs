@@ -58,8 +58,13 @@ block0(v0: f64, v1: i64, v2: arr, v3: arr):
     v21 = idiv v20, v1
     v22 = irem v21, v1
     v23 = ineg v22
+    v93 = band v23, v1
+    v94 = bor v93, v10
+    v95 = ishl v94, v1
+    v96 = sshr v95, v1
     v24 = not v11
     v25 = sitof v23
+    v97 = ftosi v25
     v80 = tobits v25
     v81 = frombits v80
     v26 = sin v25

@@ -274,6 +274,10 @@ pub(crate) enum SiteKind {
     },
     DivisionByZero,
     DivisionOverflow,
+    /// `a` = the shift amount.
+    ShiftOutOfRange,
+    /// `a` = the bits of the f64 converted.
+    ConversionOutOfRange,
     /// `a` = requested length; `max`: the limit compiled in.
     BadArrayLength {
         max: i64,
@@ -318,6 +322,8 @@ impl TrapSite {
             },
             SiteKind::DivisionByZero => TrapKind::DivisionByZero,
             SiteKind::DivisionOverflow => TrapKind::DivisionOverflow,
+            SiteKind::ShiftOutOfRange => TrapKind::ShiftOutOfRange { amount: a },
+            SiteKind::ConversionOutOfRange => TrapKind::ConversionOutOfRange { bits: a as u64 },
             SiteKind::BadArrayLength { max } => TrapKind::BadArrayLength { len: a, max: *max },
             SiteKind::OutOfMemory => TrapKind::OutOfMemory { len: a },
             SiteKind::CallDepthExceeded { limit } => TrapKind::CallDepthExceeded { limit: *limit },

@@ -16,6 +16,19 @@ pub struct Ident {
 #[derive(Clone, Debug, PartialEq)]
 pub struct File {
     pub items: Vec<FuncDecl>,
+    /// The top-level `const` items, in file order.
+    pub consts: Vec<ConstDecl>,
+}
+
+/// `const NAME: T = EXPR;`: a named scalar evaluated at compile time.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ConstDecl {
+    pub name: Ident,
+    /// A scalar type (the parser rejects arrays).
+    pub ty: TypeExpr,
+    pub value: Expr,
+    /// From `const` to the `;`.
+    pub span: Span,
 }
 
 /// `fn` or `rule`.
@@ -146,6 +159,12 @@ pub enum BinOp {
     Ge,
     And,
     Or,
+    /// `&`, bitwise, on i64.
+    BitAnd,
+    /// `|`, bitwise, on i64.
+    BitOr,
+    Shl,
+    Shr,
 }
 
 impl BinOp {
@@ -165,6 +184,10 @@ impl BinOp {
             BinOp::Ge => ">=",
             BinOp::And => "&&",
             BinOp::Or => "||",
+            BinOp::BitAnd => "&",
+            BinOp::BitOr => "|",
+            BinOp::Shl => "<<",
+            BinOp::Shr => ">>",
         }
     }
 
@@ -173,6 +196,11 @@ impl BinOp {
             self,
             BinOp::Eq | BinOp::Ne | BinOp::Lt | BinOp::Le | BinOp::Gt | BinOp::Ge
         )
+    }
+
+    /// `& | << >>`: i64 operands only.
+    pub fn is_bitwise(self) -> bool {
+        matches!(self, BinOp::BitAnd | BinOp::BitOr | BinOp::Shl | BinOp::Shr)
     }
 }
 

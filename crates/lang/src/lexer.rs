@@ -2,7 +2,7 @@
 //!
 //! Tokens carry a kind and a byte [`Span`]; the parser reads identifier and
 //! number text back from the source. `//` comments and whitespace are
-//! skipped. Every malformed token (a stray character, `/*`, a lone `&`, an
+//! skipped. Every malformed token (a stray character, `/*`, an
 //! integer literal that does not fit in i64, a float literal that overflows)
 //! becomes a diagnostic; lexing goes on so that all of them are reported.
 
@@ -59,6 +59,14 @@ pub enum TokenKind {
     Bang,
     AndAnd,
     OrOr,
+    /// `&`, bitwise and.
+    Amp,
+    /// `|`, bitwise or.
+    Pipe,
+    /// `<<`
+    Shl,
+    /// `>>`
+    Shr,
     DotDot,
     Hash,
     Eof,
@@ -113,6 +121,10 @@ impl TokenKind {
             Bang => "`!`",
             AndAnd => "`&&`",
             OrOr => "`||`",
+            Amp => "`&`",
+            Pipe => "`|`",
+            Shl => "`<<`",
+            Shr => "`>>`",
             DotDot => "`..`",
             Hash => "`#`",
             Eof => "the end of the file",
@@ -198,6 +210,10 @@ pub fn lex(src: &str) -> Result<Vec<Token>, Vec<Diagnostic>> {
             (b'>', Some(b'=')) => punct(TokenKind::Ge, 2),
             (b'&', Some(b'&')) => punct(TokenKind::AndAnd, 2),
             (b'|', Some(b'|')) => punct(TokenKind::OrOr, 2),
+            (b'<', Some(b'<')) => punct(TokenKind::Shl, 2),
+            (b'>', Some(b'>')) => punct(TokenKind::Shr, 2),
+            (b'&', _) => punct(TokenKind::Amp, 1),
+            (b'|', _) => punct(TokenKind::Pipe, 1),
             (b'.', Some(b'.')) => punct(TokenKind::DotDot, 2),
             (b'=', _) => punct(TokenKind::Assign, 1),
             (b'<', _) => punct(TokenKind::Lt, 1),
@@ -305,8 +321,6 @@ fn check_number(kind: TokenKind, text: &str, span: Span) -> Option<Diagnostic> {
 
 fn stray_char(ch: char, span: Span) -> Diagnostic {
     let help = match ch {
-        '&' => "the logical and is `&&`".to_string(),
-        '|' => "the logical or is `||`".to_string(),
         '.' => "ranges are written `lo..hi`; floats need a digit before and after the point, as in `2.0`".to_string(),
         '"' | '\'' => "the language has no strings or characters".to_string(),
         _ => "remove it; identifiers are ASCII letters, digits and `_`".to_string(),
@@ -347,6 +361,10 @@ mod tests {
                 EqEq, NotEq, Le, Ge, Lt, Gt, AndAnd, OrOr, DotDot, Assign, Bang, Percent, Hash, Eof
             ]
         );
+        assert_eq!(
+            kinds("& | << >> &&& <<= >>="),
+            vec![Amp, Pipe, Shl, Shr, AndAnd, Amp, Shl, Assign, Shr, Assign, Eof]
+        );
     }
 
     #[test]
@@ -364,12 +382,12 @@ mod tests {
 
     #[test]
     fn stray_characters_are_all_reported() {
-        let errs = lex("fn f() { a & b; $ /* é */ }").unwrap_err();
+        let errs = lex("fn f() { a ~ b; $ /* é */ }").unwrap_err();
         let msgs: Vec<_> = errs.iter().map(|e| e.message.as_str()).collect();
         assert_eq!(
             msgs,
             [
-                "unexpected character `&`",
+                "unexpected character `~`",
                 "unexpected character `$`",
                 "block comments are not supported",
                 "unexpected character `é`",

@@ -4,9 +4,10 @@
 //! operand may be a unary minus; comparisons do not chain):
 //!
 //! ```text
-//! file    = item*
+//! file    = (item | const)*
 //! item    = ("#" "[" "inline" "(" ("always"|"never") ")" "]")*
 //!           ("fn" NAME | "rule" ("forward"|"reverse") NAME) "(" params ")" ("->" results)? block
+//! const   = "const" NAME ":" ("f64"|"i64"|"bool") "=" expr ";"
 //! params  = (NAME ":" type ("," NAME ":" type)* ","?)?
 //! type    = "f64" | "i64" | "bool" | "[" "f64" "]" | "mut" "[" "f64" "]"
 //! results = type | "(" type ("," type)+ ")"
@@ -17,7 +18,8 @@
 //!         | NAME "=" expr ";" | NAME "[" expr "]" "=" expr ";"
 //!         | expr ";" | if-expr
 //! expr    = or;  or = and ("||" and)*;  and = cmp ("&&" cmp)*
-//! cmp     = add (("=="|"!="|"<"|"<="|">"|">=") add)?
+//! cmp     = bor (("=="|"!="|"<"|"<="|">"|">=") bor)?
+//! bor     = band ("|" band)*;  band = shift ("&" shift)*;  shift = add (("<<"|">>") add)*
 //! add     = mul (("+"|"-") mul)*;  mul = unary (("*"|"/"|"%") unary)*
 //! unary   = ("-"|"!") unary | power;  power = primary ("^" unary)?
 //! primary = INT | FLOAT | "true" | "false" | NAME | NAME "(" args ")" | NAME "[" expr "]"
@@ -54,15 +56,23 @@ pub fn parse(src: &str, tokens: &[Token]) -> Result<File, Vec<Diagnostic>> {
         errors: Vec::new(),
     };
     let mut items = Vec::new();
+    let mut consts = Vec::new();
     while p.peek() != TokenKind::Eof {
         p.depth = 0;
+        if p.at_const() {
+            match p.const_item() {
+                Ok(c) => consts.push(c),
+                Err(Reported) => p.skip_to_item(),
+            }
+            continue;
+        }
         match p.item() {
             Ok(item) => items.push(item),
             Err(Reported) => p.skip_to_item(),
         }
     }
     if p.errors.is_empty() {
-        Ok(File { items })
+        Ok(File { items, consts })
     } else {
         Err(p.errors)
     }
@@ -148,12 +158,57 @@ impl<'a> Parser<'a> {
     }
 
     fn skip_to_item(&mut self) {
+        // At least one token, so that a `const` item in error moves on.
+        if self.at_const() {
+            self.bump();
+        }
         while !matches!(
             self.peek(),
             TokenKind::Fn | TokenKind::Rule | TokenKind::Hash | TokenKind::Eof
-        ) {
+        ) && !self.at_const()
+        {
             self.bump();
         }
+    }
+
+    /// Is this the start of a `const` item: the contextual word `const`
+    /// followed by a name? (`const(x)` in an `autodiff` is not.)
+    fn at_const(&self) -> bool {
+        let t = self.tok();
+        t.kind == TokenKind::Ident
+            && self.text(t) == "const"
+            && self
+                .tokens
+                .get(self.pos + 1)
+                .is_some_and(|n| n.kind == TokenKind::Ident)
+    }
+
+    /// `const NAME: T = EXPR;`
+    fn const_item(&mut self) -> PResult<ConstDecl> {
+        const HELP: &str = "write `const NAME: f64 = EXPR;` (or `i64`, `bool`)";
+        let start = self.bump().span;
+        let name = self.ident(HELP)?;
+        self.expect(TokenKind::Colon, HELP)?;
+        let ty = self.ty()?;
+        if let TypeKind::Array { .. } = ty.kind {
+            return self.error(
+                Diagnostic::new(
+                    ty.span,
+                    "a constant cannot be an array",
+                    "constants are `f64`, `i64` or `bool`",
+                )
+                .label("array type"),
+            );
+        }
+        self.expect(TokenKind::Assign, HELP)?;
+        let value = self.expr()?;
+        self.expect(TokenKind::Semi, "end the constant with `;`")?;
+        Ok(ConstDecl {
+            name,
+            ty,
+            value,
+            span: start.to(self.prev_span()),
+        })
     }
 
     /// Enters one level of nesting; fails past [`MAX_DEPTH`].
@@ -219,8 +274,8 @@ impl<'a> Parser<'a> {
             }
             _ => {
                 return self.expected(
-                    "`fn` or `rule`",
-                    "a file holds `fn` and `rule` definitions only",
+                    "`fn`, `rule` or `const`",
+                    "a file holds `fn`, `rule` and `const` definitions only",
                 )
             }
         };
@@ -575,8 +630,8 @@ impl<'a> Parser<'a> {
     }
 
     /// Binary operators of precedence `min_level` and tighter, by
-    /// precedence climbing (levels: 0 = `||`, 1 = `&&`, 2 = comparisons,
-    /// 3 = `+ -`, 4 = `* / %`).
+    /// precedence climbing (levels, as Rust's: 0 = `||`, 1 = `&&`, 2 =
+    /// comparisons, 3 = `|`, 4 = `&`, 5 = `<< >>`, 6 = `+ -`, 7 = `* / %`).
     fn binary(&mut self, min_level: usize) -> PResult<Expr> {
         let mut lhs = self.unary()?;
         let mut chain = 0;
@@ -618,11 +673,15 @@ impl<'a> Parser<'a> {
             T::Le => (BinOp::Le, 2),
             T::Gt => (BinOp::Gt, 2),
             T::Ge => (BinOp::Ge, 2),
-            T::Plus => (BinOp::Add, 3),
-            T::Minus => (BinOp::Sub, 3),
-            T::Star => (BinOp::Mul, 4),
-            T::Slash => (BinOp::Div, 4),
-            T::Percent => (BinOp::Rem, 4),
+            T::Pipe => (BinOp::BitOr, 3),
+            T::Amp => (BinOp::BitAnd, 4),
+            T::Shl => (BinOp::Shl, 5),
+            T::Shr => (BinOp::Shr, 5),
+            T::Plus => (BinOp::Add, 6),
+            T::Minus => (BinOp::Sub, 6),
+            T::Star => (BinOp::Mul, 7),
+            T::Slash => (BinOp::Div, 7),
+            T::Percent => (BinOp::Rem, 7),
             _ => return None,
         })
     }
@@ -811,6 +870,13 @@ mod tests {
             show("!a && -b[i] == f(x, 1.5)"),
             "((!a) && ((-b[i]) == f(x, 1.5)))"
         );
+        assert_eq!(
+            show("a | b & c << d + e == f"),
+            "((a | (b & (c << (d + e)))) == f)"
+        );
+        assert_eq!(show("a & b | c >> 1 * d"), "((a & b) | (c >> (1 * d)))");
+        assert_eq!(show("a << b << c"), "((a << b) << c)");
+        assert_eq!(show("a < b | c && d"), "((a < (b | c)) && d)");
         assert_eq!(show("(a, b + 1)"), "(a, (b + 1))");
         assert_eq!(show("(a)"), "a");
     }
@@ -848,7 +914,16 @@ mod tests {
         );
         assert_eq!(
             first("fn f() { x }  struct"),
-            "expected `fn` or `rule`, found `struct`"
+            "expected `fn`, `rule` or `const`, found `struct`"
+        );
+        assert_eq!(
+            first("const N: i64 = 1 fn f() {}"),
+            "expected `;`, found `fn`"
+        );
+        // After an error in a constant, the next item parses.
+        assert_eq!(
+            parse_src("const N: = 1; fn f() { ) }").unwrap_err().len(),
+            2
         );
         assert_eq!(first("fn f(x: f32) {}"), "unknown type `f32`");
         assert_eq!(

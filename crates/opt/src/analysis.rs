@@ -69,13 +69,18 @@ pub(crate) fn bconst_of(func: &Function, v: Value) -> Option<bool> {
 /// removed when unused, merged with an identical one, or computed earlier.
 ///
 /// Everything that [`Opcode::has_side_effects`] lists is impure, except
-/// `idiv`/`irem` by a constant other than 0 and -1, which cannot trap.
+/// `idiv`/`irem` by a constant other than 0 and -1 and `ishl`/`sshr` by a
+/// constant in `0..=63`, which cannot trap.
 pub(crate) fn is_pure(func: &Function, data: &InstData) -> bool {
     match data {
         InstData::Binary {
             op: Opcode::Idiv | Opcode::Irem,
             args,
         } => iconst_of(func, args[1]).is_some_and(|d| d != 0 && d != -1),
+        InstData::Binary {
+            op: Opcode::Ishl | Opcode::Sshr,
+            args,
+        } => iconst_of(func, args[1]).is_some_and(adze_ir::semantics::shift_in_range),
         _ => !data.opcode().has_side_effects(),
     }
 }

@@ -336,6 +336,12 @@ fn simplify(func: &Function, quiet: &EntitySet<Value>, data: &InstData) -> Simpl
             if let (Tobits, Some(x)) = (op, f(arg)) {
                 return iconst(semantics::tobits(f64::from_bits(x)));
             }
+            // `ftosi` of a constant in range; out of range it stays, to trap.
+            if let (Ftosi, Some(x)) = (op, f(arg)) {
+                if let Ok(r) = semantics::ftosi(f64::from_bits(x)) {
+                    return iconst(r);
+                }
+            }
             match (op, i(arg), bconst_of(func, arg)) {
                 (Ineg, Some(x), _) => iconst(x.wrapping_neg()),
                 (Sitof, Some(x), _) => fconst(semantics::sitof(x)),
@@ -355,9 +361,11 @@ fn simplify(func: &Function, quiet: &EntitySet<Value>, data: &InstData) -> Simpl
                 }
                 return simplify_f64(func, quiet, op, a, b);
             }
-            if !matches!(op, Iadd | Isub | Imul | Idiv | Irem) {
+            if !semantics::is_binary_i64(op) {
                 return Simplified::Keep;
             }
+            // Folded by the one definition; an operation that would trap
+            // (`x / 0`, `x << 64`) stays, to trap at run time.
             if let (Some(x), Some(y)) = (i(a), i(b)) {
                 return match semantics::binary_i64(op, x, y) {
                     Ok(r) => iconst(r),

@@ -74,6 +74,11 @@ impl Translator<'_, '_> {
             self.define(inst, len);
             return Ok(());
         }
+        if op == Opcode::Ftosi {
+            let r = self.ftosi(arg)?;
+            self.define(inst, r);
+            return Ok(());
+        }
         let f64t = cl::types::F64;
         let x = self.scalar(arg)?;
         let ins = self.b.ins();
@@ -116,6 +121,11 @@ impl Translator<'_, '_> {
                 self.define(inst, r);
                 return Ok(());
             }
+            Opcode::Ishl | Opcode::Sshr => {
+                let r = self.shift(op, args[0], args[1])?;
+                self.define(inst, r);
+                return Ok(());
+            }
             _ => {}
         }
         let (x, y) = (self.scalar(args[0])?, self.scalar(args[1])?);
@@ -128,6 +138,8 @@ impl Translator<'_, '_> {
             Opcode::Iadd => ins.iadd(x, y),
             Opcode::Isub => ins.isub(x, y),
             Opcode::Imul => ins.imul(x, y),
+            Opcode::Band => ins.band(x, y),
+            Opcode::Bor => ins.bor(x, y),
             // Cranelift's fmin/fmax are IEEE 754-2019 minimum/maximum
             // (NaN-propagating, -0 < +0), the same as
             // `semantics::minimum/maximum`; tested bit for bit.
@@ -224,6 +236,42 @@ impl Translator<'_, '_> {
         } else {
             self.b.ins().srem(x, y)
         })
+    }
+
+    /// `ishl` or `sshr`, after the check that the amount is in `0..=63`
+    /// (`semantics::shift_in_range`: one unsigned comparison with 63), so
+    /// that Cranelift's masking of the amount never applies.
+    fn shift(&mut self, op: Opcode, a: IrValue, b: IrValue) -> Result<cl::Value, JitError> {
+        let (x, y) = (self.scalar(a)?, self.scalar(b)?);
+        let bad = self.b.ins().icmp_imm_u(IntCC::UnsignedGreaterThan, y, 63);
+        self.trap_if(bad, SiteKind::ShiftOutOfRange, Some(y), Some(y));
+        Ok(if op == Opcode::Ishl {
+            self.b.ins().ishl(x, y)
+        } else {
+            self.b.ins().sshr(x, y)
+        })
+    }
+
+    /// `ftosi`: traps unless `FTOSI_MIN <= x < FTOSI_END` (false for NaN),
+    /// as `semantics::ftosi`, then truncates (in range, Cranelift's
+    /// conversion cannot trap).
+    fn ftosi(&mut self, arg: IrValue) -> Result<cl::Value, JitError> {
+        let x = self.scalar(arg)?;
+        let lo = self
+            .b
+            .ins()
+            .f64const(Ieee64::with_bits(adze_ir::semantics::FTOSI_MIN.to_bits()));
+        let hi = self
+            .b
+            .ins()
+            .f64const(Ieee64::with_bits(adze_ir::semantics::FTOSI_END.to_bits()));
+        let ge = self.b.ins().fcmp(FloatCC::GreaterThanOrEqual, x, lo);
+        let lt = self.b.ins().fcmp(FloatCC::LessThan, x, hi);
+        let ok = self.b.ins().band(ge, lt);
+        let bad = self.b.ins().bxor_imm_u(ok, 1);
+        let bits = self.b.ins().bitcast(cl::types::I64, MemFlagsData::new(), x);
+        self.trap_if(bad, SiteKind::ConversionOutOfRange, Some(bits), Some(bits));
+        Ok(self.b.ins().fcvt_to_sint_sat(cl::types::I64, x))
     }
 
     /// `x ^ n` as the same square-and-multiply sequence as

@@ -443,3 +443,78 @@ fn bounds_checks_with_constant_indices() {
         vec![Val::F64(7.0)]
     );
 }
+
+/// `ishl`/`sshr` trap unless the amount is in `0..=63`, and `ftosi` for NaN
+/// and outside `[-2^63, 2^63)`, exactly as the interpreter (issue #16):
+/// `run` compares both at every optimisation level, bit for bit and error
+/// for error.
+#[test]
+fn shift_and_conversion_traps() {
+    let mut mb = Mb::new();
+    let shifts = [(Opcode::Ishl, "shl"), (Opcode::Sshr, "shr")].map(|(op, name)| {
+        let f = mb.func(&format!("@{name}(a: i64, b: i64) -> i64"), |b, p| {
+            let r = b.binary(op, p[0], p[1]);
+            b.ret(&[r]);
+        });
+        (f, name, op)
+    });
+    let bits = mb.func("@bits(a: i64, b: i64) -> (i64, i64)", |b, p| {
+        let x = b.binary(Opcode::Band, p[0], p[1]);
+        let y = b.binary(Opcode::Bor, p[0], p[1]);
+        b.ret(&[x, y]);
+    });
+    let conv = mb.func("@conv(x: f64) -> i64", |b, p| {
+        let r = b.ftosi(p[0]);
+        b.ret(&[r]);
+    });
+    let ints = [0, 1, -1, 5, 63, 64, -64, i64::MIN, i64::MAX, 12345];
+    for (f, name, op) in shifts {
+        for a in ints {
+            for s in ints {
+                let got = run(&mb.m, f, &[Val::I64(a), Val::I64(s)]);
+                match adze_ir::semantics::binary_i64(op, a, s) {
+                    Ok(r) => assert_eq!(got.unwrap().results, vec![Val::I64(r)]),
+                    Err(kind) => {
+                        assert_eq!(kind, TrapKind::ShiftOutOfRange { amount: s });
+                        let e = got.unwrap_err();
+                        assert_eq!((e.func.as_str(), &e.kind), (name, &kind));
+                    }
+                }
+            }
+        }
+    }
+    for a in ints {
+        for b in ints {
+            let got = run(&mb.m, bits, &[Val::I64(a), Val::I64(b)]).unwrap();
+            assert_eq!(got.results, vec![Val::I64(a & b), Val::I64(a | b)]);
+        }
+    }
+    let end = 9_223_372_036_854_775_808.0f64;
+    let xs = [
+        0.0,
+        -0.0,
+        2.9,
+        -2.9,
+        1e18,
+        -end,
+        end,
+        f64::from_bits(end.to_bits() - 1),
+        f64::from_bits((-end).to_bits() + 1),
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        -f64::NAN,
+        f64::MIN_POSITIVE,
+    ];
+    for x in xs {
+        let got = run(&mb.m, conv, &[Val::F64(x)]);
+        match adze_ir::semantics::ftosi(x) {
+            Ok(r) => assert_eq!(got.unwrap().results, vec![Val::I64(r)], "{x}"),
+            Err(kind) => {
+                let e = got.unwrap_err();
+                assert_eq!(e.kind, kind, "{x}");
+                assert_eq!(e.func, "conv");
+            }
+        }
+    }
+}

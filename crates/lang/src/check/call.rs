@@ -1,4 +1,4 @@
-//! Calls: the builtins (`len`, `fill`, `zeros`, `f64`; `autodiff` is in
+//! Calls: the builtins (`len`, `fill`, `zeros`, `f64`, `i64`; `autodiff` is in
 //! [`super::autodiff`]), the intrinsics, and the functions of the file,
 //! with the writability and aliasing of their array arguments.
 
@@ -51,6 +51,7 @@ impl Ctx<'_> {
                 .label("`zeros` in an expression"),
             ),
             "f64" => self.f64_call(name, args, span),
+            "i64" => self.i64_call(name, args, span),
             _ => match Opcode::intrinsic(n) {
                 Some(op) => self.intrinsic_call(op, name, args, span),
                 None => self.user_call(name, args, span),
@@ -95,6 +96,26 @@ impl Ctx<'_> {
             _ => (
                 "`f64(..)` cannot convert a bool",
                 "use `if c { 1.0 } else { 0.0 }`",
+            ),
+        };
+        let label = format!("this is {}", x.ty.describe());
+        self.error(Diagnostic::new(args[0].span, msg, help).label(label))
+    }
+
+    /// `i64(x)`: truncation toward zero (`ftosi`; NaN and out of range are
+    /// run-time errors).
+    fn i64_call(&mut self, name: &Ident, args: &[ast::Expr], span: Span) -> R<Expr> {
+        self.arity(name, args, 1, span, "i64(x: f64) -> i64")?;
+        let x = self.value(&args[0])?;
+        let (msg, help) = match x.ty {
+            Ty::F64 => return Ok(expr(ExprKind::Unary(Opcode::Ftosi, Box::new(x)), Ty::I64)),
+            Ty::I64 => (
+                "`i64(..)` converts an f64, but this is already i64",
+                "remove the conversion",
+            ),
+            _ => (
+                "`i64(..)` cannot convert a bool",
+                "use `if c { 1 } else { 0 }`",
             ),
         };
         let label = format!("this is {}", x.ty.describe());

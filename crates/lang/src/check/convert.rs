@@ -58,9 +58,7 @@ impl Ctx<'_> {
         let found = x.ty.describe();
         let help = match (want, &x.ty) {
             (Type::F64, Ty::I64) => "convert it with `f64(...)`",
-            (Type::I64, Ty::F64) => {
-                "there is no conversion from f64 to i64; compute this value with i64 operations"
-            }
+            (Type::I64, Ty::F64) => "convert it with `i64(...)`, which truncates toward zero",
             (Type::Bool, _) => "compare explicitly, e.g. `x != 0.0`",
             (_, Ty::Bool) => "a bool is not a number; use `if c { 1.0 } else { 0.0 }`",
             _ => "use a value of the expected type",

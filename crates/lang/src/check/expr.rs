@@ -1,4 +1,4 @@
-//! Expressions: literals, names, unary and binary operators (resolved to
+//! Expressions: literals, names (locals, then constants), unary and binary operators (resolved to
 //! their opcodes), indexing, `^` and `if`.
 
 use super::convert::{block_to_f64, literal_to_f64};
@@ -30,6 +30,13 @@ impl Ctx<'_> {
                 span: e.span,
             }),
             AK::Bool(b) => Ok(expr(ExprKind::Bool(*b), Ty::Bool)),
+            AK::Name(id) if self.find(&id.name).is_none() && self.is_const(&id.name) => {
+                match self.g.consts.values.get(&id.name) {
+                    Some(v) => Ok(v.expr(e.span)),
+                    // A constant with an error, reported at its definition.
+                    None => Err(Reported),
+                }
+            }
             AK::Name(id) => {
                 let l = self.lookup(id)?;
                 Ok(expr(ExprKind::Local(l), self.locals[l].ty.clone()))
@@ -81,6 +88,11 @@ impl Ctx<'_> {
         }
     }
 
+    /// Is `name` a constant (builtin or of the file, evaluated or not)?
+    fn is_const(&self, name: &str) -> bool {
+        self.g.consts.values.contains_key(name) || self.g.consts.failed.contains(name)
+    }
+
     fn binary(&mut self, op: BinOp, l: &ast::Expr, r: &ast::Expr, span: Span) -> R<Expr> {
         let sym = op.symbol();
         match op {
@@ -96,6 +108,7 @@ impl Ctx<'_> {
                 return Ok(expr(kind, Ty::Bool));
             }
             BinOp::Pow => return self.pow(l, r),
+            op if op.is_bitwise() => return self.bitwise(op, l, r, span),
             _ => {}
         }
         let a = self.value(l);
@@ -201,6 +214,48 @@ impl Ctx<'_> {
             span,
             ty,
         })
+    }
+
+    /// `a & b`, `a | b`, `a << b`, `a >> b`: two i64 operands (no
+    /// conversion: an integer literal stays an i64), an i64 result.
+    fn bitwise(&mut self, op: BinOp, l: &ast::Expr, r: &ast::Expr, span: Span) -> R<Expr> {
+        let sym = op.symbol();
+        let a = self.value(l);
+        let b = self.value(r);
+        let (a, b) = (a?, b?);
+        let opc = match op {
+            BinOp::BitAnd => Opcode::Band,
+            BinOp::BitOr => Opcode::Bor,
+            BinOp::Shl => Opcode::Ishl,
+            _ => Opcode::Sshr,
+        };
+        if a.ty == Ty::I64 && b.ty == Ty::I64 {
+            return Ok(expr(
+                ExprKind::Binary(opc, Box::new(a), Box::new(b)),
+                Ty::I64,
+            ));
+        }
+        let (ta, tb) = (a.ty.describe(), b.ty.describe());
+        let help = match op {
+            _ if a.ty == Ty::Bool && b.ty == Ty::Bool && op == BinOp::BitAnd => {
+                "`&` is bitwise, on i64; the logical and of bools is `&&`".to_string()
+            }
+            _ if a.ty == Ty::Bool && b.ty == Ty::Bool && op == BinOp::BitOr => {
+                "`|` is bitwise, on i64; the logical or of bools is `||`".to_string()
+            }
+            _ if a.ty == Ty::F64 || b.ty == Ty::F64 => format!(
+                "`{sym}` works on i64 only; convert an f64 operand with `i64(..)` (which truncates)"
+            ),
+            _ => format!("`{sym}` works on i64 only"),
+        };
+        self.error(
+            Diagnostic::new(
+                span,
+                format!("`{sym}` cannot be applied to {ta} and {tb}"),
+                help,
+            )
+            .label(format!("{ta} {sym} {tb}")),
+        )
     }
 
     fn pow(&mut self, l: &ast::Expr, r: &ast::Expr) -> R<Expr> {

@@ -2,6 +2,7 @@
 //! (what calls, `autodiff` requests and rules see of a `fn`), their order
 //! in the module, and how signatures are written in messages.
 
+use super::consts::Consts;
 use super::is_builtin;
 use super::rules::RuleSlots;
 use crate::ast::{self, FuncKind, TypeKind};
@@ -24,6 +25,8 @@ pub(super) struct FnInfo {
 
 pub(super) struct Globals {
     pub(super) fns: IndexMap<String, FnInfo>,
+    /// The constants, builtin and of the file (`consts`).
+    pub(super) consts: Consts,
 }
 
 fn ir_type(t: TypeKind) -> Type {

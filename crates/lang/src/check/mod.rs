@@ -6,7 +6,9 @@
 //!    duplicate-parameter names.
 //! 2. Rules: each must name a `fn` of the file, at most one per mode, with
 //!    exactly the signature its mode requires (see [`expected_rule_signature`]).
-//! 3. Bodies: scopes, types, implicit conversion of integer literals to f64,
+//! 3. Constants: names, the order they depend on each other in (no
+//!    cycles), their values, evaluated at compile time.
+//! 4. Bodies: scopes, types, implicit conversion of integer literals to f64,
 //!    writability and aliasing of arrays, `autodiff` requests, results on
 //!    every path, no code after a `return`.
 //!
@@ -19,6 +21,7 @@
 //! add to `Ctx` the methods of theirs:
 //! - `items`: signatures and the table of the file's functions, the
 //!   module order, and how signatures are written in messages;
+//! - `consts`: the top-level constants and their evaluation;
 //! - `rules`: attaching rules to their functions and the signature each
 //!   mode requires;
 //! - `scope`: declaring locals, opening and closing scopes, and resolving
@@ -35,6 +38,7 @@
 
 mod autodiff;
 mod call;
+mod consts;
 mod convert;
 mod expr;
 mod items;
@@ -49,6 +53,7 @@ use crate::typed::*;
 use adze_ir::{InlineHint, Mode, Opcode, Param, Type};
 use std::collections::{HashMap, HashSet};
 
+pub use consts::BUILTIN_CONSTS;
 pub use items::fmt_param_type;
 pub(crate) use items::signature;
 use items::{Globals, Sig};
@@ -58,7 +63,7 @@ use rules::{mode_slot, RuleSlots};
 
 /// Built-in functions besides the intrinsics; user functions may not take
 /// these names.
-pub const BUILTINS: &[&str] = &["len", "fill", "zeros", "f64", "autodiff"];
+pub const BUILTINS: &[&str] = &["len", "fill", "zeros", "f64", "i64", "autodiff"];
 
 /// Is `name` an intrinsic or a builtin?
 pub fn is_builtin(name: &str) -> bool {
@@ -80,7 +85,11 @@ pub fn check(file: &ast::File) -> Result<Program, Vec<Diagnostic>> {
     let mut fns = items::fn_table(file, &sigs, &mut errors);
     let rules = rules::attach(file, &fns, &sigs, &mut errors);
     let position = items::module_order(file, &mut fns, &rules);
-    let globals = Globals { fns };
+    let mut globals = Globals {
+        fns,
+        consts: Default::default(),
+    };
+    consts::check_consts(file, &mut globals, &mut errors);
     let mut funcs = check_bodies(file, &globals, &sigs, &rules, &position, &mut errors);
     if !errors.is_empty() {
         errors.sort_by_key(|d| d.span.start);
