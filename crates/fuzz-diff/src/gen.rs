@@ -15,36 +15,9 @@
 //! While loops always count their trip count in the header's line, so no
 //! deletion can make a program run forever.
 
-/// A small deterministic random source (xorshift64*, seeded by splitmix64).
-#[derive(Clone, Debug)]
-pub struct Rng(u64);
-
-impl Rng {
-    pub fn new(seed: u64) -> Rng {
-        let mut z = seed.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^= z >> 31;
-        Rng(z | 1)
-    }
-    pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    /// Uniform in `0..n` (`n > 0`).
-    pub fn below(&mut self, n: usize) -> usize {
-        (self.next_u64() % n as u64) as usize
-    }
-    /// True with probability `percent` / 100.
-    pub fn chance(&mut self, percent: usize) -> bool {
-        self.below(100) < percent
-    }
-    pub fn pick<'a, T>(&mut self, xs: &'a [T]) -> &'a T {
-        &xs[self.below(xs.len())]
-    }
-}
+/// The random source: xorshift64*, seeded by splitmix64
+/// ([`Rng::splitmix`]), shared with the test suite's program generators.
+pub use adze_test_support::rng::Rng;
 
 /// A differentiation mode of one level of the derivative chain.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -982,7 +955,7 @@ fn item(out: &mut String, head: &str, lines: &[String]) {
 /// (`points`). The order of the draws is what a seed means: reordering
 /// them changes the programs of existing seeds.
 pub fn generate(seed: u64, config: &GenConfig) -> Program {
-    let mut rng = Rng::new(seed);
+    let mut rng = Rng::splitmix(seed);
     let rule_free = rng.chance(30);
     let helpers = helper_kinds(&mut rng);
     let mut p = ProgramGen {

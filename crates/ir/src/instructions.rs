@@ -940,6 +940,22 @@ impl InstData {
         }
     }
 
+    /// For a `store` or a `fill`: the array it writes and the f64 value
+    /// it writes into it.
+    pub fn array_write(&self) -> Option<(Value, Value)> {
+        match *self {
+            InstData::Ternary {
+                op: Opcode::Store,
+                args: [a, _, x],
+            }
+            | InstData::Binary {
+                op: Opcode::Fill,
+                args: [a, x],
+            } => Some((a, x)),
+            _ => None,
+        }
+    }
+
     /// Branch destinations as a small vector (0, 1 or 2 entries).
     pub fn destinations(&self) -> Vec<&BlockCall> {
         match self {

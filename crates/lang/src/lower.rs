@@ -301,6 +301,19 @@ impl Lower<'_, '_> {
         Some((latch, self.loops.last()?.vars.clone()))
     }
 
+    /// Continues in the latch `continue`s made, if any (the end of the body
+    /// jumps there too, with the vars' values): says whether there was one.
+    fn enter_latch(&mut self, latch: Option<IrBlock>, vars: &[LocalId]) -> bool {
+        let Some(latch) = latch else { return false };
+        if self.live {
+            let args = self.current(vars);
+            self.jump(latch, &args);
+        }
+        self.start(latch);
+        self.bind_params(latch, vars, &[]);
+        true
+    }
+
     /// Lowers a loop body with `exit` and `vars` as the targets of its
     /// `break`s and `continue`s; returns the latch its `continue`s made.
     fn loop_body(&mut self, body: &Block, exit: IrBlock, vars: &[LocalId]) -> Option<IrBlock> {
@@ -347,22 +360,12 @@ impl Lower<'_, '_> {
 
         self.start(body_block);
         let continued = self.loop_body(body, exit, &vars);
-        if let Some(latch) = continued {
-            if self.live {
-                let args = self.current(&vars);
-                self.jump(latch, &args);
-            }
-            self.start(latch);
-            self.bind_params(latch, &vars, &[]);
-            let one = self.b.iconst(1);
-            let next = self.b.iadd(i, one);
-            let mut args = vec![next];
-            args.extend(self.current(&vars));
-            self.jump(header, &args);
-        } else if self.live {
+        if !self.enter_latch(continued, &vars) && self.live {
             let latch = self.new_block();
             self.jump(latch, &[]);
             self.start(latch);
+        }
+        if self.live {
             let one = self.b.iconst(1);
             let next = self.b.iadd(i, one);
             let mut args = vec![next];
@@ -399,14 +402,7 @@ impl Lower<'_, '_> {
 
         self.start(body_block);
         let continued = self.loop_body(body, exit, &vars);
-        if let Some(latch) = continued {
-            if self.live {
-                let args = self.current(&vars);
-                self.jump(latch, &args);
-            }
-            self.start(latch);
-            self.bind_params(latch, &vars, &[]);
-        }
+        self.enter_latch(continued, &vars);
         if self.live {
             let args = self.current(&vars);
             self.jump(header, &args);

@@ -253,19 +253,8 @@ fn evaluate(
         TypeKind::Bool => Type::Bool,
         TypeKind::Array { .. } => return None,
     };
-    let mut cx = Ctx {
-        g: globals,
-        errors,
-        locals: Vec::new(),
-        local_spans: Vec::new(),
-        poisoned: HashSet::new(),
-        scopes: vec![Vec::new()],
-        bindings: HashMap::new(),
-        results: Vec::new(),
-        results_span: None,
-        what: format!("the constant `{}`", decl.name.name),
-        loops: 0,
-    };
+    let what = format!("the constant `{}`", decl.name.name);
+    let mut cx = Ctx::new(globals, errors, what);
     let what = format!("the value of the constant `{}`", decl.name.name);
     let typed = match cx.expect(&decl.value, ty, &what) {
         Ok(x) => x,

@@ -155,19 +155,9 @@ fn check_body(
         FuncKind::Fn => format!("`{}`", item.name.name),
         FuncKind::Rule(mode) => format!("the {mode} rule of `{}`", item.name.name),
     };
-    let mut cx = Ctx {
-        g: globals,
-        errors,
-        locals: Vec::new(),
-        local_spans: Vec::new(),
-        poisoned: HashSet::new(),
-        scopes: vec![Vec::new()],
-        bindings: HashMap::new(),
-        results: results.to_vec(),
-        results_span: item.results.as_ref().map(|r| r.span),
-        what,
-        loops: 0,
-    };
+    let mut cx = Ctx::new(globals, errors, what);
+    cx.results = results.to_vec();
+    cx.results_span = item.results.as_ref().map(|r| r.span);
     for (p, decl) in params.iter().zip(&item.params) {
         let ty = match p.ty {
             Type::Array => Ty::Array {
@@ -210,6 +200,26 @@ struct Ctx<'a> {
     /// How many loops enclose what is being checked (`break` and
     /// `continue` need one).
     loops: u32,
+}
+
+impl<'a> Ctx<'a> {
+    /// A context with no locals, no results and no enclosing loop, whose
+    /// messages call what is checked `what` ("`f`").
+    fn new(g: &'a Globals, errors: &'a mut Vec<Diagnostic>, what: String) -> Ctx<'a> {
+        Ctx {
+            g,
+            errors,
+            locals: Vec::new(),
+            local_spans: Vec::new(),
+            poisoned: HashSet::new(),
+            scopes: vec![Vec::new()],
+            bindings: HashMap::new(),
+            results: Vec::new(),
+            results_span: None,
+            what,
+            loops: 0,
+        }
+    }
 }
 
 impl Ctx<'_> {

@@ -45,15 +45,10 @@ impl Plan {
     ) -> bool {
         let data = func.dfg.inst(inst);
         let results = func.dfg.inst_results(inst);
+        if let Some((a, _)) = data.array_write() {
+            return self.is_shadowed(a);
+        }
         match data {
-            InstData::Ternary {
-                op: Opcode::Store,
-                args: [a, _, _],
-            }
-            | InstData::Binary {
-                op: Opcode::Fill,
-                args: [a, _],
-            } => self.is_shadowed(*a),
             InstData::Push { .. } => true,
             InstData::Call { .. } => self.differentiates_call(cache, module, func, inst, tape_use),
             _ => {

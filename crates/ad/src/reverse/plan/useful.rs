@@ -108,6 +108,10 @@ impl Useful<'_> {
         }
         for &b in order {
             for &inst in func.layout.block_insts(b) {
+                if let Some((a, _)) = func.dfg.inst(inst).array_write() {
+                    self.feeds[a].push(inst);
+                    continue;
+                }
                 match func.dfg.inst(inst) {
                     InstData::Return { args } if ret == RetActivity::Active => {
                         for (k, &a) in args.iter().enumerate() {
@@ -121,14 +125,7 @@ impl Useful<'_> {
                             self.incoming[dest.block].push((inst, d));
                         }
                     }
-                    InstData::Ternary {
-                        op: Opcode::Store,
-                        args: [a, _, _],
-                    }
-                    | InstData::Binary {
-                        op: Opcode::Fill,
-                        args: [a, _],
-                    } => self.feeds[*a].push(inst),
+
                     // The value may be popped by code that is useful.
                     InstData::Push { arg, .. } if func.dfg.value_type(*arg) == Type::F64 => {
                         self.mark(*arg);
@@ -195,16 +192,9 @@ impl Useful<'_> {
             // What `v` feeds as an array.
             for k in 0..self.feeds[v].len() {
                 let inst = self.feeds[v][k];
-                match func.dfg.inst(inst) {
-                    InstData::Ternary {
-                        op: Opcode::Store,
-                        args: [_, _, x],
-                    }
-                    | InstData::Binary {
-                        op: Opcode::Fill,
-                        args: [_, x],
-                    } => self.mark(*x),
-                    _ => self.call(cache, summaries, inst),
+                match func.dfg.inst(inst).array_write() {
+                    Some((_, x)) => self.mark(x),
+                    None => self.call(cache, summaries, inst),
                 }
             }
         }
