@@ -552,6 +552,117 @@ fn long_run_seeds_that_once_disagreed() {
     assert!(msg.is_empty(), "{msg}");
 }
 
+/// The bits of `func`'s first result at each of `points` (one f64
+/// argument), under every inline setting with the optimizer on and off, on
+/// the interpreter (compiled once per setting); panics on the first
+/// setting that differs from `--inline none` with the optimizer on.
+fn assert_same_bits_at(source: &str, func: &str, points: &[f64]) {
+    let module = run::compile(source).unwrap();
+    let mut first: Option<(String, Vec<u64>)> = None;
+    for inline in adze::InlineSetting::ALL {
+        for optimize in [true, false] {
+            let m = run::prepare(&module, func, inline, optimize, run::fuzz_limits())
+                .unwrap_or_else(|e| panic!("{}", e.text));
+            let interp = adze::adze_interp::Interpreter::with_limits(&m, run::fuzz_limits());
+            let id = m.get(func).unwrap();
+            let bits: Vec<u64> = points
+                .iter()
+                .map(|&y| {
+                    match interp
+                        .call(id, &[adze::adze_ir::Val::F64(y)])
+                        .unwrap()
+                        .results[0]
+                    {
+                        adze::adze_ir::Val::F64(v) => v.to_bits(),
+                        ref other => panic!("{other:?}"),
+                    }
+                })
+                .collect();
+            let here = format!("{inline:?} opt={optimize}");
+            match &first {
+                None => first = Some((here, bits)),
+                Some((there, want)) => {
+                    if let Some(k) = (0..points.len()).find(|&k| bits[k] != want[k]) {
+                        panic!(
+                            "{func} at {}: {here} gives {}, {there} gives {}",
+                            points[k],
+                            f64::from_bits(bits[k]),
+                            f64::from_bits(want[k])
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// 60 points in (0.1, 2.7): a last-bit difference shows at a few of them.
+fn sixty_points() -> Vec<f64> {
+    (0..60).map(|i| 0.1 + f64::from(i) * 0.0431).collect()
+}
+
+/// Session 9, from reducing seed 100223: `s · f3(s · s)` with `f3` the
+/// identity. Inlined, the first-order adjoint of `s · s` reached `f3`'s
+/// adjoint as arithmetic on `s`; called, as the result of a call. The tape
+/// planner of the second order recomputed the one and popped the other, so
+/// the third order summed `y·a + y·b` on one side and `y·(a + b)` on the
+/// other (17 of 60 points differed). Chain edges now pass adjoints as block
+/// parameters and a call's reverse starts a block, so both are opaque.
+#[test]
+fn third_order_reverse_through_an_inlined_callee() {
+    let src = "fn f3(x: f64) -> f64 { x }
+fn top(y: f64) -> f64 {
+    let s = y * y;
+    s * f3(s * s)
+}
+fn d1(y: f64) -> f64 { autodiff(reverse, top, active, active(y)) }
+fn d2(y: f64) -> f64 { autodiff(reverse, d1, active, active(y)) }
+fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
+";
+    assert_same_bits_at(src, "d3", &sixty_points());
+}
+
+/// The same through a callee with a branch (its blocks join, so inlined,
+/// the adjoints that cross it go through memory slots): 16 of 60 points
+/// differed.
+#[test]
+fn third_order_reverse_through_an_inlined_callee_with_a_join() {
+    let src = "fn f3(x: f64) -> f64 { if false { x } else { x } }
+fn top(y: f64) -> f64 {
+    let s = y * y;
+    s * f3(s * s)
+}
+fn d1(y: f64) -> f64 { autodiff(reverse, top, active, active(y)) }
+fn d2(y: f64) -> f64 { autodiff(reverse, d1, active, active(y)) }
+fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
+";
+    assert_same_bits_at(src, "d3", &sixty_points());
+}
+
+/// OPEN (session 9): like the test above with `exp(s)` as the argument.
+/// With `--inline none` the caller's adjoint of `s` crosses the call as a
+/// block parameter; inlined early, it crosses `f3`'s join through a slot of
+/// the adjoint's slot array. Both are opaque to the tape planner now, but
+/// two orders later the slot's shadow memory adds its term after the
+/// block's own terms (`(b + c) + a`) where the parameter adds it first
+/// (`(a + b) + c`): 11 of 100 points differ in the last bit. The fix is to
+/// carry such adjoints across a single-entry single-exit region without a
+/// slot (as chains do), so no adjoint crosses inlined code through memory.
+#[test]
+#[ignore = "open: third-order reverse, an adjoint crossing an inlined join through a slot"]
+fn third_order_reverse_across_an_inlined_join_through_a_slot() {
+    let src = "fn f3(x: f64) -> f64 { if false { x } else { x } }
+fn top(y: f64) -> f64 {
+    let s = y * y;
+    s * f3(exp(s))
+}
+fn d1(y: f64) -> f64 { autodiff(reverse, top, active, active(y)) }
+fn d2(y: f64) -> f64 { autodiff(reverse, d1, active, active(y)) }
+fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
+";
+    assert_same_bits_at(src, "d3", &sixty_points());
+}
+
 /// OPEN (found by seed 100223 on the main of session 8; already on the
 /// main where session 8 started, 2915c5a): a callee with a branch, inlined
 /// into a function whose third reverse derivative is taken, changes the

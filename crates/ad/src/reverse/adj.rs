@@ -60,6 +60,7 @@ pub(crate) fn build(
         map: HashMap::new(),
         acc: BTreeMap::new(),
         carried: SecondaryMap::new(),
+        incoming: SecondaryMap::new(),
         dummies: HashMap::new(),
         edge_index: None,
         params: SecondaryMap::new(),
@@ -97,6 +98,10 @@ struct Adj<'a> {
     /// The adjoints that R(B) of a chain's block `B` hands to R(A) of the
     /// block before it (see [`Plan::chain_pred`]), by `A`.
     carried: SecondaryMap<Block, BTreeMap<Value, Value>>,
+    /// The parameter adjoints a chain edge hands to R(A) as parameters of
+    /// R(A), by `A`: `(branch argument, R(A)'s parameter)`, added to the
+    /// argument's adjoint where R(A) starts (see [`Adj::chain_edge`]).
+    incoming: SecondaryMap<Block, Vec<(Value, Value)>>,
     dummies: HashMap<Type, Value>,
     /// Within the current R(B): the popped incoming-edge number.
     edge_index: Option<Value>,
@@ -486,6 +491,9 @@ impl Adj<'_> {
         self.block = Some(self.rev_of(block));
         self.map.clear();
         self.acc = std::mem::take(&mut self.carried[block]);
+        for (arg, adj) in std::mem::take(&mut self.incoming[block]) {
+            self.add(arg, adj)?;
+        }
         self.edge_index = None;
         // Records and recipes by segment (see `Plan::recipes`): the last
         // segment's first; an earlier one's where the sweep passes the call
@@ -504,6 +512,9 @@ impl Adj<'_> {
             let is_call = matches!(data, InstData::Call { .. });
             // The adjoint code of `inst` (shadow loads and stores included)
             // has its location.
+            if is_call {
+                self.call_boundary();
+            }
             let mark = self.out.dfg.inst_mark();
             self.rev_inst(inst)?;
             self.out
@@ -616,10 +627,29 @@ impl Adj<'_> {
         Ok(())
     }
 
-    /// The reverse of the chain edge `e` into `block`: the parameter
-    /// adjoints are added to the branch arguments' as SSA values, and every
-    /// pending adjoint goes on to R(e.from) (which only this block reaches)
-    /// instead of to a slot.
+    /// The reverse of the chain edge `e` into `block`: every pending
+    /// adjoint goes on to R(e.from) (which only this block reaches) instead
+    /// of to a slot, and the parameter adjoints are added to the branch
+    /// arguments' at the start of R(e.from); all of them as parameters of
+    /// R(e.from) (a pending adjoint that already is a parameter stays an
+    /// SSA value).
+    ///
+    /// Parameters, because a pass over this adjoint code (a derivative of
+    /// a derivative) must find the same values opaque whether or not the
+    /// primal's calls were inlined. Inlined, a call is a chain edge into
+    /// the callee's entry block (which takes the arguments) or a join of
+    /// its returns, and a chain edge out to the continuation (which takes
+    /// the results); called, the callee's adjoint receives the results'
+    /// cotangent as a parameter and returns the arguments' adjoints as call
+    /// results, and the caller's pending adjoints cross the call as
+    /// parameters of a new block ([`Adj::call_boundary`]). Across a join
+    /// they go through slots. A parameter, a call result and a slot load
+    /// are all leaves to the tape planner of the next order
+    /// (`plan::tape::Resolver`), so it pops or recomputes the same values
+    /// in every case; were they SSA arithmetic on one side only, it would
+    /// recompute there and pop on the other, and a fourth-order value would
+    /// sum `y·a + y·b` on one side and `y·(a + b)` on the other (seed 100223
+    /// of the differential fuzzer: tests/it/outsiders.rs).
     fn chain_edge(
         &mut self,
         block: Block,
@@ -631,20 +661,51 @@ impl Adj<'_> {
             Some(call) if call.block == block => call.args.clone(),
             _ => return Err(self.internal("a bad chain edge")),
         };
+        let r = self.rev_of(e.from);
+        let mut passed = self.pass_pending(r);
+        let mut incoming = Vec::new();
         for (&arg, adj) in args.iter().zip(param_adj) {
             if let Some(adj) = *adj {
                 if self.active(arg) {
-                    self.add(arg, adj)?;
+                    let p = self.out.dfg.append_block_param(r, Type::F64);
+                    passed.push(adj);
+                    incoming.push((arg, p));
                 }
             }
         }
+        self.incoming[e.from] = incoming;
         let exited = self.plan.exited(e, block);
         self.pop_trips(&exited)?;
         let acc = std::mem::take(&mut self.acc);
         self.carried[e.from] = acc;
-        let r = self.rev_of(e.from);
-        self.b().jump(r, &[]);
+        self.b().jump(r, &passed);
         Ok(())
+    }
+
+    /// Makes every pending adjoint that is not already a block parameter
+    /// a parameter of `to`, which the current block is about to jump to
+    /// with the returned arguments.
+    fn pass_pending(&mut self, to: Block) -> Vec<Value> {
+        let mut passed = Vec::new();
+        for c in self.acc.values_mut() {
+            if !matches!(self.out.dfg.value_def(*c), adze_ir::ValueDef::Param { .. }) {
+                passed.push(*c);
+                *c = self.out.dfg.append_block_param(to, Type::F64);
+            }
+        }
+        passed
+    }
+
+    /// Where the sweep reaches a call, the adjoints still being summed go on
+    /// in a new block, as parameters: inlined, the call's body would sit
+    /// between them, in blocks of its own joined by chain edges (or slots),
+    /// so for a derivative of this code they must be as opaque called as
+    /// inlined (see [`Adj::chain_edge`]).
+    fn call_boundary(&mut self) {
+        let next = self.b().create_block();
+        let passed = self.pass_pending(next);
+        self.b().jump(next, &passed);
+        self.block = Some(next);
     }
 
     fn rev_inst(&mut self, inst: Inst) -> Result<(), AdError> {
