@@ -159,6 +159,26 @@ fn mutability() {
         "cannot assign to the array `a`",
     );
     check(
+        "const K: f64 = 2.0; fn f() { K = 1.0; }",
+        "cannot assign to the constant `K`",
+    );
+    check(
+        "fn f() { var a = 1.0; (a, nan) = (2.0, 3.0); }",
+        "cannot assign to the constant `nan`",
+    );
+    check(
+        "const K: i64 = if true { 1 }; fn f() {}",
+        "this `if` has no value",
+    );
+    check(
+        "const K: i64 = if true { let a = 1; a } else { 2 }; fn f() {}",
+        "not allowed in a constant",
+    );
+    check(
+        "const Z: i64 = 0; const K: i64 = if Z == 0 { 1 / Z } else { 2 }; fn f() {}",
+        "cannot evaluate this constant",
+    );
+    check(
         "fn f(a: [f64]) { a[0] = 1.0; }",
         "cannot write to `a`: it is a read-only array",
     );

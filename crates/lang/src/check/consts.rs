@@ -269,7 +269,7 @@ fn evaluate(
     }
 }
 
-const ALLOWED: &str = "a constant's value may use literals, other constants, `inf`, `nan`, operators, intrinsics, `f64(..)` and `i64(..)`";
+const ALLOWED: &str = "a constant's value may use literals, other constants, `inf`, `nan`, operators, intrinsics, `f64(..)`, `i64(..)` and `if c { a } else { b }`";
 
 /// Evaluates a checked constant expression by [`semantics`]. `outer`: the
 /// span for a part without one of its own.
@@ -346,7 +346,19 @@ fn eval(e: &Expr, outer: Span) -> Result<Scalar, Diagnostic> {
         ExprKind::Fill(..) => return Err(not_allowed("`fill`")),
         ExprKind::Call(..) => return Err(not_allowed("a call of a function")),
         ExprKind::Autodiff(..) => return Err(not_allowed("`autodiff`")),
-        ExprKind::If(..) => return Err(not_allowed("an `if`")),
+        // Only the branch taken is evaluated (`if n > 0 { 1 / n } else { 0 }`
+        // cannot fail); each branch must be a lone expression.
+        ExprKind::If(c, t, els) => {
+            let branch = match (eval(c, span)?, els) {
+                (Bool(true), _) => t,
+                (Bool(false), Some(e)) => e,
+                _ => return Err(not_allowed("an `if` without `else`")),
+            };
+            match (&branch.stmts[..], &branch.tail) {
+                ([], Some(x)) => eval(x, span)?,
+                _ => return Err(not_allowed("a statement")),
+            }
+        }
         ExprKind::Tuple(..) => return Err(not_allowed("a tuple")),
     })
 }

@@ -89,7 +89,7 @@ impl Ctx<'_> {
     }
 
     /// Is `name` a constant (builtin or of the file, evaluated or not)?
-    fn is_const(&self, name: &str) -> bool {
+    pub(super) fn is_const(&self, name: &str) -> bool {
         self.g.consts.values.contains_key(name) || self.g.consts.failed.contains(name)
     }
 

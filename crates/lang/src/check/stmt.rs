@@ -339,6 +339,7 @@ impl Ctx<'_> {
         self.distinct(names)?;
         let mut ls = Vec::new();
         for name in names {
+            self.not_a_constant(name)?;
             let l = self.lookup(name)?;
             if self.locals[l].kind != LocalKind::Var {
                 return self.error(self.not_assignable(name, l));
@@ -388,6 +389,7 @@ impl Ctx<'_> {
     }
 
     fn assign(&mut self, name: &Ident, value: &ast::Expr) -> R<Stmt> {
+        self.not_a_constant(name)?;
         let l = self.lookup(name)?;
         if self.locals[l].kind == LocalKind::Var {
             let n = &name.name;
@@ -396,6 +398,23 @@ impl Ctx<'_> {
             return Ok(Stmt::Assign(l, v));
         }
         self.error(self.not_assignable(name, l))
+    }
+
+    /// An assignment to a name that is no local but a constant (`const K`,
+    /// `inf`, `nan`) is an error that says so.
+    fn not_a_constant(&mut self, name: &Ident) -> R<()> {
+        if self.find(&name.name).is_some() || !self.is_const(&name.name) {
+            return Ok(());
+        }
+        let n = &name.name;
+        self.error(
+            Diagnostic::new(
+                name.span,
+                format!("cannot assign to the constant `{n}`"),
+                format!("constants are fixed when the program is compiled; declare a `var` to hold a value that changes: `var {}2 = {n};`", n.to_lowercase()),
+            )
+            .label("a constant"),
+        )
     }
 
     /// Why `name` (local `l`, not a `var`) cannot be assigned.
