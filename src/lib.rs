@@ -38,6 +38,7 @@
 
 pub mod args;
 pub mod check_rules;
+pub mod compiled;
 pub mod pipeline;
 
 pub use adze_ad;
@@ -45,6 +46,7 @@ pub use adze_interp;
 pub use adze_ir;
 pub use adze_jit;
 pub use adze_lang;
+pub use compiled::{Arg, Derivative, Function, Program};
 pub use pipeline::{Engine, InlineSetting, Session, Stage};
 
 use std::path::PathBuf;

@@ -3,6 +3,7 @@
 //! line, run-time errors, and generated programs.
 
 mod cli;
+mod compiled;
 mod examples;
 mod forward;
 mod generated;

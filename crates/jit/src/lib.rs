@@ -171,6 +171,17 @@ type EntryFn = unsafe extern "C" fn(*mut rt::Ctx<'_>, *const u64, *mut u64) -> i
 /// Owns a [`JITModule`] and frees its code memory when dropped.
 struct CodeMemory(Option<JITModule>);
 
+// SAFETY: after `compile` finalizes the module, nothing calls a method of
+// the `JITModule` again except `free_memory` in `Drop`, which has the value
+// to itself (`&mut self`). The module owns its code memory and holds no
+// thread-local state, so it may be dropped on any thread (`Send`), and a
+// shared `&CodeMemory` gives no access to it at all (`Sync`). The code in
+// that memory is read-only and reentrant: every call brings its own
+// context, tapes and argument slots (see `Compiled::call_args`).
+unsafe impl Send for CodeMemory {}
+// SAFETY: see `Send` above: `&CodeMemory` exposes nothing.
+unsafe impl Sync for CodeMemory {}
+
 impl Drop for CodeMemory {
     fn drop(&mut self) {
         if let Some(m) = self.0.take() {
@@ -183,6 +194,31 @@ impl Drop for CodeMemory {
             // no code pointer, so no code of this module can run afterwards.
             unsafe { m.free_memory() };
         }
+    }
+}
+
+/// An argument of [`Compiled::call_args`]: a scalar, or an array borrowed
+/// from the caller (never copied).
+#[derive(Debug)]
+pub enum Arg<'a> {
+    /// An `f64`.
+    F64(f64),
+    /// An `i64`.
+    I64(i64),
+    /// A `bool`.
+    Bool(bool),
+    /// An array the function only reads (a parameter that is not `mut`).
+    Array(&'a [f64]),
+    /// An array the function may write (any array parameter).
+    ArrayMut(&'a mut [f64]),
+}
+
+fn describe(ty: Type) -> &'static str {
+    match ty {
+        Type::F64 => "an f64",
+        Type::I64 => "an i64",
+        Type::Bool => "a bool",
+        Type::Array => "an array",
     }
 }
 
@@ -200,9 +236,10 @@ pub struct Compiled {
     inline_ok: bool,
     /// The disassembly of every function, with [`JitOptions::disasm`].
     disassembly: Option<String>,
-    /// The tape buffers of the last call, kept (emptied) so that the next
-    /// call does not allocate and page-fault its tape again.
-    tapes: std::cell::Cell<Option<Box<rt::Tapes>>>,
+    /// Tape buffers of earlier calls, kept (emptied) so that the next
+    /// call does not allocate and page-fault its tape again: a pool, one
+    /// per call running at the same time (each call takes its own).
+    tapes: std::sync::Mutex<Vec<rt::Tapes>>,
     // Declared last so that it is dropped last (the fields above hold no code
     // pointers that run on drop, but this keeps the order obvious).
     _code: CodeMemory,
@@ -313,7 +350,7 @@ pub fn compile(
         sig: module.func(root).sig.clone(),
         limits: options.limits,
         compile_time: start.elapsed(),
-        tapes: std::cell::Cell::new(None),
+        tapes: std::sync::Mutex::new(Vec::new()),
         disassembly: options.disasm.then_some(defs.disassembly),
         inline_ok: !may_recurse(module, &reachable) && defs.stack_bound <= INLINE_STACK / 2,
         _code: code,
@@ -644,6 +681,10 @@ const BYTES_PER_VALUE: usize = 64;
 /// Tape buffers up to this size are kept between calls.
 const KEPT_TAPE_BYTES: usize = 1 << 30;
 
+/// At most this many sets of tape buffers are kept (calls running at the
+/// same time each take one).
+const KEPT_TAPE_SETS: usize = 8;
+
 /// What one attempt at running the compiled code gave.
 enum Attempt {
     Done(Result<Outcome, RunError>, usize),
@@ -684,8 +725,9 @@ impl Runner<'_> {
     ///
     /// `slots` must hold exactly the argument slots of the root (the caller
     /// ran `check_args`): one per scalar parameter, pointer then length per
-    /// array, each pointer valid for reads and writes of `length` f64s for
-    /// the whole call and not accessed through any Rust reference meanwhile.
+    /// array, each pointer valid for reads of `length` f64s (and for writes,
+    /// if the parameter is `mut`) for the whole call and not written
+    /// through any Rust reference meanwhile.
     unsafe fn run_raw(&self, slots: &[u64], budget: usize, tapes: rt::Tapes) -> (Raw, rt::Tapes) {
         let marker = 0u8;
         let here = std::ptr::addr_of!(marker) as usize;
@@ -893,14 +935,6 @@ impl Compiled {
     /// stack, because that attempt may have written to the arrays).
     pub fn call_mut(&self, args: &mut [Val]) -> Result<Vec<Val>, RunError> {
         check_args(&self.name, &self.sig, args)?;
-        let armed = self.arm_timer()?;
-        let runner = Runner {
-            entry: self.entry,
-            sites: &self.sites,
-            name: &self.name,
-            sig: &self.sig,
-            interrupt: armed.as_ref().map_or(&timer::NEVER, |a| a.flag()),
-        };
         // Pointers to the caller's own buffers: `args` stays mutably
         // borrowed (so no buffer moves or is read by Rust) until we return.
         let mut slots: Vec<u64> = Vec::with_capacity(2 * args.len());
@@ -915,22 +949,121 @@ impl Compiled {
                 }
             }
         }
+        // SAFETY: `check_args` passed, so `slots` has the root's layout;
+        // each array slot points into a `Vec` of `args`, which we borrow
+        // mutably for the whole call, so nothing else reads, writes or
+        // reallocates it meanwhile.
+        unsafe { self.run_slots(&slots) }
+    }
+
+    /// [`Compiled::call_mut`] on borrowed buffers: the compiled code reads
+    /// `Arg::Array` slices and reads and writes `Arg::ArrayMut` slices in
+    /// place, with no copy. A `mut` parameter needs an `ArrayMut`; any
+    /// other array parameter takes either. Any number of threads may call
+    /// one `Compiled` at once: each call has its own tape and context.
+    pub fn call_args(&self, args: &mut [Arg<'_>]) -> Result<Vec<Val>, RunError> {
+        self.check_borrowed(args)?;
+        let mut slots: Vec<u64> = Vec::with_capacity(2 * args.len());
+        for a in args.iter_mut() {
+            match a {
+                Arg::F64(x) => slots.push(x.to_bits()),
+                Arg::I64(x) => slots.push(*x as u64),
+                Arg::Bool(x) => slots.push(u64::from(*x)),
+                Arg::Array(v) => {
+                    slots.push(v.as_ptr() as u64);
+                    slots.push(v.len() as u64);
+                }
+                Arg::ArrayMut(v) => {
+                    slots.push(v.as_mut_ptr() as u64);
+                    slots.push(v.len() as u64);
+                }
+            }
+        }
+        // SAFETY: `check_borrowed` passed, so `slots` has the root's layout
+        // and every `mut` parameter got an `ArrayMut`. Each array slot
+        // points into a slice that `args` borrows for the whole call: an
+        // `ArrayMut` exclusively, so nothing else reads or writes it; an
+        // `Array` shared, and it is passed only for a parameter that is not
+        // `mut`, which the generated code never writes (the verifier rejects
+        // a `store` or `fill` into an array that is not writable, and a call
+        // that passes one where the callee writes), so the code only reads
+        // it, as other holders of the shared borrow may.
+        unsafe { self.run_slots(&slots) }
+    }
+
+    /// Checks borrowed arguments against the signature, as
+    /// [`check_args`] does for values, and that a `mut` array parameter
+    /// gets a mutable slice.
+    fn check_borrowed(&self, args: &[Arg<'_>]) -> Result<(), RunError> {
+        let bad = |msg: String| {
+            Err(RunError::new(
+                self.name.clone(),
+                TrapKind::BadArguments(msg),
+            ))
+        };
+        if args.len() != self.sig.params.len() {
+            return bad(format!(
+                "expected {} argument(s), got {}",
+                self.sig.params.len(),
+                args.len()
+            ));
+        }
+        for (p, a) in self.sig.params.iter().zip(args) {
+            let ty = match a {
+                Arg::F64(_) => Type::F64,
+                Arg::I64(_) => Type::I64,
+                Arg::Bool(_) => Type::Bool,
+                Arg::Array(_) | Arg::ArrayMut(_) => Type::Array,
+            };
+            if ty != p.ty {
+                return bad(format!(
+                    "argument `{}` must be {}, got {}",
+                    p.name,
+                    describe(p.ty),
+                    describe(ty)
+                ));
+            }
+            if p.mutable && matches!(a, Arg::Array(_)) {
+                return bad(format!(
+                    "argument `{}` is a `mut` array: pass a mutable slice (`Arg::ArrayMut`)",
+                    p.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the compiled code on argument slots, on this thread or (when
+    /// the code may recurse deeply) once on a thread with a large stack.
+    ///
+    /// # Safety
+    ///
+    /// As [`Runner::run_raw`]: `slots` has the root's layout and each array
+    /// slot is valid for the whole call — for reads and writes if the
+    /// parameter is `mut`, for reads otherwise — and not written through
+    /// any Rust reference meanwhile.
+    unsafe fn run_slots(&self, slots: &[u64]) -> Result<Vec<Val>, RunError> {
+        let armed = self.arm_timer()?;
+        let runner = Runner {
+            entry: self.entry,
+            sites: &self.sites,
+            name: &self.name,
+            sig: &self.sig,
+            interrupt: armed.as_ref().map_or(&timer::NEVER, |a| a.flag()),
+        };
         let (raw, tapes) = if self.inline_ok {
-            // SAFETY: `check_args` passed, so `slots` has the root's layout;
-            // each array slot points into a `Vec` of `args`, which we borrow
-            // mutably for the whole call, so nothing else reads, writes or
-            // reallocates it meanwhile.
-            unsafe { runner.run_raw(&slots, INLINE_STACK, self.take_tapes()) }
+            // SAFETY: this function's contract.
+            unsafe { runner.run_raw(slots, INLINE_STACK, self.take_tapes()) }
         } else {
             let tapes = self.take_tapes();
             let big = std::thread::scope(|s| {
                 std::thread::Builder::new()
                     .name("adze-jit-call".into())
                     .stack_size(BIG_STACK)
-                    // SAFETY: as above; the scope joins the thread before
-                    // the borrow of `args` ends.
+                    // SAFETY: this function's contract; the scope joins
+                    // the thread before this function returns.
                     .spawn_scoped(s, || unsafe {
-                        runner.run_raw(&slots, BIG_STACK - STACK_MARGIN, tapes)
+                        runner.run_raw(slots, BIG_STACK - STACK_MARGIN, tapes)
                     })
                     .map(|h| h.join())
             });
@@ -961,17 +1094,21 @@ impl Compiled {
             .map_err(|msg| self.failure(msg))
     }
 
-    /// The tapes of the previous call (empty, with their buffers), or new
-    /// ones.
+    /// Tapes of an earlier call (empty, with their buffers), or new ones.
     fn take_tapes(&self) -> rt::Tapes {
-        self.tapes.take().map_or_else(rt::new_tapes, |t| *t)
+        let kept = self.tapes.lock().ok().and_then(|mut pool| pool.pop());
+        kept.unwrap_or_else(rt::new_tapes)
     }
 
-    /// Keeps the buffers of `tapes` for the next call, unless they are
-    /// bigger than `KEPT_TAPE_BYTES`.
+    /// Keeps the buffers of `tapes` for a later call, unless they are
+    /// bigger than `KEPT_TAPE_BYTES` or the pool is full.
     fn keep_tapes(&self, mut tapes: rt::Tapes) {
         if rt::clear_tapes(&mut tapes) <= KEPT_TAPE_BYTES {
-            self.tapes.set(Some(Box::new(tapes)));
+            if let Ok(mut pool) = self.tapes.lock() {
+                if pool.len() < KEPT_TAPE_SETS {
+                    pool.push(tapes);
+                }
+            }
         }
     }
 

@@ -1,0 +1,209 @@
+//! Compile once, call many times: [`Program`] and [`Function`].
+//!
+//! A [`Program`] is checked once. Each function or derivative asked of it
+//! runs the pipeline (inliner, AD, optimizer, Cranelift) once and becomes a
+//! [`Function`]: native code that is then called any number of times, from
+//! any number of threads at once, on the caller's own buffers — borrowed
+//! `&[f64]` / `&mut [f64]` slices, never copied — with no pass run again.
+//!
+//! ```
+//! use adze::{Arg, Derivative, Program};
+//! use adze::adze_ir::Val;
+//!
+//! let src = "fn energy(x: [f64], k: f64) -> f64 {
+//!     var s = 0.0;
+//!     for i in 0..len(x) { s = s + k * x[i] * x[i]; }
+//!     s
+//! }";
+//! let program = Program::from_source("doc.adz", src).unwrap();
+//! let energy = program.function("energy").unwrap();
+//! let x = vec![1.0, 2.0, 3.0];
+//! assert_eq!(energy.call(&mut [Arg::Array(&x), Arg::F64(0.5)]).unwrap(), vec![Val::F64(7.0)]);
+//!
+//! // The gradient: `x` is `dup` (its shadow receives ∂E/∂x), `k` active.
+//! let grad = program.derivative("energy", &Derivative::reverse()).unwrap();
+//! let mut dx = vec![0.0; 3];
+//! let out = grad
+//!     .call(&mut [Arg::Array(&x), Arg::ArrayMut(&mut dx), Arg::F64(0.5)])
+//!     .unwrap();
+//! assert_eq!(dx, vec![1.0, 2.0, 3.0]); // 2·k·x
+//! assert_eq!(out, vec![Val::F64(14.0)]); // ∂E/∂k = Σ x²
+//! ```
+
+use crate::pipeline::{function_by_name, verify_reachable, Session};
+use crate::Error;
+use adze_ir::{Mode, Module, Param, Type, Val};
+pub use adze_jit::Arg;
+use std::path::Path;
+
+/// A checked program: the source of compiled [`Function`]s.
+#[derive(Clone, Debug)]
+pub struct Program {
+    session: Session,
+}
+
+/// Which derivative [`Program::derivative`] compiles: the convention of
+/// [`Session::derive`] (every f64 parameter `dual`/`active`, every array
+/// `dup`, the parameters named in `consts` and everything else `const`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Derivative {
+    /// Forward or reverse.
+    pub mode: Mode,
+    /// Forward mode: tangents per sweep (vector mode); 1 otherwise.
+    pub width: usize,
+    /// Parameters held constant.
+    pub consts: Vec<String>,
+}
+
+impl Derivative {
+    /// The forward derivative, one tangent per sweep.
+    pub fn forward() -> Derivative {
+        Derivative {
+            mode: Mode::Forward,
+            width: 1,
+            consts: Vec::new(),
+        }
+    }
+
+    /// The reverse derivative (the gradient of the sum of the f64 results).
+    pub fn reverse() -> Derivative {
+        Derivative {
+            mode: Mode::Reverse,
+            ..Derivative::forward()
+        }
+    }
+
+    /// The same with `width` tangents per forward sweep.
+    pub fn width(mut self, width: usize) -> Derivative {
+        self.width = width;
+        self
+    }
+
+    /// The same with parameter `name` held constant.
+    pub fn constant(mut self, name: impl Into<String>) -> Derivative {
+        self.consts.push(name.into());
+        self
+    }
+}
+
+impl Program {
+    /// A program from a checked [`Session`] (its inline setting, limits
+    /// and optimizer switch apply to every function compiled from it).
+    pub fn new(session: Session) -> Program {
+        Program { session }
+    }
+
+    /// Reads and checks a `.adz` file.
+    pub fn from_file(path: &Path) -> Result<Program, Error> {
+        Session::from_file(path).map(Program::new)
+    }
+
+    /// Checks `.adz` source text.
+    pub fn from_source(file_name: &str, source: &str) -> Result<Program, Error> {
+        Session::from_source(file_name, source).map(Program::new)
+    }
+
+    /// The session behind the program.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Compiles function `name` (with every stage of the pipeline, on what
+    /// it reaches).
+    pub fn function(&self, name: &str) -> Result<Function, Error> {
+        let module = self.session.prepare(name)?;
+        self.compile(module, name)
+    }
+
+    /// Compiles a derivative of function `name` (see [`Derivative`]); its
+    /// parameters are listed by [`Function::params`] (`x`, `x.t` or
+    /// `a`, `a.d`, ..).
+    pub fn derivative(&self, name: &str, which: &Derivative) -> Result<Function, Error> {
+        let (module, derived) =
+            self.session
+                .derive(name, which.mode, which.width, &which.consts)?;
+        self.compile(module, &derived)
+    }
+
+    fn compile(&self, module: Module, name: &str) -> Result<Function, Error> {
+        let id = function_by_name(&module, name)?;
+        verify_reachable(&module, id)?;
+        let options = adze_jit::JitOptions {
+            limits: self.session.limits,
+            ..adze_jit::JitOptions::default()
+        };
+        let compiled = adze_jit::compile(&module, id, &options)?;
+        let params = module.func(id).sig.params.clone();
+        let results = module.func(id).sig.results.clone();
+        Ok(Function {
+            compiled,
+            module,
+            params,
+            results,
+        })
+    }
+}
+
+/// A compiled function: call it any number of times, from any number of
+/// threads at once (`Send + Sync`).
+pub struct Function {
+    compiled: adze_jit::Compiled,
+    /// The module it was compiled from, to describe its run-time errors in
+    /// the user's terms ("the reverse derivative of `f`").
+    module: Module,
+    params: Vec<Param>,
+    results: Vec<Type>,
+}
+
+impl std::fmt::Debug for Function {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Function")
+            .field("name", &self.compiled.name())
+            .field("params", &self.params)
+            .field("results", &self.results)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Function {
+    /// Runs the function on `args`, one per parameter, in order. Arrays are
+    /// the caller's own buffers: an [`Arg::ArrayMut`] holds the array's
+    /// final contents afterwards (a `mut` parameter needs one; a read-only
+    /// parameter takes an [`Arg::Array`] or an `ArrayMut`). Returns the
+    /// results; a run-time error (an index out of bounds, the time limit,
+    /// ..) is an [`Error::Run`] with the message the command line prints.
+    pub fn call(&self, args: &mut [Arg<'_>]) -> Result<Vec<Val>, Error> {
+        self.compiled
+            .call_args(args)
+            .map_err(|e| Error::from(e.describe_in(&self.module)))
+    }
+
+    /// The parameters, in call order (for a derivative: with the shadows
+    /// and tangents the derivative takes).
+    pub fn params(&self) -> &[Param] {
+        &self.params
+    }
+
+    /// The types of the results.
+    pub fn results(&self) -> &[Type] {
+        &self.results
+    }
+
+    /// The function's name in the compiled module (a derivative's is
+    /// generated, like `f.rev.active`).
+    pub fn name(&self) -> &str {
+        self.compiled.name()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_compiled_function_is_send_and_sync() {
+        fn shared<T: Send + Sync>() {}
+        shared::<Function>();
+        shared::<Program>();
+    }
+}
