@@ -85,6 +85,7 @@ pub fn arguments(params: &[adze_ir::Type], variant: usize) -> Vec<Val> {
             // Different lengths for neighbouring arrays exercise the shadow
             // length checks too.
             Type::Array => Val::Array(A[(variant + i / 2) % A.len()].to_vec()),
+            Type::IArray => Val::IArray(vec![0, 1, 0]),
         })
         .collect()
 }

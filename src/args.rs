@@ -73,6 +73,7 @@ fn describe(ty: Type) -> &'static str {
         Type::I64 => "an i64",
         Type::Bool => "a bool",
         Type::Array => "an array",
+        Type::IArray => "an i64 array",
     }
 }
 
@@ -103,6 +104,24 @@ pub fn parse_value(text: &str, ty: Type) -> Result<Val, String> {
                 .map(|x| parse_f64(x.trim()))
                 .collect::<Result<Vec<f64>, String>>()
                 .map(Val::Array)
+        }
+        Type::IArray => {
+            let inner = text
+                .strip_prefix('[')
+                .and_then(|t| t.strip_suffix(']'))
+                .ok_or_else(|| format!("expected an i64 array like `[0, 2]`, got `{text}`"))?;
+            if inner.trim().is_empty() {
+                return Ok(Val::IArray(Vec::new()));
+            }
+            inner
+                .split(',')
+                .map(|x| {
+                    let x = x.trim();
+                    x.parse::<i64>()
+                        .map_err(|_| format!("expected an integer, got `{x}`"))
+                })
+                .collect::<Result<Vec<i64>, String>>()
+                .map(Val::IArray)
         }
     }
 }

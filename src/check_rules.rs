@@ -193,6 +193,10 @@ impl Sample {
                 Type::I64 => Val::I64(rng.below(n as u64 + 4) as i64 - 1),
                 Type::Bool => Val::Bool(rng.below(2) == 1),
                 Type::Array => Val::Array((0..n).map(|_| rng.scalar()).collect()),
+                // Indices into the sample's arrays (all of length `n`).
+                Type::IArray => {
+                    Val::IArray((0..n).map(|_| rng.below(n.max(1) as u64) as i64).collect())
+                }
             };
             let x = pin.clone().unwrap_or(x);
             let m = match &x {

@@ -8,7 +8,7 @@
 
 use adze::args::{bind_args, split_assignment};
 use adze::{Engine, Error, InlineSetting, Session, Stage};
-use adze_ir::{Outcome, Type, Val};
+use adze_ir::{Outcome, Val};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -363,7 +363,7 @@ fn run(a: RunArgs) -> Result<(), Error> {
         .params
         .iter()
         .zip(&outcome.args)
-        .filter(|(p, _)| p.ty == Type::Array && p.mutable)
+        .filter(|(p, _)| p.ty.is_array() && p.mutable)
         .map(|(p, v)| (p.name.clone(), v))
         .collect();
     if json {
@@ -521,6 +521,7 @@ fn json_val(v: &Val) -> serde_json::Value {
         Val::I64(x) => serde_json::json!(x),
         Val::Bool(x) => serde_json::json!(x),
         Val::Array(xs) => xs.iter().map(|&x| json_number(x)).collect(),
+        Val::IArray(xs) => serde_json::json!(xs),
     }
 }
 

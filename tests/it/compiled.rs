@@ -176,3 +176,45 @@ fn the_time_limit_applies_to_every_call() {
         assert!(m.contains("time limit"), "{m}");
     }
 }
+
+#[test]
+fn integer_arrays_are_borrowed_too() {
+    let src = "fn gather(x: [f64], idx: [i64]) -> f64 {
+    var s = 0.0;
+    for k in 0..len(idx) { s = s + x[idx[k]]; }
+    s
+}
+fn fill_squares(out: mut [i64]) { for i in 0..len(out) { out[i] = i * i; } }";
+    let p = Program::from_source("ints.adz", src).unwrap();
+    let gather = p.function("gather").unwrap();
+    let x = [1.0, 10.0, 100.0];
+    let idx = [2i64, 2, 0];
+    let out = gather
+        .call(&mut [Arg::Array(&x), Arg::IArray(&idx)])
+        .unwrap();
+    assert_eq!(out, vec![Val::F64(201.0)]);
+    // The gradient: `idx` is held constant (never differentiated).
+    let grad = p.derivative("gather", &Derivative::reverse()).unwrap();
+    let names: Vec<&str> = grad.params().iter().map(|q| q.name.as_str()).collect();
+    assert_eq!(names, ["x", "x.d", "idx"]);
+    let mut dx = [0.0; 3];
+    grad.call(&mut [Arg::Array(&x), Arg::ArrayMut(&mut dx), Arg::IArray(&idx)])
+        .unwrap();
+    assert_eq!(dx, [1.0, 0.0, 2.0]);
+    let fill = p.function("fill_squares").unwrap();
+    let mut sq = [7i64; 4];
+    fill.call(&mut [Arg::IArrayMut(&mut sq)]).unwrap();
+    assert_eq!(sq, [0, 1, 4, 9]);
+    let m = message(fill.call(&mut [Arg::IArray(&[1, 2])]));
+    assert!(m.contains("`out` is a `mut` array"), "{m}");
+    let m = message(gather.call(&mut [Arg::Array(&x), Arg::Array(&x)]));
+    assert!(
+        m.contains("argument `idx` must be an i64 array, got an array"),
+        "{m}"
+    );
+    let m = message(gather.call(&mut [Arg::Array(&x), Arg::IArray(&[3])]));
+    assert!(
+        m.contains("index 3 is out of bounds for array `x` of length 3"),
+        "{m}"
+    );
+}

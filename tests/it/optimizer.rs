@@ -130,6 +130,7 @@ fn derivative_args(module: &Module, derived: FuncId, primal: &[(String, Val)]) -
                 Type::I64 => Val::I64(1),
                 Type::Bool => Val::Bool(true),
                 Type::Array => Val::Array(vec![0.5; 3]),
+                Type::IArray => Val::IArray(vec![0, 2, 1]),
             },
         };
         out.push(v);

@@ -174,6 +174,8 @@ pub fn inputs(params: &[Type], count: usize) -> Vec<Vec<Val>> {
                     Type::I64 => Val::I64(I64S[(k + 2 * i) % I64S.len()]),
                     Type::Bool => Val::Bool((k + i) % 2 == 0),
                     Type::Array => Val::Array(arrays()[(k + i) % 4].clone()),
+                    // Indices: 0 is in range of every array but the empty one.
+                    Type::IArray => Val::IArray(vec![0; (k + i) % 3]),
                 })
                 .collect()
         })

@@ -870,7 +870,11 @@ impl Transform<'_, '_> {
                 self.copy(block, inst, data.clone(), &[]);
                 self.tan[results[0]] = lanes;
             }
-            InstData::Zeros { len, name } => {
+            InstData::Zeros {
+                op: Opcode::Zeros,
+                len,
+                name,
+            } => {
                 self.copy(block, inst, data.clone(), &[]);
                 if self.act.is_active(results[0]) {
                     let lanes = (0..w)

@@ -184,6 +184,10 @@ fn push_bits(v: &Val, bits: &mut Vec<u64>) {
             bits.push(xs.len() as u64);
             bits.extend(xs.iter().map(|x| x.to_bits()));
         }
+        Val::IArray(xs) => {
+            bits.push(xs.len() as u64);
+            bits.extend(xs.iter().map(|&x| x as u64));
+        }
     }
 }
 

@@ -31,6 +31,10 @@ enum Slot {
     Bool(bool),
     /// An index into [`Machine::heap`].
     Array(usize),
+    /// An i64 array: an index into [`Machine::heap`], whose cells hold the
+    /// elements' bit patterns (`f64::from_bits`), so that both kinds of
+    /// array share the heap and its reuse.
+    IArray(usize),
 }
 
 impl Slot {
@@ -41,6 +45,7 @@ impl Slot {
             Slot::I64(_) => Some(Type::I64),
             Slot::Bool(_) => Some(Type::Bool),
             Slot::Array(_) => Some(Type::Array),
+            Slot::IArray(_) => Some(Type::IArray),
         }
     }
 
@@ -51,6 +56,7 @@ impl Slot {
             Slot::I64(_) => "an i64",
             Slot::Bool(_) => "a bool",
             Slot::Array(_) => "an array",
+            Slot::IArray(_) => "an i64 array",
         }
     }
 }
@@ -158,7 +164,7 @@ impl Frame<'_> {
     #[inline]
     fn array(&self, v: Value) -> Result<usize, Fault> {
         match self.get(v)? {
-            Slot::Array(x) => Ok(x),
+            Slot::Array(x) | Slot::IArray(x) => Ok(x),
             s => Err(self.wrong_kind(v, "an array", s)),
         }
     }
@@ -319,6 +325,11 @@ impl<'m> Machine<'m> {
                     self.heap.push(xs.clone());
                     Slot::Array(self.heap.len() - 1)
                 }
+                Val::IArray(xs) => {
+                    self.heap
+                        .push(xs.iter().map(|&x| semantics::frombits(x)).collect());
+                    Slot::IArray(self.heap.len() - 1)
+                }
             })
             .collect();
 
@@ -387,6 +398,12 @@ impl<'m> Machine<'m> {
                 Slot::Array(i) => {
                     Val::Array(self.heap.get_mut(i).map(std::mem::take).unwrap_or_default())
                 }
+                Slot::IArray(i) => Val::IArray(
+                    self.heap
+                        .get(i)
+                        .map(|xs| xs.iter().map(|&x| semantics::tobits(x)).collect())
+                        .unwrap_or_default(),
+                ),
                 _ => a.clone(),
             })
             .collect();
@@ -600,7 +617,7 @@ impl<'m> Machine<'m> {
             Ftosi => Slot::I64(semantics::ftosi(frame.f64(arg)?).map_err(|k| trap(func, k))?),
             Tobits => Slot::I64(semantics::tobits(frame.f64(arg)?)),
             Frombits => Slot::F64(semantics::frombits(frame.i64(arg)?)),
-            Len => {
+            Len | Ilen => {
                 let a = frame.heap_slot(arg, self.heap.len())?;
                 Slot::I64(i64::try_from(self.heap[a].len()).unwrap_or(i64::MAX))
             }
@@ -630,15 +647,25 @@ impl<'m> Machine<'m> {
                     .map_err(|k| trap(func, k))?;
                 frame.set(inst, Slot::I64(r))?;
             }
-            Load => {
+            Load | Iload => {
                 let arr = frame.heap_slot(a, self.heap.len())?;
                 let data = &self.heap[arr];
                 let i = frame.index(a, frame.i64(b)?, data.len())?;
-                frame.set(inst, Slot::F64(data[i]))?;
+                let x = if op == Load {
+                    Slot::F64(data[i])
+                } else {
+                    Slot::I64(semantics::tobits(data[i]))
+                };
+                frame.set(inst, x)?;
             }
             Fill => {
                 let arr = frame.heap_slot(a, self.heap.len())?;
                 let x = frame.f64(b)?;
+                self.heap[arr].fill(x);
+            }
+            Ifill => {
+                let arr = frame.heap_slot(a, self.heap.len())?;
+                let x = semantics::frombits(frame.i64(b)?);
                 self.heap[arr].fill(x);
             }
             SameLen => {
@@ -671,7 +698,7 @@ impl<'m> Machine<'m> {
             Opcode::Select => {
                 let cond = frame.bool(a)?;
                 let (x, y) = (frame.get(b)?, frame.get(c)?);
-                if x.ty() != y.ty() || matches!(x, Slot::Array(_)) {
+                if x.ty() != y.ty() || matches!(x, Slot::Array(_) | Slot::IArray(_)) {
                     return Err(unsupported(
                         func,
                         format!(
@@ -683,9 +710,13 @@ impl<'m> Machine<'m> {
                 }
                 frame.set(inst, if cond { x } else { y })?;
             }
-            Opcode::Store => {
+            Opcode::Store | Opcode::Istore => {
                 let arr = frame.heap_slot(a, self.heap.len())?;
-                let x = frame.f64(c)?;
+                let x = if op == Opcode::Store {
+                    frame.f64(c)?
+                } else {
+                    semantics::frombits(frame.i64(c)?)
+                };
                 let data = &mut self.heap[arr];
                 let i = frame.index(a, frame.i64(b)?, data.len())?;
                 data[i] = x;
@@ -717,7 +748,7 @@ impl<'m> Machine<'m> {
         // The array of this instruction's previous execution in
         // this frame is dead (see the crate doc): reuse it.
         let slot = match frame.values.read(result) {
-            Slot::Array(i) if i >= frame.heap_base && i < self.heap.len() => {
+            Slot::Array(i) | Slot::IArray(i) if i >= frame.heap_base && i < self.heap.len() => {
                 let data = &mut self.heap[i];
                 data.clear();
                 data.try_reserve_exact(size)
@@ -735,7 +766,11 @@ impl<'m> Machine<'m> {
                 self.heap.len() - 1
             }
         };
-        frame.values.write(result, Slot::Array(slot));
+        let slot = match func.dfg.inst(inst).opcode() {
+            Opcode::Izeros => Slot::IArray(slot),
+            _ => Slot::Array(slot),
+        };
+        frame.values.write(result, slot);
         Ok(())
     }
 
@@ -745,7 +780,7 @@ impl<'m> Machine<'m> {
         let func = frame.func;
         let x = frame.get(arg)?;
         match (x, self.tapes.get_mut(usize::from(tape))) {
-            (Slot::Array(_), _) => Err(unsupported(func, "`push` of an array")),
+            (Slot::Array(_) | Slot::IArray(_), _) => Err(unsupported(func, "`push` of an array")),
             (_, None) => Err(unsupported(func, "a tape that does not exist")),
             (x, Some(t)) => {
                 if t.len() == t.capacity() {
@@ -814,7 +849,7 @@ impl<'m> Machine<'m> {
         self.scratch.clear();
         for &a in &dest.args {
             let s = frame.get(a)?;
-            if let Slot::Array(_) = s {
+            if let Slot::Array(_) | Slot::IArray(_) = s {
                 return Err(unsupported(
                     func,
                     format!("array {a} cannot be passed as a block argument"),

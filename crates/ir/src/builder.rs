@@ -254,11 +254,16 @@ impl<'f> FuncBuilder<'f> {
         self.binary(Opcode::Load, array, index)
     }
 
-    /// `store array, index, x`: sets the element, bounds-checked.
+    /// `store array, index, x`: sets the element, bounds-checked
+    /// (`istore` when `array` is an i64 array).
     pub fn store(&mut self, array: Value, index: Value, x: Value) -> Inst {
+        let op = match self.func.dfg.value_type(array) {
+            Type::IArray => Opcode::Istore,
+            _ => Opcode::Store,
+        };
         self.build(
             InstData::Ternary {
-                op: Opcode::Store,
+                op,
                 args: [array, index, x],
             },
             &[],
@@ -270,10 +275,23 @@ impl<'f> FuncBuilder<'f> {
     pub fn zeros(&mut self, len: Value, name: impl Into<String>) -> Value {
         self.build1(
             InstData::Zeros {
+                op: Opcode::Zeros,
                 len,
                 name: name.into(),
             },
             Type::Array,
+        )
+    }
+
+    /// `izeros len, "name"`: a fresh zero-filled i64 array.
+    pub fn izeros(&mut self, len: Value, name: impl Into<String>) -> Value {
+        self.build1(
+            InstData::Zeros {
+                op: Opcode::Izeros,
+                len,
+                name: name.into(),
+            },
+            Type::IArray,
         )
     }
 
@@ -290,9 +308,13 @@ impl<'f> FuncBuilder<'f> {
 
     /// `fill array, x`: sets every element to `x`.
     pub fn fill(&mut self, array: Value, x: Value) -> Inst {
+        let op = match self.func.dfg.value_type(array) {
+            Type::IArray => Opcode::Ifill,
+            _ => Opcode::Fill,
+        };
         self.build(
             InstData::Binary {
-                op: Opcode::Fill,
+                op,
                 args: [array, x],
             },
             &[],

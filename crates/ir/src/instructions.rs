@@ -218,6 +218,17 @@ macro_rules! for_each_opcode {
             Zeros    = "zeros",      Zeros,    [I64]              -> Array,  [write trap],              -,     -,        -;
             /// `fill a, x`: sets every element of the writable array `a` to `x`.
             Fill     = "fill",       Binary,   [Array, F64]       -> none,   [write],                   -,     -,        -;
+            /// Length of an i64 array, as i64.
+            Ilen     = "ilen",       Unary,    [IArray]           -> I64,    [],                        Cheap, -,        -;
+            /// `v = iload a, i`: element `i` of the i64 array `a`; traps as `load`.
+            Iload    = "iload",      Binary,   [IArray, I64]      -> I64,    [read trap],               -,     -,        -;
+            /// `istore a, i, x`: sets element `i` of the writable i64 array
+            /// `a` to `x`; traps as `store`.
+            Istore   = "istore",     Ternary,  [IArray, I64, I64] -> none,   [write trap],              -,     -,        -;
+            /// `v = izeros n, "name"`: a zero-filled local i64 array; as `zeros`.
+            Izeros   = "izeros",     Zeros,    [I64]              -> IArray, [write trap],              -,     -,        -;
+            /// `ifill a, x`: sets every element of the writable i64 array `a` to `x`.
+            Ifill    = "ifill",      Binary,   [IArray, I64]      -> none,   [write],                   -,     -,        -;
             /// `samelen a, da`: traps with `ShadowLengthMismatch` unless the array
             /// `a` and its shadow `da` have the same length. Derivatives check each
             /// `dup` pair on entry.
@@ -750,9 +761,11 @@ pub enum InstData {
         /// The operands: `cond a, b` is `[a, b]`.
         args: [Value; 2],
     },
-    /// `zeros n, "name"`; the name is the array's source-level name, used in
-    /// error messages.
+    /// `zeros n, "name"` or `izeros n, "name"`; the name is the array's
+    /// source-level name, used in error messages.
     Zeros {
+        /// `zeros` (an f64 array) or `izeros` (an i64 array).
+        op: Opcode,
         /// The length, an i64 value.
         len: Value,
         /// The array's source-level name.
@@ -846,9 +859,9 @@ impl InstData {
             InstData::Unary { op, .. }
             | InstData::Binary { op, .. }
             | InstData::Ternary { op, .. }
-            | InstData::Cmp { op, .. } => *op,
+            | InstData::Cmp { op, .. }
+            | InstData::Zeros { op, .. } => *op,
             InstData::Powi { .. } => Opcode::Powi,
-            InstData::Zeros { .. } => Opcode::Zeros,
             InstData::Push { .. } => Opcode::Push,
             InstData::Pop { .. } => Opcode::Pop,
             InstData::Call { .. } => Opcode::Call,
@@ -1039,8 +1052,8 @@ mod tests {
         assert_eq!(
             impure,
             [
-                Idiv, Irem, Ishl, Sshr, Ftosi, Load, Store, Zeros, Fill, SameLen, Push, Pop, Call,
-                Autodiff, Jump, Brif, Return
+                Idiv, Irem, Ishl, Sshr, Ftosi, Load, Store, Zeros, Fill, Iload, Istore, Izeros,
+                Ifill, SameLen, Push, Pop, Call, Autodiff, Jump, Brif, Return
             ]
         );
         let terminators: Vec<Opcode> = Opcode::ALL

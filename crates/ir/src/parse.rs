@@ -1050,7 +1050,7 @@ impl<'m> Body<'m> {
                 };
                 (data, Known(vec![Type::Bool]))
             }
-            Opcode::Select | Opcode::Store => {
+            Opcode::Select | Opcode::Store | Opcode::Istore => {
                 let a = self.operands(c, 3)?;
                 let types = match op {
                     Opcode::Select => ResultTypes::SameAs(a[1]),
@@ -1062,11 +1062,16 @@ impl<'m> Body<'m> {
                 };
                 (data, types)
             }
-            Opcode::Zeros => {
+            Opcode::Zeros | Opcode::Izeros => {
                 let len = self.value(c)?;
                 c.expect(',')?;
                 let name = c.string()?;
-                (InstData::Zeros { len, name }, Known(vec![Type::Array]))
+                let ty = if op == Opcode::Zeros {
+                    Type::Array
+                } else {
+                    Type::IArray
+                };
+                (InstData::Zeros { op, len, name }, Known(vec![ty]))
             }
             Opcode::Push => {
                 let tape = tape_number(c)?;

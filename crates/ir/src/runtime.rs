@@ -22,6 +22,8 @@ pub enum Val {
     /// An array: its elements (as an argument, its contents on entry; in an
     /// [`Outcome`], on return).
     Array(Vec<f64>),
+    /// An i64 array, as [`Val::Array`].
+    IArray(Vec<i64>),
 }
 
 impl Val {
@@ -32,6 +34,7 @@ impl Val {
             Val::I64(_) => Type::I64,
             Val::Bool(_) => Type::Bool,
             Val::Array(_) => Type::Array,
+            Val::IArray(_) => Type::IArray,
         }
     }
 
@@ -48,6 +51,7 @@ impl Val {
             (Val::Array(a), Val::Array(b)) => {
                 a.len() == b.len() && a.iter().zip(b).all(|(x, y)| f(*x, *y))
             }
+            (Val::IArray(a), Val::IArray(b)) => a == b,
             _ => false,
         }
     }
@@ -66,6 +70,16 @@ impl fmt::Display for Val {
                         f.write_str(", ")?;
                     }
                     write!(f, "{x:?}")?;
+                }
+                f.write_str("]")
+            }
+            Val::IArray(xs) => {
+                f.write_str("[")?;
+                for (i, x) in xs.iter().enumerate() {
+                    if i > 0 {
+                        f.write_str(", ")?;
+                    }
+                    write!(f, "{x}")?;
                 }
                 f.write_str("]")
             }
@@ -505,5 +519,6 @@ fn type_description(ty: Type) -> &'static str {
         Type::I64 => "an i64",
         Type::Bool => "a bool",
         Type::Array => "an array",
+        Type::IArray => "an i64 array",
     }
 }

@@ -4,7 +4,8 @@ use std::fmt;
 
 /// The type of an SSA value.
 ///
-/// Arrays are `f64` arrays passed by reference as (pointer, length); whether a
+/// Arrays (`f64` arrays, and `i64` arrays) are passed by reference as
+/// (pointer, length) of 8-byte cells; whether a
 /// function may write an array parameter is part of its [`crate::Signature`],
 /// not of the value's type. Array values only ever come from entry-block
 /// parameters and `zeros`: they never flow through other block parameters, so
@@ -19,6 +20,9 @@ pub enum Type {
     Bool,
     /// An `f64` array, passed by reference (`arr`).
     Array,
+    /// An `i64` array, passed by reference (`iarr`): indices and other
+    /// integer data. Never differentiated (no shadow, never active).
+    IArray,
 }
 
 impl Type {
@@ -29,6 +33,7 @@ impl Type {
             Type::I64 => "i64",
             Type::Bool => "bool",
             Type::Array => "arr",
+            Type::IArray => "iarr",
         }
     }
 
@@ -39,13 +44,19 @@ impl Type {
             "i64" => Type::I64,
             "bool" => Type::Bool,
             "arr" => Type::Array,
+            "iarr" => Type::IArray,
             _ => return None,
         })
     }
 
     /// Is this an `f64`, `i64` or `bool` (anything but an array)?
     pub fn is_scalar(self) -> bool {
-        self != Type::Array
+        !self.is_array()
+    }
+
+    /// Is this an array type (`arr` or `iarr`)?
+    pub fn is_array(self) -> bool {
+        matches!(self, Type::Array | Type::IArray)
     }
 }
 

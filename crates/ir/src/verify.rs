@@ -488,7 +488,7 @@ impl Verifier<'_> {
     }
 
     fn expect_writable(&mut self, at: AnyEntity, what: impl fmt::Display, v: Value) {
-        if self.ty(v) == Some(Type::Array) && !self.func.array_is_writable(v) {
+        if self.ty(v).is_some_and(Type::is_array) && !self.func.array_is_writable(v) {
             let name = self.func.array_name(v);
             self.report(
                 at,
@@ -613,9 +613,9 @@ impl Verifier<'_> {
         }
         for &block in self.func.layout.blocks().iter().skip(1) {
             for &p in self.func.dfg.block_params(block) {
-                if self.ty(p) == Some(Type::Array) {
+                if let Some(t) = self.ty(p).filter(|t| t.is_array()) {
                     let msg = format!(
-                        "parameter {p} has type arr: arrays only come from entry-block parameters and `zeros`"
+                        "parameter {p} has type {t}: arrays only come from entry-block parameters and `zeros`"
                     );
                     self.report(AnyEntity::Block(block), msg);
                 }
@@ -715,7 +715,7 @@ impl Verifier<'_> {
             } => {
                 self.expect_type(at, "condition", *c, Type::Bool);
                 let (ta, tb) = (self.ty(*a), self.ty(*b));
-                if ta == Some(Type::Array) || tb == Some(Type::Array) {
+                if ta.is_some_and(Type::is_array) || tb.is_some_and(Type::is_array) {
                     self.report(at, "arrays cannot flow through `select`".to_string());
                 } else if let (Some(ta), Some(tb)) = (ta, tb) {
                     if ta != tb {
@@ -730,7 +730,7 @@ impl Verifier<'_> {
                 if *tape >= crate::MAX_TAPES {
                     self.report(at, format!("tape {tape} does not exist"));
                 }
-                if self.ty(*arg) == Some(Type::Array) {
+                if self.ty(*arg).is_some_and(Type::is_array) {
                     self.report(at, "arrays cannot be pushed on the tape".to_string());
                 }
                 self.expect_results(inst, &[]);
@@ -777,7 +777,10 @@ impl Verifier<'_> {
                     }
                     self.expect_results(inst, res.as_slice());
                 }
-                if matches!(op, Opcode::Store | Opcode::Fill) {
+                if matches!(
+                    op,
+                    Opcode::Store | Opcode::Fill | Opcode::Istore | Opcode::Ifill
+                ) {
                     self.expect_writable(at, format_args!("`{op}` target"), data.args()[0]);
                 }
             }
@@ -810,7 +813,7 @@ impl Verifier<'_> {
             let uses: Vec<(Value, bool, &str)> = args
                 .iter()
                 .zip(&f.sig.params)
-                .filter(|(_, p)| p.ty == Type::Array)
+                .filter(|(_, p)| p.ty.is_array())
                 .map(|(&v, p)| (v, p.mutable, p.name.as_str()))
                 .collect();
             self.expect_no_alias(at, &uses);
@@ -963,7 +966,7 @@ impl Verifier<'_> {
                     .map(|p| {
                         format!(
                             "{}{}",
-                            if p.mutable && p.ty == Type::Array {
+                            if p.mutable && p.ty.is_array() {
                                 "mut "
                             } else {
                                 ""

@@ -207,7 +207,7 @@ pub fn write_inst(
         }
         InstData::Powi { arg, exp } => write!(w, "{op} {arg}, {exp}"),
         InstData::Cmp { cond, args, .. } => write!(w, "{op} {cond} {}, {}", args[0], args[1]),
-        InstData::Zeros { len, name } => write!(w, "{op} {len}, {name:?}"),
+        InstData::Zeros { len, name, .. } => write!(w, "{op} {len}, {name:?}"),
         InstData::Push { tape, arg } => write!(w, "{op} {tape}, {arg}"),
         InstData::Pop { tape, ty } => write!(w, "{op} {tape}, {ty}"),
         InstData::Call { func: callee, args } => {

@@ -130,6 +130,16 @@ block2(v65: f64):
     v66 = fadd v65, v59
     return v66, v24
 }
+
+function @ints(ix: mut iarr, n: i64) -> i64 {
+block0(v0: iarr, v1: i64):
+    v2 = izeros v1, "t"
+    v3 = ilen v0
+    v4 = iload v0, v3
+    istore v2, v1, v4
+    ifill v0, v3
+    return v4
+}
 "#;
 
 fn roundtrip(text: &str) -> Module {
@@ -645,6 +655,7 @@ struct Pools {
     b: Vec<Value>,
     arrs: Vec<Value>,
     warrs: Vec<Value>,
+    iarrs: Vec<Value>,
 }
 
 impl Pools {
@@ -654,6 +665,7 @@ impl Pools {
             Type::I64 => &self.i,
             Type::Bool => &self.b,
             Type::Array => &self.arrs,
+            Type::IArray => &self.iarrs,
         }
     }
 
@@ -668,6 +680,7 @@ impl Pools {
             Type::I64 => self.i.push(v),
             Type::Bool => self.b.push(v),
             Type::Array => self.arrs.push(v),
+            Type::IArray => self.iarrs.push(v),
         }
     }
 }
@@ -713,6 +726,7 @@ fn build_random(steps: &[Step]) -> Module {
         b: vec![b.bconst(true)],
         arrs: vec![ps[2], ps[3]],
         warrs: vec![ps[3]],
+        iarrs: Vec::new(),
     };
     for s in steps {
         match s.clone() {

@@ -211,6 +211,10 @@ pub enum Arg<'a> {
     Array(&'a [f64]),
     /// An array the function may write (any array parameter).
     ArrayMut(&'a mut [f64]),
+    /// An i64 array the function only reads.
+    IArray(&'a [i64]),
+    /// An i64 array the function may write.
+    IArrayMut(&'a mut [i64]),
 }
 
 fn describe(ty: Type) -> &'static str {
@@ -219,6 +223,25 @@ fn describe(ty: Type) -> &'static str {
         Type::I64 => "an i64",
         Type::Bool => "a bool",
         Type::Array => "an array",
+        Type::IArray => "an i64 array",
+    }
+}
+
+/// Appends the argument slots of one value: a scalar's bits, or an array's
+/// pointer and length (the buffer must stay put while the slots are used).
+fn push_slots(slots: &mut Vec<u64>, v: &mut Val) {
+    match v {
+        Val::F64(x) => slots.push(x.to_bits()),
+        Val::I64(x) => slots.push(*x as u64),
+        Val::Bool(x) => slots.push(u64::from(*x)),
+        Val::Array(xs) => {
+            slots.push(xs.as_mut_ptr() as u64);
+            slots.push(xs.len() as u64);
+        }
+        Val::IArray(xs) => {
+            slots.push(xs.as_mut_ptr() as u64);
+            slots.push(xs.len() as u64);
+        }
     }
 }
 
@@ -436,7 +459,7 @@ fn declare_functions(
                 what: "a function that is declared but has no body".into(),
             });
         }
-        if let Some(r) = f.sig.results.iter().find(|t| **t == Type::Array) {
+        if let Some(r) = f.sig.results.iter().find(|t| t.is_array()) {
             return Err(JitError::Unsupported {
                 func: f.name.clone(),
                 what: format!("a result of type {r}"),
@@ -763,20 +786,17 @@ impl Runner<'_> {
 
     /// The slots of `args`: scalars by value, each array as the pointer and
     /// length of the matching buffer of `arrays` (in order).
-    fn slots<'v>(args: &[Val], arrays: impl Iterator<Item = &'v mut Vec<f64>>) -> Vec<u64> {
+    fn slots(args: &[Val], arrays: &mut [Val]) -> Vec<u64> {
         let mut slots: Vec<u64> = Vec::with_capacity(2 * args.len());
-        let mut next_array = arrays;
+        let mut next_array = arrays.iter_mut();
         for a in args {
             match a {
-                Val::F64(x) => slots.push(x.to_bits()),
-                Val::I64(x) => slots.push(*x as u64),
-                Val::Bool(x) => slots.push(u64::from(*x)),
-                Val::Array(_) => {
+                Val::Array(_) | Val::IArray(_) => {
                     if let Some(v) = next_array.next() {
-                        slots.push(v.as_mut_ptr() as u64);
-                        slots.push(v.len() as u64);
+                        push_slots(&mut slots, v);
                     }
                 }
+                scalar => push_slots(&mut slots, &mut scalar.clone()),
             }
         }
         slots
@@ -815,6 +835,7 @@ impl Runner<'_> {
                 Type::Bool => Val::Bool(bits != 0),
                 // `compile` rejects array results.
                 Type::Array => Val::Array(Vec::new()),
+                Type::IArray => Val::IArray(Vec::new()),
             })
             .collect();
         Attempt::Done(
@@ -832,14 +853,8 @@ impl Runner<'_> {
     fn attempt(&self, args: &[Val], budget: usize, tapes: rt::Tapes) -> (Attempt, rt::Tapes) {
         // Copies of the array arguments, which generated code reads and writes
         // in place; their heap buffers do not move during the call.
-        let mut arrays: Vec<Vec<f64>> = args
-            .iter()
-            .filter_map(|a| match a {
-                Val::Array(xs) => Some(xs.clone()),
-                _ => None,
-            })
-            .collect();
-        let slots = Self::slots(args, arrays.iter_mut());
+        let mut arrays: Vec<Val> = args.iter().filter(|a| a.ty().is_array()).cloned().collect();
+        let slots = Self::slots(args, &mut arrays);
         // SAFETY: the caller ran `check_args`, so `slots` has the root's
         // layout; each array slot points into a buffer of `arrays`, owned
         // here, not moved or borrowed until the call returns.
@@ -850,7 +865,7 @@ impl Runner<'_> {
                 out.args = args
                     .iter()
                     .map(|a| match a {
-                        Val::Array(_) => Val::Array(arrays.next().unwrap_or_default()),
+                        Val::Array(_) | Val::IArray(_) => arrays.next().unwrap_or(Val::Bool(false)),
                         other => other.clone(),
                     })
                     .collect();
@@ -939,15 +954,7 @@ impl Compiled {
         // borrowed (so no buffer moves or is read by Rust) until we return.
         let mut slots: Vec<u64> = Vec::with_capacity(2 * args.len());
         for a in args.iter_mut() {
-            match a {
-                Val::F64(x) => slots.push(x.to_bits()),
-                Val::I64(x) => slots.push(*x as u64),
-                Val::Bool(x) => slots.push(u64::from(*x)),
-                Val::Array(v) => {
-                    slots.push(v.as_mut_ptr() as u64);
-                    slots.push(v.len() as u64);
-                }
-            }
+            push_slots(&mut slots, a);
         }
         // SAFETY: `check_args` passed, so `slots` has the root's layout;
         // each array slot points into a `Vec` of `args`, which we borrow
@@ -974,6 +981,14 @@ impl Compiled {
                     slots.push(v.len() as u64);
                 }
                 Arg::ArrayMut(v) => {
+                    slots.push(v.as_mut_ptr() as u64);
+                    slots.push(v.len() as u64);
+                }
+                Arg::IArray(v) => {
+                    slots.push(v.as_ptr() as u64);
+                    slots.push(v.len() as u64);
+                }
+                Arg::IArrayMut(v) => {
                     slots.push(v.as_mut_ptr() as u64);
                     slots.push(v.len() as u64);
                 }
@@ -1014,6 +1029,7 @@ impl Compiled {
                 Arg::I64(_) => Type::I64,
                 Arg::Bool(_) => Type::Bool,
                 Arg::Array(_) | Arg::ArrayMut(_) => Type::Array,
+                Arg::IArray(_) | Arg::IArrayMut(_) => Type::IArray,
             };
             if ty != p.ty {
                 return bad(format!(
@@ -1023,9 +1039,9 @@ impl Compiled {
                     describe(ty)
                 ));
             }
-            if p.mutable && matches!(a, Arg::Array(_)) {
+            if p.mutable && matches!(a, Arg::Array(_) | Arg::IArray(_)) {
                 return bad(format!(
-                    "argument `{}` is a `mut` array: pass a mutable slice (`Arg::ArrayMut`)",
+                    "argument `{}` is a `mut` array: pass a mutable slice (`Arg::ArrayMut` or `Arg::IArrayMut`)",
                     p.name
                 ));
             }

@@ -118,7 +118,7 @@ enum File {
 fn file(func: &Function, v: Value) -> Option<File> {
     match func.dfg.value_type(v) {
         Type::F64 => Some(File::Xmm),
-        Type::I64 | Type::Array => Some(File::Gpr),
+        Type::I64 | Type::Array | Type::IArray => Some(File::Gpr),
         Type::Bool => None,
     }
 }

@@ -72,10 +72,53 @@ pub enum TypeKind {
     F64,
     I64,
     Bool,
-    /// `[f64]` or `mut [f64]`.
+    /// `[f64]`, `mut [f64]`, `[i64]` or `mut [i64]`.
     Array {
         mutable: bool,
+        elem: Elem,
     },
+}
+
+/// The element type of an array.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Elem {
+    F64,
+    I64,
+}
+
+impl Elem {
+    /// The IR type of an array of this element type.
+    pub fn array(self) -> adze_ir::Type {
+        match self {
+            Elem::F64 => adze_ir::Type::Array,
+            Elem::I64 => adze_ir::Type::IArray,
+        }
+    }
+
+    /// The IR type of one element.
+    pub fn scalar(self) -> adze_ir::Type {
+        match self {
+            Elem::F64 => adze_ir::Type::F64,
+            Elem::I64 => adze_ir::Type::I64,
+        }
+    }
+
+    /// The element type of an IR array type.
+    pub fn of(t: adze_ir::Type) -> Option<Elem> {
+        match t {
+            adze_ir::Type::Array => Some(Elem::F64),
+            adze_ir::Type::IArray => Some(Elem::I64),
+            _ => None,
+        }
+    }
+
+    /// `f64` or `i64`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Elem::F64 => "f64",
+            Elem::I64 => "i64",
+        }
+    }
 }
 
 /// `-> T` or `-> (T, U, ..)`.

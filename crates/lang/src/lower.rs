@@ -245,7 +245,13 @@ impl Lower<'_, '_> {
             Stmt::Zeros(l, n, span) => self.at(*span, |cx| {
                 let n = cx.scalar(n);
                 let name = cx.func.locals[*l].name.clone();
-                cx.env[*l] = Some(cx.b.zeros(n, name));
+                let a = match cx.func.locals[*l].ty {
+                    Ty::Array {
+                        elem: Elem::I64, ..
+                    } => cx.b.izeros(n, name),
+                    _ => cx.b.zeros(n, name),
+                };
+                cx.env[*l] = Some(a);
             }),
             Stmt::Assign(l, e) => {
                 let v = self.scalar(e);

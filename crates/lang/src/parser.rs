@@ -355,18 +355,22 @@ impl<'a> Parser<'a> {
         let mutable = self.eat(TokenKind::Mut);
         let kind = if self.eat(TokenKind::LBracket) {
             let elem = self.ident(HELP)?;
-            if elem.name != "f64" {
-                return self.error(
-                    Diagnostic::new(
-                        elem.span,
-                        format!("arrays of `{}` are not supported", elem.name),
-                        "arrays hold f64 only: write `[f64]` or `mut [f64]`",
-                    )
-                    .label("expected `f64`"),
-                );
-            }
+            let elem = match elem.name.as_str() {
+                "f64" => Elem::F64,
+                "i64" => Elem::I64,
+                other => {
+                    return self.error(
+                        Diagnostic::new(
+                            elem.span,
+                            format!("arrays of `{other}` are not supported"),
+                            "arrays hold f64 or i64: write `[f64]`, `[i64]`, `mut [f64]` or `mut [i64]`",
+                        )
+                        .label("expected `f64` or `i64`"),
+                    );
+                }
+            };
             self.expect(TokenKind::RBracket, HELP)?;
-            TypeKind::Array { mutable }
+            TypeKind::Array { mutable, elem }
         } else {
             let name = self.ident(HELP)?;
             let kind = match name.name.as_str() {
@@ -894,7 +898,13 @@ mod tests {
         assert_eq!(file.items.len(), 2);
         let f = &file.items[0];
         assert_eq!(f.inline.map(|a| a.0), Some(InlineHint::Never));
-        assert_eq!(f.params[1].ty.kind, TypeKind::Array { mutable: true });
+        assert_eq!(
+            f.params[1].ty.kind,
+            TypeKind::Array {
+                mutable: true,
+                elem: Elem::F64
+            }
+        );
         assert_eq!(f.results.as_ref().unwrap().types.len(), 2);
         assert_eq!(f.body.stmts.len(), 9);
         assert!(f.body.tail.is_none());

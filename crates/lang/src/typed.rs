@@ -3,6 +3,7 @@
 //! expression has a [`Ty`], implicit conversions (integer literals used as
 //! f64) are already applied, and each operator is the IR opcode it lowers to.
 
+pub use crate::ast::Elem;
 use crate::diagnostic::Span;
 use adze_ir::{ArgActivity, CmpCond, InlineHint, Mode, Opcode, Param, RetActivity, Type};
 
@@ -16,9 +17,10 @@ pub enum Ty {
     F64,
     I64,
     Bool,
-    /// An array view; `writable` for `mut [f64]` parameters and `zeros` arrays.
+    /// An array view; `writable` for `mut` parameters and `zeros` arrays.
     Array {
         writable: bool,
+        elem: Elem,
     },
     /// No value: calls of functions without results, `fill`, `if` without
     /// `else`.
@@ -35,7 +37,14 @@ impl Ty {
             Type::F64 => Ty::F64,
             Type::I64 => Ty::I64,
             Type::Bool => Ty::Bool,
-            Type::Array => Ty::Array { writable: false },
+            Type::Array => Ty::Array {
+                writable: false,
+                elem: Elem::F64,
+            },
+            Type::IArray => Ty::Array {
+                writable: false,
+                elem: Elem::I64,
+            },
         }
     }
 
@@ -61,7 +70,7 @@ impl Ty {
     /// The IR types of the values an expression of this type lowers to.
     pub fn ir_values(&self) -> Vec<Type> {
         match self {
-            Ty::Array { .. } => vec![Type::Array],
+            Ty::Array { elem, .. } => vec![elem.array()],
             Ty::Unit | Ty::Never => Vec::new(),
             Ty::Tuple(tys) => tys.clone(),
             t => t.ir_scalar().into_iter().collect(),
@@ -74,8 +83,14 @@ impl Ty {
             Ty::F64 => "f64".into(),
             Ty::I64 => "i64".into(),
             Ty::Bool => "bool".into(),
-            Ty::Array { writable: true } => "mut [f64]".into(),
-            Ty::Array { writable: false } => "[f64]".into(),
+            Ty::Array {
+                writable: true,
+                elem,
+            } => format!("mut [{}]", elem.name()),
+            Ty::Array {
+                writable: false,
+                elem,
+            } => format!("[{}]", elem.name()),
             Ty::Unit => "no value".into(),
             Ty::Tuple(tys) => {
                 let tys: Vec<_> = tys.iter().map(|t| t.name()).collect();

@@ -557,7 +557,7 @@ fn copy_body(
             let region = !body.meta.rules.is_empty();
             for (&p, &a) in body.dfg.block_params(b).iter().zip(args) {
                 let ty = body.dfg.value_type(p);
-                let v = if ty == Type::Array || region {
+                let v = if ty.is_array() || region {
                     a
                 } else {
                     entry_args.push(a);

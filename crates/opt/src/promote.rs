@@ -717,7 +717,13 @@ fn candidates(func: &Function, reachable: &EntitySet<Block>) -> Vec<(Value, i64)
     let mut ok: SecondaryMap<Value, Option<i64>> = SecondaryMap::new();
     let mut order: Vec<Value> = Vec::new();
     for (b, inst) in func.layout.insts() {
-        if let InstData::Zeros { len, .. } = func.dfg.inst(inst) {
+        // Only f64 arrays: an `izeros` array keeps its memory.
+        if let InstData::Zeros {
+            op: Opcode::Zeros,
+            len,
+            ..
+        } = func.dfg.inst(inst)
+        {
             if !reachable.contains(b) {
                 continue;
             }

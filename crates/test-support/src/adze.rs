@@ -178,6 +178,15 @@ pub fn parse_val(text: &str, ty: Type) -> Result<Val, String> {
             ),
             None => return Err(format!("`{text}`: expected `[..]`")),
         },
+        Type::IArray => match text.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+            Some(inner) => Val::IArray(
+                split_top(inner)
+                    .into_iter()
+                    .map(read)
+                    .collect::<Result<_, _>>()?,
+            ),
+            None => return Err(format!("`{text}`: expected `[..]`")),
+        },
     })
 }
 

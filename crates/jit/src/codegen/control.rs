@@ -183,7 +183,9 @@ impl Translator<'_, '_> {
                     let w = self.b.ins().load(cl::types::I64, flags(), out, off);
                     self.b.ins().ireduce(cl::types::I8, w)
                 }
-                Type::Array => return Err(self.err(format!("call result {r} is an array"))),
+                Type::Array | Type::IArray => {
+                    return Err(self.err(format!("call result {r} is an array")))
+                }
             };
             self.set_scalar(r, x);
         }

@@ -69,7 +69,7 @@ impl Translator<'_, '_> {
     /// A one-operand computation: a Cranelift instruction, or a call of
     /// the opcode's libcall.
     fn unary(&mut self, inst: Inst, op: Opcode, arg: IrValue) -> Result<(), JitError> {
-        if op == Opcode::Len {
+        if matches!(op, Opcode::Len | Opcode::Ilen) {
             let len = self.array_len(arg)?;
             self.define(inst, len);
             return Ok(());
@@ -108,13 +108,18 @@ impl Translator<'_, '_> {
     /// opcode's libcall).
     fn binary(&mut self, inst: Inst, op: Opcode, args: [IrValue; 2]) -> Result<(), JitError> {
         match op {
-            Opcode::Load => {
+            Opcode::Load | Opcode::Iload => {
                 let addr = self.element_addr(args[0], args[1])?;
-                let x = self.b.ins().load(cl::types::F64, flags(), addr, 0);
+                let ty = if op == Opcode::Load {
+                    cl::types::F64
+                } else {
+                    cl::types::I64
+                };
+                let x = self.b.ins().load(ty, flags(), addr, 0);
                 self.define(inst, x);
                 return Ok(());
             }
-            Opcode::Fill => return self.fill(args[0], args[1]),
+            Opcode::Fill | Opcode::Ifill => return self.fill(args[0], args[1]),
             Opcode::SameLen => return self.same_len(args[0], args[1]),
             Opcode::Idiv | Opcode::Irem => {
                 let r = self.idiv(op, args[0], args[1])?;
@@ -158,7 +163,7 @@ impl Translator<'_, '_> {
     /// `store` and `select`.
     fn ternary(&mut self, inst: Inst, op: Opcode, args: [IrValue; 3]) -> Result<(), JitError> {
         match op {
-            Opcode::Store => {
+            Opcode::Store | Opcode::Istore => {
                 let x = self.scalar(args[2])?;
                 let addr = self.element_addr(args[0], args[1])?;
                 self.b.ins().store(flags(), x, addr, 0);

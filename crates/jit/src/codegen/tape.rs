@@ -22,6 +22,7 @@ fn type_code(ty: Type) -> i64 {
         Type::I64 => 1,
         Type::Bool => 2,
         Type::Array => 3,
+        Type::IArray => 4,
     }
 }
 

@@ -88,7 +88,7 @@ pub(crate) fn translate_trampoline(
                 let w = b.ins().load(cl::types::I64, flags(), args, off);
                 call_args.push(b.ins().ireduce(cl::types::I8, w));
             }
-            Type::Array => {
+            Type::Array | Type::IArray => {
                 call_args.push(b.ins().load(ptr, flags(), args, off));
                 off += 8;
                 call_args.push(b.ins().load(cl::types::I64, flags(), args, off));

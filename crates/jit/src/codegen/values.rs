@@ -3,7 +3,7 @@
 
 use super::Translator;
 use crate::JitError;
-use adze_ir::{Inst, Type, Value as IrValue};
+use adze_ir::{Inst, Value as IrValue};
 use cranelift_codegen::ir::{self as cl, InstBuilder, StackSlotData, StackSlotKind};
 use cranelift_frontend::Variable;
 
@@ -49,7 +49,7 @@ impl Translator<'_, '_> {
         let func = self.func;
         let mut k = 1;
         for &v in func.params() {
-            if func.dfg.value_type(v) == Type::Array {
+            if func.dfg.value_type(v).is_array() {
                 let ss = self.b.create_sized_stack_slot(StackSlotData::new(
                     StackSlotKind::ExplicitSlot,
                     8,

@@ -210,7 +210,7 @@ impl<'a> Ctx<'a> {
     ) -> R<(ArgActivity, Vec<Expr>)> {
         let (act, inner) = self.activity(mode, width, f, a, p)?;
         let mut xs = Vec::new();
-        if p.ty == Type::Array {
+        if p.ty.is_array() {
             for (k, e) in inner.iter().enumerate() {
                 xs.push(self.array_activity_value(mode, f, p, k >= 1, e, arrays)?);
             }
@@ -238,6 +238,7 @@ impl<'a> Ctx<'a> {
             (Type::F64, Mode::Forward) => "`const(e)` or `dual(x, tx)`",
             (Type::F64, Mode::Reverse) => "`const(e)` or `active(x)`",
             (Type::Array, _) => "`const(a)` or `dup(a, da)`",
+            (Type::IArray, _) => "`const(a)` (i64 arrays are not differentiable)",
             _ => "`const(e)`",
         };
         let pdesc = format!("{}: {}", p.name, fmt_param_type(p));
@@ -264,6 +265,7 @@ impl<'a> Ctx<'a> {
                     (_, Type::I64 | Type::Bool) => {
                         "i64 and bool parameters are not differentiable".to_string()
                     }
+                    (_, Type::IArray) => "i64 arrays are not differentiable".to_string(),
                     ("dual", Type::F64) => "`dual` is for forward mode".to_string(),
                     ("active", Type::F64) => "`active` is for reverse mode".to_string(),
                     ("dup", _) => "`dup` is for array parameters".to_string(),
@@ -317,7 +319,8 @@ impl<'a> Ctx<'a> {
         } else {
             format!("parameter `{}` of `{f}`", p.name)
         };
-        let (l, writable) = self.array_arg(e, &what)?;
+        let (l, writable, elem) = self.array_arg(e, &what)?;
+        self.same_elem(e, l, elem, p, f)?;
         let written = p.mutable || (shadow && mode == Mode::Reverse);
         if written && !writable {
             let d = if shadow {

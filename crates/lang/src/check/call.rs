@@ -42,11 +42,11 @@ impl Ctx<'_> {
             "autodiff" => self.autodiff(args, span),
             "len" => self.len_call(name, args, span),
             "fill" => self.fill_call(name, args, span),
-            "zeros" => self.error(
+            "zeros" | "zeros_i64" => self.error(
                 Diagnostic::new(
                     span,
-                    "`zeros` can only initialize a `let`",
-                    "write `let t = zeros(n);` and use `t`",
+                    format!("`{n}` can only initialize a `let`"),
+                    format!("write `let t = {n}(n);` and use `t`"),
                 )
                 .label("`zeros` in an expression"),
             ),
@@ -59,20 +59,54 @@ impl Ctx<'_> {
         }
     }
 
+    /// The array `l` (element type `elem`), passed by `e` for parameter
+    /// `p` of `f`, must hold what the parameter holds.
+    pub(super) fn same_elem(
+        &mut self,
+        e: &ast::Expr,
+        l: LocalId,
+        elem: Elem,
+        p: &Param,
+        f: &str,
+    ) -> R<()> {
+        let want = Elem::of(p.ty).unwrap_or(Elem::F64);
+        if elem == want {
+            return Ok(());
+        }
+        let name = self.array_name(l).to_string();
+        self.error(
+            Diagnostic::new(
+                e.span,
+                format!(
+                    "`{name}` is [{}] but parameter `{}` of `{f}` is [{}]",
+                    elem.name(),
+                    p.name,
+                    want.name()
+                ),
+                "pass an array of the parameter's element type; arrays are not converted",
+            )
+            .label(format!("[{}] array", elem.name())),
+        )
+    }
+
     /// `len(a)`
     fn len_call(&mut self, name: &Ident, args: &[ast::Expr], span: Span) -> R<Expr> {
         self.arity(name, args, 1, span, "len(a: [f64]) -> i64")?;
-        let (a, _) = self.array_arg(&args[0], "`len`")?;
+        let (a, _, elem) = self.array_arg(&args[0], "`len`")?;
         let a = expr(ExprKind::Local(a), self.locals[a].ty.clone());
-        Ok(expr(ExprKind::Unary(Opcode::Len, Box::new(a)), Ty::I64))
+        let op = match elem {
+            Elem::F64 => Opcode::Len,
+            Elem::I64 => Opcode::Ilen,
+        };
+        Ok(expr(ExprKind::Unary(op, Box::new(a)), Ty::I64))
     }
 
     /// `fill(a, v)`
     fn fill_call(&mut self, name: &Ident, args: &[ast::Expr], span: Span) -> R<Expr> {
         self.arity(name, args, 2, span, "fill(a: mut [f64], v: f64)")?;
-        let a = self.array_arg(&args[0], "`fill`");
-        let v = self.expect(&args[1], Type::F64, "the value of `fill`");
-        let ((a, writable), v) = (a?, v?);
+        let a = self.array_arg(&args[0], "`fill`")?;
+        let v = self.expect(&args[1], a.2.scalar(), "the value of `fill`");
+        let ((a, writable, _), v) = (a, v?);
         if !writable {
             let AK::Name(id) = &args[0].kind else {
                 return Err(Reported);
@@ -176,9 +210,10 @@ impl Ctx<'_> {
         let mut arrays: Vec<(LocalId, usize, Span)> = Vec::new();
         let mut failed = false;
         for (i, (a, p)) in args.iter().zip(&info.params).enumerate() {
-            let x = if p.ty == Type::Array {
+            let x = if p.ty.is_array() {
                 self.array_arg(a, &format!("parameter `{}` of `{n}`", p.name))
-                    .and_then(|(l, writable)| {
+                    .and_then(|(l, writable, elem)| {
+                        self.same_elem(a, l, elem, p, n)?;
                         if p.mutable && !writable {
                             return self.error(self.needs_writable(a, l, n, p));
                         }

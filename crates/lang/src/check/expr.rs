@@ -69,11 +69,15 @@ impl Ctx<'_> {
             AK::Index(name, index) => {
                 let a = self.array(name);
                 let i = self.expect(index, Type::I64, "an array index");
-                let ((a, _), i) = (a?, i?);
+                let ((a, _, elem), i) = (a?, i?);
                 let a = expr(ExprKind::Local(a), self.locals[a].ty.clone());
+                let (op, ty) = match elem {
+                    Elem::F64 => (Opcode::Load, Ty::F64),
+                    Elem::I64 => (Opcode::Iload, Ty::I64),
+                };
                 Ok(expr(
-                    ExprKind::Binary(Opcode::Load, Box::new(a), Box::new(i)),
-                    Ty::F64,
+                    ExprKind::Binary(op, Box::new(a), Box::new(i)),
+                    ty,
                 ))
             }
             AK::If(c, t, els) => self.if_expr(c, t, els.as_ref(), None, e.span),

@@ -34,7 +34,7 @@ fn ir_type(t: TypeKind) -> Type {
         TypeKind::F64 => Type::F64,
         TypeKind::I64 => Type::I64,
         TypeKind::Bool => Type::Bool,
-        TypeKind::Array { .. } => Type::Array,
+        TypeKind::Array { elem, .. } => elem.array(),
     }
 }
 
@@ -58,7 +58,7 @@ pub(crate) fn signature(
         params.push(Param {
             name: p.name.name.clone(),
             ty: ir_type(p.ty.kind),
-            mutable: matches!(p.ty.kind, TypeKind::Array { mutable: true }),
+            mutable: matches!(p.ty.kind, TypeKind::Array { mutable: true, .. }),
         });
     }
     let results = item
@@ -145,6 +145,8 @@ pub fn fmt_param_type(p: &Param) -> String {
     match (p.ty, p.mutable) {
         (Type::Array, true) => "mut [f64]".into(),
         (Type::Array, false) => "[f64]".into(),
+        (Type::IArray, true) => "mut [i64]".into(),
+        (Type::IArray, false) => "[i64]".into(),
         (t, _) => t.name().into(),
     }
 }

@@ -63,7 +63,15 @@ use rules::{mode_slot, RuleSlots};
 
 /// Built-in functions besides the intrinsics; user functions may not take
 /// these names.
-pub const BUILTINS: &[&str] = &["len", "fill", "zeros", "f64", "i64", "autodiff"];
+pub const BUILTINS: &[&str] = &[
+    "len",
+    "fill",
+    "zeros",
+    "zeros_i64",
+    "f64",
+    "i64",
+    "autodiff",
+];
 
 /// Is `name` an intrinsic or a builtin?
 pub fn is_builtin(name: &str) -> bool {
@@ -160,8 +168,9 @@ fn check_body(
     cx.results_span = item.results.as_ref().map(|r| r.span);
     for (p, decl) in params.iter().zip(&item.params) {
         let ty = match p.ty {
-            Type::Array => Ty::Array {
+            Type::Array | Type::IArray => Ty::Array {
                 writable: p.mutable,
+                elem: Elem::of(p.ty).unwrap_or(Elem::F64),
             },
             t => Ty::scalar(t),
         };

@@ -65,18 +65,19 @@ impl Ctx<'_> {
         }
     }
 
-    /// An array local named by `id`.
-    pub(super) fn array(&mut self, id: &Ident) -> R<(LocalId, bool)> {
+    /// An array local named by `id`: the local, whether it is writable,
+    /// its element type.
+    pub(super) fn array(&mut self, id: &Ident) -> R<(LocalId, bool, Elem)> {
         let l = self.lookup(id)?;
         match self.locals[l].ty {
-            Ty::Array { writable } => Ok((l, writable)),
+            Ty::Array { writable, elem } => Ok((l, writable, elem)),
             ref t => {
                 let t = t.describe();
                 self.error(
                     Diagnostic::new(
                         id.span,
                         format!("`{}` is not an array", id.name),
-                        "only `[f64]` and `mut [f64]` values can be indexed",
+                        "only arrays (`[f64]`, `[i64]`, `mut [..]`) can be indexed",
                     )
                     .label(format!("this is {t}")),
                 )
@@ -84,12 +85,13 @@ impl Ctx<'_> {
         }
     }
 
-    /// An argument that must be an array, written as its name.
-    pub(super) fn array_arg(&mut self, e: &ast::Expr, what: &str) -> R<(LocalId, bool)> {
+    /// An argument that must be an array, written as its name: the local,
+    /// whether it is writable, its element type.
+    pub(super) fn array_arg(&mut self, e: &ast::Expr, what: &str) -> R<(LocalId, bool, Elem)> {
         if let AK::Name(id) = &e.kind {
             let l = self.lookup(id)?;
-            if let Ty::Array { writable } = self.locals[l].ty {
-                return Ok((l, writable));
+            if let Ty::Array { writable, elem } = self.locals[l].ty {
+                return Ok((l, writable, elem));
             }
         } else {
             // Report what is wrong inside first (`zeros(n)` here, say).

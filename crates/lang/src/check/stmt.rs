@@ -145,10 +145,19 @@ impl Ctx<'_> {
     /// `let name = value;`: a scalar, or a `zeros` array.
     fn let_stmt(&mut self, name: &Ident, value: &ast::Expr) -> R<Stmt> {
         if let AK::Call(f, args) = &value.kind {
-            if f.name == "zeros" {
+            let elem = match f.name.as_str() {
+                "zeros" => Some(Elem::F64),
+                "zeros_i64" => Some(Elem::I64),
+                _ => None,
+            };
+            if let Some(elem) = elem {
                 return match self.zeros_len(f, args, value.span) {
                     Ok(n) => {
-                        let l = self.declare(name, Ty::Array { writable: true }, LocalKind::Zeros);
+                        let ty = Ty::Array {
+                            writable: true,
+                            elem,
+                        };
+                        let l = self.declare(name, ty, LocalKind::Zeros);
                         Ok(Stmt::Zeros(l, n, value.span))
                     }
                     Err(r) => {
@@ -186,11 +195,14 @@ impl Ctx<'_> {
     /// `var name = value;`: a scalar.
     fn var_stmt(&mut self, name: &Ident, value: &ast::Expr) -> R<Stmt> {
         let x = match &value.kind {
-            AK::Call(f, _) if f.name == "zeros" => self.error(
+            AK::Call(f, _) if f.name == "zeros" || f.name == "zeros_i64" => self.error(
                 Diagnostic::new(
                     value.span,
                     "`var` cannot hold an array",
-                    "write `let t = zeros(n);`: the elements of a `zeros` array are writable",
+                    format!(
+                        "write `let t = {}(n);`: the elements of a `zeros` array are writable",
+                        f.name
+                    ),
                 )
                 .label("array initializer"),
             ),
@@ -210,14 +222,14 @@ impl Ctx<'_> {
 
     /// `name[index] = value;`
     fn store(&mut self, name: &Ident, index: &ast::Expr, value: &ast::Expr, span: Span) -> R<Stmt> {
-        let a = self.array(name);
+        let a = self.array(name)?;
         let i = self.expect(index, Type::I64, "an array index");
         let v = self.expect(
             value,
-            Type::F64,
+            a.2.scalar(),
             &format!("a value stored into `{}`", name.name),
         );
-        let ((a, writable), i, v) = (a?, i?, v?);
+        let ((a, writable, _), i, v) = (a, i?, v?);
         if !writable {
             return self.error(self.read_only(name, a));
         }
@@ -225,8 +237,9 @@ impl Ctx<'_> {
     }
 
     fn zeros_len(&mut self, f: &Ident, args: &[ast::Expr], span: Span) -> R<Expr> {
-        self.arity(f, args, 1, span, "zeros(n: i64)")?;
-        self.expect(&args[0], Type::I64, "the length of `zeros`")
+        let n = &f.name;
+        self.arity(f, args, 1, span, &format!("{n}(n: i64)"))?;
+        self.expect(&args[0], Type::I64, &format!("the length of `{n}`"))
     }
 
     /// `let (a, b) = value;` (`kind` `Let`) or `var (a, b) = value;`.

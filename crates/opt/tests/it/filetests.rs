@@ -244,6 +244,7 @@ pub fn special_inputs(module: &Module, id: FuncId) -> Vec<Vec<Val>> {
                     Type::I64 => Val::I64(SPECIAL_I64S[(k + i) % SPECIAL_I64S.len()]),
                     Type::Bool => Val::Bool((k + i) % 2 == 0),
                     Type::Array => Val::Array(special_arrays()[(k + i) % 4].clone()),
+                    Type::IArray => Val::IArray(vec![0, 1, (k % 3) as i64]),
                 })
                 .collect()
         })

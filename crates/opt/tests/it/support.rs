@@ -85,6 +85,7 @@ pub fn inputs(module: &Module, func: FuncId) -> Vec<Vec<Val>> {
                     Type::I64 => Val::I64(ints[k][i % 4]),
                     Type::Bool => Val::Bool((k + i) % 2 == 0),
                     Type::Array => Val::Array(arrays[(k + i / 2) % 4].to_vec()),
+                    Type::IArray => Val::IArray(vec![0, (k % 2) as i64]),
                 })
                 .collect()
         })
