@@ -242,14 +242,22 @@ fn helper(
         .map_err(|_| AdError::NameTaken { name: name.into() })
 }
 
-/// `@adze.tape.save.T(a: arr)`: pushes `a[0] .. a[n-1]`, then `n`.
-pub(crate) fn save_helper(module: &mut Module, tape: u8) -> Result<FuncId, AdError> {
+/// The name part of an array type in a helper's name: `save` for `arr`,
+/// `isave` for `iarr`.
+fn helper_name(ty: Type, what: &str, tape: u8) -> String {
+    let i = if ty == Type::IArray { "i" } else { "" };
+    format!("adze.tape.{i}{what}.{tape}")
+}
+
+/// `@adze.tape.save.T(a: arr)`: pushes `a[0] .. a[n-1]`, then `n`
+/// (`@adze.tape.isave.T(a: iarr)` for an i64 array).
+pub(crate) fn save_helper(module: &mut Module, tape: u8, ty: Type) -> Result<FuncId, AdError> {
     let sig = Signature {
-        params: vec![Param::new("a", Type::Array)],
+        params: vec![Param::new("a", ty)],
         results: vec![],
     };
-    let step = Step::TapeSave { tape };
-    helper(module, step, &format!("adze.tape.save.{tape}"), sig, |b| {
+    let step = Step::TapeSave { tape, ty };
+    helper(module, step, &helper_name(ty, "save", tape), sig, |b| {
         let a = b.func.params()[0];
         let n = b.len(a);
         let zero = b.iconst(0);
@@ -272,38 +280,42 @@ pub(crate) fn save_helper(module: &mut Module, tape: u8) -> Result<FuncId, AdErr
 }
 
 /// `@adze.tape.restore.T(a: mut arr)`: pops `a[n-1] .. a[0]` (the caller
-/// has popped `n` and allocated `a`).
-pub(crate) fn restore_helper(module: &mut Module, tape: u8) -> Result<FuncId, AdError> {
+/// has popped `n` and allocated `a`; `@adze.tape.irestore.T(a: mut iarr)`
+/// for an i64 array).
+pub(crate) fn restore_helper(module: &mut Module, tape: u8, ty: Type) -> Result<FuncId, AdError> {
     let sig = Signature {
-        params: vec![Param::mutable_array("a")],
+        params: vec![Param {
+            name: "a".into(),
+            ty,
+            mutable: true,
+        }],
         results: vec![],
     };
-    let step = Step::TapeRestore { tape };
-    helper(
-        module,
-        step,
-        &format!("adze.tape.restore.{tape}"),
-        sig,
-        |b| {
-            let a = b.func.params()[0];
-            let n = b.len(a);
-            let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
-            b.jump(header, &[n]);
-            b.switch_to_block(header);
-            let i = b.append_block_param(header, Type::I64);
-            let zero = b.iconst(0);
-            let c = b.icmp(CmpCond::Gt, i, zero);
-            b.brif(c, body, &[], exit, &[]);
-            b.switch_to_block(body);
-            let one = b.iconst(1);
-            let j = b.isub(i, one);
-            let x = b.pop(tape, Type::F64);
-            b.store(a, j, x);
-            b.jump(header, &[j]);
-            b.switch_to_block(exit);
-            b.ret(&[]);
-        },
-    )
+    let step = Step::TapeRestore { tape, ty };
+    let elem = if ty == Type::IArray {
+        Type::I64
+    } else {
+        Type::F64
+    };
+    helper(module, step, &helper_name(ty, "restore", tape), sig, |b| {
+        let a = b.func.params()[0];
+        let n = b.len(a);
+        let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
+        b.jump(header, &[n]);
+        b.switch_to_block(header);
+        let i = b.append_block_param(header, Type::I64);
+        let zero = b.iconst(0);
+        let c = b.icmp(CmpCond::Gt, i, zero);
+        b.brif(c, body, &[], exit, &[]);
+        b.switch_to_block(body);
+        let one = b.iconst(1);
+        let j = b.isub(i, one);
+        let x = b.pop(tape, elem);
+        b.store(a, j, x);
+        b.jump(header, &[j]);
+        b.switch_to_block(exit);
+        b.ret(&[]);
+    })
 }
 
 /// `@adze.copy(src: arr, dst: mut arr)`: `dst[i] = src[i]` for every `i`

@@ -246,12 +246,19 @@ impl<'f> FuncBuilder<'f> {
 
     /// `len array`: its length, as an i64.
     pub fn len(&mut self, array: Value) -> Value {
-        self.unary(Opcode::Len, array)
+        match self.func.dfg.value_type(array) {
+            Type::IArray => self.unary(Opcode::Ilen, array),
+            _ => self.unary(Opcode::Len, array),
+        }
     }
 
-    /// `load array, index`: the element, bounds-checked.
+    /// `load array, index`: the element, bounds-checked (`iload` when
+    /// `array` is an i64 array).
     pub fn load(&mut self, array: Value, index: Value) -> Value {
-        self.binary(Opcode::Load, array, index)
+        match self.func.dfg.value_type(array) {
+            Type::IArray => self.binary(Opcode::Iload, array, index),
+            _ => self.binary(Opcode::Load, array, index),
+        }
     }
 
     /// `store array, index, x`: sets the element, bounds-checked

@@ -45,6 +45,7 @@
 
 use crate::entities::FuncId;
 use crate::instructions::{ArgActivity, Mode, RetActivity};
+use crate::types::Type;
 
 /// What a pass made a function from: the function `from` (`None` for a
 /// helper made from nothing) and the [`Step`]. The module keeps at most one
@@ -120,11 +121,15 @@ pub enum Step {
     TapeSave {
         /// The tape pushed on.
         tape: u8,
+        /// The array type: `arr` or `iarr`.
+        ty: Type,
     },
     /// A helper that pops an array's elements from `tape`.
     TapeRestore {
         /// The tape popped from.
         tape: u8,
+        /// The array type: `arr` or `iarr`.
+        ty: Type,
     },
     /// A helper that copies an array into another.
     Copy,
@@ -396,7 +401,13 @@ mod tests {
     #[test]
     fn helpers() {
         let mut t = M::new();
-        let save = t.make(None, Step::TapeSave { tape: 0 });
+        let save = t.make(
+            None,
+            Step::TapeSave {
+                tape: 0,
+                ty: Type::Array,
+            },
+        );
         let name = t.m.func(save).name.clone();
         assert_eq!(
             t.describe(save),

@@ -330,15 +330,23 @@ impl Aug<'_> {
                 };
                 self.copy(inst, new, cur);
             }
-            Some(CallTarget::Rule { save, .. }) => {
+            Some(CallTarget::Rule { save, isave, .. }) => {
                 let mut b = FuncBuilder::new(&mut self.out);
                 b.switch_to_block(cur);
                 for &a in args {
-                    if primal.dfg.value_type(a) == Type::Array {
-                        let save = save.ok_or_else(|| internal(primal))?;
-                        b.call(save, &[a], &[]);
-                    } else {
-                        b.push(tape, a);
+                    let helper = match primal.dfg.value_type(a) {
+                        Type::Array => Some(*save),
+                        Type::IArray => Some(*isave),
+                        _ => None,
+                    };
+                    match helper {
+                        Some(h) => {
+                            let h = h.ok_or_else(|| internal(primal))?;
+                            b.call(h, &[a], &[]);
+                        }
+                        None => {
+                            b.push(tape, a);
+                        }
                     }
                 }
                 if !region {

@@ -339,13 +339,15 @@ pub(crate) enum CallTarget {
     },
     /// A call to a function with rules, or a collapsed rule region: the
     /// augmented primal tapes the rule's inputs (scalars by value, arrays
-    /// through `save`) and computes the primal by the call itself (or the
-    /// region's body); the adjoint calls `apply`, which pops the inputs and
-    /// calls the reverse rule. `shadowed`: per argument, an array whose
-    /// shadow the adjoint passes to `apply`.
+    /// through `save`, i64 arrays through `isave`) and computes the primal
+    /// by the call itself (or the region's body); the adjoint calls
+    /// `apply`, which pops the inputs and calls the reverse rule.
+    /// `shadowed`: per argument, an array whose shadow the adjoint passes
+    /// to `apply`.
     Rule {
         apply: FuncId,
         save: Option<FuncId>,
+        isave: Option<FuncId>,
         shadowed: Vec<bool>,
     },
 }
@@ -884,18 +886,20 @@ fn rule_target(
         .iter()
         .map(|&a| primal.dfg.value_type(a) == Type::Array && plan.is_shadowed(a))
         .collect();
-    let save = if args
-        .iter()
-        .any(|&a| primal.dfg.value_type(a) == Type::Array)
-    {
-        Some(rules::save_helper(module, tape)?)
-    } else {
-        None
+    let mut saver = |ty: Type| -> Result<Option<FuncId>, AdError> {
+        if args.iter().any(|&a| primal.dfg.value_type(a) == ty) {
+            Ok(Some(rules::save_helper(module, tape, ty)?))
+        } else {
+            Ok(None)
+        }
     };
+    let save = saver(Type::Array)?;
+    let isave = saver(Type::IArray)?;
     let apply = apply_rule(module, owner, rule, &shadowed, tape)?;
     Ok(CallTarget::Rule {
         apply,
         save,
+        isave,
         shadowed,
     })
 }
@@ -970,11 +974,15 @@ fn apply_rule(
         }
         return Ok(id);
     }
-    let restore = if owner_sig.params.iter().any(|p| p.ty == Type::Array) {
-        Some(rules::restore_helper(module, tape)?)
-    } else {
-        None
+    let mut restorer = |ty: Type| -> Result<Option<FuncId>, AdError> {
+        if owner_sig.params.iter().any(|p| p.ty == ty) {
+            Ok(Some(rules::restore_helper(module, tape, ty)?))
+        } else {
+            Ok(None)
+        }
     };
+    let restore = restorer(Type::Array)?;
+    let irestore = restorer(Type::IArray)?;
     let mut f = Function::new(name.clone(), sig.clone());
     let mut b = FuncBuilder::new(&mut f);
     let entry = b.create_entry_block();
@@ -990,6 +998,14 @@ fn apply_rule(
                 let n = b.pop(tape, Type::I64);
                 let c = b.zeros(n, p.name.clone());
                 if let Some(restore) = restore {
+                    b.call(restore, &[c], &[]);
+                }
+                c
+            }
+            Type::IArray => {
+                let n = b.pop(tape, Type::I64);
+                let c = b.izeros(n, p.name.clone());
+                if let Some(restore) = irestore {
                     b.call(restore, &[c], &[]);
                 }
                 c
