@@ -38,6 +38,8 @@
 
 pub mod args;
 pub mod check_rules;
+pub mod data;
+pub mod npy;
 pub mod pipeline;
 
 pub use adze_ad;
@@ -45,7 +47,7 @@ pub use adze_interp;
 pub use adze_ir;
 pub use adze_jit;
 pub use adze_lang;
-pub use pipeline::{Engine, InlineSetting, Session, Stage};
+pub use pipeline::{Derivative, Engine, InlineSetting, Role, Session, Stage};
 
 use std::path::PathBuf;
 
