@@ -40,6 +40,10 @@ pub enum Given {
 /// The arguments given: each with its name, in the order given.
 pub type Arguments = Vec<(String, Given)>;
 
+/// The value of a parameter not given, by its number and the values of
+/// those given ([`bind`]).
+pub type Fill<'a> = &'a dyn Fn(usize, &[Option<Val>]) -> Option<Val>;
+
 /// The entries of the JSON object of `--args FILE` (`-`: standard input).
 pub fn args_file(file: &Path, stdin: &mut Stdin) -> Result<Arguments, Error> {
     let shown = format!("`--args {}`", file.display());
@@ -86,7 +90,7 @@ pub fn bind(
     func: FuncId,
     given: &Arguments,
     stdin: &mut Stdin,
-    fill: &dyn Fn(usize, &[Option<Val>]) -> Option<Val>,
+    fill: Fill<'_>,
 ) -> Result<Vec<Val>, Error> {
     let sig = &module.func(func).sig;
     let mut chosen: Vec<Option<&Given>> = vec![None; sig.params.len()];

@@ -24,6 +24,7 @@ use crate::npy;
 use adze_ir::{Type, Val};
 use serde::de::{self, Deserializer, MapAccess, SeqAccess, Visitor};
 use std::fmt;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 /// A value read from JSON, before it meets the type of its parameter.
@@ -83,58 +84,85 @@ pub fn parse_json_object(bytes: &[u8]) -> Result<Vec<(String, Json)>, String> {
 }
 
 /// The common case of a large value, read fast: a flat JSON array of
-/// numbers (and `"NaN"`, `"inf"`, `"-inf"`). `None` for anything else,
-/// which serde_json then reads, or words the error about.
+/// numbers (and `"NaN"`, `"inf"`, `"-inf"`), scanned in one pass. `None`
+/// for anything else, which serde_json then reads, or words the error
+/// about.
 fn flat_json_array(bytes: &[u8]) -> Option<Vec<f64>> {
-    let text = std::str::from_utf8(bytes).ok()?.trim_ascii();
-    let inner = text.strip_prefix('[')?.strip_suffix(']')?;
-    let mut out = Vec::with_capacity(inner.len() / 8);
-    if inner.trim_ascii().is_empty() {
-        return Some(out);
-    }
-    for item in inner.split(',') {
-        let item = item.trim_ascii();
-        let x = match item {
-            "\"NaN\"" => f64::NAN,
-            "\"inf\"" => f64::INFINITY,
-            "\"-inf\"" => f64::NEG_INFINITY,
-            _ if is_json_number(item.as_bytes()) => item.parse::<f64>().ok()?,
-            _ => return None,
-        };
-        if x.is_infinite() && !item.starts_with('"') {
-            return None; // too large: serde_json says so
+    let text = std::str::from_utf8(bytes).ok()?;
+    let b = text.as_bytes();
+    let blank = |mut i: usize| {
+        while b
+            .get(i)
+            .is_some_and(|c| matches!(c, b' ' | b'\n' | b'\r' | b'\t'))
+        {
+            i += 1;
         }
-        out.push(x);
+        i
+    };
+    let mut i = blank(0);
+    if b.get(i) != Some(&b'[') {
+        return None;
     }
-    Some(out)
+    let mut out = Vec::with_capacity(b.len() / 8);
+    i = blank(i + 1);
+    if b.get(i) == Some(&b']') {
+        return (blank(i + 1) == b.len()).then_some(out);
+    }
+    loop {
+        let rest = &b[i..];
+        let (x, len) = if rest.starts_with(b"\"NaN\"") {
+            (f64::NAN, 5)
+        } else if rest.starts_with(b"\"inf\"") {
+            (f64::INFINITY, 5)
+        } else if rest.starts_with(b"\"-inf\"") {
+            (f64::NEG_INFINITY, 6)
+        } else {
+            let len = json_number_len(rest)?;
+            // A number is ASCII: its ends are char boundaries.
+            let x: f64 = text.get(i..i + len)?.parse().ok()?;
+            if x.is_infinite() {
+                return None; // too large: serde_json says so
+            }
+            (x, len)
+        };
+        out.push(x);
+        i = blank(i + len);
+        match b.get(i) {
+            Some(b',') => i = blank(i + 1),
+            Some(b']') => return (blank(i + 1) == b.len()).then_some(out),
+            _ => return None,
+        }
+    }
 }
 
-/// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`, JSON's number.
-fn is_json_number(b: &[u8]) -> bool {
-    let digits = |i: usize| b[i..].iter().take_while(|c| c.is_ascii_digit()).count();
-    let mut i = usize::from(b.first() == Some(&b'-'));
-    match digits(i) {
-        0 => return false,
-        n if n > 1 && b[i] == b'0' => return false,
-        n => i += n,
-    }
-    if b.get(i) == Some(&b'.') {
-        match digits(i + 1) {
-            0 => return false,
-            n => i += 1 + n,
+/// The length of the JSON number at the start of `b`,
+/// `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`; `None` if there is
+/// none.
+fn json_number_len(b: &[u8]) -> Option<usize> {
+    let digits = |mut i: usize| {
+        let start = i;
+        while b.get(i).is_some_and(u8::is_ascii_digit) {
+            i += 1;
         }
+        (i > start).then_some(i)
+    };
+    let mut i = usize::from(b.first() == Some(&b'-'));
+    let int = digits(i)?;
+    if b[i] == b'0' && int > i + 1 {
+        return None; // a leading zero
+    }
+    i = int;
+    if b.get(i) == Some(&b'.') {
+        i = digits(i + 1)?;
     }
     if matches!(b.get(i), Some(b'e' | b'E')) {
         i += 1;
         if matches!(b.get(i), Some(b'+' | b'-')) {
             i += 1;
         }
-        match digits(i) {
-            0 => return false,
-            n => i += n,
-        }
+        i = digits(i)?;
     }
-    i == b.len()
+    Some(i)
 }
 
 fn json_error(e: serde_json::Error) -> String {
@@ -344,16 +372,24 @@ impl Stdin {
     /// All of standard input, for `who` (what the error names if a second
     /// value asks for it).
     pub fn read(&mut self, who: &str) -> Result<Vec<u8>, String> {
+        self.claim(who)?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
+            .map_err(|e| format!("cannot read standard input: {e}"))?;
+        Ok(bytes)
+    }
+}
+
+impl Stdin {
+    /// Takes standard input for `who`: an error if another value has.
+    fn claim(&mut self, who: &str) -> Result<(), String> {
         if let Some(first) = &self.read_by {
             return Err(format!(
                 "standard input is read once, and {first} reads it already"
             ));
         }
         self.read_by = Some(who.to_string());
-        let mut bytes = Vec::new();
-        std::io::Read::read_to_end(&mut std::io::stdin().lock(), &mut bytes)
-            .map_err(|e| format!("cannot read standard input: {e}"))?;
-        Ok(bytes)
+        Ok(())
     }
 }
 
@@ -417,15 +453,88 @@ pub fn io_reason(e: &std::io::Error) -> String {
     }
 }
 
-/// The value `@PATH` names (`path` as [`source`] resolved it), as type
-/// `ty`. The error names the file.
+/// The value `@PATH` names (`path` as [`source`] resolved it; `None`:
+/// standard input, for `who`), as type `ty`. The error names the file.
 pub fn load(path: Option<&Path>, ty: Type, stdin: &mut Stdin, who: &str) -> Result<Val, String> {
-    let bytes = read_bytes(path, stdin, who)?;
-    let name = match path {
-        Some(p) => format!("`{}`", p.display()),
-        None => "standard input".to_string(),
+    let (name, loaded) = match path {
+        Some(p) => {
+            let file = std::fs::File::open(p)
+                .map_err(|e| format!("cannot read `{}`: {}", p.display(), io_reason(&e)))?;
+            (format!("`{}`", p.display()), load_from(file, path, ty))
+        }
+        None => {
+            stdin.claim(who)?;
+            let input = std::io::stdin().lock();
+            ("standard input".to_string(), load_from(input, None, ty))
+        }
     };
-    decode(path, &bytes, ty).map_err(|why| format!("{name}: {why}"))
+    loaded.map_err(|failure| match failure {
+        Failure::Io(e) => format!("cannot read {name}: {}", io_reason(&e)),
+        Failure::Data(why) => format!("{name}: {why}"),
+    })
+}
+
+/// Why a value could not be loaded.
+enum Failure {
+    /// Reading failed.
+    Io(std::io::Error),
+    /// The contents are not a value of the type.
+    Data(String),
+}
+
+/// How much of a text file is read at a time.
+const CHUNK: u64 = 1 << 20;
+
+/// Reads a value of type `ty` from `reader` (what `path` names): an array
+/// as text a chunk at a time, anything else whole.
+fn load_from(mut reader: impl Read, path: Option<&Path>, ty: Type) -> Result<Val, Failure> {
+    let mut head = Vec::new();
+    (&mut reader)
+        .take(CHUNK)
+        .read_to_end(&mut head)
+        .map_err(Failure::Io)?;
+    if ty == Type::Array && format_of(path, &head) == Format::Text {
+        return read_text_array(head, reader).map(Val::Array);
+    }
+    reader.read_to_end(&mut head).map_err(Failure::Io)?;
+    decode(path, &head, ty).map_err(Failure::Data)
+}
+
+/// Whitespace-separated numbers from `reader`, after the bytes `head`
+/// already read from it, a chunk at a time: 10^7 numbers never sit in
+/// memory as 200 MB of text.
+fn read_text_array(head: Vec<u8>, mut reader: impl Read) -> Result<Vec<f64>, Failure> {
+    let mut out = Vec::with_capacity(head.len() / 8);
+    let mut buf = head;
+    let mut eof = false;
+    loop {
+        // Everything up to the last blank is whole words; at the end, all.
+        let whole = match eof {
+            true => buf.len(),
+            false => buf
+                .iter()
+                .rposition(u8::is_ascii_whitespace)
+                .map_or(0, |i| i + 1),
+        };
+        // (A chunk ends at a blank, so it is whole UTF-8 if the text is.)
+        let text = std::str::from_utf8(&buf[..whole])
+            .map_err(|_| Failure::Data("neither text (UTF-8) nor a .npy file".into()))?;
+        for word in words(text) {
+            let number = parse_f64(word)
+                .map_err(|why| Failure::Data(format!("number {}: {why}", out.len() + 1)))?;
+            out.push(number);
+        }
+        if eof {
+            return Ok(out);
+        }
+        buf.drain(..whole);
+        let before = buf.len();
+        (&mut reader)
+            .take(CHUNK)
+            .read_to_end(&mut buf)
+            .map_err(Failure::Io)?;
+        eof = buf.len() == before;
+    }
 }
 
 /// Decodes the bytes of a value file as type `ty`.
@@ -473,7 +582,7 @@ fn words(text: &str) -> impl Iterator<Item = &str> {
             i += 1;
         }
         // Both ends are at ASCII bytes or the end: char boundaries.
-        (i > start).then(|| &text[start..i])
+        text.get(start..i).filter(|w| !w.is_empty())
     })
 }
 
@@ -486,8 +595,8 @@ fn exact_f64(n: i64) -> Option<f64> {
 /// An i64 that is exactly the f64 `x`.
 fn exact_i64(x: f64) -> Option<i64> {
     // -2^63 <= x < 2^63, whole.
-    (x.fract() == 0.0 && (-9.223_372_036_854_775_808e18..9.223_372_036_854_775_808e18).contains(&x))
-        .then_some(x as i64)
+    const TWO_63: f64 = 9_223_372_036_854_775_808.0;
+    (x.fract() == 0.0 && (-TWO_63..TWO_63).contains(&x)).then_some(x as i64)
 }
 
 /// The elements of a `.npy` array as type `ty`: an array of any shape, or
@@ -660,6 +769,24 @@ mod tests {
     }
 
     #[test]
+    fn text_is_read_a_chunk_at_a_time() {
+        // 3.5 MB of numbers: words straddle the chunk boundaries.
+        let n = 500_000;
+        let text: String = (0..n).map(|i| format!("{i}.5\t")).collect();
+        let all = load_from(text.as_bytes(), None, Type::Array).ok().unwrap();
+        let Val::Array(xs) = all else {
+            panic!("not an array")
+        };
+        assert_eq!(xs.len(), n);
+        assert!(xs.iter().enumerate().all(|(i, &x)| x == i as f64 + 0.5));
+        let bad = format!("{text}1 x");
+        match load_from(bad.as_bytes(), None, Type::Array) {
+            Err(Failure::Data(why)) => assert!(why.starts_with("number 500002: "), "{why}"),
+            _ => panic!("not an error"),
+        }
+    }
+
+    #[test]
     fn text_and_npy_values() {
         let t = |s: &str, ty| decode(Some(Path::new("x.txt")), s.as_bytes(), ty);
         assert_eq!(
@@ -692,8 +819,8 @@ mod tests {
         assert!(decode(None, &many, Type::F64)
             .unwrap_err()
             .contains("shape (2,)"));
-        assert_eq!(exact_i64(-9.223372036854775808e18), Some(i64::MIN));
-        assert_eq!(exact_i64(9.223372036854775808e18), None);
+        assert_eq!(exact_i64(-(2f64.powi(63))), Some(i64::MIN));
+        assert_eq!(exact_i64(2f64.powi(63)), None);
         assert_eq!(exact_f64(i64::MAX), None);
     }
 }

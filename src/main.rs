@@ -408,6 +408,7 @@ fn run(a: RunArgs) -> Result<(), Error> {
     };
     let values = bind(&module, id, &given, &mut stdin, &fill)?;
     drop(given);
+    adze::pipeline::timing_mark("arguments");
     let outcome = session.run_in(&module, &name, &values, engine)?;
     drop(values);
     // Saved first: a file that cannot be written is an error with nothing
