@@ -88,49 +88,72 @@ pub fn parse_json_object(bytes: &[u8]) -> Result<Vec<(String, Json)>, String> {
 /// for anything else, which serde_json then reads, or words the error
 /// about.
 fn flat_json_array(bytes: &[u8]) -> Option<Vec<f64>> {
-    let text = std::str::from_utf8(bytes).ok()?;
-    let b = text.as_bytes();
-    let blank = |mut i: usize| {
-        while b
-            .get(i)
-            .is_some_and(|c| matches!(c, b' ' | b'\n' | b'\r' | b'\t'))
-        {
-            i += 1;
-        }
-        i
-    };
-    let mut i = blank(0);
-    if b.get(i) != Some(&b'[') {
-        return None;
-    }
-    let mut out = Vec::with_capacity(b.len() / 8);
-    i = blank(i + 1);
-    if b.get(i) == Some(&b']') {
-        return (blank(i + 1) == b.len()).then_some(out);
-    }
-    loop {
-        let rest = &b[i..];
-        let (x, len) = if rest.starts_with(b"\"NaN\"") {
-            (f64::NAN, 5)
-        } else if rest.starts_with(b"\"inf\"") {
-            (f64::INFINITY, 5)
-        } else if rest.starts_with(b"\"-inf\"") {
-            (f64::NEG_INFINITY, 6)
-        } else {
-            let len = json_number_len(rest)?;
-            // A number is ASCII: its ends are char boundaries.
-            let x: f64 = text.get(i..i + len)?.parse().ok()?;
-            if x.is_infinite() {
-                return None; // too large: serde_json says so
+    let mut flat = FlatJson::default();
+    flat.feed(std::str::from_utf8(bytes).ok()?, true)?;
+    Some(flat.out)
+}
+
+/// A scanner of a flat JSON array that is fed its text in pieces, each
+/// (but the last) ending just after a comma.
+#[derive(Default)]
+struct FlatJson {
+    /// Whether the `[` has been read.
+    opened: bool,
+    out: Vec<f64>,
+}
+
+impl FlatJson {
+    /// Reads the next piece; `None` if the text is not (the start of) a
+    /// flat array of numbers.
+    fn feed(&mut self, text: &str, last: bool) -> Option<()> {
+        let b = text.as_bytes();
+        let blank = |mut i: usize| {
+            while b
+                .get(i)
+                .is_some_and(|c| matches!(c, b' ' | b'\n' | b'\r' | b'\t'))
+            {
+                i += 1;
             }
-            (x, len)
+            i
         };
-        out.push(x);
-        i = blank(i + len);
-        match b.get(i) {
-            Some(b',') => i = blank(i + 1),
-            Some(b']') => return (blank(i + 1) == b.len()).then_some(out),
-            _ => return None,
+        let mut i = blank(0);
+        if !self.opened {
+            if b.get(i) != Some(&b'[') {
+                return None;
+            }
+            self.opened = true;
+            i = blank(i + 1);
+            if b.get(i) == Some(&b']') {
+                return (last && blank(i + 1) == b.len()).then_some(());
+            }
+        }
+        loop {
+            if i == b.len() && !last {
+                return Some(()); // the piece ended after a comma
+            }
+            let rest = &b[i..];
+            let (x, len) = if rest.starts_with(b"\"NaN\"") {
+                (f64::NAN, 5)
+            } else if rest.starts_with(b"\"inf\"") {
+                (f64::INFINITY, 5)
+            } else if rest.starts_with(b"\"-inf\"") {
+                (f64::NEG_INFINITY, 6)
+            } else {
+                let len = json_number_len(rest)?;
+                // A number is ASCII: its ends are char boundaries.
+                let x: f64 = text.get(i..i + len)?.parse().ok()?;
+                if x.is_infinite() {
+                    return None; // too large: serde_json says so
+                }
+                (x, len)
+            };
+            self.out.push(x);
+            i = blank(i + len);
+            match b.get(i) {
+                Some(b',') => i = blank(i + 1),
+                Some(b']') if last => return (blank(i + 1) == b.len()).then_some(()),
+                _ => return None,
+            }
         }
     }
 }
@@ -460,17 +483,26 @@ pub fn load(path: Option<&Path>, ty: Type, stdin: &mut Stdin, who: &str) -> Resu
         Some(p) => {
             let file = std::fs::File::open(p)
                 .map_err(|e| format!("cannot read `{}`: {}", p.display(), io_reason(&e)))?;
-            (format!("`{}`", p.display()), load_from(file, path, ty))
+            let loaded = match load_from(file, path, ty, true) {
+                // Not a flat array of numbers: read again, whole, by serde.
+                Err(Failure::NotFlat) => std::fs::read(p)
+                    .map_err(Failure::Io)
+                    .and_then(|bytes| decode(path, &bytes, ty).map_err(Failure::Data)),
+                loaded => loaded,
+            };
+            (format!("`{}`", p.display()), loaded)
         }
         None => {
             stdin.claim(who)?;
             let input = std::io::stdin().lock();
-            ("standard input".to_string(), load_from(input, None, ty))
+            let loaded = load_from(input, None, ty, false);
+            ("standard input".to_string(), loaded)
         }
     };
     loaded.map_err(|failure| match failure {
         Failure::Io(e) => format!("cannot read {name}: {}", io_reason(&e)),
         Failure::Data(why) => format!("{name}: {why}"),
+        Failure::NotFlat => format!("{name}: not a flat JSON array"),
     })
 }
 
@@ -480,52 +512,83 @@ enum Failure {
     Io(std::io::Error),
     /// The contents are not a value of the type.
     Data(String),
+    /// A JSON file read a chunk at a time is not a flat array of numbers:
+    /// it is to be read again whole.
+    NotFlat,
 }
 
-/// How much of a text file is read at a time.
+/// How much of a file is read at a time.
 const CHUNK: u64 = 1 << 20;
 
 /// Reads a value of type `ty` from `reader` (what `path` names): an array
-/// as text a chunk at a time, anything else whole.
-fn load_from(mut reader: impl Read, path: Option<&Path>, ty: Type) -> Result<Val, Failure> {
+/// a chunk at a time from text, and from JSON when it can be read again
+/// (`rereadable`: JSON that is not a flat array of numbers is then
+/// [`Failure::NotFlat`]); anything else whole.
+fn load_from(
+    mut reader: impl Read,
+    path: Option<&Path>,
+    ty: Type,
+    rereadable: bool,
+) -> Result<Val, Failure> {
     let mut head = Vec::new();
     (&mut reader)
         .take(CHUNK)
         .read_to_end(&mut head)
         .map_err(Failure::Io)?;
-    if ty == Type::Array && format_of(path, &head) == Format::Text {
-        return read_text_array(head, reader).map(Val::Array);
+    match format_of(path, &head) {
+        Format::Text if ty == Type::Array => {
+            let mut out = Vec::with_capacity(head.len() / 8);
+            let blank = |b: &[u8]| b.iter().rposition(u8::is_ascii_whitespace);
+            by_chunks(head, reader, blank, |text, _| {
+                for word in words(text) {
+                    let number = parse_f64(word)
+                        .map_err(|why| Failure::Data(format!("number {}: {why}", out.len() + 1)))?;
+                    out.push(number);
+                }
+                Ok(())
+            })?;
+            Ok(Val::Array(out))
+        }
+        Format::Json if ty == Type::Array && rereadable => {
+            let mut flat = FlatJson::default();
+            let comma = |b: &[u8]| b.iter().rposition(|&c| c == b',');
+            by_chunks(head, reader, comma, |text, last| {
+                flat.feed(text, last).ok_or(Failure::NotFlat)
+            })?;
+            Ok(Val::Array(flat.out))
+        }
+        _ => {
+            reader.read_to_end(&mut head).map_err(Failure::Io)?;
+            decode(path, &head, ty).map_err(Failure::Data)
+        }
     }
-    reader.read_to_end(&mut head).map_err(Failure::Io)?;
-    decode(path, &head, ty).map_err(Failure::Data)
 }
 
-/// Whitespace-separated numbers from `reader`, after the bytes `head`
-/// already read from it, a chunk at a time: 10^7 numbers never sit in
-/// memory as 200 MB of text.
-fn read_text_array(head: Vec<u8>, mut reader: impl Read) -> Result<Vec<f64>, Failure> {
-    let mut out = Vec::with_capacity(head.len() / 8);
+/// Reads `reader` a chunk at a time after the bytes `head` already read
+/// from it, and gives `each` the text up to and including the last
+/// separator (`cut` finds it) of what it has, then, with `true`, the rest:
+/// 10^7 numbers never sit in memory as 200 MB of text.
+fn by_chunks(
+    head: Vec<u8>,
+    mut reader: impl Read,
+    cut: impl Fn(&[u8]) -> Option<usize>,
+    mut each: impl FnMut(&str, bool) -> Result<(), Failure>,
+) -> Result<(), Failure> {
     let mut buf = head;
     let mut eof = false;
     loop {
-        // Everything up to the last blank is whole words; at the end, all.
         let whole = match eof {
             true => buf.len(),
-            false => buf
-                .iter()
-                .rposition(u8::is_ascii_whitespace)
-                .map_or(0, |i| i + 1),
+            false => cut(&buf).map_or(0, |i| i + 1),
         };
-        // (A chunk ends at a blank, so it is whole UTF-8 if the text is.)
-        let text = std::str::from_utf8(&buf[..whole])
-            .map_err(|_| Failure::Data("neither text (UTF-8) nor a .npy file".into()))?;
-        for word in words(text) {
-            let number = parse_f64(word)
-                .map_err(|why| Failure::Data(format!("number {}: {why}", out.len() + 1)))?;
-            out.push(number);
+        if whole > 0 || eof {
+            // The cut is at an ASCII byte: whole UTF-8 if the text is.
+            let text = std::str::from_utf8(&buf[..whole])
+                .map_err(|_| Failure::Data("neither text (UTF-8) nor a .npy file".into()))?;
+            each(text, eof)?;
         }
         if eof {
-            return Ok(out);
+            return Ok(());
         }
         buf.drain(..whole);
         let before = buf.len();
@@ -773,16 +836,50 @@ mod tests {
         // 3.5 MB of numbers: words straddle the chunk boundaries.
         let n = 500_000;
         let text: String = (0..n).map(|i| format!("{i}.5\t")).collect();
-        let all = load_from(text.as_bytes(), None, Type::Array).ok().unwrap();
+        let all = load_from(text.as_bytes(), None, Type::Array, false)
+            .ok()
+            .unwrap();
         let Val::Array(xs) = all else {
             panic!("not an array")
         };
         assert_eq!(xs.len(), n);
         assert!(xs.iter().enumerate().all(|(i, &x)| x == i as f64 + 0.5));
         let bad = format!("{text}1 x");
-        match load_from(bad.as_bytes(), None, Type::Array) {
+        match load_from(bad.as_bytes(), None, Type::Array, false) {
             Err(Failure::Data(why)) => assert!(why.starts_with("number 500002: "), "{why}"),
             _ => panic!("not an error"),
+        }
+    }
+
+    #[test]
+    fn json_is_read_a_chunk_at_a_time() {
+        let n = 300_000;
+        let items: Vec<String> = (0..n).map(|i| format!("{i}.25")).collect();
+        let json = format!(" [ {}, \"inf\" ]\n", items.join(" ,\n"));
+        let all = load_from(json.as_bytes(), None, Type::Array, true)
+            .ok()
+            .unwrap();
+        let Val::Array(xs) = all else {
+            panic!("not an array")
+        };
+        assert_eq!(xs.len(), n + 1);
+        assert!(xs[..n]
+            .iter()
+            .enumerate()
+            .all(|(i, &x)| x == i as f64 + 0.25));
+        assert_eq!(xs[n], f64::INFINITY);
+        for small in ["[1.5]", "[]", "[1, 2]"] {
+            assert!(load_from(small.as_bytes(), None, Type::Array, true).is_ok());
+        }
+        for other in [
+            "[1, [2]]",
+            "[1,]",
+            "[1] 2",
+            "{\"x\": 1}",
+            &format!("{json}]"),
+        ] {
+            let failed = load_from(other.as_bytes(), None, Type::Array, true);
+            assert!(matches!(failed, Err(Failure::NotFlat)), "{other:.20}");
         }
     }
 
