@@ -14,10 +14,11 @@
 //! array must be exactly an f64 (|n| ≤ 2^53, or a multiple of a power of
 //! two beyond), an f64 for an i64 parameter a whole number in range.
 //!
-//! Large arrays never go through a generic JSON tree: a JSON array is
-//! decoded straight into a `Vec<f64>`, text is split and parsed in place,
-//! and a `.npy` file's data is copied (10^7 elements: about a second for
-//! JSON, less for text, a few milliseconds for `.npy`).
+//! Large arrays never go through a generic JSON tree: text and flat JSON
+//! arrays are read a chunk at a time and parsed in place, other JSON is
+//! decoded straight into a `Vec<f64>`, and a `.npy` file's data is copied
+//! (10^7 elements: about a second from text or JSON, a fifth of that
+//! from `.npy`, on the shared development machine; docs/cli.md).
 
 use crate::args::{parse_f64, parse_value};
 use crate::npy;
@@ -303,10 +304,9 @@ impl<'de> Visitor<'de> for Element {
     }
 
     fn visit_str<E: de::Error>(self, v: &str) -> Result<f64, E> {
-        match v {
-            "NaN" | "nan" => Ok(f64::NAN),
-            "inf" => Ok(f64::INFINITY),
-            "-inf" => Ok(f64::NEG_INFINITY),
+        // A non-finite number, spelled as on the command line.
+        match parse_f64(v) {
+            Ok(x) if !x.is_finite() => Ok(x),
             _ => Err(self.not_a_number(format_args!("the string \"{v}\""))),
         }
     }

@@ -368,11 +368,15 @@ fn run(a: RunArgs) -> Result<(), Error> {
         warn(derive.warnings(&session, &func));
     }
     let derivative = derive.apply_at(&session, &func, true)?;
+    let prepared;
     let (module, name) = match &derivative {
-        Some(d) => (d.module.clone(), d.name.clone()),
-        None => (session.prepare(&func)?, func.clone()),
+        Some(d) => (&d.module, d.name.as_str()),
+        None => {
+            prepared = session.prepare(&func)?;
+            (&prepared, func.as_str())
+        }
     };
-    let id = adze::pipeline::function_by_name(&module, &name)?;
+    let id = adze::pipeline::function_by_name(module, name)?;
     let sig = module.func(id).sig.clone();
     let roles = derivative.as_ref().map_or(&[][..], |d| &d.roles[..]);
     let seeds = seeds(seed.as_deref(), derivative.as_ref(), &func)?;
@@ -392,7 +396,7 @@ fn run(a: RunArgs) -> Result<(), Error> {
             "`{n}` is the cotangent of a result: give it with `--seed`"
         )));
     }
-    let saves = saves(&save, &module, id, &func)?;
+    let saves = saves(&save, module, id, &func)?;
     // A shadow not given is zeros of its array's length; the seeds come
     // from `--seed`.
     let fill = |k: usize, values: &[Option<Val>]| match roles.get(k)? {
@@ -406,10 +410,10 @@ fn run(a: RunArgs) -> Result<(), Error> {
         Role::Seed(j) => seeds.get(*j).copied().map(Val::F64),
         _ => None,
     };
-    let values = bind(&module, id, &given, &mut stdin, &fill)?;
+    let values = bind(module, id, &given, &mut stdin, &fill)?;
     drop(given);
     adze::pipeline::timing_mark("arguments");
-    let outcome = session.run_in(&module, &name, &values, engine)?;
+    let outcome = session.run_in(module, name, &values, engine)?;
     drop(values);
     // Saved first: a file that cannot be written is an error with nothing
     // on stdout.
