@@ -221,8 +221,9 @@ impl PipelineArgs {
 struct DeriveArgs {
     /// Run (or dump) the derivative of `--fn`: every f64 parameter is `dual`
     /// (forward) or `active` (reverse), every array `dup`, i64/bool `const`.
-    /// Its parameters are named `x`, `x.t` (tangent), `a.d` (shadow); in
-    /// vector mode `x.t1 .. x.tN`.
+    /// Its parameters are named `x`, `x.t` (tangent), `a.d` (shadow, zeros
+    /// when not given); in vector mode `x.t1 .. x.tN`. Reverse mode prints
+    /// the value, then `d/dx = ..` and `a.d = [..]`.
     #[arg(long, value_enum)]
     derive: Option<DeriveMode>,
     /// Vector mode: N tangents in one forward sweep.

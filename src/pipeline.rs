@@ -320,24 +320,15 @@ impl Session {
         // cotangent seeded with 1.0; for a tuple: the gradient of the sum of
         // its parts).
         let all_f64 = !sig.results.is_empty() && sig.results.iter().all(|&t| t == Type::F64);
+        let ret = match (mode, all_f64) {
+            (_, false) => RetActivity::Const,
+            (Mode::Forward, true) => RetActivity::Dual,
+            (Mode::Reverse, true) => RetActivity::Active,
+        };
         let derived = self.with_ad_context(|cx| -> Result<FuncId, Error> {
             Ok(match mode {
-                Mode::Forward => {
-                    let ret = if all_f64 {
-                        RetActivity::Dual
-                    } else {
-                        RetActivity::Const
-                    };
-                    cx.derive_forward(&mut module, name, &args, ret, width)?
-                }
-                Mode::Reverse => {
-                    let ret = if all_f64 {
-                        RetActivity::Active
-                    } else {
-                        RetActivity::Const
-                    };
-                    cx.derive_reverse(&mut module, name, &args, ret)?
-                }
+                Mode::Forward => cx.derive_forward(&mut module, name, &args, ret, width)?,
+                Mode::Reverse => cx.derive_reverse(&mut module, name, &args, ret)?,
             })
         })?;
         let derived_name = self.finish_derivative(&mut module, derived)?;
