@@ -7,7 +7,7 @@
 //! ```
 
 use adze::adze_ir::Val;
-use adze::{Arg, Derivative, Program};
+use adze::{Arg, DerivativeSpec, Program};
 
 const SRC: &str = "
 fn rosenbrock(x: [f64]) -> f64 {
@@ -25,7 +25,7 @@ fn main() -> Result<(), adze::Error> {
     let program = Program::from_source("rosenbrock.adz", SRC)?;
     let f = program.function("rosenbrock")?;
     // Reverse mode: parameters (x, x.d); the gradient accumulates into x.d.
-    let grad = program.derivative("rosenbrock", &Derivative::reverse())?;
+    let grad = program.derivative("rosenbrock", &DerivativeSpec::reverse())?;
 
     let n = 8;
     let mut x = vec![-1.2; n];

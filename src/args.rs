@@ -1,18 +1,67 @@
-//! Command-line argument values: `--arg NAME=VALUE`, where VALUE is a number
-//! (`2.0`, `3`, `-1e-3`), `true`/`false`, or an array `[2.0, 1.5]`. A value is
-//! converted to the declared type of the parameter it names: `3` is an i64
-//! for an `i64` parameter and 3.0 for an `f64` one; `2.5` for an `i64`
-//! parameter is an error.
+//! Command-line argument values: `--arg NAME=VALUE`, where VALUE is a
+//! number (`2.0`, `3`, `-1e-3`, `nan`, `inf`, `-inf`), `true`/`false`, an
+//! array `[2.0, 1.5]`, or `@PATH`, a value read from a file or, for `@-`,
+//! standard input ([`crate::data`]); and `--args FILE`, a JSON object of
+//! arguments. A value is converted to the declared type of the parameter
+//! it names: `3` is an i64 for an `i64` parameter and 3.0 for an `f64`
+//! one; `2.5` for an `i64` parameter is an error, and so is a number too
+//! large for an f64 (`1e999`: write `inf` for infinity).
 
+use crate::data::{self, Json, Stdin};
 use crate::Error;
 use adze_ir::{FuncId, Module, Type, Val};
+use std::path::{Path, PathBuf};
 
 /// Splits `NAME=VALUE`.
 pub fn split_assignment(text: &str) -> Result<(&str, &str), Error> {
     text.split_once('=')
         .map(|(n, v)| (n.trim(), v.trim()))
         .filter(|(n, _)| !n.is_empty())
-        .ok_or_else(|| Error::Argument(format!("`--arg {text}`: expected NAME=VALUE")))
+        .ok_or_else(|| {
+            Error::Argument(format!("`--arg {}`: expected NAME=VALUE", abbreviate(text)))
+        })
+}
+
+/// Where the value of an argument comes from.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Given {
+    /// `--arg NAME=VALUE`: a literal, or `@PATH`.
+    Text(String),
+    /// A value of the object of `--args FILE` (a string is VALUE text;
+    /// a relative `@PATH` in it is taken from the file's directory).
+    Json {
+        /// The value.
+        value: Json,
+        /// The `--args` file, as given.
+        file: PathBuf,
+    },
+}
+
+/// The arguments given: each with its name, in the order given.
+pub type Arguments = Vec<(String, Given)>;
+
+/// The value of a parameter not given, by its number and the values of
+/// those given ([`bind`]).
+pub type Fill<'a> = &'a dyn Fn(usize, &[Option<Val>]) -> Option<Val>;
+
+/// The entries of the JSON object of `--args FILE` (`-`: standard input).
+pub fn args_file(file: &Path, stdin: &mut Stdin) -> Result<Arguments, Error> {
+    let shown = format!("`--args {}`", file.display());
+    let path = (file != Path::new("-")).then_some(file);
+    let bytes = data::read_bytes(path, stdin, &shown)
+        .map_err(|why| Error::Argument(format!("{shown}: {why}")))?;
+    let entries = data::parse_json_object(&bytes)
+        .map_err(|why| Error::Argument(format!("{shown}: {why}")))?;
+    Ok(entries
+        .into_iter()
+        .map(|(name, value)| {
+            let given = Given::Json {
+                value,
+                file: file.to_path_buf(),
+            };
+            (name, given)
+        })
+        .collect())
 }
 
 /// Builds the argument list of the function `func` of `module` from
@@ -23,9 +72,30 @@ pub fn bind_args(
     func: FuncId,
     pairs: &[(String, String)],
 ) -> Result<Vec<Val>, Error> {
+    let given: Arguments = pairs
+        .iter()
+        .map(|(n, v)| (n.clone(), Given::Text(v.clone())))
+        .collect();
+    bind(module, func, &given, &mut Stdin::default(), &|_, _| None)
+}
+
+/// Builds the argument list of the function `func` of `module` from the
+/// values `given` (a `--arg` given after an `--args` entry of the same
+/// name replaces it; two `--arg`s of one name are an error), reading the
+/// files they name. A parameter not given gets `fill(k, values)`, where
+/// `values` holds what the parameters given have; without one it is an
+/// error.
+pub fn bind(
+    module: &Module,
+    func: FuncId,
+    given: &Arguments,
+    stdin: &mut Stdin,
+    fill: Fill<'_>,
+) -> Result<Vec<Val>, Error> {
     let sig = &module.func(func).sig;
-    for (i, (name, _)) in pairs.iter().enumerate() {
-        if !sig.params.iter().any(|p| &p.name == name) {
+    let mut chosen: Vec<Option<&Given>> = vec![None; sig.params.len()];
+    for (name, g) in given {
+        let Some(k) = sig.params.iter().position(|p| &p.name == name) else {
             let names: Vec<&str> = sig.params.iter().map(|p| p.name.as_str()).collect();
             return Err(Error::Argument(format!(
                 "{} has no parameter `{name}` (its parameters: {})",
@@ -36,26 +106,78 @@ pub fn bind_args(
                     names.join(", ")
                 }
             )));
-        }
-        if pairs[..i].iter().any(|(n, _)| n == name) {
+        };
+        if let (Some(Given::Text(_)), Given::Text(_)) = (chosen[k], g) {
             return Err(Error::Argument(format!("`--arg {name}=..` is given twice")));
+        }
+        chosen[k] = Some(g);
+    }
+    let mut values: Vec<Option<Val>> = Vec::with_capacity(sig.params.len());
+    for (p, g) in sig.params.iter().zip(&chosen) {
+        values.push(match g {
+            Some(g) => Some(load(&p.name, g, p.ty, stdin).map_err(Error::Argument)?),
+            None => None,
+        });
+    }
+    for k in 0..values.len() {
+        if values[k].is_none() {
+            let v = fill(k, &values);
+            values[k] = v;
         }
     }
     sig.params
         .iter()
-        .map(|p| {
-            let (_, text) = pairs.iter().find(|(n, _)| n == &p.name).ok_or_else(|| {
+        .zip(values)
+        .map(|(p, v)| {
+            v.ok_or_else(|| {
                 Error::Argument(format!(
                     "missing `--arg {}=VALUE` ({} parameter of {})",
                     p.name,
                     describe(p.ty),
                     display(module, func)
                 ))
-            })?;
-            parse_value(text, p.ty)
-                .map_err(|why| Error::Argument(format!("`--arg {}={text}`: {why}", p.name)))
+            })
         })
         .collect()
+}
+
+/// The value of the argument `name` of type `ty`; the error names where it
+/// was given.
+fn load(name: &str, given: &Given, ty: Type, stdin: &mut Stdin) -> Result<Val, String> {
+    let (what, result) = match given {
+        Given::Text(text) => {
+            let what = format!("`--arg {name}={}`", abbreviate(text));
+            let result = match text.strip_prefix('@') {
+                Some(path) => data::source(path, None)
+                    .and_then(|path| data::load(path.as_deref(), ty, stdin, &what)),
+                None => parse_value(text, ty),
+            };
+            (what, result)
+        }
+        Given::Json { value, file } => {
+            let what = format!("`{name}` in `--args {}`", file.display());
+            let result = match value {
+                Json::Str(s) if s.starts_with('@') => {
+                    let base = file.parent().filter(|d| !d.as_os_str().is_empty());
+                    data::source(&s[1..], base)
+                        .and_then(|path| data::load(path.as_deref(), ty, stdin, &what))
+                }
+                value => data::json_to_val(value.clone(), ty),
+            };
+            (what, result)
+        }
+    };
+    result.map_err(|why| format!("{what}: {why}"))
+}
+
+/// `text`, or its start and an ellipsis when it is long (an array of
+/// thousands of numbers in a message).
+fn abbreviate(text: &str) -> String {
+    const MAX: usize = 60;
+    match text.char_indices().nth(MAX) {
+        Some((i, _)) => format!("{}..", &text[..i]),
+        None => text.to_string(),
+    }
 }
 
 /// A function as messages name it: the user's function in backquotes, a
@@ -85,17 +207,25 @@ pub fn parse_value(text: &str, ty: Type) -> Result<Val, String> {
         Type::I64 => text
             .parse::<i64>()
             .map(Val::I64)
-            .map_err(|_| format!("expected an integer, got `{text}`")),
+            .map_err(|_| format!("expected an integer, got `{}`", abbreviate(text))),
         Type::Bool => match text {
             "true" => Ok(Val::Bool(true)),
             "false" => Ok(Val::Bool(false)),
-            _ => Err(format!("expected `true` or `false`, got `{text}`")),
+            _ => Err(format!(
+                "expected `true` or `false`, got `{}`",
+                abbreviate(text)
+            )),
         },
         Type::Array => {
             let inner = text
                 .strip_prefix('[')
                 .and_then(|t| t.strip_suffix(']'))
-                .ok_or_else(|| format!("expected an array like `[1.0, 2.5]`, got `{text}`"))?;
+                .ok_or_else(|| {
+                    format!(
+                        "expected an array like `[1.0, 2.5]` or `@FILE`, got `{}`",
+                        abbreviate(text)
+                    )
+                })?;
             if inner.trim().is_empty() {
                 return Ok(Val::Array(Vec::new()));
             }
@@ -126,14 +256,40 @@ pub fn parse_value(text: &str, ty: Type) -> Result<Val, String> {
     }
 }
 
-fn parse_f64(text: &str) -> Result<f64, String> {
-    let ok = !text.is_empty()
-        && text
-            .chars()
-            .all(|c| c.is_ascii_digit() || matches!(c, '.' | '-' | '+' | 'e' | 'E'));
+/// Parses an f64: a decimal number (`2`, `-1.5e-3`), or `nan`, `inf`,
+/// `-inf` (any case; `infinity` too), as adze prints them (`NaN`, `inf`,
+/// `-inf`). A number too large for an f64 (`1e999`) is an error, not
+/// infinity; one too small rounds to zero or a subnormal, as in Rust.
+pub fn parse_f64(text: &str) -> Result<f64, String> {
+    // The common case first: Rust's parser, which reads decimal text (and
+    // the words, whose spellings are checked below) correctly rounded.
     match text.parse::<f64>() {
-        Ok(x) if ok => Ok(x),
-        _ => Err(format!("expected a number, got `{text}`")),
+        Ok(x) if x.is_finite() => return Ok(x),
+        Ok(_) => {}
+        Err(_) => return Err(format!("expected a number, got `{}`", abbreviate(text))),
+    }
+    let word = text.strip_prefix('+').unwrap_or(text);
+    let (negative, word) = match word.strip_prefix('-') {
+        Some(w) => (true, w),
+        None => (false, word),
+    };
+    if word.eq_ignore_ascii_case("inf") || word.eq_ignore_ascii_case("infinity") {
+        Ok(if negative {
+            f64::NEG_INFINITY
+        } else {
+            f64::INFINITY
+        })
+    } else if word.eq_ignore_ascii_case("nan") {
+        if negative || text.starts_with('+') {
+            Err(format!("expected a number, got `{text}` (write `nan`)"))
+        } else {
+            Ok(f64::NAN)
+        }
+    } else {
+        Err(format!(
+            "`{}` is too large for an f64 (write `inf` or `-inf` for infinity)",
+            abbreviate(text)
+        ))
     }
 }
 
@@ -154,8 +310,30 @@ mod tests {
         );
         assert_eq!(parse_value("[]", Type::Array), Ok(Val::Array(vec![])));
         assert!(parse_value("[1.0, x]", Type::Array).is_err());
-        assert!(parse_value("inf", Type::F64).is_err());
         assert!(parse_value("", Type::F64).is_err());
+        assert!(parse_value("infx", Type::F64).is_err());
+        assert!(parse_value("-nan", Type::F64).is_err());
+        for (text, want) in [
+            ("nan", f64::NAN),
+            ("NaN", f64::NAN),
+            ("inf", f64::INFINITY),
+            ("+inf", f64::INFINITY),
+            ("-inf", f64::NEG_INFINITY),
+            ("-Infinity", f64::NEG_INFINITY),
+            ("1e-400", 0.0),
+            ("1.7976931348623157e308", f64::MAX),
+        ] {
+            let got = parse_f64(text).unwrap();
+            assert_eq!(got.to_bits(), want.to_bits(), "{text}");
+        }
+        for big in ["1e999", "-1e309", "1.8e308"] {
+            let err = parse_f64(big).unwrap_err();
+            assert!(err.contains("too large for an f64"), "{big}: {err}");
+        }
+        assert_eq!(
+            parse_value("[nan, -inf]", Type::Array).map(|v| v.to_string()),
+            Ok("[NaN, -inf]".to_string())
+        );
     }
 
     #[test]

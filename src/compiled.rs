@@ -7,7 +7,7 @@
 //! `&[f64]` / `&mut [f64]` slices, never copied — with no pass run again.
 //!
 //! ```
-//! use adze::{Arg, Derivative, Program};
+//! use adze::{Arg, DerivativeSpec, Program};
 //! use adze::adze_ir::Val;
 //!
 //! let src = "fn energy(x: [f64], k: f64) -> f64 {
@@ -21,7 +21,7 @@
 //! assert_eq!(energy.call(&mut [Arg::Array(&x), Arg::F64(0.5)]).unwrap(), vec![Val::F64(7.0)]);
 //!
 //! // The gradient: `x` is `dup` (its shadow receives ∂E/∂x), `k` active.
-//! let grad = program.derivative("energy", &Derivative::reverse()).unwrap();
+//! let grad = program.derivative("energy", &DerivativeSpec::reverse()).unwrap();
 //! let mut dx = vec![0.0; 3];
 //! let out = grad
 //!     .call(&mut [Arg::Array(&x), Arg::ArrayMut(&mut dx), Arg::F64(0.5)])
@@ -46,7 +46,7 @@ pub struct Program {
 /// [`Session::derive`] (every f64 parameter `dual`/`active`, every array
 /// `dup`, the parameters named in `consts` and everything else `const`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Derivative {
+pub struct DerivativeSpec {
     /// Forward or reverse.
     pub mode: Mode,
     /// Forward mode: tangents per sweep (vector mode); 1 otherwise.
@@ -55,10 +55,10 @@ pub struct Derivative {
     pub consts: Vec<String>,
 }
 
-impl Derivative {
+impl DerivativeSpec {
     /// The forward derivative, one tangent per sweep.
-    pub fn forward() -> Derivative {
-        Derivative {
+    pub fn forward() -> DerivativeSpec {
+        DerivativeSpec {
             mode: Mode::Forward,
             width: 1,
             consts: Vec::new(),
@@ -66,21 +66,21 @@ impl Derivative {
     }
 
     /// The reverse derivative (the gradient of the sum of the f64 results).
-    pub fn reverse() -> Derivative {
-        Derivative {
+    pub fn reverse() -> DerivativeSpec {
+        DerivativeSpec {
             mode: Mode::Reverse,
-            ..Derivative::forward()
+            ..DerivativeSpec::forward()
         }
     }
 
     /// The same with `width` tangents per forward sweep.
-    pub fn width(mut self, width: usize) -> Derivative {
+    pub fn width(mut self, width: usize) -> DerivativeSpec {
         self.width = width;
         self
     }
 
     /// The same with parameter `name` held constant.
-    pub fn constant(mut self, name: impl Into<String>) -> Derivative {
+    pub fn constant(mut self, name: impl Into<String>) -> DerivativeSpec {
         self.consts.push(name.into());
         self
     }
@@ -115,10 +115,10 @@ impl Program {
         self.compile(module, name)
     }
 
-    /// Compiles a derivative of function `name` (see [`Derivative`]); its
+    /// Compiles a derivative of function `name` (see [`DerivativeSpec`]); its
     /// parameters are listed by [`Function::params`] (`x`, `x.t` or
     /// `a`, `a.d`, ..).
-    pub fn derivative(&self, name: &str, which: &Derivative) -> Result<Function, Error> {
+    pub fn derivative(&self, name: &str, which: &DerivativeSpec) -> Result<Function, Error> {
         let (module, derived) =
             self.session
                 .derive(name, which.mode, which.width, &which.consts)?;

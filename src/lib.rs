@@ -39,6 +39,8 @@
 pub mod args;
 pub mod check_rules;
 pub mod compiled;
+pub mod data;
+pub mod npy;
 pub mod pipeline;
 
 pub use adze_ad;
@@ -46,8 +48,8 @@ pub use adze_interp;
 pub use adze_ir;
 pub use adze_jit;
 pub use adze_lang;
-pub use compiled::{Arg, Derivative, Function, Program};
-pub use pipeline::{Engine, InlineSetting, Session, Stage};
+pub use compiled::{Arg, DerivativeSpec, Function, Program};
+pub use pipeline::{Derivative, Engine, InlineSetting, Role, Session, Stage};
 
 use std::path::PathBuf;
 

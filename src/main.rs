@@ -6,9 +6,10 @@
 //! for front-end diagnostics, by the rendered excerpt.
 #![forbid(unsafe_code)]
 
-use adze::args::{bind_args, split_assignment};
-use adze::{Engine, Error, InlineSetting, Session, Stage};
-use adze_ir::{Outcome, Val};
+use adze::args::{args_file, bind, split_assignment, Arguments, Given};
+use adze::data::Stdin;
+use adze::{Derivative, Engine, Error, InlineSetting, Role, Session, Stage};
+use adze_ir::{Mode, Outcome, Type, Val};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -99,9 +100,28 @@ struct RunArgs {
     /// The function to run.
     #[arg(long = "fn", value_name = "NAME")]
     func: String,
-    /// An argument: NAME=VALUE, VALUE a number, true/false, or [x, y, ..].
+    /// An argument: NAME=VALUE, VALUE a number (nan, inf, -inf too),
+    /// true/false, [x, y, ..], or @PATH: the value in a file (.json, .npy,
+    /// else whitespace-separated numbers; @- standard input).
     #[arg(long = "arg", value_name = "NAME=VALUE")]
     args: Vec<String>,
+    /// Every argument at once: a JSON object {"NAME": VALUE, ..} (`-`:
+    /// standard input); an `--arg` of the same name replaces its entry.
+    #[arg(long = "args", value_name = "PATH.json")]
+    args_files: Vec<PathBuf>,
+    /// Write the final contents of an array argument (with `--derive`, a
+    /// shadow such as `x.d` too) to PATH: .npy, .json, else text.
+    #[arg(long = "save", value_name = "NAME=PATH.npy")]
+    save: Vec<String>,
+    /// With `--derive reverse`: the cotangents of the f64 results, e.g.
+    /// `1,0` for the first of two (default: 1.0 each).
+    #[arg(
+        long,
+        value_name = "C,C,..",
+        requires = "derive",
+        allow_hyphen_values = true
+    )]
+    seed: Option<String>,
     /// Print {"result": R, "arrays": {..}} as one JSON object.
     #[arg(long)]
     json: bool,
@@ -201,8 +221,9 @@ impl PipelineArgs {
 struct DeriveArgs {
     /// Run (or dump) the derivative of `--fn`: every f64 parameter is `dual`
     /// (forward) or `active` (reverse), every array `dup`, i64/bool `const`.
-    /// Its parameters are named `x`, `x.t` (tangent), `a.d` (shadow); in
-    /// vector mode `x.t1 .. x.tN`.
+    /// Its parameters are named `x`, `x.t` (tangent), `a.d` (shadow, zeros
+    /// when not given); in vector mode `x.t1 .. x.tN`. Reverse mode prints
+    /// the value, then `d/dx = ..` and `a.d = [..]`.
     #[arg(long, value_enum)]
     derive: Option<DeriveMode>,
     /// Vector mode: N tangents in one forward sweep.
@@ -235,32 +256,23 @@ impl DeriveArgs {
         session.derive_warnings(func, self.derive?.ir())
     }
 
-    /// The module to use and the function to run in it.
-    fn apply(&self, session: &Session, func: &str) -> Result<(adze_ir::Module, String), Error> {
-        self.apply_at(session, func, true)
-    }
-
-    /// [`DeriveArgs::apply`], optimized or as the AD pass left it.
+    /// The derivative `--derive` asks for, optimized or as the AD pass
+    /// left it; `None` without `--derive`.
     fn apply_at(
         &self,
         session: &Session,
         func: &str,
         optimized: bool,
-    ) -> Result<(adze_ir::Module, String), Error> {
-        match self.derive {
-            None => Ok((session.prepare(func)?, func.to_string())),
-            Some(mode) => {
-                let mode = mode.ir();
-                if self.width == 0 {
-                    return Err(Error::Argument("`--width` must be at least 1".into()));
-                }
-                if optimized {
-                    session.derive(func, mode, self.width, &self.consts)
-                } else {
-                    session.derive_unoptimized(func, mode, self.width, &self.consts)
-                }
-            }
+    ) -> Result<Option<Derivative>, Error> {
+        let Some(mode) = self.derive else {
+            return Ok(None);
+        };
+        if self.width == 0 {
+            return Err(Error::Argument("`--width` must be at least 1".into()));
         }
+        session
+            .derivative(func, mode.ir(), self.width, &self.consts, optimized)
+            .map(Some)
     }
 }
 
@@ -333,12 +345,15 @@ fn assignments(args: &[String]) -> Result<Vec<(String, String)>, Error> {
 }
 
 /// `adze run`: compile, (derive,) bind the arguments, run, print the
-/// results and the final contents of the `mut` arrays.
+/// results and the final contents of the `mut` arrays, save arrays.
 fn run(a: RunArgs) -> Result<(), Error> {
     let RunArgs {
         file,
         func,
         args,
+        args_files,
+        save,
+        seed,
         json,
         engine,
         timeout,
@@ -353,25 +368,300 @@ fn run(a: RunArgs) -> Result<(), Error> {
     } else {
         warn(derive.warnings(&session, &func));
     }
-    let (module, func) = derive.apply(&session, &func)?;
-    let id = adze::pipeline::function_by_name(&module, &func)?;
+    let derivative = derive.apply_at(&session, &func, true)?;
+    let prepared;
+    let (module, name) = match &derivative {
+        Some(d) => (&d.module, d.name.as_str()),
+        None => {
+            prepared = session.prepare(&func)?;
+            (&prepared, func.as_str())
+        }
+    };
+    let id = adze::pipeline::function_by_name(module, name)?;
     let sig = module.func(id).sig.clone();
-    let pairs = assignments(&args)?;
-    let values = bind_args(&module, id, &pairs)?;
-    let outcome = session.run_in(&module, &func, &values, engine)?;
-    let mut_arrays: Vec<(String, &Val)> = sig
-        .params
-        .iter()
-        .zip(&outcome.args)
-        .filter(|(p, _)| p.ty.is_array() && p.mutable)
-        .map(|(p, v)| (p.name.clone(), v))
-        .collect();
+    let roles = derivative.as_ref().map_or(&[][..], |d| &d.roles[..]);
+    let seeds = seeds(seed.as_deref(), derivative.as_ref(), &func)?;
+    let mut stdin = Stdin::default();
+    let mut given: Arguments = Vec::new();
+    for path in &args_files {
+        given.extend(args_file(path, &mut stdin)?);
+    }
+    for (n, v) in assignments(&args)? {
+        given.push((n, Given::Text(v)));
+    }
+    if let Some((n, _)) = given.iter().find(|(n, _)| {
+        let k = sig.params.iter().position(|p| &p.name == n);
+        k.is_some_and(|k| matches!(roles.get(k), Some(Role::Seed(_))))
+    }) {
+        return Err(Error::Argument(format!(
+            "`{n}` is the cotangent of a result: give it with `--seed`"
+        )));
+    }
+    let saves = saves(&save, module, id, &func)?;
+    // A shadow not given is zeros of its array's length; the seeds come
+    // from `--seed`.
+    let fill = |k: usize, values: &[Option<Val>]| match roles.get(k)? {
+        Role::Shadow(of) => {
+            let at = roles.iter().position(|r| *r == Role::Primal(*of))?;
+            match values.get(at)? {
+                Some(Val::Array(xs)) => Some(Val::Array(vec![0.0; xs.len()])),
+                _ => None,
+            }
+        }
+        Role::Seed(j) => seeds.get(*j).copied().map(Val::F64),
+        _ => None,
+    };
+    let values = bind(module, id, &given, &mut stdin, &fill)?;
+    drop(given);
+    adze::pipeline::timing_mark("arguments");
+    let outcome = session.run_in(module, name, &values, engine)?;
+    drop(values);
+    // Saved first: a file that cannot be written is an error with nothing
+    // on stdout.
+    for (target, path) in saves {
+        let value = match target {
+            Saved::Arg(k) => &outcome.args[k],
+            Saved::Result(k) => &outcome.results[k],
+        };
+        adze::data::save(&path, value)
+            .map_err(|why| Error::Argument(format!("`--save`: {why}")))?;
+    }
+    let report = Report::new(&sig, &outcome, derivative.as_ref());
     if json {
-        println!("{}", json_outcome(&outcome, &mut_arrays));
+        println!("{}", report.json());
     } else {
-        print_outcome(&outcome, &mut_arrays);
+        report.print();
     }
     Ok(())
+}
+
+/// The cotangents of the f64 results that `--seed` gives (default: 1.0
+/// each), checked against the derivative.
+fn seeds(
+    seed: Option<&str>,
+    derivative: Option<&Derivative>,
+    func: &str,
+) -> Result<Vec<f64>, Error> {
+    let wanted = derivative.map_or(0, |d| {
+        d.roles
+            .iter()
+            .filter(|r| matches!(r, Role::Seed(_)))
+            .count()
+    });
+    let Some(text) = seed else {
+        return Ok(vec![1.0; wanted]);
+    };
+    let bad = |why: String| -> Result<Vec<f64>, Error> {
+        Err(Error::Argument(format!("`--seed {text}`: {why}")))
+    };
+    if derivative.is_some_and(|d| d.mode == Mode::Forward) {
+        return bad(
+            "seeds are for `--derive reverse` (forward mode takes tangents, `--arg x.t=..`)".into(),
+        );
+    }
+    let seeds = text
+        .split(',')
+        .map(|c| adze::args::parse_f64(c.trim()))
+        .collect::<Result<Vec<f64>, String>>();
+    match seeds {
+        Err(why) => bad(why),
+        Ok(_) if wanted == 0 => bad(format!(
+            "`{func}` has no f64 result to seed (only the shadows of `mut` arrays are cotangents)"
+        )),
+        Ok(s) if s.len() != wanted => bad(format!(
+            "{} cotangent{} given, but `{func}` has {wanted} f64 result{}",
+            s.len(),
+            if s.len() == 1 { " is" } else { "s are" },
+            if wanted == 1 { "" } else { "s" }
+        )),
+        Ok(s) => Ok(s),
+    }
+}
+
+/// What `--save NAME=..` writes: an argument or a result, by number.
+enum Saved {
+    Arg(usize),
+    Result(usize),
+}
+
+/// The `--save NAME=PATH` options, checked before the run: NAME is an
+/// array parameter of the function run (with `--derive`, of the
+/// derivative: `x.d`), or `result` (`result.0`, `result.1`, .. for a
+/// tuple) when that is an array.
+fn saves(
+    save: &[String],
+    module: &adze_ir::Module,
+    id: adze_ir::FuncId,
+    func: &str,
+) -> Result<Vec<(Saved, PathBuf)>, Error> {
+    let sig = &module.func(id).sig;
+    let mut out = Vec::new();
+    for text in save {
+        let (name, path) = text
+            .split_once('=')
+            .map(|(n, p)| (n.trim(), p.trim()))
+            .filter(|(n, p)| !n.is_empty() && !p.is_empty())
+            .ok_or_else(|| Error::Argument(format!("`--save {text}`: expected NAME=PATH")))?;
+        let bad = |why: String| Error::Argument(format!("`--save {text}`: {why}"));
+        let (target, ty) = if let Some(k) = sig.params.iter().position(|p| p.name == name) {
+            (Saved::Arg(k), sig.params[k].ty)
+        } else if let Some(k) = result_number(name, sig.results.len()) {
+            (Saved::Result(k), sig.results[k])
+        } else {
+            let names: Vec<&str> = sig
+                .params
+                .iter()
+                .filter(|p| p.ty.is_array())
+                .map(|p| p.name.as_str())
+                .collect();
+            return Err(bad(format!(
+                "`{func}` has no array `{name}` (its arrays: {})",
+                if names.is_empty() {
+                    "none".to_string()
+                } else {
+                    names.join(", ")
+                }
+            )));
+        };
+        if !ty.is_array() {
+            let what = match target {
+                Saved::Arg(_) => format!("`{name}`"),
+                Saved::Result(_) => format!("the result `{name}`"),
+            };
+            return Err(bad(format!("{what} is {}, not an array", type_name(ty))));
+        }
+        out.push((target, PathBuf::from(path)));
+    }
+    Ok(out)
+}
+
+/// `result` (a function of one result) or `result.K` as a result number.
+fn result_number(name: &str, results: usize) -> Option<usize> {
+    let k = match name {
+        "result" if results == 1 => 0,
+        _ => name.strip_prefix("result.")?.parse().ok()?,
+    };
+    (k < results).then_some(k)
+}
+
+fn type_name(ty: Type) -> &'static str {
+    match ty {
+        Type::F64 => "an f64",
+        Type::I64 => "an i64",
+        Type::Bool => "a bool",
+        Type::Array => "an array",
+        Type::IArray => "an i64 array",
+    }
+}
+
+/// What `adze run` prints: the results, the derivatives, the final
+/// contents of the `mut` arrays.
+struct Report<'a> {
+    /// The results shown as "the result": all of them, or, in reverse
+    /// mode, the primal's.
+    results: &'a [Val],
+    /// Reverse mode: each active scalar's position among the derivative's
+    /// parameters, name and adjoint.
+    adjoints: Vec<(usize, String, &'a Val)>,
+    /// `mut` arrays (shadows included): position, name, final contents.
+    arrays: Vec<(usize, String, &'a Val)>,
+    /// Whether to print the adjoints (reverse mode).
+    reverse: bool,
+}
+
+impl<'a> Report<'a> {
+    fn new(
+        sig: &adze_ir::Signature,
+        outcome: &'a Outcome,
+        derivative: Option<&Derivative>,
+    ) -> Report<'a> {
+        let arrays = sig
+            .params
+            .iter()
+            .zip(&outcome.args)
+            .enumerate()
+            .filter(|(_, (p, _))| p.ty.is_array() && p.mutable)
+            .map(|(at, (p, v))| (at, p.name.clone(), v))
+            .collect();
+        match derivative {
+            Some(d) if d.mode == Mode::Reverse => {
+                let (results, adjoints) = outcome.results.split_at(d.primal_results);
+                // Parameter `k` of the primal is the derivative's parameter
+                // whose role is `Primal(k)`.
+                let at = |k: usize| {
+                    let at = d.roles.iter().position(|r| *r == Role::Primal(k));
+                    at.unwrap_or(usize::MAX)
+                };
+                let name = |at: usize| sig.params.get(at).map_or("", |p| &p.name).to_string();
+                Report {
+                    results,
+                    adjoints: d
+                        .adjoints
+                        .iter()
+                        .zip(adjoints)
+                        .map(|(&k, v)| (at(k), name(at(k)), v))
+                        .collect(),
+                    arrays,
+                    reverse: true,
+                }
+            }
+            _ => Report {
+                results: &outcome.results,
+                adjoints: Vec::new(),
+                arrays,
+                reverse: false,
+            },
+        }
+    }
+
+    /// As text: the result (a tuple in parentheses), then, in parameter
+    /// order, `d/dy = ..` for each adjoint and `a = [..]` for each array.
+    fn print(&self) {
+        match self.results {
+            [] => {}
+            [one] => println!("{one}"),
+            many => {
+                let parts: Vec<String> = many.iter().map(|v| v.to_string()).collect();
+                println!("({})", parts.join(", "));
+            }
+        }
+        let mut lines: Vec<(usize, String)> = Vec::new();
+        for (at, name, v) in &self.adjoints {
+            lines.push((*at, format!("d/d{name} = {v}")));
+        }
+        for (at, name, v) in &self.arrays {
+            lines.push((*at, format!("{name} = {v}")));
+        }
+        lines.sort_by_key(|(at, _)| *at);
+        for (_, line) in lines {
+            println!("{line}");
+        }
+    }
+
+    /// `{"result": R, "arrays": {..}}`, and in reverse mode
+    /// `"adjoints": {"y": ..}`.
+    fn json(&self) -> serde_json::Value {
+        let result = match self.results {
+            [] => serde_json::Value::Null,
+            [one] => json_val(one),
+            many => many.iter().map(json_val).collect(),
+        };
+        let arrays: serde_json::Map<String, serde_json::Value> = self
+            .arrays
+            .iter()
+            .map(|(_, name, v)| (name.clone(), json_val(v)))
+            .collect();
+        let mut obj = serde_json::json!({ "result": result, "arrays": arrays });
+        if self.reverse {
+            let adjoints: serde_json::Map<String, serde_json::Value> = self
+                .adjoints
+                .iter()
+                .map(|(_, name, v)| (name.clone(), json_val(v)))
+                .collect();
+            obj["adjoints"] = serde_json::Value::Object(adjoints);
+        }
+        obj
+    }
 }
 
 /// `adze dump`: run the stages up to the one printed, put the derivative
@@ -430,16 +720,21 @@ fn derive_in_stages(
             warn(a.derive.warnings(session, name));
             // The derivative is part of the `ad` stage and every
             // later one (optimized in the `optimized` stage).
-            let (module, derived) = a.derive.apply_at(session, name, false)?;
-            let (optimized, _) = a.derive.apply_at(session, name, true)?;
+            let derive = |optimized| -> Result<Derivative, Error> {
+                a.derive
+                    .apply_at(session, name, optimized)?
+                    .ok_or_else(|| Error::Argument("`--derive` needs a mode".into()))
+            };
+            let ad = derive(false)?;
+            let optimized = derive(true)?;
             for (s, m) in stages {
                 match s {
-                    Stage::Ad => *m = module.clone(),
-                    Stage::Optimized => *m = optimized.clone(),
+                    Stage::Ad => *m = ad.module.clone(),
+                    Stage::Optimized => *m = optimized.module.clone(),
                     _ => {}
                 }
             }
-            Ok(Some(derived))
+            Ok(Some(ad.name))
         }
         (_, false) => Ok(a.func.clone()),
     }
@@ -522,32 +817,5 @@ fn json_val(v: &Val) -> serde_json::Value {
         Val::Bool(x) => serde_json::json!(x),
         Val::Array(xs) => xs.iter().map(|&x| json_number(x)).collect(),
         Val::IArray(xs) => serde_json::json!(xs),
-    }
-}
-
-fn json_outcome(outcome: &Outcome, arrays: &[(String, &Val)]) -> serde_json::Value {
-    let result = match outcome.results.as_slice() {
-        [] => serde_json::Value::Null,
-        [one] => json_val(one),
-        many => many.iter().map(json_val).collect(),
-    };
-    let arrays: serde_json::Map<String, serde_json::Value> = arrays
-        .iter()
-        .map(|(name, v)| (name.clone(), json_val(v)))
-        .collect();
-    serde_json::json!({ "result": result, "arrays": arrays })
-}
-
-fn print_outcome(outcome: &Outcome, arrays: &[(String, &Val)]) {
-    match outcome.results.as_slice() {
-        [] => {}
-        [one] => println!("{one}"),
-        many => {
-            let parts: Vec<String> = many.iter().map(|v| v.to_string()).collect();
-            println!("({})", parts.join(", "));
-        }
-    }
-    for (name, v) in arrays {
-        println!("{name} = {v}");
     }
 }

@@ -314,8 +314,45 @@ impl Session {
         width: usize,
         consts: &[String],
     ) -> Result<(Module, String), Error> {
-        use adze_ir::{ArgActivity, Mode, RetActivity, Type};
-        let mut module = self.run_stages_here(Some(name), Stage::Ad, |_, _| {})?;
+        use adze_ir::{Mode, RetActivity, Type};
+        let (mut module, sig, args) = self.derive_request(name, mode, width, consts)?;
+        // The results, when they are all f64: `dual`, or `active` (each
+        // cotangent seeded with 1.0; for a tuple: the gradient of the sum of
+        // its parts).
+        let all_f64 = !sig.results.is_empty() && sig.results.iter().all(|&t| t == Type::F64);
+        let ret = match (mode, all_f64) {
+            (_, false) => RetActivity::Const,
+            (Mode::Forward, true) => RetActivity::Dual,
+            (Mode::Reverse, true) => RetActivity::Active,
+        };
+        let derived = self.with_ad_context(|cx| -> Result<FuncId, Error> {
+            Ok(match mode {
+                Mode::Forward => cx.derive_forward(&mut module, name, &args, ret, width)?,
+                Mode::Reverse => cx.derive_reverse(&mut module, name, &args, ret)?,
+            })
+        })?;
+        let derived_name = self.finish_derivative(&mut module, derived)?;
+        Ok((module, derived_name))
+    }
+
+    /// The module of the `ad` stage of `name`, its signature, and the
+    /// activities of a derivative requested from outside: every f64
+    /// parameter `dual` (forward) or `active` (reverse), every array `dup`,
+    /// everything else and the parameters named in `consts` `const`.
+    fn derive_request(
+        &self,
+        name: &str,
+        mode: adze_ir::Mode,
+        width: usize,
+        consts: &[String],
+    ) -> Result<(Module, adze_ir::Signature, Vec<adze_ir::ArgActivity>), Error> {
+        use adze_ir::{ArgActivity, Mode, Type};
+        if mode == Mode::Reverse && width != 1 {
+            return Err(Error::Argument(
+                "vector mode (`--width`) is for forward derivatives".to_string(),
+            ));
+        }
+        let module = self.run_stages_here(Some(name), Stage::Ad, |_, _| {})?;
         let id = function_by_name(&module, name)?;
         let sig = module.func(id).sig.clone();
         if let Some(c) = consts
@@ -335,43 +372,115 @@ impl Session {
                 _ => ArgActivity::Const,
             })
             .collect();
+        Ok((module, sig, args))
+    }
+
+    /// Verifies a derivative just added to `module`, runs the late inliner
+    /// on it (for `--inline late` and `all`); its name.
+    fn finish_derivative(&self, module: &mut Module, derived: FuncId) -> Result<String, Error> {
+        verify(module, "ad")?;
+        if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
+            let ids = module.reachable_from(derived);
+            inline(module, &ids, "inline (late)")?;
+        }
+        timing_mark("derive");
+        Ok(module.func(derived).name.clone())
+    }
+
+    /// The derivative of `name` that `adze run --derive` runs, with what
+    /// each of its parameters and results is ([`Derivative`]). The
+    /// activities are those of [`Session::derive`]. Forward mode makes the
+    /// same function as [`Session::derive`]; reverse mode makes
+    /// `name.vjp.<acts>` ([`adze_ad::vjp_derivative`]), which returns the
+    /// primal results before the adjoints and takes the cotangent of each
+    /// f64 result as a parameter (the seeds). A request with nothing to
+    /// differentiate (no parameter that is not `const`, or nothing whose
+    /// derivative is taken: no f64 result, in forward mode results not all
+    /// f64, and no `mut` array that is not `const`) is an error. Optimized
+    /// as [`Session::derive`] is, when `optimized` is true.
+    pub fn derivative(
+        &self,
+        name: &str,
+        mode: adze_ir::Mode,
+        width: usize,
+        consts: &[String],
+        optimized: bool,
+    ) -> Result<Derivative, Error> {
+        let mut d = on_big_stack(|| self.derivative_here(name, mode, width, consts))?;
+        if optimized && self.optimize {
+            let ids = scope(&d.module, Some(&d.name));
+            optimize_functions(&mut d.module, &ids)?;
+            timing_mark("optimized (derivative)");
+        }
+        Ok(d)
+    }
+
+    fn derivative_here(
+        &self,
+        name: &str,
+        mode: adze_ir::Mode,
+        width: usize,
+        consts: &[String],
+    ) -> Result<Derivative, Error> {
+        use adze_ir::{ArgActivity, Mode, RetActivity, Type};
+        let (mut module, sig, args) = self.derive_request(name, mode, width, consts)?;
+        let f64_results = sig.results.iter().filter(|&&t| t == Type::F64).count();
+        let ret = match mode {
+            Mode::Forward if f64_results > 0 && f64_results == sig.results.len() => {
+                RetActivity::Dual
+            }
+            Mode::Reverse if f64_results > 0 => RetActivity::Active,
+            _ => RetActivity::Const,
+        };
+        nothing_to_differentiate(name, mode, &sig, &args, ret)?;
+        let mut roles = Vec::new();
+        for (k, a) in args.iter().enumerate() {
+            roles.push(Role::Primal(k));
+            let lanes = match (mode, a) {
+                (Mode::Forward, ArgActivity::Dual) => Role::Tangent(k),
+                (_, ArgActivity::Dup) => Role::Shadow(k),
+                _ => continue,
+            };
+            let width = if mode == Mode::Forward { width } else { 1 };
+            roles.extend(std::iter::repeat_n(lanes, width));
+        }
         let derived = self.with_ad_context(|cx| -> Result<FuncId, Error> {
             Ok(match mode {
-                Mode::Forward => {
-                    let ret =
-                        if !sig.results.is_empty() && sig.results.iter().all(|&t| t == Type::F64) {
-                            RetActivity::Dual
-                        } else {
-                            RetActivity::Const
-                        };
-                    cx.derive_forward(&mut module, name, &args, ret, width)?
-                }
+                Mode::Forward => cx.derive_forward(&mut module, name, &args, ret, width)?,
                 Mode::Reverse => {
-                    if width != 1 {
-                        return Err(Error::Argument(
-                            "vector mode (`--width`) is for forward derivatives".to_string(),
-                        ));
-                    }
-                    // Every f64 result's cotangent is seeded with 1.0 (for a
-                    // tuple: the gradient of the sum of its parts).
-                    let ret =
-                        if !sig.results.is_empty() && sig.results.iter().all(|&t| t == Type::F64) {
-                            RetActivity::Active
-                        } else {
-                            RetActivity::Const
-                        };
-                    cx.derive_reverse(&mut module, name, &args, ret)?
+                    let func = function_by_name(&module, name)?;
+                    let request = adze_ad::ReverseRequest::new(func, args.clone(), ret);
+                    cx.vjp_derivative(&mut module, &request)?
                 }
             })
         })?;
-        verify(&module, "ad")?;
-        if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
-            let ids = module.reachable_from(derived);
-            inline(&mut module, &ids, "inline (late)")?;
+        let adjoints = match mode {
+            Mode::Forward => Vec::new(),
+            Mode::Reverse => {
+                if ret == RetActivity::Active {
+                    roles.extend((0..f64_results).map(Role::Seed));
+                }
+                (0..args.len())
+                    .filter(|&k| args[k] == ArgActivity::Active)
+                    .collect()
+            }
+        };
+        let params = module.func(derived).sig.params.len();
+        if params != roles.len() {
+            return Err(Error::Verify(format!(
+                "the derivative of `{name}` has {params} parameters, not the {} expected",
+                roles.len()
+            )));
         }
-        let derived_name = module.func(derived).name.clone();
-        timing_mark("derive");
-        Ok((module, derived_name))
+        let derived_name = self.finish_derivative(&mut module, derived)?;
+        Ok(Derivative {
+            module,
+            name: derived_name,
+            mode,
+            roles,
+            primal_results: sig.results.len(),
+            adjoints,
+        })
     }
 
     /// Looks a function up by name, with a helpful error.
@@ -415,6 +524,82 @@ impl Session {
             }
         }
     }
+}
+
+/// What a parameter of a [`Derivative`] is.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Parameter number `k` of the function differentiated.
+    Primal(usize),
+    /// A tangent of the f64 parameter number `k` (forward mode; one per
+    /// lane in vector mode).
+    Tangent(usize),
+    /// The shadow of the array parameter number `k`: its tangent (forward
+    /// mode, one per lane) or its adjoint (reverse mode).
+    Shadow(usize),
+    /// The cotangent of the f64 result number `j` (counting the f64
+    /// results only) that reverse mode propagates: the seed.
+    Seed(usize),
+}
+
+/// A derivative requested from outside the source ([`Session::derivative`]):
+/// the module that holds it, its name, and what its parameters and results
+/// are.
+#[derive(Clone, Debug)]
+pub struct Derivative {
+    /// The module, with the derivative added.
+    pub module: Module,
+    /// The derivative's name in `module`.
+    pub name: String,
+    /// Forward or reverse.
+    pub mode: adze_ir::Mode,
+    /// What each parameter of the derivative is, in order.
+    pub roles: Vec<Role>,
+    /// How many results the function differentiated has: forward mode
+    /// returns them, then their tangents (when they are all f64; nothing
+    /// otherwise); reverse mode returns them, then the adjoints.
+    pub primal_results: usize,
+    /// Reverse mode: the parameters (by number) whose adjoints follow the
+    /// primal results, in order.
+    pub adjoints: Vec<usize>,
+}
+
+/// The error for a derivative with nothing to differentiate (see
+/// [`Session::derivative`]).
+fn nothing_to_differentiate(
+    name: &str,
+    mode: adze_ir::Mode,
+    sig: &adze_ir::Signature,
+    args: &[adze_ir::ArgActivity],
+    ret: adze_ir::RetActivity,
+) -> Result<(), Error> {
+    use adze_ir::{ArgActivity, Mode, RetActivity};
+    let mode_name = match mode {
+        Mode::Forward => "forward",
+        Mode::Reverse => "reverse",
+    };
+    let why = if args.iter().all(|&a| a == ArgActivity::Const) {
+        "no parameter is f64 or an array, or every one is `--const`".to_string()
+    } else if ret == RetActivity::Const
+        && !sig
+            .params
+            .iter()
+            .zip(args)
+            .any(|(p, &a)| p.mutable && a == ArgActivity::Dup)
+    {
+        let results = if sig.results.contains(&adze_ir::Type::F64) {
+            // Forward mode takes tangents of results that are all f64.
+            "its results are not all f64"
+        } else {
+            "it returns no f64"
+        };
+        format!("{results} and it writes no `mut` array that is not `--const`")
+    } else {
+        return Ok(());
+    };
+    Err(Error::Argument(format!(
+        "`--derive {mode_name}` of `{name}`: nothing to differentiate: {why}"
+    )))
 }
 
 /// With `ADZE_TIMINGS` set in the environment, prints to stderr, for each

@@ -3,7 +3,7 @@
 //! on borrowed buffers; errors are values.
 
 use adze::adze_ir::Val;
-use adze::{Arg, Derivative, Engine, Error, Program, Session};
+use adze::{Arg, DerivativeSpec, Engine, Error, Program, Session};
 
 const SRC: &str = "
 fn energy(x: [f64], k: f64) -> f64 {
@@ -45,7 +45,7 @@ fn results_equal_the_session_run_bit_for_bit() {
     assert_eq!(f64_of(&got).to_bits(), f64_of(&want.results).to_bits());
 
     // The gradient through the same API, against the session's derivative.
-    let grad = p.derivative("energy", &Derivative::reverse()).unwrap();
+    let grad = p.derivative("energy", &DerivativeSpec::reverse()).unwrap();
     let names: Vec<&str> = grad.params().iter().map(|q| q.name.as_str()).collect();
     assert_eq!(names, ["x", "x.d", "k"]);
     let mut dx = vec![0.0; x.len()];
@@ -89,7 +89,7 @@ fn a_mut_slice_is_written_in_place() {
 fn many_threads_call_one_function_at_once() {
     let p = program();
     // A reverse derivative: every call uses the tape, each its own.
-    let grad = p.derivative("energy", &Derivative::reverse()).unwrap();
+    let grad = p.derivative("energy", &DerivativeSpec::reverse()).unwrap();
     // `deep` recurses, so its calls run on a large-stack thread each.
     let deep = p.function("deep").unwrap();
     let want_deep = f64_of(&deep.call(&mut [Arg::I64(500), Arg::F64(0.7)]).unwrap());
@@ -155,14 +155,14 @@ fn bad_calls_are_errors_not_panics() {
     );
     assert!(m.contains("compiled.adz:8:34"), "{m}");
     // The error names the derivative in the user's terms.
-    let grad = p.derivative("at", &Derivative::reverse()).unwrap();
+    let grad = p.derivative("at", &DerivativeSpec::reverse()).unwrap();
     let mut da = vec![0.0; 2];
     let m = message(grad.call(&mut [Arg::Array(&a), Arg::ArrayMut(&mut da), Arg::I64(5)]));
     assert!(m.contains("derivative of `at`"), "{m}");
     // Unknown functions and parameters are errors at compile time.
     assert!(p.function("nope").is_err());
     assert!(p
-        .derivative("energy", &Derivative::reverse().constant("q"))
+        .derivative("energy", &DerivativeSpec::reverse().constant("q"))
         .is_err());
 }
 
@@ -194,7 +194,7 @@ fn fill_squares(out: mut [i64]) { for i in 0..len(out) { out[i] = i * i; } }";
         .unwrap();
     assert_eq!(out, vec![Val::F64(201.0)]);
     // The gradient: `idx` is held constant (never differentiated).
-    let grad = p.derivative("gather", &Derivative::reverse()).unwrap();
+    let grad = p.derivative("gather", &DerivativeSpec::reverse()).unwrap();
     let names: Vec<&str> = grad.params().iter().map(|q| q.name.as_str()).collect();
     assert_eq!(names, ["x", "x.d", "idx"]);
     let mut dx = [0.0; 3];

@@ -3,6 +3,7 @@
 //! line, run-time errors, and generated programs.
 
 mod cli;
+mod cli_data;
 mod compiled;
 mod examples;
 mod forward;

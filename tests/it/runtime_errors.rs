@@ -733,7 +733,7 @@ fn fault_locations_agree_under_every_setting() {
             "none" | "early" => format!("{aug}: {oob3}"),
             _ => format!(
                 "{aug}, inlined into the reverse derivative of `grad_me` \
-                 (function `grad_me.rev.dup_const`): {oob3}"
+                 (function `grad_me.vjp.dup_const`): {oob3}"
             ),
         };
         assert_eq!(err, &want, "--inline {inline}");

@@ -26,7 +26,8 @@
 //! One lowering is one call of an entry point: [`AdContext::lower_autodiff`],
 //! [`AdContext::lower_autodiff_from`], [`AdContext::forward_derivative`]
 //! (and [`AdContext::derive_forward`]), [`AdContext::reverse_derivative`]
-//! (and [`AdContext::derive_reverse`]) or [`AdContext::split_derivative`].
+//! (and [`AdContext::derive_reverse`]), [`AdContext::vjp_derivative`] or
+//! [`AdContext::split_derivative`].
 //! Entry points called while one is in progress (a derivative requested
 //! while a module is lowered) are part of it. When the outermost one ends,
 //! its budget and caches are dropped: a context may be used for any number
@@ -285,6 +286,16 @@ impl<'h> AdContext<'h> {
             .get(name)
             .ok_or_else(|| AdError::NoSuchFunction(name.to_string()))?;
         self.reverse_derivative(module, &ReverseRequest::new(func, args.to_vec(), ret))
+    }
+
+    /// Builds (or finds) the value-and-VJP function `f.vjp.<acts>` for
+    /// `request` (see [`crate::vjp_derivative`]).
+    pub fn vjp_derivative(
+        &mut self,
+        module: &mut Module,
+        request: &ReverseRequest,
+    ) -> Result<FuncId, AdError> {
+        reverse::vjp_derivative_in(self, module, request)
     }
 
     /// The split pair `(f.aug.<acts>, f.adj.<acts>)` for `request` (see

@@ -59,7 +59,8 @@ pub use forward::{forward_derivative, ForwardRequest};
 pub use lower::{lower_autodiff, lower_autodiff_from};
 pub use partials::{Local, Partial};
 pub use reverse::{
-    derive_reverse, lower_reverse_autodiff, reverse_derivative, split_derivative, ReverseRequest,
+    derive_reverse, lower_reverse_autodiff, reverse_derivative, split_derivative, vjp_derivative,
+    ReverseRequest,
 };
 
 use adze_ir::{ArgActivity, FuncId, Module, RetActivity};

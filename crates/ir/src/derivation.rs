@@ -88,6 +88,10 @@ pub enum Step {
     },
     /// A reverse derivative (the augmented primal, then the adjoint).
     Reverse(ReverseSpec),
+    /// A reverse derivative that also returns the primal results and takes
+    /// the results' cotangents as parameters (the value and the
+    /// vector-Jacobian product, as `adze run --derive reverse` shows them).
+    Vjp(ReverseSpec),
     /// The augmented primal of a reverse derivative, recording on `tape`.
     Augmented {
         /// The reverse request.
@@ -162,7 +166,7 @@ impl Phrase {
     pub(crate) fn of(step: &Step) -> Option<Phrase> {
         Some(match step {
             Step::Forward { width, .. } => Phrase::Forward { width: *width },
-            Step::Reverse(_) => Phrase::Reverse,
+            Step::Reverse(_) | Step::Vjp(_) => Phrase::Reverse,
             Step::Augmented { .. } => Phrase::Augmented,
             Step::Adjoint { .. } => Phrase::Adjoint,
             Step::MadeRule { .. } => Phrase::MadeRule,
@@ -317,6 +321,8 @@ mod tests {
         let mut t = M::new();
         let rev = t.make(Some(t.g), Step::Reverse(spec()));
         assert_eq!(t.describe(rev), "the reverse derivative of `g`");
+        let vjp = t.make(Some(t.g), Step::Vjp(spec()));
+        assert_eq!(t.describe(vjp), "the reverse derivative of `g`");
         let aug = t.make(
             Some(t.g),
             Step::Augmented {

@@ -223,6 +223,35 @@ impl ReverseRequest {
         self.name(module, "rev")
     }
 
+    /// `f.vjp.<acts>`: the derivative that also returns the primal results
+    /// and takes the results' cotangents ([`vjp_derivative`]).
+    pub fn vjp_name(&self, module: &Module) -> String {
+        self.name(module, "vjp")
+    }
+
+    /// What `f.vjp.<acts>` is made from, as the module records it.
+    pub fn vjp_derivation(&self) -> Derivation {
+        Derivation {
+            from: Some(self.func),
+            step: Step::Vjp(self.spec()),
+        }
+    }
+
+    /// The signature of `f.vjp.<acts>`: the parameters of the derivative,
+    /// then, with an `active` result, one cotangent per f64 result (`dret`,
+    /// or `dret0`, `dret1`, ..); the primal results, then the adjoints of
+    /// the `active` parameters.
+    pub fn vjp_signature(&self, module: &Module) -> Signature {
+        let f = module.func(self.func);
+        let mut sig = self.derivative_signature(module);
+        if self.ret == RetActivity::Active {
+            sig.params
+                .extend(cotangent_names(&f.sig).map(|name| Param::new(name, Type::F64)));
+        }
+        sig.results = f.sig.results.iter().copied().chain(sig.results).collect();
+        sig
+    }
+
     /// `f.aug.<acts>`: the augmented primal (of a request whose primal uses
     /// no tape; see [`TAPE`] for the others).
     pub fn aug_name(&self, module: &Module) -> String {
@@ -308,20 +337,25 @@ impl ReverseRequest {
                 .filter(|(_, a)| **a == ArgActivity::Dup)
                 .map(|(p, _)| Param::mutable_array(format!("{}.d", p.name))),
         );
-        let n = f.sig.results.iter().filter(|&&t| t == Type::F64).count();
-        for k in 0..n {
-            let name = if n == 1 {
-                "dret".to_string()
-            } else {
-                format!("dret{k}")
-            };
-            params.push(Param::new(name, Type::F64));
-        }
+        params.extend(cotangent_names(&f.sig).map(|name| Param::new(name, Type::F64)));
         Signature {
             params,
             results: self.adjoint_results(),
         }
     }
+}
+
+/// The names of the cotangents of the f64 results of `sig`, in order:
+/// `dret` for one, `dret0`, `dret1`, .. for several.
+fn cotangent_names(sig: &Signature) -> impl Iterator<Item = String> {
+    let n = sig.results.iter().filter(|&&t| t == Type::F64).count();
+    (0..n).map(move |k| {
+        if n == 1 {
+            "dret".to_string()
+        } else {
+            format!("dret{k}")
+        }
+    })
 }
 
 /// What a differentiated call becomes.
@@ -551,10 +585,34 @@ fn derive_top(
     req: &ReverseRequest,
     depth: usize,
 ) -> Result<FuncId, AdError> {
+    // Before the name and signature read the function.
     req.validate(module)?;
-    let name = req.derivative_name(module);
     let sig = req.derivative_signature(module);
-    let key = req.derivation();
+    let (name, key) = (req.derivative_name(module), req.derivation());
+    derive_whole(cx, module, req, depth, Whole { name, key, sig }, false)
+}
+
+/// A function that runs a whole reverse derivative (the augmented primal,
+/// then the adjoint): its name, its record and its signature.
+struct Whole {
+    name: String,
+    key: Derivation,
+    sig: Signature,
+}
+
+/// Builds (or finds) `whole`: `f.rev.<acts>` (`vjp` false: the adjoints
+/// for the seed 1.0 or 0.0, the `autodiff` layout) or `f.vjp.<acts>` (`vjp`
+/// true: the primal results and the adjoints for the seeds it is given).
+fn derive_whole(
+    cx: &mut AdContext<'_>,
+    module: &mut Module,
+    req: &ReverseRequest,
+    depth: usize,
+    whole: Whole,
+    vjp: bool,
+) -> Result<FuncId, AdError> {
+    req.validate(module)?;
+    let Whole { name, key, sig } = whole;
     if let Some(id) = module.find_derived(&key) {
         if module.func(id).sig != sig {
             return Err(AdError::NameTaken { name });
@@ -579,11 +637,8 @@ fn derive_top(
             k += 1;
         }
     }
-    b.call(aug, &primal_args, &primal_sig.results);
-    let seed = match req.ret {
-        RetActivity::Active => 1.0,
-        _ => 0.0,
-    };
+    let call = b.call(aug, &primal_args, &primal_sig.results);
+    let primal_results = b.func.dfg.inst_results(call).to_vec();
     let mut adj_args: Vec<Value> = primal_args
         .iter()
         .zip(&primal_sig.params)
@@ -592,9 +647,18 @@ fn derive_top(
         .map(|(_, (&a, _))| a)
         .collect();
     adj_args.extend(shadows);
-    for &t in &primal_sig.results {
-        if t == Type::F64 {
-            adj_args.push(b.fconst(seed));
+    if vjp && req.ret == RetActivity::Active {
+        // The seeds are the parameters after the derivative's.
+        adj_args.extend_from_slice(&params[k..]);
+    } else {
+        let seed = match req.ret {
+            RetActivity::Active => 1.0,
+            _ => 0.0,
+        };
+        for &t in &primal_sig.results {
+            if t == Type::F64 {
+                adj_args.push(b.fconst(seed));
+            }
         }
     }
     let results = req.adjoint_results();
@@ -604,11 +668,65 @@ fn derive_top(
     // see `adj.rs`); the derivative returns +0.0 for it, as users expect.
     let zero = b.fconst(0.0);
     let adjs: Vec<_> = adjs.into_iter().map(|a| b.fadd(a, zero)).collect();
-    b.ret(&adjs);
+    let returned: Vec<Value> = if vjp {
+        primal_results.into_iter().chain(adjs).collect()
+    } else {
+        adjs
+    };
+    b.ret(&returned);
     crate::lower::check_shadows(&mut f, &req.args, 1);
     module
         .push_derived(f, key)
         .map_err(|_| AdError::NameTaken { name: name.clone() })
+}
+
+/// Builds (or finds) `f.vjp.<acts>` for `request` (see [`vjp_derivative`]).
+pub(crate) fn vjp_derivative_in(
+    cx: &mut AdContext<'_>,
+    module: &mut Module,
+    request: &ReverseRequest,
+) -> Result<FuncId, AdError> {
+    one_lowering(cx, module, request, |cx, module| {
+        // Before the name and signature read the function.
+        request.validate(module)?;
+        let whole = Whole {
+            name: request.vjp_name(module),
+            key: request.vjp_derivation(),
+            sig: request.vjp_signature(module),
+        };
+        derive_whole(cx, module, request, 0, whole, true)
+    })
+}
+
+/// The value and the vector-Jacobian product in one function,
+/// `f.vjp.<acts>`: its parameters are those of the reverse derivative
+/// ([`reverse_derivative`]: `p`, and `a, a.d` for a `dup` array), then,
+/// with `ret active`, the cotangent of each f64 result (`dret`, or `dret0`,
+/// `dret1`, ..: the seeds, given rather than 1.0); its results are the
+/// primal's results, then the adjoints of the `active` parameters. It runs
+/// the same split pair as `f.rev.<acts>`, so its adjoints for the seeds 1.0
+/// are those of `f.rev.<acts>` bit for bit. With the default
+/// [`AdContext`]: see [`AdContext::vjp_derivative`].
+///
+/// ```
+/// use adze_ad::{vjp_derivative, ReverseRequest};
+/// use adze_interp::Interpreter;
+/// use adze_ir::{ArgActivity, RetActivity, Val};
+///
+/// let src = "fn f(x: f64, y: f64) -> (f64, f64) { (x * y, x + y) }";
+/// let mut module = adze_lang::compile("f.adz", src).unwrap();
+/// let f = module.get("f").unwrap();
+/// let acts = vec![ArgActivity::Active, ArgActivity::Active];
+/// let req = ReverseRequest::new(f, acts, RetActivity::Active);
+/// let d = vjp_derivative(&mut module, &req).unwrap();
+/// assert_eq!(module.func(d).name, "f.vjp.active_active");
+/// // (x, y, dret0, dret1) -> (x * y, x + y, d/dx, d/dy) of dret0 * (x * y) + dret1 * (x + y).
+/// let args = [3.0, 4.0, 1.0, 0.0].map(Val::F64);
+/// let out = Interpreter::new(&module).call(d, &args).unwrap();
+/// assert_eq!(out.results, [12.0, 7.0, 4.0, 3.0].map(Val::F64));
+/// ```
+pub fn vjp_derivative(module: &mut Module, request: &ReverseRequest) -> Result<FuncId, AdError> {
+    AdContext::default().vjp_derivative(module, request)
 }
 
 /// Builds (or finds) the split pair of `req`, recording on `tape` (for a
@@ -948,19 +1066,7 @@ fn apply_rule(
         .filter(|(_, &s)| s)
         .map(|(p, _)| Param::mutable_array(format!("{}.d", p.name)))
         .collect();
-    let n_res = owner_sig
-        .results
-        .iter()
-        .filter(|&&t| t == Type::F64)
-        .count();
-    for k in 0..n_res {
-        let name = if n_res == 1 {
-            "dret".to_string()
-        } else {
-            format!("dret{k}")
-        };
-        params.push(Param::new(name, Type::F64));
-    }
+    params.extend(cotangent_names(&owner_sig).map(|name| Param::new(name, Type::F64)));
     let results: Vec<Type> = owner_sig
         .params
         .iter()
