@@ -133,7 +133,7 @@ pub fn bind(
                 Error::Argument(format!(
                     "missing `--arg {}=VALUE` ({} parameter of {})",
                     p.name,
-                    describe(p.ty),
+                    p.ty.a(),
                     display(module, func)
                 ))
             })
@@ -187,16 +187,6 @@ fn display(module: &Module, func: FuncId) -> String {
     module
         .describe_function(func)
         .unwrap_or_else(|| format!("`{}`", module.func(func).name))
-}
-
-fn describe(ty: Type) -> &'static str {
-    match ty {
-        Type::F64 => "an f64",
-        Type::I64 => "an i64",
-        Type::Bool => "a bool",
-        Type::Array => "an array",
-        Type::IArray => "an i64 array",
-    }
 }
 
 /// Parses one value as type `ty`.

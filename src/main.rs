@@ -9,7 +9,7 @@
 use adze::args::{args_file, bind, split_assignment, Arguments, Given};
 use adze::data::Stdin;
 use adze::{Derivative, Engine, Error, InlineSetting, Role, Session, Stage};
-use adze_ir::{Mode, Outcome, Type, Val};
+use adze_ir::{Mode, Outcome, Val};
 use clap::{Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -528,7 +528,7 @@ fn saves(
                 Saved::Arg(_) => format!("`{name}`"),
                 Saved::Result(_) => format!("the result `{name}`"),
             };
-            return Err(bad(format!("{what} is {}, not an array", type_name(ty))));
+            return Err(bad(format!("{what} is {}, not an array", ty.a())));
         }
         out.push((target, PathBuf::from(path)));
     }
@@ -542,16 +542,6 @@ fn result_number(name: &str, results: usize) -> Option<usize> {
         _ => name.strip_prefix("result.")?.parse().ok()?,
     };
     (k < results).then_some(k)
-}
-
-fn type_name(ty: Type) -> &'static str {
-    match ty {
-        Type::F64 => "an f64",
-        Type::I64 => "an i64",
-        Type::Bool => "a bool",
-        Type::Array => "an array",
-        Type::IArray => "an i64 array",
-    }
 }
 
 /// What `adze run` prints: the results, the derivatives, the final

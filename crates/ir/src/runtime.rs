@@ -504,21 +504,11 @@ pub fn check_args(func: &str, sig: &Signature, args: &[Val]) -> Result<(), RunEr
                 TrapKind::BadArguments(format!(
                     "argument `{}` must be {}, got {}",
                     p.name,
-                    type_description(p.ty),
-                    type_description(a.ty())
+                    p.ty.a(),
+                    a.ty().a()
                 )),
             ));
         }
     }
     Ok(())
-}
-
-fn type_description(ty: Type) -> &'static str {
-    match ty {
-        Type::F64 => "an f64",
-        Type::I64 => "an i64",
-        Type::Bool => "a bool",
-        Type::Array => "an array",
-        Type::IArray => "an i64 array",
-    }
 }

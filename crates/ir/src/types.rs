@@ -54,6 +54,18 @@ impl Type {
         !self.is_array()
     }
 
+    /// The type with its article, as messages name a value of it: "an
+    /// f64", "an i64", "a bool", "an array", "an i64 array".
+    pub fn a(self) -> &'static str {
+        match self {
+            Type::F64 => "an f64",
+            Type::I64 => "an i64",
+            Type::Bool => "a bool",
+            Type::Array => "an array",
+            Type::IArray => "an i64 array",
+        }
+    }
+
     /// Is this an array type (`arr` or `iarr`)?
     pub fn is_array(self) -> bool {
         matches!(self, Type::Array | Type::IArray)

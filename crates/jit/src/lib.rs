@@ -217,16 +217,6 @@ pub enum Arg<'a> {
     IArrayMut(&'a mut [i64]),
 }
 
-fn describe(ty: Type) -> &'static str {
-    match ty {
-        Type::F64 => "an f64",
-        Type::I64 => "an i64",
-        Type::Bool => "a bool",
-        Type::Array => "an array",
-        Type::IArray => "an i64 array",
-    }
-}
-
 /// Appends the argument slots of one value: a scalar's bits, or an array's
 /// pointer and length (the buffer must stay put while the slots are used).
 fn push_slots(slots: &mut Vec<u64>, v: &mut Val) {
@@ -1035,8 +1025,8 @@ impl Compiled {
                 return bad(format!(
                     "argument `{}` must be {}, got {}",
                     p.name,
-                    describe(p.ty),
-                    describe(ty)
+                    p.ty.a(),
+                    ty.a()
                 ));
             }
             if p.mutable && matches!(a, Arg::Array(_) | Arg::IArray(_)) {
