@@ -166,6 +166,8 @@ struct Scope {
     ints: Vec<String>,
     /// Arrays: name, minimum length, writable.
     arrays: Vec<(String, usize, bool)>,
+    /// Local i64 arrays of non-negative small integers: name, length.
+    iarrays: Vec<(String, usize)>,
 }
 
 const CONSTS: [&str; 8] = ["0.5", "2.0", "-1.5", "0.0", "1.0", "3.0", "0.25", "-1.0"];
@@ -292,9 +294,19 @@ impl<'a> FnGen<'a> {
         }
     }
 
-    /// `a[..]` in bounds: a literal below the minimum length or an index
+    /// `a[..]` in bounds: a literal below the minimum length, an index
+    /// modulo the length, or (a gather) an element of a local i64 array
     /// modulo the length.
     fn index(&mut self, a: &str, len: usize) -> String {
+        let iarrays: Vec<(String, usize)> = self
+            .scopes
+            .iter()
+            .flat_map(|s| s.iarrays.iter().cloned())
+            .collect();
+        if !iarrays.is_empty() && self.rng.chance(25) {
+            let (p, plen) = self.rng.pick(&iarrays).clone();
+            return format!("{a}[{p}[{}] % len({a})]", self.rng.below(plen));
+        }
         let ints = self.ints();
         if !ints.is_empty() && self.rng.chance(40) {
             format!("{a}[{} % len({a})]", self.rng.pick(&ints))
@@ -457,7 +469,7 @@ impl<'a> FnGen<'a> {
     }
 
     fn stmt(&mut self, nest: usize) {
-        match self.rng.below(17) {
+        match self.rng.below(18) {
             0..=2 => {
                 let v = self.fresh("v");
                 let e = self.fexpr(3);
@@ -489,6 +501,7 @@ impl<'a> FnGen<'a> {
             }
             14 if self.autodiff_left > 0 => self.autodiff_stmt(),
             15 if self.loop_depth > 0 => self.exit_stmt(),
+            16 => self.int_array(),
             _ => {
                 let v = self.fresh("v");
                 let e = self.fexpr(2);
@@ -674,6 +687,33 @@ impl<'a> FnGen<'a> {
             self.line(format!("let {v} = {call};"));
             self.top().f.push(v);
         }
+    }
+
+    /// `let pN = zeros_i64(L);` and a few small non-negative integers into
+    /// it (indices for `index`), or a store into an existing one.
+    fn int_array(&mut self) {
+        let existing: Vec<(String, usize)> = self
+            .scopes
+            .iter()
+            .flat_map(|s| s.iarrays.iter().cloned())
+            .collect();
+        if !existing.is_empty() && self.rng.chance(50) {
+            let (p, len) = self.rng.pick(&existing).clone();
+            let k = self.rng.below(len);
+            let v = self.small_int();
+            self.line(format!("{p}[{k}] = {v};"));
+            return;
+        }
+        let p = self.fresh("p");
+        let len = 1 + self.rng.below(3);
+        self.line(format!("let {p} = zeros_i64({len});"));
+        for k in 0..len {
+            if self.rng.chance(70) {
+                let v = self.small_int();
+                self.line(format!("{p}[{k}] = {v};"));
+            }
+        }
+        self.top().iarrays.push((p, len));
     }
 
     fn store(&mut self) {
