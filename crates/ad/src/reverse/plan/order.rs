@@ -1,0 +1,307 @@
+//! When the reverse blocks that add to an adjoint run one after another
+//! once per definition, so that the running sum can be handed from one to
+//! the next as an SSA value (see [`Plan::assign_slots`]).
+//!
+//! The question, for a value defined in block `D` and blocks `U₁ .. Uₖ`
+//! whose reverse adds to its adjoint: does every execution of `D` go on to
+//! run `U₁`, then `U₂`, .., then `Uₖ`, each exactly once, before `D` runs
+//! again or the function returns? Then the reverse sweep runs `R(Uₖ)` ..
+//! `R(U₁)` and `R(D)` in that order once per definition, `R(Uᵢ₊₁)`
+//! dominates `R(Uᵢ)` in the adjoint, and the sum needs no memory.
+//!
+//! It holds exactly when, in the graph of the paths from `D` that stop
+//! where they come back to `D` or return, each `Uᵢ` post-dominates the one
+//! before it (and `D`) and lies on no cycle. That test depends only on the
+//! blocks from `D` to `Uₖ`: a callee's body inlined is a single-entry,
+//! single-exit region of the caller, so the answer is the same for its own
+//! values inlined or called, and for a caller's values the region is
+//! crossed as the call is, from its entry to its exit.
+//!
+//! Per definition that is a walk of the function; [`Structure`] answers it
+//! for all of them at once where control flow is reducible: `Uᵢ` must be in
+//! `D`'s innermost loop and in no inner one, and post-dominate `Uᵢ₋₁` in a
+//! graph where a loop's back edges lead to its exits (so an iteration ends
+//! there, and an inner loop is a detour). A block on an irreducible cycle
+//! (which reversed control flow has, so a derivative of a derivative
+//! meets it) gets the walk.
+
+use adze_ir::cfg::{reverse_postorder_by, DominatorTree, Loop, LoopForest};
+use adze_ir::Block;
+use cranelift_entity::{EntityRef, EntitySet, SecondaryMap};
+use std::collections::HashMap;
+
+/// The control flow the carrying test reads, built once per plan.
+pub(super) struct Structure<'a> {
+    succs: SecondaryMap<Block, Vec<Block>>,
+    returns: EntitySet<Block>,
+    forest: &'a LoopForest,
+    /// Position of each block in `order` (reverse postorder): the adjoint
+    /// emits reverse blocks last first, so a running sum must go from a
+    /// later block to an earlier one.
+    pos: SecondaryMap<Block, usize>,
+    /// Blocks on a cycle without a loop header: irreducible control flow.
+    irreducible: EntitySet<Block>,
+    /// Post-dominators in the graph with back edges to loop exits.
+    pdom: DominatorTree,
+    /// The exact test's graph per definition block, on demand.
+    walks: HashMap<Block, Walk>,
+    /// First block number past the function's.
+    fresh: u32,
+}
+
+/// From one definition block `D`: its post-dominators in the graph of paths
+/// that end where they return to `D`, leave `D`'s innermost loop or take its
+/// back edge (which come back to `D` only through its header), and the
+/// blocks of that graph on a cycle.
+struct Walk {
+    pdom: DominatorTree,
+    cyclic: EntitySet<Block>,
+}
+
+/// Where an edge of an auxiliary graph goes: a block or the virtual exit.
+type Target = Option<Block>;
+
+impl<'a> Structure<'a> {
+    /// `succs(b)`: the successors of a reachable block `b`; `returns`: the
+    /// blocks ending in `return`; `fresh`: a block number above all of the
+    /// function's.
+    pub fn new(
+        order: &'a [Block],
+        succs: SecondaryMap<Block, Vec<Block>>,
+        returns: &[Block],
+        forest: &'a LoopForest,
+        fresh: u32,
+    ) -> Structure<'a> {
+        let mut pos = SecondaryMap::with_default(usize::MAX);
+        for (k, &b) in order.iter().enumerate() {
+            pos[b] = k;
+        }
+        let mut ret = EntitySet::new();
+        for &b in returns {
+            ret.insert(b);
+        }
+        let is_back = |from: Block, to: Block| {
+            forest
+                .innermost(to)
+                .is_some_and(|l| forest.header(l) == to && forest.latches(l).contains(&from))
+        };
+        let irreducible = on_cycles(order, |b| {
+            succs[b]
+                .iter()
+                .copied()
+                .filter(|&s| !is_back(b, s))
+                .collect()
+        });
+        // The graph with back edges to loop exits: loop `l` is the virtual
+        // node `fresh + l`, which a back edge of `l` leads to and which
+        // leads where `l`'s exit edges lead; `fresh + #loops` is the exit.
+        let node = |l: Loop| Block::new(fresh as usize + l.index());
+        let sink = Block::new(fresh as usize + forest.len());
+        let image = |from: Block, to: Block| -> Block {
+            match forest.innermost(to) {
+                Some(l) if forest.header(l) == to && forest.latches(l).contains(&from) => node(l),
+                _ => to,
+            }
+        };
+        let mut out: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
+        for &b in order {
+            let mut o: Vec<Block> = succs[b].iter().map(|&s| image(b, s)).collect();
+            if ret.contains(b) {
+                o.push(sink);
+            }
+            for &s in &succs[b] {
+                // Each loop this edge leaves gets its image as an exit.
+                for l in forest.loops_around(b) {
+                    if forest.contains(l, s) {
+                        break;
+                    }
+                    let e = image(b, s);
+                    let exits = &mut out[node(l)];
+                    if !exits.contains(&e) {
+                        exits.push(e);
+                    }
+                }
+            }
+            out[b] = o;
+        }
+        let nodes: Vec<Block> = order
+            .iter()
+            .copied()
+            .chain(forest.loops().map(node))
+            .collect();
+        let pdom = post_dominators(&nodes, sink, |b| {
+            out.get(b)
+                .cloned()
+                .unwrap_or_default()
+                .into_iter()
+                .map(Some)
+                .collect()
+        });
+        Structure {
+            succs,
+            returns: ret,
+            forest,
+            pos,
+            irreducible,
+            pdom,
+            walks: HashMap::new(),
+            fresh,
+        }
+    }
+
+    /// Can the adjoint of a value defined in `def`, to which the reverse of
+    /// the blocks `users` adds (in any order, repeats allowed), be handed
+    /// from reverse block to reverse block as an SSA value? See the module
+    /// documentation.
+    pub fn carries(&mut self, def: Block, users: &[Block]) -> bool {
+        if self.pos[def] == usize::MAX {
+            return false;
+        }
+        let mut blocks: Vec<Block> = users.to_vec();
+        if blocks.iter().any(|&u| self.pos[u] == usize::MAX) {
+            return false;
+        }
+        blocks.push(def);
+        blocks.sort_by_key(|&b| self.pos[b]);
+        blocks.dedup();
+        if blocks[0] != def {
+            return false;
+        }
+        if blocks.iter().any(|&b| self.irreducible.contains(b)) {
+            let walk = self.walk(def);
+            return blocks
+                .windows(2)
+                .all(|w| !walk.cyclic.contains(w[1]) && walk.pdom.dominates(w[1], w[0]));
+        }
+        let inner = self.forest.innermost(def);
+        blocks.iter().all(|&b| self.forest.innermost(b) == inner)
+            && blocks.windows(2).all(|w| self.pdom.dominates(w[1], w[0]))
+    }
+
+    /// The exact test's graph from `def` (see [`Walk`]).
+    fn walk(&mut self, def: Block) -> &Walk {
+        if !self.walks.contains_key(&def) {
+            let within = self.forest.innermost(def);
+            let (forest, succs, returns) = (self.forest, &self.succs, &self.returns);
+            let target = |to: Block| -> Target {
+                let leaves =
+                    within.is_some_and(|l| !forest.contains(l, to) || forest.header(l) == to);
+                (to != def && !leaves).then_some(to)
+            };
+            let edges = |b: Block| -> Vec<Target> {
+                let mut o: Vec<Target> = succs[b].iter().map(|&s| target(s)).collect();
+                if returns.contains(b) {
+                    o.push(None);
+                }
+                o
+            };
+            let blocks = |b: Block| -> Vec<Block> { edges(b).into_iter().flatten().collect() };
+            let nodes = reverse_postorder_by(def, blocks);
+            let sink = Block::new(self.fresh as usize + forest.len() + 1);
+            let walk = Walk {
+                pdom: post_dominators(&nodes, sink, edges),
+                cyclic: on_cycles(&nodes, blocks),
+            };
+            self.walks.insert(def, walk);
+        }
+        &self.walks[&def]
+    }
+}
+
+/// The post-dominator tree of the graph on `nodes` with edges `succs`
+/// (`None`: to the virtual exit, numbered `sink`). Blocks from which no path
+/// reaches the exit are in no tree: they post-dominate nothing.
+fn post_dominators(
+    nodes: &[Block],
+    sink: Block,
+    succs: impl Fn(Block) -> Vec<Target>,
+) -> DominatorTree {
+    let mut preds: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
+    for &b in nodes {
+        for s in succs(b) {
+            preds[s.unwrap_or(sink)].push(b);
+        }
+    }
+    let order = reverse_postorder_by(sink, |b| preds[b].clone());
+    DominatorTree::new(&order, |b| {
+        if b == sink {
+            Vec::new()
+        } else {
+            succs(b).into_iter().map(|s| s.unwrap_or(sink)).collect()
+        }
+    })
+}
+
+/// The blocks of `nodes` that lie on a cycle of the graph `succs`
+/// restricted to `nodes` (a strongly connected component of two or more
+/// blocks, or a block that branches to itself). Tarjan's algorithm,
+/// without recursion.
+fn on_cycles(nodes: &[Block], succs: impl Fn(Block) -> Vec<Block>) -> EntitySet<Block> {
+    const NONE: u32 = u32::MAX;
+    let mut inside = EntitySet::new();
+    for &b in nodes {
+        inside.insert(b);
+    }
+    let mut index: SecondaryMap<Block, u32> = SecondaryMap::with_default(NONE);
+    let mut low: SecondaryMap<Block, u32> = SecondaryMap::with_default(NONE);
+    let mut on_stack = EntitySet::new();
+    let mut stack: Vec<Block> = Vec::new();
+    let mut out = EntitySet::new();
+    let mut next = 0u32;
+    for &root in nodes {
+        if index[root] != NONE {
+            continue;
+        }
+        index[root] = next;
+        low[root] = next;
+        next += 1;
+        stack.push(root);
+        on_stack.insert(root);
+        let mut work: Vec<(Block, Vec<Block>, usize)> = vec![(root, succs(root), 0)];
+        while let Some((b, ss, i)) = work.last_mut() {
+            let b = *b;
+            if let Some(&s) = ss.get(*i) {
+                *i += 1;
+                if !inside.contains(s) {
+                    continue;
+                }
+                if s == b {
+                    out.insert(b);
+                }
+                if index[s] == NONE {
+                    index[s] = next;
+                    low[s] = next;
+                    next += 1;
+                    stack.push(s);
+                    on_stack.insert(s);
+                    let ss = succs(s);
+                    work.push((s, ss, 0));
+                } else if on_stack.contains(s) {
+                    low[b] = low[b].min(index[s]);
+                }
+                continue;
+            }
+            work.pop();
+            if let Some((p, ..)) = work.last() {
+                let p = *p;
+                low[p] = low[p].min(low[b]);
+            }
+            if low[b] == index[b] {
+                let mut component = Vec::new();
+                while let Some(x) = stack.pop() {
+                    on_stack.remove(x);
+                    component.push(x);
+                    if x == b {
+                        break;
+                    }
+                }
+                if component.len() > 1 {
+                    for x in component {
+                        out.insert(x);
+                    }
+                }
+            }
+        }
+    }
+    out
+}
