@@ -305,3 +305,104 @@ fn on_cycles(nodes: &[Block], succs: impl Fn(Block) -> Vec<Block>) -> EntitySet<
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn b(n: u32) -> Block {
+        Block::from_u32(n)
+    }
+
+    /// `carries(def, users)` on the graph of `edges` from block 0, the
+    /// `returns` leaving it.
+    fn carries(edges: &[(u32, u32)], returns: &[u32], def: u32, users: &[u32]) -> bool {
+        let mut succs: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
+        let mut preds: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
+        let mut fresh = 0;
+        for &(x, y) in edges {
+            succs[b(x)].push(b(y));
+            preds[b(y)].push(b(x));
+            fresh = fresh.max(x + 1).max(y + 1);
+        }
+        let order = reverse_postorder_by(b(0), |x| succs[x].clone());
+        let doms = DominatorTree::new(&order, |x| preds[x].clone());
+        let forest = LoopForest::new(|x| preds[x].clone(), &doms);
+        let returns: Vec<Block> = returns.iter().map(|&r| b(r)).collect();
+        let mut s = Structure::new(&order, succs.clone(), &returns, &forest, fresh);
+        let users: Vec<Block> = users.iter().map(|&u| b(u)).collect();
+        s.carries(b(def), &users)
+    }
+
+    #[test]
+    fn across_a_diamond_but_not_into_one_side() {
+        let g = [(0, 1), (0, 2), (1, 3), (2, 3)];
+        assert!(carries(&g, &[3], 0, &[3]));
+        assert!(carries(&g, &[3], 0, &[0, 3]));
+        assert!(!carries(&g, &[3], 0, &[1]));
+        assert!(!carries(&g, &[3], 0, &[1, 3]));
+        assert!(!carries(&g, &[3], 1, &[2]));
+    }
+
+    #[test]
+    fn within_one_iteration_only() {
+        // 1 heads a loop 1 -> 2 -> 3 -> 1, left for 4.
+        let g = [(0, 1), (1, 2), (1, 4), (2, 3), (3, 1)];
+        assert!(carries(&g, &[4], 2, &[3]));
+        assert!(!carries(&g, &[4], 0, &[2]));
+        assert!(!carries(&g, &[4], 2, &[4]));
+        assert!(!carries(&g, &[4], 1, &[2]));
+        assert!(!carries(&g, &[4], 2, &[1]));
+        assert!(carries(&g, &[4], 0, &[4]));
+    }
+
+    #[test]
+    fn around_an_inner_loop_but_not_into_it() {
+        // 2 heads a loop 2 -> 3 -> 2 between 1 and 4.
+        let g = [(0, 1), (1, 2), (2, 3), (3, 2), (2, 4)];
+        assert!(carries(&g, &[4], 1, &[4]));
+        assert!(carries(&g, &[4], 0, &[1, 4]));
+        assert!(!carries(&g, &[4], 1, &[3]));
+        assert!(!carries(&g, &[4], 1, &[2, 4]));
+    }
+
+    #[test]
+    fn never_to_a_block_that_does_not_return() {
+        // 2 loops forever: a path through it never returns, so the adjoint
+        // never runs after it, and only the paths that return count.
+        let g = [(0, 1), (0, 2), (2, 2), (1, 3)];
+        assert!(!carries(&g, &[3], 0, &[2]));
+        assert!(carries(&g, &[3], 0, &[3]));
+        assert!(carries(&g, &[3], 1, &[3]));
+    }
+
+    #[test]
+    fn through_irreducible_control_flow_by_the_walk() {
+        // The cycle 1 -> 2 -> 3 -> 1 is entered at 1 and at 3.
+        let g = [(0, 1), (0, 3), (1, 2), (2, 3), (3, 1), (2, 4)];
+        // Each execution of 1 goes on to 2 before 1 runs again.
+        assert!(carries(&g, &[4], 1, &[2]));
+        // 2 may return without 3.
+        assert!(!carries(&g, &[4], 2, &[3]));
+        // 3 comes after 1 and 2 but is emitted before them.
+        assert!(!carries(&g, &[4], 3, &[1, 2]));
+        // A diamond after the cycle: the reducible test.
+        let g = [
+            (0, 1),
+            (0, 3),
+            (1, 2),
+            (2, 3),
+            (3, 1),
+            (2, 4),
+            (4, 5),
+            (4, 6),
+            (5, 7),
+            (6, 7),
+        ];
+        assert!(carries(&g, &[7], 4, &[7]));
+        assert!(!carries(&g, &[7], 4, &[5]));
+        // 2 may run again (through 3 and 1) before 4.
+        assert!(!carries(&g, &[7], 2, &[4, 7]));
+        assert!(carries(&g, &[7], 1, &[2]));
+    }
+}
