@@ -66,6 +66,7 @@ pub(crate) fn build(
         carried: SecondaryMap::new(),
         incoming: SecondaryMap::new(),
         far: HashMap::new(),
+        handed: SecondaryMap::new(),
         dummies: HashMap::new(),
         edge_index: None,
         params: SecondaryMap::new(),
@@ -111,6 +112,11 @@ struct Adj<'a> {
     /// that have left the reverse block that last added to them: block
     /// parameters that dominate the reverse blocks still to add to them.
     far: HashMap<Value, Value>,
+    /// The running sums of adjoints with a slot that a reverse block hands
+    /// on to the reverse of the primal block that adds to them next (see
+    /// [`Plan::hands_on`]), by that block, where they are pending from the
+    /// start: block parameters that dominate it.
+    handed: SecondaryMap<Block, Vec<(Value, Value)>>,
     dummies: HashMap<Type, Value>,
     /// Within the current R(B): the popped incoming-edge number.
     edge_index: Option<Value>,
@@ -370,14 +376,15 @@ impl Adj<'_> {
     fn add(&mut self, v: Value, c: Value) -> Result<(), AdError> {
         let new = match self.acc.get(&v) {
             Some(&old) => self.b().fadd(old, c),
-            None if self.plan.slot(v).is_some() => {
-                let (slots, i) = self.slot_index(v)?;
-                let mut b = self.b();
-                let x = b.load(slots, i);
-                b.fadd(x, c)
-            }
             None => match self.far.remove(&v) {
+                // Carried from a later reverse block.
                 Some(old) => self.b().fadd(old, c),
+                None if self.plan.slot(v).is_some() => {
+                    let (slots, i) = self.slot_index(v)?;
+                    let mut b = self.b();
+                    let x = b.load(slots, i);
+                    b.fadd(x, c)
+                }
                 None => c,
             },
         };
@@ -389,13 +396,13 @@ impl Adj<'_> {
     /// contributions of this block plus its slot. `None` when nothing
     /// contributes (the adjoint is 0).
     fn take(&mut self, v: Value) -> Result<Option<Value>, AdError> {
-        let c = self.acc.remove(&v);
+        let c = self.acc.remove(&v).or_else(|| self.far.remove(&v));
         if self.plan.slot(v).is_none() {
-            return Ok(c.or_else(|| self.far.remove(&v)));
+            return Ok(c);
         }
         let (slots, i) = self.slot_index(v)?;
         let mut b = self.b();
-        // An entry in `acc` already includes the slot's value.
+        // An entry in `acc` or `far` already includes the slot's value.
         let x = match c {
             Some(c) => c,
             None => b.load(slots, i),
@@ -517,6 +524,13 @@ impl Adj<'_> {
         self.block = Some(self.rev_of(block));
         self.map.clear();
         self.acc = std::mem::take(&mut self.carried[block]);
+        // What a later reverse block handed on is pending here from the
+        // start (nothing of this block's chain after it adds to it).
+        for (v, c) in std::mem::take(&mut self.handed[block]) {
+            if self.acc.insert(v, c).is_some() {
+                return Err(self.internal(format!("the adjoint of {v} is handed on twice")));
+            }
+        }
         for (arg, adj) in std::mem::take(&mut self.incoming[block]) {
             self.add(arg, adj)?;
         }
@@ -576,17 +590,17 @@ impl Adj<'_> {
         if let Some(e) = self.plan.chain_pred(block) {
             return self.chain_edge(block, e, &param_adj);
         }
-        // Each pending adjoint already includes its slot's value: store it.
-        // A carried one goes on as a parameter of a new block, where the
-        // reverse blocks still to add to it find it (they are dominated by
-        // this one).
+        // Each pending adjoint already includes its slot's value: store it,
+        // unless it is handed on. A carried one, or one handed on, goes on
+        // as a parameter of a new block, where the reverse blocks still to
+        // add to it find it (they are dominated by this one).
         let pending: Vec<(Value, Value)> = std::mem::take(&mut self.acc).into_iter().collect();
         let mut carried = BTreeMap::new();
         for (v, c) in pending {
-            if self.plan.slot(v).is_some() {
+            if self.plan.slot(v).is_some() && self.plan.hands_on(v, block).is_none() {
                 let (slots, i) = self.slot_index(v)?;
                 self.b().store(slots, i, c);
-            } else if self.plan.is_carried(v) {
+            } else if self.plan.slot(v).is_some() || self.plan.is_carried(v) {
                 carried.insert(v, c);
             } else {
                 return Err(self.internal(format!("the adjoint of {v} has no slot")));
@@ -600,8 +614,14 @@ impl Adj<'_> {
                 self.b().jump(next, &passed);
                 self.block = Some(next);
             }
-            let carried = std::mem::take(&mut self.acc);
-            self.far.extend(carried);
+            for (v, c) in std::mem::take(&mut self.acc) {
+                match self.plan.hands_on(v, block) {
+                    Some(to) => self.handed[to].push((v, c)),
+                    None => {
+                        self.far.insert(v, c);
+                    }
+                }
+            }
         }
         let edges = self.plan.preds[block].clone();
         if let Some(l) = self.plan.counted(block) {

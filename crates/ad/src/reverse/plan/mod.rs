@@ -74,6 +74,10 @@ pub(crate) struct Plan {
     /// The values whose adjoint crosses chains as an SSA value instead
     /// (see [`Plan::assign_slots`]).
     carry: EntitySet<Value>,
+    /// `(value, chain head) -> block`: the reverse of the chain hands the
+    /// running sum of the value's adjoint on to the reverse of the block
+    /// instead of storing it in its slot (see [`Plan::hands_on`]).
+    hand_on: HashMap<(Value, Block), Block>,
     /// Per block: what its reverse block pops, in push order, each with its
     /// segment (see [`Plan::recipes`]): a segment's record is pushed where
     /// the segment ends (before the call that ends it, or before the
@@ -240,6 +244,7 @@ impl Plan {
             slot: SecondaryMap::new(),
             num_slots: 0,
             carry: EntitySet::new(),
+            hand_on: Default::default(),
             tape: SecondaryMap::new(),
             recipes: SecondaryMap::new(),
             loops: Vec::new(),

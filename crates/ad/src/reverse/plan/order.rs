@@ -43,6 +43,8 @@ pub(super) struct Structure<'a> {
     irreducible: EntitySet<Block>,
     /// Post-dominators in the graph with back edges to loop exits.
     pdom: DominatorTree,
+    /// Dominators.
+    doms: DominatorTree,
     /// The exact test's graph per definition block, on demand.
     walks: HashMap<Block, Walk>,
     /// First block number past the function's.
@@ -80,6 +82,13 @@ impl<'a> Structure<'a> {
         for &b in returns {
             ret.insert(b);
         }
+        let mut preds: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
+        for &b in order {
+            for &s in &succs[b] {
+                preds[s].push(b);
+            }
+        }
+        let doms = DominatorTree::new(order, |b| preds[b].clone());
         let is_back = |from: Block, to: Block| {
             forest
                 .innermost(to)
@@ -144,6 +153,7 @@ impl<'a> Structure<'a> {
             pos,
             irreducible,
             pdom,
+            doms,
             walks: HashMap::new(),
             fresh,
         }
@@ -176,6 +186,47 @@ impl<'a> Structure<'a> {
         let inner = self.forest.innermost(def);
         blocks.iter().all(|&b| self.forest.innermost(b) == inner)
             && blocks.windows(2).all(|w| self.pdom.dominates(w[1], w[0]))
+    }
+
+    /// Can the reverse of `to` hand an adjoint's running sum straight to
+    /// the reverse of `from`, where the primal adds to it in `from` and
+    /// then in `to`? When every execution of `from` goes on to `to` and
+    /// every execution of `to` comes from `from`, in one iteration of the
+    /// same loop, and nothing between them adds to it: `from` dominates
+    /// `to`, `to` post-dominates `from` (in the graph of
+    /// [`Structure::carries`]), neither is on an irreducible cycle, and no
+    /// block of `touches` is [`Structure::between`] them. The blocks
+    /// between them are then a single-entry single-exit region, an inlined
+    /// callee say.
+    pub fn hands_on(&self, from: Block, to: Block, touches: &[Block]) -> bool {
+        from != to
+            && self.pos[from] != usize::MAX
+            && self.pos[to] != usize::MAX
+            && !self.irreducible.contains(from)
+            && !self.irreducible.contains(to)
+            && self.forest.innermost(from) == self.forest.innermost(to)
+            && self.doms.dominates(from, to)
+            && self.pdom.dominates(to, from)
+            && !touches.iter().any(|&z| self.between(from, to, z))
+    }
+
+    /// Is `z` strictly inside the single-entry single-exit region from
+    /// `from` to `to` (it dominates `z`, which `to` post-dominates)? Blocks
+    /// of loops nested in the region are.
+    fn between(&self, from: Block, to: Block, z: Block) -> bool {
+        z != from && z != to && self.doms.dominates(from, z) && self.pdom.dominates(to, z)
+    }
+
+    /// The nearest block of `touches` that strictly dominates `b`.
+    pub fn dominating(&self, b: Block, touches: &[Block]) -> Option<Block> {
+        let mut d = self.doms.idom(b);
+        while let Some(x) = d {
+            if touches.contains(&x) {
+                return Some(x);
+            }
+            d = self.doms.idom(x);
+        }
+        None
     }
 
     /// The exact test's graph from `def` (see [`Walk`]).

@@ -21,6 +21,13 @@ impl Plan {
         self.carry.contains(v)
     }
 
+    /// The block to whose reverse the reverse of the chain that starts with
+    /// `head` hands the running sum of `v`'s adjoint (which has a slot) as
+    /// an SSA value, instead of storing it (see [`Plan::assign_slots`]).
+    pub fn hands_on(&self, v: Value, head: Block) -> Option<Block> {
+        self.hand_on.get(&(v, head)).copied()
+    }
+
     /// Is `a` defined in the chain of block `b`?
     fn same_chain(&self, func: &Function, a: Value, b: Block) -> bool {
         func.def_block(a)
@@ -61,6 +68,9 @@ impl Plan {
         // added where that block's reverse starts).
         let mut crosses = EntitySet::new();
         let mut hard = EntitySet::new();
+        // Per value, the blocks whose edge (other than a chain's) passes
+        // it: its adjoint is added to its slot where that edge is reversed.
+        let mut edged: SecondaryMap<Value, Vec<Block>> = SecondaryMap::new();
         let mut users: SecondaryMap<Value, Vec<Block>> = SecondaryMap::new();
         let add = |users: &mut SecondaryMap<Value, Vec<Block>>, v: Value, b: Block| {
             if users[v].last() != Some(&b) {
@@ -90,6 +100,9 @@ impl Plan {
                                     continue;
                                 }
                                 crosses.insert(a);
+                                if !link {
+                                    edged[a].push(b);
+                                }
                                 // The adjoint hands a carried argument's
                                 // adjoint to R(b) as a parameter, so `b`
                                 // must be left by this edge only, and R(b)
@@ -134,36 +147,54 @@ impl Plan {
             }
         }
         // Built on first use: most functions have no adjoint to carry.
-        let mut structure: Option<Structure> = None;
         let (order, forest, returns) = (&self.order, &self.forest, &self.returns);
         let reachable = &self.reachable;
-        let mut structure = |d: Block, users: &[Block]| {
-            structure
-                .get_or_insert_with(|| {
-                    let mut succs: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
-                    for &b in order {
-                        succs[b] = adze_ir::cfg::successors(func, b)
-                            .into_iter()
-                            .filter(|&s| reachable.contains(s))
-                            .collect();
-                    }
-                    Structure::new(order, succs, returns, forest, func.dfg.num_blocks() as u32)
-                })
-                .carries(d, users)
+        let build = || {
+            let mut succs: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
+            for &b in order {
+                succs[b] = adze_ir::cfg::successors(func, b)
+                    .into_iter()
+                    .filter(|&s| reachable.contains(s))
+                    .collect();
+            }
+            Structure::new(order, succs, returns, forest, func.dfg.num_blocks() as u32)
         };
+        let mut structure: Option<Structure> = None;
+        let mut hand_on = std::collections::HashMap::new();
         let mut carry = EntitySet::new();
         let mut n = 0;
         for v in crosses.iter() {
-            let carried =
-                !hard.contains(v) && func.def_block(v).is_some_and(|d| structure(d, &users[v]));
-            if carried {
+            let Some(d) = func.def_block(v) else {
+                continue;
+            };
+            if !hard.contains(v) && structure.get_or_insert_with(&build).carries(d, &users[v]) {
                 carry.insert(v);
-            } else {
-                self.slot[v] = Some(n);
-                n += 1;
+                continue;
+            }
+            self.slot[v] = Some(n);
+            n += 1;
+            // Between two blocks that add to it one after the other (in
+            // every execution, nothing adding between), as on both sides of
+            // an inlined callee, the running sum is handed on, as it is
+            // across the call: the slot is stored and loaded only where the
+            // succession breaks.
+            let mut touches = users[v].clone();
+            touches.push(d);
+            let structure = structure.get_or_insert_with(&build);
+            for &to in &touches {
+                let Some(from) = structure.dominating(to, &touches) else {
+                    continue;
+                };
+                if self.chain_of(from) != self.chain_of(to)
+                    && !edged[v].contains(&from)
+                    && structure.hands_on(from, to, &touches)
+                {
+                    hand_on.insert((v, self.chain_of(to)), from);
+                }
             }
         }
         self.carry = carry;
+        self.hand_on = hand_on;
         self.num_slots = n;
     }
 }
