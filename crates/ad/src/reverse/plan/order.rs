@@ -23,7 +23,14 @@
 //! graph where a loop's back edges lead to its exits (so an iteration ends
 //! there, and an inner loop is a detour). A block on an irreducible cycle
 //! (which reversed control flow has, so a derivative of a derivative
-//! meets it) gets the walk.
+//! meets it) gets the walk. The `Uᵢ` must also come in reverse postorder,
+//! the reverse of the order in which the adjoint emits reverse blocks.
+//!
+//! For an adjoint that needs a slot all the same, [`Structure::hands_on`]
+//! asks the same of two blocks that add to it one after the other: the
+//! running sum goes from the reverse of the later to the reverse of the
+//! earlier as an SSA value, and the slot is stored and loaded only where
+//! such a succession breaks.
 
 use adze_ir::cfg::{reverse_postorder_by, DominatorTree, Loop, LoopForest};
 use adze_ir::Block;
