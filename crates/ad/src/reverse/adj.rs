@@ -26,7 +26,9 @@
 //! crosses reverse blocks is handed on as an SSA value too, along a chain
 //! ([`Plan::chain_pred`]) or when it is carried ([`Plan::is_carried`],
 //! [`Adj::far`]), and otherwise lives in the slot array (see
-//! [`Plan::slot`]). An adjoint is read and reset to 0 where its value is
+//! [`Plan::slot`]), except where its running sum goes straight from one
+//! reverse block that adds to it to the next ([`Plan::hands_on`],
+//! [`Adj::handed`]). An adjoint is read and reset to 0 where its value is
 //! defined ([`Adj::take`]), so a loop that redefines a value every iteration
 //! starts every reverse iteration from 0.
 
@@ -372,7 +374,9 @@ impl Adj<'_> {
     /// only on the order in which the primal executes its uses of `v`, not
     /// on how the code is cut into blocks or functions, which is what makes
     /// derivatives bit-identical whether or not calls were inlined. A
-    /// carried adjoint starts from what a later reverse block handed on.
+    /// carried adjoint starts from what a later reverse block handed on
+    /// (`far`); a slot's running sum handed on is in `acc` from the start
+    /// of the block (`handed`).
     fn add(&mut self, v: Value, c: Value) -> Result<(), AdError> {
         let new = match self.acc.get(&v) {
             Some(&old) => self.b().fadd(old, c),
@@ -402,7 +406,8 @@ impl Adj<'_> {
         }
         let (slots, i) = self.slot_index(v)?;
         let mut b = self.b();
-        // An entry in `acc` or `far` already includes the slot's value.
+        // An entry in `acc` (this block's, or handed on) already includes
+        // the slot's value.
         let x = match c {
             Some(c) => c,
             None => b.load(slots, i),
@@ -765,10 +770,12 @@ impl Adj<'_> {
     /// with the returned arguments.
     fn pass_pending(&mut self, to: Block) -> Vec<Value> {
         let mut passed = Vec::new();
-        for c in self.acc.values_mut() {
-            if !matches!(self.out.dfg.value_def(*c), adze_ir::ValueDef::Param { .. }) {
-                passed.push(*c);
-                *c = self.out.dfg.append_block_param(to, Type::F64);
+        let pending: Vec<(Value, Value)> = self.acc.iter().map(|(&v, &c)| (v, c)).collect();
+        for (v, c) in pending {
+            if !self.is_param(c) {
+                passed.push(c);
+                let p = self.out.dfg.append_block_param(to, Type::F64);
+                self.acc.insert(v, p);
             }
         }
         passed

@@ -225,10 +225,10 @@ impl<'a> Structure<'a> {
     }
 
     /// The nearest block of `touches` that strictly dominates `b`.
-    pub fn dominating(&self, b: Block, touches: &[Block]) -> Option<Block> {
+    pub fn dominating(&self, b: Block, touches: &EntitySet<Block>) -> Option<Block> {
         let mut d = self.doms.idom(b);
         while let Some(x) = d {
-            if touches.contains(&x) {
+            if touches.contains(x) {
                 return Some(x);
             }
             d = self.doms.idom(x);

@@ -164,15 +164,18 @@ impl Plan {
         let mut carry = EntitySet::new();
         let mut n = 0;
         for v in crosses.iter() {
-            let Some(d) = func.def_block(v) else {
-                continue;
-            };
-            if !hard.contains(v) && structure.get_or_insert_with(&build).carries(d, &users[v]) {
-                carry.insert(v);
-                continue;
+            let d = func.def_block(v);
+            if let Some(d) = d.filter(|_| !hard.contains(v)) {
+                if structure.get_or_insert_with(&build).carries(d, &users[v]) {
+                    carry.insert(v);
+                    continue;
+                }
             }
             self.slot[v] = Some(n);
             n += 1;
+            let Some(d) = d else {
+                continue;
+            };
             // Between two blocks that add to it one after the other (in
             // every execution, nothing adding between), as on both sides of
             // an inlined callee, the running sum is handed on, as it is
@@ -180,9 +183,13 @@ impl Plan {
             // succession breaks.
             let mut touches = users[v].clone();
             touches.push(d);
+            let mut touched = EntitySet::new();
+            for &b in &touches {
+                touched.insert(b);
+            }
             let structure = structure.get_or_insert_with(&build);
             for &to in &touches {
-                let Some(from) = structure.dominating(to, &touches) else {
+                let Some(from) = structure.dominating(to, &touched) else {
                     continue;
                 };
                 if self.chain_of(from) != self.chain_of(to)
