@@ -639,17 +639,19 @@ fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
     assert_same_bits_at(src, "d3", &sixty_points());
 }
 
-/// OPEN (session 9): like the test above with `exp(s)` as the argument.
-/// With `--inline none` the caller's adjoint of `s` crosses the call as a
-/// block parameter; inlined early, it crosses `f3`'s join through a slot of
-/// the adjoint's slot array. Both are opaque to the tape planner now, but
-/// two orders later the slot's shadow memory adds its term after the
-/// block's own terms (`(b + c) + a`) where the parameter adds it first
-/// (`(a + b) + c`): 11 of 100 points differ in the last bit. The fix is to
-/// carry such adjoints across a single-entry single-exit region without a
-/// slot (as chains do), so no adjoint crosses inlined code through memory.
+/// Session 9, like the test above with `exp(s)` as the argument. With
+/// `--inline none` the caller's adjoint of `s` crossed the call as a block
+/// parameter; inlined early, it crossed `f3`'s join through a slot of the
+/// adjoint's slot array. Both were opaque to the tape planner, but two
+/// orders later the slot's shadow memory added its term after the block's
+/// own terms (`(b + c) + a`) where the parameter added it first (`(a + b) +
+/// c`): 11 of 100 points differed in the last bit. Fixed since: an
+/// adjoint whose adding blocks follow its definition in one order, each
+/// exactly once (here: `s` is defined before the inlined region and used
+/// after it) is carried from reverse block to reverse block as an SSA value
+/// (a block parameter where it leaves one), never through a slot
+/// (`reverse::plan::slots`, docs/ad-reverse.md, *Adjoint storage*).
 #[test]
-#[ignore = "open: third-order reverse, an adjoint crossing an inlined join through a slot"]
 fn third_order_reverse_across_an_inlined_join_through_a_slot() {
     let src = "fn f3(x: f64) -> f64 { if false { x } else { x } }
 fn top(y: f64) -> f64 {
@@ -663,19 +665,18 @@ fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
     assert_same_bits_at(src, "d3", &sixty_points());
 }
 
-/// OPEN (found by seed 100223 on the main of session 8; already on the
-/// main where session 8 started, 2915c5a): a callee with a branch, inlined
-/// into a function whose third reverse derivative is taken, changes the
-/// last bit — `--inline none` gives 4.807671315973351, the other three
-/// settings 4.8076713159733515, on both engines, optimizer on or off. At
-/// first and second order every setting agrees; with `f3` straight-line
-/// (`-x`) every order agrees. The summation order of an adjoint carried
-/// across the branch's blocks (a slot) differs from the same sums in one
-/// block once the derivative code itself is differentiated twice more.
-/// Ignored until fixed: `cargo test -p adze-fuzz-diff --test known_bugs --
-/// --ignored` shows it.
+/// Found by seed 100223 on the main of session 8 (already on the main
+/// where session 8 started, 2915c5a): a callee with a branch, inlined into
+/// a function whose third reverse derivative is taken, changed the last bit
+/// — `--inline none` gave 4.807671315973351, the other three settings
+/// 4.8076713159733515, on both engines, optimizer on or off. At first and
+/// second order every setting agreed; with `f3` straight-line (`-x`) every
+/// order agreed. The adjoint of `s3`, used before and after the inlined
+/// branch, crossed the branch's blocks in a memory slot, whose shadow at
+/// the third order summed in another order than the call's block
+/// parameter. Fixed with the test above: such an adjoint is now carried
+/// across the inlined region as an SSA value, as across the call.
 #[test]
-#[ignore = "open: third-order reverse through an inlined branch differs in the last bit"]
 fn third_order_reverse_through_an_inlined_branch() {
     let src = "fn f3(x: f64) -> f64 {
     if false { x } else { -x }
@@ -706,4 +707,50 @@ fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
         msg.push_str(&f.report());
     }
     assert_eq!(stats.findings_count(), 0, "{msg}");
+}
+
+/// Found while fixing the test above, already on the main where that fix
+/// started (3b5dfa6, at another point): a branching callee called in a
+/// loop. The adjoint of the loop variable `s`, used before and after the
+/// call, needs a slot (it is a header parameter, passed by the loop's
+/// `brif` and back edge); inlined early, its running sum was stored at the
+/// end of the reverse of the code after the callee and loaded again in the
+/// reverse of the code before it, where called it stays an SSA value
+/// across the call: three orders later, `(T₀ + T₁) + acc` against `(acc +
+/// T₀) + T₁`. Between two blocks that add to it one after the other with
+/// nothing adding between (a single-entry single-exit region), a slot's
+/// running sum is now handed on as an SSA value (`Plan::hands_on`).
+#[test]
+fn third_order_reverse_of_a_slot_sum_across_an_inlined_branch_in_a_loop() {
+    let src = "fn f3(x: f64) -> f64 { if x > 1.5 { x * x } else { sin(x) } }
+fn top(y: f64) -> f64 {
+    var s = y;
+    for i in 0..3 { let t = s * y; s = s + t * f3(exp(t)); }
+    s
+}
+fn d1(y: f64) -> f64 { autodiff(reverse, top, active, active(y)) }
+fn d2(y: f64) -> f64 { autodiff(reverse, d1, active, active(y)) }
+fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
+";
+    assert_same_bits_at(src, "d3", &[0.1231, 0.35, 0.77, 1.3]);
+}
+
+/// The same in a `while` loop left by `break` (whose reverse is an
+/// irreducible cycle at the next order): 1 of 60 points differed, on
+/// 3b5dfa6 and with only the carrying of
+/// `third_order_reverse_across_an_inlined_join_through_a_slot`.
+#[test]
+fn third_order_reverse_of_a_slot_sum_across_an_inlined_branch_in_a_loop_with_break() {
+    let src = "fn f3(x: f64) -> f64 { if x > 1.5 { x * x } else { sin(x) } }
+fn top(y: f64) -> f64 {
+    var s = y;
+    var i = 0;
+    while i < 5 { let t = s * y; s = s + t * f3(exp(t)); if s > 3.0 { break; } i = i + 1; }
+    s * s
+}
+fn d1(y: f64) -> f64 { autodiff(reverse, top, active, active(y)) }
+fn d2(y: f64) -> f64 { autodiff(reverse, d1, active, active(y)) }
+fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
+";
+    assert_same_bits_at(src, "d3", &sixty_points());
 }

@@ -9,20 +9,26 @@
 //!     adj = zeros K                ; adjoint slots (only if K > 0)
 //!     n = pop i64; t.d = zeros n   ; shadows of local arrays, last pushed first
 //!     k = pop i64                  ; which `return` (only if several)
-//!     ; seed: slot[returned value] += cotangent, then jump R(return block)
+//!     ; seed: slot[returned value] += cotangent (or the carried sum starts
+//!     ; from it), then jump R(return block)
 //! R(B):
 //!     pop the tape record of B (last pushed first); re-materialise constants
 //!     adjoint of each instruction of B, last to first
-//!     adjoints of B's parameters; flush SSA adjoints of outside values to slots
+//!     adjoints of B's parameters; flush SSA adjoints of outside values to
+//!     slots, carried ones on as parameters of a new block
 //!     pop edge number -> branch to the edge block of that predecessor, which
-//!     adds the parameter adjoints to the slots of the branch arguments and
-//!     jumps to R(pred)
+//!     adds the parameter adjoints to the slots of the branch arguments (or
+//!     passes a carried one to R(pred), which adds it) and jumps to R(pred)
 //! R(entry): return the adjoints of the `active` parameters
 //! ```
 //!
 //! Within `R(B)` adjoints are SSA values ([`Adj::acc`]); an adjoint that
-//! crosses reverse blocks lives in the slot array (see
-//! [`Plan::slot`]). An adjoint is read and reset to 0 where its value is
+//! crosses reverse blocks is handed on as an SSA value too, along a chain
+//! ([`Plan::chain_pred`]) or when it is carried ([`Plan::is_carried`],
+//! [`Adj::far`]), and otherwise lives in the slot array (see
+//! [`Plan::slot`]), except where its running sum goes straight from one
+//! reverse block that adds to it to the next ([`Plan::hands_on`],
+//! [`Adj::handed`]). An adjoint is read and reset to 0 where its value is
 //! defined ([`Adj::take`]), so a loop that redefines a value every iteration
 //! starts every reverse iteration from 0.
 
@@ -61,6 +67,8 @@ pub(crate) fn build(
         acc: BTreeMap::new(),
         carried: SecondaryMap::new(),
         incoming: SecondaryMap::new(),
+        far: HashMap::new(),
+        handed: SecondaryMap::new(),
         dummies: HashMap::new(),
         edge_index: None,
         params: SecondaryMap::new(),
@@ -102,6 +110,15 @@ struct Adj<'a> {
     /// R(A), by `A`: `(branch argument, R(A)'s parameter)`, added to the
     /// argument's adjoint where R(A) starts (see [`Adj::chain_edge`]).
     incoming: SecondaryMap<Block, Vec<(Value, Value)>>,
+    /// The running sums of carried adjoints (see [`Plan::is_carried`])
+    /// that have left the reverse block that last added to them: block
+    /// parameters that dominate the reverse blocks still to add to them.
+    far: HashMap<Value, Value>,
+    /// The running sums of adjoints with a slot that a reverse block hands
+    /// on to the reverse of the primal block that adds to them next (see
+    /// [`Plan::hands_on`]), by that block, where they are pending from the
+    /// start: block parameters that dominate it.
+    handed: SecondaryMap<Block, Vec<(Value, Value)>>,
     dummies: HashMap<Type, Value>,
     /// Within the current R(B): the popped incoming-edge number.
     edge_index: Option<Value>,
@@ -253,7 +270,11 @@ impl Adj<'_> {
                     j += 1;
                     // An ignored result's cotangent is not differentiated.
                     if self.active(a) && !self.req.ignored.contains(&k) {
-                        self.slot_add(a, c)?;
+                        if self.plan.is_carried(a) {
+                            self.far_add(a, c);
+                        } else {
+                            self.slot_add(a, c)?;
+                        }
                     }
                 }
             }
@@ -336,6 +357,15 @@ impl Adj<'_> {
         Ok(())
     }
 
+    /// `adj(v) += c` for a carried adjoint outside the reverse blocks.
+    fn far_add(&mut self, v: Value, c: Value) {
+        let new = match self.far.remove(&v) {
+            Some(old) => self.b().fadd(old, c),
+            None => c,
+        };
+        self.far.insert(v, new);
+    }
+
     /// `adj(v) += c` within the current reverse block.
     ///
     /// Contributions are summed strictly in reverse execution order, one at
@@ -343,17 +373,24 @@ impl Adj<'_> {
     /// from later blocks): `((slot + c₁) + c₂) + ..`. That order depends
     /// only on the order in which the primal executes its uses of `v`, not
     /// on how the code is cut into blocks or functions, which is what makes
-    /// derivatives bit-identical whether or not calls were inlined.
+    /// derivatives bit-identical whether or not calls were inlined. A
+    /// carried adjoint starts from what a later reverse block handed on
+    /// (`far`); a slot's running sum handed on is in `acc` from the start
+    /// of the block (`handed`).
     fn add(&mut self, v: Value, c: Value) -> Result<(), AdError> {
         let new = match self.acc.get(&v) {
             Some(&old) => self.b().fadd(old, c),
-            None if self.plan.slot(v).is_some() => {
-                let (slots, i) = self.slot_index(v)?;
-                let mut b = self.b();
-                let x = b.load(slots, i);
-                b.fadd(x, c)
-            }
-            None => c,
+            None => match self.far.remove(&v) {
+                // Carried from a later reverse block.
+                Some(old) => self.b().fadd(old, c),
+                None if self.plan.slot(v).is_some() => {
+                    let (slots, i) = self.slot_index(v)?;
+                    let mut b = self.b();
+                    let x = b.load(slots, i);
+                    b.fadd(x, c)
+                }
+                None => c,
+            },
         };
         self.acc.insert(v, new);
         Ok(())
@@ -363,13 +400,14 @@ impl Adj<'_> {
     /// contributions of this block plus its slot. `None` when nothing
     /// contributes (the adjoint is 0).
     fn take(&mut self, v: Value) -> Result<Option<Value>, AdError> {
-        let c = self.acc.remove(&v);
+        let c = self.acc.remove(&v).or_else(|| self.far.remove(&v));
         if self.plan.slot(v).is_none() {
             return Ok(c);
         }
         let (slots, i) = self.slot_index(v)?;
         let mut b = self.b();
-        // An entry in `acc` already includes the slot's value.
+        // An entry in `acc` (this block's, or handed on) already includes
+        // the slot's value.
         let x = match c {
             Some(c) => c,
             None => b.load(slots, i),
@@ -491,6 +529,13 @@ impl Adj<'_> {
         self.block = Some(self.rev_of(block));
         self.map.clear();
         self.acc = std::mem::take(&mut self.carried[block]);
+        // What a later reverse block handed on is pending here from the
+        // start (nothing of this block's chain after it adds to it).
+        for (v, c) in std::mem::take(&mut self.handed[block]) {
+            if self.acc.insert(v, c).is_some() {
+                return Err(self.internal(format!("the adjoint of {v} is handed on twice")));
+            }
+        }
         for (arg, adj) in std::mem::take(&mut self.incoming[block]) {
             self.add(arg, adj)?;
         }
@@ -550,11 +595,38 @@ impl Adj<'_> {
         if let Some(e) = self.plan.chain_pred(block) {
             return self.chain_edge(block, e, &param_adj);
         }
-        // Each pending adjoint already includes its slot's value: store it.
+        // Each pending adjoint already includes its slot's value: store it,
+        // unless it is handed on. A carried one, or one handed on, goes on
+        // as a parameter of a new block, where the reverse blocks still to
+        // add to it find it (they are dominated by this one).
         let pending: Vec<(Value, Value)> = std::mem::take(&mut self.acc).into_iter().collect();
+        let mut carried = BTreeMap::new();
         for (v, c) in pending {
-            let (slots, i) = self.slot_index(v)?;
-            self.b().store(slots, i, c);
+            if self.plan.slot(v).is_some() && self.plan.hands_on(v, block).is_none() {
+                let (slots, i) = self.slot_index(v)?;
+                self.b().store(slots, i, c);
+            } else if self.plan.slot(v).is_some() || self.plan.is_carried(v) {
+                carried.insert(v, c);
+            } else {
+                return Err(self.internal(format!("the adjoint of {v} has no slot")));
+            }
+        }
+        if !carried.is_empty() {
+            self.acc = carried;
+            if self.acc.values().any(|&c| !self.is_param(c)) {
+                let next = self.b().create_block();
+                let passed = self.pass_pending(next);
+                self.b().jump(next, &passed);
+                self.block = Some(next);
+            }
+            for (v, c) in std::mem::take(&mut self.acc) {
+                match self.plan.hands_on(v, block) {
+                    Some(to) => self.handed[to].push((v, c)),
+                    None => {
+                        self.far.insert(v, c);
+                    }
+                }
+            }
         }
         let edges = self.plan.preds[block].clone();
         if let Some(l) = self.plan.counted(block) {
@@ -613,17 +685,27 @@ impl Adj<'_> {
             return Err(self.internal("an edge to another block"));
         }
         let args = call.args.clone();
+        let r = self.rev_of(e.from);
+        // A carried adjoint (the argument of a `jump`: R(e.from) is
+        // entered from here only) is added where R(e.from) starts, as on a
+        // chain edge.
+        let mut passed = Vec::new();
         for (&arg, adj) in args.iter().zip(param_adj) {
             if let Some(adj) = *adj {
                 if self.active(arg) {
-                    self.slot_add(arg, adj)?;
+                    if self.plan.is_carried(arg) {
+                        let p = self.out.dfg.append_block_param(r, Type::F64);
+                        passed.push(adj);
+                        self.incoming[e.from].push((arg, p));
+                    } else {
+                        self.slot_add(arg, adj)?;
+                    }
                 }
             }
         }
         let exited = self.plan.exited(e, block);
         self.pop_trips(&exited)?;
-        let r = self.rev_of(e.from);
-        self.b().jump(r, &[]);
+        self.b().jump(r, &passed);
         Ok(())
     }
 
@@ -643,7 +725,8 @@ impl Adj<'_> {
     /// cotangent as a parameter and returns the arguments' adjoints as call
     /// results, and the caller's pending adjoints cross the call as
     /// parameters of a new block ([`Adj::call_boundary`]). Across a join
-    /// they go through slots. A parameter, a call result and a slot load
+    /// they are carried ([`Plan::is_carried`]) and become parameters where
+    /// they leave a reverse block. A parameter, a call result and a slot load
     /// are all leaves to the tape planner of the next order
     /// (`plan::tape::Resolver`), so it pops or recomputes the same values
     /// in every case; were they SSA arithmetic on one side only, it would
@@ -687,13 +770,20 @@ impl Adj<'_> {
     /// with the returned arguments.
     fn pass_pending(&mut self, to: Block) -> Vec<Value> {
         let mut passed = Vec::new();
-        for c in self.acc.values_mut() {
-            if !matches!(self.out.dfg.value_def(*c), adze_ir::ValueDef::Param { .. }) {
-                passed.push(*c);
-                *c = self.out.dfg.append_block_param(to, Type::F64);
+        let pending: Vec<(Value, Value)> = self.acc.iter().map(|(&v, &c)| (v, c)).collect();
+        for (v, c) in pending {
+            if !self.is_param(c) {
+                passed.push(c);
+                let p = self.out.dfg.append_block_param(to, Type::F64);
+                self.acc.insert(v, p);
             }
         }
         passed
+    }
+
+    /// Is `c` a block parameter of the adjoint?
+    fn is_param(&self, c: Value) -> bool {
+        matches!(self.out.dfg.value_def(c), adze_ir::ValueDef::Param { .. })
     }
 
     /// Where the sweep reaches a call, the adjoints still being summed go on

@@ -15,7 +15,8 @@
 //!   backward fixed point, with summaries across calls);
 //! - [`active`]: the shadowed arrays, and which active values something
 //!   adds to (reached);
-//! - [`slots`]: the adjoints that need a memory slot;
+//! - [`slots`]: the adjoints that need a memory slot, and those carried
+//!   across reverse blocks as SSA values (with [`order`]);
 //! - [`tape`] (run later, by [`Plan::plan_tape`], once the calls are
 //!   planned): what each block pops or recomputes, with the loop
 //!   invariants of [`invariants`].
@@ -23,6 +24,7 @@
 mod active;
 mod cfg;
 mod invariants;
+mod order;
 mod slots;
 mod tape;
 mod useful;
@@ -69,6 +71,13 @@ pub(crate) struct Plan {
     /// blocks.
     slot: SecondaryMap<Value, Option<u32>>,
     pub num_slots: u32,
+    /// The values whose adjoint crosses chains as an SSA value instead
+    /// (see [`Plan::assign_slots`]).
+    carry: EntitySet<Value>,
+    /// `(value, chain head) -> block`: the reverse of the chain hands the
+    /// running sum of the value's adjoint on to the reverse of the block
+    /// instead of storing it in its slot (see [`Plan::hands_on`]).
+    hand_on: HashMap<(Value, Block), Block>,
     /// Per block: what its reverse block pops, in push order, each with its
     /// segment (see [`Plan::recipes`]): a segment's record is pushed where
     /// the segment ends (before the call that ends it, or before the
@@ -234,6 +243,8 @@ impl Plan {
             reached: EntitySet::new(),
             slot: SecondaryMap::new(),
             num_slots: 0,
+            carry: EntitySet::new(),
+            hand_on: Default::default(),
             tape: SecondaryMap::new(),
             recipes: SecondaryMap::new(),
             loops: Vec::new(),
@@ -252,8 +263,8 @@ impl Plan {
         };
         plan.find_shadows(func, args, entry);
         plan.find_reached(cache, module, func, ret, ignored);
-        plan.assign_slots(cache, module, func, ret);
         plan.find_loops(func);
+        plan.assign_slots(cache, module, func, ret);
         Ok(plan)
     }
 }
