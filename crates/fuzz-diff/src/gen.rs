@@ -265,6 +265,13 @@ impl<'a> FnGen<'a> {
             .collect()
     }
 
+    fn iarrays(&self) -> Vec<(String, usize)> {
+        self.scopes
+            .iter()
+            .flat_map(|s| s.iarrays.iter().cloned())
+            .collect()
+    }
+
     fn var_name(&mut self) -> String {
         let fs = self.fnames();
         self.rng.pick(&fs).clone()
@@ -298,11 +305,7 @@ impl<'a> FnGen<'a> {
     /// modulo the length, or (a gather) an element of a local i64 array
     /// modulo the length.
     fn index(&mut self, a: &str, len: usize) -> String {
-        let iarrays: Vec<(String, usize)> = self
-            .scopes
-            .iter()
-            .flat_map(|s| s.iarrays.iter().cloned())
-            .collect();
+        let iarrays = self.iarrays();
         if !iarrays.is_empty() && self.rng.chance(25) {
             let (p, plen) = self.rng.pick(&iarrays).clone();
             return format!("{a}[{p}[{}] % len({a})]", self.rng.below(plen));
@@ -692,11 +695,7 @@ impl<'a> FnGen<'a> {
     /// `let pN = zeros_i64(L);` and a few small non-negative integers into
     /// it (indices for `index`), or a store into an existing one.
     fn int_array(&mut self) {
-        let existing: Vec<(String, usize)> = self
-            .scopes
-            .iter()
-            .flat_map(|s| s.iarrays.iter().cloned())
-            .collect();
+        let existing = self.iarrays();
         if !existing.is_empty() && self.rng.chance(50) {
             let (p, len) = self.rng.pick(&existing).clone();
             let k = self.rng.below(len);

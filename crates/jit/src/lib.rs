@@ -220,18 +220,35 @@ pub enum Arg<'a> {
 /// Appends the argument slots of one value: a scalar's bits, or an array's
 /// pointer and length (the buffer must stay put while the slots are used).
 fn push_slots(slots: &mut Vec<u64>, v: &mut Val) {
-    match v {
-        Val::F64(x) => slots.push(x.to_bits()),
-        Val::I64(x) => slots.push(*x as u64),
-        Val::Bool(x) => slots.push(u64::from(*x)),
-        Val::Array(xs) => {
-            slots.push(xs.as_mut_ptr() as u64);
-            slots.push(xs.len() as u64);
+    Arg::of(v).push_slots(slots);
+}
+
+impl<'a> Arg<'a> {
+    /// The argument of a value: an array as a mutable borrow of its buffer.
+    fn of(v: &'a mut Val) -> Arg<'a> {
+        match v {
+            Val::F64(x) => Arg::F64(*x),
+            Val::I64(x) => Arg::I64(*x),
+            Val::Bool(x) => Arg::Bool(*x),
+            Val::Array(xs) => Arg::ArrayMut(xs),
+            Val::IArray(xs) => Arg::IArrayMut(xs),
         }
-        Val::IArray(xs) => {
-            slots.push(xs.as_mut_ptr() as u64);
-            slots.push(xs.len() as u64);
-        }
+    }
+
+    /// Appends the argument's slots: a scalar's bits, or an array's
+    /// pointer and length.
+    fn push_slots(&mut self, slots: &mut Vec<u64>) {
+        let (ptr, len) = match self {
+            Arg::F64(x) => return slots.push(x.to_bits()),
+            Arg::I64(x) => return slots.push(*x as u64),
+            Arg::Bool(x) => return slots.push(u64::from(*x)),
+            Arg::Array(v) => (v.as_ptr() as u64, v.len()),
+            Arg::ArrayMut(v) => (v.as_mut_ptr() as u64, v.len()),
+            Arg::IArray(v) => (v.as_ptr() as u64, v.len()),
+            Arg::IArrayMut(v) => (v.as_mut_ptr() as u64, v.len()),
+        };
+        slots.push(ptr);
+        slots.push(len as u64);
     }
 }
 
@@ -962,27 +979,7 @@ impl Compiled {
         self.check_borrowed(args)?;
         let mut slots: Vec<u64> = Vec::with_capacity(2 * args.len());
         for a in args.iter_mut() {
-            match a {
-                Arg::F64(x) => slots.push(x.to_bits()),
-                Arg::I64(x) => slots.push(*x as u64),
-                Arg::Bool(x) => slots.push(u64::from(*x)),
-                Arg::Array(v) => {
-                    slots.push(v.as_ptr() as u64);
-                    slots.push(v.len() as u64);
-                }
-                Arg::ArrayMut(v) => {
-                    slots.push(v.as_mut_ptr() as u64);
-                    slots.push(v.len() as u64);
-                }
-                Arg::IArray(v) => {
-                    slots.push(v.as_ptr() as u64);
-                    slots.push(v.len() as u64);
-                }
-                Arg::IArrayMut(v) => {
-                    slots.push(v.as_mut_ptr() as u64);
-                    slots.push(v.len() as u64);
-                }
-            }
+            a.push_slots(&mut slots);
         }
         // SAFETY: `check_borrowed` passed, so `slots` has the root's layout
         // and every `mut` parameter got an `ArrayMut`. Each array slot
