@@ -596,6 +596,17 @@ fn assert_same_bits_at(source: &str, func: &str, points: &[f64]) {
     }
 }
 
+/// `program` (which defines `top(y: f64) -> f64`) followed by the chain
+/// `d1 .. d3` of reverse derivatives in `y`: `d3` is `top`'s third.
+fn third_reverse(program: &str) -> String {
+    format!(
+        "{program}fn d1(y: f64) -> f64 {{ autodiff(reverse, top, active, active(y)) }}
+fn d2(y: f64) -> f64 {{ autodiff(reverse, d1, active, active(y)) }}
+fn d3(y: f64) -> f64 {{ autodiff(reverse, d2, active, active(y)) }}
+"
+    )
+}
+
 /// 60 points in (0.1, 2.7): a last-bit difference shows at a few of them.
 fn sixty_points() -> Vec<f64> {
     (0..60).map(|i| 0.1 + f64::from(i) * 0.0431).collect()
@@ -610,15 +621,14 @@ fn sixty_points() -> Vec<f64> {
 /// parameters and a call's reverse starts a block, so both are opaque.
 #[test]
 fn third_order_reverse_through_an_inlined_callee() {
-    let src = "fn f3(x: f64) -> f64 { x }
+    let src = &third_reverse(
+        "fn f3(x: f64) -> f64 { x }
 fn top(y: f64) -> f64 {
     let s = y * y;
     s * f3(s * s)
 }
-fn d1(y: f64) -> f64 { autodiff(reverse, top, active, active(y)) }
-fn d2(y: f64) -> f64 { autodiff(reverse, d1, active, active(y)) }
-fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
-";
+",
+    );
     assert_same_bits_at(src, "d3", &sixty_points());
 }
 
@@ -627,15 +637,14 @@ fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
 /// differed.
 #[test]
 fn third_order_reverse_through_an_inlined_callee_with_a_join() {
-    let src = "fn f3(x: f64) -> f64 { if false { x } else { x } }
+    let src = &third_reverse(
+        "fn f3(x: f64) -> f64 { if false { x } else { x } }
 fn top(y: f64) -> f64 {
     let s = y * y;
     s * f3(s * s)
 }
-fn d1(y: f64) -> f64 { autodiff(reverse, top, active, active(y)) }
-fn d2(y: f64) -> f64 { autodiff(reverse, d1, active, active(y)) }
-fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
-";
+",
+    );
     assert_same_bits_at(src, "d3", &sixty_points());
 }
 
@@ -653,15 +662,14 @@ fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
 /// (`reverse::plan::slots`, docs/ad-reverse.md, *Adjoint storage*).
 #[test]
 fn third_order_reverse_across_an_inlined_join_through_a_slot() {
-    let src = "fn f3(x: f64) -> f64 { if false { x } else { x } }
+    let src = &third_reverse(
+        "fn f3(x: f64) -> f64 { if false { x } else { x } }
 fn top(y: f64) -> f64 {
     let s = y * y;
     s * f3(exp(s))
 }
-fn d1(y: f64) -> f64 { autodiff(reverse, top, active, active(y)) }
-fn d2(y: f64) -> f64 { autodiff(reverse, d1, active, active(y)) }
-fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
-";
+",
+    );
     assert_same_bits_at(src, "d3", &sixty_points());
 }
 
@@ -678,17 +686,16 @@ fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
 /// across the inlined region as an SSA value, as across the call.
 #[test]
 fn third_order_reverse_through_an_inlined_branch() {
-    let src = "fn f3(x: f64) -> f64 {
+    let src = &third_reverse(
+        "fn f3(x: f64) -> f64 {
     if false { x } else { -x }
 }
 fn top(y: f64) -> f64 {
     let s3 = 1.0 / y - 1.0;
     s3 * f3(sin(s3))
 }
-fn d1(y: f64) -> f64 { autodiff(reverse, top, active, active(y)) }
-fn d2(y: f64) -> f64 { autodiff(reverse, d1, active, active(y)) }
-fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
-";
+",
+    );
     let module = run::compile(src).unwrap();
     let y = 1.1642857142857144;
     let mut stats = Stats::default();
@@ -722,16 +729,15 @@ fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
 /// running sum is now handed on as an SSA value (`Plan::hands_on`).
 #[test]
 fn third_order_reverse_of_a_slot_sum_across_an_inlined_branch_in_a_loop() {
-    let src = "fn f3(x: f64) -> f64 { if x > 1.5 { x * x } else { sin(x) } }
+    let src = &third_reverse(
+        "fn f3(x: f64) -> f64 { if x > 1.5 { x * x } else { sin(x) } }
 fn top(y: f64) -> f64 {
     var s = y;
     for i in 0..3 { let t = s * y; s = s + t * f3(exp(t)); }
     s
 }
-fn d1(y: f64) -> f64 { autodiff(reverse, top, active, active(y)) }
-fn d2(y: f64) -> f64 { autodiff(reverse, d1, active, active(y)) }
-fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
-";
+",
+    );
     assert_same_bits_at(src, "d3", &[0.1231, 0.35, 0.77, 1.3]);
 }
 
@@ -741,16 +747,15 @@ fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
 /// `third_order_reverse_across_an_inlined_join_through_a_slot`.
 #[test]
 fn third_order_reverse_of_a_slot_sum_across_an_inlined_branch_in_a_loop_with_break() {
-    let src = "fn f3(x: f64) -> f64 { if x > 1.5 { x * x } else { sin(x) } }
+    let src = &third_reverse(
+        "fn f3(x: f64) -> f64 { if x > 1.5 { x * x } else { sin(x) } }
 fn top(y: f64) -> f64 {
     var s = y;
     var i = 0;
     while i < 5 { let t = s * y; s = s + t * f3(exp(t)); if s > 3.0 { break; } i = i + 1; }
     s * s
 }
-fn d1(y: f64) -> f64 { autodiff(reverse, top, active, active(y)) }
-fn d2(y: f64) -> f64 { autodiff(reverse, d1, active, active(y)) }
-fn d3(y: f64) -> f64 { autodiff(reverse, d2, active, active(y)) }
-";
+",
+    );
     assert_same_bits_at(src, "d3", &sixty_points());
 }
