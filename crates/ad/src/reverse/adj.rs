@@ -557,8 +557,12 @@ impl Adj<'_> {
             let is_call = matches!(data, InstData::Call { .. });
             // The adjoint code of `inst` (shadow loads and stores included)
             // has its location.
+            // Inlined, the call's body would sit between the adjoints still
+            // being summed and the code before it, in blocks of its own:
+            // they go on as parameters of a new block, as opaque called as
+            // inlined (see [`Adj::chain_edge`]).
             if is_call {
-                self.call_boundary();
+                self.continue_in_new_block();
             }
             let mark = self.out.dfg.inst_mark();
             self.rev_inst(inst)?;
@@ -614,10 +618,7 @@ impl Adj<'_> {
         if !carried.is_empty() {
             self.acc = carried;
             if self.acc.values().any(|&c| !self.is_param(c)) {
-                let next = self.b().create_block();
-                let passed = self.pass_pending(next);
-                self.b().jump(next, &passed);
-                self.block = Some(next);
+                self.continue_in_new_block();
             }
             for (v, c) in std::mem::take(&mut self.acc) {
                 match self.plan.hands_on(v, block) {
@@ -694,9 +695,7 @@ impl Adj<'_> {
             if let Some(adj) = *adj {
                 if self.active(arg) {
                     if self.plan.is_carried(arg) {
-                        let p = self.out.dfg.append_block_param(r, Type::F64);
-                        passed.push(adj);
-                        self.incoming[e.from].push((arg, p));
+                        self.pass_param_adjoint(e.from, arg, adj, &mut passed);
                     } else {
                         self.slot_add(arg, adj)?;
                     }
@@ -724,15 +723,15 @@ impl Adj<'_> {
     /// the results); called, the callee's adjoint receives the results'
     /// cotangent as a parameter and returns the arguments' adjoints as call
     /// results, and the caller's pending adjoints cross the call as
-    /// parameters of a new block ([`Adj::call_boundary`]). Across a join
+    /// parameters of a new block ([`Adj::continue_in_new_block`]). Across a join
     /// they are carried ([`Plan::is_carried`]) and become parameters where
     /// they leave a reverse block. A parameter, a call result and a slot load
     /// are all leaves to the tape planner of the next order
     /// (`plan::tape::Resolver`), so it pops or recomputes the same values
     /// in every case; were they SSA arithmetic on one side only, it would
-    /// recompute there and pop on the other, and a fourth-order value would
-    /// sum `y·a + y·b` on one side and `y·(a + b)` on the other (seed 100223
-    /// of the differential fuzzer: tests/it/outsiders.rs).
+    /// recompute there and pop on the other, and the third order would sum
+    /// `y·a + y·b` on one side and `y·(a + b)` on the other (seed 100223 of
+    /// the differential fuzzer: crates/fuzz-diff/tests/known_bugs.rs).
     fn chain_edge(
         &mut self,
         block: Block,
@@ -746,17 +745,13 @@ impl Adj<'_> {
         };
         let r = self.rev_of(e.from);
         let mut passed = self.pass_pending(r);
-        let mut incoming = Vec::new();
         for (&arg, adj) in args.iter().zip(param_adj) {
             if let Some(adj) = *adj {
                 if self.active(arg) {
-                    let p = self.out.dfg.append_block_param(r, Type::F64);
-                    passed.push(adj);
-                    incoming.push((arg, p));
+                    self.pass_param_adjoint(e.from, arg, adj, &mut passed);
                 }
             }
         }
-        self.incoming[e.from] = incoming;
         let exited = self.plan.exited(e, block);
         self.pop_trips(&exited)?;
         let acc = std::mem::take(&mut self.acc);
@@ -786,12 +781,21 @@ impl Adj<'_> {
         matches!(self.out.dfg.value_def(c), adze_ir::ValueDef::Param { .. })
     }
 
-    /// Where the sweep reaches a call, the adjoints still being summed go on
-    /// in a new block, as parameters: inlined, the call's body would sit
-    /// between them, in blocks of its own joined by chain edges (or slots),
-    /// so for a derivative of this code they must be as opaque called as
-    /// inlined (see [`Adj::chain_edge`]).
-    fn call_boundary(&mut self) {
+    /// Hands `adj`, the adjoint of a parameter whose branch argument is
+    /// `arg`, to R(`from`) as a new parameter of R(`from`) (the jump to it
+    /// passes `passed`), added to `arg`'s adjoint where R(`from`) starts.
+    fn pass_param_adjoint(&mut self, from: Block, arg: Value, adj: Value, passed: &mut Vec<Value>) {
+        let p = self
+            .out
+            .dfg
+            .append_block_param(self.rev_of(from), Type::F64);
+        passed.push(adj);
+        self.incoming[from].push((arg, p));
+    }
+
+    /// Goes on in a new block, the adjoints still being summed becoming its
+    /// parameters (those that are not parameters already).
+    fn continue_in_new_block(&mut self) {
         let next = self.b().create_block();
         let passed = self.pass_pending(next);
         self.b().jump(next, &passed);
