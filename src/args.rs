@@ -206,44 +206,30 @@ pub fn parse_value(text: &str, ty: Type) -> Result<Val, String> {
                 abbreviate(text)
             )),
         },
-        Type::Array => {
-            let inner = text
-                .strip_prefix('[')
-                .and_then(|t| t.strip_suffix(']'))
-                .ok_or_else(|| {
-                    format!(
-                        "expected an array like `[1.0, 2.5]` or `@FILE`, got `{}`",
-                        abbreviate(text)
-                    )
-                })?;
-            if inner.trim().is_empty() {
-                return Ok(Val::Array(Vec::new()));
-            }
-            inner
-                .split(',')
-                .map(|x| parse_f64(x.trim()))
-                .collect::<Result<Vec<f64>, String>>()
-                .map(Val::Array)
-        }
-        Type::IArray => {
-            let inner = text
-                .strip_prefix('[')
-                .and_then(|t| t.strip_suffix(']'))
-                .ok_or_else(|| format!("expected an i64 array like `[0, 2]`, got `{text}`"))?;
-            if inner.trim().is_empty() {
-                return Ok(Val::IArray(Vec::new()));
-            }
-            inner
-                .split(',')
-                .map(|x| {
-                    let x = x.trim();
-                    x.parse::<i64>()
-                        .map_err(|_| format!("expected an integer, got `{x}`"))
-                })
-                .collect::<Result<Vec<i64>, String>>()
-                .map(Val::IArray)
-        }
+        Type::Array => bracketed(text, "an array like `[1.0, 2.5]`", parse_f64).map(Val::Array),
+        Type::IArray => bracketed(text, "an i64 array like `[0, 2]`", |x| {
+            x.parse::<i64>()
+                .map_err(|_| format!("expected an integer, got `{}`", abbreviate(x)))
+        })
+        .map(Val::IArray),
     }
+}
+
+/// `[a, b, ..]` (or `[]`), each element read by `one`; `what` names the
+/// expected form in the error.
+fn bracketed<T>(
+    text: &str,
+    what: &str,
+    one: impl Fn(&str) -> Result<T, String>,
+) -> Result<Vec<T>, String> {
+    let inner = text
+        .strip_prefix('[')
+        .and_then(|t| t.strip_suffix(']'))
+        .ok_or_else(|| format!("expected {what} or `@FILE`, got `{}`", abbreviate(text)))?;
+    if inner.trim().is_empty() {
+        return Ok(Vec::new());
+    }
+    inner.split(',').map(|x| one(x.trim())).collect()
 }
 
 /// Parses an f64: a decimal number (`2`, `-1.5e-3`), or `nan`, `inf`,

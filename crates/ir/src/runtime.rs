@@ -63,28 +63,26 @@ impl fmt::Display for Val {
             Val::F64(x) => write!(f, "{x:?}"),
             Val::I64(x) => write!(f, "{x}"),
             Val::Bool(x) => write!(f, "{x}"),
-            Val::Array(xs) => {
-                f.write_str("[")?;
-                for (i, x) in xs.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{x:?}")?;
-                }
-                f.write_str("]")
-            }
-            Val::IArray(xs) => {
-                f.write_str("[")?;
-                for (i, x) in xs.iter().enumerate() {
-                    if i > 0 {
-                        f.write_str(", ")?;
-                    }
-                    write!(f, "{x}")?;
-                }
-                f.write_str("]")
-            }
+            Val::Array(xs) => write_list(f, xs, |f, x| write!(f, "{x:?}")),
+            Val::IArray(xs) => write_list(f, xs, |f, x| write!(f, "{x}")),
         }
     }
+}
+
+/// `[a, b, ..]`, each element written by `one`.
+fn write_list<T>(
+    f: &mut fmt::Formatter<'_>,
+    xs: &[T],
+    one: impl Fn(&mut fmt::Formatter<'_>, &T) -> fmt::Result,
+) -> fmt::Result {
+    f.write_str("[")?;
+    for (i, x) in xs.iter().enumerate() {
+        if i > 0 {
+            f.write_str(", ")?;
+        }
+        one(f, x)?;
+    }
+    f.write_str("]")
 }
 
 /// What a call returns: the function's results, and the final value of every

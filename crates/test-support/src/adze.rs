@@ -169,25 +169,17 @@ pub fn parse_val(text: &str, ty: Type) -> Result<Val, String> {
         Type::F64 => Val::F64(read(text)?),
         Type::I64 => Val::I64(read(text)?),
         Type::Bool => Val::Bool(read(text)?),
-        Type::Array => match text.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
-            Some(inner) => Val::Array(
-                split_top(inner)
-                    .into_iter()
-                    .map(read)
-                    .collect::<Result<_, _>>()?,
-            ),
-            None => return Err(format!("`{text}`: expected `[..]`")),
-        },
-        Type::IArray => match text.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
-            Some(inner) => Val::IArray(
-                split_top(inner)
-                    .into_iter()
-                    .map(read)
-                    .collect::<Result<_, _>>()?,
-            ),
-            None => return Err(format!("`{text}`: expected `[..]`")),
-        },
+        Type::Array => Val::Array(list(text, read)?),
+        Type::IArray => Val::IArray(list(text, read)?),
     })
+}
+
+/// `[a, b, ..]`, each element read by `read`.
+fn list<T>(text: &str, read: fn(&str) -> Result<T, String>) -> Result<Vec<T>, String> {
+    match text.strip_prefix('[').and_then(|t| t.strip_suffix(']')) {
+        Some(inner) => split_top(inner).into_iter().map(read).collect(),
+        None => Err(format!("`{text}`: expected `[..]`")),
+    }
 }
 
 /// The arguments of `run` for the parameters `params`, each read by
