@@ -128,11 +128,7 @@ impl Program {
     fn compile(&self, module: Module, name: &str) -> Result<Function, Error> {
         let id = function_by_name(&module, name)?;
         verify_reachable(&module, id)?;
-        let options = adze_jit::JitOptions {
-            limits: self.session.limits,
-            ..adze_jit::JitOptions::default()
-        };
-        let compiled = adze_jit::compile(&module, id, &options)?;
+        let compiled = self.session.jit(&module, id)?;
         let params = module.func(id).sig.params.clone();
         let results = module.func(id).sig.results.clone();
         Ok(Function {

@@ -494,6 +494,16 @@ impl Session {
         self.run_in(&module, name, args, engine)
     }
 
+    /// Compiles function `id` of `module` (and what it calls) with this
+    /// session's limits.
+    pub fn jit(&self, module: &Module, id: FuncId) -> Result<adze_jit::Compiled, Error> {
+        let options = adze_jit::JitOptions {
+            limits: self.limits,
+            ..adze_jit::JitOptions::default()
+        };
+        Ok(adze_jit::compile(module, id, &options)?)
+    }
+
     /// Runs `name` of `module` (a stage of this session, or a module with a
     /// derivative added by [`Session::derive`]).
     pub fn run_in(
@@ -512,11 +522,7 @@ impl Session {
                 Ok(out.map_err(|e| e.describe_in(module))?)
             }
             Engine::Jit => {
-                let options = adze_jit::JitOptions {
-                    limits: self.limits,
-                    ..adze_jit::JitOptions::default()
-                };
-                let compiled = adze_jit::compile(module, id, &options)?;
+                let compiled = self.jit(module, id)?;
                 timing_mark("jit");
                 let out = compiled.call(args);
                 timing_mark("run");
