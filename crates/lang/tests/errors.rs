@@ -527,3 +527,15 @@ fn invalid_utf8_has_a_position() {
     assert_eq!(d.summary(), "t.adz:2:3: error: the file is not valid UTF-8");
     assert!(d.render().contains("0xff"));
 }
+
+/// A store or `fill` whose array is unknown still has its index and value
+/// checked: every error is reported, not only the first.
+#[test]
+fn a_store_into_an_unknown_array_reports_its_value_too() {
+    for src in ["fn f() { nope[zz] = yy; }", "fn f() { fill(nope, yy); }"] {
+        let d = adze_lang::compile("t.adz", src).unwrap_err();
+        let all = d.render();
+        assert!(all.contains("unknown name `nope`"), "{all}");
+        assert!(all.contains("unknown name `yy`"), "{all}");
+    }
+}

@@ -104,9 +104,10 @@ impl Ctx<'_> {
     /// `fill(a, v)`
     fn fill_call(&mut self, name: &Ident, args: &[ast::Expr], span: Span) -> R<Expr> {
         self.arity(name, args, 2, span, "fill(a: mut [f64], v: f64)")?;
-        let a = self.array_arg(&args[0], "`fill`")?;
-        let v = self.expect(&args[1], a.2.scalar(), "the value of `fill`");
-        let ((a, writable, _), v) = (a, v?);
+        let a = self.array_arg(&args[0], "`fill`");
+        let elem = a.as_ref().map_or(Type::F64, |a| a.2.scalar());
+        let v = self.expect(&args[1], elem, "the value of `fill`");
+        let ((a, writable, _), v) = (a?, v?);
         if !writable {
             let AK::Name(id) = &args[0].kind else {
                 return Err(Reported);

@@ -222,14 +222,12 @@ impl Ctx<'_> {
 
     /// `name[index] = value;`
     fn store(&mut self, name: &Ident, index: &ast::Expr, value: &ast::Expr, span: Span) -> R<Stmt> {
-        let a = self.array(name)?;
+        // Every part checked, its errors reported, even when one fails.
+        let a = self.array(name);
+        let elem = a.as_ref().map_or(Type::F64, |a| a.2.scalar());
         let i = self.expect(index, Type::I64, "an array index");
-        let v = self.expect(
-            value,
-            a.2.scalar(),
-            &format!("a value stored into `{}`", name.name),
-        );
-        let ((a, writable, _), i, v) = (a, i?, v?);
+        let v = self.expect(value, elem, &format!("a value stored into `{}`", name.name));
+        let ((a, writable, _), i, v) = (a?, i?, v?);
         if !writable {
             return self.error(self.read_only(name, a));
         }
