@@ -32,7 +32,7 @@
 
 use crate::pipeline::{function_by_name, verify_reachable, Session};
 use crate::Error;
-use adze_ir::{Mode, Module, Param, Type, Val};
+use adze_ir::{FuncId, Mode, Module, Param, Type, Val};
 pub use adze_jit::Arg;
 use std::path::Path;
 
@@ -129,13 +129,10 @@ impl Program {
         let id = function_by_name(&module, name)?;
         verify_reachable(&module, id)?;
         let compiled = self.session.jit(&module, id)?;
-        let params = module.func(id).sig.params.clone();
-        let results = module.func(id).sig.results.clone();
         Ok(Function {
             compiled,
             module,
-            params,
-            results,
+            id,
         })
     }
 }
@@ -147,16 +144,16 @@ pub struct Function {
     /// The module it was compiled from, to describe its run-time errors in
     /// the user's terms ("the reverse derivative of `f`").
     module: Module,
-    params: Vec<Param>,
-    results: Vec<Type>,
+    /// The function in `module`.
+    id: FuncId,
 }
 
 impl std::fmt::Debug for Function {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Function")
             .field("name", &self.compiled.name())
-            .field("params", &self.params)
-            .field("results", &self.results)
+            .field("params", &self.params())
+            .field("results", &self.results())
             .finish_non_exhaustive()
     }
 }
@@ -177,12 +174,12 @@ impl Function {
     /// The parameters, in call order (for a derivative: with the shadows
     /// and tangents the derivative takes).
     pub fn params(&self) -> &[Param] {
-        &self.params
+        &self.module.func(self.id).sig.params
     }
 
     /// The types of the results.
     pub fn results(&self) -> &[Type] {
-        &self.results
+        &self.module.func(self.id).sig.results
     }
 
     /// The function's name in the compiled module (a derivative's is
