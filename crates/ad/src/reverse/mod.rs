@@ -1100,18 +1100,14 @@ fn apply_rule(
     let mut vals: Vec<Option<Value>> = vec![None; owner_sig.params.len()];
     for (k, p) in owner_sig.params.iter().enumerate().rev() {
         vals[k] = Some(match p.ty {
-            Type::Array => {
+            ty @ (Type::Array | Type::IArray) => {
                 let n = b.pop(tape, Type::I64);
-                let c = b.zeros(n, p.name.clone());
+                let (c, restore) = if ty == Type::Array {
+                    (b.zeros(n, p.name.clone()), restore)
+                } else {
+                    (b.izeros(n, p.name.clone()), irestore)
+                };
                 if let Some(restore) = restore {
-                    b.call(restore, &[c], &[]);
-                }
-                c
-            }
-            Type::IArray => {
-                let n = b.pop(tape, Type::I64);
-                let c = b.izeros(n, p.name.clone());
-                if let Some(restore) = irestore {
                     b.call(restore, &[c], &[]);
                 }
                 c
