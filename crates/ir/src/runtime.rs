@@ -157,6 +157,32 @@ pub enum TrapKind {
         /// The array's length.
         len: i64,
     },
+    /// A `slice` whose end is not in `0..=len` (checked first).
+    SliceEndOutOfBounds {
+        /// The sliced array's source-level name.
+        array: String,
+        /// The end (exclusive bound) asked for.
+        hi: i64,
+        /// The sliced array's length.
+        len: i64,
+    },
+    /// A `slice` whose start is not in `0..=hi` (its end is in bounds).
+    SliceStartOutOfBounds {
+        /// The sliced array's source-level name.
+        array: String,
+        /// The start asked for.
+        lo: i64,
+        /// The end.
+        hi: i64,
+    },
+    /// `disjoint a, b` on two views that share an element: a `mut` view
+    /// passed beside another view of the same array.
+    OverlappingArrays {
+        /// The first view's source-level name.
+        first: String,
+        /// The second's.
+        second: String,
+    },
     /// `idiv` or `irem` by zero.
     DivisionByZero,
     /// `idiv` or `irem` of `i64::MIN` by `-1`.
@@ -227,6 +253,27 @@ impl fmt::Display for TrapKind {
                 f,
                 "index {index} is out of bounds for array {} of length {len}",
                 names::annotate(array, names::describe_array)
+            ),
+            TrapKind::SliceEndOutOfBounds { array, hi, len } => write!(
+                f,
+                "slice end {hi} is out of bounds for array {} of length {len}",
+                names::annotate(array, names::describe_array)
+            ),
+            TrapKind::SliceStartOutOfBounds { array, lo, hi } => write!(
+                f,
+                "slice {lo}..{hi} of array {} {}",
+                names::annotate(array, names::describe_array),
+                if *lo < 0 {
+                    "starts below 0"
+                } else {
+                    "starts after its end"
+                }
+            ),
+            TrapKind::OverlappingArrays { first, second } => write!(
+                f,
+                "views {} and {} of one array overlap, and one of them is written: a `mut` view must not share elements with another argument",
+                names::annotate(first, names::describe_array),
+                names::annotate(second, names::describe_array)
             ),
             TrapKind::DivisionByZero => f.write_str("integer division by zero"),
             TrapKind::DivisionOverflow => f.write_str("integer division overflow (i64::MIN / -1)"),
@@ -472,6 +519,9 @@ impl TrapKind {
         matches!(
             self,
             TrapKind::IndexOutOfBounds { .. }
+                | TrapKind::SliceEndOutOfBounds { .. }
+                | TrapKind::SliceStartOutOfBounds { .. }
+                | TrapKind::OverlappingArrays { .. }
                 | TrapKind::DivisionByZero
                 | TrapKind::DivisionOverflow
                 | TrapKind::ShiftOutOfRange { .. }

@@ -272,6 +272,19 @@ pub(crate) enum SiteKind {
     IndexOutOfBounds {
         array: String,
     },
+    /// `a` = the slice's end, `b` = the array's length.
+    SliceEndOutOfBounds {
+        array: String,
+    },
+    /// `a` = the slice's start, `b` = its end.
+    SliceStartOutOfBounds {
+        array: String,
+    },
+    /// `disjoint`: two views share an element.
+    OverlappingArrays {
+        first: String,
+        second: String,
+    },
     DivisionByZero,
     DivisionOverflow,
     /// `a` = the shift amount.
@@ -319,6 +332,20 @@ impl TrapSite {
                 array: array.clone(),
                 index: a,
                 len: b,
+            },
+            SiteKind::SliceEndOutOfBounds { array } => TrapKind::SliceEndOutOfBounds {
+                array: array.clone(),
+                hi: a,
+                len: b,
+            },
+            SiteKind::SliceStartOutOfBounds { array } => TrapKind::SliceStartOutOfBounds {
+                array: array.clone(),
+                lo: a,
+                hi: b,
+            },
+            SiteKind::OverlappingArrays { first, second } => TrapKind::OverlappingArrays {
+                first: first.clone(),
+                second: second.clone(),
             },
             SiteKind::DivisionByZero => TrapKind::DivisionByZero,
             SiteKind::DivisionOverflow => TrapKind::DivisionOverflow,
