@@ -504,7 +504,8 @@ impl<'a> FnGen<'a> {
             }
             14 if self.autodiff_left > 0 => self.autodiff_stmt(),
             15 if self.loop_depth > 0 => self.exit_stmt(),
-            16 => self.int_array(),
+            16 if self.rng.chance(50) => self.int_array(),
+            16 => self.view(),
             _ => {
                 let v = self.fresh("v");
                 let e = self.fexpr(2);
@@ -690,6 +691,37 @@ impl<'a> FnGen<'a> {
             self.line(format!("let {v} = {call};"));
             self.top().f.push(v);
         }
+    }
+
+    /// `let wN = a[lo..hi];`: a view of an array in scope (of at least one
+    /// element, writable as the array is), used afterwards like any array:
+    /// loads, stores, `fill`, passed to writers. Sometimes with an open end
+    /// (`a[lo..]`, `a[..hi]`).
+    fn view(&mut self) {
+        let arrays: Vec<(String, usize, bool)> = self
+            .scopes
+            .iter()
+            .flat_map(|s| s.arrays.iter().cloned())
+            .filter(|a| a.1 >= 1)
+            .collect();
+        if arrays.is_empty() {
+            self.scratch();
+            return;
+        }
+        let (a, len, writable) = self.rng.pick(&arrays).clone();
+        let lo = self.rng.below(len);
+        let hi = lo + 1 + self.rng.below(len - lo);
+        let w = self.fresh("w");
+        let range = match self.rng.below(4) {
+            0 if lo == 0 => format!("..{hi}"),
+            // Runs to the end of the array, which may be longer than the
+            // `len` known here: the view is at least `len - lo` long.
+            1 => format!("{lo}.."),
+            _ => format!("{lo}..{hi}"),
+        };
+        let vlen = if range.ends_with("..") { len - lo } else { hi - lo };
+        self.line(format!("let {w} = {a}[{range}];"));
+        self.top().arrays.push((w, vlen, writable));
     }
 
     /// `let pN = zeros_i64(L);` and a few small non-negative integers into
