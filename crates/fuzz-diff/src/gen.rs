@@ -170,7 +170,24 @@ struct Scope {
     iarrays: Vec<(String, usize)>,
 }
 
-const CONSTS: [&str; 8] = ["0.5", "2.0", "-1.5", "0.0", "1.0", "3.0", "0.25", "-1.0"];
+const CONSTS: [&str; 10] = [
+    "0.5",
+    "2.0",
+    "-1.5",
+    "0.0",
+    "1.0",
+    "3.0",
+    "0.25",
+    "-1.0",
+    "HALF",
+    "f64(BITS)",
+];
+
+/// The top-level constants every program declares (issue #16), used as
+/// leaves (`CONSTS`): an f64 built from another, and an i64 from bitwise
+/// operators.
+const CONST_ITEMS: &str =
+    "const HALF: f64 = ONE / 2;\nconst ONE: f64 = 1.0;\nconst BITS: i64 = 1 << 2 | 1;\n\n";
 const SMOOTH: [&str; 8] = [
     "sin", "cos", "tanh", "atan", "sinh", "asinh", "erfc", "exp2",
 ];
@@ -285,7 +302,8 @@ impl<'a> FnGen<'a> {
                 if ints.is_empty() {
                     self.var_name()
                 } else {
-                    format!("f64({})", self.rng.pick(&ints))
+                    let i = self.rng.pick(&ints).clone();
+                    format!("f64({})", self.int_expr(&i))
                 }
             }
             3 => {
@@ -312,9 +330,27 @@ impl<'a> FnGen<'a> {
         }
         let ints = self.ints();
         if !ints.is_empty() && self.rng.chance(40) {
-            format!("{a}[{} % len({a})]", self.rng.pick(&ints))
+            let i = self.rng.pick(&ints).clone();
+            format!("{a}[{} % len({a})]", self.int_expr(&i))
+        } else if self.rng.chance(10) {
+            // An index converted from an f64 (`i64(..)` truncates; a NaN or
+            // an infinity stops every setting alike).
+            let e = self.fexpr(1);
+            format!("{a}[i64(abs(sin({e})) * 3.0) % len({a})]")
         } else {
             format!("{a}[{}]", self.rng.below(len))
+        }
+    }
+
+    /// A small non-negative i64 made from `i` (itself small and
+    /// non-negative): `i`, or `i` through a bitwise operator.
+    fn int_expr(&mut self, i: &str) -> String {
+        match self.rng.below(6) {
+            0 => format!("({i} & 3)"),
+            1 => format!("({i} | 1)"),
+            2 => format!("({i} << 1)"),
+            3 => format!("({i} >> 1)"),
+            _ => i.to_string(),
         }
     }
 
@@ -651,8 +687,22 @@ impl<'a> FnGen<'a> {
         let name = self.helpers[j].name.clone();
         let a = self.fexpr(2);
         let b = self.fexpr(2);
-        match self.rng.below(6) {
+        let vars = self.vars();
+        match self.rng.below(8) {
             0 | 1 => self.line(format!("{name}({a}, {b});")),
+            // Tuple assignment into two `var`s (issue #16).
+            6 if vars.len() >= 2 => {
+                let s = self.rng.pick(&vars).clone();
+                let t = vars.iter().find(|v| **v != s).cloned().unwrap_or_default();
+                self.line(format!("({s}, {t}) = {name}({a}, {b});"));
+            }
+            6 | 7 => {
+                let (p, q) = (self.fresh("s"), self.fresh("s"));
+                self.line(format!("var ({p}, {q}) = {name}({a}, {b});"));
+                let scope = self.top();
+                scope.f.extend([p.clone(), q.clone()]);
+                scope.vars.extend([p, q]);
+            }
             k => {
                 let (p, q) = (self.fresh("p"), self.fresh("q"));
                 self.line(format!("let ({p}, {q}) = {name}({a}, {b});"));
@@ -719,7 +769,11 @@ impl<'a> FnGen<'a> {
             1 => format!("{lo}.."),
             _ => format!("{lo}..{hi}"),
         };
-        let vlen = if range.ends_with("..") { len - lo } else { hi - lo };
+        let vlen = if range.ends_with("..") {
+            len - lo
+        } else {
+            hi - lo
+        };
         self.line(format!("let {w} = {a}[{range}];"));
         self.top().arrays.push((w, vlen, writable));
     }
@@ -1037,7 +1091,7 @@ pub fn generate(seed: u64, config: &GenConfig) -> Program {
         },
         helpers,
         calls: Vec::new(),
-        src: format!("// adze-fuzz-diff seed {seed}\n\n"),
+        src: format!("// adze-fuzz-diff seed {seed}\n\n{CONST_ITEMS}"),
         late_rules: Vec::new(),
     };
     for k in 0..p.helpers.len() {
