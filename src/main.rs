@@ -201,6 +201,11 @@ struct PipelineArgs {
     /// stops with an error.
     #[arg(long, value_name = "N", default_value_t = adze_ir::DEFAULT_MAX_CALL_DEPTH)]
     max_call_depth: u32,
+    /// The budget of the reverse-mode tapes of one run, in bytes (a
+    /// number, or with a unit: 64MiB, 2GiB, 500KB); a derivative that needs
+    /// more stops with an error.
+    #[arg(long, value_name = "BYTES", default_value = "1GiB", value_parser = parse_bytes)]
+    tape_limit: u64,
 }
 
 impl PipelineArgs {
@@ -212,6 +217,7 @@ impl PipelineArgs {
         session.ad_limits.max_size = self.max_ad_size;
         session.optimize = !self.no_opt;
         session.limits.max_call_depth = self.max_call_depth;
+        session.limits.tape_limit = self.tape_limit;
         Ok(session)
     }
 }
@@ -274,6 +280,34 @@ impl DeriveArgs {
             .derivative(func, mode.ir(), self.width, &self.consts, optimized)
             .map(Some)
     }
+}
+
+/// `--tape-limit BYTES`: a number of bytes, with an optional unit (`KiB`,
+/// `MiB`, `GiB` are powers of 1024; `KB`, `MB`, `GB` of 1000; `K`, `M`,
+/// `G` as the binary ones).
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of bytes (e.g. 1048576, 64MiB, 2GiB)"))?;
+    let scale: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "K" | "KiB" => 1 << 10,
+        "M" | "MiB" => 1 << 20,
+        "G" | "GiB" => 1 << 30,
+        "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        u => {
+            return Err(format!(
+                "unknown unit `{u}` in `{s}` (use KiB, MiB, GiB, KB, MB or GB)"
+            ))
+        }
+    };
+    n.checked_mul(scale)
+        .ok_or_else(|| format!("`{s}` is too many bytes"))
 }
 
 /// `--timeout SECONDS`: a positive, finite number of seconds.

@@ -487,6 +487,7 @@ pub fn fuzz_limits() -> Limits {
         max_call_depth: 200,
         max_array_len: 1 << 16,
         timeout: None,
+        tape_limit: adze_ir::DEFAULT_TAPE_LIMIT,
     }
 }
 

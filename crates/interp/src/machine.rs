@@ -857,7 +857,18 @@ impl<'m> Machine<'m> {
             (_, None) => Err(unsupported(func, "a tape that does not exist")),
             (x, Some(t)) => {
                 if t.len() == t.capacity() {
-                    grow_tape(t).map_err(|k| trap(func, k))?;
+                    // The entries of every tape count against the budget.
+                    let total: usize = self.tapes.iter().map(Vec::len).sum();
+                    let limit = self.limits.tape_entries();
+                    let room = limit.saturating_sub(total as u64);
+                    if room == 0 {
+                        let limit = self.limits.tape_limit;
+                        return Err(trap(func, TrapKind::TapeLimitExceeded { limit }));
+                    }
+                    let t = &mut self.tapes[usize::from(tape)];
+                    grow_tape(t, room).map_err(|k| trap(func, k))?;
+                    t.push(x);
+                    return Ok(());
                 }
                 t.push(x);
                 Ok(())
@@ -944,8 +955,15 @@ impl<'m> Machine<'m> {
 /// would.
 #[cold]
 #[inline(never)]
-fn grow_tape(tape: &mut Vec<Slot>) -> Result<(), TrapKind> {
-    let want = tape.capacity().saturating_mul(2).max(64);
+/// Grows a full tape (amortised doubling), by at most `room` entries (what
+/// is left of the budget, at least 1).
+fn grow_tape(tape: &mut Vec<Slot>, room: u64) -> Result<(), TrapKind> {
+    let room = usize::try_from(room).unwrap_or(usize::MAX);
+    let want = tape
+        .capacity()
+        .saturating_mul(2)
+        .max(64)
+        .min(tape.len().saturating_add(room));
     tape.try_reserve_exact(want - tape.len())
         .map_err(|_| TrapKind::TapeOutOfMemory {
             entries: tape.len() as u64,

@@ -62,6 +62,9 @@ pub use instructions::{
 };
 pub use layout::Layout;
 pub use module::Module;
-pub use runtime::{Limits, Location, Outcome, RunError, TrapKind, Val, DEFAULT_MAX_CALL_DEPTH};
+pub use runtime::{
+    Limits, Location, Outcome, RunError, TrapKind, Val, DEFAULT_MAX_CALL_DEPTH, DEFAULT_TAPE_LIMIT,
+    TAPE_ENTRY_BYTES,
+};
 pub use srcloc::{InstMark, SourceLoc};
 pub use types::Type;

@@ -123,6 +123,19 @@ pub struct Limits {
     /// function entry and loop header only when a limit is set, so code
     /// without a limit is unchanged.
     pub timeout: Option<Duration>,
+    /// The budget of the reverse-mode tapes of one run, in bytes: all
+    /// tapes together may hold `tape_limit / TAPE_ENTRY_BYTES` entries. A
+    /// push past it stops the run with [`TrapKind::TapeLimitExceeded`]
+    /// (both executors count entries, not their own layouts, so they stop
+    /// alike), and no tape grows past it.
+    pub tape_limit: u64,
+}
+
+impl Limits {
+    /// The entries all tapes of one run may hold.
+    pub fn tape_entries(&self) -> u64 {
+        self.tape_limit / TAPE_ENTRY_BYTES
+    }
 }
 
 impl Default for Limits {
@@ -131,9 +144,17 @@ impl Default for Limits {
             max_call_depth: DEFAULT_MAX_CALL_DEPTH,
             max_array_len: MAX_ARRAY_LEN,
             timeout: None,
+            tape_limit: DEFAULT_TAPE_LIMIT,
         }
     }
 }
+
+/// Default tape budget: 1 GiB (SPEC §5c).
+pub const DEFAULT_TAPE_LIMIT: u64 = 1 << 30;
+
+/// What one tape entry costs against the budget: its 8 bytes of value and
+/// a type byte (the JIT's layout).
+pub const TAPE_ENTRY_BYTES: u64 = 9;
 
 /// Default bound on the depth of nested calls: deep enough that only real
 /// recursion reaches it (a chain of distinct functions is as deep as the
@@ -236,6 +257,11 @@ pub enum TrapKind {
         /// The shadow's name, likewise (a generated one reads `a.d`).
         shadow: String,
     },
+    /// The tapes needed more entries than [`Limits::tape_limit`] allows.
+    TapeLimitExceeded {
+        /// The budget, in bytes.
+        limit: u64,
+    },
     /// `pop` on an empty tape, or of another type than was pushed: a bug in
     /// the pass that emitted the code.
     TapeMismatch,
@@ -317,12 +343,32 @@ impl fmt::Display for TrapKind {
                 "array {} and its shadow `{shadow}` have different lengths",
                 names::annotate(array, names::describe_array)
             ),
+            TrapKind::TapeLimitExceeded { limit } => write!(
+                f,
+                "the reverse-mode tape needs more than its budget of {} (`--tape-limit BYTES` raises it)",
+                Bytes(*limit)
+            ),
             TrapKind::TapeMismatch => {
                 f.write_str("internal error: `pop` found an empty tape or a value of another type")
             }
             TrapKind::BadArguments(msg) => f.write_str(msg),
             TrapKind::Unsupported(msg) => f.write_str(msg),
         }
+    }
+}
+
+/// A size as a person writes it: `1 GiB`, `64 MiB`, `1000 bytes`.
+struct Bytes(u64);
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0;
+        for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+            if n >= 1 << shift && n % (1 << shift) == 0 {
+                return write!(f, "{} {unit}", n >> shift);
+            }
+        }
+        write!(f, "{n} bytes")
     }
 }
 
