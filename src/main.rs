@@ -91,6 +91,11 @@ enum Command {
     /// function's body at random (seeded) sample points; exit 1 if one
     /// disagrees.
     CheckRules(CheckRulesArgs),
+    /// Run every function of FILE that takes an `autodiff` (or, with --fn,
+    /// the derivatives of one function in every mode) at seeded sample
+    /// points under the four inline settings, the optimizer on and off,
+    /// and both engines; exit 1 if any two differ in a bit.
+    CheckInline(CheckInlineArgs),
 }
 
 /// The arguments of `adze run`.
@@ -177,6 +182,22 @@ struct CheckRulesArgs {
     /// Check only the rules of this function.
     #[arg(long = "fn", value_name = "NAME")]
     func: Option<String>,
+}
+
+/// The arguments of `adze check-inline`.
+#[derive(clap::Args)]
+struct CheckInlineArgs {
+    file: PathBuf,
+    /// Check the derivatives of this function (forward, forward of width
+    /// 2, reverse) instead of the file's functions that use `autodiff`.
+    #[arg(long = "fn", value_name = "NAME")]
+    func: Option<String>,
+    /// Sample points per function.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    samples: usize,
+    /// Seed of the sample generator (the same seed, the same points).
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    seed: u64,
 }
 
 /// How the pipeline runs: the inliner, the limits of AD, the optimizer.
@@ -367,6 +388,7 @@ fn execute(command: Command) -> Result<(), Error> {
         Command::Run(a) => run(a),
         Command::Dump(a) => dump(a),
         Command::CheckRules(a) => check_rules(a),
+        Command::CheckInline(a) => check_inline(a),
         Command::Check { file } => check(&file),
     }
 }
@@ -792,6 +814,23 @@ fn check_rules(a: CheckRulesArgs) -> Result<(), Error> {
             bad.len(),
             bad.join(", ")
         )))
+    }
+}
+
+fn check_inline(a: CheckInlineArgs) -> Result<(), Error> {
+    let session = Session::from_file(&a.file)?;
+    let options = adze::check_inline::InlineCheckOptions {
+        func: a.func,
+        samples: a.samples,
+        seed: a.seed,
+    };
+    let report = adze::check_inline::check_inline(&session, &a.file, &options)?;
+    print!("{}", adze::check_inline::render(&report));
+    match report.differences.len() {
+        0 => Ok(()),
+        n => Err(Error::Argument(format!(
+            "{n} derivative(s) change with the inline setting, the optimizer or the engine"
+        ))),
     }
 }
 

@@ -599,3 +599,29 @@ fn rules_that_do_not_cover_a_requested_mode_are_warned_about() {
         assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{quiet}");
     }
 }
+
+#[test]
+fn check_inline_passes_on_an_example_and_needs_an_autodiff() {
+    let out = adze(&["check-inline", "ir-examples/seed.adz", "--samples", "2"]).exits(0);
+    assert!(out.stdout.contains(": 0 difference(s)"), "{}", out.stdout);
+    let out = adze(&["check-inline", "ir-examples/scalar.adz"]).exits(1);
+    assert!(
+        out.stderr.contains("has no function with an `autodiff`"),
+        "{}",
+        out.stderr
+    );
+    let out = adze(&[
+        "check-inline",
+        "ir-examples/scalar.adz",
+        "--fn",
+        "poly",
+        "--samples",
+        "2",
+    ])
+    .exits(0);
+    assert!(
+        out.stdout.contains("run(s) of 3 function(s)"),
+        "{}",
+        out.stdout
+    );
+}

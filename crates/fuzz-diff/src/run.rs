@@ -130,11 +130,7 @@ fn observe_error(e: &adze::Error) -> Observed {
 }
 
 fn observe_trap(e: &RunError) -> Observed {
-    let (kind, internal) = match &e.kind {
-        TrapKind::IndexOutOfBounds { index, len, .. } => {
-            (format!("IndexOutOfBounds({index}, {len})"), false)
-        }
-        TrapKind::ShadowLengthMismatch { .. } => ("ShadowLengthMismatch".to_string(), false),
+    let (kind, internal) = match e.kind.without_names() {
         k @ (TrapKind::TapeMismatch | TrapKind::Unsupported(_) | TrapKind::BadArguments(_)) => {
             (format!("{k:?}"), true)
         }
@@ -226,6 +222,7 @@ pub fn prepare(
         ad_limits: adze::adze_ad::AdLimits::default(),
         optimize,
         coverage: None,
+        after_inline: None,
     };
     match catch_unwind(AssertUnwindSafe(|| session.prepare(func))) {
         Ok(Ok(m)) => Ok(m),
