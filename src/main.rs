@@ -154,6 +154,11 @@ struct DumpArgs {
     /// The stage to print, or `all`.
     #[arg(long, default_value = "parsed", value_parser = ["parsed", "inlined", "ad", "optimized", "all"])]
     stage: String,
+    /// `text`: the IR's text format (it parses back); `dot`: Graphviz,
+    /// one graph per function (blocks, branches, inlined code and rule
+    /// regions as clusters, tape pushes and pops in color).
+    #[arg(long, default_value = "text", value_parser = ["text", "dot"])]
+    format: String,
     #[command(flatten)]
     derive: DeriveArgs,
     #[command(flatten)]
@@ -737,6 +742,11 @@ fn dump(a: DumpArgs) -> Result<(), Error> {
         } else {
             ""
         };
+        if a.format == "dot" {
+            println!("// stage: {}{note}", s.name());
+            print!("{}", adze_ir::dot::module_to_dot(&module, func.as_deref()));
+            continue;
+        }
         println!("; stage: {}{note}", s.name());
         match &func {
             Some(name) => {

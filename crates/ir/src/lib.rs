@@ -35,6 +35,7 @@ pub mod builder;
 pub mod cfg;
 pub mod derivation;
 pub mod dfg;
+pub mod dot;
 pub mod entities;
 pub mod function;
 pub mod instructions;
