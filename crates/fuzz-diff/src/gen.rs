@@ -109,6 +109,10 @@ pub struct GenConfig {
     /// A fixed mode order for the chain (innermost first), instead of a
     /// random one: `--modes rrr` aims a run at third-order reverse.
     pub modes: Option<[Option<Mode>; 3]>,
+    /// Random points checked beyond the usual four (drawn after
+    /// everything else, so a seed's program and first four points do not
+    /// change): last-bit differences show at a fraction of the points.
+    pub extra_points: usize,
 }
 
 impl Default for GenConfig {
@@ -116,6 +120,7 @@ impl Default for GenConfig {
         GenConfig {
             order_max: 3,
             modes: None,
+            extra_points: 0,
         }
     }
 }
@@ -1105,7 +1110,10 @@ pub fn generate(seed: u64, config: &GenConfig) -> Program {
         p.src.push_str(&r);
     }
     let (modes, chain) = p.chain(config);
-    let points = points(p.rng);
+    let mut points = points(p.rng);
+    for _ in 0..config.extra_points {
+        points.push(random_point(p.rng));
+    }
     Program {
         seed,
         source: p.src,
@@ -1384,6 +1392,17 @@ fn reverse_seed(rng: &mut Rng, of: &str) -> (Vec<String>, [f64; 2]) {
 /// Points at which every `dk` is run: two generic ones (finite-difference
 /// checked when the program is rule-free) and two special ones at zeros,
 /// ties and integers.
+/// A point of the grid `k / 700`, `|k| <= 1000`.
+fn random_point(rng: &mut Rng) -> Point {
+    let x = (rng.below(2001) as f64 - 1000.0) / 700.0;
+    let y = (rng.below(2001) as f64 - 1000.0) / 700.0;
+    Point {
+        x,
+        y,
+        special: false,
+    }
+}
+
 fn points(rng: &mut Rng) -> Vec<Point> {
     const SPECIAL: [(f64, f64); 9] = [
         (0.0, 0.0),
@@ -1398,13 +1417,7 @@ fn points(rng: &mut Rng) -> Vec<Point> {
     ];
     let mut points = Vec::new();
     for _ in 0..2 {
-        let x = (rng.below(2001) as f64 - 1000.0) / 700.0;
-        let y = (rng.below(2001) as f64 - 1000.0) / 700.0;
-        points.push(Point {
-            x,
-            y,
-            special: false,
-        });
+        points.push(random_point(rng));
     }
     for _ in 0..2 {
         let (x, y) = *rng.pick(&SPECIAL);
