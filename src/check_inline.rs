@@ -54,8 +54,24 @@ pub struct Setting {
 }
 
 impl Setting {
+    /// `none/opt/jit`, `all/noopt/interp`.
+    pub fn label(&self) -> String {
+        let inline = match self.inline {
+            InlineSetting::None => "none",
+            InlineSetting::Early => "early",
+            InlineSetting::Late => "late",
+            InlineSetting::All => "all",
+        };
+        let opt = if self.optimize { "opt" } else { "noopt" };
+        let engine = match self.engine {
+            Engine::Jit => "jit",
+            Engine::Interp => "interp",
+        };
+        format!("{inline}/{opt}/{engine}")
+    }
+
     /// The options of `adze run` that select it.
-    fn options(&self) -> String {
+    pub fn options(&self) -> String {
         let inline = match self.inline {
             InlineSetting::None => "none",
             InlineSetting::Early => "early",
@@ -71,12 +87,13 @@ impl Setting {
     }
 }
 
-/// The 16 settings, the first being the reference.
+/// The 16 settings, the reference first: `none/noopt/interp`, the most
+/// literal (also the differential fuzzer's, `crates/fuzz-diff`).
 pub fn settings() -> Vec<Setting> {
     let mut out = Vec::new();
     for inline in InlineSetting::ALL {
-        for optimize in [true, false] {
-            for engine in [Engine::Jit, Engine::Interp] {
+        for optimize in [false, true] {
+            for engine in [Engine::Interp, Engine::Jit] {
                 out.push(Setting {
                     inline,
                     optimize,

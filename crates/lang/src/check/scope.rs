@@ -92,15 +92,8 @@ impl Ctx<'_> {
             let l = self.lookup(id)?;
             if let Ty::Array { writable, elem } = self.locals[l].ty {
                 let (root, part) = self.views.get(&l).copied().unwrap_or((l, Part::Whole));
-                return Ok(ArrayRef {
-                    expr: expr(ExprKind::Local(l), self.locals[l].ty.clone()),
-                    local: l,
-                    name: id.clone(),
-                    root,
-                    part,
-                    writable,
-                    elem,
-                });
+                let local = expr(ExprKind::Local(l), self.locals[l].ty.clone());
+                return Ok(ArrayRef::new(local, l, id, (root, part), (writable, elem)));
             }
         } else if let AK::Slice(id, lo, hi) = &e.kind {
             return self.slice(id, lo.as_deref(), hi.as_deref(), e.span);
@@ -174,15 +167,7 @@ impl Ctx<'_> {
         let slice = ExprKind::Slice(Box::new(base_expr()), Box::new(lo), Box::new(hi));
         let mut slice = expr(slice, ty);
         slice.span = span;
-        Ok(ArrayRef {
-            expr: slice,
-            local: l,
-            name: id.clone(),
-            root,
-            part,
-            writable,
-            elem,
-        })
+        Ok(ArrayRef::new(slice, l, id, (root, part), (writable, elem)))
     }
 
     pub(super) fn array_name(&self, l: LocalId) -> &str {
@@ -243,4 +228,24 @@ pub(super) struct ArrayRef {
     pub part: Part,
     pub writable: bool,
     pub elem: Elem,
+}
+
+impl ArrayRef {
+    fn new(
+        expr: Expr,
+        local: LocalId,
+        name: &Ident,
+        (root, part): (LocalId, Part),
+        (writable, elem): (bool, Elem),
+    ) -> ArrayRef {
+        ArrayRef {
+            expr,
+            local,
+            name: name.clone(),
+            root,
+            part,
+            writable,
+            elem,
+        }
+    }
 }
