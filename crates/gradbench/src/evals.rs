@@ -4,8 +4,8 @@
 //! `min_seconds` ask, timing only the call, and converts the result.
 
 use crate::input::{
-    bool_of, count_of, f64_of, field, i64_of, rows_json, tensor_f64, tensor_i64, vec_f64,
-    vec_i64, InputError,
+    bool_of, count_of, f64_of, field, i64_of, rows_json, tensor_f64, tensor_i64, vec_f64, vec_i64,
+    InputError,
 };
 use adze::adze_ir::Val;
 use adze::{Arg, Function, Program};
@@ -97,12 +97,7 @@ pub fn define(name: &str) -> Result<Option<Box<dyn Eval>>, String> {
         }),
         "saddle" | "particle" => Box::new(Nested {
             saddle: name == "saddle",
-            variants: [
-                c.get("rr")?,
-                c.get("rf")?,
-                c.get("fr")?,
-                c.get("ff")?,
-            ],
+            variants: [c.get("rr")?, c.get("rf")?, c.get("fr")?, c.get("ff")?],
         }),
         _ => unreachable!("every name in SOURCES has an arm"),
     };
@@ -348,7 +343,10 @@ impl GmmInput {
         }
         let alpha = vec_f64(field(v, "alpha")?, "alpha")?;
         if alpha.len() != k {
-            return Err(format!("`alpha` has {} elements, expected k = {k}", alpha.len()));
+            return Err(format!(
+                "`alpha` has {} elements, expected k = {k}",
+                alpha.len()
+            ));
         }
         let matrix = |name: &str, cols: usize, rows: usize| {
             let t = tensor_f64(field(v, name)?, name)?;
@@ -797,7 +795,9 @@ impl HtInput {
         let parents = vec_i64(field(model, "parents")?, "data.model.parents")?;
         let nb = parents.len();
         if nb + 3 < 25 {
-            return Err(format!("the model has {nb} bones: the pose needs at least 22"));
+            return Err(format!(
+                "the model has {nb} bones: the pose needs at least 22"
+            ));
         }
         for (b, &p) in parents.iter().enumerate() {
             if p != -1 && !(0..len_i64(b)).contains(&p) {
@@ -842,7 +842,11 @@ impl HtInput {
             ));
         }
         if complicated {
-            if let Some(bad) = triangles.data.iter().find(|&&t| !(0..len_i64(nv)).contains(&t)) {
+            if let Some(bad) = triangles
+                .data
+                .iter()
+                .find(|&&t| !(0..len_i64(nv)).contains(&t))
+            {
                 return Err(format!(
                     "triangle vertex {bad} is out of range: the model has {nv} vertices"
                 ));
@@ -933,7 +937,12 @@ impl Eval for Ht {
                 })?;
                 // Column-major to a list of rows.
                 let output: Vec<Value> = (0..rows)
-                    .map(|r| (0..cols).map(|c| jac[c * rows + r]).collect::<Vec<_>>().into())
+                    .map(|r| {
+                        (0..cols)
+                            .map(|c| jac[c * rows + r])
+                            .collect::<Vec<_>>()
+                            .into()
+                    })
                     .collect();
                 Ok((Value::Array(output), times))
             }),

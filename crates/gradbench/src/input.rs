@@ -210,9 +210,16 @@ mod tests {
     #[test]
     fn scalars_name_the_field_in_their_errors() {
         assert_eq!(i64_of(&json!(3.0), "n"), Ok(3));
-        assert!(i64_of(&json!(3.5), "n").unwrap_err().contains("`n` must be an integer"));
+        assert!(i64_of(&json!(3.5), "n")
+            .unwrap_err()
+            .contains("`n` must be an integer"));
         assert!(count_of(&json!(-1), "n").is_err());
-        assert!(vec_f64(&json!([1, "a"]), "x").unwrap_err().contains("`x[1]`"));
-        assert_eq!(rows_json(&[1.0, 2.0, 3.0, 4.0], 2), json!([[1.0, 2.0], [3.0, 4.0]]));
+        assert!(vec_f64(&json!([1, "a"]), "x")
+            .unwrap_err()
+            .contains("`x[1]`"));
+        assert_eq!(
+            rows_json(&[1.0, 2.0, 3.0, 4.0], 2),
+            json!([[1.0, 2.0], [3.0, 4.0]])
+        );
     }
 }

@@ -34,33 +34,73 @@ struct Tool {
     modules: HashMap<String, Box<dyn evals::Eval>>,
 }
 
+/// A response to write: a JSON value, or an evaluation's result (written
+/// without first building its timings as JSON values: a `min_runs` of
+/// thousands gives as many timings).
+enum Reply {
+    Json(Value),
+    Evaluated(Value, evals::Evaluated),
+}
+
+impl Reply {
+    fn write(&self, out: &mut impl Write) -> std::io::Result<()> {
+        match self {
+            Reply::Json(v) => serde_json::to_writer(&mut *out, v)?,
+            Reply::Evaluated(id, done) => {
+                out.write_all(b"{\"id\":")?;
+                serde_json::to_writer(&mut *out, id)?;
+                out.write_all(b",\"success\":true,\"output\":")?;
+                serde_json::to_writer(&mut *out, &done.output)?;
+                write!(
+                    out,
+                    ",\"timings\":[{{\"name\":\"prepare\",\"nanoseconds\":{}}}",
+                    done.prepare_ns
+                )?;
+                for ns in &done.evaluate_ns {
+                    write!(out, ",{{\"name\":\"evaluate\",\"nanoseconds\":{ns}}}")?;
+                }
+                out.write_all(b"]}")?;
+            }
+        }
+        out.write_all(b"\n")?;
+        out.flush()
+    }
+}
+
 impl Tool {
     /// The response to one message line.
-    fn respond(&mut self, line: &str) -> Value {
+    fn respond(&mut self, line: &str) -> Reply {
         let message: Value = match serde_json::from_str(line) {
             Ok(v) => v,
             Err(e) => {
                 // Without an id there is no response to give that the eval
                 // can match; answer with a null id and the reason.
-                return json!({"id": null, "success": false, "error": format!("invalid JSON message: {e}")});
+                return Reply::Json(
+                    json!({"id": null, "success": false, "error": format!("invalid JSON message: {e}")}),
+                );
             }
         };
         let id = message.get("id").cloned().unwrap_or(Value::Null);
-        let mut response = Map::new();
-        response.insert("id".into(), id);
         let kind = message.get("kind").and_then(Value::as_str).unwrap_or("");
         let body = match kind {
-            "start" => Ok(json!({"tool": "adze", "config": {"version": env!("CARGO_PKG_VERSION")}})),
+            "start" => {
+                Ok(json!({"tool": "adze", "config": {"version": env!("CARGO_PKG_VERSION")}}))
+            }
             "define" => self.define(&message),
-            "evaluate" => self.evaluate(&message),
+            "evaluate" => match self.evaluate(&message) {
+                Ok(done) => return Reply::Evaluated(id, done),
+                Err(e) => Err(e),
+            },
             // `analysis`, `end` and anything new: acknowledged.
             _ => Ok(json!({})),
         };
         let body = body.unwrap_or_else(|error| json!({"success": false, "error": error}));
+        let mut response = Map::new();
+        response.insert("id".into(), id);
         if let Value::Object(fields) = body {
             response.extend(fields);
         }
-        Value::Object(response)
+        Reply::Json(Value::Object(response))
     }
 
     fn define(&mut self, message: &Value) -> Result<Value, String> {
@@ -87,7 +127,7 @@ impl Tool {
         }
     }
 
-    fn evaluate(&mut self, message: &Value) -> Result<Value, String> {
+    fn evaluate(&mut self, message: &Value) -> Result<evals::Evaluated, String> {
         let module = string_field(message, "module")?;
         let function = string_field(message, "function")?;
         let input = message
@@ -97,14 +137,7 @@ impl Tool {
             .modules
             .get(module)
             .ok_or_else(|| format!("module `{module}` was not defined"))?;
-        let done = guard(|| eval.evaluate(function, input))?;
-        let mut timings = vec![json!({"name": "prepare", "nanoseconds": done.prepare_ns})];
-        timings.extend(
-            done.evaluate_ns
-                .iter()
-                .map(|ns| json!({"name": "evaluate", "nanoseconds": ns})),
-        );
-        Ok(json!({"success": true, "output": done.output, "timings": timings}))
+        guard(|| eval.evaluate(function, input))
     }
 }
 
@@ -151,7 +184,9 @@ fn main() -> ExitCode {
             };
         }
         _ => {
-            eprintln!("usage: adze-gradbench            (speaks GradBench's protocol on stdin/stdout)");
+            eprintln!(
+                "usage: adze-gradbench            (speaks GradBench's protocol on stdin/stdout)"
+            );
             eprintln!("       adze-gradbench --print EVAL  (prints the eval's .adz program)");
             return ExitCode::from(2);
         }
@@ -160,18 +195,13 @@ fn main() -> ExitCode {
     // stdout (the default hook writes to stderr, which GradBench shows).
     let mut tool = Tool::default();
     let stdin = std::io::stdin();
-    let mut stdout = std::io::stdout().lock();
+    let mut stdout = std::io::BufWriter::new(std::io::stdout().lock());
     for line in stdin.lock().lines() {
         let Ok(line) = line else { break };
         if line.trim().is_empty() {
             continue;
         }
-        let response = tool.respond(&line);
-        let written = serde_json::to_writer(&mut stdout, &response)
-            .map_err(std::io::Error::from)
-            .and_then(|()| stdout.write_all(b"\n"))
-            .and_then(|()| stdout.flush());
-        if written.is_err() {
+        if tool.respond(&line).write(&mut stdout).is_err() {
             // The eval is gone (a closed pipe): nothing left to answer.
             break;
         }

@@ -68,7 +68,9 @@ impl Tool {
             input["min_runs"] = json!(1);
             input["min_seconds"] = json!(0);
         }
-        let r = self.send(json!({"kind": "evaluate", "module": module, "function": function, "input": input}));
+        let r = self.send(
+            json!({"kind": "evaluate", "module": module, "function": function, "input": input}),
+        );
         assert_eq!(r["success"], true, "{module}::{function}: {r}");
         let timings = r["timings"].as_array().unwrap();
         assert!(timings.iter().any(|t| t["name"] == "evaluate"), "{r}");
@@ -135,7 +137,10 @@ struct Rng(u64);
 
 impl Rng {
     fn next(&mut self) -> f64 {
-        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
         (self.0 >> 11) as f64 / (1u64 << 53) as f64
     }
     fn vec(&mut self, n: usize) -> Vec<f64> {
@@ -158,15 +163,21 @@ fn the_protocol_answers_every_message_and_reports_errors_as_responses() {
     let r = t.send(json!({"kind": "define", "module": "nonesuch"}));
     assert_eq!(r["success"], false);
     assert!(r["error"].as_str().unwrap().contains("nonesuch"), "{r}");
-    let r = t.send(json!({"kind": "evaluate", "module": "hello", "function": "square", "input": 2.0}));
+    let r =
+        t.send(json!({"kind": "evaluate", "module": "hello", "function": "square", "input": 2.0}));
     assert_eq!(r["success"], false);
     assert!(r["error"].as_str().unwrap().contains("not defined"), "{r}");
     let r = t.send(json!({"kind": "define", "module": "hello"}));
     assert_eq!(r["success"], true);
-    let r = t.send(json!({"kind": "evaluate", "module": "hello", "function": "cube", "input": 2.0}));
+    let r =
+        t.send(json!({"kind": "evaluate", "module": "hello", "function": "cube", "input": 2.0}));
     assert_eq!(r["success"], false);
-    assert!(r["error"].as_str().unwrap().contains("square, double"), "{r}");
-    let r = t.send(json!({"kind": "evaluate", "module": "hello", "function": "square", "input": "two"}));
+    assert!(
+        r["error"].as_str().unwrap().contains("square, double"),
+        "{r}"
+    );
+    let r = t
+        .send(json!({"kind": "evaluate", "module": "hello", "function": "square", "input": "two"}));
     assert_eq!(r["success"], false);
     let r = t.send(json!({"kind": "analysis", "of": 3, "valid": true}));
     assert_eq!(r, json!({"id": t.id}));
@@ -179,17 +190,23 @@ fn the_protocol_answers_every_message_and_reports_errors_as_responses() {
         "input": {"n": 1, "m": 1, "p": 20, "cam": [1.0], "x": [0.0, 0.0, 1.0], "w": 1.0, "feat": [0.0, 0.0]}}));
     assert_eq!(r["success"], false);
     assert!(r["error"].as_str().unwrap().contains("11, 3 and 2"), "{r}");
-    let r = t.send(json!({"kind": "evaluate", "module": "hello", "function": "square", "input": 3.0}));
+    let r =
+        t.send(json!({"kind": "evaluate", "module": "hello", "function": "square", "input": 3.0}));
     assert_eq!(r["output"], json!(9.0));
 }
 
 #[test]
 fn evaluate_repeats_the_kernel_as_min_runs_asks() {
     let mut t = Tool::with("lse");
-    let r = t.send(json!({"kind": "evaluate", "module": "lse", "function": "primal",
-        "input": {"x": [1.0, 2.0], "min_runs": 5, "min_seconds": 0}}));
+    let r = t.send(
+        json!({"kind": "evaluate", "module": "lse", "function": "primal",
+        "input": {"x": [1.0, 2.0], "min_runs": 5, "min_seconds": 0}}),
+    );
     let timings = r["timings"].as_array().unwrap();
-    assert_eq!(timings.iter().filter(|t| t["name"] == "evaluate").count(), 5);
+    assert_eq!(
+        timings.iter().filter(|t| t["name"] == "evaluate").count(),
+        5
+    );
     assert_eq!(timings.iter().filter(|t| t["name"] == "prepare").count(), 1);
 }
 
@@ -207,7 +224,12 @@ fn lse() {
     let mut t = Tool::with("lse");
     let x = [0.5, -1.0, 3.0, 2.5];
     let lse = |x: &[f64]| x.iter().map(|v| v.exp()).sum::<f64>().ln();
-    close(f(&t.eval("lse", "primal", json!({"x": x}))), lse(&x), 1e-14, "lse");
+    close(
+        f(&t.eval("lse", "primal", json!({"x": x}))),
+        lse(&x),
+        1e-14,
+        "lse",
+    );
     let g = fs(&t.eval("lse", "gradient", json!({"x": x})));
     let softmax: Vec<f64> = x.iter().map(|v| (v - lse(&x)).exp()).collect();
     all_close(&g, &softmax, 1e-14, "softmax");
@@ -217,8 +239,18 @@ fn llsq_primal(x: &[f64], n: usize) -> f64 {
     (0..n)
         .map(|i| {
             let t = -1.0 + 2.0 * i as f64 / (n as f64 - 1.0);
-            let fit: f64 = x.iter().enumerate().map(|(j, c)| c * t.powi(j as i32)).sum();
-            let r = if t > 0.0 { 1.0 } else if t < 0.0 { -1.0 } else { 0.0 } - fit;
+            let fit: f64 = x
+                .iter()
+                .enumerate()
+                .map(|(j, c)| c * t.powi(j as i32))
+                .sum();
+            let r = if t > 0.0 {
+                1.0
+            } else if t < 0.0 {
+                -1.0
+            } else {
+                0.0
+            } - fit;
             r * r
         })
         .sum::<f64>()
@@ -230,15 +262,36 @@ fn llsq() {
     let mut t = Tool::with("llsq");
     let x = [0.3, -0.2, 0.7, 0.1, -0.4];
     let n = 9;
-    close(f(&t.eval("llsq", "primal", json!({"x": x, "n": n}))), llsq_primal(&x, n), 1e-12, "llsq");
+    close(
+        f(&t.eval("llsq", "primal", json!({"x": x, "n": n}))),
+        llsq_primal(&x, n),
+        1e-12,
+        "llsq",
+    );
     let g = fs(&t.eval("llsq", "gradient", json!({"x": x, "n": n})));
-    all_close(&g, &fd_gradient(&x, |x| llsq_primal(x, n)), 1e-7, "llsq gradient");
+    all_close(
+        &g,
+        &fd_gradient(&x, |x| llsq_primal(x, n)),
+        1e-7,
+        "llsq gradient",
+    );
 }
 
 /// The GMM log posterior straight from the README's definitions: a dense
 /// Q_k, the Gaussian densities and the Wishart prior, no simplification
 /// shared with the .adz program.
-fn gmm_objective(d: usize, k: usize, alpha: &[f64], mu: &[f64], q: &[f64], l: &[f64], x: &[f64], gamma: f64, m: usize) -> f64 {
+#[allow(clippy::too_many_arguments)] // the eval's parameters, as named there
+fn gmm_objective(
+    d: usize,
+    k: usize,
+    alpha: &[f64],
+    mu: &[f64],
+    q: &[f64],
+    l: &[f64],
+    x: &[f64],
+    gamma: f64,
+    m: usize,
+) -> f64 {
     let n = x.len() / d;
     let lsz = d * (d - 1) / 2;
     // Q_k as a dense lower-triangular matrix, l filled column by column.
@@ -247,8 +300,8 @@ fn gmm_objective(d: usize, k: usize, alpha: &[f64], mu: &[f64], q: &[f64], l: &[
         let mut idx = 0;
         for j in 0..d {
             qm[j][j] = q[c * d + j].exp();
-            for i in j + 1..d {
-                qm[i][j] = l[c * lsz + idx];
+            for row in qm.iter_mut().skip(j + 1) {
+                row[j] = l[c * lsz + idx];
                 idx += 1;
             }
         }
@@ -261,13 +314,16 @@ fn gmm_objective(d: usize, k: usize, alpha: &[f64], mu: &[f64], q: &[f64], l: &[
         for c in 0..k {
             let qm = qmat(c);
             let mut norm2 = 0.0;
-            for r in 0..d {
-                let v: f64 = (0..d).map(|j| qm[r][j] * (x[i * d + j] - mu[c * d + j])).sum();
+            for row in &qm {
+                let v: f64 = (0..d)
+                    .map(|j| row[j] * (x[i * d + j] - mu[c * d + j]))
+                    .sum();
                 norm2 += v * v;
             }
             let logdet: f64 = (0..d).map(|j| q[c * d + j]).sum();
             let phi = alpha[c].exp() / sum_alpha;
-            s += phi * (-0.5 * norm2 + logdet).exp() / (2.0 * std::f64::consts::PI).powf(d as f64 / 2.0);
+            s += phi * (-0.5 * norm2 + logdet).exp()
+                / (2.0 * std::f64::consts::PI).powf(d as f64 / 2.0);
         }
         loglik += s.ln();
     }
@@ -276,9 +332,15 @@ fn gmm_objective(d: usize, k: usize, alpha: &[f64], mu: &[f64], q: &[f64], l: &[
     let lgamma = |z: f64| -> f64 {
         // Lanczos (g = 7), ample for a test.
         let c = [
-            0.999_999_999_999_809_9, 676.520_368_121_885_1, -1_259.139_216_722_402_8,
-            771.323_428_777_653_1, -176.615_029_162_140_6, 12.507_343_278_686_905,
-            -0.138_571_095_265_720_12, 9.984_369_578_019_572e-6, 1.505_632_735_149_311_6e-7,
+            0.999_999_999_999_809_9,
+            676.520_368_121_885_1,
+            -1_259.139_216_722_402_8,
+            771.323_428_777_653_1,
+            -176.615_029_162_140_6,
+            12.507_343_278_686_905,
+            -0.138_571_095_265_720_12,
+            9.984_369_578_019_572e-6,
+            1.505_632_735_149_311_6e-7,
         ];
         let z = z - 1.0;
         let mut a = c[0];
@@ -290,14 +352,17 @@ fn gmm_objective(d: usize, k: usize, alpha: &[f64], mu: &[f64], q: &[f64], l: &[
     };
     let log_multigamma = |a: f64, p: usize| -> f64 {
         0.25 * (p * (p - 1)) as f64 * std::f64::consts::PI.ln()
-            + (1..=p).map(|j| lgamma(a + 0.5 * (1.0 - j as f64))).sum::<f64>()
+            + (1..=p)
+                .map(|j| lgamma(a + 0.5 * (1.0 - j as f64)))
+                .sum::<f64>()
     };
     let mut prior = 0.0;
     for c in 0..k {
         let qm = qmat(c);
         let frob: f64 = qm.iter().flatten().map(|v| v * v).sum();
         let logdet_sigma_inv = 2.0 * (0..d).map(|j| q[c * d + j]).sum::<f64>();
-        prior += (nw - d as f64 - 1.0) / 2.0 * logdet_sigma_inv - 0.5 * gamma * gamma * frob
+        prior += (nw - d as f64 - 1.0) / 2.0 * logdet_sigma_inv
+            - 0.5 * gamma * gamma * frob
             - (nw * d as f64 / 2.0) * 2f64.ln()
             + nw / 2.0 * (d as f64) * (gamma * gamma).ln()
             - log_multigamma(nw / 2.0, d);
@@ -318,7 +383,12 @@ fn gmm() {
     let input = json!({"d": d, "k": k, "n": n, "m": m, "gamma": gamma, "alpha": alpha,
         "mu": rows(&mu, d), "q": rows(&q, d), "l": rows(&l, d * (d - 1) / 2), "x": rows(&x, d)});
     let want = gmm_objective(d, k, &alpha, &mu, &q, &l, &x, gamma, m);
-    close(f(&t.eval("gmm", "objective", input.clone())), want, 1e-10, "gmm objective");
+    close(
+        f(&t.eval("gmm", "objective", input.clone())),
+        want,
+        1e-10,
+        "gmm objective",
+    );
     let j = t.eval("gmm", "jacobian", input);
     let fd = |which: usize| {
         let params = [&alpha, &mu, &q, &l];
@@ -344,14 +414,21 @@ fn kmeans() {
     let closest = |i: usize| {
         (0..k)
             .map(|j| {
-                let dist: f64 = (0..d).map(|l| (points[i * d + l] - centroids[j * d + l]).powi(2)).sum();
+                let dist: f64 = (0..d)
+                    .map(|l| (points[i * d + l] - centroids[j * d + l]).powi(2))
+                    .sum();
                 (dist, j)
             })
             .min_by(|a, b| a.0.total_cmp(&b.0))
             .unwrap()
     };
     let cost: f64 = (0..n).map(|i| closest(i).0).sum();
-    close(f(&t.eval("kmeans", "cost", input.clone())), cost, 1e-14, "cost");
+    close(
+        f(&t.eval("kmeans", "cost", input.clone())),
+        cost,
+        1e-14,
+        "cost",
+    );
     // The Newton step moves each centroid to the mean of its cluster.
     let mut sums = vec![0.0; k * d];
     let mut counts = vec![0.0; k];
@@ -362,7 +439,9 @@ fn kmeans() {
             sums[j * d + l] += points[i * d + l];
         }
     }
-    let want: Vec<f64> = (0..k * d).map(|e| centroids[e] - sums[e] / counts[e / d]).collect();
+    let want: Vec<f64> = (0..k * d)
+        .map(|e| centroids[e] - sums[e] / counts[e / d])
+        .collect();
     all_close(&flat(&t.eval("kmeans", "dir", input)), &want, 1e-12, "dir");
 }
 
@@ -370,7 +449,9 @@ fn ode_primal(x: &[f64], s: usize) -> Vec<f64> {
     let n = x.len();
     let h = 2.0 / s as f64;
     let f = |y: &[f64]| -> Vec<f64> {
-        (0..n).map(|i| if i == 0 { x[0] } else { x[i] * y[i - 1] }).collect()
+        (0..n)
+            .map(|i| if i == 0 { x[0] } else { x[i] * y[i - 1] })
+            .collect()
     };
     let mut y = vec![0.0; n];
     for _ in 0..s {
@@ -391,9 +472,19 @@ fn ode() {
     let x = [0.4, 1.3, 0.7, 0.9, 1.1];
     let s = 3;
     let input = json!({"x": x, "s": s});
-    all_close(&fs(&t.eval("ode", "primal", input.clone())), &ode_primal(&x, s), 1e-14, "y(2)");
+    all_close(
+        &fs(&t.eval("ode", "primal", input.clone())),
+        &ode_primal(&x, s),
+        1e-14,
+        "y(2)",
+    );
     let g = fs(&t.eval("ode", "gradient", input));
-    all_close(&g, &fd_gradient(&x, |x| ode_primal(x, s)[x.len() - 1]), 1e-7, "gradient");
+    all_close(
+        &g,
+        &fd_gradient(&x, |x| ode_primal(x, s)[x.len() - 1]),
+        1e-7,
+        "gradient",
+    );
 }
 
 /// The determinant by Gaussian elimination with partial pivoting.
@@ -401,7 +492,9 @@ fn det_lu(a: &[f64], n: usize) -> f64 {
     let mut a = a.to_vec();
     let mut det = 1.0;
     for c in 0..n {
-        let p = (c..n).max_by(|&i, &j| a[i * n + c].abs().total_cmp(&a[j * n + c].abs())).unwrap();
+        let p = (c..n)
+            .max_by(|&i, &j| a[i * n + c].abs().total_cmp(&a[j * n + c].abs()))
+            .unwrap();
         if p != c {
             for j in 0..n {
                 a.swap(c * n + j, p * n + j);
@@ -425,13 +518,25 @@ fn det() {
     for ell in [1, 2, 3, 4] {
         let a = Rng(ell as u64).vec(ell * ell);
         let input = json!({"A": a, "ell": ell});
-        close(f(&t.eval("det", "primal", input.clone())), det_lu(&a, ell), 1e-12, "det");
+        close(
+            f(&t.eval("det", "primal", input.clone())),
+            det_lu(&a, ell),
+            1e-12,
+            "det",
+        );
         let g = fs(&t.eval("det", "gradient", input));
         all_close(&g, &fd_gradient(&a, |a| det_lu(a, ell)), 1e-7, "d det / dA");
     }
 }
 
-fn lstm_objective(main: &[f64], extra: &[f64], state: &[f64], seq: &[f64], l: usize, b: usize) -> f64 {
+fn lstm_objective(
+    main: &[f64],
+    extra: &[f64],
+    state: &[f64],
+    seq: &[f64],
+    l: usize,
+    b: usize,
+) -> f64 {
     let sigmoid = |x: f64| 1.0 / (1.0 + (-x).exp());
     let c = seq.len() / b;
     let mut st = state.to_vec();
@@ -451,9 +556,13 @@ fn lstm_objective(main: &[f64], extra: &[f64], state: &[f64], seq: &[f64], l: us
             }
             input = st[h..h + b].to_vec();
         }
-        let ypred: Vec<f64> = (0..b).map(|i| input[i] * extra[b + i] + extra[2 * b + i]).collect();
+        let ypred: Vec<f64> = (0..b)
+            .map(|i| input[i] * extra[b + i] + extra[2 * b + i])
+            .collect();
         let lse = (ypred.iter().map(|y| y.exp()).sum::<f64>() + 2.0).ln();
-        total += (0..b).map(|i| seq[(t + 1) * b + i] * (ypred[i] - lse)).sum::<f64>();
+        total += (0..b)
+            .map(|i| seq[(t + 1) * b + i] * (ypred[i] - lse))
+            .sum::<f64>();
     }
     -total / ((c - 1) * b) as f64
 }
@@ -470,11 +579,23 @@ fn lstm() {
     let input = json!({"main_params": rows(&main, 4 * b), "extra_params": rows(&extra, b),
         "state": rows(&state, b), "sequence": rows(&seq, b)});
     let want = lstm_objective(&main, &extra, &state, &seq, l, b);
-    close(f(&t.eval("lstm", "objective", input.clone())), want, 1e-13, "loss");
+    close(
+        f(&t.eval("lstm", "objective", input.clone())),
+        want,
+        1e-13,
+        "loss",
+    );
     let mut params = main.clone();
     params.extend(&extra);
-    let fd = fd_gradient(&params, |p| lstm_objective(&p[..main.len()], &p[main.len()..], &state, &seq, l, b));
-    all_close(&fs(&t.eval("lstm", "jacobian", input)), &fd, 1e-7, "gradient");
+    let fd = fd_gradient(&params, |p| {
+        lstm_objective(&p[..main.len()], &p[main.len()..], &state, &seq, l, b)
+    });
+    all_close(
+        &fs(&t.eval("lstm", "jacobian", input)),
+        &fd,
+        1e-7,
+        "gradient",
+    );
 }
 
 /// BA's reprojection error of one observation; `v` = [cam(11), x(3), w].
@@ -483,7 +604,11 @@ fn ba_reproj(v: &[f64], feat: [f64; 2]) -> [f64; 2] {
     let p = [x[0] - c[0], x[1] - c[1], x[2] - c[2]];
     let theta = (rot[0] * rot[0] + rot[1] * rot[1] + rot[2] * rot[2]).sqrt();
     let k = [rot[0] / theta, rot[1] / theta, rot[2] / theta];
-    let cross = [k[1] * p[2] - k[2] * p[1], k[2] * p[0] - k[0] * p[2], k[0] * p[1] - k[1] * p[0]];
+    let cross = [
+        k[1] * p[2] - k[2] * p[1],
+        k[2] * p[0] - k[0] * p[2],
+        k[0] * p[1] - k[1] * p[0],
+    ];
     let dot = k[0] * p[0] + k[1] * p[1] + k[2] * p[2];
     let r: Vec<f64> = (0..3)
         .map(|i| p[i] * theta.cos() + cross[i] * theta.sin() + k[i] * dot * (1.0 - theta.cos()))
@@ -510,20 +635,35 @@ fn ba() {
     v.push(w);
     let e = ba_reproj(&v, feat);
     let out = t.eval("ba", "objective", input.clone());
-    all_close(&fs(&out["reproj_error"]["elements"]), &e, 1e-12, "reproj_error");
+    all_close(
+        &fs(&out["reproj_error"]["elements"]),
+        &e,
+        1e-12,
+        "reproj_error",
+    );
     assert_eq!(out["reproj_error"]["repeated"], json!(p));
     close(f(&out["w_err"]["element"]), 1.0 - w * w, 1e-15, "w_err");
     assert_eq!(out["w_err"]["repeated"], json!(p));
 
     let j = t.eval("ba", "jacobian", input);
     // Rows: 15 nonzeros in each of the first 2p rows, then 1.
-    let rows: Vec<i64> = j["rows"].as_array().unwrap().iter().map(|r| r.as_i64().unwrap()).collect();
+    let rows: Vec<i64> = j["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_i64().unwrap())
+        .collect();
     let mut want_rows: Vec<i64> = (0..30).map(|r| 15 * r).collect();
     want_rows.push(31 * p as i64);
     assert_eq!(rows, want_rows);
     // Observation 0 (camera 0, point 0): its two rows, then observation
     // 1's first row's first 11 - 1 entries start at camera 1.
-    let cols: Vec<i64> = j["cols"].as_array().unwrap().iter().map(|c| c.as_i64().unwrap()).collect();
+    let cols: Vec<i64> = j["cols"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c.as_i64().unwrap())
+        .collect();
     let (cam_cols, pt_cols, w_col) = (11 * n as i64, 3 * m as i64, 11 * n as i64 + 3 * m as i64);
     let mut want_cols: Vec<i64> = Vec::new();
     for _row in 0..2 {
@@ -554,9 +694,17 @@ fn ht_input(theta: &[f64], identity: bool, us: bool) -> Value {
                 (0..4)
                     .map(|c| {
                         if r == 3 {
-                            if c == 3 { 1.0 } else { 0.0 }
+                            if c == 3 {
+                                1.0
+                            } else {
+                                0.0
+                            }
                         } else if identity {
-                            if r == c { 1.0 } else { 0.0 }
+                            if r == c {
+                                1.0
+                            } else {
+                                0.0
+                            }
                         } else {
                             (if r == c { 1.0 } else { 0.0 }) + 0.3 * (rng.next() - 0.5)
                         }
@@ -582,10 +730,18 @@ fn ht_input(theta: &[f64], identity: bool, us: bool) -> Value {
         .collect();
     let parents: Vec<i64> = (0..nb as i64).map(|b| b - 1).collect();
     let triangles = json!([[0, 1, 2], [3, 4, 5], [1, 3, 5]]);
-    let corr: Vec<i64> = if us { vec![0, 2, 1, 2] } else { vec![0, 5, 3, 1] };
-    let points: Vec<Vec<f64>> = (0..corr.len()).map(|_| vec![rng.next(), rng.next(), rng.next()]).collect();
+    let corr: Vec<i64> = if us {
+        vec![0, 2, 1, 2]
+    } else {
+        vec![0, 5, 3, 1]
+    };
+    let points: Vec<Vec<f64>> = (0..corr.len())
+        .map(|_| vec![rng.next(), rng.next(), rng.next()])
+        .collect();
     let us: Vec<Vec<f64>> = if us {
-        (0..corr.len()).map(|_| vec![0.3 * rng.next(), 0.3 * rng.next()]).collect()
+        (0..corr.len())
+            .map(|_| vec![0.3 * rng.next(), 0.3 * rng.next()])
+            .collect()
     } else {
         Vec::new()
     };
@@ -650,7 +806,12 @@ fn ht() {
             down[k] -= h;
             let (eu, ed) = (objective(&up, &us), objective(&down, &us));
             for r in 0..12 {
-                close(jac[r][offset + k], (eu[r] - ed[r]) / (2.0 * h), 1e-6, &format!("J[{r}][theta {k}]"));
+                close(
+                    jac[r][offset + k],
+                    (eu[r] - ed[r]) / (2.0 * h),
+                    1e-6,
+                    &format!("J[{r}][theta {k}]"),
+                );
             }
         }
         if complicated {
@@ -670,9 +831,17 @@ fn ht() {
                         .collect();
                     json!(us)
                 };
-                let (eu, ed) = (objective(&theta, &shift(1.0)), objective(&theta, &shift(-1.0)));
+                let (eu, ed) = (
+                    objective(&theta, &shift(1.0)),
+                    objective(&theta, &shift(-1.0)),
+                );
                 for r in 0..12 {
-                    close(jac[r][col], (eu[r] - ed[r]) / (2.0 * h), 1e-6, &format!("J[{r}][u{which}]"));
+                    close(
+                        jac[r][col],
+                        (eu[r] - ed[r]) / (2.0 * h),
+                        1e-6,
+                        &format!("J[{r}][u{which}]"),
+                    );
                 }
             }
         }
