@@ -19,7 +19,8 @@ fn there_are_at_least_ten_examples() {
 
 /// Opcodes that only passes emit (AD tapes, optimizer selects); the front end
 /// never does, so no example can show them.
-const PASS_ONLY: [Opcode; 6] = [
+const PASS_ONLY: [Opcode; 7] = [
+    Opcode::View,
     Opcode::Select,
     Opcode::Push,
     Opcode::Pop,

@@ -249,7 +249,7 @@ fn analyze_in(
                 // their activity: an active value stored through the view
                 // makes the array active, and an active array its views.
                 InstData::Ternary {
-                    op: Opcode::Slice,
+                    op: Opcode::Slice | Opcode::View,
                     args: [a, _, _],
                 } => {
                     if act.is_active(*a) || act.is_active(results[0]) {

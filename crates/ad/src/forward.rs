@@ -850,7 +850,7 @@ impl Transform<'_, '_> {
                 }
             }
             InstData::Ternary {
-                op: Opcode::Slice,
+                op: Opcode::Slice | Opcode::View,
                 args: [a, lo, hi],
             } => {
                 // A view of an active array views its shadows alike.
@@ -859,7 +859,7 @@ impl Transform<'_, '_> {
                     if let Some(shadows) = tangents(&self.tan, *a).map(<[Value]>::to_vec) {
                         let lanes = shadows
                             .into_iter()
-                            .map(|sh| self.builder(block).slice(sh, *lo, *hi))
+                            .map(|sh| self.builder(block).view(sh, *lo, *hi))
                             .collect();
                         self.tan[results[0]] = lanes;
                     }

@@ -762,10 +762,16 @@ impl<'m> Machine<'m> {
                 let i = frame.index(a, frame.i64(b)?, data.len())?;
                 data[i] = x;
             }
-            Opcode::Slice => {
+            Opcode::Slice | Opcode::View => {
                 let arr = frame.heap_slot(a, &self.heap)?;
                 let (lo, hi) = (frame.i64(b)?, frame.i64(c)?);
                 let len = i64::from(arr.len);
+                if op == Opcode::View && !(0 <= lo && lo <= hi && hi <= len) {
+                    return Err(unsupported(
+                        func,
+                        format!("`view` {lo}..{hi} of an array of length {len}: a pass made a view that was not checked"),
+                    ));
+                }
                 // As the JIT: the end first, then the start (unsigned
                 // comparisons, so a negative bound is out of bounds).
                 if hi as u64 > len as u64 {

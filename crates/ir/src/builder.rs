@@ -326,6 +326,19 @@ impl<'f> FuncBuilder<'f> {
         )
     }
 
+    /// `view array, lo, hi`: [`FuncBuilder::slice`] without the check, for a
+    /// view whose bounds a `slice` already checked (see [`Opcode::View`]).
+    pub fn view(&mut self, array: Value, lo: Value, hi: Value) -> Value {
+        let ty = self.func.dfg.value_type(array);
+        self.build1(
+            InstData::Ternary {
+                op: Opcode::View,
+                args: [array, lo, hi],
+            },
+            ty,
+        )
+    }
+
     /// `disjoint a, b`: traps when the two views share an element.
     pub fn disjoint(&mut self, a: Value, b: Value) -> Inst {
         self.build(

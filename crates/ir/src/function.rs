@@ -309,7 +309,7 @@ impl Function {
         match self.dfg.value_def(v) {
             ValueDef::Result { inst, .. } => match self.dfg.inst(*inst) {
                 InstData::Ternary {
-                    op: Opcode::Slice,
+                    op: Opcode::Slice | Opcode::View,
                     args,
                 } => Some(*args),
                 _ => None,

@@ -239,6 +239,12 @@ macro_rules! for_each_opcode {
             /// of `a`. Traps with `SliceOutOfBounds` unless
             /// `0 <= lo <= hi <= len(a)`.
             Slice    = "slice",      Ternary,  []                 -> poly,   [trap],                    -,     -,        -;
+            /// `v = view a, lo, hi`: `slice` without its check, for passes that
+            /// make again a view whose `slice` succeeded (the shadow of a view
+            /// in reverse mode, its tangent in forward mode, a view recomputed
+            /// in an adjoint): `0 <= lo <= hi <= len(a)` must hold. Pure, so
+            /// the optimizer merges and hoists it.
+            View     = "view",       Ternary,  []                 -> poly,   [],                        Cheap, -,        -;
             /// `disjoint a, b`: traps with `OverlappingArrays` when the views `a`
             /// and `b` (of one array type) share an element. A call that passes
             /// a `mut` view beside another view of the same array checks the
@@ -749,7 +755,7 @@ pub enum InstData {
         /// The operands, in text order (`load a, i` is `[a, i]`).
         args: [Value; 2],
     },
-    /// Three operands: `select`, `store`, `slice`.
+    /// Three operands: `select`, `store`, `slice`, `view`.
     Ternary {
         /// Which of them.
         op: Opcode,

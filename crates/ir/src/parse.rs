@@ -1050,11 +1050,11 @@ impl<'m> Body<'m> {
                 };
                 (data, Known(vec![Type::Bool]))
             }
-            Opcode::Select | Opcode::Store | Opcode::Istore | Opcode::Slice => {
+            Opcode::Select | Opcode::Store | Opcode::Istore | Opcode::Slice | Opcode::View => {
                 let a = self.operands(c, 3)?;
                 let types = match op {
                     Opcode::Select => ResultTypes::SameAs(a[1]),
-                    Opcode::Slice => ResultTypes::SameAs(a[0]),
+                    Opcode::Slice | Opcode::View => ResultTypes::SameAs(a[0]),
                     _ => Known(Vec::new()),
                 };
                 let data = InstData::Ternary {

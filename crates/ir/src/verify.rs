@@ -729,7 +729,7 @@ impl Verifier<'_> {
                 }
             }
             InstData::Ternary {
-                op: Opcode::Slice,
+                op: Opcode::Slice | Opcode::View,
                 args: [a, lo, hi],
             } => {
                 self.expect_type(at, "lower bound", *lo, Type::I64);

@@ -191,14 +191,20 @@ pub(crate) fn is_local(func: &Function, a: Value) -> bool {
     kind(func, a) == Kind::Local
 }
 
+/// May `a` and `b` share an element? The same value does; views
+/// (`slice`, `view`) are what their roots are: views of one local array
+/// may overlap each other and it, never another local or a parameter's
+/// array; views of parameters may overlap any parameter's.
 pub(crate) fn may_alias(func: &Function, a: Value, b: Value) -> bool {
     if a == b {
         return true;
     }
-    !matches!(
-        (kind(func, a), kind(func, b)),
-        (Kind::Local, Kind::Local | Kind::Param) | (Kind::Param, Kind::Local)
-    )
+    let (ra, rb) = (func.array_root(a), func.array_root(b));
+    match (kind(func, ra), kind(func, rb)) {
+        (Kind::Local, Kind::Local) => ra == rb,
+        (Kind::Local, Kind::Param) | (Kind::Param, Kind::Local) => false,
+        _ => true,
+    }
 }
 
 /// The value every element of an array holds (outside `written`).

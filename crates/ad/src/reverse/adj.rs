@@ -466,6 +466,12 @@ impl Adj<'_> {
                 for a in data.args_mut() {
                     *a = self.primal_value(*a)?;
                 }
+                // A view made again: its `slice` succeeded in the primal.
+                if let InstData::Ternary { op, .. } = &mut data {
+                    if *op == Opcode::Slice {
+                        *op = Opcode::View;
+                    }
+                }
                 let ty = self.primal.dfg.value_type(v);
                 let block = self.block.ok_or_else(|| self.internal("no block"))?;
                 let new = self.out.dfg.make_inst(data, &[ty]);
@@ -931,7 +937,9 @@ impl Adj<'_> {
             Some([base, lo, hi]) => {
                 let sh = self.shadow_of(base)?;
                 let (lo, hi) = (self.primal_value(lo)?, self.primal_value(hi)?);
-                Ok(self.b().slice(sh, lo, hi))
+                // The primal's `slice` checked these bounds, and the shadow
+                // has the array's length: an unchecked `view`.
+                Ok(self.b().view(sh, lo, hi))
             }
             None => Err(self.internal(format!("the array {a} has no shadow"))),
         }

@@ -169,7 +169,8 @@ impl Translator<'_, '_> {
                 let addr = self.element_addr(args[0], args[1])?;
                 self.b.ins().store(flags(), x, addr, 0);
             }
-            Opcode::Slice => return self.slice(inst, args),
+            Opcode::Slice => return self.slice(inst, args, true),
+            Opcode::View => return self.slice(inst, args, false),
             Opcode::Select => {
                 let c = self.scalar(args[0])?;
                 let (x, y) = (self.scalar(args[1])?, self.scalar(args[2])?);
@@ -315,22 +316,30 @@ impl Translator<'_, '_> {
     /// so negative bounds fail too; the interpreter checks in the same
     /// order), and defines the view: the element pointer of `lo` and the
     /// length `hi - lo`, kept in a stack slot as a parameter's is.
-    fn slice(&mut self, inst: Inst, [a, lo, hi]: [IrValue; 3]) -> Result<(), JitError> {
+    /// `view` (`checked` false) is the same without the checks.
+    fn slice(
+        &mut self,
+        inst: Inst,
+        [a, lo, hi]: [IrValue; 3],
+        checked: bool,
+    ) -> Result<(), JitError> {
         let (ptr, len) = self.array(a)?;
         let (l, h) = (self.scalar(lo)?, self.scalar(hi)?);
-        let array = self.func.array_name(a);
-        let end_out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, h, len);
-        let kind = SiteKind::SliceEndOutOfBounds {
-            array: array.clone(),
-        };
-        self.trap_if(end_out, kind, Some(h), Some(len));
-        let start_out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, l, h);
-        self.trap_if(
-            start_out,
-            SiteKind::SliceStartOutOfBounds { array },
-            Some(l),
-            Some(h),
-        );
+        if checked {
+            let array = self.func.array_name(a);
+            let end_out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, h, len);
+            let kind = SiteKind::SliceEndOutOfBounds {
+                array: array.clone(),
+            };
+            self.trap_if(end_out, kind, Some(h), Some(len));
+            let start_out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, l, h);
+            self.trap_if(
+                start_out,
+                SiteKind::SliceStartOutOfBounds { array },
+                Some(l),
+                Some(h),
+            );
+        }
         let n = self.b.ins().isub(h, l);
         let ss =
             self.b

@@ -126,7 +126,7 @@ impl Plan {
                 // A view of a shadowed array has the view of its shadow
                 // (`adj.rs`, `shadow_of`).
                 if let InstData::Ternary {
-                    op: Opcode::Slice,
+                    op: Opcode::Slice | Opcode::View,
                     args: [a, _, _],
                 } = func.dfg.inst(inst)
                 {

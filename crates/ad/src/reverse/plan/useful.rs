@@ -116,7 +116,7 @@ impl Useful<'_> {
                 // useful when the other is (the view through its
                 // definition, below; the array through `feeds`).
                 if let InstData::Ternary {
-                    op: Opcode::Slice,
+                    op: Opcode::Slice | Opcode::View,
                     args: [a, _, _],
                 } = func.dfg.inst(inst)
                 {
@@ -178,7 +178,7 @@ impl Useful<'_> {
                             args: [a, _],
                         } => self.mark(*a),
                         InstData::Ternary {
-                            op: Opcode::Slice,
+                            op: Opcode::Slice | Opcode::View,
                             args: [a, _, _],
                         } => self.mark(*a),
                         InstData::Call { .. } => self.call(cache, summaries, inst),
@@ -209,7 +209,8 @@ impl Useful<'_> {
                 let inst = self.feeds[v][k];
                 match func.dfg.inst(inst) {
                     InstData::Ternary {
-                        op: Opcode::Slice, ..
+                        op: Opcode::Slice | Opcode::View,
+                        ..
                     } => self.mark(func.dfg.first_result(inst)),
                     data => match data.array_write() {
                         Some((_, x)) => self.mark(x),
