@@ -676,19 +676,8 @@ fn dump(a: DumpArgs) -> Result<(), Error> {
         if func.as_ref().is_some_and(|f| module.get(f).is_none()) {
             continue;
         }
-        let note = if s == Stage::Optimized && a.pipeline.no_opt {
-            " (--no-opt: identical to `ad`)"
-        } else {
-            ""
-        };
-        println!("; stage: {}{note}", s.name());
-        match &func {
-            Some(name) => {
-                let id = adze::pipeline::function_by_name(&module, name)?;
-                print!("{}", module.display_function(id));
-            }
-            None => print!("{module}"),
-        }
+        let text = adze::pipeline::dump_stage(&module, s, func.as_deref(), !a.pipeline.no_opt)?;
+        print!("{text}");
     }
     Ok(())
 }
