@@ -181,8 +181,10 @@ fn readonly<'py, T: Element>(
     if array.ndim() != 1 {
         let got = if obj.cast::<PyUntypedArray>().is_ok() {
             type_name(obj)
+        } else if array.ndim() == 0 {
+            format!("a scalar ({})", type_name(obj))
         } else {
-            format!("{} of {} dimensions", type_name(obj), array.ndim())
+            format!("a {}-D {}", array.ndim(), type_name(obj))
         };
         return Err(error(format!(
             "{}, got {got} (adze arrays are 1-D: flatten with .ravel())",
