@@ -464,22 +464,26 @@ def test_a_call_releases_the_gil(prog):
     per_call = time.perf_counter() - t0
     # A call long enough to see (about 0.3 s).
     n = int(n * min(1000.0, max(1.0, 0.3 / max(per_call, 1e-9))))
-    started = threading.Event()
+    window = []
 
     def work():
-        started.set()
+        window.append(time.perf_counter())
         spin(n)
+        window.append(time.perf_counter())
 
     t = threading.Thread(target=work)
     t.start()
-    started.wait()
-    ticks = 0
+    stamps = []
     while t.is_alive():
-        ticks += 1
+        stamps.append(time.perf_counter())
     t.join()
-    # Held for the whole call, the GIL would leave this thread a few ticks
-    # at most; released, it runs all along (hundreds of thousands).
-    assert ticks > 1000, ticks
+    # Held for the whole call, the GIL would let this thread run only
+    # before the call enters the compiled code and after it returns: no
+    # stamp in the middle third of the call. Released, it runs all along.
+    begin, end = window
+    third = (end - begin) / 3
+    middle = [s for s in stamps if begin + third < s < end - third]
+    assert len(middle) > 100, (len(middle), len(stamps), end - begin)
 
 
 # ------------------------------------------------------------- dumps
