@@ -277,6 +277,7 @@ impl Program {
         };
         let session = self.program.session();
         let id = session.function(name).map_err(|e| adze_error(py, e))?;
+        warn_rules(py, session.derive_warnings(name, mode))?;
         let params = session.module.func(id).sig.params.clone();
         let (wrt, consts) = plan::resolve_wrt(name, &params, wrt.as_deref()).map_err(error)?;
         let compiled = py.detach(|| -> Result<_, adze::Error> {
@@ -287,6 +288,23 @@ impl Program {
         });
         compiled.map_err(|e| adze_error(py, e))
     }
+}
+
+/// The warnings `adze run --derive` prints about rules that do not cover
+/// the mode of a derivative, as Python `UserWarning`s: one per
+/// diagnostic, its one line (`FILE:LINE:COL: warning: ..`).
+fn warn_rules(py: Python<'_>, warnings: Option<adze::adze_lang::Diagnostics>) -> PyResult<()> {
+    let Some(w) = warnings else {
+        return Ok(());
+    };
+    let category = py.get_type::<pyo3::exceptions::PyUserWarning>();
+    for d in w.errors() {
+        let one = adze::adze_lang::Diagnostics::new_like(&w, vec![d.clone()]);
+        let line = std::ffi::CString::new(one.summary().replace('\0', " "))
+            .map_err(|e| error(format!("internal error: {e}")))?;
+        PyErr::warn(py, &category, &line, 2)?;
+    }
+    Ok(())
 }
 
 /// A compiled function and how to call it.

@@ -327,6 +327,15 @@ def test_hvp_through_nested_autodiff():
     assert (dx[0], hv[0]) == (9.164000270468907, 72.48292805436535)
 
 
+def test_rules_that_do_not_cover_the_mode_warn_as_the_command_does():
+    prog = adze.load(str(SEED))
+    # f_custom has a reverse rule only: forward mode uses its body.
+    with pytest.warns(UserWarning, match=r"seed\.adz:\d+:\d+: warning: .*f_custom"):
+        j = prog.jvp("g_custom")
+    value, tangent = j(np.array([2.0]), tangents={"x": np.array([1.0])})
+    assert tangent == pytest.approx(-math.sin(4.0) * 4.0)
+
+
 def test_a_gradient_of_a_function_that_takes_a_gradient():
     prog = adze.load(str(SEED))
     # The reverse derivative of g_plain = cos(sum x^2), from outside.
