@@ -85,7 +85,16 @@ pub fn take<'py>(obj: &Bound<'py, PyAny>, p: &Param, what: &str) -> PyResult<Hel
     Ok(match (p.ty, p.mutable) {
         (Type::F64, _) if is_str(obj) => return Err(scalar("a float")),
         (Type::F64, _) => Held::F64(obj.extract::<f64>().map_err(|_| scalar("a float"))?),
-        (Type::I64, _) => Held::I64(obj.extract::<i64>().map_err(|_| scalar("an int"))?),
+        (Type::I64, _) => Held::I64(obj.extract::<i64>().map_err(|_| {
+            if obj.is_instance_of::<pyo3::types::PyInt>() {
+                error(format!(
+                    "{what} is {}: {obj} is out of its range",
+                    crate::plan::describe(p)
+                ))
+            } else {
+                scalar("an int")
+            }
+        })?),
         (Type::Bool, _) => Held::Bool(obj.extract::<bool>().map_err(|_| scalar("a bool"))?),
         (Type::Array, false) => Held::Ro(readonly(obj, p, what, "fiub")?),
         (Type::Array, true) => Held::Rw(readwrite(obj, p, what)?),

@@ -365,6 +365,7 @@ def test_wrong_arguments(prog):
     cases = [
         (lambda: f(x, "3"), "`sumsq`: argument `n` is an i64: expected an int, got str"),
         (lambda: f(x, 3.0), "`sumsq`: argument `n` is an i64: expected an int, got float"),
+        (lambda: f(x, 2**63), "`sumsq`: argument `n` is an i64: 9223372036854775808 is out of its range"),
         (lambda: f("abc", 3), "argument `x` is a [f64]: expected a 1-D array of float64"),
         (lambda: f(np.ones((2, 2)), 3), "adze arrays are 1-D"),
         (lambda: f(5.0, 3), "got a scalar (float)"),
