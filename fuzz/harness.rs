@@ -33,6 +33,7 @@ pub const LIMITS: Limits = Limits {
     max_call_depth: 64,
     max_array_len: 1 << 12,
     timeout: None,
+    tape_limit: adze_ir::DEFAULT_TAPE_LIMIT,
 };
 
 /// Upper bound on the instructions a fuzzed function may execute.

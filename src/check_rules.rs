@@ -107,11 +107,11 @@ impl RuleCheck {
 }
 
 /// SplitMix64: small, fast, and good enough for sample points.
-struct Rng(u64);
+pub(crate) struct Rng(u64);
 
 impl Rng {
     /// A stream for `func` under `seed`.
-    fn new(seed: u64, func: &str) -> Rng {
+    pub(crate) fn new(seed: u64, func: &str) -> Rng {
         // FNV-1a of the name, mixed with the seed.
         let mut h: u64 = 0xcbf2_9ce4_8422_2325;
         for b in func.bytes() {
@@ -165,8 +165,8 @@ impl Rng {
 
 /// One sample point of a function: its primal arguments, a tangent per
 /// f64 and array parameter, and a cotangent per `mut` array.
-struct Sample {
-    primal: Vec<Val>,
+pub(crate) struct Sample {
+    pub(crate) primal: Vec<Val>,
     /// Per parameter (`Val::Bool(false)` where there is none).
     tangent: Vec<Val>,
     /// Per parameter: the cotangent of a `mut` array's final contents.
@@ -174,7 +174,12 @@ struct Sample {
 }
 
 impl Sample {
-    fn draw(rng: &mut Rng, sig: &Signature, pinned: &[Option<Val>], len: Option<usize>) -> Sample {
+    pub(crate) fn draw(
+        rng: &mut Rng,
+        sig: &Signature,
+        pinned: &[Option<Val>],
+        len: Option<usize>,
+    ) -> Sample {
         let pinned_len = pinned.iter().find_map(|v| match v {
             Some(Val::Array(xs)) => Some(xs.len()),
             _ => None,
@@ -220,7 +225,7 @@ impl Sample {
     }
 
     /// `--arg x=1.5 --arg 'a=[..]'`: the primal point, as options.
-    fn describe(&self, sig: &Signature) -> String {
+    pub(crate) fn describe(&self, sig: &Signature) -> String {
         let parts: Vec<String> = sig
             .params
             .iter()

@@ -37,6 +37,7 @@
 #![warn(missing_docs)]
 
 pub mod args;
+pub mod check_inline;
 pub mod check_rules;
 pub mod compiled;
 pub mod data;

@@ -91,6 +91,11 @@ enum Command {
     /// function's body at random (seeded) sample points; exit 1 if one
     /// disagrees.
     CheckRules(CheckRulesArgs),
+    /// Run every function of FILE that takes an `autodiff` (or, with --fn,
+    /// the derivatives of one function in every mode) at seeded sample
+    /// points under the four inline settings, the optimizer on and off,
+    /// and both engines; exit 1 if any two differ in a bit.
+    CheckInline(CheckInlineArgs),
 }
 
 /// The arguments of `adze run`.
@@ -149,6 +154,11 @@ struct DumpArgs {
     /// The stage to print, or `all`.
     #[arg(long, default_value = "parsed", value_parser = ["parsed", "inlined", "ad", "optimized", "all"])]
     stage: String,
+    /// `text`: the IR's text format (it parses back); `dot`: Graphviz,
+    /// one graph per function (blocks, branches, inlined code and rule
+    /// regions as clusters, tape pushes and pops in color).
+    #[arg(long, default_value = "text", value_parser = ["text", "dot"])]
+    format: String,
     #[command(flatten)]
     derive: DeriveArgs,
     #[command(flatten)]
@@ -179,6 +189,22 @@ struct CheckRulesArgs {
     func: Option<String>,
 }
 
+/// The arguments of `adze check-inline`.
+#[derive(clap::Args)]
+struct CheckInlineArgs {
+    file: PathBuf,
+    /// Check the derivatives of this function (forward, forward of width
+    /// 2, reverse) instead of the file's functions that use `autodiff`.
+    #[arg(long = "fn", value_name = "NAME")]
+    func: Option<String>,
+    /// Sample points per function.
+    #[arg(long, value_name = "N", default_value_t = 8)]
+    samples: usize,
+    /// Seed of the sample generator (the same seed, the same points).
+    #[arg(long, value_name = "S", default_value_t = 0)]
+    seed: u64,
+}
+
 /// How the pipeline runs: the inliner, the limits of AD, the optimizer.
 #[derive(clap::Args)]
 struct PipelineArgs {
@@ -201,6 +227,11 @@ struct PipelineArgs {
     /// stops with an error.
     #[arg(long, value_name = "N", default_value_t = adze_ir::DEFAULT_MAX_CALL_DEPTH)]
     max_call_depth: u32,
+    /// The budget of the reverse-mode tapes of one run, in bytes (a
+    /// number, or with a unit: 64MiB, 2GiB, 500KB); a derivative that needs
+    /// more stops with an error.
+    #[arg(long, value_name = "BYTES", default_value = "1GiB", value_parser = parse_bytes)]
+    tape_limit: u64,
 }
 
 impl PipelineArgs {
@@ -212,6 +243,7 @@ impl PipelineArgs {
         session.ad_limits.max_size = self.max_ad_size;
         session.optimize = !self.no_opt;
         session.limits.max_call_depth = self.max_call_depth;
+        session.limits.tape_limit = self.tape_limit;
         Ok(session)
     }
 }
@@ -276,6 +308,34 @@ impl DeriveArgs {
     }
 }
 
+/// `--tape-limit BYTES`: a number of bytes, with an optional unit (`KiB`,
+/// `MiB`, `GiB` are powers of 1024; `KB`, `MB`, `GB` of 1000; `K`, `M`,
+/// `G` as the binary ones).
+fn parse_bytes(s: &str) -> Result<u64, String> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("`{s}` is not a number of bytes (e.g. 1048576, 64MiB, 2GiB)"))?;
+    let scale: u64 = match unit.trim() {
+        "" | "B" => 1,
+        "K" | "KiB" => 1 << 10,
+        "M" | "MiB" => 1 << 20,
+        "G" | "GiB" => 1 << 30,
+        "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        u => {
+            return Err(format!(
+                "unknown unit `{u}` in `{s}` (use KiB, MiB, GiB, KB, MB or GB)"
+            ))
+        }
+    };
+    n.checked_mul(scale)
+        .ok_or_else(|| format!("`{s}` is too many bytes"))
+}
+
 /// `--timeout SECONDS`: a positive, finite number of seconds.
 fn parse_seconds(s: &str) -> Result<std::time::Duration, String> {
     let secs: f64 = s
@@ -333,6 +393,7 @@ fn execute(command: Command) -> Result<(), Error> {
         Command::Run(a) => run(a),
         Command::Dump(a) => dump(a),
         Command::CheckRules(a) => check_rules(a),
+        Command::CheckInline(a) => check_inline(a),
         Command::Check { file } => check(&file),
     }
 }
@@ -676,6 +737,16 @@ fn dump(a: DumpArgs) -> Result<(), Error> {
         if func.as_ref().is_some_and(|f| module.get(f).is_none()) {
             continue;
         }
+        if a.format == "dot" {
+            let note = if s == Stage::Optimized && a.pipeline.no_opt {
+                " (--no-opt: identical to `ad`)"
+            } else {
+                ""
+            };
+            println!("// stage: {}{note}", s.name());
+            print!("{}", adze_ir::dot::module_to_dot(&module, func.as_deref()));
+            continue;
+        }
         let text = adze::pipeline::dump_stage(&module, s, func.as_deref(), !a.pipeline.no_opt)?;
         print!("{text}");
     }
@@ -747,6 +818,23 @@ fn check_rules(a: CheckRulesArgs) -> Result<(), Error> {
             bad.len(),
             bad.join(", ")
         )))
+    }
+}
+
+fn check_inline(a: CheckInlineArgs) -> Result<(), Error> {
+    let session = Session::from_file(&a.file)?;
+    let options = adze::check_inline::InlineCheckOptions {
+        func: a.func,
+        samples: a.samples,
+        seed: a.seed,
+    };
+    let report = adze::check_inline::check_inline(&session, &a.file, &options)?;
+    print!("{}", adze::check_inline::render(&report));
+    match report.differences.len() {
+        0 => Ok(()),
+        n => Err(Error::Argument(format!(
+            "{n} derivative(s) change with the inline setting, the optimizer or the engine"
+        ))),
     }
 }
 

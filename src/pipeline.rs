@@ -101,6 +101,11 @@ pub struct Session {
     /// warnings about rules that do not cover a mode (`None` for a session
     /// made from a module).
     pub coverage: Option<adze_lang::ModeCoverage>,
+    /// A pass run after every run of the inliner on the module (early,
+    /// late, and on a derivative made for the command line or the API):
+    /// `None` but in tests that inject a fault to see that checks such as
+    /// `adze check-inline` find it ([`crate::check_inline`]).
+    pub after_inline: Option<fn(&mut Module)>,
 }
 
 impl Session {
@@ -158,6 +163,7 @@ impl Session {
             ad_limits: adze_ad::AdLimits::default(),
             optimize: true,
             coverage: None,
+            after_inline: None,
         })
     }
 
@@ -215,14 +221,14 @@ impl Session {
                 Stage::Inlined => {
                     if matches!(self.inline, InlineSetting::Early | InlineSetting::All) {
                         let ids = scope(&module, root);
-                        inline(&mut module, &ids, "inline (early)")?;
+                        self.inline(&mut module, &ids, "inline (early)")?;
                     }
                 }
                 Stage::Ad => {
                     module = self.lowered(module, root)?;
                     if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
                         let ids = scope(&module, root);
-                        inline(&mut module, &ids, "inline (late)")?;
+                        self.inline(&mut module, &ids, "inline (late)")?;
                     }
                 }
             }
@@ -263,6 +269,15 @@ impl Session {
             cx = cx.with_between(&mut late_inliner);
         }
         f(&mut cx)
+    }
+
+    /// The inliner on the functions `ids` (then [`Session::after_inline`]).
+    fn inline(&self, module: &mut Module, ids: &[FuncId], pass: &str) -> Result<(), Error> {
+        adze_opt::inline_functions(module, ids, &adze_opt::DefaultPolicy::default());
+        if let Some(hook) = self.after_inline {
+            hook(module);
+        }
+        verify(module, pass)
     }
 
     /// The module that runs `name`: every stage applied to what it reaches.
@@ -381,7 +396,7 @@ impl Session {
         verify(module, "ad")?;
         if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
             let ids = module.reachable_from(derived);
-            inline(module, &ids, "inline (late)")?;
+            self.inline(module, &ids, "inline (late)")?;
         }
         timing_mark("derive");
         Ok(module.func(derived).name.clone())
@@ -672,12 +687,6 @@ fn scope(module: &Module, root: Option<&str>) -> Vec<FuncId> {
         Some(id) => module.reachable_from(id),
         None => module.ids().collect(),
     }
-}
-
-/// Runs the inliner with its default policy on the functions `ids`.
-fn inline(module: &mut Module, ids: &[FuncId], pass: &str) -> Result<(), Error> {
-    adze_opt::inline_functions(module, ids, &adze_opt::DefaultPolicy::default());
-    verify(module, pass)
 }
 
 /// Runs the optimizer on the functions `ids`.

@@ -599,3 +599,86 @@ fn rules_that_do_not_cover_a_requested_mode_are_warned_about() {
         assert_eq!((out.code, out.stderr.as_str()), (0, ""), "{quiet}");
     }
 }
+
+#[test]
+fn check_inline_passes_on_an_example_and_needs_an_autodiff() {
+    let out = adze(&["check-inline", "ir-examples/seed.adz", "--samples", "2"]).exits(0);
+    assert!(out.stdout.contains(": 0 difference(s)"), "{}", out.stdout);
+    let out = adze(&["check-inline", "ir-examples/scalar.adz"]).exits(1);
+    assert!(
+        out.stderr.contains("has no function with an `autodiff`"),
+        "{}",
+        out.stderr
+    );
+    let out = adze(&[
+        "check-inline",
+        "ir-examples/scalar.adz",
+        "--fn",
+        "poly",
+        "--samples",
+        "2",
+    ])
+    .exits(0);
+    assert!(
+        out.stdout.contains("run(s) of 3 function(s)"),
+        "{}",
+        out.stdout
+    );
+}
+
+/// `adze dump --format dot`: one graph per function, clusters for inlined
+/// code and rule regions, tape traffic in color; Graphviz reads it back
+/// when it is installed (the test then renders every stage of every
+/// example).
+#[test]
+fn dump_format_dot_draws_every_function() {
+    let out = adze(&[
+        "dump",
+        "ir-examples/seed.adz",
+        "--stage",
+        "optimized",
+        "--format",
+        "dot",
+    ])
+    .exits(0);
+    let graphs = out.stdout.matches("digraph \"").count();
+    assert!(graphs > 10, "{graphs} graphs");
+    assert!(out.stdout.contains("label=\"rule region of @f_custom\""));
+    assert!(out.stdout.contains("label=\"inlined @g_custom.aug.dup\""));
+    assert!(out.stdout.contains("<font color=\"#1f4fbf\">  push "));
+    assert!(out.stdout.contains("<font color=\"#bf1f1f\">  v"));
+    let Ok(probe) = std::process::Command::new("dot").arg("-V").output() else {
+        eprintln!("skipped: Graphviz `dot` is not installed");
+        return;
+    };
+    assert!(probe.status.success());
+    for path in crate::support::examples() {
+        let rel = path
+            .strip_prefix(root())
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .to_string();
+        let out = adze(&["dump", &rel, "--stage", "all", "--format", "dot"]).exits(0);
+        let mut child = std::process::Command::new("dot")
+            .arg("-Tsvg")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(out.stdout.as_bytes())
+            .unwrap();
+        let done = child.wait_with_output().unwrap();
+        assert!(
+            done.status.success(),
+            "{rel}: {}",
+            String::from_utf8_lossy(&done.stderr)
+        );
+    }
+}

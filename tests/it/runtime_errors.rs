@@ -739,3 +739,56 @@ fn fault_locations_agree_under_every_setting() {
         assert_eq!(err, &want, "--inline {inline}");
     }
 }
+
+const TAPED_LOOP: &str = "
+fn loop4(x: f64, n: i64) -> f64 {
+    var a = x;
+    var b = 1.0;
+    for i in 0..n {
+        let c = sin(a) * b;
+        b = cos(b) + c * a;
+        a = c;
+    }
+    a + b
+}
+
+fn grad(x: f64, n: i64) -> f64 {
+    autodiff(reverse, loop4, active, active(x), const(n))
+}
+";
+
+/// The tape budget (`Limits::tape_limit`, `--tape-limit`): a derivative
+/// whose tape would pass it stops with the same error on both engines, at
+/// the same trip counts, and one within it runs as without a budget.
+#[test]
+fn the_tape_budget_stops_both_engines_alike() {
+    let mut session = adze::Session::from_source("tape.adz", TAPED_LOOP).unwrap();
+    let unlimited = session.clone();
+    session.limits.tape_limit = 4096;
+    let (mut ran, mut stopped) = (0, 0);
+    for n in (100..=220).step_by(3) {
+        let args = [Val::F64(0.5), Val::I64(n)];
+        let [interp, jit] = [Engine::Interp, Engine::Jit].map(|e| session.run("grad", &args, e));
+        match (interp, jit) {
+            (Ok(a), Ok(b)) => {
+                assert!(a.bit_eq(&b), "n = {n}");
+                let free = unlimited.run("grad", &args, Engine::Jit).unwrap();
+                assert!(a.bit_eq(&free), "n = {n}: the budget changed the result");
+                ran += 1;
+            }
+            (Err(a), Err(b)) => {
+                assert_eq!(a.to_string(), b.to_string(), "n = {n}");
+                assert!(
+                    a.to_string().ends_with(
+                        "the reverse-mode tape needs more than its budget of 4 KiB \
+                         (`--tape-limit BYTES` raises it)"
+                    ),
+                    "{a}"
+                );
+                stopped += 1;
+            }
+            (a, b) => panic!("n = {n}: the engines disagree: {a:?} / {b:?}"),
+        }
+    }
+    assert!(ran > 5 && stopped > 5, "{ran} ran, {stopped} stopped");
+}

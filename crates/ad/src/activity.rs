@@ -30,7 +30,8 @@
 //!   results, and makes active every array it passes to a `mut` parameter of
 //!   the callee (the callee may store active values into it);
 //! - an array (a `zeros` array or a `mut` parameter that is `const` in the
-//!   request) becomes active when an active value is stored or filled into it.
+//!   request) becomes active when an active value is stored or filled into it;
+//!   a `slice` (a view) and the array it views are active together;
 //!   A `const` parameter that becomes active gets a local shadow, zero on
 //!   entry and discarded on return: its tangent is defined to be zero on
 //!   entry and is not reported, but values loaded back from it after an
@@ -242,6 +243,18 @@ fn analyze_in(
                         changed |= mark_call(
                             cache, &mut act, module, func, *callee, args, results, summaries,
                         );
+                    }
+                }
+                // A view and the array it views share their elements, so
+                // their activity: an active value stored through the view
+                // makes the array active, and an active array its views.
+                InstData::Ternary {
+                    op: Opcode::Slice,
+                    args: [a, _, _],
+                } => {
+                    if act.is_active(*a) || act.is_active(results[0]) {
+                        changed |= act.mark(*a);
+                        changed |= act.mark(results[0]);
                     }
                 }
                 InstData::Autodiff { .. } => {}

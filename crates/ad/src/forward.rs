@@ -849,6 +849,22 @@ impl Transform<'_, '_> {
                     self.tan[results[0]] = lanes;
                 }
             }
+            InstData::Ternary {
+                op: Opcode::Slice,
+                args: [a, lo, hi],
+            } => {
+                // A view of an active array views its shadows alike.
+                self.copy(block, inst, data.clone(), &[]);
+                if self.act.is_active(results[0]) {
+                    if let Some(shadows) = tangents(&self.tan, *a).map(<[Value]>::to_vec) {
+                        let lanes = shadows
+                            .into_iter()
+                            .map(|sh| self.builder(block).slice(sh, *lo, *hi))
+                            .collect();
+                        self.tan[results[0]] = lanes;
+                    }
+                }
+            }
             InstData::Push { tape, arg } => {
                 self.copy(block, inst, data.clone(), &[]);
                 if self.primal.dfg.value_type(*arg) == Type::F64 {

@@ -109,6 +109,10 @@ pub struct GenConfig {
     /// A fixed mode order for the chain (innermost first), instead of a
     /// random one: `--modes rrr` aims a run at third-order reverse.
     pub modes: Option<[Option<Mode>; 3]>,
+    /// Random points checked beyond the usual four (drawn after
+    /// everything else, so a seed's program and first four points do not
+    /// change): last-bit differences show at a fraction of the points.
+    pub extra_points: usize,
 }
 
 impl Default for GenConfig {
@@ -116,6 +120,7 @@ impl Default for GenConfig {
         GenConfig {
             order_max: 3,
             modes: None,
+            extra_points: 0,
         }
     }
 }
@@ -170,7 +175,24 @@ struct Scope {
     iarrays: Vec<(String, usize)>,
 }
 
-const CONSTS: [&str; 8] = ["0.5", "2.0", "-1.5", "0.0", "1.0", "3.0", "0.25", "-1.0"];
+const CONSTS: [&str; 10] = [
+    "0.5",
+    "2.0",
+    "-1.5",
+    "0.0",
+    "1.0",
+    "3.0",
+    "0.25",
+    "-1.0",
+    "HALF",
+    "f64(BITS)",
+];
+
+/// The top-level constants every program declares (issue #16), used as
+/// leaves (`CONSTS`): an f64 built from another, and an i64 from bitwise
+/// operators.
+const CONST_ITEMS: &str =
+    "const HALF: f64 = ONE / 2;\nconst ONE: f64 = 1.0;\nconst BITS: i64 = 1 << 2 | 1;\n\n";
 const SMOOTH: [&str; 8] = [
     "sin", "cos", "tanh", "atan", "sinh", "asinh", "erfc", "exp2",
 ];
@@ -285,7 +307,8 @@ impl<'a> FnGen<'a> {
                 if ints.is_empty() {
                     self.var_name()
                 } else {
-                    format!("f64({})", self.rng.pick(&ints))
+                    let i = self.rng.pick(&ints).clone();
+                    format!("f64({})", self.int_expr(&i))
                 }
             }
             3 => {
@@ -312,9 +335,27 @@ impl<'a> FnGen<'a> {
         }
         let ints = self.ints();
         if !ints.is_empty() && self.rng.chance(40) {
-            format!("{a}[{} % len({a})]", self.rng.pick(&ints))
+            let i = self.rng.pick(&ints).clone();
+            format!("{a}[{} % len({a})]", self.int_expr(&i))
+        } else if self.rng.chance(10) {
+            // An index converted from an f64 (`i64(..)` truncates; a NaN or
+            // an infinity stops every setting alike).
+            let e = self.fexpr(1);
+            format!("{a}[i64(abs(sin({e})) * 3.0) % len({a})]")
         } else {
             format!("{a}[{}]", self.rng.below(len))
+        }
+    }
+
+    /// A small non-negative i64 made from `i` (itself small and
+    /// non-negative): `i`, or `i` through a bitwise operator.
+    fn int_expr(&mut self, i: &str) -> String {
+        match self.rng.below(6) {
+            0 => format!("({i} & 3)"),
+            1 => format!("({i} | 1)"),
+            2 => format!("({i} << 1)"),
+            3 => format!("({i} >> 1)"),
+            _ => i.to_string(),
         }
     }
 
@@ -504,7 +545,8 @@ impl<'a> FnGen<'a> {
             }
             14 if self.autodiff_left > 0 => self.autodiff_stmt(),
             15 if self.loop_depth > 0 => self.exit_stmt(),
-            16 => self.int_array(),
+            16 if self.rng.chance(50) => self.int_array(),
+            16 => self.view(),
             _ => {
                 let v = self.fresh("v");
                 let e = self.fexpr(2);
@@ -650,8 +692,22 @@ impl<'a> FnGen<'a> {
         let name = self.helpers[j].name.clone();
         let a = self.fexpr(2);
         let b = self.fexpr(2);
-        match self.rng.below(6) {
+        let vars = self.vars();
+        match self.rng.below(8) {
             0 | 1 => self.line(format!("{name}({a}, {b});")),
+            // Tuple assignment into two `var`s (issue #16).
+            6 if vars.len() >= 2 => {
+                let s = self.rng.pick(&vars).clone();
+                let t = vars.iter().find(|v| **v != s).cloned().unwrap_or_default();
+                self.line(format!("({s}, {t}) = {name}({a}, {b});"));
+            }
+            6 | 7 => {
+                let (p, q) = (self.fresh("s"), self.fresh("s"));
+                self.line(format!("var ({p}, {q}) = {name}({a}, {b});"));
+                let scope = self.top();
+                scope.f.extend([p.clone(), q.clone()]);
+                scope.vars.extend([p, q]);
+            }
             k => {
                 let (p, q) = (self.fresh("p"), self.fresh("q"));
                 self.line(format!("let ({p}, {q}) = {name}({a}, {b});"));
@@ -690,6 +746,41 @@ impl<'a> FnGen<'a> {
             self.line(format!("let {v} = {call};"));
             self.top().f.push(v);
         }
+    }
+
+    /// `let wN = a[lo..hi];`: a view of an array in scope (of at least one
+    /// element, writable as the array is), used afterwards like any array:
+    /// loads, stores, `fill`, passed to writers. Sometimes with an open end
+    /// (`a[lo..]`, `a[..hi]`).
+    fn view(&mut self) {
+        let arrays: Vec<(String, usize, bool)> = self
+            .scopes
+            .iter()
+            .flat_map(|s| s.arrays.iter().cloned())
+            .filter(|a| a.1 >= 1)
+            .collect();
+        if arrays.is_empty() {
+            self.scratch();
+            return;
+        }
+        let (a, len, writable) = self.rng.pick(&arrays).clone();
+        let lo = self.rng.below(len);
+        let hi = lo + 1 + self.rng.below(len - lo);
+        let w = self.fresh("w");
+        let range = match self.rng.below(4) {
+            0 if lo == 0 => format!("..{hi}"),
+            // Runs to the end of the array, which may be longer than the
+            // `len` known here: the view is at least `len - lo` long.
+            1 => format!("{lo}.."),
+            _ => format!("{lo}..{hi}"),
+        };
+        let vlen = if range.ends_with("..") {
+            len - lo
+        } else {
+            hi - lo
+        };
+        self.line(format!("let {w} = {a}[{range}];"));
+        self.top().arrays.push((w, vlen, writable));
     }
 
     /// `let pN = zeros_i64(L);` and a few small non-negative integers into
@@ -1005,7 +1096,7 @@ pub fn generate(seed: u64, config: &GenConfig) -> Program {
         },
         helpers,
         calls: Vec::new(),
-        src: format!("// adze-fuzz-diff seed {seed}\n\n"),
+        src: format!("// adze-fuzz-diff seed {seed}\n\n{CONST_ITEMS}"),
         late_rules: Vec::new(),
     };
     for k in 0..p.helpers.len() {
@@ -1019,7 +1110,10 @@ pub fn generate(seed: u64, config: &GenConfig) -> Program {
         p.src.push_str(&r);
     }
     let (modes, chain) = p.chain(config);
-    let points = points(p.rng);
+    let mut points = points(p.rng);
+    for _ in 0..config.extra_points {
+        points.push(random_point(p.rng));
+    }
     Program {
         seed,
         source: p.src,
@@ -1298,6 +1392,17 @@ fn reverse_seed(rng: &mut Rng, of: &str) -> (Vec<String>, [f64; 2]) {
 /// Points at which every `dk` is run: two generic ones (finite-difference
 /// checked when the program is rule-free) and two special ones at zeros,
 /// ties and integers.
+/// A point of the grid `k / 700`, `|k| <= 1000`.
+fn random_point(rng: &mut Rng) -> Point {
+    let x = (rng.below(2001) as f64 - 1000.0) / 700.0;
+    let y = (rng.below(2001) as f64 - 1000.0) / 700.0;
+    Point {
+        x,
+        y,
+        special: false,
+    }
+}
+
 fn points(rng: &mut Rng) -> Vec<Point> {
     const SPECIAL: [(f64, f64); 9] = [
         (0.0, 0.0),
@@ -1312,13 +1417,7 @@ fn points(rng: &mut Rng) -> Vec<Point> {
     ];
     let mut points = Vec::new();
     for _ in 0..2 {
-        let x = (rng.below(2001) as f64 - 1000.0) / 700.0;
-        let y = (rng.below(2001) as f64 - 1000.0) / 700.0;
-        points.push(Point {
-            x,
-            y,
-            special: false,
-        });
+        points.push(random_point(rng));
     }
     for _ in 0..2 {
         let (x, y) = *rng.pick(&SPECIAL);

@@ -34,6 +34,9 @@ struct Args {
     /// (`rrr`: reverse over reverse over reverse); default: random.
     #[arg(long, value_parser = parse_modes)]
     modes: Option<[Option<gen::Mode>; 3]>,
+    /// Random points per program beyond the usual four (the same programs).
+    #[arg(long, default_value_t = 0)]
+    extra_points: usize,
     /// Shrink every finding and print the reduced program.
     #[arg(long)]
     reduce: bool,
@@ -75,6 +78,7 @@ fn main() {
         gen: gen::GenConfig {
             order_max: args.order_max.clamp(1, 3),
             modes: args.modes,
+            extra_points: args.extra_points,
         },
         reduce: args.reduce,
         max_reduce_tests: args.max_reduce_tests,

@@ -6,55 +6,9 @@ use adze::adze_ir::{self, FuncId, Limits, Module, Outcome, RunError, TrapKind, V
 use adze::{Engine, InlineSetting, Session};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
-/// One of the 16 ways to run a function.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Setting {
-    pub inline: InlineSetting,
-    pub optimize: bool,
-    pub engine: Engine,
-}
-
-impl Setting {
-    /// `none/opt/jit`, `all/noopt/interp`.
-    pub fn label(&self) -> String {
-        let inline = match self.inline {
-            InlineSetting::None => "none",
-            InlineSetting::Early => "early",
-            InlineSetting::Late => "late",
-            InlineSetting::All => "all",
-        };
-        let opt = if self.optimize { "opt" } else { "noopt" };
-        let engine = match self.engine {
-            Engine::Jit => "jit",
-            Engine::Interp => "interp",
-        };
-        format!("{inline}/{opt}/{engine}")
-    }
-
-    /// The command-line flags that select this setting (`adze run` has no
-    /// flag for the optimizer; the API's `Session::optimize` does).
-    pub fn describe(&self) -> String {
-        self.label()
-    }
-}
-
-/// The 16 settings, the reference (`none/noopt/interp`, the most literal)
-/// first.
-pub fn all_settings() -> Vec<Setting> {
-    let mut out = Vec::new();
-    for inline in InlineSetting::ALL {
-        for optimize in [false, true] {
-            for engine in [Engine::Interp, Engine::Jit] {
-                out.push(Setting {
-                    inline,
-                    optimize,
-                    engine,
-                });
-            }
-        }
-    }
-    out
-}
+/// One of the 16 ways to run a function, and all of them (the reference,
+/// `none/noopt/interp`, first): the ones `adze check-inline` uses.
+pub use adze::check_inline::{settings as all_settings, Setting};
 
 /// What one setting gave at one point, reduced to what must agree.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -130,11 +84,7 @@ fn observe_error(e: &adze::Error) -> Observed {
 }
 
 fn observe_trap(e: &RunError) -> Observed {
-    let (kind, internal) = match &e.kind {
-        TrapKind::IndexOutOfBounds { index, len, .. } => {
-            (format!("IndexOutOfBounds({index}, {len})"), false)
-        }
-        TrapKind::ShadowLengthMismatch { .. } => ("ShadowLengthMismatch".to_string(), false),
+    let (kind, internal) = match e.kind.without_names() {
         k @ (TrapKind::TapeMismatch | TrapKind::Unsupported(_) | TrapKind::BadArguments(_)) => {
             (format!("{k:?}"), true)
         }
@@ -226,6 +176,7 @@ pub fn prepare(
         ad_limits: adze::adze_ad::AdLimits::default(),
         optimize,
         coverage: None,
+        after_inline: None,
     };
     match catch_unwind(AssertUnwindSafe(|| session.prepare(func))) {
         Ok(Ok(m)) => Ok(m),
@@ -487,6 +438,7 @@ pub fn fuzz_limits() -> Limits {
         max_call_depth: 200,
         max_array_len: 1 << 16,
         timeout: None,
+        tape_limit: adze_ir::DEFAULT_TAPE_LIMIT,
     }
 }
 

@@ -199,3 +199,24 @@ fn short_run_has_no_rejects_or_panics() {
     // Every order and both modes occur in the short run.
     assert_eq!(stats.by_order.len(), 3, "{}", stats.summary());
 }
+
+/// `--extra-points`: the same program and first points, more points after.
+#[test]
+fn extra_points_keep_the_program_and_add_points() {
+    let more = GenConfig {
+        extra_points: 6,
+        ..GenConfig::default()
+    };
+    for seed in 0..5 {
+        let a = gen::generate(seed, &GenConfig::default());
+        let b = gen::generate(seed, &more);
+        assert_eq!(a.source, b.source);
+        assert_eq!(b.points.len(), a.points.len() + 6);
+        for (p, q) in a.points.iter().zip(&b.points) {
+            assert_eq!(
+                (p.x.to_bits(), p.y.to_bits()),
+                (q.x.to_bits(), q.y.to_bits())
+            );
+        }
+    }
+}

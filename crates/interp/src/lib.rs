@@ -156,6 +156,20 @@ impl<'m> Interpreter<'m> {
         }
         let f = self.module.func(func);
         check_args(&f.name, &f.sig, args)?;
+        let longest = args.iter().map(|a| match a {
+            Val::Array(xs) => xs.len(),
+            Val::IArray(xs) => xs.len(),
+            _ => 0,
+        });
+        if longest.max().unwrap_or(0) > u32::MAX as usize {
+            return Err(RunError::new(
+                f.name.clone(),
+                TrapKind::BadArguments(format!(
+                    "the interpreter takes arrays of at most {} elements",
+                    u32::MAX
+                )),
+            ));
+        }
         machine::Machine::new(self.module, self.limits).run(func, args)
     }
 

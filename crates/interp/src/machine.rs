@@ -29,12 +29,38 @@ enum Slot {
     F64(f64),
     I64(i64),
     Bool(bool),
-    /// An index into [`Machine::heap`].
-    Array(usize),
-    /// An i64 array: an index into [`Machine::heap`], whose cells hold the
+    /// A view of an array of [`Machine::heap`].
+    Array(View),
+    /// A view of an i64 array of [`Machine::heap`], whose cells hold the
     /// elements' bit patterns (`f64::from_bits`), so that both kinds of
     /// array share the heap and its reuse.
-    IArray(usize),
+    IArray(View),
+}
+
+/// Elements `lo..lo + len` of the array `heap` of [`Machine::heap`]: a whole
+/// array (a parameter, a `zeros`) or a `slice` of one. (`u32`s keep a
+/// [`Slot`] at two words; arrays are at most `MAX_ARRAY_LEN` long and
+/// arguments are checked on entry.)
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct View {
+    heap: u32,
+    lo: u32,
+    len: u32,
+}
+
+impl View {
+    /// The whole array number `heap`, `len` elements long.
+    fn whole(heap: usize, len: usize) -> View {
+        View {
+            heap: heap as u32,
+            lo: 0,
+            len: len as u32,
+        }
+    }
+
+    fn range(self) -> std::ops::Range<usize> {
+        self.lo as usize..self.lo as usize + self.len as usize
+    }
 }
 
 impl Slot {
@@ -162,7 +188,7 @@ impl Frame<'_> {
     }
 
     #[inline]
-    fn array(&self, v: Value) -> Result<usize, Fault> {
+    fn array(&self, v: Value) -> Result<View, Fault> {
         match self.get(v)? {
             Slot::Array(x) | Slot::IArray(x) => Ok(x),
             s => Err(self.wrong_kind(v, "an array", s)),
@@ -204,11 +230,14 @@ impl Frame<'_> {
         }
     }
 
-    /// The array slot `v` names, checked against the heap.
+    /// The view `v` names, checked against the heap.
     #[inline]
-    fn heap_slot(&self, v: Value, heap_len: usize) -> Result<usize, Fault> {
+    fn heap_slot(&self, v: Value, heap: &[Vec<f64>]) -> Result<View, Fault> {
         let a = self.array(v)?;
-        if a < heap_len {
+        if heap
+            .get(a.heap as usize)
+            .is_some_and(|data| a.range().end <= data.len())
+        {
             Ok(a)
         } else {
             Err(unsupported(
@@ -323,12 +352,12 @@ impl<'m> Machine<'m> {
                 Val::Bool(x) => Slot::Bool(*x),
                 Val::Array(xs) => {
                     self.heap.push(xs.clone());
-                    Slot::Array(self.heap.len() - 1)
+                    Slot::Array(View::whole(self.heap.len() - 1, xs.len()))
                 }
                 Val::IArray(xs) => {
                     self.heap
                         .push(xs.iter().map(|&x| semantics::frombits(x)).collect());
-                    Slot::IArray(self.heap.len() - 1)
+                    Slot::IArray(View::whole(self.heap.len() - 1, xs.len()))
                 }
             })
             .collect();
@@ -395,12 +424,15 @@ impl<'m> Machine<'m> {
             .iter()
             .zip(arg_slots)
             .map(|(a, s)| match s {
-                Slot::Array(i) => {
-                    Val::Array(self.heap.get_mut(i).map(std::mem::take).unwrap_or_default())
-                }
+                Slot::Array(i) => Val::Array(
+                    self.heap
+                        .get_mut(i.heap as usize)
+                        .map(std::mem::take)
+                        .unwrap_or_default(),
+                ),
                 Slot::IArray(i) => Val::IArray(
                     self.heap
-                        .get(i)
+                        .get(i.heap as usize)
                         .map(|xs| xs.iter().map(|&x| semantics::tobits(x)).collect())
                         .unwrap_or_default(),
                 ),
@@ -617,10 +649,7 @@ impl<'m> Machine<'m> {
             Ftosi => Slot::I64(semantics::ftosi(frame.f64(arg)?).map_err(|k| trap(func, k))?),
             Tobits => Slot::I64(semantics::tobits(frame.f64(arg)?)),
             Frombits => Slot::F64(semantics::frombits(frame.i64(arg)?)),
-            Len | Ilen => {
-                let a = frame.heap_slot(arg, self.heap.len())?;
-                Slot::I64(i64::try_from(self.heap[a].len()).unwrap_or(i64::MAX))
-            }
+            Len | Ilen => Slot::I64(i64::from(frame.heap_slot(arg, &self.heap)?.len)),
             op => return Err(bad_format(func, op, "one operand")),
         };
         frame.set(inst, r)
@@ -648,8 +677,8 @@ impl<'m> Machine<'m> {
                 frame.set(inst, Slot::I64(r))?;
             }
             Load | Iload => {
-                let arr = frame.heap_slot(a, self.heap.len())?;
-                let data = &self.heap[arr];
+                let arr = frame.heap_slot(a, &self.heap)?;
+                let data = &self.heap[arr.heap as usize][arr.range()];
                 let i = frame.index(a, frame.i64(b)?, data.len())?;
                 let x = if op == Load {
                     Slot::F64(data[i])
@@ -659,22 +688,34 @@ impl<'m> Machine<'m> {
                 frame.set(inst, x)?;
             }
             Fill => {
-                let arr = frame.heap_slot(a, self.heap.len())?;
+                let arr = frame.heap_slot(a, &self.heap)?;
                 let x = frame.f64(b)?;
-                self.heap[arr].fill(x);
+                self.heap[arr.heap as usize][arr.range()].fill(x);
             }
             Ifill => {
-                let arr = frame.heap_slot(a, self.heap.len())?;
+                let arr = frame.heap_slot(a, &self.heap)?;
                 let x = semantics::frombits(frame.i64(b)?);
-                self.heap[arr].fill(x);
+                self.heap[arr.heap as usize][arr.range()].fill(x);
             }
             SameLen => {
-                let x = frame.heap_slot(a, self.heap.len())?;
-                let y = frame.heap_slot(b, self.heap.len())?;
-                if self.heap[x].len() != self.heap[y].len() {
+                let x = frame.heap_slot(a, &self.heap)?;
+                let y = frame.heap_slot(b, &self.heap)?;
+                if x.len != y.len {
                     let kind = TrapKind::ShadowLengthMismatch {
                         array: func.array_name(a),
                         shadow: func.array_name(b),
+                    };
+                    return Err(trap(func, kind));
+                }
+            }
+            Disjoint => {
+                let x = frame.heap_slot(a, &self.heap)?;
+                let y = frame.heap_slot(b, &self.heap)?;
+                let (rx, ry) = (x.range(), y.range());
+                if x.heap == y.heap && rx.start < ry.end && ry.start < rx.end {
+                    let kind = TrapKind::OverlappingArrays {
+                        first: func.array_name(a),
+                        second: func.array_name(b),
                     };
                     return Err(trap(func, kind));
                 }
@@ -711,15 +752,43 @@ impl<'m> Machine<'m> {
                 frame.set(inst, if cond { x } else { y })?;
             }
             Opcode::Store | Opcode::Istore => {
-                let arr = frame.heap_slot(a, self.heap.len())?;
+                let arr = frame.heap_slot(a, &self.heap)?;
                 let x = if op == Opcode::Store {
                     frame.f64(c)?
                 } else {
                     semantics::frombits(frame.i64(c)?)
                 };
-                let data = &mut self.heap[arr];
+                let data = &mut self.heap[arr.heap as usize][arr.range()];
                 let i = frame.index(a, frame.i64(b)?, data.len())?;
                 data[i] = x;
+            }
+            Opcode::Slice => {
+                let arr = frame.heap_slot(a, &self.heap)?;
+                let (lo, hi) = (frame.i64(b)?, frame.i64(c)?);
+                let len = i64::from(arr.len);
+                // As the JIT: the end first, then the start (unsigned
+                // comparisons, so a negative bound is out of bounds).
+                if hi as u64 > len as u64 {
+                    let array = func.array_name(a);
+                    return Err(trap(func, TrapKind::SliceEndOutOfBounds { array, hi, len }));
+                }
+                if lo as u64 > hi as u64 {
+                    let array = func.array_name(a);
+                    return Err(trap(
+                        func,
+                        TrapKind::SliceStartOutOfBounds { array, lo, hi },
+                    ));
+                }
+                let view = View {
+                    heap: arr.heap,
+                    lo: arr.lo + lo as u32,
+                    len: (hi - lo) as u32,
+                };
+                let slot = match frame.get(a)? {
+                    Slot::IArray(_) => Slot::IArray(view),
+                    _ => Slot::Array(view),
+                };
+                frame.set(inst, slot)?;
             }
             op => return Err(bad_format(func, op, "three operands")),
         }
@@ -748,7 +817,10 @@ impl<'m> Machine<'m> {
         // The array of this instruction's previous execution in
         // this frame is dead (see the crate doc): reuse it.
         let slot = match frame.values.read(result) {
-            Slot::Array(i) | Slot::IArray(i) if i >= frame.heap_base && i < self.heap.len() => {
+            Slot::Array(v) | Slot::IArray(v)
+                if v.heap as usize >= frame.heap_base && (v.heap as usize) < self.heap.len() =>
+            {
+                let i = v.heap as usize;
                 let data = &mut self.heap[i];
                 data.clear();
                 data.try_reserve_exact(size)
@@ -766,9 +838,10 @@ impl<'m> Machine<'m> {
                 self.heap.len() - 1
             }
         };
+        let view = View::whole(slot, size);
         let slot = match func.dfg.inst(inst).opcode() {
-            Opcode::Izeros => Slot::IArray(slot),
-            _ => Slot::Array(slot),
+            Opcode::Izeros => Slot::IArray(view),
+            _ => Slot::Array(view),
         };
         frame.values.write(result, slot);
         Ok(())
@@ -784,7 +857,18 @@ impl<'m> Machine<'m> {
             (_, None) => Err(unsupported(func, "a tape that does not exist")),
             (x, Some(t)) => {
                 if t.len() == t.capacity() {
-                    grow_tape(t).map_err(|k| trap(func, k))?;
+                    // The entries of every tape count against the budget.
+                    let total: usize = self.tapes.iter().map(Vec::len).sum();
+                    let limit = self.limits.tape_entries();
+                    let room = limit.saturating_sub(total as u64);
+                    if room == 0 {
+                        let limit = self.limits.tape_limit;
+                        return Err(trap(func, TrapKind::TapeLimitExceeded { limit }));
+                    }
+                    let t = &mut self.tapes[usize::from(tape)];
+                    grow_tape(t, room).map_err(|k| trap(func, k))?;
+                    t.push(x);
+                    return Ok(());
                 }
                 t.push(x);
                 Ok(())
@@ -871,8 +955,15 @@ impl<'m> Machine<'m> {
 /// would.
 #[cold]
 #[inline(never)]
-fn grow_tape(tape: &mut Vec<Slot>) -> Result<(), TrapKind> {
-    let want = tape.capacity().saturating_mul(2).max(64);
+/// Grows a full tape (amortised doubling), by at most `room` entries (what
+/// is left of the budget, at least 1).
+fn grow_tape(tape: &mut Vec<Slot>, room: u64) -> Result<(), TrapKind> {
+    let room = usize::try_from(room).unwrap_or(usize::MAX);
+    let want = tape
+        .capacity()
+        .saturating_mul(2)
+        .max(64)
+        .min(tape.len().saturating_add(room));
     tape.try_reserve_exact(want - tape.len())
         .map_err(|_| TrapKind::TapeOutOfMemory {
             entries: tape.len() as u64,
@@ -905,6 +996,6 @@ mod tests {
     fn slot_types() {
         assert_eq!(Slot::default(), Slot::Undef);
         assert_eq!(Slot::Undef.ty(), None);
-        assert_eq!(Slot::Array(0).ty(), Some(Type::Array));
+        assert_eq!(Slot::Array(View::whole(0, 0)).ty(), Some(Type::Array));
     }
 }

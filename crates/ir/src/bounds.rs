@@ -137,10 +137,26 @@ fn offset_form(func: &Function, v: Value) -> (Value, i64) {
 fn len_of(func: &Function, v: Value) -> Option<Value> {
     match inst_of(func, v)? {
         InstData::Unary {
-            op: Opcode::Len,
+            op: Opcode::Len | Opcode::Ilen,
             arg,
         } => Some(*arg),
         _ => None,
+    }
+}
+
+/// `(array, index)` of a bounds-checked access: `load`, `store`, and
+/// their i64-array forms `iload`, `istore`.
+fn indexed(data: &InstData) -> Option<(Value, Value)> {
+    match *data {
+        InstData::Binary {
+            op: Opcode::Iload,
+            args: [a, i],
+        }
+        | InstData::Ternary {
+            op: Opcode::Istore,
+            args: [a, i, _],
+        } => Some((a, i)),
+        _ => data.array_access(),
     }
 }
 
@@ -287,7 +303,7 @@ pub fn safe_accesses(func: &Function) -> EntitySet<Inst> {
     // Accesses in their bodies.
     for &b in &order {
         for (pos, &inst) in func.layout.block_insts(b).iter().enumerate() {
-            let Some((arr, idx)) = func.dfg.inst(inst).array_access() else {
+            let Some((arr, idx)) = indexed(func.dfg.inst(inst)) else {
                 continue;
             };
             if countdowns.iter().any(|cd| {
@@ -684,6 +700,39 @@ block3(v19: f64):
         assert_eq!(proven(&loop_src(0, 0, 1)), vec![at("block2", 0)]);
         // len(x) + 1 (k = -1): nothing.
         assert!(proven(&loop_src(0, -1, 1)).is_empty());
+    }
+
+    /// The same for an i64 array (`ilen`, `iload`, `istore`, `izeros`).
+    #[test]
+    fn integer_arrays_are_proven_alike() {
+        let src = loop_src(0, 1, 1)
+            .replace("x: arr", "x: mut iarr")
+            .replace("v0: arr", "v0: iarr")
+            .replace("len v0", "ilen v0")
+            .replace("v10 = load v0, v6", "v10 = iload v0, v6")
+            .replace("v14 = load v0, v13", "istore v0, v13, v10")
+            .replace("v15 = fadd v10, v14", "v15 = fconst 1.0")
+            .replace("v21 = load v0, v20", "v21 = iload v0, v20");
+        assert_eq!(proven(&src), vec![at("block2", 0), at("block2", 3)]);
+        let zeros = "function @f(n: i64) -> i64 {
+block0(v0: i64):
+    v1 = izeros v0, \"t\"
+    v2 = iconst 0
+    jump block1(v2)
+block1(v3: i64):
+    v4 = icmp lt v3, v0
+    brif v4, block2, block3
+block2:
+    istore v1, v3, v3
+    v6 = iconst 1
+    v7 = iadd v3, v6
+    istore v1, v7, v3
+    jump block1(v7)
+block3:
+    return v0
+}
+";
+        assert_eq!(proven(zeros), vec![at("block2", 0)]);
     }
 
     #[test]

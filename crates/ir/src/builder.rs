@@ -313,6 +313,30 @@ impl<'f> FuncBuilder<'f> {
         )
     }
 
+    /// `slice array, lo, hi`: the view of elements `lo..hi` of `array`,
+    /// of its type; bounds-checked.
+    pub fn slice(&mut self, array: Value, lo: Value, hi: Value) -> Value {
+        let ty = self.func.dfg.value_type(array);
+        self.build1(
+            InstData::Ternary {
+                op: Opcode::Slice,
+                args: [array, lo, hi],
+            },
+            ty,
+        )
+    }
+
+    /// `disjoint a, b`: traps when the two views share an element.
+    pub fn disjoint(&mut self, a: Value, b: Value) -> Inst {
+        self.build(
+            InstData::Binary {
+                op: Opcode::Disjoint,
+                args: [a, b],
+            },
+            &[],
+        )
+    }
+
     /// `fill array, x`: sets every element to `x`.
     pub fn fill(&mut self, array: Value, x: Value) -> Inst {
         let op = match self.func.dfg.value_type(array) {

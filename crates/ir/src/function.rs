@@ -2,7 +2,7 @@
 
 use crate::dfg::{DataFlowGraph, ValueDef};
 use crate::entities::{Block, FuncId, Inlined, Inst, Region, Value};
-use crate::instructions::{InstData, Mode};
+use crate::instructions::{InstData, Mode, Opcode};
 use crate::layout::Layout;
 use crate::types::Type;
 use cranelift_entity::PrimaryMap;
@@ -280,7 +280,7 @@ impl Function {
     }
 
     /// The source-level name of an array value, for error messages: the
-    /// parameter name, the `zeros` name, or `vN`.
+    /// parameter name, the `zeros` name, `a[..]` for a view of `a`, or `vN`.
     pub fn array_name(&self, v: Value) -> String {
         match self.dfg.value_def(v) {
             ValueDef::Param { block, num } if Some(*block) == self.entry_block() => self
@@ -290,15 +290,54 @@ impl Function {
                 .map_or_else(|| v.to_string(), |p| p.name.clone()),
             ValueDef::Result { inst, .. } => match self.dfg.inst(*inst) {
                 InstData::Zeros { name, .. } => name.clone(),
-                _ => v.to_string(),
+                _ => match self.slice_of(v) {
+                    Some(a) => format!("{}[..]", self.array_name(a)),
+                    None => v.to_string(),
+                },
             },
             _ => v.to_string(),
         }
     }
 
-    /// Is `v` an array this function may write: a `mut` parameter or a
-    /// local `zeros` array?
+    /// The array `v` is a view of, when `v` is the result of a `slice`.
+    pub fn slice_of(&self, v: Value) -> Option<Value> {
+        self.slice_parts(v).map(|[a, _, _]| a)
+    }
+
+    /// The operands `[array, lo, hi]` of the `slice` that defines `v`.
+    pub fn slice_parts(&self, v: Value) -> Option<[Value; 3]> {
+        match self.dfg.value_def(v) {
+            ValueDef::Result { inst, .. } => match self.dfg.inst(*inst) {
+                InstData::Ternary {
+                    op: Opcode::Slice,
+                    args,
+                } => Some(*args),
+                _ => None,
+            },
+            _ => None,
+        }
+    }
+
+    /// The array whose memory `v` views: `v` itself unless it is a `slice`
+    /// (of a slice ..) of another array. Two array values may share
+    /// elements only if they have the same root; a root is an entry-block
+    /// parameter or a `zeros`/`izeros` array.
+    pub fn array_root(&self, mut v: Value) -> Value {
+        // Bounded: malformed IR (before verification) may slice a value of
+        // itself.
+        for _ in 0..self.dfg.num_values() {
+            match self.slice_of(v) {
+                Some(a) => v = a,
+                None => break,
+            }
+        }
+        v
+    }
+
+    /// Is `v` an array this function may write: a `mut` parameter, a
+    /// local `zeros` array, or a view of one?
     pub fn array_is_writable(&self, v: Value) -> bool {
+        let v = self.array_root(v);
         match self.dfg.value_def(v) {
             ValueDef::Param { block, num } if Some(*block) == self.entry_block() => {
                 self.sig.params.get(*num).is_some_and(|p| p.mutable)

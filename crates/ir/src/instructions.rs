@@ -233,6 +233,17 @@ macro_rules! for_each_opcode {
             /// `a` and its shadow `da` have the same length. Derivatives check each
             /// `dup` pair on entry.
             SameLen  = "samelen",    Binary,   [Array, Array]     -> none,   [trap],                    -,     -,        -;
+            /// `v = slice a, lo, hi`: the view of elements `lo..hi` of the array
+            /// `a` (f64 or i64; `v` has `a`'s type), writable when `a` is. A
+            /// view aliases its array: element `i` of `v` is element `lo + i`
+            /// of `a`. Traps with `SliceOutOfBounds` unless
+            /// `0 <= lo <= hi <= len(a)`.
+            Slice    = "slice",      Ternary,  []                 -> poly,   [trap],                    -,     -,        -;
+            /// `disjoint a, b`: traps with `OverlappingArrays` when the views `a`
+            /// and `b` (of one array type) share an element. A call that passes
+            /// a `mut` view beside another view of the same array checks the
+            /// pair first, unless the front end proved them apart.
+            Disjoint = "disjoint",   Binary,   []                 -> poly,   [trap],                    -,     -,        -;
 
             /// `push T, v`: pushes a scalar onto tape number `T`, one of
             /// [`MAX_TAPES`] last-in-first-out stacks that live for one outermost
@@ -738,7 +749,7 @@ pub enum InstData {
         /// The operands, in text order (`load a, i` is `[a, i]`).
         args: [Value; 2],
     },
-    /// Three operands: `select`, `store`.
+    /// Three operands: `select`, `store`, `slice`.
     Ternary {
         /// Which of them.
         op: Opcode,
@@ -1053,7 +1064,7 @@ mod tests {
             impure,
             [
                 Idiv, Irem, Ishl, Sshr, Ftosi, Load, Store, Zeros, Fill, Iload, Istore, Izeros,
-                Ifill, SameLen, Push, Pop, Call, Autodiff, Jump, Brif, Return
+                Ifill, SameLen, Slice, Disjoint, Push, Pop, Call, Autodiff, Jump, Brif, Return
             ]
         );
         let terminators: Vec<Opcode> = Opcode::ALL

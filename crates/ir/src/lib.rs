@@ -35,6 +35,7 @@ pub mod builder;
 pub mod cfg;
 pub mod derivation;
 pub mod dfg;
+pub mod dot;
 pub mod entities;
 pub mod function;
 pub mod instructions;
@@ -62,6 +63,9 @@ pub use instructions::{
 };
 pub use layout::Layout;
 pub use module::Module;
-pub use runtime::{Limits, Location, Outcome, RunError, TrapKind, Val, DEFAULT_MAX_CALL_DEPTH};
+pub use runtime::{
+    Limits, Location, Outcome, RunError, TrapKind, Val, DEFAULT_MAX_CALL_DEPTH, DEFAULT_TAPE_LIMIT,
+    TAPE_ENTRY_BYTES,
+};
 pub use srcloc::{InstMark, SourceLoc};
 pub use types::Type;

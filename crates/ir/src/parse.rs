@@ -1050,10 +1050,11 @@ impl<'m> Body<'m> {
                 };
                 (data, Known(vec![Type::Bool]))
             }
-            Opcode::Select | Opcode::Store | Opcode::Istore => {
+            Opcode::Select | Opcode::Store | Opcode::Istore | Opcode::Slice => {
                 let a = self.operands(c, 3)?;
                 let types = match op {
                     Opcode::Select => ResultTypes::SameAs(a[1]),
+                    Opcode::Slice => ResultTypes::SameAs(a[0]),
                     _ => Known(Vec::new()),
                 };
                 let data = InstData::Ternary {
@@ -1123,6 +1124,14 @@ impl<'m> Body<'m> {
                     args.push(self.value(c)?);
                 }
                 (InstData::Return { args }, Known(Vec::new()))
+            }
+            Opcode::Disjoint => {
+                let a = self.operands(c, 2)?;
+                let data = InstData::Binary {
+                    op,
+                    args: [a[0], a[1]],
+                };
+                (data, Known(Vec::new()))
             }
             _ => {
                 let (arg_tys, res) = op.fixed_signature().unwrap_or((&[], None));

@@ -123,6 +123,19 @@ pub struct Limits {
     /// function entry and loop header only when a limit is set, so code
     /// without a limit is unchanged.
     pub timeout: Option<Duration>,
+    /// The budget of the reverse-mode tapes of one run, in bytes: all
+    /// tapes together may hold `tape_limit / TAPE_ENTRY_BYTES` entries. A
+    /// push past it stops the run with [`TrapKind::TapeLimitExceeded`]
+    /// (both executors count entries, not their own layouts, so they stop
+    /// alike), and no tape grows past it.
+    pub tape_limit: u64,
+}
+
+impl Limits {
+    /// The entries all tapes of one run may hold.
+    pub fn tape_entries(&self) -> u64 {
+        self.tape_limit / TAPE_ENTRY_BYTES
+    }
 }
 
 impl Default for Limits {
@@ -131,9 +144,17 @@ impl Default for Limits {
             max_call_depth: DEFAULT_MAX_CALL_DEPTH,
             max_array_len: MAX_ARRAY_LEN,
             timeout: None,
+            tape_limit: DEFAULT_TAPE_LIMIT,
         }
     }
 }
+
+/// Default tape budget: 1 GiB (SPEC §5c).
+pub const DEFAULT_TAPE_LIMIT: u64 = 1 << 30;
+
+/// What one tape entry costs against the budget: its 8 bytes of value and
+/// a type byte (the JIT's layout).
+pub const TAPE_ENTRY_BYTES: u64 = 9;
 
 /// Default bound on the depth of nested calls: deep enough that only real
 /// recursion reaches it (a chain of distinct functions is as deep as the
@@ -156,6 +177,32 @@ pub enum TrapKind {
         index: i64,
         /// The array's length.
         len: i64,
+    },
+    /// A `slice` whose end is not in `0..=len` (checked first).
+    SliceEndOutOfBounds {
+        /// The sliced array's source-level name.
+        array: String,
+        /// The end (exclusive bound) asked for.
+        hi: i64,
+        /// The sliced array's length.
+        len: i64,
+    },
+    /// A `slice` whose start is not in `0..=hi` (its end is in bounds).
+    SliceStartOutOfBounds {
+        /// The sliced array's source-level name.
+        array: String,
+        /// The start asked for.
+        lo: i64,
+        /// The end.
+        hi: i64,
+    },
+    /// `disjoint a, b` on two views that share an element: a `mut` view
+    /// passed beside another view of the same array.
+    OverlappingArrays {
+        /// The first view's source-level name.
+        first: String,
+        /// The second's.
+        second: String,
     },
     /// `idiv` or `irem` by zero.
     DivisionByZero,
@@ -210,6 +257,11 @@ pub enum TrapKind {
         /// The shadow's name, likewise (a generated one reads `a.d`).
         shadow: String,
     },
+    /// The tapes needed more entries than [`Limits::tape_limit`] allows.
+    TapeLimitExceeded {
+        /// The budget, in bytes.
+        limit: u64,
+    },
     /// `pop` on an empty tape, or of another type than was pushed: a bug in
     /// the pass that emitted the code.
     TapeMismatch,
@@ -227,6 +279,27 @@ impl fmt::Display for TrapKind {
                 f,
                 "index {index} is out of bounds for array {} of length {len}",
                 names::annotate(array, names::describe_array)
+            ),
+            TrapKind::SliceEndOutOfBounds { array, hi, len } => write!(
+                f,
+                "slice end {hi} is out of bounds for array {} of length {len}",
+                names::annotate(array, names::describe_array)
+            ),
+            TrapKind::SliceStartOutOfBounds { array, lo, hi } => write!(
+                f,
+                "slice {lo}..{hi} of array {} {}",
+                names::annotate(array, names::describe_array),
+                if *lo < 0 {
+                    "starts below 0"
+                } else {
+                    "starts after its end"
+                }
+            ),
+            TrapKind::OverlappingArrays { first, second } => write!(
+                f,
+                "views {} and {} of one array overlap, and one of them is written: a `mut` view must not share elements with another argument",
+                names::annotate(first, names::describe_array),
+                names::annotate(second, names::describe_array)
             ),
             TrapKind::DivisionByZero => f.write_str("integer division by zero"),
             TrapKind::DivisionOverflow => f.write_str("integer division overflow (i64::MIN / -1)"),
@@ -270,12 +343,32 @@ impl fmt::Display for TrapKind {
                 "array {} and its shadow `{shadow}` have different lengths",
                 names::annotate(array, names::describe_array)
             ),
+            TrapKind::TapeLimitExceeded { limit } => write!(
+                f,
+                "the reverse-mode tape needs more than its budget of {} (`--tape-limit BYTES` raises it)",
+                Bytes(*limit)
+            ),
             TrapKind::TapeMismatch => {
                 f.write_str("internal error: `pop` found an empty tape or a value of another type")
             }
             TrapKind::BadArguments(msg) => f.write_str(msg),
             TrapKind::Unsupported(msg) => f.write_str(msg),
         }
+    }
+}
+
+/// A size as a person writes it: `1 GiB`, `64 MiB`, `1000 bytes`.
+struct Bytes(u64);
+
+impl fmt::Display for Bytes {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let n = self.0;
+        for (unit, shift) in [("GiB", 30), ("MiB", 20), ("KiB", 10)] {
+            if n >= 1 << shift && n.is_multiple_of(1 << shift) {
+                return write!(f, "{} {unit}", n >> shift);
+            }
+        }
+        write!(f, "{n} bytes")
     }
 }
 
@@ -460,6 +553,28 @@ impl RunError {
 }
 
 impl TrapKind {
+    /// The same fault without the names of arrays, which inlining changes
+    /// (a callee's parameter `a` is the caller's `x` once inlined): what
+    /// must not depend on the inline setting, with the fault's location.
+    pub fn without_names(&self) -> TrapKind {
+        let mut k = self.clone();
+        match &mut k {
+            TrapKind::IndexOutOfBounds { array, .. }
+            | TrapKind::SliceEndOutOfBounds { array, .. }
+            | TrapKind::SliceStartOutOfBounds { array, .. } => array.clear(),
+            TrapKind::OverlappingArrays { first, second } => {
+                first.clear();
+                second.clear();
+            }
+            TrapKind::ShadowLengthMismatch { array, shadow } => {
+                array.clear();
+                shadow.clear();
+            }
+            _ => {}
+        }
+        k
+    }
+
     /// Is this fault raised by one instruction of the function's body (a
     /// bounds check, a division, a `zeros` — its length or its memory — a
     /// `samelen`)? Only those name the inlined code they come from and the
@@ -472,6 +587,9 @@ impl TrapKind {
         matches!(
             self,
             TrapKind::IndexOutOfBounds { .. }
+                | TrapKind::SliceEndOutOfBounds { .. }
+                | TrapKind::SliceStartOutOfBounds { .. }
+                | TrapKind::OverlappingArrays { .. }
                 | TrapKind::DivisionByZero
                 | TrapKind::DivisionOverflow
                 | TrapKind::ShiftOutOfRange { .. }

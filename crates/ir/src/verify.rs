@@ -29,8 +29,10 @@
 //!   only on `f64` parameters, `dup` only on arrays, the number of values
 //!   equal to the sum of the activities' arities, value types matching, and
 //!   results equal to [`Module::autodiff_result_types`].
-//! - **Arrays.** Array values come only from entry-block parameters and
-//!   `zeros` (never from other block parameters or `select`). `store` and
+//! - **Arrays.** Array values come only from entry-block parameters,
+//!   `zeros` and `slice` (never from other block parameters or `select`);
+//!   a `slice` takes an array and two i64 bounds and gives the array's type,
+//!   `disjoint` two arrays of one type. `store` and
 //!   `fill` write only writable arrays ([`Function::array_is_writable`]); so
 //!   does passing an array to a `mut` parameter of a callee, and the shadow
 //!   of a `dup` argument in reverse mode (it accumulates adjoints) or in
@@ -615,7 +617,7 @@ impl Verifier<'_> {
             for &p in self.func.dfg.block_params(block) {
                 if let Some(t) = self.ty(p).filter(|t| t.is_array()) {
                     let msg = format!(
-                        "parameter {p} has type {t}: arrays only come from entry-block parameters and `zeros`"
+                        "parameter {p} has type {t}: arrays only come from entry-block parameters, `zeros` and `slice`"
                     );
                     self.report(AnyEntity::Block(block), msg);
                 }
@@ -725,6 +727,33 @@ impl Verifier<'_> {
                     }
                     self.expect_results(inst, &[ta]);
                 }
+            }
+            InstData::Ternary {
+                op: Opcode::Slice,
+                args: [a, lo, hi],
+            } => {
+                self.expect_type(at, "lower bound", *lo, Type::I64);
+                self.expect_type(at, "upper bound", *hi, Type::I64);
+                match self.ty(*a) {
+                    Some(t) if t.is_array() => self.expect_results(inst, &[t]),
+                    Some(t) => self.report(at, format!("`slice` of {a}: {t}, not an array")),
+                    None => {}
+                }
+            }
+            InstData::Binary {
+                op: Opcode::Disjoint,
+                args: [a, b],
+            } => {
+                match (self.ty(*a), self.ty(*b)) {
+                    (Some(ta), Some(tb)) if !ta.is_array() || ta != tb => self.report(
+                        at,
+                        format!(
+                            "`disjoint` needs two arrays of one type, not {a}: {ta} and {b}: {tb}"
+                        ),
+                    ),
+                    _ => {}
+                }
+                self.expect_results(inst, &[]);
             }
             InstData::Push { arg, tape } => {
                 if *tape >= crate::MAX_TAPES {

@@ -138,6 +138,9 @@ block0(v0: iarr, v1: i64):
     v4 = iload v0, v3
     istore v2, v1, v4
     ifill v0, v3
+    v5 = slice v0, v1, v3
+    v6 = slice v2, v1, v1
+    disjoint v5, v0
     return v4
 }
 "#;

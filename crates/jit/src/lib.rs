@@ -732,6 +732,8 @@ struct Runner<'a> {
     /// The flag of the call's time limit (polled only by code compiled
     /// with one).
     interrupt: &'a std::sync::atomic::AtomicBool,
+    /// The limits compiled in (the tape budget is checked at run time).
+    limits: &'a Limits,
 }
 
 /// What one run of the entry trampoline gave.
@@ -763,7 +765,8 @@ impl Runner<'_> {
         let here = std::ptr::addr_of!(marker) as usize;
         let stack_limit = here.saturating_sub(budget) as u64;
         let mut results = vec![0u64; self.sig.results.len()];
-        let mut ctx = rt::Ctx::with_tapes(self.sites, stack_limit, tapes, self.interrupt);
+        let mut ctx =
+            rt::Ctx::with_tapes(self.sites, stack_limit, tapes, self.interrupt, self.limits);
         // SAFETY: `entry` is the trampoline compiled for this root (see
         // `compile`), and its code is alive while the `Compiled` that lent us
         // `self` is. `slots` is valid as this function's contract requires,
@@ -910,6 +913,7 @@ impl Compiled {
             name: &self.name,
             sig: &self.sig,
             interrupt: armed.as_ref().map_or(&timer::NEVER, |a| a.flag()),
+            limits: &self.limits,
         };
         let (attempt, mut tapes) = runner.attempt(args, INLINE_STACK, self.take_tapes());
         if let Attempt::Done(r, peak) = attempt {
@@ -1053,6 +1057,7 @@ impl Compiled {
             name: &self.name,
             sig: &self.sig,
             interrupt: armed.as_ref().map_or(&timer::NEVER, |a| a.flag()),
+            limits: &self.limits,
         };
         let (raw, tapes) = if self.inline_ok {
             // SAFETY: this function's contract.

@@ -94,12 +94,12 @@ impl Tape {
     /// that memory that cannot be had is an error and not an abort of the
     /// process. The error is the size in bytes of both buffers that could
     /// not be had. After a failure the tape is unchanged but for capacity.
-    fn reserve(&mut self, additional: usize) -> Result<(), u64> {
+    fn reserve(&mut self, additional: usize, room: usize) -> Result<(), u64> {
         let len = self.len;
         let want = len
             .saturating_add(additional)
-            .max(self.cap.saturating_mul(2))
-            .max(64);
+            .max(self.cap.saturating_mul(2).min(len.saturating_add(room)))
+            .max(64.min(len.saturating_add(room)));
         let failed = want.saturating_mul(9) as u64;
         self.with_vecs(|b| {
             b.bits
@@ -201,6 +201,10 @@ pub(crate) struct Ctx<'a> {
     pub sites: &'a [TrapSite],
     /// The largest number of simultaneously live arrays (for tests).
     pub peak: usize,
+    /// The tape budget (`Limits::tape_limit`), in bytes and in entries of
+    /// all tapes together: checked where a tape grows (`adze_reserve`).
+    pub tape_limit: u64,
+    pub tape_entries: u64,
 }
 
 /// Byte offset of [`Ctx::depth`].
@@ -221,7 +225,14 @@ pub(crate) const TAPE_SITE_OFFSET: i32 = offset_of!(Ctx<'static>, tape_site) as 
 impl<'a> Ctx<'a> {
     #[cfg(test)]
     pub fn new(sites: &'a [TrapSite], stack_limit: u64) -> Ctx<'a> {
-        Ctx::with_tapes(sites, stack_limit, new_tapes(), &crate::timer::NEVER)
+        let limits = adze_ir::Limits::default();
+        Ctx::with_tapes(
+            sites,
+            stack_limit,
+            new_tapes(),
+            &crate::timer::NEVER,
+            &limits,
+        )
     }
 
     /// A context whose tapes reuse `tapes`' buffers (which must be empty),
@@ -231,6 +242,7 @@ impl<'a> Ctx<'a> {
         stack_limit: u64,
         tapes: Tapes,
         interrupt: &'a AtomicBool,
+        limits: &adze_ir::Limits,
     ) -> Ctx<'a> {
         Ctx {
             depth: 0,
@@ -245,6 +257,8 @@ impl<'a> Ctx<'a> {
             sites,
             peak: 0,
             tapes,
+            tape_limit: limits.tape_limit,
+            tape_entries: limits.tape_entries(),
         }
     }
 }
@@ -272,6 +286,19 @@ pub(crate) enum SiteKind {
     IndexOutOfBounds {
         array: String,
     },
+    /// `a` = the slice's end, `b` = the array's length.
+    SliceEndOutOfBounds {
+        array: String,
+    },
+    /// `a` = the slice's start, `b` = its end.
+    SliceStartOutOfBounds {
+        array: String,
+    },
+    /// `disjoint`: two views share an element.
+    OverlappingArrays {
+        first: String,
+        second: String,
+    },
     DivisionByZero,
     DivisionOverflow,
     /// `a` = the shift amount.
@@ -294,8 +321,11 @@ pub(crate) enum SiteKind {
     },
     /// A tape could not grow, recorded by `adze_reserve` itself (the site
     /// number in `Ctx::tape_site`): `a` = the entries on the tape, `b` = the
-    /// bytes it could not have.
-    TapeOutOfMemory,
+    /// bytes it could not have, or -1 when the tapes would pass their
+    /// budget `limit` (bytes).
+    TapeOutOfMemory {
+        limit: u64,
+    },
     /// The native stack ran low: not an IR-level error. `Compiled::call`
     /// runs the call again on a thread with a larger stack.
     StackExhausted,
@@ -320,6 +350,20 @@ impl TrapSite {
                 index: a,
                 len: b,
             },
+            SiteKind::SliceEndOutOfBounds { array } => TrapKind::SliceEndOutOfBounds {
+                array: array.clone(),
+                hi: a,
+                len: b,
+            },
+            SiteKind::SliceStartOutOfBounds { array } => TrapKind::SliceStartOutOfBounds {
+                array: array.clone(),
+                lo: a,
+                hi: b,
+            },
+            SiteKind::OverlappingArrays { first, second } => TrapKind::OverlappingArrays {
+                first: first.clone(),
+                second: second.clone(),
+            },
             SiteKind::DivisionByZero => TrapKind::DivisionByZero,
             SiteKind::DivisionOverflow => TrapKind::DivisionOverflow,
             SiteKind::ShiftOutOfRange => TrapKind::ShiftOutOfRange { amount: a },
@@ -328,7 +372,10 @@ impl TrapSite {
             SiteKind::OutOfMemory => TrapKind::OutOfMemory { len: a },
             SiteKind::CallDepthExceeded { limit } => TrapKind::CallDepthExceeded { limit: *limit },
             SiteKind::Timeout { limit } => TrapKind::Timeout { limit: *limit },
-            SiteKind::TapeOutOfMemory => TrapKind::TapeOutOfMemory {
+            SiteKind::TapeOutOfMemory { limit } if b < 0 => {
+                TrapKind::TapeLimitExceeded { limit: *limit }
+            }
+            SiteKind::TapeOutOfMemory { .. } => TrapKind::TapeOutOfMemory {
                 entries: a as u64,
                 bytes: b as u64,
             },
@@ -468,7 +515,18 @@ pub(crate) extern "C" fn adze_reserve(ctx: *mut Ctx<'_>, tape: i64, additional: 
         usize::try_from(additional),
     ) {
         let entries = i64::try_from(t.len).unwrap_or(i64::MAX);
-        if let Err(bytes) = t.reserve(n) {
+        // The budget counts the entries of every tape; no tape grows past
+        // what is left of it.
+        let total: u64 = ctx.tapes.iter().map(|t| t.len as u64).sum();
+        let room = ctx.tape_entries.saturating_sub(total);
+        if n as u64 > room {
+            ctx.tape_failed = 1;
+            record_trap(ctx, ctx.tape_site, entries, -1);
+            return;
+        }
+        let room = usize::try_from(room).unwrap_or(usize::MAX);
+        let t = &mut ctx.tapes[tape as usize];
+        if let Err(bytes) = t.reserve(n, room) {
             let bytes = i64::try_from(bytes).unwrap_or(i64::MAX).max(1);
             ctx.tape_failed = bytes;
             record_trap(ctx, ctx.tape_site, entries, bytes);
@@ -603,9 +661,11 @@ mod tests {
             func: "f.aug".into(),
             inlined: vec!["g".into()],
             loc: None,
-            kind: SiteKind::TapeOutOfMemory,
+            kind: SiteKind::TapeOutOfMemory { limit: u64::MAX },
         }];
         let mut ctx = Ctx::new(&sites, 0);
+        // No budget: the allocation itself fails.
+        ctx.tape_entries = u64::MAX;
         let p: *mut Ctx<'_> = &mut ctx;
         adze_reserve(p, 2, 3);
         ctx.tapes[2].with_vecs(|b| {
@@ -630,5 +690,40 @@ mod tests {
         assert_eq!(t.len, 3);
         let (bits, types) = t.with_vecs(|b| (b.bits.clone(), b.types.clone()));
         assert_eq!((bits, types), (vec![1, 2, 3], vec![0, 0, 1]));
+    }
+
+    /// The budget counts the entries of every tape, and no tape's buffers
+    /// grow past what is left of it.
+    #[test]
+    fn the_tape_budget_counts_every_tape_and_bounds_growth() {
+        let sites = [TrapSite {
+            func: "f.aug".into(),
+            inlined: Vec::new(),
+            loc: None,
+            kind: SiteKind::TapeOutOfMemory { limit: 900 },
+        }];
+        let mut ctx = Ctx::new(&sites, 0);
+        ctx.tape_entries = 100;
+        ctx.tape_site = 0;
+        let p: *mut Ctx<'_> = &mut ctx;
+        adze_reserve(p, 0, 60);
+        ctx.tapes[0].with_vecs(|b| {
+            b.bits.extend([0; 60]);
+            b.types.extend([0; 60]);
+        });
+        let p: *mut Ctx<'_> = &mut ctx;
+        adze_reserve(p, 1, 30);
+        assert_eq!((ctx.tape_failed, &ctx.error), (0, &None));
+        assert!(ctx.tapes[1].cap <= 40, "grew past the budget");
+        ctx.tapes[1].with_vecs(|b| {
+            b.bits.extend([0; 30]);
+            b.types.extend([0; 30]);
+        });
+        // 90 of 100 entries are taken: 11 more do not fit.
+        let p: *mut Ctx<'_> = &mut ctx;
+        adze_reserve(p, 1, 11);
+        assert_eq!(ctx.tape_failed, 1);
+        let err = ctx.error.clone().expect("an error");
+        assert_eq!(err.kind, TrapKind::TapeLimitExceeded { limit: 900 });
     }
 }

@@ -262,6 +262,8 @@ pub enum ExprKind {
     Call(Ident, Vec<Expr>),
     /// `a[i]`
     Index(Ident, Box<Expr>),
+    /// `a[lo..hi]`, `a[lo..]`, `a[..hi]`, `a[..]`: a view of `a`.
+    Slice(Ident, Option<Box<Expr>>, Option<Box<Expr>>),
     /// `if c { .. } else { .. }`; `else if` is an `else` block whose tail is
     /// the inner `if`.
     If(Box<Expr>, Block, Option<Block>),

@@ -343,6 +343,11 @@ impl Walker<'_> {
                 self.expr(b);
             }
             ExprKind::Index(_, i) => self.expr(i),
+            ExprKind::Slice(_, lo, hi) => {
+                for x in lo.iter().chain(hi) {
+                    self.expr(x);
+                }
+            }
             ExprKind::If(c, t, els) => {
                 self.expr(c);
                 self.block(t);

@@ -479,8 +479,17 @@ impl Lower<'_, '_> {
                 self.b.fill(a, x);
                 return Vec::new();
             }
-            ExprKind::Call(f, args) => {
+            ExprKind::Slice(a, lo, hi) => {
+                let a = self.scalar(a);
+                let lo = self.scalar(lo);
+                let hi = self.scalar(hi);
+                self.b.slice(a, lo, hi)
+            }
+            ExprKind::Call(f, args, checks) => {
                 let args: Vec<Value> = args.iter().map(|a| self.scalar(a)).collect();
+                for &(i, j) in checks {
+                    self.b.disjoint(args[i], args[j]);
+                }
                 let id = self.ids[*f];
                 let tys = self.module.func(id).sig.results.clone();
                 let inst = self.b.call(id, &args, &tys);
@@ -488,6 +497,9 @@ impl Lower<'_, '_> {
             }
             ExprKind::Autodiff(req, args) => {
                 let args: Vec<Value> = args.iter().map(|a| self.scalar(a)).collect();
+                for &(i, j) in &req.disjoint {
+                    self.b.disjoint(args[i], args[j]);
+                }
                 let spec = AutodiffSpec {
                     mode: req.mode,
                     func: self.ids[req.func],
@@ -657,7 +669,12 @@ impl Assigned {
                 self.expr(a, set);
                 self.expr(b, set);
             }
-            ExprKind::Call(_, xs) | ExprKind::Autodiff(_, xs) | ExprKind::Tuple(xs) => {
+            ExprKind::Slice(a, lo, hi) => {
+                self.expr(a, set);
+                self.expr(lo, set);
+                self.expr(hi, set);
+            }
+            ExprKind::Call(_, xs, _) | ExprKind::Autodiff(_, xs) | ExprKind::Tuple(xs) => {
                 for x in xs {
                     self.expr(x, set);
                 }

@@ -752,9 +752,31 @@ impl<'a> Parser<'a> {
                     self.expect(TokenKind::RParen, "separate arguments with `,`")?;
                     ExprKind::Call(name, args)
                 } else if self.eat(TokenKind::LBracket) {
-                    let index = self.expr()?;
-                    self.expect(TokenKind::RBracket, "close the index with `]`")?;
-                    ExprKind::Index(name, Box::new(index))
+                    let lo = if self.peek() == TokenKind::DotDot {
+                        None
+                    } else {
+                        Some(Box::new(self.expr()?))
+                    };
+                    if self.eat(TokenKind::DotDot) {
+                        let hi = if self.peek() == TokenKind::RBracket {
+                            None
+                        } else {
+                            Some(Box::new(self.expr()?))
+                        };
+                        self.expect(TokenKind::RBracket, "close the slice with `]`")?;
+                        ExprKind::Slice(name, lo, hi)
+                    } else {
+                        self.expect(TokenKind::RBracket, "close the index with `]`")?;
+                        match lo {
+                            Some(index) => ExprKind::Index(name, index),
+                            None => {
+                                return self.error(
+                                    Diagnostic::new(t.span, "expected an index", "write `a[i]`")
+                                        .label("here"),
+                                )
+                            }
+                        }
+                    }
                 } else {
                     ExprKind::Name(name)
                 }
@@ -851,6 +873,10 @@ mod tests {
                 format!("{}({})", n.name, args.join(", "))
             }
             ExprKind::Index(n, i) => format!("{}[{}]", n.name, fmt(i)),
+            ExprKind::Slice(n, lo, hi) => {
+                let part = |x: &Option<Box<Expr>>| x.as_deref().map(fmt).unwrap_or_default();
+                format!("{}[{}..{}]", n.name, part(lo), part(hi))
+            }
             ExprKind::If(..) => "if".into(),
             ExprKind::Tuple(es) => {
                 let es: Vec<_> = es.iter().map(fmt).collect();

@@ -204,8 +204,13 @@ pub enum ExprKind {
     And(Box<Expr>, Box<Expr>),
     Or(Box<Expr>, Box<Expr>),
     Fill(Box<Expr>, Box<Expr>),
-    /// A user function (index into [`Program::funcs`]).
-    Call(usize, Vec<Expr>),
+    /// `slice a, lo, hi`: a view of an array local.
+    Slice(Box<Expr>, Box<Expr>, Box<Expr>),
+    /// A user function (index into [`Program::funcs`]), its arguments, and
+    /// the pairs of array arguments (by index) to check `disjoint` first:
+    /// a `mut` view and another view of the same array that the checker
+    /// could not prove apart.
+    Call(usize, Vec<Expr>, Vec<(usize, usize)>),
     /// Arguments flattened: one expression per IR value.
     Autodiff(Box<AutodiffReq>, Vec<Expr>),
     If(Box<Expr>, Block, Option<Block>),
@@ -221,4 +226,7 @@ pub struct AutodiffReq {
     pub args: Vec<ArgActivity>,
     /// Tangents per `dual` and shadows per `dup`: `forward(N)`'s N, else 1.
     pub width: usize,
+    /// Pairs of flattened argument values to check `disjoint` first, as
+    /// [`ExprKind::Call`]'s.
+    pub disjoint: Vec<(usize, usize)>,
 }

@@ -51,9 +51,12 @@
 //! **Arrays.** Two array values *must* alias only if they are the same value
 //! (arrays never flow through block parameters, so a value names one array
 //! at any point of an extended basic block: no back edge is crossed). A
-//! `zeros` result never aliases another array value: it is a fresh array,
-//! and a function can only see arrays passed to it or created by it.
-//! Parameters may alias each other. Writes are: `store` (the element, in
+//! `zeros` result never aliases another array value but its views: it is a
+//! fresh array, and a function can only see arrays passed to it or created
+//! by it. Parameters may alias each other, and a view (`slice`) may alias
+//! anything. Indices compare only within one array value: two values that
+//! may alias may be views at different offsets, so a write through one
+//! forgets all that is known of the other. Writes are: `store` (the element, in
 //! every array that may alias), `fill` (every element), and a `call` that
 //! passes an array to a `mut` parameter (every element of every array that
 //! may alias it; a callee can write only arrays it receives as `mut`
@@ -270,8 +273,12 @@ impl State {
 
     /// `a[i]` is written (with `v` if known).
     fn write(&mut self, func: &Function, a: Value, i: Index, v: Option<Value>) {
+        // Another array that may alias `a` may see it at an offset (a view,
+        // or a parameter that is one): its indices say nothing about `i`.
+        self.arrays
+            .retain(|(b, _)| *b == a || !may_alias(func, a, *b));
         for (b, s) in &mut self.arrays {
-            if !may_alias(func, a, *b) {
+            if *b != a {
                 continue;
             }
             s.known.retain(|(k, ..)| k.must_differ(i));
@@ -428,7 +435,9 @@ impl Pass<'_> {
                     if self.load(func, inst, a, index, state) {
                         continue;
                     }
-                    pending.retain(|p| !may_alias(func, p.array, a) || p.index.must_differ(index));
+                    pending.retain(|p| {
+                        !may_alias(func, p.array, a) || (p.array == a && p.index.must_differ(index))
+                    });
                     let key = self.key(a);
                     if !self.proven.contains(inst) && !state.is_in_bounds(func, a, key, index) {
                         trap_point(&mut pending);

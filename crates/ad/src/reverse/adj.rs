@@ -920,8 +920,21 @@ impl Adj<'_> {
         Ok(())
     }
 
-    fn shadow_of(&self, a: Value) -> Result<Value, AdError> {
-        self.shadow[a].ok_or_else(|| self.internal(format!("the array {a} has no shadow")))
+    /// The shadow of the primal array `a`; for a view, the same view of
+    /// its array's shadow, made here from the view's bounds (which the tape
+    /// plan provides wherever the shadow is used: `Needs::view_bounds`).
+    fn shadow_of(&mut self, a: Value) -> Result<Value, AdError> {
+        if let Some(sh) = self.shadow[a] {
+            return Ok(sh);
+        }
+        match self.primal.slice_parts(a) {
+            Some([base, lo, hi]) => {
+                let sh = self.shadow_of(base)?;
+                let (lo, hi) = (self.primal_value(lo)?, self.primal_value(hi)?);
+                Ok(self.b().slice(sh, lo, hi))
+            }
+            None => Err(self.internal(format!("the array {a} has no shadow"))),
+        }
     }
 
     /// `x̄_i += ∂r/∂x_i · g` for the active operands of a local operation.

@@ -953,7 +953,7 @@ fn plan_calls(
                 .iter()
                 .zip(params)
                 .enumerate()
-                .filter(|(_, (&a, p))| p.ty.is_scalar() || !plan.is_available(a))
+                .filter(|(_, (&a, p))| p.ty.is_scalar() || !plan.array_available(primal, a))
                 .map(|(k, _)| k)
                 .collect();
             let takes: Vec<bool> = params

@@ -9,7 +9,7 @@ use crate::JitError;
 use adze_ir::{CmpCond, Inst, InstData, Opcode, Value as IrValue};
 use cranelift_codegen::ir::condcodes::{CondCode, FloatCC, IntCC};
 use cranelift_codegen::ir::immediates::Ieee64;
-use cranelift_codegen::ir::{self as cl, InstBuilder, MemFlagsData};
+use cranelift_codegen::ir::{self as cl, InstBuilder, MemFlagsData, StackSlotData, StackSlotKind};
 
 impl Translator<'_, '_> {
     /// Translates `inst` into the current Cranelift block.
@@ -121,6 +121,7 @@ impl Translator<'_, '_> {
             }
             Opcode::Fill | Opcode::Ifill => return self.fill(args[0], args[1]),
             Opcode::SameLen => return self.same_len(args[0], args[1]),
+            Opcode::Disjoint => return self.disjoint(args[0], args[1]),
             Opcode::Idiv | Opcode::Irem => {
                 let r = self.idiv(op, args[0], args[1])?;
                 self.define(inst, r);
@@ -160,7 +161,7 @@ impl Translator<'_, '_> {
         Ok(())
     }
 
-    /// `store` and `select`.
+    /// `store`, `select` and `slice`.
     fn ternary(&mut self, inst: Inst, op: Opcode, args: [IrValue; 3]) -> Result<(), JitError> {
         match op {
             Opcode::Store | Opcode::Istore => {
@@ -168,6 +169,7 @@ impl Translator<'_, '_> {
                 let addr = self.element_addr(args[0], args[1])?;
                 self.b.ins().store(flags(), x, addr, 0);
             }
+            Opcode::Slice => return self.slice(inst, args),
             Opcode::Select => {
                 let c = self.scalar(args[0])?;
                 let (x, y) = (self.scalar(args[1])?, self.scalar(args[2])?);
@@ -307,6 +309,62 @@ impl Translator<'_, '_> {
         } else {
             p
         }
+    }
+
+    /// `slice a, lo, hi`: checks `hi <= len(a)`, then `lo <= hi` (unsigned,
+    /// so negative bounds fail too; the interpreter checks in the same
+    /// order), and defines the view: the element pointer of `lo` and the
+    /// length `hi - lo`, kept in a stack slot as a parameter's is.
+    fn slice(&mut self, inst: Inst, [a, lo, hi]: [IrValue; 3]) -> Result<(), JitError> {
+        let (ptr, len) = self.array(a)?;
+        let (l, h) = (self.scalar(lo)?, self.scalar(hi)?);
+        let array = self.func.array_name(a);
+        let end_out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, h, len);
+        let kind = SiteKind::SliceEndOutOfBounds {
+            array: array.clone(),
+        };
+        self.trap_if(end_out, kind, Some(h), Some(len));
+        let start_out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, l, h);
+        self.trap_if(
+            start_out,
+            SiteKind::SliceStartOutOfBounds { array },
+            Some(l),
+            Some(h),
+        );
+        let n = self.b.ins().isub(h, l);
+        let ss =
+            self.b
+                .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
+        self.b.ins().stack_store(self.env.ptr, n, ss, 0);
+        let off = self.b.ins().ishl_imm_u(l, 3);
+        let p = self.b.ins().iadd(ptr, off);
+        let r = self.func.dfg.first_result(inst);
+        self.set_array(r, p, ArrayLen::Slot(ss));
+        Ok(())
+    }
+
+    /// `disjoint a, b`: traps when both views are non-empty and their
+    /// element ranges meet.
+    fn disjoint(&mut self, a: IrValue, b: IrValue) -> Result<(), JitError> {
+        let (pa, la) = self.array(a)?;
+        let (pb, lb) = self.array(b)?;
+        let ba = self.b.ins().ishl_imm_u(la, 3);
+        let ea = self.b.ins().iadd(pa, ba);
+        let bb = self.b.ins().ishl_imm_u(lb, 3);
+        let eb = self.b.ins().iadd(pb, bb);
+        let a_before_eb = self.b.ins().icmp(IntCC::UnsignedLessThan, pa, eb);
+        let b_before_ea = self.b.ins().icmp(IntCC::UnsignedLessThan, pb, ea);
+        let meet = self.b.ins().band(a_before_eb, b_before_ea);
+        let a_full = self.b.ins().icmp_imm_s(IntCC::NotEqual, la, 0);
+        let b_full = self.b.ins().icmp_imm_s(IntCC::NotEqual, lb, 0);
+        let full = self.b.ins().band(a_full, b_full);
+        let overlap = self.b.ins().band(meet, full);
+        let kind = SiteKind::OverlappingArrays {
+            first: self.func.array_name(a),
+            second: self.func.array_name(b),
+        };
+        self.trap_if(overlap, kind, None, None);
+        Ok(())
     }
 
     /// `fill a, x` as an inline loop.

@@ -191,7 +191,9 @@ impl Translator<'_, '_> {
         // argument: an argument register (`rcx`) fixed on this path
         // changed the register allocation of hot loops elsewhere in the
         // function.
-        let site = self.new_site(SiteKind::TapeOutOfMemory);
+        let site = self.new_site(SiteKind::TapeOutOfMemory {
+            limit: self.env.limits.tape_limit,
+        });
         let site = self.b.ins().iconst(i64t, site);
         self.b
             .ins()

@@ -3,6 +3,7 @@
 //! function, with the writability and aliasing of the arrays and shadows
 //! it passes.
 
+use super::call::ArrayUse;
 use super::items::{fmt_param_type, fmt_params, FnInfo};
 use super::{expr, is_builtin, Ctx, Reported, R};
 use crate::ast::{self, ExprKind as AK};
@@ -13,9 +14,8 @@ use adze_ir::{ArgActivity, Mode, Param, RetActivity, Type};
 const SHAPE: &str =
     "write `autodiff(MODE, FUNC, RET, ARGS..)`, e.g. `autodiff(reverse, f, active, active(x))`";
 
-/// The arrays an `autodiff` passes, for [`Ctx::check_aliasing`]: (array,
-/// written?, its role, span).
-type ArrayUses = Vec<(LocalId, bool, String, Span)>;
+/// The arrays an `autodiff` passes, for [`Ctx::check_aliasing`].
+type ArrayUses = Vec<ArrayUse>;
 
 impl<'a> Ctx<'a> {
     pub(super) fn autodiff(&mut self, args: &[ast::Expr], span: Span) -> R<Expr> {
@@ -53,7 +53,13 @@ impl<'a> Ctx<'a> {
         let mut arrays = Vec::new();
         let mut failed = false;
         for (a, p) in acts.iter().zip(&info.params) {
-            match self.activity_arg(mode, width, fname, a, p, &mut arrays) {
+            let (before, at) = (arrays.len(), values.len());
+            let r = self.activity_arg(mode, width, fname, a, p, &mut arrays);
+            // An array activity's values are all arrays, pushed in order.
+            for (k, u) in arrays[before..].iter_mut().enumerate() {
+                u.pos = at + k;
+            }
+            match r {
                 Ok((act, xs)) => {
                     spec_args.push(act);
                     values.extend(xs);
@@ -64,7 +70,7 @@ impl<'a> Ctx<'a> {
         if failed {
             return Err(Reported);
         }
-        self.check_aliasing(&arrays, &format!("autodiff({mode}, {fname}, ..)"))?;
+        let disjoint = self.check_aliasing(&arrays, &format!("autodiff({mode}, {fname}, ..)"))?;
         let res = &info.results;
         let tys: Vec<Type> = match (mode, ret) {
             // The results, then `width` tangents of each, result by result.
@@ -86,6 +92,7 @@ impl<'a> Ctx<'a> {
             ret,
             args: spec_args,
             width,
+            disjoint,
         };
         Ok(expr(
             ExprKind::Autodiff(Box::new(req), values),
@@ -319,14 +326,14 @@ impl<'a> Ctx<'a> {
         } else {
             format!("parameter `{}` of `{f}`", p.name)
         };
-        let (l, writable, elem) = self.array_arg(e, &what)?;
-        self.same_elem(e, l, elem, p, f)?;
+        let r = self.array_arg(e, &what)?;
+        self.same_elem(e, r.local, r.elem, p, f)?;
         let written = p.mutable || (shadow && mode == Mode::Reverse);
-        if written && !writable {
+        if written && !r.writable {
             let d = if shadow {
-                self.shadow_not_writable(mode, p, e, l)
+                self.shadow_not_writable(mode, p, e, r.local)
             } else {
-                self.needs_writable(e, l, f, p)
+                self.needs_writable(e, r.local, f, p)
             };
             return self.error(d);
         }
@@ -335,8 +342,15 @@ impl<'a> Ctx<'a> {
         } else {
             format!("`{}`", p.name)
         };
-        arrays.push((l, written, role, e.span));
-        Ok(expr(ExprKind::Local(l), self.locals[l].ty.clone()))
+        arrays.push(ArrayUse {
+            root: r.root,
+            part: r.part,
+            written,
+            role,
+            span: e.span,
+            pos: 0,
+        });
+        Ok(r.expr)
     }
 
     /// The read-only array `l`, passed by `e` as the shadow of `p`, which

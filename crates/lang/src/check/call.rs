@@ -3,8 +3,9 @@
 //! with the writability and aliasing of their array arguments.
 
 use super::items::fmt_params;
+use super::scope::Part;
 use super::{expr, Ctx, Reported, R};
-use crate::ast::{self, ExprKind as AK, Ident};
+use crate::ast::{self, Ident};
 use crate::diagnostic::{Diagnostic, Span};
 use crate::typed::*;
 use adze_ir::{Opcode, Param, Type};
@@ -92,30 +93,28 @@ impl Ctx<'_> {
     /// `len(a)`
     fn len_call(&mut self, name: &Ident, args: &[ast::Expr], span: Span) -> R<Expr> {
         self.arity(name, args, 1, span, "len(a: [f64]) -> i64")?;
-        let (a, _, elem) = self.array_arg(&args[0], "`len`")?;
-        let a = expr(ExprKind::Local(a), self.locals[a].ty.clone());
-        let op = match elem {
+        let a = self.array_arg(&args[0], "`len`")?;
+        let op = match a.elem {
             Elem::F64 => Opcode::Len,
             Elem::I64 => Opcode::Ilen,
         };
-        Ok(expr(ExprKind::Unary(op, Box::new(a)), Ty::I64))
+        Ok(expr(ExprKind::Unary(op, Box::new(a.expr)), Ty::I64))
     }
 
     /// `fill(a, v)`
     fn fill_call(&mut self, name: &Ident, args: &[ast::Expr], span: Span) -> R<Expr> {
         self.arity(name, args, 2, span, "fill(a: mut [f64], v: f64)")?;
         let a = self.array_arg(&args[0], "`fill`");
-        let elem = a.as_ref().map_or(Type::F64, |a| a.2.scalar());
+        let elem = a.as_ref().map_or(Type::F64, |a| a.elem.scalar());
         let v = self.expect(&args[1], elem, "the value of `fill`");
-        let ((a, writable, _), v) = (a?, v?);
-        if !writable {
-            let AK::Name(id) = &args[0].kind else {
-                return Err(Reported);
-            };
-            return self.error(self.read_only(id, a));
+        let (a, v) = (a?, v?);
+        if !a.writable {
+            return self.error(self.read_only(&a.name, a.local));
         }
-        let a = expr(ExprKind::Local(a), self.locals[a].ty.clone());
-        Ok(expr(ExprKind::Fill(Box::new(a), Box::new(v)), Ty::Unit))
+        Ok(expr(
+            ExprKind::Fill(Box::new(a.expr), Box::new(v)),
+            Ty::Unit,
+        ))
     }
 
     /// `f64(i)`
@@ -208,18 +207,25 @@ impl Ctx<'_> {
         let sig = format!("{n}({})", fmt_params(&info.params));
         self.arity(name, args, info.params.len(), span, &sig)?;
         let mut xs = Vec::new();
-        let mut arrays: Vec<(LocalId, usize, Span)> = Vec::new();
+        let mut arrays: Vec<ArrayUse> = Vec::new();
         let mut failed = false;
         for (i, (a, p)) in args.iter().zip(&info.params).enumerate() {
             let x = if p.ty.is_array() {
                 self.array_arg(a, &format!("parameter `{}` of `{n}`", p.name))
-                    .and_then(|(l, writable, elem)| {
-                        self.same_elem(a, l, elem, p, n)?;
-                        if p.mutable && !writable {
-                            return self.error(self.needs_writable(a, l, n, p));
+                    .and_then(|r| {
+                        self.same_elem(a, r.local, r.elem, p, n)?;
+                        if p.mutable && !r.writable {
+                            return self.error(self.needs_writable(a, r.local, n, p));
                         }
-                        arrays.push((l, i, a.span));
-                        Ok(expr(ExprKind::Local(l), self.locals[l].ty.clone()))
+                        arrays.push(ArrayUse {
+                            root: r.root,
+                            part: r.part,
+                            written: p.mutable,
+                            role: format!("`{}`", p.name),
+                            span: a.span,
+                            pos: i,
+                        });
+                        Ok(r.expr)
                     })
             } else {
                 self.expect(a, p.ty, &format!("the argument `{}` of `{n}`", p.name))
@@ -232,20 +238,9 @@ impl Ctx<'_> {
         if failed {
             return Err(Reported);
         }
-        let written: Vec<(LocalId, bool, String, Span)> = arrays
-            .iter()
-            .map(|&(l, i, s)| {
-                (
-                    l,
-                    info.params[i].mutable,
-                    format!("`{}`", info.params[i].name),
-                    s,
-                )
-            })
-            .collect();
-        self.check_aliasing(&written, n)?;
+        let checks = self.check_aliasing(&arrays, n)?;
         Ok(expr(
-            ExprKind::Call(info.index, xs),
+            ExprKind::Call(info.index, xs, checks),
             Ty::results(&info.results),
         ))
     }
@@ -269,29 +264,55 @@ impl Ctx<'_> {
         .secondary(self.local_spans[l], "declared here")
     }
 
-    /// The same array may not be passed twice to one call when either use may
-    /// write it. `uses`: (array, written?, parameter description, span).
-    pub(super) fn check_aliasing(
-        &mut self,
-        uses: &[(LocalId, bool, String, Span)],
-        f: &str,
-    ) -> R<()> {
-        for (j, (lj, wj, pj, sj)) in uses.iter().enumerate() {
-            if let Some((_, _, pi, si)) = uses[..j]
-                .iter()
-                .find(|(li, wi, _, _)| li == lj && (*wi || *wj))
-            {
-                let a = self.array_name(*lj).to_string();
-                let d = Diagnostic::new(
-                    *sj,
-                    format!("`{a}` is used as both {pi} and {pj} in this call to `{f}`, and one of them is written"),
-                    "a written array must not alias another argument; pass a different array (copy it into a `zeros` array)",
-                )
-                .label("second use")
-                .secondary(*si, "first use");
-                return self.error(d);
+    /// No two arguments of one call may share an element when either may be
+    /// written. Views of one array that the checker proves to overlap are
+    /// an error; those it cannot tell apart are returned as pairs of
+    /// argument positions, for a `disjoint` check at run time.
+    pub(super) fn check_aliasing(&mut self, uses: &[ArrayUse], f: &str) -> R<Vec<(usize, usize)>> {
+        let mut checks = Vec::new();
+        for (j, y) in uses.iter().enumerate() {
+            for x in &uses[..j] {
+                if x.root != y.root || !(x.written || y.written) {
+                    continue;
+                }
+                match x.part.overlaps(y.part) {
+                    Some(false) => {}
+                    None => checks.push((x.pos, y.pos)),
+                    Some(true) => {
+                        let a = self.array_name(y.root).to_string();
+                        let (pi, pj) = (&x.role, &y.role);
+                        let what = if x.part == Part::Whole && y.part == Part::Whole {
+                            format!("`{a}` is used as both {pi} and {pj}")
+                        } else {
+                            format!("views of `{a}` passed as {pi} and {pj} overlap")
+                        };
+                        let d = Diagnostic::new(
+                            y.span,
+                            format!("{what} in this call to `{f}`, and one of them is written"),
+                            "a written array must not alias another argument; pass parts that do not overlap, or copy into a `zeros` array",
+                        )
+                        .label("second use")
+                        .secondary(x.span, "first use");
+                        return self.error(d);
+                    }
+                }
             }
         }
-        Ok(())
+        Ok(checks)
     }
+}
+
+/// An array passed to a call or an `autodiff`, for
+/// [`Ctx::check_aliasing`].
+pub(super) struct ArrayUse {
+    /// The array whose memory it views, and where.
+    pub root: LocalId,
+    pub part: Part,
+    /// Does the callee (or the derivative) write it?
+    pub written: bool,
+    /// Its role, for messages ("`x`", "the shadow of `x`").
+    pub role: String,
+    pub span: Span,
+    /// Its position among the call's (flattened) argument values.
+    pub pos: usize,
 }

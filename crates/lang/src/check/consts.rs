@@ -226,6 +226,7 @@ fn names_in(e: &ast::Expr, f: &mut dyn FnMut(&ast::Ident)) {
             }
             AK::Call(_, args) | AK::Tuple(args) => stack.extend(args),
             AK::Index(_, i) => stack.push(i),
+            AK::Slice(_, lo, hi) => stack.extend(lo.iter().chain(hi).map(|x| &**x)),
             AK::If(c, t, els) => {
                 stack.push(c);
                 for b in std::iter::once(t).chain(els) {
@@ -344,6 +345,7 @@ fn eval(e: &Expr, outer: Span) -> Result<Scalar, Diagnostic> {
         }
         ExprKind::Local(_) => return Err(not_allowed("a variable")),
         ExprKind::Fill(..) => return Err(not_allowed("`fill`")),
+        ExprKind::Slice(..) => return Err(not_allowed("a slice")),
         ExprKind::Call(..) => return Err(not_allowed("a call of a function")),
         ExprKind::Autodiff(..) => return Err(not_allowed("`autodiff`")),
         // Only the branch taken is evaluated (`if n > 0 { 1 / n } else { 0 }`

@@ -80,6 +80,7 @@ impl Ctx<'_> {
                     ty,
                 ))
             }
+            AK::Slice(id, lo, hi) => self.slice(id, lo.as_deref(), hi.as_deref(), e.span).map(|r| r.expr),
             AK::If(c, t, els) => self.if_expr(c, t, els.as_ref(), None, e.span),
             AK::Tuple(_) => self.error(
                 Diagnostic::new(

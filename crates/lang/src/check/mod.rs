@@ -209,6 +209,9 @@ struct Ctx<'a> {
     /// How many loops enclose what is being checked (`break` and
     /// `continue` need one).
     loops: u32,
+    /// The locals bound to slices (`let s = a[1..3];`): the array whose
+    /// memory each views, and where.
+    views: HashMap<LocalId, (LocalId, scope::Part)>,
 }
 
 impl<'a> Ctx<'a> {
@@ -227,6 +230,7 @@ impl<'a> Ctx<'a> {
             results_span: None,
             what,
             loops: 0,
+            views: HashMap::new(),
         }
     }
 }

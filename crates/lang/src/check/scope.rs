@@ -1,7 +1,7 @@
 //! Scopes and names: declaring locals, opening and closing scopes, and
 //! resolving a name to a local (an array, for the places that need one).
 
-use super::{is_builtin, Ctx, Reported, R};
+use super::{expr, is_builtin, Ctx, Reported, R};
 use crate::ast::{self, ExprKind as AK, Ident};
 use crate::diagnostic::Diagnostic;
 use crate::typed::*;
@@ -85,14 +85,18 @@ impl Ctx<'_> {
         }
     }
 
-    /// An argument that must be an array, written as its name: the local,
-    /// whether it is writable, its element type.
-    pub(super) fn array_arg(&mut self, e: &ast::Expr, what: &str) -> R<(LocalId, bool, Elem)> {
+    /// An argument that must be an array: an array by its name, or a slice
+    /// `a[lo..hi]` of one.
+    pub(super) fn array_arg(&mut self, e: &ast::Expr, what: &str) -> R<ArrayRef> {
         if let AK::Name(id) = &e.kind {
             let l = self.lookup(id)?;
             if let Ty::Array { writable, elem } = self.locals[l].ty {
-                return Ok((l, writable, elem));
+                let (root, part) = self.views.get(&l).copied().unwrap_or((l, Part::Whole));
+                let local = expr(ExprKind::Local(l), self.locals[l].ty.clone());
+                return Ok(ArrayRef::new(local, l, id, (root, part), (writable, elem)));
             }
+        } else if let AK::Slice(id, lo, hi) = &e.kind {
+            return self.slice(id, lo.as_deref(), hi.as_deref(), e.span);
         } else {
             // Report what is wrong inside first (`zeros(n)` here, say).
             self.expr(e)?;
@@ -101,10 +105,69 @@ impl Ctx<'_> {
             Diagnostic::new(
                 e.span,
                 format!("{what} needs an array"),
-                "pass an array parameter or a `zeros` array by name",
+                "pass an array by its name, or a slice of one (`a[lo..hi]`)",
             )
             .label("not an array"),
         )
+    }
+
+    /// `a[lo..hi]` (either bound may be left out: `0` and `len(a)`): a
+    /// view of `a`, writable if `a` is.
+    pub(super) fn slice(
+        &mut self,
+        id: &Ident,
+        lo: Option<&ast::Expr>,
+        hi: Option<&ast::Expr>,
+        span: crate::diagnostic::Span,
+    ) -> R<ArrayRef> {
+        let base = self.array(id);
+        let bound = |cx: &mut Self, b: Option<&ast::Expr>, what: &str| {
+            b.map(|b| cx.expect(b, adze_ir::Type::I64, what))
+                .transpose()
+        };
+        let lo = bound(self, lo, "the start of a slice");
+        let hi = bound(self, hi, "the end of a slice");
+        let ((l, writable, elem), lo, hi) = (base?, lo?, hi?);
+        let (root, base_part) = self.views.get(&l).copied().unwrap_or((l, Part::Whole));
+        let ty = self.locals[l].ty.clone();
+        let konst = |x: &Option<Expr>| match x.as_ref().map(|x| &x.kind) {
+            Some(ExprKind::I64(k)) => Some(*k),
+            _ => None,
+        };
+        let (klo, khi) = (konst(&lo), konst(&hi));
+        let part = match (base_part, &lo, &hi) {
+            (part, None, None) => part,
+            (Part::Whole, _, _) => match (lo.is_none(), klo, khi) {
+                (true, _, Some(h)) => Part::Range(0, h),
+                (_, Some(l), Some(h)) => Part::Range(l, h),
+                _ => Part::Unknown,
+            },
+            (Part::Range(c, d), _, _) => {
+                let l = if lo.is_none() { Some(0) } else { klo };
+                let h = if hi.is_none() { Some(d - c) } else { khi };
+                match (l, h) {
+                    (Some(l), Some(h)) => match (c.checked_add(l), c.checked_add(h)) {
+                        (Some(a), Some(b)) => Part::Range(a, b),
+                        _ => Part::Unknown,
+                    },
+                    _ => Part::Unknown,
+                }
+            }
+            (Part::Unknown, _, _) => Part::Unknown,
+        };
+        let base_expr = || expr(ExprKind::Local(l), ty.clone());
+        let lo = lo.unwrap_or_else(|| expr(ExprKind::I64(0), Ty::I64));
+        let hi = hi.unwrap_or_else(|| {
+            let op = match elem {
+                Elem::F64 => adze_ir::Opcode::Len,
+                Elem::I64 => adze_ir::Opcode::Ilen,
+            };
+            expr(ExprKind::Unary(op, Box::new(base_expr())), Ty::I64)
+        });
+        let slice = ExprKind::Slice(Box::new(base_expr()), Box::new(lo), Box::new(hi));
+        let mut slice = expr(slice, ty);
+        slice.span = span;
+        Ok(ArrayRef::new(slice, l, id, (root, part), (writable, elem)))
     }
 
     pub(super) fn array_name(&self, l: LocalId) -> &str {
@@ -119,5 +182,70 @@ impl Ctx<'_> {
         )
         .label("read-only `[f64]`")
         .secondary(self.local_spans[a], "declared here")
+    }
+}
+
+/// Which elements of its root array a view covers, as far as the checker
+/// knows: all of them, a constant range, or elements decided at run time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Part {
+    Whole,
+    Range(i64, i64),
+    Unknown,
+}
+
+impl Part {
+    /// Do views `self` and `other` of one array surely share an element
+    /// (`Some(true)`), surely not (`Some(false)`), or is it for the run to
+    /// tell (`None`)? Empty ranges share nothing; a range that is not
+    /// within the array fails its own bounds check first.
+    pub(super) fn overlaps(self, other: Part) -> Option<bool> {
+        let nonempty = |p: Part| match p {
+            Part::Range(a, b) => a < b,
+            _ => true,
+        };
+        match (self, other) {
+            (Part::Unknown, _) | (_, Part::Unknown) => None,
+            (Part::Range(a, b), Part::Range(c, d)) => {
+                Some(nonempty(self) && nonempty(other) && a < d && c < b)
+            }
+            _ => Some(nonempty(self) && nonempty(other)),
+        }
+    }
+}
+
+/// An array argument as the checker sees it.
+pub(super) struct ArrayRef {
+    /// The typed expression: the local, or a `slice` of it.
+    pub expr: Expr,
+    /// The local named (`a` in `a[lo..hi]`).
+    pub local: LocalId,
+    /// Its name where it is written.
+    pub name: Ident,
+    /// The parameter or `zeros` array whose memory it views.
+    pub root: LocalId,
+    /// Where in `root`.
+    pub part: Part,
+    pub writable: bool,
+    pub elem: Elem,
+}
+
+impl ArrayRef {
+    fn new(
+        expr: Expr,
+        local: LocalId,
+        name: &Ident,
+        (root, part): (LocalId, Part),
+        (writable, elem): (bool, Elem),
+    ) -> ArrayRef {
+        ArrayRef {
+            expr,
+            local,
+            name: name.clone(),
+            root,
+            part,
+            writable,
+            elem,
+        }
     }
 }

@@ -167,12 +167,25 @@ impl Ctx<'_> {
                 };
             }
         }
+        if let AK::Slice(id, lo, hi) = &value.kind {
+            return match self.slice(id, lo.as_deref(), hi.as_deref(), value.span) {
+                Ok(r) => {
+                    let l = self.declare(name, r.expr.ty.clone(), LocalKind::Let);
+                    self.views.insert(l, (r.root, r.part));
+                    Ok(Stmt::Let(vec![l], r.expr))
+                }
+                Err(r) => {
+                    self.poison(name);
+                    Err(r)
+                }
+            };
+        }
         let x = self.expr(value).and_then(|x| {
             if let Ty::Array { .. } = x.ty {
                 return self.error(
                     Diagnostic::new(
                         value.span,
-                        "arrays can only be bound with `let t = zeros(n);`",
+                        "arrays can only be bound with `let t = zeros(n);` or as a slice, `let s = a[lo..hi];`",
                         "use the array by its own name; `let` cannot copy or rename an array",
                     )
                     .label("an array"),

@@ -123,6 +123,17 @@ impl Plan {
         }
         for &b in &self.order.clone() {
             for &inst in func.layout.block_insts(b) {
+                // A view of a shadowed array has the view of its shadow
+                // (`adj.rs`, `shadow_of`).
+                if let InstData::Ternary {
+                    op: Opcode::Slice,
+                    args: [a, _, _],
+                } = func.dfg.inst(inst)
+                {
+                    if self.is_shadowed(*a) {
+                        self.shadowed.insert(func.dfg.first_result(inst));
+                    }
+                }
                 if let InstData::Zeros { len, .. } = func.dfg.inst(inst) {
                     let a = func.dfg.first_result(inst);
                     if useful(self, a) {

@@ -154,6 +154,12 @@ impl Plan {
         self.available.contains(v)
     }
 
+    /// Can the adjoint have the array `a`: a parameter it receives, or a
+    /// view of one (which it makes again)?
+    pub fn array_available(&self, func: &Function, a: Value) -> bool {
+        self.available.contains(func.array_root(a))
+    }
+
     /// Is the call `inst` differentiated (some argument active)?
     pub fn call_is_active(&self, func: &Function, args: &[Value]) -> bool {
         args.iter().any(|&a| match func.dfg.value_type(a) {

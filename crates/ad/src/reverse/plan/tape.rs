@@ -73,6 +73,17 @@ impl Needs<'_> {
     fn push(&mut self, v: Value) {
         self.list.push((self.segment, v));
     }
+
+    /// The bounds of `a` if it is a view, and of the views it is made of:
+    /// the adjoint slices the shadow alike where it uses `a`'s
+    /// (`adj.rs`, `shadow_of`).
+    fn view_bounds(&mut self, func: &Function, mut a: Value) {
+        while let Some([base, lo, hi]) = func.slice_parts(a) {
+            self.push(lo);
+            self.push(hi);
+            a = base;
+        }
+    }
 }
 
 /// The tape plan of one block under construction.
@@ -171,7 +182,7 @@ impl Resolver<'_> {
                 ValueDef::Result { inst, .. } if t.budget > 0 && self.recomputable(inst) => {
                     t.budget -= 1;
                     for &a in func.dfg.inst(inst).args() {
-                        if func.dfg.value_type(a) == Type::Array && !plan.is_available(a) {
+                        if func.dfg.value_type(a) == Type::Array && !plan.array_available(func, a) {
                             return self.leaf(v, t, root);
                         }
                         if !self.attempt(a, t, false) {
@@ -213,10 +224,12 @@ impl Resolver<'_> {
     ///
     /// From the opcode table: a computation with no effect that is emitted
     /// inline (no out-of-line routine: `sin` or `round` are not worth a
-    /// second call), other than a constant; and `load`.
+    /// second call), other than a constant; `load`; and `slice` (of an
+    /// array the adjoint has: the view it made did not trap either).
     fn recomputable(&self, inst: Inst) -> bool {
         let op = self.func.dfg.inst(inst).opcode();
         op == Opcode::Load
+            || op == Opcode::Slice
             || (op.effects().is_pure()
                 && op.cost().is_some()
                 && op.libcall().is_none()
@@ -328,10 +341,11 @@ impl Plan {
                 match data {
                     InstData::Binary {
                         op: Opcode::Load,
-                        args: [_, i],
+                        args: [a, i],
                     } => {
                         if self.is_active(func, results[0]) {
                             needs.push(*i);
+                            needs.view_bounds(func, *a);
                         }
                     }
                     InstData::Ternary {
@@ -340,11 +354,25 @@ impl Plan {
                     } => {
                         if self.is_shadowed(*a) {
                             needs.push(*i);
+                            needs.view_bounds(func, *a);
                         }
                     }
-                    InstData::Call { .. } => {
+                    InstData::Binary {
+                        op: Opcode::Fill,
+                        args: [a, _],
+                    } => {
+                        if self.is_shadowed(*a) {
+                            needs.view_bounds(func, *a);
+                        }
+                    }
+                    InstData::Call { args, .. } => {
                         for &a in &call_args[inst] {
                             needs.push(a);
+                        }
+                        for &a in args {
+                            if func.dfg.value_type(a) == Type::Array && self.is_shadowed(a) {
+                                needs.view_bounds(func, a);
+                            }
                         }
                     }
                     _ => {

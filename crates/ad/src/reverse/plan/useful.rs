@@ -112,6 +112,17 @@ impl Useful<'_> {
                     self.feeds[a].push(inst);
                     continue;
                 }
+                // A view and its array share their elements: each is
+                // useful when the other is (the view through its
+                // definition, below; the array through `feeds`).
+                if let InstData::Ternary {
+                    op: Opcode::Slice,
+                    args: [a, _, _],
+                } = func.dfg.inst(inst)
+                {
+                    self.feeds[*a].push(inst);
+                    continue;
+                }
                 match func.dfg.inst(inst) {
                     InstData::Return { args } if ret == RetActivity::Active => {
                         for (k, &a) in args.iter().enumerate() {
@@ -166,6 +177,10 @@ impl Useful<'_> {
                             op: Opcode::Load,
                             args: [a, _],
                         } => self.mark(*a),
+                        InstData::Ternary {
+                            op: Opcode::Slice,
+                            args: [a, _, _],
+                        } => self.mark(*a),
                         InstData::Call { .. } => self.call(cache, summaries, inst),
                         data => {
                             if func.dfg.inst_results(inst).len() == 1
@@ -192,9 +207,14 @@ impl Useful<'_> {
             // What `v` feeds as an array.
             for k in 0..self.feeds[v].len() {
                 let inst = self.feeds[v][k];
-                match func.dfg.inst(inst).array_write() {
-                    Some((_, x)) => self.mark(x),
-                    None => self.call(cache, summaries, inst),
+                match func.dfg.inst(inst) {
+                    InstData::Ternary {
+                        op: Opcode::Slice, ..
+                    } => self.mark(func.dfg.first_result(inst)),
+                    data => match data.array_write() {
+                        Some((_, x)) => self.mark(x),
+                        None => self.call(cache, summaries, inst),
+                    },
                 }
             }
         }
