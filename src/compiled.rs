@@ -125,7 +125,12 @@ impl Program {
         self.compile(module, &derived)
     }
 
-    fn compile(&self, module: Module, name: &str) -> Result<Function, Error> {
+    /// Compiles function `name` of `module`, a module this program's
+    /// session made: e.g. one that [`Session::derivative`] returned, whose
+    /// [`crate::Derivative::roles`] say what each parameter of the
+    /// derivative is (the reverse derivative `adze run --derive reverse`
+    /// runs, which returns the primal results before the adjoints).
+    pub fn compile(&self, module: Module, name: &str) -> Result<Function, Error> {
         let id = function_by_name(&module, name)?;
         verify_reachable(&module, id)?;
         let compiled = self.session.jit(&module, id)?;
@@ -192,6 +197,31 @@ impl Function {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn compiles_the_derivative_that_returns_the_primal_too() {
+        let src = "fn f(x: [f64], k: f64) -> f64 { k * x[0] * x[1] }";
+        let program = Program::from_source("t.adz", src).unwrap();
+        let d = program
+            .session()
+            .derivative("f", Mode::Reverse, 1, &[], true)
+            .unwrap();
+        let f = program.compile(d.module, &d.name).unwrap();
+        // (x, x.d, k, seed) -> (f, d/dk)
+        assert_eq!(f.params().len(), 4);
+        let x = [2.0, 3.0];
+        let mut dx = [0.0; 2];
+        let out = f
+            .call(&mut [
+                Arg::Array(&x),
+                Arg::ArrayMut(&mut dx),
+                Arg::F64(0.5),
+                Arg::F64(1.0),
+            ])
+            .unwrap();
+        assert_eq!(out, vec![Val::F64(3.0), Val::F64(6.0)]);
+        assert_eq!(dx, [1.5, 1.0]);
+    }
 
     #[test]
     fn a_compiled_function_is_send_and_sync() {

@@ -737,24 +737,18 @@ fn dump(a: DumpArgs) -> Result<(), Error> {
         if func.as_ref().is_some_and(|f| module.get(f).is_none()) {
             continue;
         }
-        let note = if s == Stage::Optimized && a.pipeline.no_opt {
-            " (--no-opt: identical to `ad`)"
-        } else {
-            ""
-        };
         if a.format == "dot" {
+            let note = if s == Stage::Optimized && a.pipeline.no_opt {
+                " (--no-opt: identical to `ad`)"
+            } else {
+                ""
+            };
             println!("// stage: {}{note}", s.name());
             print!("{}", adze_ir::dot::module_to_dot(&module, func.as_deref()));
             continue;
         }
-        println!("; stage: {}{note}", s.name());
-        match &func {
-            Some(name) => {
-                let id = adze::pipeline::function_by_name(&module, name)?;
-                print!("{}", module.display_function(id));
-            }
-            None => print!("{module}"),
-        }
+        let text = adze::pipeline::dump_stage(&module, s, func.as_deref(), !a.pipeline.no_opt)?;
+        print!("{text}");
     }
     Ok(())
 }

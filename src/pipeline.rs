@@ -703,6 +703,32 @@ pub fn optimize(module: &mut Module) -> Result<(), Error> {
     verify(module, "optimize")
 }
 
+/// The text `adze dump` prints for one stage: a line `; stage: NAME` (with
+/// a note on the `optimized` stage when the optimizer is off, `optimized`
+/// false), then function `func` of `module`, or the whole module without
+/// one. The command and the Python package's `Program.dump` print this.
+pub fn dump_stage(
+    module: &Module,
+    stage: Stage,
+    func: Option<&str>,
+    optimized: bool,
+) -> Result<String, Error> {
+    let note = if stage == Stage::Optimized && !optimized {
+        " (--no-opt: identical to `ad`)"
+    } else {
+        ""
+    };
+    let mut out = format!("; stage: {}{note}\n", stage.name());
+    match func {
+        Some(name) => {
+            let id = function_by_name(module, name)?;
+            out += &module.display_function(id).to_string();
+        }
+        None => out += &module.to_string(),
+    }
+    Ok(out)
+}
+
 /// Finds a user-visible function by name.
 pub fn function_by_name(module: &Module, name: &str) -> Result<FuncId, Error> {
     module.get(name).ok_or_else(|| Error::UnknownFunction {
