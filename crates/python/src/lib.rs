@@ -60,13 +60,13 @@ fn adze_error(py: Python<'_>, e: adze::Error) -> PyErr {
 }
 
 /// Settings of a program: the command's `--inline`, `--no-opt`,
-/// `--timeout`, `--max-call-depth`.
+/// `--timeout`, `--max-call-depth`, `--tape-limit`.
 fn configure(
     mut session: adze::Session,
     inline: &str,
     optimize: bool,
     timeout: Option<f64>,
-    max_call_depth: Option<u32>,
+    (max_call_depth, tape_limit): (Option<u32>, Option<u64>),
 ) -> PyResult<adze::Session> {
     session.inline = InlineSetting::ALL
         .into_iter()
@@ -90,6 +90,9 @@ fn configure(
     if let Some(depth) = max_call_depth {
         session.limits.max_call_depth = depth;
     }
+    if let Some(bytes) = tape_limit {
+        session.limits.tape_limit = bytes;
+    }
     Ok(session)
 }
 
@@ -104,7 +107,8 @@ fn inline_name(s: InlineSetting) -> &'static str {
 
 /// Checks `.adz` source text: a [`Program`].
 #[pyfunction]
-#[pyo3(signature = (source, name = "<string>", *, inline = "all", optimize = true, timeout = None, max_call_depth = None))]
+#[pyo3(signature = (source, name = "<string>", *, inline = "all", optimize = true, timeout = None, max_call_depth = None, tape_limit = None))]
+#[allow(clippy::too_many_arguments)] // keyword arguments of the Python function
 fn compile(
     py: Python<'_>,
     source: &str,
@@ -113,11 +117,13 @@ fn compile(
     optimize: bool,
     timeout: Option<f64>,
     max_call_depth: Option<u32>,
+    tape_limit: Option<u64>,
 ) -> PyResult<Program> {
     let session = py
         .detach(|| adze::Session::from_source(name, source))
         .map_err(|e| adze_error(py, e))?;
-    let session = configure(session, inline, optimize, timeout, max_call_depth)?;
+    let limits = (max_call_depth, tape_limit);
+    let session = configure(session, inline, optimize, timeout, limits)?;
     Ok(Program {
         program: adze::Program::new(session),
         name: name.to_string(),
@@ -126,7 +132,7 @@ fn compile(
 
 /// Reads and checks a `.adz` file: a [`Program`].
 #[pyfunction]
-#[pyo3(signature = (path, *, inline = "all", optimize = true, timeout = None, max_call_depth = None))]
+#[pyo3(signature = (path, *, inline = "all", optimize = true, timeout = None, max_call_depth = None, tape_limit = None))]
 fn load(
     py: Python<'_>,
     path: std::path::PathBuf,
@@ -134,11 +140,13 @@ fn load(
     optimize: bool,
     timeout: Option<f64>,
     max_call_depth: Option<u32>,
+    tape_limit: Option<u64>,
 ) -> PyResult<Program> {
     let session = py
         .detach(|| adze::Session::from_file(&path))
         .map_err(|e| adze_error(py, e))?;
-    let session = configure(session, inline, optimize, timeout, max_call_depth)?;
+    let limits = (max_call_depth, tape_limit);
+    let session = configure(session, inline, optimize, timeout, limits)?;
     Ok(Program {
         program: adze::Program::new(session),
         name: path.display().to_string(),

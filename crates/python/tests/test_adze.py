@@ -438,6 +438,23 @@ def test_limits():
         adze.compile(SRC, timeout=0)
 
 
+def test_tape_limit():
+    src = """
+fn loop4(x: f64, n: i64) -> f64 {
+    var a = x;
+    for i in 0..n { a = sin(a) * a; }
+    a
+}
+"""
+    small = adze.compile(src, tape_limit=4096).gradient("loop4")
+    value, grads = small(0.5, 10)
+    assert math.isfinite(grads["x"])
+    with pytest.raises(adze.Error, match="budget of 4 KiB"):
+        small(0.5, 10_000)
+    value2, grads2 = adze.compile(src).gradient("loop4")(0.5, 10_000)
+    assert math.isfinite(grads2["x"])
+
+
 # ----------------------------------------------------------- threads
 
 

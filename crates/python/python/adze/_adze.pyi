@@ -21,6 +21,7 @@ def compile(
     optimize: bool = True,
     timeout: Optional[float] = None,
     max_call_depth: Optional[int] = None,
+    tape_limit: Optional[int] = None,
 ) -> Program: ...
 def load(
     path: Union[str, PathLike[str]],
@@ -29,6 +30,7 @@ def load(
     optimize: bool = True,
     timeout: Optional[float] = None,
     max_call_depth: Optional[int] = None,
+    tape_limit: Optional[int] = None,
 ) -> Program: ...
 
 class Program:
