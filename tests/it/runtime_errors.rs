@@ -792,3 +792,34 @@ fn the_tape_budget_stops_both_engines_alike() {
     }
     assert!(ran > 5 && stopped > 5, "{ran} ran, {stopped} stopped");
 }
+
+/// A `view` is unchecked by contract (the AD passes make it only where a
+/// `slice` already checked its bounds), but verified IR from anywhere may
+/// hold a bad one: both engines stop with the same internal error, and
+/// compiled code never reads outside the array.
+#[test]
+fn a_view_outside_its_array_is_an_internal_error_on_both_engines() {
+    let text = "function @f(x: arr, lo: i64, hi: i64) -> f64 {
+block0(v0: arr, v1: i64, v2: i64):
+    v3 = view v0, v1, v2
+    v4 = iconst 0
+    v5 = load v3, v4
+    return v5
+}
+";
+    let module = adze_ir::parse::parse_module(text).unwrap();
+    let session = adze::Session::from_module(module).unwrap();
+    let x = Val::Array(vec![1.0, 2.0, 3.0]);
+    let ok = [x.clone(), Val::I64(1), Val::I64(3)];
+    for engine in [Engine::Interp, Engine::Jit] {
+        let out = session.run("f", &ok, engine).unwrap();
+        assert_eq!(out.results, vec![Val::F64(2.0)]);
+    }
+    for (lo, hi) in [(1, 4), (2, 1), (-1, 2), (0, i64::MAX)] {
+        let args = [x.clone(), Val::I64(lo), Val::I64(hi)];
+        let [a, b] = [Engine::Interp, Engine::Jit]
+            .map(|e| session.run("f", &args, e).unwrap_err().to_string());
+        assert_eq!(a, b, "{lo}..{hi}");
+        assert!(a.contains("`view` ") && a.contains("internal error"), "{a}");
+    }
+}

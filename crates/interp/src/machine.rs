@@ -767,10 +767,7 @@ impl<'m> Machine<'m> {
                 let (lo, hi) = (frame.i64(b)?, frame.i64(c)?);
                 let len = i64::from(arr.len);
                 if op == Opcode::View && !(0 <= lo && lo <= hi && hi <= len) {
-                    return Err(unsupported(
-                        func,
-                        format!("`view` {lo}..{hi} of an array of length {len}: a pass made a view that was not checked"),
-                    ));
+                    return Err(unsupported(func, adze_ir::runtime::bad_view(lo, hi)));
                 }
                 // As the JIT: the end first, then the start (unsigned
                 // comparisons, so a negative bound is out of bounds).

@@ -316,7 +316,10 @@ impl Translator<'_, '_> {
     /// so negative bounds fail too; the interpreter checks in the same
     /// order), and defines the view: the element pointer of `lo` and the
     /// length `hi - lo`, kept in a stack slot as a parameter's is.
-    /// `view` (`checked` false) is the same without the checks.
+    /// `view` (`checked` false) gets one check instead of two, whose failure
+    /// is an internal error: verified IR may hold a `view` whose bounds
+    /// nothing checked (a pass's bug, or IR given through the API), and
+    /// compiled code never reads outside an array.
     fn slice(
         &mut self,
         inst: Inst,
@@ -325,6 +328,13 @@ impl Translator<'_, '_> {
     ) -> Result<(), JitError> {
         let (ptr, len) = self.array(a)?;
         let (l, h) = (self.scalar(lo)?, self.scalar(hi)?);
+        if !checked {
+            // 0 <= lo <= hi <= len, as one unsigned test each.
+            let end_out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, h, len);
+            let start_out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, l, h);
+            let bad = self.b.ins().bor(end_out, start_out);
+            self.trap_if(bad, SiteKind::BadView, Some(l), Some(h));
+        }
         if checked {
             let array = self.func.array_name(a);
             let end_out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, h, len);
