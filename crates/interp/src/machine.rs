@@ -766,9 +766,13 @@ impl<'m> Machine<'m> {
                 let arr = frame.heap_slot(a, &self.heap)?;
                 let (lo, hi) = (frame.i64(b)?, frame.i64(c)?);
                 let len = i64::from(arr.len);
-                if op == Opcode::View && !(0 <= lo && lo <= hi && hi <= len) {
-                    return Err(unsupported(func, adze_ir::runtime::bad_view(lo, hi)));
-                }
+                // A `view` does not trap: outside the array it is empty
+                // (as in the JIT), so that every access through it fails.
+                let (lo, hi) = if op == Opcode::View && !(0 <= lo && lo <= hi && hi <= len) {
+                    (0, 0)
+                } else {
+                    (lo, hi)
+                };
                 // As the JIT: the end first, then the start (unsigned
                 // comparisons, so a negative bound is out of bounds).
                 if hi as u64 > len as u64 {

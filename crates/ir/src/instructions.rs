@@ -239,11 +239,12 @@ macro_rules! for_each_opcode {
             /// of `a`. Traps with `SliceOutOfBounds` unless
             /// `0 <= lo <= hi <= len(a)`.
             Slice    = "slice",      Ternary,  []                 -> poly,   [trap],                    -,     -,        -;
-            /// `v = view a, lo, hi`: `slice` without its check, for passes that
+            /// `v = view a, lo, hi`: `slice` without its trap, for passes that
             /// make again a view whose `slice` succeeded (the shadow of a view
             /// in reverse mode, its tangent in forward mode, a view recomputed
-            /// in an adjoint): `0 <= lo <= hi <= len(a)` must hold. Pure, so
-            /// the optimizer merges and hoists it.
+            /// in an adjoint). Bounds outside `0 <= lo <= hi <= len(a)` (a view
+            /// hoisted out of a loop that does not run) give an empty view.
+            /// Pure, so the optimizer merges and hoists it.
             View     = "view",       Ternary,  []                 -> poly,   [],                        Cheap, -,        -;
             /// `disjoint a, b`: traps with `OverlappingArrays` when the views `a`
             /// and `b` (of one array type) share an element. A call that passes

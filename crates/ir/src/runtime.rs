@@ -357,12 +357,6 @@ impl fmt::Display for TrapKind {
     }
 }
 
-/// The error of a `view` outside its array (a pass made a view it did not
-/// check), as both executors report it.
-pub fn bad_view(lo: i64, hi: i64) -> String {
-    format!("internal error: `view` {lo}..{hi} is outside its array (a pass made a view it did not check)")
-}
-
 /// A size as a person writes it: `1 GiB`, `64 MiB`, `1000 bytes`.
 struct Bytes(u64);
 

@@ -294,9 +294,6 @@ pub(crate) enum SiteKind {
     SliceStartOutOfBounds {
         array: String,
     },
-    /// `view` out of its array's bounds (a pass's bug): `a` = start, `b` =
-    /// end.
-    BadView,
     /// `disjoint`: two views share an element.
     OverlappingArrays {
         first: String,
@@ -363,7 +360,6 @@ impl TrapSite {
                 lo: a,
                 hi: b,
             },
-            SiteKind::BadView => TrapKind::Unsupported(adze_ir::runtime::bad_view(a, b)),
             SiteKind::OverlappingArrays { first, second } => TrapKind::OverlappingArrays {
                 first: first.clone(),
                 second: second.clone(),

@@ -316,10 +316,11 @@ impl Translator<'_, '_> {
     /// so negative bounds fail too; the interpreter checks in the same
     /// order), and defines the view: the element pointer of `lo` and the
     /// length `hi - lo`, kept in a stack slot as a parameter's is.
-    /// `view` (`checked` false) gets one check instead of two, whose failure
-    /// is an internal error: verified IR may hold a `view` whose bounds
-    /// nothing checked (a pass's bug, or IR given through the API), and
-    /// compiled code never reads outside an array.
+    /// `view` (`checked` false) does not trap: bounds outside the array
+    /// (which the passes never make where the view is used, but a view
+    /// hoisted out of a loop that does not run may have, and IR given
+    /// through the API may hold) give an empty view, whose every access
+    /// fails its bounds check. Compiled code never reads outside an array.
     fn slice(
         &mut self,
         inst: Inst,
@@ -328,13 +329,14 @@ impl Translator<'_, '_> {
     ) -> Result<(), JitError> {
         let (ptr, len) = self.array(a)?;
         let (l, h) = (self.scalar(lo)?, self.scalar(hi)?);
-        if !checked {
-            // 0 <= lo <= hi <= len, as one unsigned test each.
+        let bad = if checked {
+            None
+        } else {
+            // Not 0 <= lo <= hi <= len: one unsigned test each.
             let end_out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, h, len);
             let start_out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, l, h);
-            let bad = self.b.ins().bor(end_out, start_out);
-            self.trap_if(bad, SiteKind::BadView, Some(l), Some(h));
-        }
+            Some(self.b.ins().bor(end_out, start_out))
+        };
         if checked {
             let array = self.func.array_name(a);
             let end_out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, h, len);
@@ -350,7 +352,13 @@ impl Translator<'_, '_> {
                 Some(h),
             );
         }
-        let n = self.b.ins().isub(h, l);
+        let mut n = self.b.ins().isub(h, l);
+        let mut l = l;
+        if let Some(bad) = bad {
+            let zero = self.b.ins().iconst(cl::types::I64, 0);
+            n = self.b.ins().select(bad, zero, n);
+            l = self.b.ins().select(bad, zero, l);
+        }
         let ss =
             self.b
                 .create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 8, 3));
