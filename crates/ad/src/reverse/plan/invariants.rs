@@ -87,13 +87,14 @@ impl Plan {
             inside(def) && !inside(arr_def) && !inside(index_def) && {
                 let mut cache = self.loop_writes.borrow_mut();
                 let (writes, samelen) = cache.entry(l).or_insert_with(|| self.scan_loop(func, l));
-                !writes.contains(arr) && !*samelen
+                !writes.contains(func.array_root(arr)) && !*samelen
             }
         })
     }
 
-    /// The arrays an instruction of counted loop `l` can change (any that
-    /// it takes, unless it is a `load`, `len` or `samelen`), and whether
+    /// The arrays an instruction of counted loop `l` can change (the root of
+    /// any that it takes, unless it is a `load`, `len` or `samelen`: a view
+    /// written is its array written), and whether
     /// `l` contains a `samelen`.
     fn scan_loop(&self, func: &Function, l: usize) -> (EntitySet<Value>, bool) {
         let mut writes = EntitySet::new();
@@ -113,9 +114,11 @@ impl Plan {
                         op: Opcode::Len, ..
                     } => {}
                     _ => {
+                        // By root: a store through a view writes the
+                        // array it views.
                         for &v in data.args() {
                             if func.dfg.value_type(v) == Type::Array {
-                                writes.insert(v);
+                                writes.insert(func.array_root(v));
                             }
                         }
                     }
