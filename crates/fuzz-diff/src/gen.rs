@@ -173,6 +173,11 @@ struct Scope {
     arrays: Vec<(String, usize, bool)>,
     /// Local i64 arrays of non-negative small integers: name, length.
     iarrays: Vec<(String, usize)>,
+    /// Loop indices that run over an array's length (`for i in
+    /// 0..len(a)`): (index, array), so that `a[i]` is in bounds, and proven
+    /// so by the loop (the bounds proofs, and reverse mode's loop-invariant
+    /// loads, get exercised).
+    indices: Vec<(String, String)>,
 }
 
 const CONSTS: [&str; 10] = [
@@ -328,6 +333,16 @@ impl<'a> FnGen<'a> {
     /// modulo the length, or (a gather) an element of a local i64 array
     /// modulo the length.
     fn index(&mut self, a: &str, len: usize) -> String {
+        let over: Vec<String> = self
+            .scopes
+            .iter()
+            .flat_map(|s| s.indices.iter())
+            .filter(|(_, b)| b == a)
+            .map(|(i, _)| i.clone())
+            .collect();
+        if !over.is_empty() && self.rng.chance(60) {
+            return format!("{a}[{}]", self.rng.pick(&over));
+        }
         let iarrays = self.iarrays();
         if !iarrays.is_empty() && self.rng.chance(25) {
             let (p, plen) = self.rng.pick(&iarrays).clone();
@@ -593,11 +608,23 @@ impl<'a> FnGen<'a> {
         let i = self.fresh("i");
         let lo = self.rng.below(2);
         let hi = lo + 1 + self.rng.below(3);
-        self.line(format!("for {i} in {lo}..{hi} {{"));
+        let mut indices = Vec::new();
+        if self.rng.chance(30) {
+            if self.arrays(false).is_empty() {
+                self.scratch();
+            }
+            let arrays = self.arrays(false);
+            let (a, _) = self.rng.pick(&arrays).clone();
+            self.line(format!("for {i} in 0..len({a}) {{"));
+            indices.push((i.clone(), a));
+        } else {
+            self.line(format!("for {i} in {lo}..{hi} {{"));
+        }
         self.loop_depth += 1;
         self.block(
             Scope {
                 ints: vec![i],
+                indices,
                 ..Scope::default()
             },
             nest,
