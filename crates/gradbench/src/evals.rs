@@ -242,6 +242,37 @@ impl Eval for Hello {
     }
 }
 
+/// The `primal` (one f64) and `gradient` (into an array as long as the
+/// input array) of the evals whose input is one f64 array and, for some,
+/// one i64: lse, llsq, det. The arguments are built once, outside the
+/// timed calls.
+fn primal_and_gradient(
+    primal: &Function,
+    gradient: &Function,
+    function: &str,
+    input: &Value,
+    prepare: impl FnOnce(&Value) -> Result<(Vec<f64>, Option<i64>), InputError>,
+) -> Result<Evaluated, String> {
+    match function {
+        "primal" => evaluate(input, prepare, |(x, n), runs| {
+            let mut args = vec![Arg::Array(x)];
+            args.extend(n.map(Arg::I64));
+            let (out, times) = repeat(runs, || primal.call(&mut args))?;
+            Ok((json!(scalar(&out)?), times))
+        }),
+        "gradient" => evaluate(input, prepare, |(x, n), runs| {
+            let mut g = vec![0.0; x.len()];
+            let mut args = vec![Arg::Array(x)];
+            args.extend(n.map(Arg::I64));
+            args.push(Arg::ArrayMut(&mut g));
+            let (_, times) = repeat(runs, || gradient.call(&mut args))?;
+            drop(args);
+            Ok((json!(g), times))
+        }),
+        _ => Err(unknown(function, &["primal", "gradient"])),
+    }
+}
+
 // ---------------------------------------------------------------- lse
 
 struct Lse {
@@ -258,21 +289,9 @@ impl Eval for Lse {
             }
             Ok(x)
         };
-        match function {
-            "primal" => evaluate(input, x, |x, runs| {
-                let (out, times) = repeat(runs, || self.primal.call(&mut [Arg::Array(x)]))?;
-                Ok((json!(scalar(&out)?), times))
-            }),
-            "gradient" => evaluate(input, x, |x, runs| {
-                let mut g = vec![0.0; x.len()];
-                let (_, times) = repeat(runs, || {
-                    self.gradient
-                        .call(&mut [Arg::Array(x), Arg::ArrayMut(&mut g)])
-                })?;
-                Ok((json!(g), times))
-            }),
-            _ => Err(unknown(function, &["primal", "gradient"])),
-        }
+        primal_and_gradient(&self.primal, &self.gradient, function, input, |v| {
+            x(v).map(|x| (x, None))
+        })
     }
 }
 
@@ -293,23 +312,9 @@ impl Eval for Llsq {
             }
             Ok((x, n))
         };
-        match function {
-            "primal" => evaluate(input, prepare, |(x, n), runs| {
-                let (out, times) = repeat(runs, || {
-                    self.primal.call(&mut [Arg::Array(x), Arg::I64(*n)])
-                })?;
-                Ok((json!(scalar(&out)?), times))
-            }),
-            "gradient" => evaluate(input, prepare, |(x, n), runs| {
-                let mut g = vec![0.0; x.len()];
-                let (_, times) = repeat(runs, || {
-                    self.gradient
-                        .call(&mut [Arg::Array(x), Arg::I64(*n), Arg::ArrayMut(&mut g)])
-                })?;
-                Ok((json!(g), times))
-            }),
-            _ => Err(unknown(function, &["primal", "gradient"])),
-        }
+        primal_and_gradient(&self.primal, &self.gradient, function, input, |v| {
+            prepare(v).map(|(x, n)| (x, Some(n)))
+        })
     }
 }
 
@@ -532,23 +537,9 @@ impl Eval for Det {
             }
             Ok((a, len_i64(ell)))
         };
-        match function {
-            "primal" => evaluate(input, prepare, |(a, ell), runs| {
-                let (out, times) = repeat(runs, || {
-                    self.primal.call(&mut [Arg::Array(a), Arg::I64(*ell)])
-                })?;
-                Ok((json!(scalar(&out)?), times))
-            }),
-            "gradient" => evaluate(input, prepare, |(a, ell), runs| {
-                let mut g = vec![0.0; a.len()];
-                let (_, times) = repeat(runs, || {
-                    self.gradient
-                        .call(&mut [Arg::Array(a), Arg::I64(*ell), Arg::ArrayMut(&mut g)])
-                })?;
-                Ok((json!(g), times))
-            }),
-            _ => Err(unknown(function, &["primal", "gradient"])),
-        }
+        primal_and_gradient(&self.primal, &self.gradient, function, input, |v| {
+            prepare(v).map(|(x, n)| (x, Some(n)))
+        })
     }
 }
 
