@@ -21,3 +21,4 @@ mod scale;
 mod seed;
 mod support;
 mod verification;
+mod views;
