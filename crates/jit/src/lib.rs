@@ -225,7 +225,7 @@ fn push_slots(slots: &mut Vec<u64>, v: &mut Val) {
 
 impl<'a> Arg<'a> {
     /// The argument of a value: an array as a mutable borrow of its buffer.
-    fn of(v: &'a mut Val) -> Arg<'a> {
+    pub fn of(v: &'a mut Val) -> Arg<'a> {
         match v {
             Val::F64(x) => Arg::F64(*x),
             Val::I64(x) => Arg::I64(*x),
