@@ -130,31 +130,14 @@ impl Ctx<'_> {
         let ((l, writable, elem), lo, hi) = (base?, lo?, hi?);
         let (root, base_part) = self.views.get(&l).copied().unwrap_or((l, Part::Whole));
         let ty = self.locals[l].ty.clone();
-        let konst = |x: &Option<Expr>| match x.as_ref().map(|x| &x.kind) {
-            Some(ExprKind::I64(k)) => Some(*k),
-            _ => None,
+        // Each bound: absent, a constant, or known only at run time.
+        let konst = |x: &Option<Expr>| {
+            x.as_ref().map(|x| match x.kind {
+                ExprKind::I64(k) => Some(k),
+                _ => None,
+            })
         };
-        let (klo, khi) = (konst(&lo), konst(&hi));
-        let part = match (base_part, &lo, &hi) {
-            (part, None, None) => part,
-            (Part::Whole, _, _) => match (lo.is_none(), klo, khi) {
-                (true, _, Some(h)) => Part::Range(0, h),
-                (_, Some(l), Some(h)) => Part::Range(l, h),
-                _ => Part::Unknown,
-            },
-            (Part::Range(c, d), _, _) => {
-                let l = if lo.is_none() { Some(0) } else { klo };
-                let h = if hi.is_none() { Some(d - c) } else { khi };
-                match (l, h) {
-                    (Some(l), Some(h)) => match (c.checked_add(l), c.checked_add(h)) {
-                        (Some(a), Some(b)) => Part::Range(a, b),
-                        _ => Part::Unknown,
-                    },
-                    _ => Part::Unknown,
-                }
-            }
-            (Part::Unknown, _, _) => Part::Unknown,
-        };
+        let part = base_part.sub(konst(&lo), konst(&hi));
         let base_expr = || expr(ExprKind::Local(l), ty.clone());
         let lo = lo.unwrap_or_else(|| expr(ExprKind::I64(0), Ty::I64));
         let hi = hi.unwrap_or_else(|| {
@@ -195,6 +178,23 @@ pub(super) enum Part {
 }
 
 impl Part {
+    /// The part of the root that `[lo..hi]` of a view of this part covers;
+    /// a bound is `None` when left out, `Some(None)` when known only at
+    /// run time. (Overflowing constants give `Unknown`: the run checks.)
+    fn sub(self, lo: Option<Option<i64>>, hi: Option<Option<i64>>) -> Part {
+        let (offset, len) = match self {
+            _ if lo.is_none() && hi.is_none() => return self,
+            Part::Unknown => return Part::Unknown,
+            Part::Whole => (0, None),
+            Part::Range(c, d) => (c, d.checked_sub(c)),
+        };
+        let at = |k: Option<i64>| k.and_then(|k| offset.checked_add(k));
+        match (at(lo.unwrap_or(Some(0))), at(hi.unwrap_or(len))) {
+            (Some(a), Some(b)) => Part::Range(a, b),
+            _ => Part::Unknown,
+        }
+    }
+
     /// Do views `self` and `other` of one array surely share an element
     /// (`Some(true)`), surely not (`Some(false)`), or is it for the run to
     /// tell (`None`)? Empty ranges share nothing; a range that is not
