@@ -56,34 +56,18 @@ pub struct Setting {
 impl Setting {
     /// `none/opt/jit`, `all/noopt/interp`.
     pub fn label(&self) -> String {
-        let inline = match self.inline {
-            InlineSetting::None => "none",
-            InlineSetting::Early => "early",
-            InlineSetting::Late => "late",
-            InlineSetting::All => "all",
-        };
         let opt = if self.optimize { "opt" } else { "noopt" };
-        let engine = match self.engine {
-            Engine::Jit => "jit",
-            Engine::Interp => "interp",
-        };
-        format!("{inline}/{opt}/{engine}")
+        format!("{}/{opt}/{}", self.inline.name(), self.engine.name())
     }
 
     /// The options of `adze run` that select it.
     pub fn options(&self) -> String {
-        let inline = match self.inline {
-            InlineSetting::None => "none",
-            InlineSetting::Early => "early",
-            InlineSetting::Late => "late",
-            InlineSetting::All => "all",
-        };
-        let engine = match self.engine {
-            Engine::Jit => "jit",
-            Engine::Interp => "interp",
-        };
         let opt = if self.optimize { "" } else { " --no-opt" };
-        format!("--inline {inline}{opt} --engine {engine}")
+        format!(
+            "--inline {}{opt} --engine {}",
+            self.inline.name(),
+            self.engine.name()
+        )
     }
 }
 
@@ -175,9 +159,9 @@ pub struct InlineReport {
 /// A target compiled under one setting (once, for every sample), or the
 /// error compiling it gave.
 struct Prepared {
-    session: Session,
     module: Module,
-    name: String,
+    id: adze_ir::FuncId,
+    limits: adze_ir::Limits,
     jit: Option<adze_jit::Compiled>,
 }
 
@@ -193,14 +177,15 @@ impl Prepared {
                 (d.module, d.name)
             }
         };
+        let id = function_by_name(&module, &name)?;
         let jit = match setting.engine {
-            Engine::Jit => Some(s.jit(&module, function_by_name(&module, &name)?)?),
+            Engine::Jit => Some(s.jit(&module, id)?),
             Engine::Interp => None,
         };
         Ok(Prepared {
-            session: s,
             module,
-            name,
+            id,
+            limits: s.limits,
             jit,
         })
     }
@@ -208,17 +193,9 @@ impl Prepared {
     fn run(&self, args: &[Val]) -> Result<Outcome, Fault> {
         let r = match &self.jit {
             Some(c) => c.call(args),
-            None => function_by_name(&self.module, &self.name)
-                .map_err(|e| {
-                    adze_ir::RunError::new(
-                        &self.name,
-                        adze_ir::TrapKind::Unsupported(e.to_string()),
-                    )
-                })
-                .and_then(|id| {
-                    adze_interp::Interpreter::with_limits(&self.module, self.session.limits)
-                        .call(id, args)
-                }),
+            None => {
+                adze_interp::Interpreter::with_limits(&self.module, self.limits).call(self.id, args)
+            }
         };
         r.map_err(|e| Fault::of(e.describe_in(&self.module)))
     }

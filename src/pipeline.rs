@@ -38,6 +38,16 @@ impl InlineSetting {
         InlineSetting::Late,
         InlineSetting::All,
     ];
+
+    /// Its name on the command line (`--inline none`).
+    pub fn name(self) -> &'static str {
+        match self {
+            InlineSetting::None => "none",
+            InlineSetting::Early => "early",
+            InlineSetting::Late => "late",
+            InlineSetting::All => "all",
+        }
+    }
 }
 
 /// A stage of the pipeline that `adze dump` can print.
@@ -79,6 +89,16 @@ pub enum Engine {
     Jit,
     /// The reference interpreter.
     Interp,
+}
+
+impl Engine {
+    /// Its name on the command line (`--engine jit`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Engine::Jit => "jit",
+            Engine::Interp => "interp",
+        }
+    }
 }
 
 /// A checked program, ready to be transformed and run.

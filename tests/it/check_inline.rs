@@ -89,3 +89,15 @@ fn dg(x: f64) -> f64 { autodiff(reverse, g, active, active(x)) }
     assert!(!report.differences.is_empty());
     assert!(render(&report).contains("the reverse derivative of `g`"));
 }
+
+/// The names `check-inline` prints in its commands are the command line's.
+#[test]
+fn setting_names_are_the_command_lines() {
+    use clap::ValueEnum;
+    for s in adze::InlineSetting::ALL {
+        assert_eq!(s.to_possible_value().unwrap().get_name(), s.name());
+    }
+    for e in [adze::Engine::Jit, adze::Engine::Interp] {
+        assert_eq!(e.to_possible_value().unwrap().get_name(), e.name());
+    }
+}

@@ -97,8 +97,8 @@ fn fwd(x: f64, n: i64) -> f64 {{
     )
 }
 
-fn f64_of(session: &Session, name: &str, args: &[Val]) -> f64 {
-    match session.run(name, args, Engine::Jit).unwrap().results[..] {
+fn f64_of(session: &Session, name: &str, args: &[Val], engine: Engine) -> f64 {
+    match session.run(name, args, engine).unwrap().results[..] {
         [Val::F64(y)] => y,
         ref other => panic!("{other:?}"),
     }
@@ -111,11 +111,10 @@ fn reverse_equals_forward_and_finite_differences_through_views() {
             .unwrap_or_else(|e| panic!("{what}: {e}"));
         for (x, n) in [(0.7, 2), (1.1, 3), (-0.4, 1)] {
             let args = [Val::F64(x), Val::I64(n)];
-            let fwd = f64_of(&session, "fwd", &args);
+            let fwd = f64_of(&session, "fwd", &args, Engine::Jit);
             let h = 1e-6;
-            let fd = (f64_of(&session, "f", &[Val::F64(x + h), Val::I64(n)])
-                - f64_of(&session, "f", &[Val::F64(x - h), Val::I64(n)]))
-                / (2.0 * h);
+            let at = |x: f64| f64_of(&session, "f", &[Val::F64(x), Val::I64(n)], Engine::Jit);
+            let fd = (at(x + h) - at(x - h)) / (2.0 * h);
             assert!(
                 (fwd - fd).abs() <= 1e-5 * fd.abs().max(1.0),
                 "{what} at x = {x}, n = {n}: forward {fwd}, finite differences {fd}"
@@ -123,10 +122,7 @@ fn reverse_equals_forward_and_finite_differences_through_views() {
             for inline in InlineSetting::ALL {
                 session.inline = inline;
                 for engine in [Engine::Interp, Engine::Jit] {
-                    let rev = match session.run("rev", &args, engine).unwrap().results[..] {
-                        [Val::F64(y)] => y,
-                        ref other => panic!("{other:?}"),
-                    };
+                    let rev = f64_of(&session, "rev", &args, engine);
                     assert!(
                         (rev - fwd).abs() <= 1e-12 * fwd.abs().max(1.0),
                         "{what} at x = {x}, n = {n} ({inline:?}, {engine:?}): reverse {rev}, forward {fwd}"

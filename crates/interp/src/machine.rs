@@ -766,26 +766,25 @@ impl<'m> Machine<'m> {
                 let arr = frame.heap_slot(a, &self.heap)?;
                 let (lo, hi) = (frame.i64(b)?, frame.i64(c)?);
                 let len = i64::from(arr.len);
-                // A `view` does not trap: outside the array it is empty
-                // (as in the JIT), so that every access through it fails.
-                let (lo, hi) = if op == Opcode::View && !(0 <= lo && lo <= hi && hi <= len) {
-                    (0, 0)
-                } else {
-                    (lo, hi)
+                // As the JIT: unsigned comparisons (a negative bound is out
+                // of bounds), the end first, then the start.
+                let (end_out, start_out) = (hi as u64 > len as u64, lo as u64 > hi as u64);
+                let (lo, hi) = match op {
+                    // A `view` does not trap: outside the array it is
+                    // empty, so that every access through it fails.
+                    Opcode::View if end_out || start_out => (0, 0),
+                    Opcode::View => (lo, hi),
+                    _ if end_out => {
+                        let array = func.array_name(a);
+                        return Err(trap(func, TrapKind::SliceEndOutOfBounds { array, hi, len }));
+                    }
+                    _ if start_out => {
+                        let array = func.array_name(a);
+                        let kind = TrapKind::SliceStartOutOfBounds { array, lo, hi };
+                        return Err(trap(func, kind));
+                    }
+                    _ => (lo, hi),
                 };
-                // As the JIT: the end first, then the start (unsigned
-                // comparisons, so a negative bound is out of bounds).
-                if hi as u64 > len as u64 {
-                    let array = func.array_name(a);
-                    return Err(trap(func, TrapKind::SliceEndOutOfBounds { array, hi, len }));
-                }
-                if lo as u64 > hi as u64 {
-                    let array = func.array_name(a);
-                    return Err(trap(
-                        func,
-                        TrapKind::SliceStartOutOfBounds { array, lo, hi },
-                    ));
-                }
                 let view = View {
                     heap: arr.heap,
                     lo: arr.lo + lo as u32,

@@ -70,7 +70,7 @@ fn configure(
 ) -> PyResult<adze::Session> {
     session.inline = InlineSetting::ALL
         .into_iter()
-        .find(|s| inline_name(*s) == inline)
+        .find(|s| s.name() == inline)
         .ok_or_else(|| {
             error(format!(
                 "`inline={inline}`: expected one of none, early, late, all"
@@ -94,15 +94,6 @@ fn configure(
         session.limits.tape_limit = bytes;
     }
     Ok(session)
-}
-
-fn inline_name(s: InlineSetting) -> &'static str {
-    match s {
-        InlineSetting::None => "none",
-        InlineSetting::Early => "early",
-        InlineSetting::Late => "late",
-        InlineSetting::All => "all",
-    }
 }
 
 /// Checks `.adz` source text: a [`Program`].

@@ -328,33 +328,21 @@ impl Translator<'_, '_> {
         checked: bool,
     ) -> Result<(), JitError> {
         let (ptr, len) = self.array(a)?;
-        let (l, h) = (self.scalar(lo)?, self.scalar(hi)?);
-        let bad = if checked {
-            None
-        } else {
-            // Not 0 <= lo <= hi <= len: one unsigned test each.
-            let end_out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, h, len);
-            let start_out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, l, h);
-            Some(self.b.ins().bor(end_out, start_out))
-        };
+        let (mut l, h) = (self.scalar(lo)?, self.scalar(hi)?);
+        // Not 0 <= lo <= hi <= len: one unsigned test each.
+        let end_out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, h, len);
+        let start_out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, l, h);
+        let mut n = self.b.ins().isub(h, l);
         if checked {
             let array = self.func.array_name(a);
-            let end_out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, h, len);
             let kind = SiteKind::SliceEndOutOfBounds {
                 array: array.clone(),
             };
             self.trap_if(end_out, kind, Some(h), Some(len));
-            let start_out = self.b.ins().icmp(IntCC::UnsignedGreaterThan, l, h);
-            self.trap_if(
-                start_out,
-                SiteKind::SliceStartOutOfBounds { array },
-                Some(l),
-                Some(h),
-            );
-        }
-        let mut n = self.b.ins().isub(h, l);
-        let mut l = l;
-        if let Some(bad) = bad {
+            let kind = SiteKind::SliceStartOutOfBounds { array };
+            self.trap_if(start_out, kind, Some(l), Some(h));
+        } else {
+            let bad = self.b.ins().bor(end_out, start_out);
             let zero = self.b.ins().iconst(cl::types::I64, 0);
             n = self.b.ins().select(bad, zero, n);
             l = self.b.ins().select(bad, zero, l);

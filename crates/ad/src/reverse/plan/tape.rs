@@ -230,7 +230,6 @@ impl Resolver<'_> {
         let op = self.func.dfg.inst(inst).opcode();
         op == Opcode::Load
             || op == Opcode::Slice
-            || op == Opcode::View
             || (op.effects().is_pure()
                 && op.cost().is_some()
                 && op.libcall().is_none()
