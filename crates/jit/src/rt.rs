@@ -508,13 +508,9 @@ pub(crate) extern "C" fn adze_alloc(ctx: *mut Ctx<'_>, n: i64, slot: *mut i64) -
 pub(crate) extern "C" fn adze_reserve(ctx: *mut Ctx<'_>, tape: i64, additional: i64) {
     // SAFETY: as in `adze_trap`.
     let ctx = unsafe { &mut *ctx };
-    if let (Some(t), Ok(n)) = (
-        usize::try_from(tape)
-            .ok()
-            .and_then(|t| ctx.tapes.get_mut(t)),
-        usize::try_from(additional),
-    ) {
-        let entries = i64::try_from(t.len).unwrap_or(i64::MAX);
+    let k = usize::try_from(tape).ok().filter(|&k| k < ctx.tapes.len());
+    if let (Some(k), Ok(n)) = (k, usize::try_from(additional)) {
+        let entries = i64::try_from(ctx.tapes[k].len).unwrap_or(i64::MAX);
         // The budget counts the entries of every tape; no tape grows past
         // what is left of it.
         let total: u64 = ctx.tapes.iter().map(|t| t.len as u64).sum();
@@ -525,7 +521,7 @@ pub(crate) extern "C" fn adze_reserve(ctx: *mut Ctx<'_>, tape: i64, additional: 
             return;
         }
         let room = usize::try_from(room).unwrap_or(usize::MAX);
-        let t = &mut ctx.tapes[tape as usize];
+        let t = &mut ctx.tapes[k];
         if let Err(bytes) = t.reserve(n, room) {
             let bytes = i64::try_from(bytes).unwrap_or(i64::MAX).max(1);
             ctx.tape_failed = bytes;
