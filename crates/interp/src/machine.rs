@@ -395,12 +395,12 @@ impl<'m> Machine<'m> {
                     stack.push(std::mem::replace(&mut frame, entered));
                 }
                 Step::Return => {
-                    self.heap.truncate(frame.heap_base);
+                    let returned = self.free_frame(frame.heap_base);
                     match stack.pop() {
                         None => break,
                         Some(caller) => {
                             frame = caller;
-                            self.bind_call_results(&mut frame)?;
+                            self.bind_call_results(&mut frame, returned)?;
                         }
                     }
                 }
@@ -414,6 +414,16 @@ impl<'m> Machine<'m> {
                 Slot::F64(x) => Ok(Val::F64(x)),
                 Slot::I64(x) => Ok(Val::I64(x)),
                 Slot::Bool(x) => Ok(Val::Bool(x)),
+                // `free_frame` put each returned array back as a whole one.
+                Slot::Array(v) => Ok(Val::Array(
+                    self.heap.get(v.heap as usize).cloned().unwrap_or_default(),
+                )),
+                Slot::IArray(v) => Ok(Val::IArray(
+                    self.heap
+                        .get(v.heap as usize)
+                        .map(|xs| xs.iter().map(|&x| semantics::tobits(x)).collect())
+                        .unwrap_or_default(),
+                )),
                 s => Err(unsupported(
                     root_func,
                     format!("cannot return {} value", s.describe()),
@@ -511,7 +521,35 @@ impl<'m> Machine<'m> {
 
     /// Binds the values in `scratch` to the results of the call `frame` is at,
     /// and moves past it.
-    fn bind_call_results(&mut self, frame: &mut Frame<'m>) -> Result<(), Fault> {
+    /// Frees the arrays of the returning frame (those from `heap_base`
+    /// on), except the arrays it returns (in `scratch`: `ret` checked that
+    /// each is a whole array of this frame), which move down to the top of
+    /// the heap; their slots in `scratch` follow. Returns how many moved.
+    fn free_frame(&mut self, heap_base: usize) -> usize {
+        let mut kept = Vec::new();
+        for s in &mut self.scratch {
+            if let Slot::Array(v) | Slot::IArray(v) = s {
+                kept.push(std::mem::take(&mut self.heap[v.heap as usize]));
+            }
+        }
+        self.heap.truncate(heap_base);
+        let n = kept.len();
+        let mut kept = kept.into_iter();
+        for s in &mut self.scratch {
+            if let Slot::Array(v) | Slot::IArray(v) = s {
+                self.heap.extend(kept.next());
+                v.heap = (self.heap.len() - 1) as u32;
+            }
+        }
+        n
+    }
+
+    /// Binds the results in `scratch` of the call `frame` is at. The
+    /// `returned` arrays on top of the heap (see `free_frame`) become this
+    /// frame's: each takes the heap cell of the array the same call made
+    /// the last time it ran in this frame, which is dead by SSA (as for
+    /// `zeros`), so a call in a loop does not grow the heap.
+    fn bind_call_results(&mut self, frame: &mut Frame<'m>, returned: usize) -> Result<(), Fault> {
         let func = frame.func;
         let Some(&inst) = func.layout.block_insts(frame.block).get(frame.pc) else {
             return Err(unsupported(
@@ -530,8 +568,32 @@ impl<'m> Machine<'m> {
                 ),
             ));
         }
-        for (&r, &s) in results.iter().zip(&self.scratch) {
-            frame.values.write(r, s);
+        let top = self.heap.len() - returned;
+        let mut fresh: Vec<Vec<f64>> = self.heap.drain(top..).collect();
+        for (&r, s) in results.iter().zip(&mut self.scratch) {
+            if let Slot::Array(v) | Slot::IArray(v) = s {
+                let data = std::mem::take(&mut fresh[v.heap as usize - top]);
+                let old = match frame.values.read(r) {
+                    Slot::Array(o) | Slot::IArray(o)
+                        if o.heap as usize >= frame.heap_base && (o.heap as usize) < top =>
+                    {
+                        Some(o.heap as usize)
+                    }
+                    _ => None,
+                };
+                let k = match old {
+                    Some(k) => {
+                        self.heap[k] = data;
+                        k
+                    }
+                    None => {
+                        self.heap.push(data);
+                        self.heap.len() - 1
+                    }
+                };
+                v.heap = k as u32;
+            }
+            frame.values.write(r, *s);
         }
         frame.pc += 1;
         Ok(())
@@ -891,6 +953,25 @@ impl<'m> Machine<'m> {
         self.scratch.clear();
         for &a in args {
             self.scratch.push(frame.get(a)?);
+        }
+        // The caller owns an array result: only a whole array of this
+        // frame can go (the verifier allows only arrays the function owns,
+        // each once).
+        for (k, s) in self.scratch.iter().enumerate() {
+            if let Slot::Array(v) | Slot::IArray(v) = s {
+                let whole = (v.heap as usize) >= frame.heap_base
+                    && self
+                        .heap
+                        .get(v.heap as usize)
+                        .is_some_and(|d| v.lo == 0 && d.len() == v.len as usize)
+                    && !self.scratch[..k].contains(s);
+                if !whole {
+                    return Err(unsupported(
+                        func,
+                        "`return` of an array this function does not own",
+                    ));
+                }
+            }
         }
         let tys = &func.sig.results;
         if tys.len() != self.scratch.len()

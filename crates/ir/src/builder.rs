@@ -290,6 +290,36 @@ impl<'f> FuncBuilder<'f> {
         )
     }
 
+    /// A new array (`zeros` or `izeros`, named `name`) with the elements
+    /// of `src`, copied by a loop; leaves the builder in the loop's exit
+    /// block. How an array that a function does not own is returned.
+    pub fn copy_of(&mut self, src: Value, name: impl Into<String>) -> Value {
+        let n = self.len(src);
+        let dst = match self.func.dfg.value_type(src) {
+            Type::IArray => self.izeros(n, name),
+            _ => self.zeros(n, name),
+        };
+        let zero = self.iconst(0);
+        let (header, body, exit) = (
+            self.create_block(),
+            self.create_block(),
+            self.create_block(),
+        );
+        self.jump(header, &[zero]);
+        self.switch_to_block(header);
+        let i = self.append_block_param(header, Type::I64);
+        let c = self.icmp(CmpCond::Lt, i, n);
+        self.brif(c, body, &[], exit, &[]);
+        self.switch_to_block(body);
+        let x = self.load(src, i);
+        self.store(dst, i, x);
+        let one = self.iconst(1);
+        let i1 = self.iadd(i, one);
+        self.jump(header, &[i1]);
+        self.switch_to_block(exit);
+        dst
+    }
+
     /// `izeros len, "name"`: a fresh zero-filled i64 array.
     pub fn izeros(&mut self, len: Value, name: impl Into<String>) -> Value {
         self.build1(

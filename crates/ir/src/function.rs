@@ -39,12 +39,14 @@ impl Param {
     }
 }
 
-/// Parameters and result types of a function. Results are scalars.
+/// Parameters and result types of a function. A result may be an array:
+/// the caller then owns it (`return` gives only arrays the function owns,
+/// [`Function::owns_array`]).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Signature {
     /// The parameters, in order.
     pub params: Vec<Param>,
-    /// The result types, in order (scalars only; empty for none).
+    /// The result types, in order (empty for none).
     pub results: Vec<Type>,
 }
 
@@ -52,6 +54,16 @@ impl Signature {
     /// The types of the parameters, in order.
     pub fn param_types(&self) -> impl Iterator<Item = Type> + '_ {
         self.params.iter().map(|p| p.ty)
+    }
+
+    /// The differentiable results (`f64` and `arr`), in order, by number:
+    /// those with a tangent in forward mode and a cotangent in reverse mode.
+    pub fn differentiable_results(&self) -> impl Iterator<Item = (usize, Type)> + '_ {
+        self.results
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|(_, t)| matches!(t, Type::F64 | Type::Array))
     }
 }
 
@@ -321,7 +333,7 @@ impl Function {
     /// The array whose memory `v` views: `v` itself unless it is a `slice`
     /// (of a slice ..) of another array. Two array values may share
     /// elements only if they have the same root; a root is an entry-block
-    /// parameter or a `zeros`/`izeros` array.
+    /// parameter or an array the function owns ([`Function::owns_array`]).
     pub fn array_root(&self, mut v: Value) -> Value {
         // Bounded: malformed IR (before verification) may slice a value of
         // itself.
@@ -334,15 +346,31 @@ impl Function {
         v
     }
 
-    /// Is `v` an array this function may write: a `mut` parameter, a
-    /// local `zeros` array, or a view of one?
+    /// Is `v` an array this function may write: a `mut` parameter, an
+    /// array it owns, or a view of one?
     pub fn array_is_writable(&self, v: Value) -> bool {
         let v = self.array_root(v);
         match self.dfg.value_def(v) {
             ValueDef::Param { block, num } if Some(*block) == self.entry_block() => {
                 self.sig.params.get(*num).is_some_and(|p| p.mutable)
             }
-            ValueDef::Result { inst, .. } => matches!(self.dfg.inst(*inst), InstData::Zeros { .. }),
+            _ => self.owns_array(v),
+        }
+    }
+
+    /// Is `v` an array this function owns: made by `zeros`/`izeros`, or
+    /// an array result of a `call` or an `autodiff` request (the callee
+    /// hands it over)? Only these may be returned, and each at most once
+    /// per `return`; a view or a parameter is copied first.
+    pub fn owns_array(&self, v: Value) -> bool {
+        match self.dfg.value_def(v) {
+            ValueDef::Result { inst, .. } => {
+                self.dfg.value_type(v).is_array()
+                    && matches!(
+                        self.dfg.inst(*inst),
+                        InstData::Zeros { .. } | InstData::Call { .. } | InstData::Autodiff { .. }
+                    )
+            }
             _ => false,
         }
     }

@@ -629,6 +629,11 @@ pub enum RetActivity {
     Active,
     /// Forward: return nothing. Reverse: seed nothing.
     Const,
+    /// Reverse: the cotangents are given, one per differentiable result
+    /// (an `f64` for an `f64` result, an `arr` for an `arr` result), as
+    /// the request's last values (`autodiff reverse dup(v1, v2) @f(..)`):
+    /// how a function with array results is differentiated.
+    Dup,
 }
 
 impl RetActivity {
@@ -638,6 +643,7 @@ impl RetActivity {
             RetActivity::Dual => "dual",
             RetActivity::Active => "active",
             RetActivity::Const => "const",
+            RetActivity::Dup => "dup",
         }
     }
 
@@ -647,6 +653,7 @@ impl RetActivity {
             "dual" => Some(RetActivity::Dual),
             "active" => Some(RetActivity::Active),
             "const" => Some(RetActivity::Const),
+            "dup" => Some(RetActivity::Dup),
             _ => None,
         }
     }

@@ -232,7 +232,8 @@ impl Module {
     }
 
     /// The result types of an `autodiff` request (see `docs/ir.md`):
-    /// - forward, `dual`: the callee's results, then one tangent per f64 result;
+    /// - forward, `dual`: the callee's results, then `width` tangents of
+    ///   each differentiable (`f64` or `arr`) result, result by result;
     /// - forward, `const`: nothing;
     /// - reverse: the adjoint of each `active` argument, in argument order.
     pub fn autodiff_result_types(&self, spec: &AutodiffSpec) -> Vec<Type> {
@@ -240,7 +241,7 @@ impl Module {
         match (spec.mode, spec.ret) {
             (Mode::Forward, RetActivity::Dual) => {
                 let mut tys = callee.sig.results.clone();
-                for &t in callee.sig.results.iter().filter(|&&t| t == Type::F64) {
+                for (_, t) in callee.sig.differentiable_results() {
                     tys.extend(std::iter::repeat_n(t, spec.width));
                 }
                 tys
@@ -252,6 +253,19 @@ impl Module {
                 .filter(|a| **a == ArgActivity::Active)
                 .map(|_| Type::F64)
                 .collect(),
+        }
+    }
+
+    /// The types of the cotangents a request gives after its arguments:
+    /// with a `dup` return, one per differentiable result of the callee.
+    pub fn autodiff_seed_types(&self, spec: &AutodiffSpec) -> Vec<Type> {
+        match spec.ret {
+            RetActivity::Dup if self.is_valid(spec.func) => self.funcs[spec.func]
+                .sig
+                .differentiable_results()
+                .map(|(_, t)| t)
+                .collect(),
+            _ => Vec::new(),
         }
     }
 

@@ -1165,9 +1165,23 @@ impl<'m> Body<'m> {
         let ret = RetActivity::from_name(r).ok_or_else(|| {
             err(
                 pos,
-                format!("expected `dual`, `active` or `const`, found `{r}`"),
+                format!("expected `dual`, `active`, `const` or `dup`, found `{r}`"),
             )
         })?;
+        // `dup(v1, v2)`: the cotangents, kept after the arguments.
+        let mut seeds = Vec::new();
+        if ret == RetActivity::Dup {
+            c.expect('(')?;
+            if !c.eat(')') {
+                loop {
+                    seeds.push(self.value(c)?);
+                    if c.eat(')') {
+                        break;
+                    }
+                    c.expect_sep()?;
+                }
+            }
+        }
         let (name, pos) = c.func_name()?;
         let func = lookup(self.module, name, pos)?;
         c.expect('(')?;
@@ -1196,6 +1210,7 @@ impl<'m> Body<'m> {
                 c.expect_sep()?;
             }
         }
+        args.extend(seeds);
         let spec = AutodiffSpec {
             mode,
             func,

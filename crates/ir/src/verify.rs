@@ -30,7 +30,9 @@
 //!   equal to the sum of the activities' arities, value types matching, and
 //!   results equal to [`Module::autodiff_result_types`].
 //! - **Arrays.** Array values come only from entry-block parameters,
-//!   `zeros` and `slice` (never from other block parameters or `select`);
+//!   `zeros`, array results of calls and `slice` (never from other block
+//!   parameters or `select`); `return` gives back only arrays the function
+//!   owns ([`Function::owns_array`]), each once;
 //!   a `slice` takes an array and two i64 bounds and gives the array's type,
 //!   `disjoint` two arrays of one type. `store` and
 //!   `fill` write only writable arrays ([`Function::array_is_writable`]); so
@@ -231,10 +233,11 @@ pub fn verify_after_pass(module: &Module, pass: &str) -> Result<(), VerifierErro
 ///
 /// - Forward: for each parameter `p`, `p` then its tangent (`p.t`, `f64` for
 ///   an `f64` parameter, `arr` for an array, none for `i64`/`bool`); results:
-///   the owner's results, then one `f64` tangent per `f64` result.
+///   the owner's results, then one tangent per `f64` or `arr` result.
 /// - Reverse: the owner's parameters with a `mut arr` shadow (`p.adj`) after
-///   each array parameter, then one `f64` cotangent (`rN.adj`) per `f64`
-///   result; results: one `f64` adjoint per `f64` parameter, in order.
+///   each array parameter, then one cotangent (`rN.adj`) per `f64` or
+///   `arr` result (of its type; an `arr` is read-only); results: one `f64`
+///   adjoint per `f64` parameter, in order.
 pub fn rule_signature(owner: &Signature, mode: Mode) -> Signature {
     let mut sig = Signature::default();
     match mode {
@@ -247,7 +250,7 @@ pub fn rule_signature(owner: &Signature, mode: Mode) -> Signature {
             }
             sig.results = owner.results.clone();
             sig.results
-                .extend(owner.results.iter().filter(|&&t| t == Type::F64));
+                .extend(owner.differentiable_results().map(|(_, t)| t));
         }
         Mode::Reverse => {
             for p in &owner.params {
@@ -257,13 +260,8 @@ pub fn rule_signature(owner: &Signature, mode: Mode) -> Signature {
                         .push(Param::mutable_array(format!("{}.adj", p.name)));
                 }
             }
-            for (i, _) in owner
-                .results
-                .iter()
-                .enumerate()
-                .filter(|r| *r.1 == Type::F64)
-            {
-                sig.params.push(Param::new(format!("r{i}.adj"), Type::F64));
+            for (i, t) in owner.differentiable_results() {
+                sig.params.push(Param::new(format!("r{i}.adj"), t));
             }
             sig.results = owner
                 .params
@@ -501,14 +499,6 @@ impl Verifier<'_> {
 
     fn run(&mut self) {
         let func = self.func;
-        for (i, ty) in func.sig.results.iter().enumerate() {
-            if !ty.is_scalar() {
-                self.report(
-                    AnyEntity::Function,
-                    format!("result {i} has type {ty}: function results are scalars"),
-                );
-            }
-        }
         self.check_rules(AnyEntity::Function, &func.sig, &func.meta.rules);
         if !self.check_structure() {
             self.printable = false;
@@ -617,7 +607,7 @@ impl Verifier<'_> {
             for &p in self.func.dfg.block_params(block) {
                 if let Some(t) = self.ty(p).filter(|t| t.is_array()) {
                     let msg = format!(
-                        "parameter {p} has type {t}: arrays only come from entry-block parameters, `zeros` and `slice`"
+                        "parameter {p} has type {t}: arrays only come from entry-block parameters, `zeros`, calls and `slice`"
                     );
                     self.report(AnyEntity::Block(block), msg);
                 }
@@ -797,6 +787,18 @@ impl Verifier<'_> {
                 }
                 for (i, (&v, &t)) in args.iter().zip(want).enumerate() {
                     self.expect_type(at, format_args!("returned value {i}"), v, t);
+                    // The caller owns an array result: only an array this
+                    // function owns goes back, and only once.
+                    if t.is_array() && self.func.dfg.value_is_valid(v) {
+                        if !self.func.owns_array(v) {
+                            let msg = format!(
+                                "returns {v}, an array it does not own (only `zeros` arrays and array results of calls can be returned; copy the others)"
+                            );
+                            self.report(at, msg);
+                        } else if args[..i].contains(&v) {
+                            self.report(at, format!("returns the array {v} twice"));
+                        }
+                    }
                 }
             }
             _ => {
@@ -862,7 +864,10 @@ impl Verifier<'_> {
         let (mode, ret) = (spec.mode, spec.ret);
         let ret_ok = match mode {
             Mode::Forward => matches!(ret, RetActivity::Dual | RetActivity::Const),
-            Mode::Reverse => matches!(ret, RetActivity::Active | RetActivity::Const),
+            Mode::Reverse => matches!(
+                ret,
+                RetActivity::Active | RetActivity::Const | RetActivity::Dup
+            ),
         };
         if !ret_ok {
             let msg = format!(
@@ -884,10 +889,19 @@ impl Verifier<'_> {
             let msg = format!("width {} is not allowed in {mode} mode", spec.width);
             return self.report(at, msg);
         }
+        let seeds = self.module.autodiff_seed_types(spec);
         let arity: usize = spec.args.iter().map(|a| a.arity_at(spec.width)).sum();
-        if args.len() != arity {
-            let msg = format!("the activities take {arity} value(s), found {}", args.len());
+        if args.len() != arity + seeds.len() {
+            let msg = format!(
+                "the activities take {} value(s), found {}",
+                arity + seeds.len(),
+                args.len()
+            );
             return self.report(at, msg);
+        }
+        let (args, seed_args) = args.split_at(arity);
+        for (i, (&v, &t)) in seed_args.iter().zip(&seeds).enumerate() {
+            self.expect_type(at, format_args!("cotangent {i}"), v, t);
         }
         let mut rest = args;
         for (p, &act) in f.sig.params.iter().zip(&spec.args) {

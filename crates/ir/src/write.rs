@@ -37,7 +37,7 @@
 
 use crate::entities::FuncId;
 use crate::function::{Function, InlineHint, Rules};
-use crate::instructions::{BlockCall, InstData};
+use crate::instructions::{BlockCall, InstData, RetActivity};
 use crate::module::Module;
 use crate::srcloc::SourceLoc;
 use crate::Inst;
@@ -220,8 +220,16 @@ pub fn write_inst(
             if spec.width != 1 {
                 write!(w, "({})", spec.width)?;
             }
-            write!(w, " {} {}(", spec.ret.name(), names.func(spec.func))?;
-            let mut rest = args.as_slice();
+            write!(w, " {}", spec.ret.name())?;
+            // The cotangents of a `dup` return are the last values.
+            let arity: usize = spec.args.iter().map(|a| a.arity_at(spec.width)).sum();
+            let (mut rest, seeds) = args.split_at(arity.min(args.len()));
+            if spec.ret == RetActivity::Dup {
+                w.write_str("(")?;
+                write_list(w, seeds)?;
+                w.write_str(")")?;
+            }
+            write!(w, " {}(", names.func(spec.func))?;
             for (i, act) in spec.args.iter().enumerate() {
                 if i > 0 {
                     w.write_str(", ")?;

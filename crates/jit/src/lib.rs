@@ -431,9 +431,11 @@ fn declare_imports(
             imports.insert(name, id);
         }
     }
-    let helper_sigs: [(&'static str, &[_], &[_]); 4] = [
+    let helper_sigs: [(&'static str, &[_], &[_]); 6] = [
         ("adze_trap", &[ptr, i64t, i64t, i64t], &[]),
         ("adze_alloc", &[ptr, i64t, ptr], &[ptr]),
+        ("adze_give", &[ptr, i64t], &[]),
+        ("adze_adopt", &[ptr, ptr], &[ptr]),
         ("adze_free_to", &[ptr, i64t], &[]),
         ("adze_reserve", &[ptr, i64t, i64t], &[]),
     ];
@@ -464,12 +466,6 @@ fn declare_functions(
             return Err(JitError::Unsupported {
                 func: f.name.clone(),
                 what: "a function that is declared but has no body".into(),
-            });
-        }
-        if let Some(r) = f.sig.results.iter().find(|t| t.is_array()) {
-            return Err(JitError::Unsupported {
-                func: f.name.clone(),
-                what: format!("a result of type {r}"),
             });
         }
         let sig = codegen::clif_signature(jm, ptr, f.sig.param_types());
@@ -743,6 +739,8 @@ enum Raw {
         error: Option<RunError>,
         peak: usize,
         results: Vec<u64>,
+        /// The array results, in order (`rt::adze_give`).
+        returned: Vec<Vec<f64>>,
     },
     /// The native stack budget ran out before the call-depth limit was
     /// reached.
@@ -780,6 +778,7 @@ impl Runner<'_> {
         let error = ctx.error.take();
         let exhausted = ctx.stack_exhausted;
         let peak = ctx.peak;
+        let returned = std::mem::take(&mut ctx.returned);
         let tapes = std::mem::replace(&mut ctx.tapes, rt::new_tapes());
         drop(ctx); // frees any arrays left by a trap
         if (status != 0 || error.is_some()) && exhausted {
@@ -790,6 +789,7 @@ impl Runner<'_> {
             error,
             peak,
             results,
+            returned,
         };
         (raw, tapes)
     }
@@ -819,6 +819,7 @@ impl Runner<'_> {
             error,
             peak,
             results,
+            returned,
         } = raw
         else {
             return Attempt::StackExhausted;
@@ -834,6 +835,7 @@ impl Runner<'_> {
             });
             return Attempt::Done(Err(e), peak);
         }
+        let mut returned = returned.into_iter();
         let results = self
             .sig
             .results
@@ -843,9 +845,15 @@ impl Runner<'_> {
                 Type::F64 => Val::F64(f64::from_bits(bits)),
                 Type::I64 => Val::I64(bits as i64),
                 Type::Bool => Val::Bool(bits != 0),
-                // `compile` rejects array results.
-                Type::Array => Val::Array(Vec::new()),
-                Type::IArray => Val::IArray(Vec::new()),
+                Type::Array => Val::Array(returned.next().unwrap_or_default()),
+                Type::IArray => Val::IArray(
+                    returned
+                        .next()
+                        .unwrap_or_default()
+                        .into_iter()
+                        .map(adze_ir::semantics::tobits)
+                        .collect(),
+                ),
             })
             .collect();
         Attempt::Done(

@@ -194,6 +194,9 @@ pub(crate) struct Ctx<'a> {
     pub stack_exhausted: bool,
     /// Live `zeros` arrays, oldest first.
     pub allocs: Vec<Vec<f64>>,
+    /// The arrays a returning function hands to its caller, in result
+    /// order (`adze_give`, `adze_adopt`).
+    pub returned: Vec<Vec<f64>>,
     /// The first run-time error recorded by `adze_trap`.
     pub error: Option<RunError>,
     /// The trap sites of this compilation, indexed by the site number
@@ -253,6 +256,7 @@ impl<'a> Ctx<'a> {
             tape_site: -1,
             stack_exhausted: false,
             allocs: Vec::new(),
+            returned: Vec::new(),
             error: None,
             sites,
             peak: 0,
@@ -530,6 +534,55 @@ pub(crate) extern "C" fn adze_reserve(ctx: *mut Ctx<'_>, tape: i64, additional: 
     }
 }
 
+/// Moves the array `allocs[k]` (an array the returning function owns:
+/// its index comes from the slot of the `zeros` or call that made it) to
+/// `Ctx::returned`, before the function frees its arrays: the caller
+/// takes it with `adze_adopt`. An index that is not live hands over an
+/// empty array (verified IR never does).
+pub(crate) extern "C" fn adze_give(ctx: *mut Ctx<'_>, k: i64) {
+    // SAFETY: as in `adze_trap`.
+    let ctx = unsafe { &mut *ctx };
+    let v = usize::try_from(k)
+        .ok()
+        .and_then(|k| ctx.allocs.get_mut(k))
+        .map(std::mem::take)
+        .unwrap_or_default();
+    ctx.returned.push(v);
+}
+
+/// Takes the last array of `Ctx::returned` as an array of the calling
+/// frame for one array result of one call, and returns its address (null
+/// if `allocs` cannot grow). `slot` is as in `adze_alloc`: when the call
+/// ran before in this frame, its former result is dead by SSA and the new
+/// array takes its place (dropping it), so a call in a loop does not grow
+/// memory. Results are adopted last first.
+pub(crate) extern "C" fn adze_adopt(ctx: *mut Ctx<'_>, slot: *mut i64) -> *mut f64 {
+    // SAFETY: as in `adze_trap`.
+    let ctx = unsafe { &mut *ctx };
+    // SAFETY: as in `adze_alloc`.
+    let slot = unsafe { &mut *slot };
+    let mut v = ctx.returned.pop().unwrap_or_default();
+    let ptr = v.as_mut_ptr();
+    let reuse = usize::try_from(*slot)
+        .ok()
+        .filter(|&k| k < ctx.allocs.len());
+    match reuse {
+        // Moving the Vec moves its header, not its buffer: `ptr` stays
+        // valid until the array is dropped.
+        Some(k) => ctx.allocs[k] = v,
+        None => {
+            if ctx.allocs.try_reserve(1).is_err() {
+                return std::ptr::null_mut();
+            }
+            ctx.allocs.push(v);
+            *slot = ctx.allocs.len() as i64 - 1;
+            ctx.live = ctx.allocs.len() as i64;
+            ctx.peak = ctx.peak.max(ctx.allocs.len());
+        }
+    }
+    ptr
+}
+
 /// Frees every allocation made after the mark `mark` (a former value of
 /// `Ctx::live`).
 pub(crate) extern "C" fn adze_free_to(ctx: *mut Ctx<'_>, mark: i64) {
@@ -615,6 +668,14 @@ pub(crate) fn helper_symbols() -> Vec<(&'static str, *const u8)> {
         (
             "adze_free_to",
             adze_free_to as extern "C" fn(*mut Ctx<'_>, i64) as *const u8,
+        ),
+        (
+            "adze_give",
+            adze_give as extern "C" fn(*mut Ctx<'_>, i64) as *const u8,
+        ),
+        (
+            "adze_adopt",
+            adze_adopt as extern "C" fn(*mut Ctx<'_>, *mut i64) -> *mut f64 as *const u8,
         ),
         (
             "adze_reserve",

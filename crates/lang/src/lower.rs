@@ -122,7 +122,7 @@ fn lower_func(module: &Module, ids: &[FuncId], lines: &LineIndex, f: &Func) -> F
     let values = cx.block(&f.body);
     if cx.live {
         let span = f.body.tail.as_ref().map_or(f.span, |t| t.span);
-        cx.at(span, |cx| cx.b.ret(&values));
+        cx.at(span, |cx| cx.ret(values));
     }
     func
 }
@@ -269,7 +269,7 @@ impl Lower<'_, '_> {
             Stmt::Return(e, span) => self.at(*span, |cx| {
                 let vs = e.as_ref().map(|e| cx.expr(e)).unwrap_or_default();
                 if cx.live {
-                    cx.b.ret(&vs);
+                    cx.ret(vs);
                     cx.live = false;
                 }
             }),
@@ -345,6 +345,22 @@ impl Lower<'_, '_> {
     /// the end of the body jump there: the header keeps two incoming
     /// edges, the entry and one back edge, so the loop stays counted for
     /// reverse mode (one trip count taped per run of the loop).
+    /// `return vs`: the caller owns an array result, so an array this
+    /// function does not own (a parameter, a view), or one returned a
+    /// second time, goes back as a copy; an owned one moves.
+    fn ret(&mut self, mut vs: Vec<Value>) {
+        for i in 0..vs.len() {
+            let v = vs[i];
+            if self.b.func.dfg.value_type(v).is_array()
+                && (!self.b.func.owns_array(v) || vs[..i].contains(&v))
+            {
+                let name = self.b.func.array_name(v);
+                vs[i] = self.b.copy_of(v, name);
+            }
+        }
+        self.b.ret(&vs);
+    }
+
     fn for_loop(&mut self, index: LocalId, lo: &Expr, hi: &Expr, body: &Block) {
         let lo = self.scalar(lo);
         let hi = self.scalar(hi);

@@ -428,15 +428,15 @@ impl<'a> Parser<'a> {
             types.push(self.ty()?);
         }
         for t in &types {
-            if let TypeKind::Array { .. } = t.kind {
+            if let TypeKind::Array { mutable: true, .. } = t.kind {
                 let span = t.span;
                 return self.error(
                     Diagnostic::new(
                         span,
-                        "functions cannot return arrays",
-                        "take a `mut [f64]` parameter and write the result into it",
+                        "a result cannot be `mut`",
+                        "write `-> [f64]`: the caller owns the array and may write it",
                     )
-                    .label("array result"),
+                    .label("`mut` result"),
                 );
             }
         }
@@ -962,10 +962,7 @@ mod tests {
             2
         );
         assert_eq!(first("fn f(x: f32) {}"), "unknown type `f32`");
-        assert_eq!(
-            first("fn f() -> [f64] {}"),
-            "functions cannot return arrays"
-        );
+        assert_eq!(first("fn f() -> mut [f64] {}"), "a result cannot be `mut`");
         assert_eq!(
             first("fn f() { 1 + 2 = 3; }"),
             "cannot assign to this expression"

@@ -48,11 +48,23 @@ impl Ty {
         }
     }
 
-    /// The type of a list of results: nothing, one scalar, or a tuple.
+    /// The type of a value of IR type `t` that the function owns: a call's
+    /// array result is a new array, writable.
+    pub fn owned(t: Type) -> Ty {
+        match Ty::scalar(t) {
+            Ty::Array { elem, .. } => Ty::Array {
+                writable: true,
+                elem,
+            },
+            t => t,
+        }
+    }
+
+    /// The type of a list of results: nothing, one value, or a tuple.
     pub fn results(tys: &[Type]) -> Ty {
         match tys {
             [] => Ty::Unit,
-            [t] => Ty::scalar(*t),
+            [t] => Ty::owned(*t),
             _ => Ty::Tuple(tys.to_vec()),
         }
     }
@@ -93,7 +105,7 @@ impl Ty {
             } => format!("[{}]", elem.name()),
             Ty::Unit => "no value".into(),
             Ty::Tuple(tys) => {
-                let tys: Vec<_> = tys.iter().map(|t| t.name()).collect();
+                let tys: Vec<_> = tys.iter().map(|&t| Ty::scalar(t).describe()).collect();
                 format!("({})", tys.join(", "))
             }
             Ty::Never => "no value (it always returns)".into(),

@@ -354,6 +354,7 @@ impl Inliner<'_> {
         !body.is_declaration()
             && args.len() == body.params().len()
             && func.dfg.inst_results(inst).len() == body.sig.results.len()
+            && (!body.sig.results.iter().any(|t| t.is_array()) || single_return(body).is_some())
             && self.policy.should_inline(self.module, self.caller, callee)
     }
 }
@@ -416,7 +417,18 @@ fn inline_call(
     let results = func.dfg.inst_results(inst).to_vec();
     let around = Enclosing::of(func, block);
     let cont = split_at_call(func, block, at, inst, &results);
-    let (mut map, copied, entry_args) = copy_body(func, body, block, &args, cont);
+    // An array result never flows through a block parameter: the array
+    // the callee's only `return` gives (one it owns, made by an
+    // instruction of the body) becomes the call's result value itself.
+    let mut premap = Vec::new();
+    if let Some(ret) = single_return(body) {
+        for (&v, &r) in body.dfg.inst(ret).args().iter().zip(&results) {
+            if func.dfg.value_type(r).is_array() {
+                premap.push((v, r));
+            }
+        }
+    }
+    let (mut map, copied, entry_args) = copy_body(func, body, block, &args, cont, &premap);
     if let Some(&first) = copied.first() {
         let jump = func.dfg.make_inst(
             InstData::Jump {
@@ -514,25 +526,45 @@ fn split_at_call(
     func.layout.remove_inst(inst);
     for &r in results {
         let ty = func.dfg.value_type(r);
-        func.dfg.attach_block_param(cont, r, ty);
+        if !ty.is_array() {
+            func.dfg.attach_block_param(cont, r, ty);
+        }
     }
     cont
 }
 
+/// The only `return` of `body`, if it has exactly one: a callee with array
+/// results is inlined only then (see `inline_call`).
+fn single_return(body: &Function) -> Option<Inst> {
+    let mut rets = body
+        .layout
+        .insts()
+        .map(|(_, i)| i)
+        .filter(|&i| matches!(body.dfg.inst(i), InstData::Return { .. }));
+    let first = rets.next()?;
+    rets.next().is_none().then_some(first)
+}
+
 /// Copies the blocks of `body` between `block` and the continuation
-/// `cont` (its returns jump there). Returns the map, the copied blocks in
-/// layout order, and the arguments of the jump into the copied entry.
+/// `cont` (its returns jump there, passing the scalar results). `premap`:
+/// callee values that become given caller values (the array results).
+/// Returns the map, the copied blocks in layout order, and the arguments
+/// of the jump into the copied entry.
 fn copy_body(
     func: &mut Function,
     body: &Function,
     block: Block,
     args: &[Value],
     cont: Block,
+    premap: &[(Value, Value)],
 ) -> (Remap, Vec<Block>, Vec<Value>) {
     let mut map = Remap {
         values: SecondaryMap::with_capacity(body.dfg.num_values()),
         blocks: SecondaryMap::with_capacity(body.dfg.num_blocks()),
     };
+    for &(v, r) in premap {
+        map.values[v] = Some(r);
+    }
     let entry = body.entry_block();
     let mut entry_args = Vec::new();
     let mut copied = Vec::new();
@@ -574,14 +606,20 @@ fn copy_body(
     }
     for (_, i) in body.layout.insts() {
         for &r in body.dfg.inst_results(i) {
-            let v = func.dfg.make_detached_value(body.dfg.value_type(r));
-            map.values[r] = Some(v);
+            if map.values[r].is_none() {
+                let v = func.dfg.make_detached_value(body.dfg.value_type(r));
+                map.values[r] = Some(v);
+            }
         }
     }
     for (b, i) in body.layout.insts() {
         let data = match body.dfg.inst(i) {
             InstData::Return { args } => {
-                let args = args.iter().map(|&v| map.value(func, body, v)).collect();
+                let args = args
+                    .iter()
+                    .filter(|&&v| !body.dfg.value_type(v).is_array())
+                    .map(|&v| map.value(func, body, v))
+                    .collect();
                 InstData::Jump {
                     dest: BlockCall { block: cont, args },
                 }

@@ -282,6 +282,13 @@ impl ReverseRequest {
                 }
             }
             RetActivity::Const => {}
+            RetActivity::Dup => {
+                if f.sig.differentiable_results().next().is_none() {
+                    return Err(bad(
+                        "`dup` result, but the function has no f64 or array result".into(),
+                    ));
+                }
+            }
             RetActivity::Dual => {
                 return Err(bad(
                     "reverse mode takes `active` or `const` for the result, not `dual`".into(),

@@ -87,6 +87,22 @@ impl Translator<'_, '_> {
     pub(super) fn ret(&mut self, args: &[IrValue]) -> Result<(), JitError> {
         let out = self.slot_load(self.env.ptr, self.frame.slot, 0);
         for (k, &v) in args.iter().enumerate() {
+            if self.func.dfg.value_type(v).is_array() {
+                // An array result (one this function owns, the verifier
+                // says) goes to the caller: its length in the result slot,
+                // the array itself through `adze_give`, before the
+                // epilogue frees the frame's arrays.
+                let (_, len) = self.array(v)?;
+                self.store_slot(len, out, k);
+                let (ss, off) = self
+                    .frame
+                    .zeros_slot(v)
+                    .ok_or_else(|| self.err(format!("returns {v}, an array it does not own")))?;
+                let idx = self.slot_load(cl::types::I64, ss, off);
+                let give = self.import("adze_give")?;
+                self.b.ins().call(give, &[self.ctx, idx]);
+                continue;
+            }
             let x = self.scalar(v)?;
             self.store_slot(x, out, k);
         }
@@ -172,8 +188,37 @@ impl Translator<'_, '_> {
         self.b.switch_to_block(cont);
     }
 
-    /// Defines the `results` of a call from their 8-byte slots at `out`.
+    /// Defines the `results` of a call from their 8-byte slots at `out`;
+    /// an array result from the arrays the callee handed over (last
+    /// first, `adze_adopt`), with its length from its slot.
     fn call_results(&mut self, results: &[IrValue], out: cl::Value) -> Result<(), JitError> {
+        for (k, &r) in results.iter().enumerate().rev() {
+            if !self.func.dfg.value_type(r).is_array() {
+                continue;
+            }
+            let off = (8 * k) as i32;
+            let len = self.b.ins().load(cl::types::I64, flags(), out, off);
+            let (ss, soff) = self
+                .frame
+                .zeros_slot(r)
+                .ok_or_else(|| self.err(format!("call result {r} has no slot")))?;
+            let slot = self.b.ins().stack_addr(self.env.ptr, ss, soff);
+            let adopt = self.import("adze_adopt")?;
+            let c = self.b.ins().call(adopt, &[self.ctx, slot]);
+            let ptr = self.b.inst_results(c)[0];
+            let failed =
+                self.b
+                    .ins()
+                    .icmp_imm_s(cranelift_codegen::ir::condcodes::IntCC::Equal, ptr, 0);
+            self.trap_if(failed, SiteKind::OutOfMemory, Some(len), Some(len));
+            let lss = self.b.create_sized_stack_slot(cl::StackSlotData::new(
+                cl::StackSlotKind::ExplicitSlot,
+                8,
+                3,
+            ));
+            self.b.ins().stack_store(self.env.ptr, len, lss, 0);
+            self.set_array(r, ptr, super::values::ArrayLen::Slot(lss));
+        }
         for (k, &r) in results.iter().enumerate() {
             let off = (8 * k) as i32;
             let x = match self.func.dfg.value_type(r) {
@@ -183,9 +228,7 @@ impl Translator<'_, '_> {
                     let w = self.b.ins().load(cl::types::I64, flags(), out, off);
                     self.b.ins().ireduce(cl::types::I8, w)
                 }
-                Type::Array | Type::IArray => {
-                    return Err(self.err(format!("call result {r} is an array")))
-                }
+                Type::Array | Type::IArray => continue,
             };
             self.set_scalar(r, x);
         }

@@ -7,7 +7,7 @@ use crate::rt::{
     SiteKind, TrapSite, DEPTH_OFFSET, INTERRUPT_OFFSET, LIVE_OFFSET, STACK_LIMIT_OFFSET,
 };
 use crate::JitError;
-use adze_ir::{Function, Inst};
+use adze_ir::Function;
 use cranelift_codegen::entity::SecondaryMap;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self as cl, FuncRef, InstBuilder, StackSlotData, StackSlotKind};
@@ -34,7 +34,7 @@ pub(super) struct Frame {
     /// the array it made last in this frame, or -1 (see `rt::adze_alloc`).
     zeros_slot: Option<cl::StackSlot>,
     /// Offset of each `zeros` instruction's slot in `zeros_slot`.
-    zeros: SecondaryMap<Inst, Option<i32>>,
+    zeros: SecondaryMap<adze_ir::Value, Option<i32>>,
     /// How many `zeros` instructions there are.
     n_zeros: usize,
     /// The cold block of the time limit's polls and its trap site
@@ -86,8 +86,8 @@ impl Frame {
         let results = (shape.max_results > 0).then(|| slots(shape.max_results));
         let zeros_slot = has_zeros.then(|| slots(shape.zeros.len()));
         let mut zeros = SecondaryMap::new();
-        for (k, &i) in shape.zeros.iter().enumerate() {
-            zeros[i] = Some(8 * k as i32);
+        for (k, &v) in shape.zeros.iter().enumerate() {
+            zeros[v] = Some(8 * k as i32);
         }
         let frame = Frame {
             slot,
@@ -103,9 +103,10 @@ impl Frame {
         Ok((frame, depth))
     }
 
-    /// The slot of the `zeros` instruction `inst` and its offset.
-    pub(super) fn zeros_slot(&self, inst: Inst) -> Option<(cl::StackSlot, i32)> {
-        Some((self.zeros_slot?, self.zeros[inst]?))
+    /// The slot of the array `v` the function owns (made by `zeros` or
+    /// returned by a call) and its offset.
+    pub(super) fn zeros_slot(&self, v: adze_ir::Value) -> Option<(cl::StackSlot, i32)> {
+        Some((self.zeros_slot?, self.zeros[v]?))
     }
 }
 

@@ -421,7 +421,7 @@ impl Translator<'_, '_> {
         let alloc = self.import("adze_alloc")?;
         let (ss, off) = self
             .frame
-            .zeros_slot(inst)
+            .zeros_slot(self.func.dfg.first_result(inst))
             .ok_or_else(|| self.err("zeros without a slot".into()))?;
         let slot = self.b.ins().stack_addr(self.env.ptr, ss, off);
         let c = self.b.ins().call(alloc, &[self.ctx, n, slot]);

@@ -181,8 +181,9 @@ pub(crate) struct Translated {
 struct Shape {
     /// The reachable blocks in reverse postorder, the entry first.
     order: Vec<IrBlock>,
-    /// The `zeros` instructions, in `order`.
-    zeros: Vec<Inst>,
+    /// The arrays the function owns (`zeros` arrays and array results of
+    /// calls), in `order`: each has a slot with its `Ctx::allocs` index.
+    zeros: Vec<adze_ir::Value>,
     /// The most results of one call.
     max_results: usize,
 }
@@ -208,7 +209,14 @@ impl Shape {
                 .flat_map(|&blk| func.layout.block_insts(blk).iter().copied())
         };
         let zeros = insts()
-            .filter(|&i| matches!(func.dfg.inst(i), InstData::Zeros { .. }))
+            .filter(|&i| {
+                matches!(
+                    func.dfg.inst(i),
+                    InstData::Zeros { .. } | InstData::Call { .. }
+                )
+            })
+            .flat_map(|i| func.dfg.inst_results(i).iter().copied())
+            .filter(|&v| func.dfg.value_type(v).is_array())
             .collect();
         let max_results = insts()
             .filter_map(|i| match func.dfg.inst(i) {

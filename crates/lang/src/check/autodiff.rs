@@ -31,7 +31,7 @@ impl<'a> Ctx<'a> {
         }
         let (mode, width) = self.autodiff_mode(&args[0])?;
         let (fname, info) = self.autodiff_target(&args[1])?;
-        let ret = self.ret_activity(mode, fname, info, &args[2])?;
+        let (ret, seeds) = self.ret_activity(mode, fname, info, &args[2])?;
         let acts = &args[3..];
         if acts.len() != info.params.len() {
             return self.error(
@@ -67,6 +67,47 @@ impl<'a> Ctx<'a> {
                 Err(Reported) => failed = true,
             }
         }
+        // The cotangents of a `dup` return, after the arguments (the IR's
+        // order): read-only arrays for array results, f64 for the others.
+        let seed_tys: Vec<Type> = info
+            .results
+            .iter()
+            .copied()
+            .filter(|t| matches!(t, Type::F64 | Type::Array))
+            .collect();
+        for (k, (e, &t)) in seeds.iter().zip(&seed_tys).enumerate() {
+            let what = format!("the cotangent of result {} of `{fname}`", k + 1);
+            let at = values.len();
+            let r = if t == Type::Array {
+                self.array_arg(e, &what).and_then(|r| {
+                    if r.elem != Elem::F64 {
+                        return self.error(
+                            Diagnostic::new(
+                                e.span,
+                                format!("{what} must be an f64 array"),
+                                "pass a `[f64]`",
+                            )
+                            .label("an i64 array"),
+                        );
+                    }
+                    arrays.push(ArrayUse {
+                        root: r.root,
+                        part: r.part,
+                        written: false,
+                        role: format!("the cotangent of result {}", k + 1),
+                        span: e.span,
+                        pos: at,
+                    });
+                    Ok(r.expr)
+                })
+            } else {
+                self.expect(e, Type::F64, &what)
+            };
+            match r {
+                Ok(x) => values.push(x),
+                Err(Reported) => failed = true,
+            }
+        }
         if failed {
             return Err(Reported);
         }
@@ -77,7 +118,11 @@ impl<'a> Ctx<'a> {
             (Mode::Forward, RetActivity::Dual) => res
                 .iter()
                 .copied()
-                .chain(res.iter().flat_map(|&t| std::iter::repeat_n(t, width)))
+                .chain(
+                    res.iter()
+                        .filter(|t| matches!(t, Type::F64 | Type::Array))
+                        .flat_map(|&t| std::iter::repeat_n(t, width)),
+                )
                 .collect(),
             (Mode::Forward, _) => Vec::new(),
             (Mode::Reverse, _) => spec_args
@@ -159,13 +204,37 @@ impl<'a> Ctx<'a> {
 
     /// The third argument: the return activity, which the mode and the
     /// results of `fname` must allow.
-    fn ret_activity(
+    fn ret_activity<'e>(
         &mut self,
         mode: Mode,
         fname: &str,
         info: &FnInfo,
-        e: &ast::Expr,
-    ) -> R<RetActivity> {
+        e: &'e ast::Expr,
+    ) -> R<(RetActivity, &'e [ast::Expr])> {
+        let res = &info.results;
+        let res_desc = Ty::results(res).describe();
+        let n_seeds = res
+            .iter()
+            .filter(|t| matches!(t, Type::F64 | Type::Array))
+            .count();
+        if let (Mode::Reverse, AK::Call(f, seeds)) = (mode, &e.kind) {
+            if f.name == "dup" {
+                if seeds.len() != n_seeds || n_seeds == 0 {
+                    return self.error(
+                        Diagnostic::new(
+                            e.span,
+                            format!(
+                                "`dup(..)` as the result of `{fname}` takes one cotangent per f64 or array result; `{fname}` returns {res_desc}, so {n_seeds}, found {}",
+                                seeds.len()
+                            ),
+                            "write one cotangent per result, e.g. `dup(dy)` for `-> [f64]`, `dup(1.0, dy)` for `-> (f64, [f64])`",
+                        )
+                        .label("wrong number of cotangents"),
+                    );
+                }
+                return Ok((RetActivity::Dup, seeds));
+            }
+        }
         let ret = match (mode, word(e)) {
             (Mode::Forward, Some("dual")) => RetActivity::Dual,
             (Mode::Reverse, Some("active")) => RetActivity::Active,
@@ -173,7 +242,7 @@ impl<'a> Ctx<'a> {
             _ => {
                 let help = match mode {
                     Mode::Forward => "in forward mode use `dual` (returns primal and tangent) or `const` (returns nothing)",
-                    Mode::Reverse => "in reverse mode use `active` (seeds the result's cotangent with 1.0) or `const`",
+                    Mode::Reverse => "in reverse mode use `active` (seeds the result's cotangent with 1.0), `dup(dy)` (the cotangents given, one per result) or `const`",
                 };
                 return self.error(
                     Diagnostic::new(
@@ -185,24 +254,28 @@ impl<'a> Ctx<'a> {
                 );
             }
         };
-        let res = &info.results;
-        let res_desc = Ty::results(res).describe();
         let bad_ret = match ret {
-            RetActivity::Dual if res.is_empty() || res.iter().any(|t| *t != Type::F64) => Some(
-                format!("`dual` needs results that are all f64, but `{fname}` returns {res_desc}"),
-            ),
+            RetActivity::Dual
+                if res.is_empty() || res.iter().any(|t| !matches!(t, Type::F64 | Type::Array)) =>
+            {
+                Some(format!(
+                    "`dual` needs results that are all f64 or [f64], but `{fname}` returns {res_desc}"
+                ))
+            }
             RetActivity::Active if res.as_slice() != [Type::F64] => Some(format!(
                 "`active` needs exactly one f64 result, but `{fname}` returns {res_desc}"
             )),
             _ => None,
         };
         if let Some(msg) = bad_ret {
-            return self.error(
-                Diagnostic::new(e.span, msg, "use `const` for this result")
-                    .label("invalid return activity"),
-            );
+            let help = if ret == RetActivity::Active && n_seeds > 0 {
+                "give the cotangents with `dup(..)`, one per f64 or array result, or use `const`"
+            } else {
+                "use `const` for this result"
+            };
+            return self.error(Diagnostic::new(e.span, msg, help).label("invalid return activity"));
         }
-        Ok(ret)
+        Ok((ret, &[]))
     }
 
     /// One activity argument of `autodiff` for parameter `p` of `f`.

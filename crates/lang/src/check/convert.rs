@@ -52,6 +52,12 @@ impl Ctx<'_> {
         if x.ty.ir_scalar() == Some(want) {
             return Ok(x);
         }
+        // An array where an array result is expected (`return a;`).
+        if let Ty::Array { elem, .. } = x.ty {
+            if elem.array() == want {
+                return Ok(x);
+            }
+        }
         if want == Type::F64 && x.ty == Ty::I64 && x.literal {
             return Ok(literal_to_f64(x));
         }

@@ -346,13 +346,18 @@ impl Ctx<'_> {
         } else if e.ty == Ty::I64 && literal(&e) && t.ty == Ty::F64 {
             e = block_to_f64(e);
         }
+        let holds_array = |t: &Ty| match t {
+            Ty::Array { .. } => true,
+            Ty::Tuple(tys) => tys.iter().any(|t| t.is_array()),
+            _ => false,
+        };
         let ty = match (&t.ty, &e.ty) {
-            (Ty::Array { .. }, _) | (_, Ty::Array { .. }) => {
+            (a, b) if holds_array(a) || holds_array(b) => {
                 return self.error(
                     Diagnostic::new(
                         span,
                         "an `if` cannot produce an array",
-                        "index or pass the arrays inside the branches instead",
+                        "index or pass the arrays inside the branches instead, or `return` the array from each branch",
                     )
                     .label("array-valued `if`"),
                 )

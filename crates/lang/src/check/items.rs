@@ -162,9 +162,12 @@ pub(super) fn fmt_params(ps: &[Param]) -> String {
 pub(super) fn fmt_results(rs: &[Type]) -> String {
     match rs {
         [] => String::new(),
-        [t] => format!(" -> {t}"),
+        [t] => format!(" -> {}", crate::typed::Ty::scalar(*t).describe()),
         _ => {
-            let ts: Vec<_> = rs.iter().map(|t| t.name()).collect();
+            let ts: Vec<_> = rs
+                .iter()
+                .map(|&t| crate::typed::Ty::scalar(t).describe())
+                .collect();
             format!(" -> ({})", ts.join(", "))
         }
     }

@@ -117,6 +117,16 @@ impl Ctx<'_> {
 
     /// An expression in result position: a `return` value, or the tail of a
     /// function body (or of a branch of an `if` in that position).
+    /// One part of a result of type `want`: a value, or an array where
+    /// the result is an array.
+    fn expect_result(&mut self, e: &ast::Expr, want: Type, what: &str) -> R<Expr> {
+        if !want.is_array() {
+            return self.expect(e, want, what);
+        }
+        let x = self.expr(e)?;
+        self.coerce(x, want, e.span, what)
+    }
+
     pub(super) fn result_value(&mut self, e: &ast::Expr, results: &[Type]) -> R<Expr> {
         let x = self.result_value_here(e, results);
         spanned(x, e.span)
@@ -143,7 +153,7 @@ impl Ctx<'_> {
                     .iter()
                     .zip(results)
                     .enumerate()
-                    .map(|(i, (el, &t))| self.expect(el, t, &format!("result {}", i + 1)))
+                    .map(|(i, (el, &t))| self.expect_result(el, t, &format!("result {}", i + 1)))
                     .collect();
                 let xs = xs.into_iter().collect::<R<Vec<_>>>()?;
                 Ok(expr(ExprKind::Tuple(xs), Ty::Tuple(results.to_vec())))
@@ -173,7 +183,11 @@ impl Ctx<'_> {
                         )
                     }
                     [t] => {
-                        let x = self.require_value(x, e.span)?;
+                        let x = if t.is_array() {
+                            x
+                        } else {
+                            self.require_value(x, e.span)?
+                        };
                         let what = format!("the result of {}", self.what);
                         self.coerce(x, *t, e.span, &what)
                     }

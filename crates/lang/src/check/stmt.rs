@@ -182,10 +182,14 @@ impl Ctx<'_> {
         }
         let x = self.expr(value).and_then(|x| {
             if let Ty::Array { .. } = x.ty {
+                // A call's array result is a new array, owned here.
+                if matches!(x.kind, ExprKind::Call(..)) {
+                    return Ok(x);
+                }
                 return self.error(
                     Diagnostic::new(
                         value.span,
-                        "arrays can only be bound with `let t = zeros(n);` or as a slice, `let s = a[lo..hi];`",
+                        "arrays can only be bound with `let t = zeros(n);`, as a slice, `let s = a[lo..hi];`, or from a call that returns one",
                         "use the array by its own name; `let` cannot copy or rename an array",
                     )
                     .label("an array"),
@@ -261,10 +265,21 @@ impl Ctx<'_> {
         match &x.ty {
             Ty::Tuple(tys) if tys.len() == names.len() => {
                 let tys = tys.clone();
+                if kind == LocalKind::Var {
+                    if let Some(k) = tys.iter().position(|t| t.is_array()) {
+                        let d = Diagnostic::new(
+                            names[k].span,
+                            "`var` cannot hold an array",
+                            "bind the tuple with `let (..) = ...;`: an array result is writable already",
+                        )
+                        .label(format!("this part is {}", Ty::owned(tys[k]).describe()));
+                        return self.error(d);
+                    }
+                }
                 let ls = names
                     .iter()
                     .zip(tys)
-                    .map(|(n, t)| self.declare(n, Ty::scalar(t), kind))
+                    .map(|(n, t)| self.declare(n, Ty::owned(t), kind))
                     .collect();
                 Ok(Stmt::Let(ls, x))
             }
@@ -394,6 +409,21 @@ impl Ctx<'_> {
         for ((name, &l), ty) in names.iter().zip(&ls).zip(tys) {
             let want = self.locals[l].ty.ir_scalar().unwrap_or(Type::F64);
             if ty != want {
+                let ty = if ty.is_array() {
+                    return self.error(
+                        Diagnostic::new(
+                            name.span,
+                            format!("cannot assign an array to the `var` `{}`", name.name),
+                            "bind the tuple with `let (..) = ...;` instead",
+                        )
+                        .label(format!(
+                            "its part of the tuple is {}",
+                            Ty::owned(ty).describe()
+                        )),
+                    );
+                } else {
+                    ty
+                };
                 let d = Diagnostic::new(
                     name.span,
                     format!(
