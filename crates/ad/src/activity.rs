@@ -27,7 +27,7 @@
 //!   some branch is active;
 //! - a `load` from an active array is active;
 //! - a `call` with an active argument (scalar or array) has active f64
-//!   results, and makes active every array it passes to a `mut` parameter of
+//!   and array results, and makes active every array it passes to a `mut` parameter of
 //!   the callee (the callee may store active values into it);
 //! - an array (a `zeros` array or a `mut` parameter that is `const` in the
 //!   request) becomes active when an active value is stored or filled into it;
@@ -401,7 +401,7 @@ fn mark_call(
         let active = summary
             .as_ref()
             .is_none_or(|s| s.results.get(k) == Some(&true));
-        if func.dfg.value_type(r) == Type::F64 && active {
+        if matches!(func.dfg.value_type(r), Type::F64 | Type::Array) && active {
             changed |= act.mark(r);
         }
     }

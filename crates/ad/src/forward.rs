@@ -179,7 +179,7 @@ impl ForwardRequest {
         let mut results = Vec::new();
         if self.ret == RetActivity::Dual {
             results.extend(f.sig.results.iter().copied());
-            for &ty in &f.sig.results {
+            for (_, ty) in f.sig.differentiable_results() {
                 results.extend(std::iter::repeat_n(ty, self.width));
             }
         }
@@ -659,7 +659,7 @@ impl Transform<'_, '_> {
                 let ty = self.primal.dfg.value_type(r);
                 all.push((self.out.dfg.make_detached_value(ty), ty));
             }
-            all.extend(self.tangent_results(results, false));
+            all.extend(self.tangent_results(results));
         }
         let call = InstData::Call {
             func: d,
@@ -799,7 +799,20 @@ impl Transform<'_, '_> {
                         for lane in 0..w {
                             let t = match ty {
                                 Type::F64 => self.lane_or_zero(v, lane),
-                                _ => self.zero(ty),
+                                // The caller owns the tangent array too: the
+                                // tangent of an owned array is owned (a
+                                // `zeros`, or a call's tangent result); an
+                                // inactive one is a new zero array.
+                                Type::Array => match self.lane(v, lane) {
+                                    Some(t) => t,
+                                    None => {
+                                        let name = format!("{}.d", self.primal.array_name(v));
+                                        let mut b = self.builder(block);
+                                        let n = b.len(v);
+                                        b.zeros(n, name)
+                                    }
+                                },
+                                _ => continue,
                             };
                             all.push(t);
                         }
@@ -1024,7 +1037,7 @@ impl Transform<'_, '_> {
             }
         }
         let results = self.primal.dfg.inst_results(inst).to_vec();
-        let extra = self.tangent_results(&results, false);
+        let extra = self.tangent_results(&results);
         self.copy(
             block,
             inst,
@@ -1037,22 +1050,22 @@ impl Transform<'_, '_> {
         Ok(())
     }
 
-    /// Fresh values for the tangents of a call's results (each result's
-    /// lanes, result after result; only the f64 results' when `f64_only`),
-    /// recorded as the tangents of the f64 ones.
-    fn tangent_results(&mut self, results: &[Value], f64_only: bool) -> Vec<(Value, Type)> {
+    /// Fresh values for the tangents of a call's differentiable (f64 and
+    /// array) results, each result's lanes, result after result, recorded
+    /// as the tangents of the active ones.
+    fn tangent_results(&mut self, results: &[Value]) -> Vec<(Value, Type)> {
         let w = self.width();
         let mut extra = Vec::new();
         for &r in results {
             let ty = self.primal.dfg.value_type(r);
-            if f64_only && ty != Type::F64 {
+            if !matches!(ty, Type::F64 | Type::Array) {
                 continue;
             }
             let lanes: Vec<Value> = (0..w)
                 .map(|_| self.out.dfg.make_detached_value(ty))
                 .collect();
             extra.extend(lanes.iter().map(|&v| (v, ty)));
-            if ty == Type::F64 && self.act.is_active(r) {
+            if self.act.is_active(r) {
                 self.tan[r] = lanes;
             }
         }
@@ -1095,7 +1108,7 @@ impl Transform<'_, '_> {
         } else {
             None
         };
-        let tangents = self.tangent_results(results, true);
+        let tangents = self.tangent_results(results);
         let n_res = tangents.len() / w;
         for lane in 0..w {
             let mut new_args = Vec::new();

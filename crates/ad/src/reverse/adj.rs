@@ -258,10 +258,21 @@ impl Adj<'_> {
             .last_inst(ret_block)
             .ok_or_else(|| self.internal("a return block without terminator"))?;
         if let InstData::Return { args } = self.primal.dfg.inst(term) {
-            if self.req.ret == RetActivity::Active {
+            if matches!(self.req.ret, RetActivity::Active | RetActivity::Dup) {
                 let mut j = 0;
                 for (k, &a) in args.iter().enumerate() {
-                    if self.primal.dfg.value_type(a) != Type::F64 {
+                    let ty = self.primal.dfg.value_type(a);
+                    if ty == Type::Array {
+                        let c = *cotangents
+                            .get(j)
+                            .ok_or_else(|| self.internal("too few cotangents"))?;
+                        j += 1;
+                        if self.plan.is_shadowed(a) && !self.req.ignored.contains(&k) {
+                            self.seed_array(a, c)?;
+                        }
+                        continue;
+                    }
+                    if ty != Type::F64 {
                         continue;
                     }
                     let c = *cotangents
@@ -283,6 +294,36 @@ impl Adj<'_> {
         self.pop_trips(&enclosing)?;
         let r = self.rev_of(ret_block);
         self.b().jump(r, &[]);
+        Ok(())
+    }
+
+    /// The cotangent `c` of the returned array `a` becomes its shadow's
+    /// contents: `sh[i] = c[i]` for the elements both have. The shadow was
+    /// just made (zeros, at the entry), so this is the sum the caller's
+    /// own shadow holds, exactly (a store, not an add: `0.0 + -0.0` is
+    /// `0.0`); the caller's adjoint checked `c` against the array (or
+    /// passes its result's shadow, as long as it or longer, with zeros
+    /// past the array's end). Leaves the builder after the copy loop.
+    fn seed_array(&mut self, a: Value, c: Value) -> Result<(), AdError> {
+        let sh = self.shadow_of(a)?;
+        let mut b = self.b();
+        let (nc, ns) = (b.len(c), b.len(sh));
+        let shorter = b.icmp(CmpCond::Lt, nc, ns);
+        let n = b.select(shorter, nc, ns);
+        let zero = b.iconst(0);
+        let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
+        b.jump(header, &[zero]);
+        b.switch_to_block(header);
+        let i = b.append_block_param(header, Type::I64);
+        let more = b.icmp(CmpCond::Lt, i, n);
+        b.brif(more, body, &[], exit, &[]);
+        b.switch_to_block(body);
+        let x = b.load(c, i);
+        b.store(sh, i, x);
+        let one = b.iconst(1);
+        let i1 = b.iadd(i, one);
+        b.jump(header, &[i1]);
+        self.block = Some(exit);
         Ok(())
     }
 
@@ -926,6 +967,21 @@ impl Adj<'_> {
         Ok(())
     }
 
+    /// The start of the lives of a call's array results, as at `zeros`:
+    /// their shadows start again from 0 for the previous (in primal order)
+    /// ones, after the callee's adjoint took them as cotangents.
+    fn clear_result_shadows(&mut self, results: &[Value]) -> Result<(), AdError> {
+        for &r in results {
+            if self.primal.dfg.value_type(r) == Type::Array && self.plan.is_shadowed(r) {
+                let sh = self.shadow_of(r)?;
+                let mut b = self.b();
+                let zero = b.fconst(0.0);
+                b.fill(sh, zero);
+            }
+        }
+        Ok(())
+    }
+
     /// The shadow of the primal array `a`; for a view, the same view of
     /// its array's shadow, made here from the view's bounds (which the tape
     /// plan provides wherever the shadow is used: `Needs::view_bounds`).
@@ -1022,6 +1078,7 @@ impl Adj<'_> {
         let n_active = acts.iter().filter(|a| **a == ArgActivity::Active).count();
         let inst = self.b().call(adj, &call_args, &vec![Type::F64; n_active]);
         let adjs = self.out.dfg.inst_results(inst).to_vec();
+        self.clear_result_shadows(results)?;
         let active_args = args
             .iter()
             .zip(acts)
@@ -1033,10 +1090,24 @@ impl Adj<'_> {
         Ok(())
     }
 
-    /// The cotangents of a call's f64 results (0.0 for an inactive one).
+    /// The cotangents of a call's f64 results (0.0 for an inactive one)
+    /// and array results (the result's shadow; an empty array for one
+    /// without a shadow).
     fn result_cotangents(&mut self, results: &[Value]) -> Result<Vec<Value>, AdError> {
         let mut out = Vec::new();
         for &r in results {
+            if self.primal.dfg.value_type(r) == Type::Array {
+                let c = if self.plan.is_shadowed(r) {
+                    self.shadow_of(r)?
+                } else {
+                    let name = format!("{}.d", self.primal.array_name(r));
+                    let mut b = self.b();
+                    let n = b.iconst(0);
+                    b.zeros(n, name)
+                };
+                out.push(c);
+                continue;
+            }
             if self.primal.dfg.value_type(r) != Type::F64 {
                 continue;
             }
@@ -1076,6 +1147,7 @@ impl Adj<'_> {
             .b()
             .call(apply, &call_args, &vec![Type::F64; f64_args.len()]);
         let adjs = self.out.dfg.inst_results(inst).to_vec();
+        self.clear_result_shadows(results)?;
         for (a, adj) in f64_args.into_iter().zip(adjs) {
             if self.active(a) {
                 self.add(a, adj)?;

@@ -196,6 +196,18 @@ impl Aug<'_> {
                 match &data {
                     InstData::Call { args, .. } => {
                         cur = self.call(cur, inst, &data, args)?;
+                        // The running maxima of the lengths of its array
+                        // results that have shadows (as at `zeros`).
+                        for &r in primal.dfg.inst_results(inst) {
+                            let site = plan.zeros_sites.iter().find(|z| z.array == r);
+                            if let Some(t) = site.and_then(|z| z.threaded) {
+                                let mut b = FuncBuilder::new(&mut self.out);
+                                b.switch_to_block(cur);
+                                let len = b.len(r);
+                                let gt = b.icmp(CmpCond::Gt, len, maxima[t]);
+                                maxima[t] = b.select(gt, len, maxima[t]);
+                            }
+                        }
                     }
                     InstData::Zeros { len, .. } => {
                         let len = *len;
@@ -249,9 +261,10 @@ impl Aug<'_> {
                 b.push(tape, k);
             }
             for z in &plan.zeros_sites {
-                let n = match z.threaded {
-                    Some(t) => maxima[t],
-                    None => z.len,
+                let n = match (z.threaded, z.len) {
+                    (Some(t), _) => maxima[t],
+                    (None, Some(len)) => len,
+                    (None, None) => b.len(z.array),
                 };
                 b.push(tape, n);
             }

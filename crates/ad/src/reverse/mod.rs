@@ -185,6 +185,8 @@ impl ReverseRequest {
         };
         if self.ret == RetActivity::Const {
             s.push_str(".noret");
+        } else if self.ret == RetActivity::Dup {
+            s.push_str(".dupret");
         } else if !self.ignored.is_empty() {
             let ks: Vec<String> = self.ignored.iter().map(|k| k.to_string()).collect();
             s.push_str(".nr");
@@ -245,8 +247,7 @@ impl ReverseRequest {
         let f = module.func(self.func);
         let mut sig = self.derivative_signature(module);
         if self.ret == RetActivity::Active {
-            sig.params
-                .extend(cotangent_names(&f.sig).map(|name| Param::new(name, Type::F64)));
+            sig.params.extend(cotangent_params(&f.sig));
         }
         sig.results = f.sig.results.iter().copied().chain(sig.results).collect();
         sig
@@ -275,9 +276,9 @@ impl ReverseRequest {
         };
         match self.ret {
             RetActivity::Active => {
-                if !f.sig.results.contains(&Type::F64) {
+                if f.sig.differentiable_results().next().is_none() {
                     return Err(bad(
-                        "`active` result, but the function has no f64 result".into()
+                        "`active` result, but the function has no f64 or array result".into(),
                     ));
                 }
             }
@@ -307,6 +308,9 @@ impl ReverseRequest {
             if *a == ArgActivity::Dup {
                 params.push(Param::mutable_array(format!("{}.d", p.name)));
             }
+        }
+        if self.ret == RetActivity::Dup {
+            params.extend(cotangent_params(&f.sig));
         }
         Signature {
             params,
@@ -344,7 +348,7 @@ impl ReverseRequest {
                 .filter(|(_, a)| **a == ArgActivity::Dup)
                 .map(|(p, _)| Param::mutable_array(format!("{}.d", p.name))),
         );
-        params.extend(cotangent_names(&f.sig).map(|name| Param::new(name, Type::F64)));
+        params.extend(cotangent_params(&f.sig));
         Signature {
             params,
             results: self.adjoint_results(),
@@ -352,17 +356,23 @@ impl ReverseRequest {
     }
 }
 
-/// The names of the cotangents of the f64 results of `sig`, in order:
+/// The cotangent parameters of the differentiable results of `sig`, in
+/// order: an f64 for an f64 result, a read-only array for an array result;
 /// `dret` for one, `dret0`, `dret1`, .. for several.
-fn cotangent_names(sig: &Signature) -> impl Iterator<Item = String> {
-    let n = sig.results.iter().filter(|&&t| t == Type::F64).count();
-    (0..n).map(move |k| {
-        if n == 1 {
-            "dret".to_string()
-        } else {
-            format!("dret{k}")
-        }
-    })
+fn cotangent_params(sig: &Signature) -> Vec<Param> {
+    let tys: Vec<Type> = sig.differentiable_results().map(|(_, t)| t).collect();
+    let n = tys.len();
+    tys.into_iter()
+        .enumerate()
+        .map(|(k, t)| {
+            let name = if n == 1 {
+                "dret".to_string()
+            } else {
+                format!("dret{k}")
+            };
+            Param::new(name, t)
+        })
+        .collect()
 }
 
 /// What a differentiated call becomes.
@@ -626,7 +636,16 @@ fn derive_whole(
         }
         return Ok(id);
     }
-    let (aug, adj) = derive_split(cx, module, req, depth, None)?;
+    // The split pair of a `dup` return is that of an `active` one: the
+    // adjoint takes every cotangent either way; only the seeds differ.
+    let split_req = if req.ret == RetActivity::Dup {
+        let mut r = req.clone();
+        r.ret = RetActivity::Active;
+        r
+    } else {
+        req.clone()
+    };
+    let (aug, adj) = derive_split(cx, module, &split_req, depth, None)?;
     let primal_sig = module.func(req.func).sig.clone();
     let mut f = Function::new(name.clone(), sig);
     let mut b = FuncBuilder::new(&mut f);
@@ -654,17 +673,30 @@ fn derive_whole(
         .map(|(_, (&a, _))| a)
         .collect();
     adj_args.extend(shadows);
-    if vjp && req.ret == RetActivity::Active {
-        // The seeds are the parameters after the derivative's.
-        adj_args.extend_from_slice(&params[k..]);
+    if (vjp && req.ret == RetActivity::Active) || req.ret == RetActivity::Dup {
+        // The seeds are the parameters after the derivative's; an array
+        // seed must have its result's length.
+        let seeds = &params[k..];
+        let arrays = primal_sig
+            .differentiable_results()
+            .zip(seeds)
+            .filter(|((_, t), _)| *t == Type::Array);
+        for ((r, _), &s) in arrays {
+            b.samelen(primal_results[r], s);
+        }
+        adj_args.extend_from_slice(seeds);
     } else {
         let seed = match req.ret {
             RetActivity::Active => 1.0,
             _ => 0.0,
         };
-        for &t in &primal_sig.results {
+        for (_, t) in primal_sig.differentiable_results() {
             if t == Type::F64 {
                 adj_args.push(b.fconst(seed));
+            } else {
+                // No cotangent for an array result: an empty one.
+                let n = b.iconst(0);
+                adj_args.push(b.zeros(n, "dret"));
             }
         }
     }
@@ -934,7 +966,10 @@ fn plan_calls(
             let results = primal.dfg.inst_results(inst);
             // A result is differentiated when it is active and something
             // adds to its adjoint (`Plan::is_reached`).
-            let differentiated = |r: Value| plan.is_active(primal, r) && plan.is_reached(r);
+            let differentiated = |r: Value| match primal.dfg.value_type(r) {
+                Type::Array => plan.is_shadowed(r),
+                _ => plan.is_active(primal, r) && plan.is_reached(r),
+            };
             let ret = if results.iter().any(|&r| differentiated(r)) {
                 RetActivity::Active
             } else {
@@ -945,7 +980,10 @@ fn plan_calls(
             let ignored: Vec<usize> = results
                 .iter()
                 .enumerate()
-                .filter(|(_, &r)| primal.dfg.value_type(r) == Type::F64 && !differentiated(r))
+                .filter(|(_, &r)| {
+                    matches!(primal.dfg.value_type(r), Type::F64 | Type::Array)
+                        && !differentiated(r)
+                })
                 .map(|(k, _)| k)
                 .collect();
             // The callee's adjoint takes the read-only arrays that the
@@ -1073,7 +1111,7 @@ fn apply_rule(
         .filter(|(_, &s)| s)
         .map(|(p, _)| Param::mutable_array(format!("{}.d", p.name)))
         .collect();
-    params.extend(cotangent_names(&owner_sig).map(|name| Param::new(name, Type::F64)));
+    params.extend(cotangent_params(&owner_sig));
     let results: Vec<Type> = owner_sig
         .params
         .iter()
@@ -1190,7 +1228,7 @@ fn recompute_rule(
             _ => ArgActivity::Const,
         })
         .collect();
-    let ret = if owner_sig.results.contains(&Type::F64) {
+    let ret = if owner_sig.differentiable_results().next().is_some() {
         RetActivity::Active
     } else {
         RetActivity::Const

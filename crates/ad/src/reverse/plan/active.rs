@@ -12,11 +12,14 @@ use adze_ir::{
 };
 use cranelift_entity::{EntitySet, SecondaryMap};
 
-/// A local `zeros` array that needs a shadow in the adjoint.
+/// A local array (a `zeros` array, or an array result of a call) that
+/// needs a shadow in the adjoint.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct ZerosSite {
     pub array: Value,
-    pub len: Value,
+    /// The length operand of the `zeros`; `None` for a call's result (the
+    /// augmented primal takes its `len` after the call).
+    pub len: Option<Value>,
     /// `None` when the `zeros` sits in the entry block (it runs once; its
     /// length is pushed at `return`); otherwise the number of the running
     /// maximum threaded through the augmented primal's blocks.
@@ -100,7 +103,13 @@ impl Plan {
         }
         self.call_is_active(func, args)
             && (self.call_writes_shadow(module, func, inst)
-                || func.dfg.inst_results(inst).iter().any(|&r| counts(r)))
+                || func.dfg.inst_results(inst).iter().any(|&r| {
+                    if func.dfg.value_type(r) == Type::Array {
+                        self.is_shadowed(r)
+                    } else {
+                        counts(r)
+                    }
+                }))
     }
 
     pub(super) fn find_shadows(&mut self, func: &Function, args: &[ArgActivity], entry: Block) {
@@ -146,9 +155,30 @@ impl Plan {
                         };
                         self.zeros_sites.push(ZerosSite {
                             array: a,
-                            len: *len,
+                            len: Some(*len),
                             threaded,
                         });
+                    }
+                }
+                // An array a call returns is a new local array, as a
+                // `zeros` is; the callee's adjoint gets its shadow as the
+                // result's cotangent.
+                if let InstData::Call { .. } = func.dfg.inst(inst) {
+                    for &a in func.dfg.inst_results(inst) {
+                        if func.dfg.value_type(a) == Type::Array && useful(self, a) {
+                            self.shadowed.insert(a);
+                            let threaded = if b == entry {
+                                None
+                            } else {
+                                self.num_threaded += 1;
+                                Some(self.num_threaded - 1)
+                            };
+                            self.zeros_sites.push(ZerosSite {
+                                array: a,
+                                len: None,
+                                threaded,
+                            });
+                        }
                     }
                 }
             }

@@ -124,7 +124,9 @@ impl Useful<'_> {
                     continue;
                 }
                 match func.dfg.inst(inst) {
-                    InstData::Return { args } if ret == RetActivity::Active => {
+                    InstData::Return { args }
+                        if matches!(ret, RetActivity::Active | RetActivity::Dup) =>
+                    {
                         for (k, &a) in args.iter().enumerate() {
                             if !ignored.contains(&k) {
                                 self.mark(a);
