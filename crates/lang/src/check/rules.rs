@@ -73,7 +73,12 @@ pub fn expected_rule_signature(
     params: &[Param],
     results: &[Type],
 ) -> (Vec<Param>, Vec<Type>) {
-    let f64_results = results.iter().filter(|t| **t == Type::F64).count();
+    // The results with a tangent and a cotangent: f64 and f64 arrays.
+    let diff: Vec<Type> = results
+        .iter()
+        .copied()
+        .filter(|t| matches!(t, Type::F64 | Type::Array))
+        .collect();
     let mut ps = Vec::new();
     let mut rs = Vec::new();
     match mode {
@@ -91,7 +96,7 @@ pub fn expected_rule_signature(
                 }
             }
             rs.extend_from_slice(results);
-            rs.extend(std::iter::repeat_n(Type::F64, f64_results));
+            rs.extend_from_slice(&diff);
         }
         Mode::Reverse => {
             for p in params {
@@ -100,13 +105,13 @@ pub fn expected_rule_signature(
                     ps.push(Param::mutable_array(format!("d{}", p.name)));
                 }
             }
-            for k in 0..f64_results {
-                let name = if f64_results == 1 {
+            for (k, &t) in diff.iter().enumerate() {
+                let name = if diff.len() == 1 {
                     "dret".to_string()
                 } else {
                     format!("dret{k}")
                 };
-                ps.push(Param::new(name, Type::F64));
+                ps.push(Param::new(name, t));
             }
             rs.extend(
                 params
