@@ -351,13 +351,21 @@ impl Session {
     ) -> Result<(Module, String), Error> {
         use adze_ir::{Mode, RetActivity, Type};
         let (mut module, sig, args) = self.derive_request(name, mode, width, consts)?;
-        // The results, when they are all f64: `dual`, or `active` (each
-        // cotangent seeded with 1.0; for a tuple: the gradient of the sum of
-        // its parts).
-        let all_f64 = !sig.results.is_empty() && sig.results.iter().all(|&t| t == Type::F64);
-        let ret = match (mode, all_f64) {
+        // The results, when they are all f64 or f64 arrays: `dual`, or in
+        // reverse mode `active` when they are all f64 (each cotangent
+        // seeded with 1.0; for a tuple: the gradient of the sum of its
+        // parts) and `dup` with an array among them (the derivative takes
+        // one cotangent per result after its parameters).
+        let diff = !sig.results.is_empty()
+            && sig
+                .results
+                .iter()
+                .all(|&t| matches!(t, Type::F64 | Type::Array));
+        let arrays = sig.results.contains(&Type::Array);
+        let ret = match (mode, diff) {
             (_, false) => RetActivity::Const,
             (Mode::Forward, true) => RetActivity::Dual,
+            (Mode::Reverse, true) if arrays => RetActivity::Dup,
             (Mode::Reverse, true) => RetActivity::Active,
         };
         let derived = self.with_ad_context(|cx| -> Result<FuncId, Error> {

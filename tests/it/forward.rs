@@ -27,6 +27,10 @@ fn direction(args: &[Val], k: usize) -> Vec<Val> {
 fn forward_tangents_match_finite_differences_on_every_example() {
     let tally = for_each_differentiable(|path, session, func| {
         let sig = &func.sig;
+        // A deliberately wrong forward rule (array_results.adz).
+        if func.name == "uses_dbl_custom" {
+            return None;
+        }
         let (module, dname) = match session.derive(&func.name, Mode::Forward, 1, &[]) {
             Ok(d) => d,
             // Custom reverse rules inside reverse mode arrive with the
@@ -113,7 +117,7 @@ fn forward_tangents_match_finite_differences_on_every_example() {
         }
         Some(compared)
     });
-    assert!(tally.skipped.is_empty(), "{:?}", tally.skipped);
+    assert_eq!(tally.skipped, ["uses_dbl_custom"]);
     assert!(tally.functions >= 40, "{tally:?}");
     assert!(
         tally.checks >= 200,
