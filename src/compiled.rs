@@ -29,6 +29,24 @@
 //! assert_eq!(dx, vec![1.0, 2.0, 3.0]); // 2·k·x
 //! assert_eq!(out, vec![Val::F64(14.0)]); // ∂E/∂k = Σ x²
 //! ```
+//!
+//! Array results come back as owned [`Val::Array`] / [`Val::IArray`]
+//! values, a tuple as one value per part:
+//!
+//! ```
+//! use adze::{Arg, Program};
+//! use adze::adze_ir::Val;
+//!
+//! let src = "fn scaled(x: [f64], s: f64) -> (f64, [f64]) {
+//!     let y = zeros(len(x));
+//!     for i in 0..len(x) { y[i] = s * x[i]; }
+//!     (y[0], y)
+//! }";
+//! let program = Program::from_source("doc.adz", src).unwrap();
+//! let scaled = program.function("scaled").unwrap();
+//! let out = scaled.call(&mut [Arg::Array(&[1.0, 2.0]), Arg::F64(3.0)]).unwrap();
+//! assert_eq!(out, vec![Val::F64(3.0), Val::Array(vec![3.0, 6.0])]);
+//! ```
 
 use crate::pipeline::{function_by_name, verify_reachable, Session};
 use crate::Error;
@@ -168,8 +186,15 @@ impl Function {
     /// the caller's own buffers: an [`Arg::ArrayMut`] holds the array's
     /// final contents afterwards (a `mut` parameter needs one; a read-only
     /// parameter takes an [`Arg::Array`] or an `ArrayMut`). Returns the
-    /// results; a run-time error (an index out of bounds, the time limit,
-    /// ..) is an [`Error::Run`] with the message the command line prints.
+    /// results, one [`Val`] per result type of [`Function::results`], in
+    /// order (a tuple's parts): a scalar is a `Val::F64`, `Val::I64` or
+    /// `Val::Bool`; an array result (`-> [f64]`, `-> [i64]`, an array in a
+    /// tuple) is a `Val::Array` or `Val::IArray` that owns its elements, a
+    /// buffer of the call's own that is handed over without a copy — never
+    /// one of the arguments (a function that returns a parameter, or a view
+    /// of one, returns a copy). A run-time error (an index out of bounds,
+    /// the time limit, ..) is an [`Error::Run`] with the message the
+    /// command line prints.
     pub fn call(&self, args: &mut [Arg<'_>]) -> Result<Vec<Val>, Error> {
         self.compiled
             .call_args(args)
@@ -182,7 +207,8 @@ impl Function {
         &self.module.func(self.id).sig.params
     }
 
-    /// The types of the results.
+    /// The types of the results, in order (`Type::Array` / `Type::IArray`
+    /// for an array result).
     pub fn results(&self) -> &[Type] {
         &self.module.func(self.id).sig.results
     }

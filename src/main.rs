@@ -115,7 +115,8 @@ struct RunArgs {
     #[arg(long = "args", value_name = "PATH.json")]
     args_files: Vec<PathBuf>,
     /// Write the final contents of an array argument (with `--derive`, a
-    /// shadow such as `x.d` too) to PATH: .npy, .json, else text.
+    /// shadow such as `x.d` too) or an array result (`result`; of a tuple
+    /// `result.0`, `result.1`, ..) to PATH: .npy, .json, else text.
     #[arg(long = "save", value_name = "NAME=PATH.npy")]
     save: Vec<String>,
     /// With `--derive reverse`: the cotangents of the f64 results, e.g.
@@ -498,9 +499,15 @@ fn run(a: RunArgs) -> Result<(), Error> {
     // on stdout.
     for (target, path) in saves {
         let value = match target {
-            Saved::Arg(k) => &outcome.args[k],
-            Saved::Result(k) => &outcome.results[k],
+            Saved::Arg(k) => outcome.args.get(k),
+            Saved::Result(k) => outcome.results.get(k),
         };
+        // The run returns a value per parameter and result of `sig`.
+        let value = value.ok_or_else(|| {
+            Error::Verify(format!(
+                "`--save`: the run of `{func}` returned too few values"
+            ))
+        })?;
         adze::data::save(&path, value)
             .map_err(|why| Error::Argument(format!("`--save`: {why}")))?;
     }
@@ -586,11 +593,17 @@ fn saves(
         } else if let Some(k) = result_number(name, sig.results.len()) {
             (Saved::Result(k), sig.results[k])
         } else {
-            let names: Vec<&str> = sig
+            let results = sig.results.len();
+            let names: Vec<String> = sig
                 .params
                 .iter()
                 .filter(|p| p.ty.is_array())
-                .map(|p| p.name.as_str())
+                .map(|p| p.name.clone())
+                .chain(
+                    (0..results)
+                        .filter(|&k| sig.results[k].is_array())
+                        .map(|k| result_name(k, results)),
+                )
                 .collect();
             return Err(bad(format!(
                 "`{func}` has no array `{name}` (its arrays: {})",
@@ -613,13 +626,25 @@ fn saves(
     Ok(out)
 }
 
-/// `result` (a function of one result) or `result.K` as a result number.
+/// The name `--save` gives result `k` of `results`: `result` when it is
+/// the only one, else `result.K`.
+fn result_name(k: usize, results: usize) -> String {
+    if results == 1 {
+        "result".to_string()
+    } else {
+        format!("result.{k}")
+    }
+}
+
+/// `result` (a function of one result) or `result.K` as a result number
+/// (`result.0` names the only result too).
 fn result_number(name: &str, results: usize) -> Option<usize> {
-    let k = match name {
-        "result" if results == 1 => 0,
-        _ => name.strip_prefix("result.")?.parse().ok()?,
-    };
-    (k < results).then_some(k)
+    if name == "result" {
+        return (results == 1).then_some(0);
+    }
+    // Only the plain spelling: `result.01` and `result.+1` name nothing.
+    let k: usize = name.strip_prefix("result.")?.parse().ok()?;
+    (k < results && name == format!("result.{k}")).then_some(k)
 }
 
 /// What `adze run` prints: the results, the derivatives, the final

@@ -3,6 +3,7 @@
 //! line, run-time errors, and generated programs.
 
 mod array_results;
+mod array_results_cli;
 mod check_inline;
 mod cli;
 mod cli_data;

@@ -508,8 +508,9 @@ fn type_text(ty: Type, mutable: bool) -> String {
 
 /// A compiled function of a program: call it with its arguments,
 /// positional or by name; it returns its result (a tuple for several,
-/// None for none). Arrays are NumPy arrays; a `mut` array is written in
-/// place in the caller's array.
+/// None for none). Arrays are NumPy arrays — an array result a new
+/// float64 (int64) ndarray of its own; a `mut` array is written in place
+/// in the caller's array.
 #[pyclass(frozen, module = "adze")]
 struct Function {
     call: Callable,

@@ -1,6 +1,7 @@
 """Tests of the Python package `adze` (pytest; run by .ci/run after
 `pip install ./crates/python`). docs/python.md describes the API."""
 
+import json
 import math
 import os
 import pathlib
@@ -455,6 +456,115 @@ fn loop4(x: f64, n: i64) -> f64 {
     assert math.isfinite(grads2["x"])
 
 
+# ------------------------------------------------------ array results
+
+ARRAYS = """
+fn scaled(x: [f64], s: f64) -> [f64] {
+    let y = zeros(len(x));
+    for i in 0..len(x) { y[i] = s * x[i]; }
+    y
+}
+fn ident(x: [f64]) -> [f64] { x }
+fn tail(x: [f64]) -> [f64] { x[1..] }
+fn pair(x: [f64]) -> (f64, [f64]) {
+    let y = scaled(x, 2.0);
+    (y[0], y)
+}
+fn twice(x: [f64]) -> ([f64], [f64]) {
+    let y = scaled(x, 3.0);
+    return (y, y);
+}
+fn squares(n: i64) -> [i64] {
+    let v = zeros_i64(n);
+    for i in 0..n { v[i] = i * i; }
+    v
+}
+fn bump(a: mut [f64]) -> (i64, [i64], bool, [f64]) {
+    let old = scaled(a, 1.0);
+    for i in 0..len(a) { a[i] = a[i] + 1.0; }
+    (len(a), squares(len(a)), len(a) > 2, old)
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def arrays():
+    return adze.compile(ARRAYS, name="arrays.adz")
+
+
+def is_result_array(a, dtype, values):
+    """A fresh, writable, contiguous 1-D ndarray of `dtype` holding `values`."""
+    assert isinstance(a, np.ndarray), type(a)
+    assert a.dtype == dtype and a.ndim == 1
+    assert a.flags.c_contiguous and a.flags.writeable
+    np.testing.assert_array_equal(a, np.array(values, dtype=dtype))
+    return True
+
+
+def test_array_results_are_numpy_arrays(arrays):
+    scaled = arrays.function("scaled")
+    assert is_result_array(scaled(np.array([1.0, 2.0, 3.0]), 2.0), np.float64, [2, 4, 6])
+    assert is_result_array(scaled(x=[1, 2], s=0.5), np.float64, [0.5, 1.0])
+    assert is_result_array(arrays.function("squares")(4), np.int64, [0, 1, 4, 9])
+    assert is_result_array(arrays.function("tail")([1.0, 2.0, 3.0]), np.float64, [2, 3])
+    assert repr(scaled) == "<adze.Function scaled(x: [f64], s: f64) -> [f64]>"
+    assert repr(arrays.function("squares")) == "<adze.Function squares(n: i64) -> [i64]>"
+
+
+def test_empty_and_non_finite_array_results(arrays):
+    assert is_result_array(arrays.function("scaled")([], 2.0), np.float64, [])
+    assert is_result_array(arrays.function("squares")(0), np.int64, [])
+    y = arrays.function("scaled")([1.0, np.nan, np.inf, -np.inf], -1.0)
+    assert y[0] == -1.0 and np.isnan(y[1]) and y[2] == -np.inf and y[3] == np.inf
+
+
+def test_tuples_with_arrays_are_python_tuples(arrays):
+    v = arrays.function("pair")(np.array([1.0, 2.0, 3.0]))
+    assert isinstance(v, tuple) and len(v) == 2
+    assert isinstance(v[0], float) and v[0] == 2.0
+    assert is_result_array(v[1], np.float64, [2, 4, 6])
+    p, q = arrays.function("twice")([1.0, 2.0])
+    assert is_result_array(p, np.float64, [3, 6]) and is_result_array(q, np.float64, [3, 6])
+    assert not np.shares_memory(p, q)  # an array returned twice is two arrays
+    a = np.array([1.0, 2.0, 3.0])
+    n, sq, big, old = arrays.function("bump")(a)
+    assert isinstance(n, int) and n == 3
+    assert is_result_array(sq, np.int64, [0, 1, 4])
+    assert big is True
+    assert is_result_array(old, np.float64, [1, 2, 3])
+    assert a.tolist() == [2.0, 3.0, 4.0]  # the `mut` array, written in place
+    assert repr(arrays.function("bump")) == "<adze.Function bump(a: mut [f64]) -> (i64, [i64], bool, [f64])>"
+
+
+def test_array_results_are_the_callers_own(arrays):
+    x = np.array([1.0, 2.0, 3.0])
+    for name in ["ident", "tail"]:
+        y = arrays.function(name)(x)
+        assert not np.shares_memory(y, x)
+        y[:] = -7.0
+        assert x.tolist() == [1.0, 2.0, 3.0]
+    scaled = arrays.function("scaled")
+    a, b = scaled(x, 1.0), scaled(x, 1.0)
+    assert not np.shares_memory(a, b)
+    # The array outlives everything else of the call.
+    del scaled
+    assert a.tolist() == [1.0, 2.0, 3.0]
+
+
+def test_array_results_from_many_threads(arrays):
+    scaled = arrays.function("scaled")
+    x = np.arange(1000.0)
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        got = list(pool.map(lambda k: scaled(x, float(k)), range(64)))
+    for k, y in enumerate(got):
+        np.testing.assert_array_equal(y, k * x)
+
+
+def test_a_failing_call_with_array_results_raises(arrays):
+    with pytest.raises(adze.Error, match="cannot allocate an array of length -1"):
+        arrays.function("squares")(-1)
+
+
 # ----------------------------------------------------------- threads
 
 
@@ -565,6 +675,37 @@ def test_dumps_and_messages_are_the_commands(tmp_path):
     out = subprocess.run([str(cli()), "check", str(bad)], capture_output=True, text=True)
     assert out.stderr.splitlines()[0] == str(e.value)
     assert e.value.details.strip() in out.stderr
+
+
+@pytest.mark.skipif(cli() is None, reason="the `adze` command is not built")
+def test_array_results_are_the_commands_json(arrays, tmp_path):
+    file = tmp_path / "arrays.adz"
+    file.write_text(ARRAYS)
+    calls = [
+        ("scaled", {"x": [1.0, float("nan"), 0.1], "s": 3.0}, ["--arg", "x=[1, nan, 0.1]", "--arg", "s=3"]),
+        ("pair", {"x": [1.0, 2.0]}, ["--arg", "x=[1, 2]"]),
+        ("twice", {"x": []}, ["--arg", "x=[]"]),
+        ("squares", {"n": 5}, ["--arg", "n=5"]),
+        ("bump", {"a": np.array([1.0, 2.0])}, ["--arg", "a=[1, 2]"]),
+    ]
+
+    def plain(v):
+        """A Python result as the command's JSON spells it."""
+        if isinstance(v, tuple):
+            return [plain(p) for p in v]
+        if isinstance(v, np.ndarray):
+            return [plain(p) for p in v.tolist()]
+        if isinstance(v, float) and not math.isfinite(v):
+            return "NaN" if math.isnan(v) else ("inf" if v > 0 else "-inf")
+        return v
+
+    for name, kwargs, args in calls:
+        got = arrays.function(name)(**kwargs)
+        out = subprocess.run(
+            [str(cli()), "run", str(file), "--fn", name, "--json"] + args,
+            capture_output=True, text=True, check=True,
+        )
+        assert plain(got) == json.loads(out.stdout)["result"], name
 
 
 def test_the_readme_example_runs():
