@@ -442,7 +442,23 @@ fn run(a: RunArgs) -> Result<(), Error> {
     let id = adze::pipeline::function_by_name(module, name)?;
     let sig = module.func(id).sig.clone();
     let roles = derivative.as_ref().map_or(&[][..], |d| &d.roles[..]);
-    let seeds = seeds(seed.as_deref(), derivative.as_ref(), &func)?;
+    // The seeds of array results are arrays: given with `--arg dret=..`,
+    // or ones of the result's length (from a run of the primal).
+    let array_seed = |k: usize| {
+        matches!(roles.get(k), Some(Role::Seed(_))) && sig.params[k].ty == adze_ir::Type::Array
+    };
+    let f64_seed_of: Vec<Option<usize>> = (0..sig.params.len())
+        .scan(0, |n, k| {
+            Some(match roles.get(k) {
+                Some(Role::Seed(_)) if !array_seed(k) => {
+                    *n += 1;
+                    Some(*n - 1)
+                }
+                _ => None,
+            })
+        })
+        .collect();
+    let seeds = seeds(seed.as_deref(), derivative.as_ref(), &sig, &func)?;
     let mut stdin = Stdin::default();
     let mut given: Arguments = Vec::new();
     for path in &args_files {
@@ -453,15 +469,17 @@ fn run(a: RunArgs) -> Result<(), Error> {
     }
     if let Some((n, _)) = given.iter().find(|(n, _)| {
         let k = sig.params.iter().position(|p| &p.name == n);
-        k.is_some_and(|k| matches!(roles.get(k), Some(Role::Seed(_))))
+        k.is_some_and(|k| matches!(roles.get(k), Some(Role::Seed(_))) && !array_seed(k))
     }) {
         return Err(Error::Argument(format!(
             "`{n}` is the cotangent of a result: give it with `--seed`"
         )));
     }
     let saves = saves(&save, module, id, &func)?;
-    // A shadow not given is zeros of its array's length; the seeds come
-    // from `--seed`.
+    // A shadow not given is zeros of its array's length; the seeds of f64
+    // results come from `--seed`, those of array results are ones of the
+    // result's length unless given (the primal runs once to tell).
+    let primal_results: std::cell::OnceCell<Option<Vec<Val>>> = std::cell::OnceCell::new();
     let fill = |k: usize, values: &[Option<Val>]| match roles.get(k)? {
         Role::Shadow(of) => {
             let at = roles.iter().position(|r| *r == Role::Primal(*of))?;
@@ -470,7 +488,34 @@ fn run(a: RunArgs) -> Result<(), Error> {
                 _ => None,
             }
         }
-        Role::Seed(j) => seeds.get(*j).copied().map(Val::F64),
+        Role::Seed(j) if array_seed(k) => {
+            let results = primal_results.get_or_init(|| {
+                let args: Option<Vec<Val>> = roles
+                    .iter()
+                    .zip(values)
+                    .filter(|(r, _)| matches!(r, Role::Primal(_)))
+                    .map(|(_, v)| v.clone())
+                    .collect();
+                let primal = session.prepare(&func).ok()?;
+                let out = session
+                    .run_in(&primal, &func, &args?, Engine::Interp)
+                    .ok()?;
+                Some(out.results)
+            });
+            let diff: Vec<&Val> = results
+                .as_ref()?
+                .iter()
+                .filter(|v| matches!(v, Val::F64(_) | Val::Array(_)))
+                .collect();
+            match diff.get(*j)? {
+                Val::Array(ys) => Some(Val::Array(vec![1.0; ys.len()])),
+                _ => None,
+            }
+        }
+        Role::Seed(_) => f64_seed_of[k]
+            .and_then(|j| seeds.get(j))
+            .copied()
+            .map(Val::F64),
         _ => None,
     };
     let values = bind(module, id, &given, &mut stdin, &fill)?;
@@ -525,12 +570,14 @@ fn run(a: RunArgs) -> Result<(), Error> {
 fn seeds(
     seed: Option<&str>,
     derivative: Option<&Derivative>,
+    sig: &adze_ir::Signature,
     func: &str,
 ) -> Result<Vec<f64>, Error> {
     let wanted = derivative.map_or(0, |d| {
         d.roles
             .iter()
-            .filter(|r| matches!(r, Role::Seed(_)))
+            .zip(&sig.params)
+            .filter(|(r, p)| matches!(r, Role::Seed(_)) && p.ty == adze_ir::Type::F64)
             .count()
     });
     let Some(text) = seed else {

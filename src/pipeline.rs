@@ -467,12 +467,17 @@ impl Session {
     ) -> Result<Derivative, Error> {
         use adze_ir::{ArgActivity, Mode, RetActivity, Type};
         let (mut module, sig, args) = self.derive_request(name, mode, width, consts)?;
-        let f64_results = sig.results.iter().filter(|&&t| t == Type::F64).count();
+        // The results with a tangent and a cotangent: f64 and f64 arrays.
+        let diff_results = sig
+            .results
+            .iter()
+            .filter(|&&t| matches!(t, Type::F64 | Type::Array))
+            .count();
         let ret = match mode {
-            Mode::Forward if f64_results > 0 && f64_results == sig.results.len() => {
+            Mode::Forward if diff_results > 0 && diff_results == sig.results.len() => {
                 RetActivity::Dual
             }
-            Mode::Reverse if f64_results > 0 => RetActivity::Active,
+            Mode::Reverse if diff_results > 0 => RetActivity::Active,
             _ => RetActivity::Const,
         };
         nothing_to_differentiate(name, mode, &sig, &args, ret)?;
@@ -501,7 +506,7 @@ impl Session {
             Mode::Forward => Vec::new(),
             Mode::Reverse => {
                 if ret == RetActivity::Active {
-                    roles.extend((0..f64_results).map(Role::Seed));
+                    roles.extend((0..diff_results).map(Role::Seed));
                 }
                 (0..args.len())
                     .filter(|&k| args[k] == ArgActivity::Active)
@@ -586,8 +591,9 @@ pub enum Role {
     /// The shadow of the array parameter number `k`: its tangent (forward
     /// mode, one per lane) or its adjoint (reverse mode).
     Shadow(usize),
-    /// The cotangent of the f64 result number `j` (counting the f64
-    /// results only) that reverse mode propagates: the seed.
+    /// The cotangent of the result number `j` (counting the f64 and array
+    /// results only) that reverse mode propagates: the seed (an f64, or an
+    /// array of the result's length).
     Seed(usize),
 }
 
@@ -636,11 +642,16 @@ fn nothing_to_differentiate(
             .zip(args)
             .any(|(p, &a)| p.mutable && a == ArgActivity::Dup)
     {
-        let results = if sig.results.contains(&adze_ir::Type::F64) {
-            // Forward mode takes tangents of results that are all f64.
-            "its results are not all f64"
+        let results = if sig
+            .results
+            .iter()
+            .any(|t| matches!(t, adze_ir::Type::F64 | adze_ir::Type::Array))
+        {
+            // Forward mode takes tangents of results that are all f64 or
+            // f64 arrays.
+            "its results are not all f64 or [f64]"
         } else {
-            "it returns no f64"
+            "it returns no f64 or [f64]"
         };
         format!("{results} and it writes no `mut` array that is not `--const`")
     } else {

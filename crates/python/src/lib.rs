@@ -177,6 +177,23 @@ impl Program {
         name: &str,
         wrt: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Gradient> {
+        // As `jax.grad`: a gradient is of scalar results. An array result
+        // needs its cotangent, which a vector-Jacobian product takes
+        // (`autodiff(reverse, f, dup(dy), ..)` in the program).
+        let session = self.program.session();
+        let id = session.function(name).map_err(|e| adze_error(py, e))?;
+        if session
+            .module
+            .func(id)
+            .sig
+            .results
+            .iter()
+            .any(|t| t.is_array())
+        {
+            return Err(error(format!(
+                "`gradient`: `{name}` returns an array; a gradient is of f64 results. Take a vector-Jacobian product in the program instead: `autodiff(reverse, {name}, dup(dy), ..)`"
+            )));
+        }
         let call = self.derivative(py, name, wrt, Mode::Reverse)?;
         Ok(Gradient { call })
     }

@@ -565,6 +565,22 @@ def test_a_failing_call_with_array_results_raises(arrays):
         arrays.function("squares")(-1)
 
 
+def test_jvp_of_array_results(arrays):
+    # The tangent of an array result is an array beside the primal.
+    value, tangent = arrays.jvp("scaled")([1.0, 2.0, 3.0], 2.0, tangents={"x": [1.0, 0.0, 0.5], "s": 1.0})
+    assert is_result_array(value, np.float64, [2, 4, 6])
+    assert is_result_array(tangent, np.float64, [3.0, 2.0, 4.0])
+    value, tangents = arrays.jvp("pair")([1.0, 2.0], tangents={"x": [1.0, 1.0]})
+    assert value[0] == 2.0 and is_result_array(value[1], np.float64, [2, 4])
+    assert tangents[0] == 2.0 and is_result_array(tangents[1], np.float64, [2, 2])
+
+
+def test_the_gradient_of_an_array_result_is_an_error(arrays):
+    # As jax.grad: a gradient is of scalar results.
+    with pytest.raises(adze.Error, match="returns an array; a gradient is of f64 results"):
+        arrays.gradient("scaled")
+
+
 # ----------------------------------------------------------- threads
 
 
