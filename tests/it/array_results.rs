@@ -6,7 +6,9 @@
 //! forward mode by the dot-product test `<u, J v> = <Jᵀ u, v>`, on both
 //! engines (bit-identical), and bit-identical under every inline setting.
 
-use crate::support::{examples, inputs, load, with_inline, OnBoth};
+use crate::support::{
+    every_setting_and_engine, examples, inputs, load, the_same_under, with_inline, OnBoth,
+};
 use adze::{InlineSetting, Session};
 use adze_ir::{Mode, Outcome, Signature, Type, Val};
 
@@ -114,6 +116,10 @@ fn array_results_pass_finite_differences_and_the_dot_product_test_under_every_se
                 let Ok(out) = primal.call(&args) else {
                     continue; // a run-time error: nothing to differentiate
                 };
+                // The function itself (its in-language derivatives
+                // included) under every setting and engine.
+                the_same_under(&base, &every_setting_and_engine(), &func.name, &args)
+                    .unwrap_or_else(|e| panic!("{what}: {e}"));
                 // Forward: each argument, then its tangent along `dir`.
                 let mut fargs = Vec::new();
                 // Reverse: each argument, then a zero shadow for an

@@ -541,3 +541,110 @@ fn a_failed_call_with_array_results_is_an_error() {
         assert!(s.run("squares", &[Val::I64(-1)], engine).is_err());
     }
 }
+
+/// `--derive` of a function with array results: forward mode returns the
+/// tangent arrays beside the primal; reverse mode takes each array
+/// result's cotangent with `--arg dret=..` (ones of the result's length by
+/// default, the gradient of the sum of its elements) and f64 results'
+/// with `--seed`; a cotangent of the wrong length is an error.
+#[test]
+fn derive_takes_and_gives_arrays_for_array_results() {
+    let (_dir, program) = setup("derive");
+    let out = run(
+        &program,
+        "scaled",
+        &[
+            "--arg", "x=[1, 2]", "--arg", "s=2", "--arg", "s.t=0", "--derive", "forward",
+        ],
+    );
+    // An array's tangent not given is zeros.
+    assert_eq!(out.exits(0).stdout, "([2.0, 4.0], [0.0, 0.0])\n");
+    let out = run(
+        &program,
+        "scaled",
+        &[
+            "--arg",
+            "x=[1, 2]",
+            "--arg",
+            "s=2",
+            "--derive",
+            "forward",
+            "--arg",
+            "x.d=[1, 0]",
+            "--arg",
+            "s.t=1",
+        ],
+    );
+    assert_eq!(out.exits(0).stdout, "([2.0, 4.0], [3.0, 2.0])\n");
+    let out = run(
+        &program,
+        "scaled",
+        &[
+            "--arg", "x=[1, 2]", "--arg", "s=2", "--derive", "reverse", "--json",
+        ],
+    );
+    assert_eq!(
+        out.exits(0).stdout,
+        "{\"result\":[2.0,4.0],\"arrays\":{\"x.d\":[2.0,2.0]},\"adjoints\":{\"s\":3.0}}\n"
+    );
+    let out = run(
+        &program,
+        "scaled",
+        &[
+            "--arg",
+            "x=[1, 2]",
+            "--arg",
+            "s=2",
+            "--derive",
+            "reverse",
+            "--arg",
+            "dret=[1, 10]",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        out.exits(0).stdout,
+        "{\"result\":[2.0,4.0],\"arrays\":{\"x.d\":[2.0,20.0]},\"adjoints\":{\"s\":21.0}}\n"
+    );
+    // (f64, [f64]): the f64 result's cotangent by `--seed`, the array's
+    // by `--arg dret1`.
+    let out = run(
+        &program,
+        "pair",
+        &[
+            "--arg",
+            "x=[1, 2]",
+            "--derive",
+            "reverse",
+            "--seed",
+            "3",
+            "--arg",
+            "dret1=[0, 1]",
+            "--json",
+        ],
+    );
+    assert_eq!(
+        out.exits(0).stdout,
+        "{\"result\":[2.0,[2.0,4.0]],\"arrays\":{\"x.d\":[6.0,2.0]},\"adjoints\":{}}\n"
+    );
+    fails_with(
+        run(
+            &program,
+            "scaled",
+            &[
+                "--arg", "x=[1, 2]", "--arg", "s=2", "--derive", "reverse", "--arg", "dret=[1]",
+            ],
+        ),
+        "different lengths",
+    );
+    fails_with(
+        run(
+            &program,
+            "pair",
+            &[
+                "--arg", "x=[1, 2]", "--derive", "reverse", "--arg", "dret0=1",
+            ],
+        ),
+        "give it with `--seed`",
+    );
+}
