@@ -555,7 +555,7 @@ fn nothing_to_differentiate_is_an_error() {
     );
     fails_with(
         run("length", &["--derive", "reverse", "--arg", "x=[1]"]),
-        &["nothing to differentiate: it returns no f64 and it writes no `mut` array"],
+        &["nothing to differentiate: it returns no f64 or [f64] and it writes no `mut` array"],
     );
     fails_with(
         run(

@@ -528,8 +528,15 @@ impl Pass<'_> {
                         None => state.arrays.clear(),
                     }
                 }
-                InstData::Return { .. } => {
-                    self.kill_pending(func, &mut pending, |_, p| p.safe && p.local);
+                // A store to a local array is dead at `return`, unless the
+                // array (or the array it views) is returned: the caller
+                // owns it then (found by review: `y[1] = ..; y` lost the
+                // store).
+                InstData::Return { ref args } => {
+                    let returned = args.clone();
+                    self.kill_pending(func, &mut pending, |f, p| {
+                        p.safe && p.local && !returned.contains(&f.array_root(p.array))
+                    });
                 }
                 InstData::Push { .. } => effect_point(&mut pending),
                 // The tape is not an array.
