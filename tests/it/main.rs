@@ -2,6 +2,7 @@
 //! example through the interpreter and the JIT, IR snapshots, the command
 //! line, run-time errors, and generated programs.
 
+mod array_results;
 mod check_inline;
 mod cli;
 mod cli_data;
