@@ -36,6 +36,14 @@ fn twice(x: [f64]) -> ([f64], [f64]) {
     return (y, y);
 }
 
+fn doubled(x: [f64]) -> [f64] { scaled(x, 2.0) }
+
+fn forwarded(x: [f64]) -> (f64, [f64]) { pair(x) }
+
+fn direct(x: [f64]) -> (f64, [f64], [f64]) {
+    return (1.0, scaled(x, 1.0), doubled(x));
+}
+
 fn split(x: [f64], k: i64) -> ([f64], f64, [f64]) {
     var s = 0.0;
     for i in 0..len(x) { s = s + x[i]; }
@@ -241,6 +249,20 @@ fn moves_copies_and_tuples_are_the_same_everywhere() {
         "pair",
         from_ref(&x),
         &[Val::F64(2.0), arr(&[2.0, -4.0, 7.0])],
+    );
+    // A call's results returned as they are: moved.
+    check(&s, "doubled", from_ref(&x), &[arr(&[2.0, -4.0, 7.0])]);
+    check(
+        &s,
+        "forwarded",
+        from_ref(&x),
+        &[Val::F64(2.0), arr(&[2.0, -4.0, 7.0])],
+    );
+    check(
+        &s,
+        "direct",
+        from_ref(&x),
+        &[Val::F64(1.0), x.clone(), arr(&[2.0, -4.0, 7.0])],
     );
     // The same array twice: the second is a copy.
     check(
