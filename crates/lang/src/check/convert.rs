@@ -74,7 +74,7 @@ impl Ctx<'_> {
                 "the element types differ: `zeros(n)` makes an [f64], `zeros_i64(n)` an [i64]; or change the declared type"
             }
             (Type::Array | Type::IArray, _) => {
-                "give an array here: a `let t = zeros(n);` array, an array parameter or a slice of one"
+                "give an array here: a local `zeros(n)` (or `zeros_i64(n)`) array, an array parameter or a slice of one"
             }
             (_, Ty::Bool) => "a bool is not a number; use `if c { 1.0 } else { 0.0 }`",
             _ => "use a value of the expected type",
