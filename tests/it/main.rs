@@ -4,6 +4,7 @@
 
 mod array_results;
 mod array_results_cli;
+mod array_results_engines;
 mod check_inline;
 mod cli;
 mod cli_data;

@@ -434,7 +434,7 @@ impl<'a> Parser<'a> {
                     Diagnostic::new(
                         span,
                         "a result cannot be `mut`",
-                        "write `-> [f64]`: the caller owns the array and may write it",
+                        "drop the `mut`: the caller owns an array result and may write it",
                     )
                     .label("`mut` result"),
                 );

@@ -4,7 +4,7 @@
 //! it passes.
 
 use super::call::ArrayUse;
-use super::items::{fmt_param_type, fmt_params, FnInfo};
+use super::items::{describe_results, fmt_param_type, fmt_params, FnInfo};
 use super::{expr, is_builtin, Ctx, Reported, R};
 use crate::ast::{self, ExprKind as AK};
 use crate::diagnostic::{Diagnostic, Span};
@@ -212,14 +212,43 @@ impl<'a> Ctx<'a> {
         e: &'e ast::Expr,
     ) -> R<(RetActivity, &'e [ast::Expr])> {
         let res = &info.results;
-        let res_desc = Ty::results(res).describe();
+        let res_desc = describe_results(res);
         let n_seeds = res
             .iter()
             .filter(|t| matches!(t, Type::F64 | Type::Array))
             .count();
+        // The `dup(..)` that fits `fname`'s results, for help texts:
+        // `dup(dy)`, `dup(1.0, dy)`, `dup(dy1, dy2)`.
+        let n_arrays = res.iter().filter(|&&t| t == Type::Array).count();
+        let mut k = 0;
+        let example: Vec<String> = res
+            .iter()
+            .filter_map(|t| match t {
+                Type::F64 => Some("1.0".to_string()),
+                Type::Array if n_arrays == 1 => Some("dy".to_string()),
+                Type::Array => {
+                    k += 1;
+                    Some(format!("dy{k}"))
+                }
+                _ => None,
+            })
+            .collect();
+        let example = format!("dup({})", example.join(", "));
         if let (Mode::Reverse, AK::Call(f, seeds)) = (mode, &e.kind) {
             if f.name == "dup" {
-                if seeds.len() != n_seeds || n_seeds == 0 {
+                if n_seeds == 0 {
+                    return self.error(
+                        Diagnostic::new(
+                            e.span,
+                            format!(
+                                "`dup(..)` gives the cotangents of f64 and [f64] results, but `{fname}` returns {res_desc}"
+                            ),
+                            format!("use `const`: `{fname}` has no result to differentiate"),
+                        )
+                        .label("no result to take a cotangent of"),
+                    );
+                }
+                if seeds.len() != n_seeds {
                     return self.error(
                         Diagnostic::new(
                             e.span,
@@ -227,7 +256,9 @@ impl<'a> Ctx<'a> {
                                 "`dup(..)` as the result of `{fname}` takes one cotangent per f64 or array result; `{fname}` returns {res_desc}, so {n_seeds}, found {}",
                                 seeds.len()
                             ),
-                            "write one cotangent per result, e.g. `dup(dy)` for `-> [f64]`, `dup(1.0, dy)` for `-> (f64, [f64])`",
+                            format!(
+                                "write `{example}` for `{fname}`: one cotangent per result, in order (an [f64] of the result's length for an array result)"
+                            ),
                         )
                         .label("wrong number of cotangents"),
                     );
@@ -269,9 +300,11 @@ impl<'a> Ctx<'a> {
         };
         if let Some(msg) = bad_ret {
             let help = if ret == RetActivity::Active && n_seeds > 0 {
-                "give the cotangents with `dup(..)`, one per f64 or array result, or use `const`"
+                format!(
+                    "give the cotangents of `{fname}`'s results with `{example}` (an [f64] of the result's length for an array result), or use `const`"
+                )
             } else {
-                "use `const` for this result"
+                "use `const` for this result".to_string()
             };
             return self.error(Diagnostic::new(e.span, msg, help).label("invalid return activity"));
         }

@@ -13,6 +13,10 @@ impl Ctx<'_> {
     pub(super) fn require_value(&mut self, x: Expr, span: Span) -> R<Expr> {
         let (msg, help) = match &x.ty {
             Ty::F64 | Ty::I64 | Ty::Bool => return Ok(x),
+            Ty::Array { .. } if matches!(x.kind, ExprKind::Call(..)) => (
+                "an array is not a value",
+                "bind the call's array result with `let` first (`let y = f(..);`), then index `y[i]` or pass `y` to a function that takes an array",
+            ),
             Ty::Array { .. } => (
                 "an array is not a value",
                 "index it (`a[i]`), or pass it to a function that takes an array",
@@ -66,9 +70,17 @@ impl Ctx<'_> {
             (Type::F64, Ty::I64) => "convert it with `f64(...)`",
             (Type::I64, Ty::F64) => "convert it with `i64(...)`, which truncates toward zero",
             (Type::Bool, _) => "compare explicitly, e.g. `x != 0.0`",
+            (Type::Array | Type::IArray, Ty::Array { .. }) => {
+                "the element types differ: `zeros(n)` makes an [f64], `zeros_i64(n)` an [i64]; or change the declared type"
+            }
+            (Type::Array | Type::IArray, _) => {
+                "give an array here: a local `zeros(n)` (or `zeros_i64(n)`) array, an array parameter or a slice of one"
+            }
             (_, Ty::Bool) => "a bool is not a number; use `if c { 1.0 } else { 0.0 }`",
             _ => "use a value of the expected type",
         };
+        // As the language writes it: `[f64]`, not the IR's `arr`.
+        let want = Ty::scalar(want).describe();
         self.error(
             Diagnostic::new(
                 span,

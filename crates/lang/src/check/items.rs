@@ -159,6 +159,16 @@ pub(super) fn fmt_params(ps: &[Param]) -> String {
     ps.join(", ")
 }
 
+/// A function's results as its signature writes them, for messages:
+/// `f64`, `[f64]` (never `mut`: the caller owns an array result),
+/// `(f64, [f64])`, `no value`.
+pub(super) fn describe_results(rs: &[Type]) -> String {
+    match rs {
+        [t] => crate::typed::Ty::scalar(*t).describe(),
+        _ => crate::typed::Ty::results(rs).describe(),
+    }
+}
+
 pub(super) fn fmt_results(rs: &[Type]) -> String {
     match rs {
         [] => String::new(),

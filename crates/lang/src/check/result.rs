@@ -2,6 +2,7 @@
 //! branch of an `if` in that position; and the diagnostic of a body or
 //! branch that can end without the value it must produce.
 
+use super::items::describe_results;
 use super::{expr, spanned, Ctx, R};
 use crate::ast::{self, ExprKind as AK};
 use crate::diagnostic::{Diagnostic, Span};
@@ -28,7 +29,7 @@ impl Ctx<'_> {
         branch: bool,
     ) -> Diagnostic {
         let end = Span::new(block.span.end.saturating_sub(1), block.span.end);
-        let want = Ty::results(results).describe();
+        let want = describe_results(results);
         let (message, place) = if branch {
             (
                 format!(
@@ -101,7 +102,7 @@ impl Ctx<'_> {
                     format!(
                         "`return` needs a value: {} returns {}",
                         self.what,
-                        Ty::results(&self.results).describe()
+                        describe_results(&self.results)
                     ),
                     "write `return value;`",
                 )
@@ -144,7 +145,7 @@ impl Ctx<'_> {
                             results.len(),
                             elems.len()
                         ),
-                        format!("return a tuple of type {}", Ty::results(results).describe()),
+                        format!("return a tuple of type {}", describe_results(results)),
                     )
                     .label("wrong number of values");
                     return self.error(d);
@@ -193,7 +194,7 @@ impl Ctx<'_> {
                     }
                     _ if x.ty == Ty::Tuple(results.to_vec()) => Ok(x),
                     _ => {
-                        let want = Ty::results(results).describe();
+                        let want = describe_results(results);
                         let found = x.ty.describe();
                         self.error(
                             Diagnostic::new(

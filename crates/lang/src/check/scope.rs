@@ -99,7 +99,20 @@ impl Ctx<'_> {
             return self.slice(id, lo.as_deref(), hi.as_deref(), e.span);
         } else {
             // Report what is wrong inside first (`zeros(n)` here, say).
-            self.expr(e)?;
+            let x = self.expr(e)?;
+            if let (Ty::Array { .. }, AK::Call(f, _)) = (&x.ty, &e.kind) {
+                return self.error(
+                    Diagnostic::new(
+                        e.span,
+                        format!("{what} needs a named array or a slice, not a call"),
+                        format!(
+                            "bind the result with `let` first: `let y = {}(..);`, then pass `y`",
+                            f.name
+                        ),
+                    )
+                    .label(format!("the array result of `{}`", f.name)),
+                );
+            }
         }
         self.error(
             Diagnostic::new(

@@ -223,6 +223,21 @@ impl Ctx<'_> {
                 )
                 .label("array initializer"),
             ),
+            // `var y = f(x);` with an array result.
+            AK::Call(f, _) => self.expr(value).and_then(|x| match x.ty {
+                Ty::Array { .. } => self.error(
+                    Diagnostic::new(
+                        value.span,
+                        "`var` cannot hold an array",
+                        format!(
+                            "write `let {} = {}(..);`: a call's array result is writable already",
+                            name.name, f.name
+                        ),
+                    )
+                    .label(format!("the array result of `{}`", f.name)),
+                ),
+                _ => self.require_value(x, value.span),
+            }),
             _ => self.value(value),
         };
         match x {
