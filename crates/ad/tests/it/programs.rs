@@ -269,7 +269,8 @@ fn calls_and_recursion() {
         ],
     );
     let out = check_against_fd(&mut m, "with_int", &[Dual], &[f(1.5)], &[f(1.0)]);
-    assert_eq!(out, vec![f(2.25), Val::I64(3), f(3.0), Val::I64(0)]);
+    // The tangents of the f64 results only (an i64 result has none).
+    assert_eq!(out, vec![f(2.25), Val::I64(3), f(3.0)]);
     let a123 = arr(&[1.0, 2.0, 3.0]);
     check_rows(
         &mut m,
