@@ -611,6 +611,7 @@ fn a_fault_in_a_callee_that_returns_an_array_is_reported() {
 /// length), as stores nobody can see — but the array may be what is
 /// returned. `small()` gave `[0.0, 0.0, 0.0]` (with `--no-opt`, `[1.0,
 /// 4.0, 3.0]`), and `use_small()` a wrong value when not inlined.
+#[test]
 fn in_bounds_stores_just_before_returning_a_local_array_are_kept() {
     let s = session();
     check(&s, "small", &[], &[arr(&[1.0, 4.0, 3.0])]);
