@@ -1,6 +1,11 @@
 //! JIT compile time per `ir-examples/` program (every function of the file
 //! that does not need the AD passes), with criterion. See
 //! docs/performance.md for the numbers and the command.
+//!
+//! Each compile is `Session::jit` with the default `JitSettings`: the step
+//! of the compile-once API (`adze::Program::compile`) that runs Cranelift,
+//! without the module clone and adze's IR verifier that `Program::compile`
+//! adds around it.
 
 use adze_ir::{FuncId, Module, Opcode};
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -18,10 +23,10 @@ fn compile_time(c: &mut Criterion) {
     let mut group = c.benchmark_group("jit_compile");
     for path in adze_test_support::examples::example_files() {
         let session = adze::Session::from_file(&path).unwrap();
-        let module = session.module;
+        let module = &session.module;
         let roots: Vec<FuncId> = module
             .ids()
-            .filter(|&id| !reaches_autodiff(&module, id))
+            .filter(|&id| !reaches_autodiff(module, id))
             .collect();
         let name = path.file_stem().unwrap().to_str().unwrap().to_string();
         let insts: usize = roots
@@ -33,9 +38,7 @@ fn compile_time(c: &mut Criterion) {
             |b| {
                 b.iter(|| {
                     for &id in &roots {
-                        let compiled =
-                            adze_jit::compile(&module, id, &adze_jit::JitOptions::default())
-                                .unwrap();
+                        let compiled = session.jit(module, id).unwrap();
                         std::hint::black_box(&compiled);
                     }
                 })

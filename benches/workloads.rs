@@ -13,10 +13,13 @@
 //! The derivatives are written in `.adz`: `benches/workloads/<name>.adz` is
 //! appended to `ir-examples/<name>.adz` (it defines `bench_grad`,
 //! `bench_fwd` and `bench_hvp`; the seed file already has `dg_plain` and
-//! `hvp_plain`). Compiled code is called through `Compiled::call_mut`,
-//! which passes the caller's buffers (no copies); the `primal (copying)`
-//! line of the n = 10^6 workloads measures `Compiled::call`, which copies
-//! every array in and out.
+//! `hvp_plain`). Every function is compiled once through the compile-once
+//! API (`adze::Program::compile`, with the session's `JitSettings`) and
+//! called through `adze::Function::call` on borrowed `Arg`s: the caller's
+//! buffers, no copies. The `primal (copying)` line of the n = 10^6
+//! workloads copies the arguments into fresh buffers before each call (what
+//! `Session::run` and `Compiled::call` do). The compile columns time
+//! `Session::jit`, the JIT step of `Program::compile`.
 //!
 //! Set `ADZE_BENCH_JAX=python3` (a Python with `jax` installed) to run
 //! `benches/jax_workloads.py` at the end and print its table too.
@@ -24,6 +27,7 @@
 #[path = "workloads/native.rs"]
 mod native;
 
+use adze::{Arg, Function, Program};
 use adze_ir::{FuncId, Module, Val};
 use criterion::{BenchmarkGroup, Criterion, SamplingMode};
 use std::cell::RefCell;
@@ -137,7 +141,14 @@ fn as_f64(v: &Val) -> f64 {
     }
 }
 
-/// A workload's source: the example followed by its bench-only wrappers.
+/// The arguments of one call: `args`' own buffers, borrowed (an array as
+/// an `Arg::ArrayMut`, as the command line passes them).
+fn borrowed(args: &mut [Val]) -> Vec<Arg<'_>> {
+    args.iter_mut().map(Arg::of).collect()
+}
+
+/// A workload's source: the example followed by its bench-only wrappers,
+/// with the JIT settings of every measurement.
 fn session(name: &str) -> adze::Session {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let mut src = std::fs::read_to_string(root.join(format!("ir-examples/{name}.adz"))).unwrap();
@@ -148,40 +159,43 @@ fn session(name: &str) -> adze::Session {
     let mut s = adze::Session::from_source(&format!("{name}.adz+bench"), &src).unwrap();
     // `ADZE_BENCH_NO_OPT=1`: without the IR optimizer (to measure it).
     s.optimize = std::env::var("ADZE_BENCH_NO_OPT").map_or(true, |v| v != "1");
+    // The JIT's defaults without Cranelift's verifier;
+    // `ADZE_BENCH_OPT=none|speed|auto` overrides the optimisation level (to
+    // compare them).
+    s.jit.verify = false;
+    s.jit.opt_level = match std::env::var("ADZE_BENCH_OPT").as_deref() {
+        Ok("none") => adze::OptLevel::None,
+        Ok("speed") => adze::OptLevel::Speed,
+        _ => adze::OptLevel::Auto,
+    };
     s
 }
 
-/// The JIT options of every measurement: the defaults without the
-/// verifier; `ADZE_BENCH_OPT=none|speed|auto` overrides the optimisation
-/// level (to compare them).
-fn jit_options() -> adze_jit::JitOptions {
-    let opt_level = match std::env::var("ADZE_BENCH_OPT").as_deref() {
-        Ok("none") => adze_jit::OptLevel::None,
-        Ok("speed") => adze_jit::OptLevel::Speed,
-        _ => adze_jit::OptLevel::Auto,
-    };
-    adze_jit::JitOptions {
-        verify: false,
-        opt_level,
-        ..adze_jit::JitOptions::default()
-    }
-}
-
-/// A function ready to compile (AD lowered) and run.
+/// A function of a workload, compiled once, and the module it was compiled
+/// from (AD lowered, optimized: `Session::prepare`), to time its compile.
 struct Prepared {
     module: Module,
     id: FuncId,
+    function: Function,
 }
 
 impl Prepared {
-    fn new(s: &adze::Session, name: &str) -> Result<Prepared, String> {
-        let module = s.prepare(name).map_err(|e| e.to_string())?;
+    fn new(p: &Program, name: &str) -> Result<Prepared, String> {
+        let module = p.session().prepare(name).map_err(|e| e.to_string())?;
         let id = module.get(name).ok_or("no such function")?;
-        Ok(Prepared { module, id })
+        let function = p.compile(module.clone(), name).map_err(|e| e.to_string())?;
+        Ok(Prepared {
+            module,
+            id,
+            function,
+        })
     }
 
-    fn compile(&self) -> adze_jit::Compiled {
-        adze_jit::compile(&self.module, self.id, &jit_options()).unwrap()
+    /// The compile column: `Session::jit`, the step of `Program::compile`
+    /// after its checks (adze's verifier on what the function reaches),
+    /// here without cloning the module each time.
+    fn compile(&self, p: &Program) {
+        black_box(p.session().jit(&self.module, self.id).unwrap());
     }
 }
 
@@ -203,7 +217,7 @@ fn bench_adze(
     c: &mut Criterion,
     rec: &Record,
     label: &str,
-    s: &adze::Session,
+    p: &Program,
     w: Adze<'_>,
     compile: bool,
     copying: bool,
@@ -216,8 +230,8 @@ fn bench_adze(
         ("forward", w.fwd),
         ("hvp", w.hvp),
     ] {
-        let prepared = match Prepared::new(s, fname) {
-            Ok(p) => p,
+        let prepared = match Prepared::new(p, fname) {
+            Ok(prepared) => prepared,
             Err(e) => {
                 rec.notes
                     .borrow_mut()
@@ -226,18 +240,9 @@ fn bench_adze(
                 continue;
             }
         };
-        let compiled = match adze_jit::compile(&prepared.module, prepared.id, &jit_options()) {
-            Ok(c) => c,
-            Err(e) => {
-                rec.notes
-                    .borrow_mut()
-                    .push(format!("{label} {column}: {e}"));
-                out.insert(column, Err(e.to_string()));
-                continue;
-            }
-        };
+        let f = &prepared.function;
         let mut a = args.clone();
-        match compiled.call_mut(&mut a) {
+        match f.call(&mut borrowed(&mut a)) {
             Ok(r) => {
                 out.insert(column, Ok((r, a.clone())));
             }
@@ -250,22 +255,25 @@ fn bench_adze(
             }
         }
         if let Some(pass) = ab_pass() {
-            ab(rec, label, column, s, fname, pass, &compiled, &args);
+            ab(rec, label, column, p, fname, pass, f, &args);
             continue;
         }
+        let mut slots = borrowed(&mut a);
         measure(&mut g, rec, label, column, || {
             // The derivatives overwrite their shadow arrays (they zero them
             // first), so repeated calls on the same buffers are equivalent.
-            black_box(compiled.call_mut(&mut a).unwrap());
+            black_box(f.call(&mut slots).unwrap());
         });
         if copying && column == "primal" {
             measure(&mut g, rec, label, "primal (copying)", || {
-                black_box(compiled.call(&args).unwrap());
+                let mut copy = args.clone();
+                black_box(f.call(&mut borrowed(&mut copy)).unwrap());
+                black_box(copy);
             });
         }
         if compile {
             measure(&mut g, rec, label, &format!("compile {column}"), || {
-                black_box(prepared.compile());
+                prepared.compile(p);
             });
         }
     }
@@ -291,13 +299,13 @@ fn ab(
     rec: &Record,
     label: &str,
     column: &str,
-    s: &adze::Session,
+    p: &Program,
     fname: &str,
     pass: adze_opt::Pass,
-    with: &adze_jit::Compiled,
+    with: &Function,
     args: &[Val],
 ) {
-    let mut unopt = s.clone();
+    let mut unopt = p.session().clone();
     unopt.optimize = false;
     let mut module = unopt.prepare(fname).unwrap();
     let ids: Vec<FuncId> = module.ids().collect();
@@ -306,13 +314,15 @@ fn ab(
         .filter(|&p| p != pass)
         .collect();
     adze_opt::optimize_with(&mut module, &ids, &pipeline).unwrap();
-    let id = module.get(fname).unwrap();
-    let without = adze_jit::compile(&module, id, &jit_options()).unwrap();
+    let without = Program::new(unopt).compile(module, fname).unwrap();
     let (mut a, mut b) = (args.to_vec(), args.to_vec());
-    let same = with.call_mut(&mut a).unwrap() == without.call_mut(&mut b).unwrap() && a == b;
-    let time = |f: &adze_jit::Compiled, x: &mut Vec<Val>| {
+    let same = with.call(&mut borrowed(&mut a)).unwrap()
+        == without.call(&mut borrowed(&mut b)).unwrap()
+        && a == b;
+    let time = |f: &Function, x: &mut Vec<Val>| {
+        let mut slots = borrowed(x);
         let t = Instant::now();
-        black_box(f.call_mut(x).unwrap());
+        black_box(f.call(&mut slots).unwrap());
         t.elapsed().as_secs_f64()
     };
     let once = time(with, &mut a);
@@ -371,13 +381,13 @@ fn seed(c: &mut Criterion, rec: &Record) {
     let x = data(1, n, -1.0, 1.0);
     let v = data(2, n, -1.0, 1.0);
     let zero = vec![0.0; n];
-    let s = session("seed");
+    let prog = Program::new(session("seed"));
     let label = "seed n=1e6";
     let out = bench_adze(
         c,
         rec,
         label,
-        &s,
+        &prog,
         Adze {
             primal: ("g_plain", vec![arr(&x)]),
             grad: ("dg_plain", vec![arr(&x), arr(&zero)]),
@@ -408,13 +418,13 @@ fn rosenbrock(c: &mut Criterion, rec: &Record) {
     let x = data(3, n, -1.0, 1.0);
     let v = data(4, n, -1.0, 1.0);
     let zero = vec![0.0; n];
-    let s = session("rosenbrock");
+    let prog = Program::new(session("rosenbrock"));
     let label = "rosenbrock n=1e6";
     let out = bench_adze(
         c,
         rec,
         label,
-        &s,
+        &prog,
         Adze {
             primal: ("rosenbrock", vec![arr(&x)]),
             grad: ("bench_grad", vec![arr(&x), arr(&zero)]),
@@ -481,13 +491,13 @@ fn gmm(c: &mut Criterion, rec: &Record, d: usize, k: usize, n: usize, compile: b
         }
         v
     };
-    let s = session("gmm");
+    let prog = Program::new(session("gmm"));
     let label = format!("gmm d={d} k={k} n={n}");
     let out = bench_adze(
         c,
         rec,
         &label,
-        &s,
+        &prog,
         Adze {
             primal: ("gmm_objective", head.clone()),
             grad: ("bench_grad", with(&[&shadows])),
@@ -533,13 +543,13 @@ fn lstm(c: &mut Criterion, rec: &Record) {
     let ys = data(14, t, -1.0, 1.0);
     let tw = data(15, 12, -1.0, 1.0);
     let zero = vec![0.0; 12];
-    let s = session("lstm");
+    let prog = Program::new(session("lstm"));
     let label = "lstm T=1e5";
     let out = bench_adze(
         c,
         rec,
         label,
-        &s,
+        &prog,
         Adze {
             primal: ("lstm_loss", vec![arr(&w), arr(&xs), arr(&ys)]),
             grad: ("bench_grad", vec![arr(&w), arr(&xs), arr(&ys), arr(&zero)]),
@@ -580,13 +590,13 @@ fn recurrence(c: &mut Criterion, rec: &Record) {
     let n = 1_000_000i64;
     let (r, x0) = (3.0, 0.3);
     let args = vec![Val::F64(r), Val::F64(x0), Val::I64(n)];
-    let s = session("recurrence");
+    let prog = Program::new(session("recurrence"));
     let label = "logistic n=1e6";
     let out = bench_adze(
         c,
         rec,
         label,
-        &s,
+        &prog,
         Adze {
             primal: ("logistic", args.clone()),
             grad: ("bench_grad", args.clone()),
@@ -727,13 +737,10 @@ fn main() {
     // workload's function (as compiled for the benchmark) and exits.
     if let Ok(spec) = std::env::var("ADZE_BENCH_DISASM") {
         let (w, f) = spec.split_once(':').expect("workload:function");
-        let p = Prepared::new(&session(w), f).unwrap();
-        let opts = adze_jit::JitOptions {
-            disasm: true,
-            ..jit_options()
-        };
-        let c = adze_jit::compile(&p.module, p.id, &opts).unwrap();
-        println!("{}", c.disassembly().unwrap_or_default());
+        let mut s = session(w);
+        s.jit.disasm = true;
+        let function = Program::new(s).function(f).unwrap();
+        println!("{}", function.disassembly().unwrap_or_default());
         return;
     }
     let mut c = Criterion::default().configure_from_args();

@@ -105,8 +105,9 @@ impl DerivativeSpec {
 }
 
 impl Program {
-    /// A program from a checked [`Session`] (its inline setting, limits
-    /// and optimizer switch apply to every function compiled from it).
+    /// A program from a checked [`Session`] (its inline setting, limits,
+    /// optimizer switch and [`JitSettings`](crate::JitSettings) apply to
+    /// every function compiled from it).
     pub fn new(session: Session) -> Program {
         Program { session }
     }
@@ -217,6 +218,14 @@ impl Function {
     /// generated, like `f.rev.active`).
     pub fn name(&self) -> &str {
         self.compiled.name()
+    }
+
+    /// The machine code of every function compiled for this one (Cranelift's
+    /// listing after register allocation), if the session's
+    /// [`JitSettings::disasm`](crate::JitSettings::disasm) was on; `None`
+    /// otherwise.
+    pub fn disassembly(&self) -> Option<&str> {
+        self.compiled.disassembly()
     }
 }
 

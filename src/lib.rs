@@ -50,7 +50,9 @@ pub use adze_ir;
 pub use adze_jit;
 pub use adze_lang;
 pub use compiled::{Arg, DerivativeSpec, Function, Program};
-pub use pipeline::{Derivative, Engine, InlineSetting, Role, Session, Stage};
+pub use pipeline::{
+    Derivative, Engine, InlineSetting, JitSettings, OptLevel, Role, Session, Stage,
+};
 
 use std::path::PathBuf;
 

@@ -11,6 +11,7 @@
 
 use crate::Error;
 use adze_ir::{FuncId, Module, Outcome, Val};
+pub use adze_jit::OptLevel;
 use std::path::Path;
 
 /// Where the inliner runs (SPEC §3). The default is `All`.
@@ -101,6 +102,46 @@ impl Engine {
     }
 }
 
+/// How the JIT compiles a session's functions: [`Session::jit`], and so
+/// every [`crate::Program::function`], [`crate::Program::derivative`] and
+/// [`crate::Program::compile`] of a program made from the session. The
+/// default is what the command line uses.
+///
+/// ```
+/// use adze::{OptLevel, Program, Session};
+/// let mut session = Session::from_source("doc.adz", "fn sq(x: f64) -> f64 { x * x }").unwrap();
+/// // Compile fast, without Cranelift's verifier (what the benchmarks do).
+/// session.jit.opt_level = OptLevel::None;
+/// session.jit.verify = false;
+/// let sq = Program::new(session).function("sq").unwrap();
+/// assert_eq!(sq.call(&mut [adze::Arg::F64(3.0)]).unwrap(), vec![adze_ir::Val::F64(9.0)]);
+/// ```
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct JitSettings {
+    /// Cranelift's optimisation level (default [`OptLevel::Auto`]: `speed`
+    /// for small functions, `none` for large ones; docs/performance.md).
+    pub opt_level: OptLevel,
+    /// Run Cranelift's own IR verifier on every function it compiles
+    /// (default: in debug builds of adze only; it costs 30–50 % of the
+    /// compile time). adze's IR verifier runs either way.
+    pub verify: bool,
+    /// Keep the machine code's listing, [`crate::Function::disassembly`]
+    /// (default off).
+    pub disasm: bool,
+}
+
+impl Default for JitSettings {
+    /// The JIT's own defaults ([`adze_jit::JitOptions::default`]).
+    fn default() -> JitSettings {
+        let d = adze_jit::JitOptions::default();
+        JitSettings {
+            opt_level: d.opt_level,
+            verify: d.verify,
+            disasm: d.disasm,
+        }
+    }
+}
+
 /// A checked program, ready to be transformed and run.
 #[derive(Clone, Debug)]
 pub struct Session {
@@ -117,6 +158,9 @@ pub struct Session {
     /// Whether the `optimized` stage runs the optimizer (the default); off,
     /// it is the `ad` stage unchanged.
     pub optimize: bool,
+    /// How the JIT compiles (optimisation level, Cranelift's verifier);
+    /// the default is [`JitSettings::default`].
+    pub jit: JitSettings,
     /// The call graph and `autodiff` requests of the source, for the
     /// warnings about rules that do not cover a mode (`None` for a session
     /// made from a module).
@@ -182,6 +226,7 @@ impl Session {
             limits: adze_ir::Limits::default(),
             ad_limits: adze_ad::AdLimits::default(),
             optimize: true,
+            jit: JitSettings::default(),
             coverage: None,
             after_inline: None,
         })
@@ -543,10 +588,13 @@ impl Session {
     }
 
     /// Compiles function `id` of `module` (and what it calls) with this
-    /// session's limits.
+    /// session's limits and JIT settings ([`Session::jit`](Session#structfield.jit)).
     pub fn jit(&self, module: &Module, id: FuncId) -> Result<adze_jit::Compiled, Error> {
         let options = adze_jit::JitOptions {
             limits: self.limits,
+            opt_level: self.jit.opt_level,
+            verify: self.jit.verify,
+            disasm: self.jit.disasm,
             ..adze_jit::JitOptions::default()
         };
         Ok(adze_jit::compile(module, id, &options)?)

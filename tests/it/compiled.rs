@@ -218,3 +218,41 @@ fn fill_squares(out: mut [i64]) { for i in 0..len(out) { out[i] = i * i; } }";
         "{m}"
     );
 }
+
+/// The session's JIT settings reach every function compiled from it: each
+/// optimisation level and verifier setting gives the same bits, and the
+/// disassembly is kept only when asked for.
+#[test]
+fn jit_settings_apply_to_every_compile() {
+    let x: Vec<f64> = (0..50).map(|i| f64::from(i) * 0.21 - 3.0).collect();
+    let default = program();
+    assert_eq!(default.session().jit, adze::JitSettings::default());
+    let want = default.function("energy").unwrap();
+    assert!(want.disassembly().is_none());
+    let want = f64_of(&want.call(&mut [Arg::Array(&x), Arg::F64(0.5)]).unwrap());
+    for opt_level in [
+        adze::OptLevel::None,
+        adze::OptLevel::Speed,
+        adze::OptLevel::Auto,
+    ] {
+        for verify in [false, true] {
+            let mut session = Session::from_source("compiled.adz", SRC).unwrap();
+            session.jit = adze::JitSettings {
+                opt_level,
+                verify,
+                disasm: true,
+            };
+            let p = Program::new(session);
+            let f = p.function("energy").unwrap();
+            assert!(!f.disassembly().unwrap_or_default().is_empty());
+            let got = f64_of(&f.call(&mut [Arg::Array(&x), Arg::F64(0.5)]).unwrap());
+            assert_eq!(
+                got.to_bits(),
+                want.to_bits(),
+                "{opt_level:?} verify={verify}"
+            );
+            let grad = p.derivative("energy", &DerivativeSpec::reverse()).unwrap();
+            assert!(grad.disassembly().is_some());
+        }
+    }
+}

@@ -175,6 +175,7 @@ pub fn prepare(
         limits,
         ad_limits: adze::adze_ad::AdLimits::default(),
         optimize,
+        jit: adze::JitSettings::default(),
         coverage: None,
         after_inline: None,
     };
