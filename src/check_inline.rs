@@ -5,7 +5,7 @@
 //! NAME`, the derivatives of `NAME` in every mode: forward, forward in
 //! vector mode of width 2, and reverse, as `adze run --derive` makes them),
 //! at seeded sample points, the run is repeated under the 16 settings
-//! [`SETTINGS`]: the four inline settings, the optimizer on and off, the JIT
+//! ([`settings`]): the four inline settings, the optimizer on and off, the JIT
 //! and the interpreter. Every outcome (results, and the final contents of
 //! the array arguments) must equal the first setting's bit for bit, or every
 //! setting must stop with the same error. The first difference of each
