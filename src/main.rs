@@ -160,6 +160,11 @@ struct DumpArgs {
     /// regions as clusters, tape pushes and pops in color).
     #[arg(long, default_value = "text", value_parser = ["text", "dot"])]
     format: String,
+    /// Comments on what the AD passes decided, any of `activity,tape,rules`
+    /// (docs/inspecting.md); with `--fn`, the function and every function
+    /// it reaches (a derivative's halves and helpers) are printed.
+    #[arg(long, value_name = "LIST")]
+    annotate: Option<String>,
     #[command(flatten)]
     derive: DeriveArgs,
     #[command(flatten)]
@@ -811,6 +816,17 @@ fn dump(a: DumpArgs) -> Result<(), Error> {
     if let Some(name) = &a.func {
         session.function(name)?;
     }
+    let annotate = a
+        .annotate
+        .as_deref()
+        .map(adze_ad::annotate::Annotate::parse)
+        .transpose()
+        .map_err(Error::Argument)?;
+    if annotate.is_some() && a.format != "text" {
+        return Err(Error::Argument(
+            "`--annotate` is for `--format text`".into(),
+        ));
+    }
     // Only the stages up to the one printed run.
     let last = adze::Stage::ALL
         .into_iter()
@@ -836,7 +852,16 @@ fn dump(a: DumpArgs) -> Result<(), Error> {
             print!("{}", adze_ir::dot::module_to_dot(&module, func.as_deref()));
             continue;
         }
-        let text = adze::pipeline::dump_stage(&module, s, func.as_deref(), !a.pipeline.no_opt)?;
+        let text = match annotate {
+            Some(what) => adze::pipeline::dump_stage_annotated(
+                &module,
+                s,
+                func.as_deref(),
+                !a.pipeline.no_opt,
+                what,
+            )?,
+            None => adze::pipeline::dump_stage(&module, s, func.as_deref(), !a.pipeline.no_opt)?,
+        };
         print!("{text}");
     }
     Ok(())

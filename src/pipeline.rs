@@ -816,6 +816,60 @@ pub fn dump_stage(
     Ok(out)
 }
 
+/// [`dump_stage`] with the notes of `what` as comments
+/// ([`adze_ad::annotate`]): `func` and every function it reaches, or the
+/// whole module. The text parses back to the same IR.
+pub fn dump_stage_annotated(
+    module: &Module,
+    stage: Stage,
+    func: Option<&str>,
+    optimized: bool,
+    what: adze_ad::annotate::Annotate,
+) -> Result<String, Error> {
+    let note = if stage == Stage::Optimized && !optimized {
+        " (--no-opt: identical to `ad`)"
+    } else {
+        ""
+    };
+    let mut out = format!("; stage: {}{note}\n", stage.name());
+    let ids: Vec<FuncId> = match func {
+        Some(name) => {
+            // What `name` reaches, then the functions those are derived
+            // from (whose activity the notes give).
+            let mut ids = vec![function_by_name(module, name)?];
+            let mut k = 0;
+            while k < ids.len() {
+                let f = module.func(ids[k]);
+                let more = module
+                    .derivation(ids[k])
+                    .and_then(|d| d.from)
+                    .into_iter()
+                    .chain(f.referenced_functions())
+                    .chain(f.regions.values().flat_map(|r| {
+                        std::iter::once(r.callee).chain(r.rules.iter().map(|(_, id)| id))
+                    }));
+                for id in more.collect::<Vec<_>>() {
+                    if module.is_valid(id) && !ids.contains(&id) {
+                        ids.push(id);
+                    }
+                }
+                k += 1;
+            }
+            ids
+        }
+        None => module.ids().collect(),
+    };
+    for (k, id) in ids.into_iter().enumerate() {
+        if k > 0 {
+            out.push('\n');
+        }
+        let notes = adze_ad::annotate::notes(module, id, what);
+        adze_ir::write::write_function_noted(&mut out, module.func(id), Some(module), Some(&notes))
+            .map_err(|e| Error::Verify(e.to_string()))?;
+    }
+    Ok(out)
+}
+
 /// Finds a user-visible function by name.
 pub fn function_by_name(module: &Module, name: &str) -> Result<FuncId, Error> {
     module.get(name).ok_or_else(|| Error::UnknownFunction {

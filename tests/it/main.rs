@@ -2,6 +2,7 @@
 //! example through the interpreter and the JIT, IR snapshots, the command
 //! line, run-time errors, and generated programs.
 
+mod annotate;
 mod array_results;
 mod array_results_cli;
 mod array_results_engines;

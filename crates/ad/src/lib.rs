@@ -46,6 +46,7 @@
 #![forbid(unsafe_code)]
 
 pub mod activity;
+pub mod annotate;
 pub mod context;
 pub mod forward;
 pub mod lower;

@@ -193,6 +193,43 @@ pub struct InlinedData {
     pub parent: Option<Inlined>,
 }
 
+/// Comments about a function's code, by instruction and by block
+/// ([`Function::notes`], and what `adze dump --annotate` computes).
+#[derive(Clone, Debug, Default)]
+pub struct Notes {
+    /// Printed at the end of the instruction's line: `; note; note`.
+    pub insts: std::collections::BTreeMap<Inst, Vec<String>>,
+    /// Printed on lines of their own after the block's header.
+    pub blocks: std::collections::BTreeMap<Block, Vec<String>>,
+}
+
+impl Notes {
+    /// Adds a note to instruction `inst`.
+    pub fn inst(&mut self, inst: Inst, note: impl Into<String>) {
+        self.insts.entry(inst).or_default().push(note.into());
+    }
+
+    /// Adds a note to block `block`.
+    pub fn block(&mut self, block: Block, note: impl Into<String>) {
+        self.blocks.entry(block).or_default().push(note.into());
+    }
+
+    /// Adds every note of `other` after this one's.
+    pub fn extend(&mut self, other: &Notes) {
+        for (&i, ns) in &other.insts {
+            self.insts.entry(i).or_default().extend(ns.iter().cloned());
+        }
+        for (&b, ns) in &other.blocks {
+            self.blocks.entry(b).or_default().extend(ns.iter().cloned());
+        }
+    }
+
+    /// Are there no notes?
+    pub fn is_empty(&self) -> bool {
+        self.insts.is_empty() && self.blocks.is_empty()
+    }
+}
+
 /// A function: signature, body and metadata.
 ///
 /// The entry block is the first block of the layout; its parameters are the
@@ -215,6 +252,12 @@ pub struct Function {
     pub regions: PrimaryMap<Region, RegionData>,
     /// Where inlined code came from (provenance; see [`InlinedData`]).
     pub inlined: PrimaryMap<Inlined, InlinedData>,
+    /// What passes say about their code for a reader (the tape plan of a
+    /// reverse derivative: what each push saves, what each reverse block
+    /// pops and recomputes). Printed only by `adze dump --annotate`, as
+    /// comments, so never parsed, compared or verified; a pass that removes
+    /// an instruction may leave its note behind (it is not printed).
+    pub notes: Notes,
 }
 
 impl Function {

@@ -55,7 +55,7 @@ pub use derivation::{Derivation, ReverseSpec, Step};
 pub use dfg::{BlockData, DataFlowGraph, ValueDef};
 pub use entities::{Block, FuncId, Inlined, Inst, Region, Value};
 pub use function::{
-    FuncMeta, Function, InlineHint, InlinedData, Param, RegionData, Rules, Signature,
+    FuncMeta, Function, InlineHint, InlinedData, Notes, Param, RegionData, Rules, Signature,
 };
 pub use instructions::{
     ArgActivity, AutodiffSpec, BlockCall, CmpCond, Cost, Effects, InstData, InstFormat, Mode,

@@ -36,7 +36,7 @@
 //!   `source "FILE"` (see [`crate::srcloc`]).
 
 use crate::entities::FuncId;
-use crate::function::{Function, InlineHint, Rules};
+use crate::function::{Function, InlineHint, Notes, Rules};
 use crate::instructions::{BlockCall, InstData, RetActivity};
 use crate::module::Module;
 use crate::srcloc::SourceLoc;
@@ -58,6 +58,19 @@ impl Names<'_> {
 
 /// Writes one function in the text format.
 pub fn write_function(w: &mut dyn Write, func: &Function, module: Option<&Module>) -> fmt::Result {
+    write_function_noted(w, func, module, None)
+}
+
+/// Writes one function in the text format with `notes` as comments: a
+/// block's after its header line (`    ; note`), an instruction's at the
+/// end of its line (`  ; note; note`). The parser skips comments, so the
+/// text still reads back as the same function.
+pub fn write_function_noted(
+    w: &mut dyn Write,
+    func: &Function,
+    module: Option<&Module>,
+    notes: Option<&Notes>,
+) -> fmt::Result {
     let names = Names(module);
     write!(w, "function @{}(", func.name)?;
     for (i, p) in func.sig.params.iter().enumerate() {
@@ -129,14 +142,30 @@ pub fn write_function(w: &mut dyn Write, func: &Function, module: Option<&Module
             w.write_str(")")?;
         }
         w.write_str(":\n")?;
+        for note in notes
+            .and_then(|n| n.blocks.get(&block))
+            .into_iter()
+            .flatten()
+        {
+            writeln!(w, "    ; {}", one_line(note))?;
+        }
         for &inst in func.layout.block_insts(block) {
             w.write_str("    ")?;
             write_inst(w, func, inst, module)?;
             write_srcloc(w, func.dfg.srcloc(inst))?;
+            if let Some(ns) = notes.and_then(|n| n.insts.get(&inst)) {
+                let ns: Vec<String> = ns.iter().map(|n| one_line(n)).collect();
+                write!(w, "  ; {}", ns.join("; "))?;
+            }
             w.write_str("\n")?;
         }
     }
     w.write_str("}\n")
+}
+
+/// A note on one line (a comment runs to the end of its line).
+fn one_line(note: &str) -> String {
+    note.replace(['\n', '\r'], " ")
 }
 
 /// ` !LINE:COL` after an instruction that has a location; nothing otherwise.

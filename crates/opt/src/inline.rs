@@ -575,6 +575,9 @@ fn copy_body(
         anchor = nb;
         copied.push(nb);
         map.blocks[b] = Some(nb);
+        if let Some(ns) = body.notes.blocks.get(&b) {
+            func.notes.blocks.insert(nb, ns.clone());
+        }
         if Some(b) == entry {
             // Arrays are substituted (they never flow through block
             // parameters); so are the scalars of a callee that becomes a
@@ -643,6 +646,10 @@ fn copy_body(
         // The copy keeps the callee's source location (one module, one
         // file): a fault in inlined code points at the callee's source.
         func.dfg.set_srcloc(new, body.dfg.srcloc(i));
+        // And its notes (`adze dump --annotate tape` after inlining).
+        if let Some(ns) = body.notes.insts.get(&i) {
+            func.notes.insts.insert(new, ns.clone());
+        }
         let nb = map.block(func, body, b);
         func.layout.append_inst(new, nb);
     }

@@ -470,27 +470,72 @@ impl Adj<'_> {
     /// pushed first) and emits the segment's recipes.
     fn segment_recipes(&mut self, block: Block, segment: u32) -> Result<(), AdError> {
         let tape = self.tape;
+        let mut popped = Vec::new();
         for &(s, item) in self.plan.tape[block].iter().rev() {
             if s != segment {
                 continue;
             }
-            match item {
+            let (p, what) = match item {
                 TapeItem::Value(v) => {
                     let ty = self.primal.dfg.value_type(v);
                     let p = self.b().pop(tape, ty);
                     self.map.insert(v, p);
+                    (p, super::aug::describe(self.primal, v))
                 }
                 TapeItem::Edge => {
-                    self.edge_index = Some(self.b().pop(tape, Type::I64));
+                    let p = self.b().pop(tape, Type::I64);
+                    self.edge_index = Some(p);
+                    (p, format!("the edge {block} was entered by"))
                 }
+            };
+            if let adze_ir::ValueDef::Result { inst, .. } = *self.out.dfg.value_def(p) {
+                self.out
+                    .notes
+                    .inst(inst, format!("tape {tape}: restores {what}"));
             }
+            popped.push(what);
         }
+        let mut recomputed = Vec::new();
         for &(s, r) in &self.plan.recipes[block] {
             if s == segment {
                 self.recipe(r)?;
+                recomputed.push(self.recipe_note(r));
+            }
+        }
+        if let Some(rb) = self.block {
+            let seg = if segment == 0 {
+                String::new()
+            } else {
+                format!(" (after call {segment})")
+            };
+            if !popped.is_empty() {
+                let note = format!("reverse of {block}{seg}: pops {}", popped.join(", "));
+                self.out.notes.block(rb, note);
+            }
+            if !recomputed.is_empty() {
+                let note = format!(
+                    "reverse of {block}{seg}: recomputes {}",
+                    recomputed.join(", ")
+                );
+                self.out.notes.block(rb, note);
             }
         }
         Ok(())
+    }
+
+    /// How a recipe obtains its value, for a note.
+    fn recipe_note(&self, r: Recipe) -> String {
+        let v = super::aug::describe(self.primal, r.value());
+        match r {
+            Recipe::Param(_) => format!("{v} = the adjoint's parameter"),
+            Recipe::Inst(_) => format!("{v} by its instruction again"),
+            Recipe::Invariant { lp, .. } => {
+                format!("{v} from the trip array (taped once for loop {lp})")
+            }
+            Recipe::Iv { lp, step, .. } => {
+                format!("{v} = start + {step}·iteration of loop {lp}")
+            }
+        }
     }
 
     /// Obtains a primal value in the current R(B) without the tape (see

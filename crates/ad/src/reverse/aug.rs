@@ -155,11 +155,15 @@ impl Aug<'_> {
             if *s != segment {
                 continue;
             }
-            let v = match item {
-                TapeItem::Value(v) => *v,
-                TapeItem::Edge => self.edge_param[block].ok_or_else(|| internal(primal))?,
+            let (v, note) = match item {
+                TapeItem::Value(v) => (*v, format!("saves {}", describe(primal, *v))),
+                TapeItem::Edge => (
+                    self.edge_param[block].ok_or_else(|| internal(primal))?,
+                    format!("saves the edge {block} was entered by"),
+                ),
             };
-            b.push(tape, v);
+            let push = b.push(tape, v);
+            b.func.notes.inst(push, format!("tape {tape}: {note}"));
         }
         Ok(())
     }
@@ -258,7 +262,10 @@ impl Aug<'_> {
                     .position(|&r| r == block)
                     .ok_or_else(|| internal(primal))?;
                 let k = b.iconst(k as i64);
-                b.push(tape, k);
+                let push = b.push(tape, k);
+                b.func
+                    .notes
+                    .inst(push, format!("tape {tape}: saves which `return` ran"));
             }
             for z in &plan.zeros_sites {
                 let n = match (z.threaded, z.len) {
@@ -266,11 +273,25 @@ impl Aug<'_> {
                     (None, Some(len)) => len,
                     (None, None) => b.len(z.array),
                 };
-                b.push(tape, n);
+                let push = b.push(tape, n);
+                let name = primal.array_name(z.array);
+                let note = if z.threaded.is_some() {
+                    format!(
+                        "tape {tape}: saves the longest `{name}` made, the length of its shadow"
+                    )
+                } else {
+                    format!("tape {tape}: saves the length of `{name}`, for its shadow")
+                };
+                b.func.notes.inst(push, note);
             }
             for &a in &plan.const_shadows {
                 let n = b.len(a);
-                b.push(tape, n);
+                let push = b.push(tape, n);
+                let name = primal.array_name(a);
+                b.func.notes.inst(
+                    push,
+                    format!("tape {tape}: saves the length of `{name}`, for its local shadow"),
+                );
             }
         }
         let mut extra: Vec<Vec<Value>> = Vec::new();
@@ -358,7 +379,14 @@ impl Aug<'_> {
                             b.call(h, &[a], &[]);
                         }
                         None => {
-                            b.push(tape, a);
+                            let push = b.push(tape, a);
+                            b.func.notes.inst(
+                                push,
+                                format!(
+                                    "tape {tape}: saves the rule's input {}",
+                                    describe(primal, a)
+                                ),
+                            );
                         }
                     }
                 }
@@ -488,14 +516,45 @@ fn push_loop_exit(
     l: usize,
 ) -> Result<(), AdError> {
     for v in plan.invariants_of(l) {
+        let note = format!(
+            "tape {tape}: saves {} once for loop {l} (the same in all its iterations)",
+            describe(primal, v)
+        );
         let v = match plan.reloaded_invariant(primal, v, l) {
             Some((arr, index)) => b.load(arr, index),
             None => v,
         };
-        b.push(tape, v);
+        let push = b.push(tape, v);
+        b.func.notes.inst(push, note);
     }
-    b.push(tape, counter(primal, counters, l)?);
+    let push = b.push(tape, counter(primal, counters, l)?);
+    b.func.notes.inst(
+        push,
+        format!("tape {tape}: saves the trip count of loop {l}"),
+    );
     Ok(())
+}
+
+/// A primal value as a note names it: `v12 (fmul at 3:14)`, `v3
+/// (parameter x)`, `v5 (parameter of block2)`.
+pub(crate) fn describe(primal: &Function, v: Value) -> String {
+    match *primal.dfg.value_def(v) {
+        adze_ir::ValueDef::Result { inst, .. } => {
+            let op = primal.dfg.inst(inst).opcode();
+            match primal.dfg.srcloc(inst).expand() {
+                Some((line, col)) => format!("{v} ({op} at {line}:{col})"),
+                None => format!("{v} ({op})"),
+            }
+        }
+        adze_ir::ValueDef::Param { block, num } if Some(block) == primal.entry_block() => {
+            match primal.sig.params.get(num) {
+                Some(p) => format!("{v} (parameter {})", p.name),
+                None => format!("{v}"),
+            }
+        }
+        adze_ir::ValueDef::Param { block, .. } => format!("{v} (parameter of {block})"),
+        adze_ir::ValueDef::Detached => format!("{v}"),
+    }
 }
 
 fn internal(primal: &Function) -> AdError {

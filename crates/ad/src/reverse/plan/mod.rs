@@ -140,6 +140,30 @@ pub(crate) fn adj_takes(param: &adze_ir::Param, k: usize, untaken: &[usize]) -> 
     !untaken.contains(&k) && (param.ty.is_scalar() || (param.ty == Type::Array && !param.mutable))
 }
 
+/// The values of `func` that can influence what a reverse derivative with
+/// these activities differentiates (see `useful.rs`): for
+/// `adze dump --annotate activity`.
+pub(crate) fn useful_values(
+    module: &Module,
+    func: &Function,
+    args: &[ArgActivity],
+    ret: RetActivity,
+    ignored: &[usize],
+) -> Option<cranelift_entity::EntitySet<Value>> {
+    let entry = func.entry_block()?;
+    let order = adze_ir::cfg::reverse_postorder(func, entry);
+    Some(usefulness(
+        &mut Cache::default(),
+        module,
+        func,
+        &order,
+        args,
+        ret,
+        ignored,
+        &mut UsefulSummaries::default(),
+    ))
+}
+
 impl Plan {
     /// Does the f64 value `v` get an adjoint (varied and useful)?
     pub fn is_active(&self, func: &Function, v: Value) -> bool {
