@@ -6,7 +6,11 @@
 //! chain of in-source derivatives `d1 .. dN` (`N` the nesting order, 1..=3):
 //! `d1` differentiates `top`, `d2` differentiates `d1`, and so on, each in
 //! forward or reverse mode, so that every `dk` is `u · ∇ d(k-1)` for a known
-//! direction `u` (what the finite-difference check uses).
+//! direction `u` (what the finite-difference check uses). With array
+//! results on (the default), helpers may also return `[f64]`, `(f64,
+//! [f64])`, `([f64], [f64])` or `[i64]`, and a program may have `topa(x,
+//! y)`, a top-level function with array results that `top` calls and the
+//! runner differentiates from outside ([`ArrayTop`]).
 //!
 //! Every statement is one line and every item is separated from the next by
 //! a blank line, so that the reducer can delete lines and items; constructs
@@ -1883,7 +1887,8 @@ fn item(out: &mut String, head: &str, lines: &[String]) {
 /// The work proceeds in phases, all drawing from one generator, in this
 /// order: whether the program has rules, and the kinds of its helpers
 /// (`helper_kinds`); per helper, the function and its rules
-/// (`ProgramGen::helper`, `ProgramGen::rules`); `top` (`ProgramGen::top`);
+/// (`ProgramGen::helper`, `ProgramGen::rules`); with array results, the
+/// array top (`ProgramGen::array_top`); `top` (`ProgramGen::top`);
 /// the derivative chain (`ProgramGen::chain`); the argument points
 /// (`points`). The order of the draws is what a seed means: reordering
 /// them changes the programs of existing seeds.

@@ -2,14 +2,18 @@
 //!
 //! [`gen`] writes random well-typed `.adz` programs from a seed: helper
 //! functions calling each other, tuples with unused results, `mut` and
-//! scratch arrays written by callees, loops, branches, bounded recursion,
-//! singular intrinsics evaluated at their singular points, arbitrary custom
-//! rules, inline hints, and a chain of in-source `autodiff` derivatives
-//! nested to order 1..=3 in every mode order. [`run`] runs `top` and every
-//! derivative of the chain at a few points under the 16 settings (4 inline
-//! settings × optimizer on/off × JIT/interpreter) and compares the results
-//! bit for bit; rule-free programs are also checked against central finite
-//! differences. [`reduce`] shrinks a disagreeing program. The command is
+//! scratch arrays written by callees, helpers returning arrays (`[f64]`,
+//! tuples with arrays, `[i64]` gather indices), loops, branches, bounded
+//! recursion, singular intrinsics evaluated at their singular points,
+//! arbitrary custom rules, inline hints, and a chain of in-source
+//! `autodiff` derivatives nested to order 1..=3 in every mode order; often
+//! also `topa`, a top-level function with array results. [`run`] runs
+//! `top` and every derivative of the chain at a few points under the 16
+//! settings (4 inline settings × optimizer on/off × JIT/interpreter) and
+//! compares the results bit for bit; rule-free programs are also checked
+//! against central finite differences. `topa` is run, and differentiated
+//! from outside in forward and reverse mode ([`check_array_top`]), the
+//! same way, plus the dot-product test between the two modes. [`reduce`] shrinks a disagreeing program. The command is
 //! `adze-fuzz-diff` (`src/main.rs`); see `docs/robustness.md`,
 //! "Differential fuzzer".
 #![forbid(unsafe_code)]
