@@ -6,7 +6,11 @@
 //! chain of in-source derivatives `d1 .. dN` (`N` the nesting order, 1..=3):
 //! `d1` differentiates `top`, `d2` differentiates `d1`, and so on, each in
 //! forward or reverse mode, so that every `dk` is `u · ∇ d(k-1)` for a known
-//! direction `u` (what the finite-difference check uses).
+//! direction `u` (what the finite-difference check uses). With array
+//! results on (the default), helpers may also return `[f64]`, `(f64,
+//! [f64])`, `([f64], [f64])` or `[i64]`, and a program may have `topa(x,
+//! y)`, a top-level function with array results that `top` calls and the
+//! runner differentiates from outside ([`ArrayTop`]).
 //!
 //! Every statement is one line and every item is separated from the next by
 //! a blank line, so that the reducer can delete lines and items; constructs
@@ -73,6 +77,18 @@ pub struct Features {
     pub loops: usize,
     /// `break`s and `continue`s.
     pub exits: usize,
+    /// Helpers with array results, by shape: `-> [f64]`, `-> (f64, [f64])`,
+    /// `-> ([f64], [f64])`, `-> [i64]`.
+    pub arr_map: usize,
+    pub arr_tuple: usize,
+    pub arr_pair: usize,
+    pub indices: usize,
+    /// Calls of helpers with array results (bound, discarded, in loops).
+    pub array_calls: usize,
+    /// In-source `autodiff` of a helper with array results.
+    pub array_autodiff: usize,
+    /// Custom rules on helpers with array results.
+    pub array_rules: usize,
 }
 
 /// A generated program and what to run.
@@ -87,6 +103,27 @@ pub struct Program {
     pub rule_free: bool,
     pub points: Vec<Point>,
     pub features: Features,
+    /// A top-level function with array results, `topa(x, y)`, that the
+    /// runner differentiates from outside (`Session::derive`, forward and
+    /// reverse) besides running it; `top` calls it too.
+    pub array_top: Option<ArrayTop>,
+}
+
+/// The top-level function with array results of a program.
+#[derive(Clone, Debug)]
+pub struct ArrayTop {
+    pub name: String,
+    /// Its results in order: `true` for an `[f64]`, `false` for an f64.
+    pub results: Vec<bool>,
+    /// The direction `(tx, ty)` of the forward derivative (and of the
+    /// dot-product test).
+    pub dir: [f64; 2],
+}
+
+/// The cotangent given to the reverse derivative of an array top: element
+/// `j` of result `r` (for an f64 result, `j = 0`).
+pub fn cotangent(r: usize, j: usize) -> f64 {
+    1.0 - 0.4 * r as f64 + 0.25 * j as f64
 }
 
 impl Program {
@@ -113,6 +150,13 @@ pub struct GenConfig {
     /// everything else, so a seed's program and first four points do not
     /// change): last-bit differences show at a fraction of the points.
     pub extra_points: usize,
+    /// Helpers with array results and their callers (`-> [f64]`, tuples
+    /// with arrays, `-> [i64]`). Off: exactly the programs of the generator
+    /// before array results (the same seeds give the same programs).
+    pub array_results: bool,
+    /// With `array_results`: the percentage of programs with a top-level
+    /// function with array results (`topa`, differentiated from outside).
+    pub array_top_percent: usize,
 }
 
 impl Default for GenConfig {
@@ -121,6 +165,8 @@ impl Default for GenConfig {
             order_max: 3,
             modes: None,
             extra_points: 0,
+            array_results: true,
+            array_top_percent: 40,
         }
     }
 }
@@ -153,12 +199,82 @@ enum Kind {
     Recursive,
     /// `(x: f64, y: f64) -> f64`, contains an `autodiff`
     Diff,
+    /// `(x: f64, y: f64, a: [f64]) -> [f64]`
+    ArrMap,
+    /// `(x: f64, y: f64, a: [f64]) -> (f64, [f64])`
+    ArrTuple,
+    /// `(x: f64, y: f64, a: [f64]) -> ([f64], [f64])`
+    ArrPair,
+    /// `(x: f64, y: f64, n: i64) -> [i64]`: small non-negative integers,
+    /// used by the callers as gather indices
+    Indices,
+}
+
+impl Kind {
+    /// Returns an array (or a tuple with arrays).
+    fn array_result(self) -> bool {
+        matches!(
+            self,
+            Kind::ArrMap | Kind::ArrTuple | Kind::ArrPair | Kind::Indices
+        )
+    }
+    /// Takes the read-only array `a` (at least 2 elements).
+    fn takes_array(self) -> bool {
+        matches!(self, Kind::ArrMap | Kind::ArrTuple | Kind::ArrPair)
+    }
+    /// Returns one f64 (usable in an expression).
+    fn scalar_result(self) -> bool {
+        matches!(
+            self,
+            Kind::Scalar | Kind::Diff | Kind::Recursive | Kind::Writer
+        )
+    }
+}
+
+/// The shape of a function's array results.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Shape {
+    /// `-> [f64]`
+    Arr,
+    /// `-> (f64, [f64])`
+    ScalarArr,
+    /// `-> ([f64], [f64])`
+    ArrArr,
+}
+
+impl Shape {
+    fn of(kind: Kind) -> Option<Shape> {
+        match kind {
+            Kind::ArrMap => Some(Shape::Arr),
+            Kind::ArrTuple => Some(Shape::ScalarArr),
+            Kind::ArrPair => Some(Shape::ArrArr),
+            _ => None,
+        }
+    }
+    fn text(self) -> &'static str {
+        match self {
+            Shape::Arr => "[f64]",
+            Shape::ScalarArr => "(f64, [f64])",
+            Shape::ArrArr => "([f64], [f64])",
+        }
+    }
+    /// `true` for an array result, in order.
+    fn results(self) -> Vec<bool> {
+        match self {
+            Shape::Arr => vec![true],
+            Shape::ScalarArr => vec![false, true],
+            Shape::ArrArr => vec![true, true],
+        }
+    }
 }
 
 #[derive(Clone, Debug)]
 struct Helper {
     name: String,
     kind: Kind,
+    /// The minimum lengths of its array results, in order (known once its
+    /// body is written).
+    rlens: Vec<usize>,
 }
 
 #[derive(Clone, Debug, Default)]
@@ -229,6 +345,9 @@ struct FnGen<'a> {
     /// Loops around the statement being generated.
     loop_depth: usize,
     exits: usize,
+    /// Calls of helpers with array results, `autodiff`s of them.
+    array_calls: usize,
+    array_autodiffs: usize,
 }
 
 impl<'a> FnGen<'a> {
@@ -248,6 +367,8 @@ impl<'a> FnGen<'a> {
             loops: 0,
             loop_depth: 0,
             exits: 0,
+            array_calls: 0,
+            array_autodiffs: 0,
         }
     }
 
@@ -478,9 +599,8 @@ impl<'a> FnGen<'a> {
         let has_array = !self.arrays(true).is_empty();
         let cands: Vec<usize> = (0..self.callable)
             .filter(|&j| match self.helpers[j].kind {
-                Kind::Tuple => false,
                 Kind::Writer => has_array,
-                _ => true,
+                k => k.scalar_result(),
             })
             .collect();
         if cands.is_empty() {
@@ -527,8 +647,24 @@ impl<'a> FnGen<'a> {
         }
     }
 
+    /// Helpers with array results that may be called here.
+    fn array_helpers(&self) -> Vec<usize> {
+        (0..self.callable)
+            .filter(|&j| self.helpers[j].kind.array_result())
+            .collect()
+    }
+
     fn stmt(&mut self, nest: usize) {
-        match self.rng.below(18) {
+        // Three more cases when a helper with array results may be called
+        // (never in the programs of the generator without array results,
+        // whose draws stay as they were).
+        let cases = if self.array_helpers().is_empty() {
+            18
+        } else {
+            21
+        };
+        match self.rng.below(cases) {
+            18..=20 => self.array_call(),
             0..=2 => {
                 let v = self.fresh("v");
                 let e = self.fexpr(3);
@@ -854,7 +990,7 @@ impl<'a> FnGen<'a> {
     /// contains `autodiff`).
     fn autodiff_stmt(&mut self) {
         let cands: Vec<usize> = (0..self.callable)
-            .filter(|&j| self.helpers[j].kind != Kind::Diff)
+            .filter(|&j| !matches!(self.helpers[j].kind, Kind::Diff | Kind::Indices))
             .collect();
         if cands.is_empty() {
             return self.assign();
@@ -864,6 +1000,9 @@ impl<'a> FnGen<'a> {
         self.called.push(j);
         let f = self.helpers[j].name.clone();
         let kind = self.helpers[j].kind;
+        if let Some(shape) = Shape::of(kind) {
+            return self.array_autodiff(j, shape);
+        }
         let a = self.fexpr(2);
         let b = self.fexpr(2);
         let fwd = self.rng.chance(50);
@@ -952,6 +1091,9 @@ impl<'a> FnGen<'a> {
                 let scope = self.top();
                 scope.arrays.push((t, len, true));
                 scope.arrays.push((dt, len, true));
+            }
+            Kind::ArrMap | Kind::ArrTuple | Kind::ArrPair | Kind::Indices => {
+                unreachable!("handled above")
             }
         }
     }
@@ -1067,6 +1209,10 @@ impl FnGen<'_> {
                 self.writer_call_of(j);
                 None
             }
+            k if k.array_result() => {
+                let b = self.array_call_of(j, true);
+                b.fs.first().cloned()
+            }
             _ => {
                 let v = self.fresh("v");
                 let c = self.call_of(j, 2);
@@ -1074,6 +1220,640 @@ impl FnGen<'_> {
                 Some(v)
             }
         }
+    }
+}
+
+/// What a call with array results bound: its f64 results, its arrays
+/// (name, minimum length) and its i64 arrays.
+#[derive(Default)]
+struct Bound {
+    fs: Vec<String>,
+    arrays: Vec<(String, usize)>,
+    iarrays: Vec<(String, usize)>,
+}
+
+/// Helpers with array results: their bodies, their callers (which bind
+/// the results with `let` / `let (..)`, index them, write into them, pass
+/// them to other calls, call them in loops) and in-source derivatives of
+/// them.
+impl FnGen<'_> {
+    /// An array argument of at least 2 elements: one in scope, or a fresh
+    /// scratch array with (some of) its elements set.
+    fn array_arg(&mut self) -> String {
+        let cands: Vec<String> = self
+            .arrays(false)
+            .into_iter()
+            .filter(|a| a.1 >= 2)
+            .map(|a| a.0)
+            .collect();
+        if !cands.is_empty() && self.rng.chance(75) {
+            return self.rng.pick(&cands).clone();
+        }
+        let t = self.scratch();
+        for k in 0..2 {
+            if self.rng.chance(80) {
+                let e = self.fexpr(2);
+                self.line(format!("{t}[{k}] = {e};"));
+            }
+        }
+        t
+    }
+
+    /// A call of a helper with array results (a store when none may be
+    /// called), sometimes in a loop.
+    fn array_call(&mut self) {
+        let cands = self.array_helpers();
+        if cands.is_empty() || self.calls_left == 0 {
+            return self.store();
+        }
+        let j = *self.rng.pick(&cands);
+        if self.rng.chance(25) {
+            self.array_call_loop(j);
+        } else {
+            self.array_call_of(j, false);
+        }
+    }
+
+    /// `let y = fj(..);`, `let (s, y) = fj(..);`, `let (y, z) = fj(..);`
+    /// or, for gather indices, `let p = fj(.., n);`; sometimes discarded
+    /// (`fj(..);`). A bound array is then often written, or summed into a
+    /// new `var`.
+    ///
+    /// A `forced` call (one that `top` makes so that the helper is reached)
+    /// is never discarded, and its array is summed, the sum first in
+    /// `Bound::fs`.
+    fn array_call_of(&mut self, j: usize, forced: bool) -> Bound {
+        self.calls_left = self.calls_left.saturating_sub(1);
+        self.called.push(j);
+        self.array_calls += 1;
+        let h = &self.helpers[j];
+        let (name, kind, rlens) = (h.name.clone(), h.kind, h.rlens.clone());
+        let a = self.fexpr(2);
+        let b = self.fexpr(2);
+        let mut bound = Bound::default();
+        if kind == Kind::Indices {
+            let arrays = self.arrays(false);
+            let n = if !arrays.is_empty() && self.rng.chance(40) {
+                format!("len({})", self.rng.pick(&arrays).0)
+            } else {
+                self.small_int()
+            };
+            let p = self.fresh("p");
+            self.line(format!("let {p} = {name}({a}, {b}, {n});"));
+            self.top().iarrays.push((p.clone(), rlens[0]));
+            // Often a gather through every index at once.
+            if !arrays.is_empty() && (forced || self.rng.chance(60)) {
+                let x = self.rng.pick(&arrays).0.clone();
+                let (s, i) = (self.fresh("s"), self.fresh("i"));
+                self.line(format!("var {s} = 0.0;"));
+                self.line(format!(
+                    "for {i} in 0..len({p}) {{ {s} = {s} + {x}[{p}[{i}] % len({x})]; }}"
+                ));
+                let scope = self.top();
+                scope.f.push(s.clone());
+                scope.vars.push(s.clone());
+                bound.fs.push(s);
+            }
+            bound.iarrays.push((p, rlens[0]));
+            return bound;
+        }
+        let arr = self.array_arg();
+        let call = format!("{name}({a}, {b}, {arr})");
+        if !forced && self.rng.chance(8) {
+            self.line(format!("{call};"));
+            return bound;
+        }
+        match kind {
+            Kind::ArrMap => {
+                let y = self.fresh("y");
+                self.line(format!("let {y} = {call};"));
+                bound.arrays.push((y, rlens[0]));
+            }
+            Kind::ArrTuple => {
+                let (s, y) = (self.fresh("s"), self.fresh("y"));
+                self.line(format!("let ({s}, {y}) = {call};"));
+                // Sometimes only the array is read.
+                if self.rng.chance(70) {
+                    bound.fs.push(s);
+                }
+                bound.arrays.push((y, rlens[0]));
+            }
+            _ => {
+                let (y, z) = (self.fresh("y"), self.fresh("y"));
+                self.line(format!("let ({y}, {z}) = {call};"));
+                bound.arrays.push((y, rlens[0]));
+                bound.arrays.push((z, rlens[1]));
+            }
+        }
+        let scope = self.top();
+        scope.f.extend(bound.fs.iter().cloned());
+        scope
+            .arrays
+            .extend(bound.arrays.iter().map(|(y, l)| (y.clone(), *l, true)));
+        let (y, len) = bound.arrays[self.rng.below(bound.arrays.len())].clone();
+        let how = if forced { 5 } else { self.rng.below(10) };
+        match how {
+            // Written by the caller, which owns it.
+            0..=2 => {
+                let idx = self.index(&y, len);
+                let e = self.fexpr(2);
+                self.line(format!("{idx} = {e};"));
+            }
+            // Summed, every element weighted.
+            3..=7 => {
+                let (s, i) = (self.fresh("s"), self.fresh("i"));
+                let w = self.leaf();
+                self.line(format!("var {s} = 0.0;"));
+                self.line(format!(
+                    "for {i} in 0..len({y}) {{ {s} = {s} + {y}[{i}] * {w}; }}"
+                ));
+                let scope = self.top();
+                scope.f.push(s.clone());
+                scope.vars.push(s.clone());
+                bound.fs.insert(0, s);
+            }
+            _ => {}
+        }
+        bound
+    }
+
+    /// A call of helper `j` with array results in a loop (the result's
+    /// memory is reused from one iteration to the next), its result summed
+    /// into a new `var`.
+    fn array_call_loop(&mut self, j: usize) {
+        let (s, i) = (self.fresh("s"), self.fresh("i"));
+        let k = 1 + self.rng.below(3);
+        self.line(format!("var {s} = 0.0;"));
+        self.line(format!("for {i} in 0..{k} {{"));
+        self.loops += 1;
+        self.loop_depth += 1;
+        self.scopes.push(Scope {
+            ints: vec![i],
+            ..Scope::default()
+        });
+        self.indent += 1;
+        let b = self.array_call_of(j, false);
+        let e = if let Some((y, len)) = b.arrays.first().cloned() {
+            self.index(&y, len)
+        } else if let Some(f) = b.fs.first() {
+            f.clone()
+        } else if let Some((p, _)) = b.iarrays.first() {
+            format!("f64({p}[0])")
+        } else {
+            self.fexpr(1)
+        };
+        self.line(format!("{s} = {s} + {e};"));
+        self.indent -= 1;
+        self.scopes.pop();
+        self.loop_depth -= 1;
+        self.line("}");
+        let scope = self.top();
+        scope.f.push(s.clone());
+        scope.vars.push(s);
+    }
+
+    /// An in-source `autodiff` of helper `j`, which has array results:
+    /// forward (`dual` returns the primal results, then the tangents,
+    /// arrays included) or reverse (the cotangents as `dup(..)`, as long as
+    /// the results of a primal call with the same arguments).
+    fn array_autodiff(&mut self, j: usize, shape: Shape) {
+        self.array_autodiffs += 1;
+        let f = self.helpers[j].name.clone();
+        let rlens = self.helpers[j].rlens.clone();
+        let len = 2 + self.rng.below(2);
+        let (t, dt) = (self.fresh("t"), self.fresh("t"));
+        self.line(format!("let {t} = zeros({len});"));
+        for k in 0..len {
+            if self.rng.chance(75) {
+                let e = self.fexpr(2);
+                self.line(format!("{t}[{k}] = {e};"));
+            }
+        }
+        self.line(format!("let {dt} = zeros({len});"));
+        let (a, b) = (self.fresh("v"), self.fresh("v"));
+        let (ea, eb) = (self.fexpr(2), self.fexpr(2));
+        self.line(format!("let {a} = {ea};"));
+        self.line(format!("let {b} = {eb};"));
+        self.top().f.extend([a.clone(), b.clone()]);
+        let tang = *self.rng.pick(&["1.0", "0.5", "-1.0", "0.0"]);
+        let dup = self.rng.chance(80);
+        let aarg = if dup {
+            format!("dup({t}, {dt})")
+        } else {
+            format!("const({t})")
+        };
+        if self.rng.chance(50) {
+            match self.rng.below(3) {
+                0 => self.line(format!("{dt}[0] = 1.0;")),
+                1 => self.line(format!("fill({dt}, 0.5);")),
+                _ => {}
+            }
+            let yarg = if self.rng.chance(30) {
+                format!("const({b})")
+            } else {
+                format!("dual({b}, 1.0)")
+            };
+            let call = format!("autodiff(forward, {f}, dual, dual({a}, {tang}), {yarg}, {aarg})");
+            match shape {
+                Shape::Arr => {
+                    let (p, q) = (self.fresh("y"), self.fresh("y"));
+                    self.line(format!("let ({p}, {q}) = {call};"));
+                    let scope = self.top();
+                    scope.arrays.push((p, rlens[0], true));
+                    scope.arrays.push((q, rlens[0], true));
+                }
+                Shape::ScalarArr => {
+                    let (p, q) = (self.fresh("g"), self.fresh("y"));
+                    let (tp, tq) = (self.fresh("g"), self.fresh("y"));
+                    self.line(format!("let ({p}, {q}, {tp}, {tq}) = {call};"));
+                    self.use_pair(p, tp);
+                    let scope = self.top();
+                    scope.arrays.push((q, rlens[0], true));
+                    scope.arrays.push((tq, rlens[0], true));
+                }
+                Shape::ArrArr => {
+                    let ys: Vec<String> = (0..4).map(|_| self.fresh("y")).collect();
+                    self.line(format!(
+                        "let ({}, {}, {}, {}) = {call};",
+                        ys[0], ys[1], ys[2], ys[3]
+                    ));
+                    let scope = self.top();
+                    for (k, y) in ys.into_iter().enumerate() {
+                        scope.arrays.push((y, rlens[k % 2], true));
+                    }
+                }
+            }
+        } else {
+            // The cotangents, one per f64 or array result.
+            let seed = |g: &mut FnGen, d: &str| match g.rng.below(3) {
+                0 => g.line(format!("fill({d}, 1.0);")),
+                1 => g.line(format!("{d}[0] = 1.0;")),
+                _ => {
+                    let e = g.fexpr(1);
+                    g.line(format!("fill({d}, {e});"));
+                }
+            };
+            let primal = format!("{f}({a}, {b}, {t})");
+            let ret = match shape {
+                Shape::Arr => {
+                    let (c, d) = (self.fresh("y"), self.fresh("t"));
+                    self.line(format!("let {c} = {primal};"));
+                    self.line(format!("let {d} = zeros(len({c}));"));
+                    seed(self, &d);
+                    let scope = self.top();
+                    scope.arrays.push((c, rlens[0], true));
+                    scope.arrays.push((d.clone(), rlens[0], true));
+                    format!("dup({d})")
+                }
+                Shape::ScalarArr => {
+                    let (s, c, d) = (self.fresh("s"), self.fresh("y"), self.fresh("t"));
+                    self.line(format!("let ({s}, {c}) = {primal};"));
+                    self.line(format!("let {d} = zeros(len({c}));"));
+                    seed(self, &d);
+                    let ds = *self.rng.pick(&["1.0", "0.0", "-0.5"]);
+                    let scope = self.top();
+                    scope.f.push(s);
+                    scope.arrays.push((c, rlens[0], true));
+                    scope.arrays.push((d.clone(), rlens[0], true));
+                    format!("dup({ds}, {d})")
+                }
+                Shape::ArrArr => {
+                    let (c1, c2) = (self.fresh("y"), self.fresh("y"));
+                    let (d1, d2) = (self.fresh("t"), self.fresh("t"));
+                    self.line(format!("let ({c1}, {c2}) = {primal};"));
+                    self.line(format!("let {d1} = zeros(len({c1}));"));
+                    self.line(format!("let {d2} = zeros(len({c2}));"));
+                    seed(self, &d1);
+                    if self.rng.chance(60) {
+                        seed(self, &d2);
+                    }
+                    let scope = self.top();
+                    scope.arrays.push((c1, rlens[0], true));
+                    scope.arrays.push((c2, rlens[1], true));
+                    scope.arrays.push((d1.clone(), rlens[0], true));
+                    scope.arrays.push((d2.clone(), rlens[1], true));
+                    format!("dup({d1}, {d2})")
+                }
+            };
+            let (p, q) = (self.fresh("g"), self.fresh("g"));
+            if self.rng.chance(30) {
+                self.line(format!(
+                    "let {p} = autodiff(reverse, {f}, {ret}, active({a}), const({b}), {aarg});"
+                ));
+                self.top().f.push(p);
+            } else {
+                self.line(format!(
+                    "let ({p}, {q}) = autodiff(reverse, {f}, {ret}, active({a}), active({b}), {aarg});"
+                ));
+                self.use_pair(p, q);
+            }
+        }
+        let scope = self.top();
+        scope.arrays.push((t, len, true));
+        if dup {
+            scope.arrays.push((dt, len, true));
+        }
+    }
+
+    /// An array for a result, with the lines that make it: its expression
+    /// (a name, or a view of `a`) and its minimum length. `a` is in scope
+    /// with at least `amin` elements (a parameter, copied when returned,
+    /// or `topa`'s local, moved).
+    fn array_value(&mut self, amin: usize) -> (String, usize) {
+        match self.rng.below(12) {
+            0..=4 => self.built_array(amin),
+            5 => ("a".to_string(), amin),
+            6 | 7 => {
+                let (range, l) = match self.rng.below(3) {
+                    0 => ("1..", amin - 1),
+                    1 => ("..2", 2),
+                    _ => ("0..1", 1),
+                };
+                if self.rng.chance(50) {
+                    return (format!("a[{range}]"), l);
+                }
+                let writable = self.arrays(true).iter().any(|x| x.0 == "a");
+                let w = self.fresh("w");
+                self.line(format!("let {w} = a[{range}];"));
+                self.top().arrays.push((w.clone(), l, writable));
+                (w, l)
+            }
+            8 | 9 => {
+                // An earlier helper's array result, moved (often written
+                // first).
+                let cands: Vec<usize> = (0..self.callable)
+                    .filter(|&j| self.helpers[j].kind.takes_array())
+                    .collect();
+                if cands.is_empty() || self.calls_left == 0 {
+                    return self.built_array(amin);
+                }
+                let j = *self.rng.pick(&cands);
+                match self.array_call_of(j, false).arrays.first() {
+                    Some(y) => y.clone(),
+                    None => self.built_array(amin),
+                }
+            }
+            _ => {
+                // Any array in scope: a local, a view, a call's result, a
+                // shadow.
+                let arrays: Vec<(String, usize)> = self
+                    .arrays(false)
+                    .into_iter()
+                    .filter(|a| a.1 >= 1)
+                    .collect();
+                if arrays.is_empty() {
+                    return self.built_array(amin);
+                }
+                self.rng.pick(&arrays).clone()
+            }
+        }
+    }
+
+    /// `let r = zeros(..);` filled in a loop from `a`, the parameters and
+    /// sometimes a running sum; its name and minimum length.
+    fn built_array(&mut self, amin: usize) -> (String, usize) {
+        let r = self.fresh("r");
+        let (n, l, same) = match self.rng.below(4) {
+            0 | 1 => ("len(a)".to_string(), amin, true),
+            2 => ("len(a) + 1".to_string(), amin + 1, false),
+            _ => {
+                let n = 2 + self.rng.below(2);
+                (n.to_string(), n, false)
+            }
+        };
+        self.line(format!("let {r} = zeros({n});"));
+        let acc = if self.rng.chance(35) {
+            let s = self.fresh("s");
+            let e = self.fexpr(1);
+            self.line(format!("var {s} = {e};"));
+            Some(s)
+        } else {
+            None
+        };
+        let i = self.fresh("i");
+        self.line(format!("for {i} in 0..len({r}) {{"));
+        self.loops += 1;
+        let mut indices = vec![(i.clone(), r.clone())];
+        if same {
+            indices.push((i.clone(), "a".to_string()));
+        }
+        self.scopes.push(Scope {
+            ints: vec![i.clone()],
+            indices,
+            ..Scope::default()
+        });
+        self.indent += 1;
+        self.loop_depth += 1;
+        let ai = if same {
+            format!("a[{i}]")
+        } else {
+            format!("a[{i} % len(a)]")
+        };
+        if let Some(s) = &acc {
+            self.line(format!("{s} = {s} + {ai};"));
+        }
+        let e = self.fexpr(2);
+        let mut elem = match self.rng.below(6) {
+            0 | 1 => format!("{ai} * {e}"),
+            2 => format!("{e} + {ai}"),
+            3 => {
+                let f = *self.rng.pick(&SMOOTH);
+                format!("{f}({ai}) * {e}")
+            }
+            4 => format!("{ai} * {ai} - {e}"),
+            _ => e,
+        };
+        if let Some(s) = &acc {
+            elem = format!("({elem}) * {s}");
+        }
+        self.line(format!("{r}[{i}] = {elem};"));
+        if self.rng.chance(25) {
+            self.stmts(1, 1);
+        }
+        self.loop_depth -= 1;
+        self.indent -= 1;
+        self.scopes.pop();
+        self.line("}");
+        let scope = self.top();
+        scope.arrays.push((r.clone(), l, true));
+        if let Some(s) = acc {
+            scope.f.push(s.clone());
+            scope.vars.push(s);
+        }
+        (r, l)
+    }
+
+    /// The results of one `return` (or of the tail): their text and the
+    /// minimum lengths of their arrays.
+    fn result_parts(&mut self, shape: Shape, amin: usize) -> (String, Vec<usize>) {
+        match shape {
+            Shape::Arr => {
+                let (v, l) = self.array_value(amin);
+                (v, vec![l])
+            }
+            Shape::ScalarArr => {
+                let (v, l) = self.array_value(amin);
+                let e = if v.contains('[') {
+                    self.fexpr(2)
+                } else {
+                    let idx = self.index(&v, l);
+                    let f = self.fexpr(1);
+                    format!("{idx} * {f}")
+                };
+                (format!("({e}, {v})"), vec![l])
+            }
+            Shape::ArrArr => match self.rng.below(5) {
+                // The same array twice: one of them copied.
+                0 => {
+                    let (v, l) = self.array_value(amin);
+                    (format!("({v}, {v})"), vec![l, l])
+                }
+                // Two views of `a`, both copied.
+                1 => ("(a[..1], a[1..])".to_string(), vec![1, amin - 1]),
+                _ => {
+                    let (v, l) = self.array_value(amin);
+                    let (w, m) = self.array_value(amin);
+                    (format!("({v}, {w})"), vec![l, m])
+                }
+            },
+        }
+    }
+
+    /// The body of a function with array results of `shape`: statements,
+    /// sometimes an early `return` of other arrays, and the tail; the
+    /// minimum lengths of its array results.
+    fn array_result_body(&mut self, shape: Shape, stmts: usize, amin: usize) -> Vec<usize> {
+        self.returns = 0;
+        self.stmts(stmts, 0);
+        let mut lens = vec![usize::MAX; 2];
+        if self.rng.chance(25) {
+            let (t, ls) = self.result_parts(shape, amin);
+            let c = self.bexpr(1);
+            self.line(format!("if {c} {{ return {t}; }}"));
+            for (m, l) in lens.iter_mut().zip(ls) {
+                *m = (*m).min(l);
+            }
+        }
+        let (t, ls) = self.result_parts(shape, amin);
+        self.line(t);
+        let n = ls.len();
+        for (m, l) in lens.iter_mut().zip(ls) {
+            *m = (*m).min(l);
+        }
+        lens.truncate(n);
+        lens
+    }
+
+    /// `Indices`: small non-negative integers computed from `n` (and the
+    /// loop index), sometimes set by a condition on `x`, `y`; sometimes two
+    /// arrays returned from two places. Its minimum length.
+    fn indices_body(&mut self, stmts: usize) -> Vec<usize> {
+        self.returns = 0;
+        self.stmts(stmts.min(2), 0);
+        let mut out = usize::MAX;
+        let parts = 1 + usize::from(self.rng.chance(25));
+        for k in 0..parts {
+            let (p, i) = (self.fresh("p"), self.fresh("i"));
+            let l = 1 + self.rng.below(3);
+            self.line(format!("let {p} = zeros_i64({l});"));
+            let e = self.int_expr(&i);
+            let m = 2 + self.rng.below(3);
+            self.line(format!(
+                "for {i} in 0..len({p}) {{ {p}[{i}] = ({e} + n) % {m}; }}"
+            ));
+            self.loops += 1;
+            if self.rng.chance(40) {
+                let c = self.bexpr(1);
+                let v = self.small_int();
+                self.line(format!("if {c} {{ {p}[{}] = {v}; }}", l - 1));
+            }
+            out = out.min(l);
+            if k + 1 < parts {
+                let c = self.bexpr(1);
+                self.line(format!("if {c} {{ return {p}; }}"));
+            } else {
+                self.line(p);
+            }
+        }
+        vec![out]
+    }
+
+    /// `topa`'s call in `top`: its results bound and summed with weights,
+    /// so that every element matters; the f64 names the tail should use.
+    fn array_top_call(&mut self, shape: Shape, rlens: &[usize]) -> Vec<String> {
+        let mut out = Vec::new();
+        let r = self.fresh("y");
+        let mut arrays = vec![(r.clone(), rlens[0])];
+        let bind = match shape {
+            Shape::Arr => r.clone(),
+            Shape::ScalarArr => {
+                let s = self.fresh("s");
+                out.push(s.clone());
+                format!("({s}, {r})")
+            }
+            Shape::ArrArr => {
+                let q = self.fresh("y");
+                arrays.push((q.clone(), rlens[1]));
+                format!("({r}, {q})")
+            }
+        };
+        self.line(format!("let {bind} = topa(x, y);"));
+        let s = self.fresh("s");
+        self.line(format!("var {s} = 0.0;"));
+        for (k, (y, l)) in arrays.into_iter().enumerate() {
+            let i = self.fresh("i");
+            let w = if k == 0 { "f64(" } else { "0.5 * f64(" };
+            self.line(format!(
+                "for {i} in 0..len({y}) {{ {s} = {s} + {w}{i} + 1) * {y}[{i}]; }}"
+            ));
+            self.top().arrays.push((y, l, true));
+        }
+        let scope = self.top();
+        scope.f.push(s.clone());
+        scope.vars.push(s.clone());
+        out.push(s);
+        out
+    }
+
+    /// A tangent array `t` as long as `of` in a forward rule: linear in the
+    /// tangents `tx`, `ty`, `ta`.
+    fn tangent_array(&mut self, t: &str, of: &str) {
+        let i = self.fresh("i");
+        self.line(format!("let {t} = zeros(len({of}));"));
+        self.line(format!("for {i} in 0..len({t}) {{"));
+        self.scopes.push(Scope {
+            ints: vec![i.clone()],
+            ..Scope::default()
+        });
+        self.indent += 1;
+        let (a, b, c) = (self.fexpr(2), self.fexpr(2), self.fexpr(2));
+        self.line(format!(
+            "{t}[{i}] = ({a}) * tx + ({b}) * ty + ({c}) * ta[{i} % len(ta)];"
+        ));
+        self.indent -= 1;
+        self.scopes.pop();
+        self.line("}");
+    }
+
+    /// The adjoints `gx`, `gy`, `da` in a reverse rule accumulated from the
+    /// cotangent array `d`: linear in it.
+    fn accumulate(&mut self, d: &str) {
+        let i = self.fresh("i");
+        self.line(format!("for {i} in 0..len({d}) {{"));
+        self.scopes.push(Scope {
+            ints: vec![i.clone()],
+            ..Scope::default()
+        });
+        self.indent += 1;
+        let (a, b, c) = (self.fexpr(2), self.fexpr(2), self.fexpr(2));
+        self.line(format!("gx = gx + ({a}) * {d}[{i}];"));
+        self.line(format!("gy = gy + ({b}) * {d}[{i}];"));
+        self.line(format!(
+            "da[{i} % len(da)] = da[{i} % len(da)] + ({c}) * {d}[{i}];"
+        ));
+        self.indent -= 1;
+        self.scopes.pop();
+        self.line("}");
     }
 }
 
@@ -1107,14 +1887,15 @@ fn item(out: &mut String, head: &str, lines: &[String]) {
 /// The work proceeds in phases, all drawing from one generator, in this
 /// order: whether the program has rules, and the kinds of its helpers
 /// (`helper_kinds`); per helper, the function and its rules
-/// (`ProgramGen::helper`, `ProgramGen::rules`); `top` (`ProgramGen::top`);
+/// (`ProgramGen::helper`, `ProgramGen::rules`); with array results, the
+/// array top (`ProgramGen::array_top`); `top` (`ProgramGen::top`);
 /// the derivative chain (`ProgramGen::chain`); the argument points
 /// (`points`). The order of the draws is what a seed means: reordering
 /// them changes the programs of existing seeds.
 pub fn generate(seed: u64, config: &GenConfig) -> Program {
     let mut rng = Rng::splitmix(seed);
     let rule_free = rng.chance(30);
-    let helpers = helper_kinds(&mut rng);
+    let helpers = helper_kinds(&mut rng, config.array_results);
     let mut p = ProgramGen {
         rng: &mut rng,
         features: Features {
@@ -1132,7 +1913,8 @@ pub fn generate(seed: u64, config: &GenConfig) -> Program {
             p.rules(k);
         }
     }
-    p.top();
+    let array_top = p.array_top(config);
+    p.top(array_top.as_ref());
     for r in std::mem::take(&mut p.late_rules) {
         p.src.push_str(&r);
     }
@@ -1149,22 +1931,51 @@ pub fn generate(seed: u64, config: &GenConfig) -> Program {
         rule_free,
         points,
         features: p.features,
+        array_top: array_top.map(|t| t.top),
     }
+}
+
+/// The top-level function with array results as generated: what the
+/// program reports, and what `top`'s call of it needs.
+struct GenTop {
+    top: ArrayTop,
+    shape: Shape,
+    rlens: Vec<usize>,
+    /// The helpers it calls.
+    called: Vec<usize>,
 }
 
 /// The helpers `f0 .. fK` (2 to 4) and their kinds: a `Diff` helper needs
 /// an earlier helper to differentiate, so `f0` is never one.
-fn helper_kinds(rng: &mut Rng) -> Vec<Helper> {
-    let n = 2 + rng.below(3);
+fn helper_kinds(rng: &mut Rng, arrays: bool) -> Vec<Helper> {
+    let n = if arrays {
+        2 + rng.below(4)
+    } else {
+        2 + rng.below(3)
+    };
     let mut helpers: Vec<Helper> = Vec::new();
     for k in 0..n {
         let kind = loop {
-            let kind = match rng.below(20) {
-                0..=5 => Kind::Scalar,
-                6..=9 => Kind::Tuple,
-                10..=13 => Kind::Writer,
-                14..=16 => Kind::Recursive,
-                _ => Kind::Diff,
+            let kind = if arrays {
+                match rng.below(29) {
+                    0..=4 => Kind::Scalar,
+                    5..=7 => Kind::Tuple,
+                    8..=10 => Kind::Writer,
+                    11..=13 => Kind::Recursive,
+                    14..=16 => Kind::Diff,
+                    17..=21 => Kind::ArrMap,
+                    22 | 23 => Kind::ArrTuple,
+                    24 | 25 => Kind::ArrPair,
+                    _ => Kind::Indices,
+                }
+            } else {
+                match rng.below(20) {
+                    0..=5 => Kind::Scalar,
+                    6..=9 => Kind::Tuple,
+                    10..=13 => Kind::Writer,
+                    14..=16 => Kind::Recursive,
+                    _ => Kind::Diff,
+                }
             };
             if kind != Kind::Diff || k > 0 {
                 break kind;
@@ -1173,6 +1984,7 @@ fn helper_kinds(rng: &mut Rng) -> Vec<Helper> {
         helpers.push(Helper {
             name: format!("f{k}"),
             kind,
+            rlens: Vec::new(),
         });
     }
     helpers
@@ -1201,7 +2013,20 @@ impl ProgramGen<'_> {
         let mut g = FnGen::new(self.rng, &self.helpers, k, scope);
         g.returns = if h.kind == Kind::Tuple { 2 } else { 1 };
         let stmts = g.rng.below(4);
+        let mut rlens = Vec::new();
         match h.kind {
+            Kind::ArrMap | Kind::ArrTuple | Kind::ArrPair => {
+                match h.kind {
+                    Kind::ArrMap => self.features.arr_map += 1,
+                    Kind::ArrTuple => self.features.arr_tuple += 1,
+                    _ => self.features.arr_pair += 1,
+                }
+                rlens = g.array_result_body(Shape::of(h.kind).unwrap(), stmts, 2);
+            }
+            Kind::Indices => {
+                self.features.indices += 1;
+                rlens = g.indices_body(stmts);
+            }
             Kind::Scalar => g.scalar_body(stmts),
             Kind::Diff => {
                 self.features.with_autodiff += 1;
@@ -1222,16 +2047,26 @@ impl ProgramGen<'_> {
         }
         self.features.loops += g.loops;
         self.features.exits += g.exits;
+        self.features.array_calls += g.array_calls;
+        self.features.array_autodiff += g.array_autodiffs;
         self.calls.push(std::mem::take(&mut g.called));
         let lines = std::mem::take(&mut g.lines);
         self.src.push_str(hint(self.rng));
         item(&mut self.src, &head, &lines);
+        self.helpers[k].rlens = rlens;
     }
 
     /// Rules of `fk`, each with some chance: arbitrary derivatives; a
     /// forward rule's primal result is the function's own value (a call of
     /// it, on the result line).
     fn rules(&mut self, k: usize) {
+        let kind = self.helpers[k].kind;
+        if kind == Kind::Indices {
+            return;
+        }
+        if kind.array_result() {
+            self.features.array_rules += 1;
+        }
         if self.rng.chance(45) {
             self.features.forward_rules += 1;
             let r = forward_rule(self.rng, &self.helpers, k, &mut self.calls);
@@ -1255,7 +2090,7 @@ impl ProgramGen<'_> {
 
     /// `top`: calls helpers; every helper that `top` would not reach is
     /// called from it too.
-    fn top(&mut self) {
+    fn top(&mut self, array_top: Option<&GenTop>) {
         let n = self.helpers.len();
         let mut g = FnGen::new(self.rng, &self.helpers, n, scope_xy());
         g.calls_left = 4;
@@ -1266,6 +2101,10 @@ impl ProgramGen<'_> {
         let mut reached = vec![false; n];
         reach(&mut reached, &self.calls, g.called.clone());
         let mut forced = Vec::new();
+        if let Some(t) = array_top {
+            reach(&mut reached, &self.calls, t.called.clone());
+            forced.extend(g.array_top_call(t.shape, &t.rlens));
+        }
         for j in (0..n).rev() {
             if reached[j] {
                 continue;
@@ -1277,9 +2116,66 @@ impl ProgramGen<'_> {
         g.line(t);
         self.features.loops += g.loops;
         self.features.exits += g.exits;
+        self.features.array_calls += g.array_calls;
+        self.features.array_autodiff += g.array_autodiffs;
         let lines = std::mem::take(&mut g.lines);
         let head = hint(self.rng).to_string() + "fn top(x: f64, y: f64) -> f64 {";
         item(&mut self.src, &head, &lines);
+    }
+
+    /// `topa(x, y)`, a top-level function with array results (in
+    /// `array_top_percent` % of the programs): a local array `a` set from
+    /// `x` and `y`, statements calling the helpers, and results made as a
+    /// helper's are (built in loops, `a` moved, views of `a` copied, call
+    /// results, an array twice, several returns).
+    fn array_top(&mut self, config: &GenConfig) -> Option<GenTop> {
+        if !config.array_results || !self.rng.chance(config.array_top_percent) {
+            return None;
+        }
+        let shape = match self.rng.below(4) {
+            0 | 1 => Shape::Arr,
+            2 => Shape::ScalarArr,
+            _ => Shape::ArrArr,
+        };
+        let n = self.helpers.len();
+        let mut g = FnGen::new(self.rng, &self.helpers, n, scope_xy());
+        g.calls_left = 3;
+        let len = 2 + g.rng.below(2);
+        g.line(format!("let a = zeros({len});"));
+        for k in 0..len {
+            let e = g.fexpr(2);
+            g.line(format!("a[{k}] = {e};"));
+        }
+        g.top().arrays.push(("a".into(), len, true));
+        let stmts = 1 + g.rng.below(3);
+        let rlens = g.array_result_body(shape, stmts, len);
+        self.features.loops += g.loops;
+        self.features.exits += g.exits;
+        self.features.array_calls += g.array_calls;
+        self.features.array_autodiff += g.array_autodiffs;
+        let called = std::mem::take(&mut g.called);
+        let lines = std::mem::take(&mut g.lines);
+        let dir = *self.rng.pick(&[
+            [1.0, 0.0],
+            [0.0, 1.0],
+            [1.0, 0.5],
+            [-0.5, 1.0],
+            [1.0, 1.0],
+            [0.25, -1.0],
+        ]);
+        let head =
+            hint(self.rng).to_string() + &format!("fn topa(x: f64, y: f64) -> {} {{", shape.text());
+        item(&mut self.src, &head, &lines);
+        Some(GenTop {
+            top: ArrayTop {
+                name: "topa".to_string(),
+                results: shape.results(),
+                dir,
+            },
+            shape,
+            rlens,
+            called,
+        })
     }
 
     /// The derivative chain `d1 .. dN`: the order and the modes (fixed by
@@ -1342,6 +2238,15 @@ fn helper_head(h: &Helper, scope: &mut Scope) -> String {
         Kind::Recursive => {
             scope.ints.push("n".into());
             format!("fn {}(x: f64, y: f64, n: i64) -> f64 {{", h.name)
+        }
+        Kind::ArrMap | Kind::ArrTuple | Kind::ArrPair => {
+            scope.arrays.push(("a".into(), 2, false));
+            let shape = Shape::of(h.kind).unwrap().text();
+            format!("fn {}(x: f64, y: f64, a: [f64]) -> {shape} {{", h.name)
+        }
+        Kind::Indices => {
+            scope.ints.push("n".into());
+            format!("fn {}(x: f64, y: f64, n: i64) -> [i64] {{", h.name)
         }
     }
 }
@@ -1486,6 +2391,18 @@ fn forward_rule(rng: &mut Rng, helpers: &[Helper], k: usize, calls: &mut [Vec<us
             scope.ints.push("n".into());
             format!("rule forward {f}(x: f64, tx: f64, y: f64, ty: f64, n: i64) -> (f64, f64) {{")
         }
+        Kind::ArrMap | Kind::ArrTuple | Kind::ArrPair => {
+            scope.arrays.push(("a".into(), 2, false));
+            let rs = match h.kind {
+                Kind::ArrMap => "[f64], [f64]",
+                Kind::ArrTuple => "f64, [f64], f64, [f64]",
+                _ => "[f64], [f64], [f64], [f64]",
+            };
+            format!(
+                "rule forward {f}(x: f64, tx: f64, y: f64, ty: f64, a: [f64], ta: [f64]) -> ({rs}) {{"
+            )
+        }
+        Kind::Indices => unreachable!("no rules on helpers with i64 results"),
     };
     let mut g = FnGen::new(rng, helpers, k, scope);
     g.calls_left = 1;
@@ -1519,6 +2436,35 @@ fn forward_rule(rng: &mut Rng, helpers: &[Helper], k: usize, calls: &mut [Vec<us
             let t = linear(&mut g);
             g.line(format!("(r, {t})"));
         }
+        // Array results: tangent arrays as long as the results, linear in
+        // `tx`, `ty` and `ta`.
+        Kind::ArrMap => {
+            g.line(format!("let r = {f}(x, y, a);"));
+            g.top().arrays.push(("r".into(), h.rlens[0], false));
+            g.stmts(stmts, 1);
+            g.tangent_array("t", "r");
+            g.line("(r, t)");
+        }
+        Kind::ArrTuple => {
+            g.line(format!("let (p, r) = {f}(x, y, a);"));
+            g.top().f.push("p".into());
+            g.top().arrays.push(("r".into(), h.rlens[0], false));
+            g.stmts(stmts, 1);
+            let t = linear(&mut g);
+            let c = g.fexpr(2);
+            g.tangent_array("t", "r");
+            g.line(format!("(p, r, {t} + ({c}) * ta[0], t)"));
+        }
+        Kind::ArrPair => {
+            g.line(format!("let (r, q) = {f}(x, y, a);"));
+            g.top().arrays.push(("r".into(), h.rlens[0], false));
+            g.top().arrays.push(("q".into(), h.rlens[1], false));
+            g.stmts(stmts, 1);
+            g.tangent_array("t", "r");
+            g.tangent_array("u", "q");
+            g.line("(r, q, t, u)");
+        }
+        Kind::Indices => unreachable!(),
     }
     calls[k].extend(g.called.iter().copied());
     let lines = std::mem::take(&mut g.lines);
@@ -1551,11 +2497,53 @@ fn reverse_rule(rng: &mut Rng, helpers: &[Helper], k: usize, calls: &mut [Vec<us
             scope.ints.push("n".into());
             format!("rule reverse {f}(x: f64, y: f64, n: i64, dret: f64) -> (f64, f64) {{")
         }
+        Kind::ArrMap | Kind::ArrTuple | Kind::ArrPair => {
+            scope.arrays.push(("a".into(), 2, false));
+            let cot = match h.kind {
+                Kind::ArrMap => "dret: [f64]",
+                Kind::ArrTuple => "dret0: f64, dret1: [f64]",
+                _ => "dret0: [f64], dret1: [f64]",
+            };
+            format!(
+                "rule reverse {f}(x: f64, y: f64, a: [f64], da: mut [f64], {cot}) -> (f64, f64) {{"
+            )
+        }
+        Kind::Indices => unreachable!("no rules on helpers with i64 results"),
     };
     let mut g = FnGen::new(rng, helpers, k, scope);
     g.calls_left = 1;
     let stmts = g.rng.below(3);
     g.stmts(stmts, 1);
+    if let Some(shape) = Shape::of(h.kind) {
+        // Array results: adjoints accumulated from the cotangent arrays,
+        // linear in them (the rule's code sees the primal arguments only).
+        let (e1, e2) = if shape == Shape::ScalarArr {
+            let (a, b) = (g.fexpr(2), g.fexpr(2));
+            (format!("({a}) * dret0"), format!("({b}) * dret0"))
+        } else {
+            ("0.0".to_string(), "0.0".to_string())
+        };
+        g.line(format!("var gx = {e1};"));
+        g.line(format!("var gy = {e2};"));
+        match shape {
+            Shape::Arr => g.accumulate("dret"),
+            Shape::ScalarArr => {
+                let c = g.fexpr(2);
+                g.line(format!("da[0] = da[0] + ({c}) * dret0;"));
+                g.accumulate("dret1");
+            }
+            Shape::ArrArr => {
+                g.accumulate("dret0");
+                g.accumulate("dret1");
+            }
+        }
+        g.line("(gx, gy)");
+        calls[k].extend(g.called.iter().copied());
+        let lines = std::mem::take(&mut g.lines);
+        let mut out = hint(rng).to_string();
+        item(&mut out, &head, &lines);
+        return out;
+    }
     let a = g.fexpr(2);
     let b = g.fexpr(2);
     let (c1, c2) = if h.kind == Kind::Tuple {

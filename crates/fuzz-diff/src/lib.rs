@@ -2,14 +2,18 @@
 //!
 //! [`gen`] writes random well-typed `.adz` programs from a seed: helper
 //! functions calling each other, tuples with unused results, `mut` and
-//! scratch arrays written by callees, loops, branches, bounded recursion,
-//! singular intrinsics evaluated at their singular points, arbitrary custom
-//! rules, inline hints, and a chain of in-source `autodiff` derivatives
-//! nested to order 1..=3 in every mode order. [`run`] runs `top` and every
-//! derivative of the chain at a few points under the 16 settings (4 inline
-//! settings × optimizer on/off × JIT/interpreter) and compares the results
-//! bit for bit; rule-free programs are also checked against central finite
-//! differences. [`reduce`] shrinks a disagreeing program. The command is
+//! scratch arrays written by callees, helpers returning arrays (`[f64]`,
+//! tuples with arrays, `[i64]` gather indices), loops, branches, bounded
+//! recursion, singular intrinsics evaluated at their singular points,
+//! arbitrary custom rules, inline hints, and a chain of in-source
+//! `autodiff` derivatives nested to order 1..=3 in every mode order; often
+//! also `topa`, a top-level function with array results. [`run`] runs
+//! `top` and every derivative of the chain at a few points under the 16
+//! settings (4 inline settings × optimizer on/off × JIT/interpreter) and
+//! compares the results bit for bit; rule-free programs are also checked
+//! against central finite differences. `topa` is run, and differentiated
+//! from outside in forward and reverse mode ([`check_array_top`]), the
+//! same way, plus the dot-product test between the two modes. [`reduce`] shrinks a disagreeing program. The command is
 //! `adze-fuzz-diff` (`src/main.rs`); see `docs/robustness.md`,
 //! "Differential fuzzer".
 #![forbid(unsafe_code)]
@@ -18,9 +22,9 @@ pub mod gen;
 pub mod reduce;
 pub mod run;
 
-use adze::adze_ir::{Limits, Module};
+use adze::adze_ir::{Limits, Mode, Module, Val};
 use gen::{GenConfig, Program};
-use run::{Category, Observed, Res, Setting};
+use run::{Category, Observed, Res, Setting, Target};
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -73,6 +77,10 @@ pub struct Finding {
     pub seed: Option<u64>,
     pub source: String,
     pub func: String,
+    /// A derivative of `func` requested from outside the source
+    /// (`Session::derive`; the array top's forward and reverse
+    /// derivatives), or `func` itself.
+    pub derive: Option<Mode>,
     pub point: (f64, f64),
     pub kind: FindingKind,
     /// The settings grouped by outcome: labels and the outcome's text.
@@ -99,8 +107,19 @@ impl Finding {
         let seed = self.seed.map(|s| format!("seed {s}, ")).unwrap_or_default();
         format!(
             "{seed}{} at (x, y) = ({:?}, {:?}): {what} [{}]",
-            self.func, self.point.0, self.point.1, self.signature
+            self.target().label(),
+            self.point.0,
+            self.point.1,
+            self.signature
         )
+    }
+
+    /// What was run.
+    pub fn target(&self) -> Target {
+        Target {
+            func: self.func.clone(),
+            derive: self.derive,
+        }
     }
 
     /// The whole report: title, groups, the (reduced) program.
@@ -128,8 +147,12 @@ impl Finding {
 #[derive(Clone, Debug)]
 pub struct FdMismatch {
     pub seed: u64,
+    /// The derivative (`dk`, or `topa (forward)`).
     pub func: String,
     pub point: (f64, f64),
+    /// For the tangents of an array top: the output (counting every f64 of
+    /// the results in order) that mismatches.
+    pub element: Option<usize>,
     pub ad: f64,
     pub fd: f64,
     /// The program, reduced while the mismatch stays (with `--reduce`).
@@ -157,11 +180,22 @@ pub fn fd_verdict(
     dir: [f64; 2],
     limits: Limits,
 ) -> FdVerdict {
-    const H: f64 = 1e-5;
     let f = |t: f64| run::eval_scalar(base, of, limits, x + t * dir[0], y + t * dir[1]);
-    let (Some(a1), Some(b1), Some(a2), Some(b2)) = (f(H), f(-H), f(2.0 * H), f(-2.0 * H)) else {
+    let (Some(a1), Some(b1), Some(a2), Some(b2)) =
+        (f(FD_H), f(-FD_H), f(2.0 * FD_H), f(-2.0 * FD_H))
+    else {
         return FdVerdict::Skipped;
     };
+    fd_judge(ad, [a1, b1, a2, b2])
+}
+
+/// The step of the central differences.
+const FD_H: f64 = 1e-5;
+
+/// Compares `ad` with the central differences of steps `h` and `2h` made
+/// of the values at `+h`, `-h`, `+2h`, `-2h`.
+fn fd_judge(ad: f64, [a1, b1, a2, b2]: [f64; 4]) -> FdVerdict {
+    const H: f64 = FD_H;
     if [a1, b1, a2, b2, ad].iter().any(|v| !v.is_finite()) {
         return FdVerdict::Skipped;
     }
@@ -177,6 +211,42 @@ pub fn fd_verdict(
     } else {
         FdVerdict::Agrees
     }
+}
+
+/// Compares the tangents `ad` (every f64 of a forward derivative's
+/// tangent results, in order) of `func` at `(x, y)` along `dir` with
+/// central differences of `func`'s results (a prepared module): a
+/// mismatch (the first output that mismatches and its difference), an
+/// agreement when some output agrees and none mismatches, else skipped
+/// (also when the results change length near the point).
+pub fn fd_vector_verdict(
+    base: &Module,
+    func: &str,
+    ad: &[f64],
+    (x, y): (f64, f64),
+    dir: [f64; 2],
+    limits: Limits,
+) -> (FdVerdict, Option<usize>) {
+    let f = |t: f64| {
+        let args = run::args_of(x + t * dir[0], y + t * dir[1]);
+        run::eval_vals(base, func, limits, &args)
+            .map(|v| run::flatten(&v))
+            .filter(|v| v.len() == ad.len())
+    };
+    let (Some(a1), Some(b1), Some(a2), Some(b2)) =
+        (f(FD_H), f(-FD_H), f(2.0 * FD_H), f(-2.0 * FD_H))
+    else {
+        return (FdVerdict::Skipped, None);
+    };
+    let mut verdict = FdVerdict::Skipped;
+    for (j, &t) in ad.iter().enumerate() {
+        match fd_judge(t, [a1[j], b1[j], a2[j], b2[j]]) {
+            FdVerdict::Mismatch(fd) => return (FdVerdict::Mismatch(fd), Some(j)),
+            FdVerdict::Agrees => verdict = FdVerdict::Agrees,
+            FdVerdict::Skipped => {}
+        }
+    }
+    (verdict, None)
 }
 
 /// Does `source` still show a finite-difference mismatch of `d` at
@@ -205,6 +275,23 @@ pub fn fd_still_mismatches(
     )
 }
 
+/// A failed dot-product test of an array top: `<u, J v>` (the cotangents
+/// `u` against the forward derivative's tangents along `v`) differs from
+/// `<Jᵀ u, v>` (the reverse derivative's adjoints against `v`). Checked in
+/// rule-free programs at the generic points, like finite differences.
+#[derive(Clone, Debug)]
+pub struct DotMismatch {
+    pub seed: Option<u64>,
+    pub func: String,
+    pub point: (f64, f64),
+    /// `<u, J v>`, from forward mode.
+    pub forward: f64,
+    /// `<Jᵀ u, v>`, from reverse mode.
+    pub reverse: f64,
+    /// The program, reduced while the mismatch stays (with `--reduce`).
+    pub reduced: Option<String>,
+}
+
 /// The figures of a run.
 #[derive(Clone, Debug, Default)]
 pub struct Stats {
@@ -228,6 +315,13 @@ pub struct Stats {
     pub fd_checked: usize,
     pub fd_skipped: usize,
     pub fd_mismatches: Vec<FdMismatch>,
+    /// Programs with an array top (`topa`), whose forward and reverse
+    /// derivatives were requested from outside.
+    pub array_tops: usize,
+    /// Dot-product tests of array tops (forward against reverse).
+    pub dot_checked: usize,
+    pub dot_skipped: usize,
+    pub dot_mismatches: Vec<DotMismatch>,
     /// Rejected programs (seed, first diagnostic), the first few.
     pub rejects: Vec<(u64, String)>,
     /// Findings (one per function of a program), all of them.
@@ -294,6 +388,13 @@ impl Stats {
             self.fd_checked,
             self.fd_skipped,
             self.fd_mismatches.len()
+        ));
+        s.push_str(&format!(
+            "array tops (function with array results, derived forward and reverse from outside): {}; dot-product tests: {} checked, {} skipped, {} mismatches\n",
+            self.array_tops,
+            self.dot_checked,
+            self.dot_skipped,
+            self.dot_mismatches.len()
         ));
         s.push_str(&format!(
             "time: {:.1} s, {:.2} programs/s\n",
@@ -364,6 +465,303 @@ pub fn check_program(prog: &Program, config: &Config, stats: &mut Stats) {
     if config.fd && prog.rule_free {
         finite_differences(prog, &refs, config, stats);
     }
+    if let Some(at) = &prog.array_top {
+        let generic: Vec<bool> = prog.points.iter().map(|p| !p.special).collect();
+        let top = ArrayTopCheck {
+            name: &at.name,
+            results: &at.results,
+            dir: at.dir,
+            rule_free: prog.rule_free,
+        };
+        check_array_top(
+            &module,
+            &prog.source,
+            Some(prog.seed),
+            &top,
+            &points,
+            &generic,
+            config,
+            stats,
+        );
+    }
+}
+
+/// A function with array results checked by [`check_array_top`].
+#[derive(Clone, Copy, Debug)]
+pub struct ArrayTopCheck<'a> {
+    pub name: &'a str,
+    /// Its results in order: `true` for an array.
+    pub results: &'a [bool],
+    /// The forward derivative's direction `(tx, ty)`.
+    pub dir: [f64; 2],
+    /// Check finite differences and the dot-product test (not when rules,
+    /// which need not be right, may be involved).
+    pub rule_free: bool,
+}
+
+/// The arguments of the forward derivative of a function of `(x, y)`:
+/// each f64 parameter followed by its tangent.
+pub fn forward_args((x, y): (f64, f64), dir: [f64; 2]) -> Vec<Val> {
+    vec![Val::F64(x), Val::F64(dir[0]), Val::F64(y), Val::F64(dir[1])]
+}
+
+/// The arguments of the reverse derivative of a function of `(x, y)`:
+/// the parameters, then one cotangent per result ([`gen::cotangent`]),
+/// an array as long as the result (2 when the primal failed).
+pub fn reverse_args((x, y): (f64, f64), results: &[bool], primal: Option<&[Val]>) -> Vec<Val> {
+    let mut args = run::args_of(x, y);
+    args.extend(cotangents(results, primal));
+    args
+}
+
+fn cotangents(results: &[bool], primal: Option<&[Val]>) -> Vec<Val> {
+    results
+        .iter()
+        .enumerate()
+        .map(|(r, &array)| {
+            if !array {
+                return Val::F64(gen::cotangent(r, 0));
+            }
+            let n = match primal.and_then(|v| v.get(r)) {
+                Some(Val::Array(xs)) => xs.len(),
+                _ => 2,
+            };
+            Val::Array((0..n).map(|j| gen::cotangent(r, j)).collect())
+        })
+        .collect()
+}
+
+/// Checks a function of `(x, y)` with array results: the function, its
+/// forward derivative (tangent arrays beside the primal) and its reverse
+/// derivative (one cotangent per result), each under every setting, bit
+/// for bit; in a rule-free program, at the generic points, the tangents
+/// against central finite differences and the two derivatives against
+/// each other by the dot-product test.
+#[allow(clippy::too_many_arguments)]
+pub fn check_array_top(
+    module: &Module,
+    source: &str,
+    seed: Option<u64>,
+    top: &ArrayTopCheck,
+    points: &[(f64, f64)],
+    generic: &[bool],
+    config: &Config,
+    stats: &mut Stats,
+) {
+    stats.array_tops += 1;
+    let name = top.name;
+    let args: Vec<Vec<Val>> = points.iter().map(|&(x, y)| run::args_of(x, y)).collect();
+    let (reference, agreed) = check_target_args(
+        module,
+        source,
+        seed,
+        &Target::plain(name),
+        points,
+        &args,
+        config,
+        stats,
+    );
+    // The primal results: agreed by every setting, or the reference's.
+    let primal: Vec<Option<Vec<Val>>> = points
+        .iter()
+        .enumerate()
+        .map(|(p, &(x, y))| {
+            agreed[p].clone().or_else(|| {
+                let (m, n) = reference.as_ref()?;
+                run::eval_vals(m, n, config.limits, &run::args_of(x, y))
+            })
+        })
+        .collect();
+    let fargs: Vec<Vec<Val>> = points.iter().map(|&p| forward_args(p, top.dir)).collect();
+    let (_, fwd) = check_target_args(
+        module,
+        source,
+        seed,
+        &Target::derived(name, Mode::Forward),
+        points,
+        &fargs,
+        config,
+        stats,
+    );
+    let rargs: Vec<Vec<Val>> = points
+        .iter()
+        .enumerate()
+        .map(|(p, &xy)| reverse_args(xy, top.results, primal[p].as_deref()))
+        .collect();
+    let (_, rev) = check_target_args(
+        module,
+        source,
+        seed,
+        &Target::derived(name, Mode::Reverse),
+        points,
+        &rargs,
+        config,
+        stats,
+    );
+    if !(config.fd && top.rule_free) {
+        return;
+    }
+    let Some((base, _)) = &reference else {
+        return;
+    };
+    let n = top.results.len();
+    let mut fd_reduced = false;
+    let mut dot_reduced = false;
+    for (p, &point) in points.iter().enumerate() {
+        if !generic[p] {
+            continue;
+        }
+        let Some(f) = &fwd[p] else {
+            stats.fd_skipped += 1;
+            stats.dot_skipped += 1;
+            continue;
+        };
+        let tangents = run::flatten(f.get(n..).unwrap_or(&[]));
+        match fd_vector_verdict(base, name, &tangents, point, top.dir, config.limits) {
+            (FdVerdict::Skipped, _) => stats.fd_skipped += 1,
+            (FdVerdict::Agrees, _) => stats.fd_checked += 1,
+            (FdVerdict::Mismatch(fd), element) => {
+                stats.fd_checked += 1;
+                let reduced = (config.reduce && !fd_reduced).then(|| {
+                    fd_reduced = true;
+                    reduce::reduce(
+                        source,
+                        |s| array_fd_still_mismatches(s, top, point, config.limits),
+                        config.max_reduce_tests,
+                    )
+                });
+                stats.fd_mismatches.push(FdMismatch {
+                    seed: seed.unwrap_or(0),
+                    func: Target::derived(name, Mode::Forward).label(),
+                    point,
+                    element,
+                    ad: element.map_or(f64::NAN, |j| tangents[j]),
+                    fd,
+                    reduced,
+                });
+            }
+        }
+        match dot_product(top, f, rev[p].as_deref(), primal[p].as_deref()) {
+            None => stats.dot_skipped += 1,
+            Some((_, _, true)) => stats.dot_checked += 1,
+            Some((lhs, rhs, false)) => {
+                stats.dot_checked += 1;
+                let reduced = (config.reduce && !dot_reduced).then(|| {
+                    dot_reduced = true;
+                    reduce::reduce(
+                        source,
+                        |s| dot_still_mismatches(s, top, point, config.limits),
+                        config.max_reduce_tests,
+                    )
+                });
+                stats.dot_mismatches.push(DotMismatch {
+                    seed,
+                    func: name.to_string(),
+                    point,
+                    forward: lhs,
+                    reverse: rhs,
+                    reduced,
+                });
+            }
+        }
+    }
+}
+
+/// The dot-product test at one point: `<u, J v>` from the forward
+/// derivative's results `fwd` (the primal results, then the tangents),
+/// `<Jᵀ u, v>` from the reverse derivative's results `rev` (the adjoints
+/// of `x` and `y`), and whether they agree (relative to the sum of the
+/// terms' magnitudes). `None` when something is missing, has another
+/// shape, or is not finite.
+pub fn dot_product(
+    top: &ArrayTopCheck,
+    fwd: &[Val],
+    rev: Option<&[Val]>,
+    primal: Option<&[Val]>,
+) -> Option<(f64, f64, bool)> {
+    let n = top.results.len();
+    let tangents = run::flatten(fwd.get(n..)?);
+    let u = run::flatten(&cotangents(top.results, Some(primal?)));
+    let [Val::F64(gx), Val::F64(gy)] = rev? else {
+        return None;
+    };
+    if tangents.len() != u.len() {
+        return None;
+    }
+    let terms: Vec<f64> = u.iter().zip(&tangents).map(|(a, b)| a * b).collect();
+    let lhs: f64 = terms.iter().sum();
+    let rhs = gx * top.dir[0] + gy * top.dir[1];
+    if !lhs.is_finite() || !rhs.is_finite() {
+        return None;
+    }
+    let scale = 1.0
+        + terms.iter().map(|t| t.abs()).sum::<f64>()
+        + (gx * top.dir[0]).abs()
+        + (gy * top.dir[1]).abs();
+    Some((lhs, rhs, (lhs - rhs).abs() <= 1e-8 * scale))
+}
+
+/// The reference setting's module of `source` prepared for `target`, and
+/// the name to run.
+fn reference_of(source: &str, target: &Target, limits: Limits) -> Option<Prepared> {
+    let module = run::compile(source).ok()?;
+    run::prepare_target(&module, target, adze::InlineSetting::None, false, limits).ok()
+}
+
+/// Does `source` still show a finite-difference mismatch of the array
+/// top's tangents at `point` (reference setting)?
+pub fn array_fd_still_mismatches(
+    source: &str,
+    top: &ArrayTopCheck,
+    point: (f64, f64),
+    limits: Limits,
+) -> bool {
+    let Some((base, _)) = reference_of(source, &Target::plain(top.name), limits) else {
+        return false;
+    };
+    let Some((dm, dn)) = reference_of(source, &Target::derived(top.name, Mode::Forward), limits)
+    else {
+        return false;
+    };
+    let Some(f) = run::eval_vals(&dm, &dn, limits, &forward_args(point, top.dir)) else {
+        return false;
+    };
+    let tangents = run::flatten(f.get(top.results.len()..).unwrap_or(&[]));
+    matches!(
+        fd_vector_verdict(&base, top.name, &tangents, point, top.dir, limits).0,
+        FdVerdict::Mismatch(_)
+    )
+}
+
+/// Does `source` still fail the dot-product test of the array top at
+/// `point` (reference setting)?
+pub fn dot_still_mismatches(
+    source: &str,
+    top: &ArrayTopCheck,
+    point: (f64, f64),
+    limits: Limits,
+) -> bool {
+    let run_of = |target: Target, args: &[Val]| {
+        let (m, n) = reference_of(source, &target, limits)?;
+        run::eval_vals(&m, &n, limits, args)
+    };
+    let Some(primal) = run_of(Target::plain(top.name), &run::args_of(point.0, point.1)) else {
+        return false;
+    };
+    let Some(fwd) = run_of(
+        Target::derived(top.name, Mode::Forward),
+        &forward_args(point, top.dir),
+    ) else {
+        return false;
+    };
+    let rev = run_of(
+        Target::derived(top.name, Mode::Reverse),
+        &reverse_args(point, top.results, Some(&primal)),
+    );
+    matches!(
+        dot_product(top, &fwd, rev.as_deref(), Some(&primal)),
+        Some((_, _, false))
+    )
 }
 
 /// Runs `func` under every setting at every point, records disagreements
@@ -395,7 +793,36 @@ pub fn check_function_args(
     config: &Config,
     stats: &mut Stats,
 ) -> (Option<Module>, Vec<Option<f64>>) {
-    let (outs, reference) = run::run_settings(module, func, &config.settings, config.limits, args);
+    let target = Target::plain(func);
+    let (reference, agreed) =
+        check_target_args(module, source, seed, &target, points, args, config, stats);
+    let agreed = agreed
+        .into_iter()
+        .map(|v| match v.as_deref() {
+            Some([Val::F64(x)]) => Some(*x),
+            _ => None,
+        })
+        .collect();
+    (reference.map(|(m, _)| m), agreed)
+}
+
+/// A prepared module and the name of the function to run in it.
+pub type Prepared = (Module, String);
+
+/// [`check_function_args`] of a [`Target`]: returns the reference module
+/// and name, and the results every setting agreed on at each point.
+#[allow(clippy::too_many_arguments)]
+pub fn check_target_args(
+    module: &Module,
+    source: &str,
+    seed: Option<u64>,
+    target: &Target,
+    points: &[(f64, f64)],
+    args: &[Vec<adze::adze_ir::Val>],
+    config: &Config,
+    stats: &mut Stats,
+) -> (Option<Prepared>, Vec<Option<Vec<Val>>>) {
+    let (outs, reference) = run::run_target(module, target, &config.settings, config.limits, args);
     let mut agreed = Vec::new();
     let mut reported = false;
     for (p, &point) in points.iter().enumerate() {
@@ -419,7 +846,7 @@ pub fn check_function_args(
             None
         };
         agreed.push(match (&finding, &col[0].res) {
-            (None, Res::Values(bits)) if bits.len() == 1 => Some(f64::from_bits(bits[0])),
+            (None, Res::Values(_)) => col[0].vals.clone(),
             _ => None,
         });
         // One finding per function: the first point that shows it.
@@ -441,14 +868,16 @@ pub fn check_function_args(
                 FindingKind::Disagreement(c) => {
                     let mut classes = [col[pair.0].res.class(), col[pair.1].res.class()];
                     classes.sort();
-                    format!("{}: {}/{}", c.name(), classes[0], classes[1])
+                    let by = split_by(&gs, &config.settings);
+                    format!("{}: {}/{} (by {by})", c.name(), classes[0], classes[1])
                 }
                 FindingKind::Internal => format!("internal: {}", col[0].res.class()),
             };
             let mut f = Finding {
                 seed,
                 source: source.to_string(),
-                func: func.to_string(),
+                func: target.func.clone(),
+                derive: target.derive,
                 point,
                 kind,
                 groups,
@@ -474,6 +903,32 @@ pub fn check_function_args(
     (reference, agreed)
 }
 
+/// What separates the groups of settings that disagree: `inline`,
+/// `optimizer` or `engine` when the outcome depends on that alone, else
+/// `several`.
+pub fn split_by(groups: &[Vec<usize>], settings: &[Setting]) -> &'static str {
+    let mut group = vec![0; settings.len()];
+    for (g, members) in groups.iter().enumerate() {
+        for &i in members {
+            group[i] = g;
+        }
+    }
+    let alone = |same: &dyn Fn(&Setting, &Setting) -> bool| {
+        (0..settings.len()).all(|i| {
+            (0..settings.len()).all(|j| !same(&settings[i], &settings[j]) || group[i] == group[j])
+        })
+    };
+    if alone(&|a, b| a.inline == b.inline) {
+        "inline"
+    } else if alone(&|a, b| a.optimize == b.optimize) {
+        "optimizer"
+    } else if alone(&|a, b| a.engine == b.engine) {
+        "engine"
+    } else {
+        "several"
+    }
+}
+
 /// Does `source` still show `finding` (same function, point, pair of
 /// settings, category)? Invalid programs do not.
 pub fn still_shows(
@@ -491,9 +946,9 @@ pub fn still_shows(
     } else {
         vec![config.settings[a], config.settings[b]]
     };
-    let (outs, _) = run::run_settings(
+    let (outs, _) = run::run_target(
         &module,
-        &finding.func,
+        &finding.target(),
         &settings,
         config.limits,
         std::slice::from_ref(&args.to_vec()),
@@ -555,6 +1010,7 @@ fn finite_differences(
                         seed: prog.seed,
                         func: d.name.clone(),
                         point: (point.x, point.y),
+                        element: None,
                         ad,
                         fd,
                         reduced,

@@ -37,6 +37,14 @@ struct Args {
     /// Random points per program beyond the usual four (the same programs).
     #[arg(long, default_value_t = 0)]
     extra_points: usize,
+    /// Generate no array results (no helpers returning arrays, no `topa`):
+    /// the programs of the generator before array results, seed for seed.
+    #[arg(long)]
+    no_array_results: bool,
+    /// The percentage of programs with `topa`, a top-level function with
+    /// array results differentiated from outside (forward and reverse).
+    #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u64).range(0..=100))]
+    array_top_percent: u64,
     /// Shrink every finding and print the reduced program.
     #[arg(long)]
     reduce: bool,
@@ -68,6 +76,32 @@ struct Args {
     /// With `--file`: the functions to check.
     #[arg(long = "fn")]
     funcs: Vec<String>,
+    /// With `--file`: check this function of `(x: f64, y: f64)` with
+    /// array results as the fuzzer checks an array top: itself, its
+    /// forward and its reverse derivative (`Session::derive`) under every
+    /// setting, finite differences and the dot-product test (unless
+    /// `--rules`).
+    #[arg(long)]
+    array_top: Option<String>,
+    /// With `--array-top`: the file has rules, which need not be right
+    /// (no finite differences, no dot-product test).
+    #[arg(long)]
+    rules: bool,
+    /// With `--array-top`: the forward direction `TX,TY`.
+    #[arg(long, value_parser = parse_pair, default_value = "1.0,0.5")]
+    dir: (f64, f64),
+    /// With `--file`: the points `X,Y` (repeatable) instead of the usual
+    /// ones (with `--fn`, every parameter after the second is given `Y`).
+    #[arg(long = "at", value_parser = parse_pair)]
+    at: Vec<(f64, f64)>,
+}
+
+fn parse_pair(s: &str) -> Result<(f64, f64), String> {
+    let (a, b) = s
+        .split_once(',')
+        .ok_or_else(|| format!("`{s}`: two numbers, `X,Y`"))?;
+    let num = |t: &str| t.trim().parse::<f64>().map_err(|e| format!("`{t}`: {e}"));
+    Ok((num(a)?, num(b)?))
 }
 
 fn main() {
@@ -79,6 +113,8 @@ fn main() {
             order_max: args.order_max.clamp(1, 3),
             modes: args.modes,
             extra_points: args.extra_points,
+            array_results: !args.no_array_results,
+            array_top_percent: args.array_top_percent as usize,
         },
         reduce: args.reduce,
         max_reduce_tests: args.max_reduce_tests,
@@ -88,10 +124,11 @@ fn main() {
         ..Config::default()
     };
     let stats = match &args.file {
-        Some(path) => check_file(path, &args.funcs, &config),
+        Some(path) => check_file(path, &args, &config),
         None => run_seeds(&args, &config),
     };
     print_fd(&stats);
+    print_dot(&stats);
     for (seed, e) in &stats.rejects {
         println!("generator reject: seed {seed}: {e}");
     }
@@ -139,7 +176,8 @@ fn run_seeds(args: &Args, config: &Config) -> Stats {
     stats
 }
 
-fn check_file(path: &PathBuf, funcs: &[String], config: &Config) -> Stats {
+fn check_file(path: &PathBuf, args: &Args, config: &Config) -> Stats {
+    let funcs = &args.funcs;
     let start = std::time::Instant::now();
     let mut stats = Stats::default();
     let source = match std::fs::read_to_string(path) {
@@ -158,6 +196,14 @@ fn check_file(path: &PathBuf, funcs: &[String], config: &Config) -> Stats {
         }
     };
     stats.checked = 1;
+    if let Some(name) = &args.array_top {
+        check_file_array_top(&module, &source, name, args, config, &mut stats);
+        for f in &stats.findings {
+            println!("{}", f.report());
+        }
+        stats.elapsed = start.elapsed();
+        return stats;
+    }
     let mut names: Vec<String> = funcs.to_vec();
     if names.is_empty() {
         names = std::iter::once("top".to_string())
@@ -174,7 +220,12 @@ fn check_file(path: &PathBuf, funcs: &[String], config: &Config) -> Stats {
         let n = module.func(id).sig.params.len();
         let mut points = Vec::new();
         let mut arg_lists = Vec::new();
-        for k in 0..VALUES.len() {
+        for &(x, y) in &args.at {
+            points.push((x, y));
+            let vals = (0..n).map(|i| if i == 0 { x } else { y });
+            arg_lists.push(vals.map(adze::adze_ir::Val::F64).collect());
+        }
+        for k in 0..if args.at.is_empty() { VALUES.len() } else { 0 } {
             let vals: Vec<f64> = (0..n)
                 .map(|i| VALUES[(k + i * (k % 2)) % VALUES.len()])
                 .collect();
@@ -195,10 +246,68 @@ fn check_file(path: &PathBuf, funcs: &[String], config: &Config) -> Stats {
     stats
 }
 
+/// `--file F --array-top NAME`: NAME must take `(x: f64, y: f64)` and
+/// return f64s and f64 arrays.
+fn check_file_array_top(
+    module: &adze::adze_ir::Module,
+    source: &str,
+    name: &str,
+    args: &Args,
+    config: &Config,
+    stats: &mut Stats,
+) {
+    use adze::adze_ir::Type;
+    let Some(id) = module.get(name) else {
+        eprintln!("error: no function `{name}`");
+        std::process::exit(2);
+    };
+    let sig = &module.func(id).sig;
+    let xy = sig.params.len() == 2 && sig.param_types().all(|t| t == Type::F64);
+    let ok = sig
+        .results
+        .iter()
+        .all(|t| matches!(t, Type::F64 | Type::Array));
+    if !xy || !ok {
+        eprintln!("error: `{name}` must take (x: f64, y: f64) and return f64s and [f64]s");
+        std::process::exit(2);
+    }
+    let results: Vec<bool> = sig.results.iter().map(|&t| t == Type::Array).collect();
+    let points: Vec<(f64, f64)> = if args.at.is_empty() {
+        vec![(0.3, -0.7), (1.1, 0.4), (0.0, 0.0), (1.0, 1.0)]
+    } else {
+        args.at.clone()
+    };
+    let generic = vec![true; points.len()];
+    let top = adze_fuzz_diff::ArrayTopCheck {
+        name,
+        results: &results,
+        dir: [args.dir.0, args.dir.1],
+        rule_free: !args.rules,
+    };
+    adze_fuzz_diff::check_array_top(module, source, None, &top, &points, &generic, config, stats);
+}
+
+fn print_dot(stats: &Stats) {
+    for m in &stats.dot_mismatches {
+        let seed = m.seed.map(|s| format!("seed {s}: ")).unwrap_or_default();
+        println!(
+            "dot-product mismatch: {seed}{} at ({:?}, {:?}): <u, J v> = {:?} (forward), <J^T u, v> = {:?} (reverse)",
+            m.func, m.point.0, m.point.1, m.forward, m.reverse
+        );
+        if let Some(r) = &m.reduced {
+            println!("--- reduced program ({} lines):\n{r}", r.lines().count());
+        }
+    }
+}
+
 fn print_fd(stats: &Stats) {
     for m in &stats.fd_mismatches {
+        let element = m
+            .element
+            .map(|j| format!(" output {j}"))
+            .unwrap_or_default();
         println!(
-            "finite-difference mismatch: seed {}: {} at ({:?}, {:?}): AD {:?}, central difference {:?}",
+            "finite-difference mismatch: seed {}: {}{element} at ({:?}, {:?}): AD {:?}, central difference {:?}",
             m.seed, m.func, m.point.0, m.point.1, m.ad, m.fd
         );
         if let Some(r) = &m.reduced {

@@ -2,7 +2,7 @@
 //! setting (4 inline settings × optimizer on/off × 2 engines), with the
 //! outcomes classified so that they can be compared bit for bit.
 
-use adze::adze_ir::{self, FuncId, Limits, Module, Outcome, RunError, TrapKind, Val};
+use adze::adze_ir::{self, FuncId, Limits, Mode, Module, Outcome, RunError, TrapKind, Val};
 use adze::{Engine, InlineSetting, Session};
 use std::panic::{catch_unwind, AssertUnwindSafe};
 
@@ -36,6 +36,8 @@ pub struct Observed {
     /// A bug in adze whatever the other settings say: a panic, a verifier
     /// failure, an internal AD error, a Cranelift error, a tape mismatch.
     pub internal: bool,
+    /// The results, when the run gave values.
+    pub vals: Option<Vec<Val>>,
 }
 
 impl Observed {
@@ -44,6 +46,41 @@ impl Observed {
             res: Res::Panic(msg.clone()),
             text: format!("panic: {msg}"),
             internal: true,
+            vals: None,
+        }
+    }
+}
+
+/// What is run: a function of the program, or its derivative requested
+/// from outside the source (`Session::derive`, as `tests/it/array_results.rs`
+/// makes them: every f64 parameter `dual` / `active`, every array `dup`;
+/// the results `dual`, or in reverse mode `dup` when one is an array —
+/// its cotangents are parameters after the function's own).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Target {
+    pub func: String,
+    pub derive: Option<Mode>,
+}
+
+impl Target {
+    pub fn plain(func: &str) -> Target {
+        Target {
+            func: func.to_string(),
+            derive: None,
+        }
+    }
+    pub fn derived(func: &str, mode: Mode) -> Target {
+        Target {
+            func: func.to_string(),
+            derive: Some(mode),
+        }
+    }
+    /// `f`, `f (forward)`, `f (reverse)`.
+    pub fn label(&self) -> String {
+        match self.derive {
+            None => self.func.clone(),
+            Some(Mode::Forward) => format!("{} (forward)", self.func),
+            Some(Mode::Reverse) => format!("{} (reverse)", self.func),
         }
     }
 }
@@ -80,6 +117,7 @@ fn observe_error(e: &adze::Error) -> Observed {
         res: Res::Error(class),
         text: format!("error: {e}"),
         internal,
+        vals: None,
     }
 }
 
@@ -98,6 +136,7 @@ fn observe_trap(e: &RunError) -> Observed {
         res: Res::Trap(format!("{kind} {at}")),
         text: format!("run-time error: {e}"),
         internal,
+        vals: None,
     }
 }
 
@@ -122,6 +161,7 @@ fn observe_outcome(o: &Outcome) -> Observed {
         res: Res::Values(bits),
         text,
         internal: false,
+        vals: Some(o.results.to_vec()),
     }
 }
 
@@ -186,6 +226,38 @@ pub fn prepare(
     }
 }
 
+/// Prepares `target` for one (inline, optimize) pair: [`prepare`] for a
+/// function, `Session::derive` for a derivative; the module and the name
+/// of the function to run.
+pub fn prepare_target(
+    base: &Module,
+    target: &Target,
+    inline: InlineSetting,
+    optimize: bool,
+    limits: Limits,
+) -> Result<(Module, String), Observed> {
+    let Some(mode) = target.derive else {
+        return prepare(base, &target.func, inline, optimize, limits)
+            .map(|m| (m, target.func.clone()));
+    };
+    let session = Session {
+        module: base.clone(),
+        inline,
+        limits,
+        ad_limits: adze::adze_ad::AdLimits::default(),
+        optimize,
+        coverage: None,
+        after_inline: None,
+    };
+    match catch_unwind(AssertUnwindSafe(|| {
+        session.derive(&target.func, mode, 1, &[])
+    })) {
+        Ok(Ok(m)) => Ok(m),
+        Ok(Err(e)) => Err(observe_error(&e)),
+        Err(p) => Err(Observed::panic(panic_message(&*p))),
+    }
+}
+
 /// Runs `func` of a prepared module at every point on one engine.
 pub fn run_prepared(
     module: &Module,
@@ -199,6 +271,7 @@ pub fn run_prepared(
             res: Res::Error("no-such-function".into()),
             text: format!("no function `{func}` after preparation"),
             internal: true,
+            vals: None,
         };
         return vec![o; points.len()];
     };
@@ -256,19 +329,32 @@ pub fn run_settings(
     limits: Limits,
     points: &[Vec<Val>],
 ) -> (Vec<Vec<Observed>>, Option<Module>) {
+    let (outs, reference) = run_target(base, &Target::plain(func), settings, limits, points);
+    (outs, reference.map(|(m, _)| m))
+}
+
+/// [`run_settings`] of a [`Target`]: the reference is the prepared module
+/// and the name of the function run.
+pub fn run_target(
+    base: &Module,
+    target: &Target,
+    settings: &[Setting],
+    limits: Limits,
+    points: &[Vec<Val>],
+) -> (Vec<Vec<Observed>>, Option<(Module, String)>) {
     let mut out: Vec<Option<Vec<Observed>>> = vec![None; settings.len()];
     let mut reference = None;
     for (i, s) in settings.iter().enumerate() {
         if out[i].is_some() {
             continue;
         }
-        let prepared = prepare(base, func, s.inline, s.optimize, limits);
+        let prepared = prepare_target(base, target, s.inline, s.optimize, limits);
         for (j, t) in settings.iter().enumerate().skip(i) {
             if t.inline != s.inline || t.optimize != s.optimize {
                 continue;
             }
             out[j] = Some(match &prepared {
-                Ok(m) => run_prepared(m, func, t.engine, limits, points),
+                Ok((m, name)) => run_prepared(m, name, t.engine, limits, points),
                 Err(e) => vec![e.clone(); points.len()],
             });
         }
@@ -430,6 +516,31 @@ pub fn eval_scalar(module: &Module, func: &str, limits: Limits, x: f64, y: f64) 
         [Val::F64(v)] => Some(*v),
         _ => None,
     }
+}
+
+/// Runs `func` of a prepared module on `args` on the interpreter: its
+/// results, or `None` on any error (finite differences, cotangent lengths).
+pub fn eval_vals(module: &Module, func: &str, limits: Limits, args: &[Val]) -> Option<Vec<Val>> {
+    let id = module.get(func)?;
+    let o = catch_unwind(AssertUnwindSafe(|| {
+        adze::adze_interp::Interpreter::with_limits(module, limits).call(id, args)
+    }))
+    .ok()?
+    .ok()?;
+    Some(o.results.to_vec())
+}
+
+/// Every f64 of a list of values, in order (scalars, array elements).
+pub fn flatten(vals: &[Val]) -> Vec<f64> {
+    let mut out = Vec::new();
+    for v in vals {
+        match v {
+            Val::F64(x) => out.push(*x),
+            Val::Array(xs) => out.extend_from_slice(xs),
+            _ => {}
+        }
+    }
+    out
 }
 
 /// Limits for generated programs: recursion is bounded by construction, so
