@@ -827,7 +827,7 @@ impl Transform<'_, '_> {
                 self.copy(block, inst, data.clone(), &[]);
                 if let Some(shadows) = tangents(&self.tan, *a).map(<[Value]>::to_vec) {
                     for (lane, sh) in shadows.into_iter().enumerate() {
-                        let t = self.lane_or_zero(*x, lane);
+                        let t = self.element_tangent(block, *x, lane);
                         self.builder(block).store(sh, *i, t);
                     }
                 }
@@ -839,7 +839,7 @@ impl Transform<'_, '_> {
                 self.copy(block, inst, data.clone(), &[]);
                 if let Some(shadows) = tangents(&self.tan, *a).map(<[Value]>::to_vec) {
                     for (lane, sh) in shadows.into_iter().enumerate() {
-                        let t = self.lane_or_zero(*x, lane);
+                        let t = self.element_tangent(block, *x, lane);
                         self.builder(block).fill(sh, t);
                     }
                 }
@@ -927,6 +927,20 @@ impl Transform<'_, '_> {
         Ok(())
     }
 
+    /// The tangent an array element gets from `x`: its tangent, or for an
+    /// inactive `x` +0.0, the zero every tangent array starts with (a
+    /// `zeros` tangent, or the one the derivative of a callee returns for
+    /// an inactive array result) rather than the SSA zero -0.0: an element
+    /// stored by code inlined into an active array must have the bits the
+    /// same element has when the callee's array stays inactive (fuzzer
+    /// seed 1200785).
+    fn element_tangent(&mut self, block: Block, x: Value, lane: usize) -> Value {
+        match self.lane(x, lane) {
+            Some(t) => t,
+            None => self.builder(block).fconst(0.0),
+        }
+    }
+
     /// Tangent code for an instruction of the partials table.
     fn local(&mut self, block: Block, data: &InstData, r: Value) {
         let args = data.args().to_vec();
@@ -980,6 +994,23 @@ impl Transform<'_, '_> {
         let tape = self.cx.cache.uses_tape(self.module, callee);
         if !tape && !args.iter().any(|&v| tangents(&self.tan, v).is_some()) {
             self.copy(block, inst, data, &[]);
+            // An array result the caller makes active (a store into it)
+            // starts with a zero tangent, as a `zeros` does (fuzzer seed
+            // 1201165: the tangent of the store was lost).
+            let w = self.width();
+            for r in self.primal.dfg.inst_results(inst).to_vec() {
+                if self.primal.dfg.value_type(r) == Type::Array && self.act.is_active(r) {
+                    let name = self.primal.array_name(r);
+                    let lanes = (0..w)
+                        .map(|lane| {
+                            let mut b = self.builder(block);
+                            let n = b.len(r);
+                            b.zeros(n, lane_name(&name, "d", lane, w))
+                        })
+                        .collect();
+                    self.tan[r] = lanes;
+                }
+            }
             return Ok(());
         }
         if !self.module.is_valid(callee) {

@@ -182,7 +182,7 @@ struct Shape {
     cont_args: Vec<Result<usize, Value>>,
     /// Are the region's results parameters of `cont` (else values defined
     /// inside it)?
-    results_are_params: bool,
+    results_are_params: Vec<bool>,
 }
 
 /// Checks the shape of region `r` of `orig`: one way in, one block out,
@@ -216,8 +216,18 @@ fn shape(orig: &Function, r: Region) -> Result<Shape, String> {
     }
     let cont_params = orig.dfg.block_params(cont).to_vec();
     let defined_inside = |v: Value| defined_in(orig, &inside, v);
-    let results_are_params = rd.results.iter().all(|v| cont_params.contains(v));
-    if !results_are_params && !rd.results.iter().all(|&v| defined_inside(v)) {
+    // Each result is a parameter of the continuation (a scalar passed out
+    // by the jump) or defined inside (an array result of an inlined
+    // callee, which never passes through a block parameter); a tuple with
+    // an array has both.
+    let results_are_params: Vec<bool> =
+        rd.results.iter().map(|v| cont_params.contains(v)).collect();
+    if rd
+        .results
+        .iter()
+        .zip(&results_are_params)
+        .any(|(&v, &p)| !p && !defined_inside(v))
+    {
         return Err(unsupported(
             orig,
             r,
@@ -377,14 +387,19 @@ fn rewrite(
     let x = func.dfg.make_block();
     func.layout.insert_block_after(x, pred);
     let result_types: Vec<_> = rd.results.iter().map(|&v| orig.dfg.value_type(v)).collect();
-    let results: Vec<(Value, adze_ir::Type)> = if results_are_params {
-        result_types
-            .iter()
-            .map(|&ty| (func.dfg.make_detached_value(ty), ty))
-            .collect()
-    } else {
-        rd.results.iter().copied().zip(result_types).collect()
-    };
+    let results: Vec<(Value, adze_ir::Type)> = rd
+        .results
+        .iter()
+        .zip(result_types)
+        .zip(&results_are_params)
+        .map(|((&v, ty), &param)| {
+            if param {
+                (func.dfg.make_detached_value(ty), ty)
+            } else {
+                (v, ty)
+            }
+        })
+        .collect();
     let call = func.dfg.make_inst_with_results(
         InstData::Call {
             func: rd.callee,

@@ -248,6 +248,7 @@ pub fn prepare_target(
         optimize,
         coverage: None,
         after_inline: None,
+        jit: adze::JitSettings::default(),
     };
     match catch_unwind(AssertUnwindSafe(|| {
         session.derive(&target.func, mode, 1, &[])

@@ -7,7 +7,7 @@
 //! setting, finite differences, the dot-product test) passes a right
 //! program and catches a wrong rule; a fixed seed range with array results
 //! passes; and the reduced programs of the open bugs it found
-//! (`findings/`), ignored until they are fixed.
+//! (`tests/findings/`), fixed, each now a test.
 
 use adze_fuzz_diff::gen::{self, GenConfig};
 use adze_fuzz_diff::{check_array_top, check_function_args, run, ArrayTopCheck, Config, Stats};
@@ -259,7 +259,7 @@ const ARRAY_SEEDS: [u64; 10] = [
     1200011, 1200012, 1200013, 1200014, 1200015, 1200016, 1200017, 1200018, 1200019, 1200020,
 ];
 
-// ---- Open bugs the array results found (findings/), each under every
+// ---- Open bugs the array results found (tests/findings/), each under every
 // setting at a few points.
 
 const POINTS: [f64; 4] = [0.0, 1.0, 0.5, 2.0];
@@ -284,64 +284,57 @@ fn assert_agree(source: &str, funcs: &[&str]) {
 }
 
 #[test]
-#[ignore = "open bug: the optimizer's `mem` pass deletes stores into a local array that is returned"]
 fn optimizer_keeps_stores_into_a_returned_array() {
     assert_agree(
-        include_str!("../../../findings/opt_mem_drops_store_to_returned_array.adz"),
+        include_str!("../../../tests/findings/opt_mem_drops_store_to_returned_array.adz"),
         &["top"],
     );
 }
 
 #[test]
-#[ignore = "open bug: AD rejects the rule region of a function with a rule returning (f64, [f64])"]
 fn a_rule_region_with_a_tuple_array_result() {
     assert_agree(
-        include_str!("../../../findings/rule_region_tuple_array_result.adz"),
+        include_str!("../../../tests/findings/rule_region_tuple_array_result.adz"),
         &["d", "t"],
     );
 }
 
 #[test]
-#[ignore = "open bug: reverse mode loses the derivative through a call's array result whose argument is another call's result"]
 fn reverse_through_an_array_result_of_a_call_fed_by_a_call() {
     assert_agree(
-        include_str!("../../../findings/reverse_array_result_of_call_fed_by_call.adz"),
+        include_str!("../../../tests/findings/reverse_array_result_of_call_fed_by_call.adz"),
         &["r1"],
     );
 }
 
 #[test]
-#[ignore = "open bug: the shadow of an inactive call's array result, written active in a loop, is not cleared between iterations"]
 fn reverse_clears_the_shadow_of_a_call_result_in_a_loop() {
     assert_agree(
-        include_str!("../../../findings/reverse_stale_shadow_of_call_result_in_loop.adz"),
+        include_str!("../../../tests/findings/reverse_stale_shadow_of_call_result_in_loop.adz"),
         &["d"],
     );
 }
 
 #[test]
-#[ignore = "open bug: forward mode loses the tangent stored into the array result of a call with inactive arguments"]
 fn forward_through_a_store_into_an_inactive_call_result() {
     assert_agree(
-        include_str!("../../../findings/forward_inactive_call_result_written_active.adz"),
+        include_str!("../../../tests/findings/forward_inactive_call_result_written_active.adz"),
         &["d"],
     );
 }
 
 #[test]
-#[ignore = "open bug: an inlined copy of a returned parameter gets -0.0 tangents where the call gets +0.0"]
 fn forward_tangent_of_a_copied_parameter_has_one_sign() {
     assert_agree(
-        include_str!("../../../findings/forward_signed_zero_tangent_of_copied_param.adz"),
+        include_str!("../../../tests/findings/forward_signed_zero_tangent_of_copied_param.adz"),
         &["d"],
     );
 }
 
 #[test]
-#[ignore = "open bug: Session::derivative (adze run --derive reverse) of (f64, [f64]) is an internal error"]
 fn the_vjp_of_a_tuple_with_an_array_is_not_an_internal_error() {
     let source =
-        include_str!("../../../findings/cli_derive_reverse_tuple_array_internal_error.adz");
+        include_str!("../../../tests/findings/cli_derive_reverse_tuple_array_internal_error.adz");
     let session = adze::Session::from_module(run::compile(source).unwrap()).unwrap();
     match session.derivative("h", adze::adze_ir::Mode::Reverse, 1, &[], true) {
         Ok(_) => {}

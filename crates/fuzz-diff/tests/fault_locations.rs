@@ -60,7 +60,6 @@ fn faults_have_one_location_under_every_setting() {
 
 /// The same with array results (helpers returning arrays, `topa`).
 #[test]
-#[ignore = "open bug (findings/rule_region_tuple_array_result.adz): seed 2's reverse derivatives stop with `a rule region whose results are neither its continuation's parameters nor defined inside it` when inlined early"]
 fn faults_in_programs_with_array_results_have_one_location() {
     faults_have_one_location(&GenConfig::default());
 }

@@ -909,12 +909,17 @@ impl Adj<'_> {
                 }) => self.rev_rule(*apply, shadowed, args, &results)?,
                 None => {
                     // Not differentiated: nothing active goes in, so what
-                    // its results' adjoints add up to goes nowhere.
+                    // its results' adjoints add up to goes nowhere. An
+                    // array result the caller made active (a store into
+                    // it) still starts its life here: its shadow is cleared
+                    // for the previous one, as at `zeros` (fuzzer seed
+                    // 1200007: a loop kept the adjoint across iterations).
                     for &r in &results {
                         if self.active(r) {
                             self.take(r)?;
                         }
                     }
+                    self.clear_result_shadows(&results)?;
                 }
             },
             InstData::Push { arg, tape } => {

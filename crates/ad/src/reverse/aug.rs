@@ -409,8 +409,10 @@ impl Aug<'_> {
         b.switch_to_block(cur);
         b.jump(c.entry, &[]);
         let next = out.dfg.make_block();
-        if c.cont_results.iter().any(Option::is_some) {
-            for &r in primal.dfg.inst_results(inst) {
+        // The results passed out by the region's exits (its other results,
+        // arrays, are defined inside it and stay what they are).
+        for (k, &r) in primal.dfg.inst_results(inst).iter().enumerate() {
+            if c.cont_results.contains(&Some(k)) {
                 out.dfg
                     .attach_block_param(next, r, primal.dfg.value_type(r));
             }
@@ -433,7 +435,6 @@ impl Aug<'_> {
             let next = next.ok_or_else(|| internal(primal))?;
             let orig = &collapse.orig;
             let n_results = primal.dfg.inst_results(c.call).len();
-            let results_are_params = c.cont_results.iter().any(Option::is_some);
             for &rb in &c.blocks {
                 for &p in orig.dfg.block_params(rb) {
                     out.dfg.attach_block_param(rb, p, orig.dfg.value_type(p));
@@ -449,13 +450,8 @@ impl Aug<'_> {
                         }
                         let passed = std::mem::take(&mut d.args);
                         d.block = next;
-                        if results_are_params {
-                            for k in 0..n_results {
-                                let i = c
-                                    .cont_results
-                                    .iter()
-                                    .position(|&r| r == Some(k))
-                                    .ok_or_else(|| internal(primal))?;
+                        for k in 0..n_results {
+                            if let Some(i) = c.cont_results.iter().position(|&r| r == Some(k)) {
                                 d.args.push(*passed.get(i).ok_or_else(|| internal(primal))?);
                             }
                         }

@@ -258,8 +258,14 @@ impl Plan {
                     // it uses the tape (what it pushes gets adjoints from
                     // the pops elsewhere).
                     InstData::Call { func: callee, .. } => {
+                        // An array result with a shadow is a seed too: the
+                        // callee's adjoint takes the shadow as its
+                        // cotangent (fuzzer: f1(f0(x))[0] lost f0's part).
                         let reaches = func.dfg.inst_results(inst).is_empty()
                             || self.call_writes_shadow(module, func, inst)
+                            || func.dfg.inst_results(inst).iter().any(|&r| {
+                                func.dfg.value_type(r) == Type::Array && self.is_shadowed(r)
+                            })
                             || tape_use.uses(cache, module, *callee);
                         if reaches && self.counts(cache, module, func, inst, &mut tape_use) {
                             fired.insert(inst);
