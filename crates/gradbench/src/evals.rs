@@ -8,7 +8,7 @@ use crate::input::{
     InputError,
 };
 use adze::adze_ir::Val;
-use adze::{Arg, Function, Program};
+use adze::{Arg, Function, Program, Session};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -51,7 +51,11 @@ pub fn define(name: &str) -> Result<Option<Box<dyn Eval>>, String> {
         return Ok(None);
     };
     let file = format!("{name}.adz");
-    let program = Program::from_source(&file, source).map_err(|e| describe(&e))?;
+    let mut session = Session::from_source(&file, source).map_err(|e| describe(&e))?;
+    // No tape budget, as GradBench's other tools have none: adze's default
+    // (1 GiB) stops det's gradient at ℓ = 11, whose tape takes about 6 GB.
+    session.limits.tape_limit = u64::MAX;
+    let program = Program::new(session);
     let c = Compiler { program: &program };
     let eval: Box<dyn Eval> = match name {
         "hello" => Box::new(Hello {
