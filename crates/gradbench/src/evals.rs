@@ -8,7 +8,7 @@ use crate::input::{
     InputError,
 };
 use adze::adze_ir::Val;
-use adze::{Arg, Function, Program};
+use adze::{Arg, Function, Program, Session};
 use serde_json::{json, Value};
 use std::time::{Duration, Instant};
 
@@ -51,7 +51,11 @@ pub fn define(name: &str) -> Result<Option<Box<dyn Eval>>, String> {
         return Ok(None);
     };
     let file = format!("{name}.adz");
-    let program = Program::from_source(&file, source).map_err(|e| describe(&e))?;
+    let mut session = Session::from_source(&file, source).map_err(|e| describe(&e))?;
+    // No tape budget, as GradBench's other tools have none: adze's default
+    // (1 GiB) stops det's gradient at ℓ = 11, whose tape takes about 6 GB.
+    session.limits.tape_limit = u64::MAX;
+    let program = Program::new(session);
     let c = Compiler { program: &program };
     let eval: Box<dyn Eval> = match name {
         "hello" => Box::new(Hello {
@@ -201,16 +205,34 @@ fn scalar(results: &[Val]) -> Result<f64, String> {
     }
 }
 
-/// The f64 results of a call, as a JSON list.
-fn scalars(results: &[Val]) -> Result<Value, String> {
+/// The `N` results of a call (the parts of a tuple), to take apart.
+fn results<const N: usize>(results: Vec<Val>) -> Result<[Val; N], String> {
+    let n = results.len();
     results
-        .iter()
-        .map(|v| match v {
-            Val::F64(x) => Ok(json!(x)),
-            other => Err(format!("expected f64 results, got {other:?}")),
-        })
-        .collect::<Result<Vec<_>, _>>()
-        .map(Value::Array)
+        .try_into()
+        .map_err(|_| format!("expected {N} results, got {n}"))
+}
+
+/// An f64 array result, which the caller owns.
+fn f64_array(result: Val) -> Result<Vec<f64>, String> {
+    match result {
+        Val::Array(a) => Ok(a),
+        other => Err(format!("expected an f64 array result, got {}", other.ty())),
+    }
+}
+
+/// An i64 array result, which the caller owns.
+fn i64_array(result: Val) -> Result<Vec<i64>, String> {
+    match result {
+        Val::IArray(a) => Ok(a),
+        other => Err(format!("expected an i64 array result, got {}", other.ty())),
+    }
+}
+
+/// The one result of a call, an f64 array.
+fn array(out: Vec<Val>) -> Result<Vec<f64>, String> {
+    let [a] = results(out)?;
+    f64_array(a)
 }
 
 fn len_i64(n: usize) -> i64 {
@@ -242,10 +264,10 @@ impl Eval for Hello {
     }
 }
 
-/// The `primal` (one f64) and `gradient` (into an array as long as the
-/// input array) of the evals whose input is one f64 array and, for some,
-/// one i64: lse, llsq, det. The arguments are built once, outside the
-/// timed calls.
+/// The `primal` (one f64) and `gradient` (an array as long as the input
+/// array) of the evals whose input is one f64 array and, for some, one
+/// i64: lse, llsq, det. The arguments are built once, outside the timed
+/// calls.
 fn primal_and_gradient(
     primal: &Function,
     gradient: &Function,
@@ -261,13 +283,10 @@ fn primal_and_gradient(
             Ok((json!(scalar(&out)?), times))
         }),
         "gradient" => evaluate(input, prepare, |(x, n), runs| {
-            let mut g = vec![0.0; x.len()];
             let mut args = vec![Arg::Array(x)];
             args.extend(n.map(Arg::I64));
-            args.push(Arg::ArrayMut(&mut g));
-            let (_, times) = repeat(runs, || gradient.call(&mut args))?;
-            drop(args);
-            Ok((json!(g), times))
+            let (out, times) = repeat(runs, || gradient.call(&mut args))?;
+            Ok((json!(array(out)?), times))
         }),
         _ => Err(unknown(function, &["primal", "gradient"])),
     }
@@ -394,28 +413,23 @@ impl Eval for Gmm {
                 Ok((json!(scalar(&out)?), times))
             }),
             "jacobian" => evaluate(input, GmmInput::read, |g, runs| {
-                let mut dalpha = vec![0.0; g.alpha.len()];
-                let mut dmu = vec![0.0; g.mu.len()];
-                let mut dq = vec![0.0; g.q.len()];
-                let mut dl = vec![0.0; g.l.len()];
-                let (_, times) = repeat(runs, || {
+                let (out, times) = repeat(runs, || {
                     self.jacobian.call(&mut [
                         Arg::I64(g.d),
                         Arg::I64(g.k),
                         Arg::I64(g.n),
                         Arg::Array(&g.alpha),
-                        Arg::ArrayMut(&mut dalpha),
                         Arg::Array(&g.mu),
-                        Arg::ArrayMut(&mut dmu),
                         Arg::Array(&g.q),
-                        Arg::ArrayMut(&mut dq),
                         Arg::Array(&g.l),
-                        Arg::ArrayMut(&mut dl),
                         Arg::Array(&g.x),
                         Arg::F64(g.gamma),
                         Arg::I64(g.m),
                     ])
                 })?;
+                let [dalpha, dmu, dq, dl] = results(out)?;
+                let (dalpha, dmu) = (f64_array(dalpha)?, f64_array(dmu)?);
+                let (dq, dl) = (f64_array(dq)?, f64_array(dl)?);
                 let d = g.d as usize;
                 let output = json!({
                     "alpha": dalpha,
@@ -469,16 +483,11 @@ impl Eval for Kmeans {
                 Ok((json!(scalar(&out)?), times))
             }),
             "dir" => evaluate(input, prepare, |(p, c, d), runs| {
-                let mut dir = vec![0.0; c.len()];
-                let (_, times) = repeat(runs, || {
-                    self.dir.call(&mut [
-                        Arg::Array(p),
-                        Arg::Array(c),
-                        Arg::I64(len_i64(*d)),
-                        Arg::ArrayMut(&mut dir),
-                    ])
+                let (out, times) = repeat(runs, || {
+                    self.dir
+                        .call(&mut [Arg::Array(p), Arg::Array(c), Arg::I64(len_i64(*d))])
                 })?;
-                Ok((rows_json(&dir, *d), times))
+                Ok((rows_json(&array(out)?, *d), times))
             }),
             _ => Err(unknown(function, &["cost", "dir"])),
         }
@@ -508,11 +517,8 @@ impl Eval for Ode {
             _ => return Err(unknown(function, &["primal", "gradient"])),
         };
         evaluate(input, prepare, |(x, s), runs| {
-            let mut out = vec![0.0; x.len()];
-            let (_, times) = repeat(runs, || {
-                f.call(&mut [Arg::Array(x), Arg::I64(*s), Arg::ArrayMut(&mut out)])
-            })?;
-            Ok((json!(out), times))
+            let (out, times) = repeat(runs, || f.call(&mut [Arg::Array(x), Arg::I64(*s)]))?;
+            Ok((json!(array(out)?), times))
         })
     }
 }
@@ -611,14 +617,10 @@ impl Eval for Lstm {
                 Ok((json!(scalar(&out)?), times))
             }),
             "jacobian" => evaluate(input, LstmInput::read, |s, runs| {
-                let mut dmain = vec![0.0; s.main.len()];
-                let mut dextra = vec![0.0; s.extra.len()];
-                let (_, times) = repeat(runs, || {
+                let (out, times) = repeat(runs, || {
                     self.jacobian.call(&mut [
                         Arg::Array(&s.main),
-                        Arg::ArrayMut(&mut dmain),
                         Arg::Array(&s.extra),
-                        Arg::ArrayMut(&mut dextra),
                         Arg::Array(&s.state),
                         Arg::Array(&s.seq),
                         Arg::I64(s.l),
@@ -626,7 +628,9 @@ impl Eval for Lstm {
                         Arg::I64(s.b),
                     ])
                 })?;
-                dmain.extend_from_slice(&dextra);
+                let [dmain, dextra] = results(out)?;
+                let mut dmain = f64_array(dmain)?;
+                dmain.extend_from_slice(&f64_array(dextra)?);
                 Ok((json!(dmain), times))
             }),
             _ => Err(unknown(function, &["objective", "jacobian"])),
@@ -703,19 +707,17 @@ impl Eval for Ba {
         match function {
             "objective" => evaluate(input, BaInput::read, |b, runs| {
                 let p = b.w.len();
-                let mut reproj = vec![0.0; 2 * p];
-                let mut werr = vec![0.0; p];
-                let (_, times) = repeat(runs, || {
+                let (out, times) = repeat(runs, || {
                     self.objective.call(&mut [
                         Arg::Array(&b.cams),
                         Arg::Array(&b.x),
                         Arg::Array(&b.w),
                         Arg::IArray(&b.obs),
                         Arg::Array(&b.feats),
-                        Arg::ArrayMut(&mut reproj),
-                        Arg::ArrayMut(&mut werr),
                     ])
                 })?;
+                let [reproj, werr] = results(out)?;
+                let (reproj, werr) = (f64_array(reproj)?, f64_array(werr)?);
                 let output = json!({
                     "reproj_error": {"elements": [reproj[0], reproj[1]], "repeated": p},
                     "w_err": {"element": werr[0], "repeated": p},
@@ -723,11 +725,7 @@ impl Eval for Ba {
                 Ok((output, times))
             }),
             "jacobian" => evaluate(input, BaInput::read, |b, runs| {
-                let p = b.w.len();
-                let mut rows = vec![0i64; 3 * p + 1];
-                let mut cols = vec![0i64; 31 * p];
-                let mut vals = vec![0.0; 31 * p];
-                let (_, times) = repeat(runs, || {
+                let (out, times) = repeat(runs, || {
                     self.jacobian.call(&mut [
                         Arg::Array(&b.cams),
                         Arg::Array(&b.x),
@@ -736,11 +734,10 @@ impl Eval for Ba {
                         Arg::Array(&b.feats),
                         Arg::I64(b.n),
                         Arg::I64(b.m),
-                        Arg::IArrayMut(&mut rows),
-                        Arg::IArrayMut(&mut cols),
-                        Arg::ArrayMut(&mut vals),
                     ])
                 })?;
+                let [rows, cols, vals] = results(out)?;
+                let (rows, cols, vals) = (i64_array(rows)?, i64_array(cols)?, f64_array(vals)?);
                 let output = json!({
                     "rows": head_and_last(&rows),
                     "cols": head_and_last(&cols),
@@ -858,7 +855,7 @@ impl HtInput {
         })
     }
 
-    /// The arguments every `ht` function starts with.
+    /// The arguments of every `ht` function.
     fn args(&self) -> [Arg<'_>; 11] {
         [
             Arg::Array(&self.theta),
@@ -880,25 +877,8 @@ impl Eval for Ht {
     fn evaluate(&self, function: &str, input: &Value) -> Result<Evaluated, String> {
         match function {
             "objective" => evaluate(input, HtInput::read, |h, runs| {
-                let mut err = vec![0.0; 3 * h.corr.len()];
-                let (_, times) = repeat(runs, || {
-                    let [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10] = h.args();
-                    self.objective.call(&mut [
-                        a0,
-                        a1,
-                        a2,
-                        a3,
-                        a4,
-                        a5,
-                        a6,
-                        a7,
-                        a8,
-                        a9,
-                        a10,
-                        Arg::ArrayMut(&mut err),
-                    ])
-                })?;
-                Ok((json!(err), times))
+                let (out, times) = repeat(runs, || self.objective.call(&mut h.args()))?;
+                Ok((json!(array(out)?), times))
             }),
             "jacobian" => evaluate(input, HtInput::read, |h, runs| {
                 let complicated = !h.us.is_empty();
@@ -908,24 +888,14 @@ impl Eval for Ht {
                     (&self.jacobian_simple, 26)
                 };
                 let rows = 3 * h.corr.len();
-                let mut jac = vec![0.0; cols * rows];
-                let (_, times) = repeat(runs, || {
-                    let [a0, a1, a2, a3, a4, a5, a6, a7, a8, a9, a10] = h.args();
-                    f.call(&mut [
-                        a0,
-                        a1,
-                        a2,
-                        a3,
-                        a4,
-                        a5,
-                        a6,
-                        a7,
-                        a8,
-                        a9,
-                        a10,
-                        Arg::ArrayMut(&mut jac),
-                    ])
-                })?;
+                let (out, times) = repeat(runs, || f.call(&mut h.args()))?;
+                let jac = array(out)?;
+                if jac.len() != cols * rows {
+                    return Err(format!(
+                        "the Jacobian has {} elements, expected {cols} x {rows}",
+                        jac.len()
+                    ));
+                }
                 // Column-major to a list of rows.
                 let output: Vec<Value> = (0..rows)
                     .map(|r| {
@@ -961,14 +931,14 @@ impl Eval for Nested {
         if self.saddle {
             let prepare = |v: &Value| {
                 let start = vec_f64(field(v, "start")?, "start")?;
-                match start[..] {
-                    [x, y] => Ok((x, y)),
-                    _ => Err(format!("`start` has {} elements, expected 2", start.len())),
+                if start.len() != 2 {
+                    return Err(format!("`start` has {} elements, expected 2", start.len()));
                 }
+                Ok(start)
             };
-            evaluate(input, prepare, |(x, y), runs| {
-                let (out, times) = repeat(runs, || f.call(&mut [Arg::F64(*x), Arg::F64(*y)]))?;
-                Ok((scalars(&out)?, times))
+            evaluate(input, prepare, |start, runs| {
+                let (out, times) = repeat(runs, || f.call(&mut [Arg::Array(start)]))?;
+                Ok((json!(array(out)?), times))
             })
         } else {
             let prepare = |v: &Value| f64_of(field(v, "w")?, "w");
