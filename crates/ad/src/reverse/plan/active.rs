@@ -146,18 +146,7 @@ impl Plan {
                 if let InstData::Zeros { len, .. } = func.dfg.inst(inst) {
                     let a = func.dfg.first_result(inst);
                     if useful(self, a) {
-                        self.shadowed.insert(a);
-                        let threaded = if b == entry {
-                            None
-                        } else {
-                            self.num_threaded += 1;
-                            Some(self.num_threaded - 1)
-                        };
-                        self.zeros_sites.push(ZerosSite {
-                            array: a,
-                            len: Some(*len),
-                            threaded,
-                        });
+                        self.add_site(a, Some(*len), b == entry);
                     }
                 }
                 // An array a call returns is a new local array, as a
@@ -166,23 +155,30 @@ impl Plan {
                 if let InstData::Call { .. } = func.dfg.inst(inst) {
                     for &a in func.dfg.inst_results(inst) {
                         if func.dfg.value_type(a) == Type::Array && useful(self, a) {
-                            self.shadowed.insert(a);
-                            let threaded = if b == entry {
-                                None
-                            } else {
-                                self.num_threaded += 1;
-                                Some(self.num_threaded - 1)
-                            };
-                            self.zeros_sites.push(ZerosSite {
-                                array: a,
-                                len: None,
-                                threaded,
-                            });
+                            self.add_site(a, None, b == entry);
                         }
                     }
                 }
             }
         }
+    }
+
+    /// A local array site with a shadow: a `zeros` (`len` its operand) or
+    /// a call's array result (`None`). Outside the entry block it may run
+    /// many times, so the augmented primal threads the longest length.
+    fn add_site(&mut self, array: Value, len: Option<Value>, in_entry: bool) {
+        self.shadowed.insert(array);
+        let threaded = if in_entry {
+            None
+        } else {
+            self.num_threaded += 1;
+            Some(self.num_threaded - 1)
+        };
+        self.zeros_sites.push(ZerosSite {
+            array,
+            len,
+            threaded,
+        });
     }
 
     /// Does the adjoint of the active value `v` receive anything: is there
