@@ -793,6 +793,16 @@ pub fn optimize(module: &mut Module) -> Result<(), Error> {
 /// The text `adze dump` prints for one stage: a line `; stage: NAME` (with
 /// a note on the `optimized` stage when the optimizer is off, `optimized`
 /// false), then function `func` of `module`, or the whole module without
+/// The `; stage: NAME` line a dump starts with.
+fn stage_header(stage: Stage, optimized: bool) -> String {
+    let note = if stage == Stage::Optimized && !optimized {
+        " (--no-opt: identical to `ad`)"
+    } else {
+        ""
+    };
+    format!("; stage: {}{note}\n", stage.name())
+}
+
 /// one. The command and the Python package's `Program.dump` print this.
 pub fn dump_stage(
     module: &Module,
@@ -800,12 +810,7 @@ pub fn dump_stage(
     func: Option<&str>,
     optimized: bool,
 ) -> Result<String, Error> {
-    let note = if stage == Stage::Optimized && !optimized {
-        " (--no-opt: identical to `ad`)"
-    } else {
-        ""
-    };
-    let mut out = format!("; stage: {}{note}\n", stage.name());
+    let mut out = stage_header(stage, optimized);
     match func {
         Some(name) => {
             let id = function_by_name(module, name)?;
@@ -826,12 +831,7 @@ pub fn dump_stage_annotated(
     optimized: bool,
     what: adze_ad::annotate::Annotate,
 ) -> Result<String, Error> {
-    let note = if stage == Stage::Optimized && !optimized {
-        " (--no-opt: identical to `ad`)"
-    } else {
-        ""
-    };
-    let mut out = format!("; stage: {}{note}\n", stage.name());
+    let mut out = stage_header(stage, optimized);
     let ids: Vec<FuncId> = match func {
         Some(name) => {
             // What `name` reaches, then the functions those are derived

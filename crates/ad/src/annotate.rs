@@ -135,16 +135,10 @@ fn rule_notes(module: &Module, func: &Function, notes: &mut Notes) {
         } else if g.meta.rules.is_empty() {
             format!("calls `{}`, which has no rules (level {level})", g.name)
         } else {
-            let rules: Vec<String> = g
-                .meta
-                .rules
-                .iter()
-                .map(|(m, r)| format!("{m}: @{}", module.func(r).name))
-                .collect();
             format!(
                 "calls `{}`, which has rules ({}) (level {level})",
                 g.name,
-                rules.join(", ")
+                list_rules(module, &g.meta.rules)
             )
         };
         notes.inst(inst, note);
@@ -161,25 +155,29 @@ fn rule_notes(module: &Module, func: &Function, notes: &mut Notes) {
         let note = if data.rules.is_empty() {
             format!("{region}: inlined `{callee}` (no rules)")
         } else {
-            let rules: Vec<String> = data
-                .rules
-                .iter()
-                .map(|(m, r)| {
-                    let name = if module.is_valid(r) {
-                        module.func(r).name.clone()
-                    } else {
-                        r.to_string()
-                    };
-                    format!("{m}: @{name}")
-                })
-                .collect();
             format!(
                 "{region}: inlined `{callee}`, whose rules ({}) every AD pass applies to it as to a call",
-                rules.join(", ")
+                list_rules(module, &data.rules)
             )
         };
         notes.block(first, note);
     }
+}
+
+/// `forward: @f.rule.forward, reverse: @r`, as the IR text lists rules.
+fn list_rules(module: &Module, rules: &adze_ir::Rules) -> String {
+    let rules: Vec<String> = rules
+        .iter()
+        .map(|(m, r)| {
+            let name = if module.is_valid(r) {
+                module.func(r).name.clone()
+            } else {
+                r.to_string()
+            };
+            format!("{m}: @{name}")
+        })
+        .collect();
+    rules.join(", ")
 }
 
 /// The requests the module's derivatives of `id` were made for: (the

@@ -803,15 +803,7 @@ impl Transform<'_, '_> {
                                 // tangent of an owned array is owned (a
                                 // `zeros`, or a call's tangent result); an
                                 // inactive one is a new zero array.
-                                Type::Array => match self.lane(v, lane) {
-                                    Some(t) => t,
-                                    None => {
-                                        let name = format!("{}.d", self.primal.array_name(v));
-                                        let mut b = self.builder(block);
-                                        let n = b.len(v);
-                                        b.zeros(n, name)
-                                    }
-                                },
+                                Type::Array => self.lane_or_zeros(block, v, lane),
                                 _ => continue,
                             };
                             all.push(t);
@@ -927,6 +919,19 @@ impl Transform<'_, '_> {
         Ok(())
     }
 
+    /// Lane `lane` of the tangent of the array `v`, or a new zero array of
+    /// its length (`v.d`) when it has none: what a rule, a caller or the
+    /// caller of this derivative receives for an inactive array.
+    fn lane_or_zeros(&mut self, block: Block, v: Value, lane: usize) -> Value {
+        if let Some(t) = self.lane(v, lane) {
+            return t;
+        }
+        let name = format!("{}.d", self.primal.array_name(v));
+        let mut b = self.builder(block);
+        let n = b.len(v);
+        b.zeros(n, name)
+    }
+
     /// The tangent an array element gets from `x`: its tangent, or for an
     /// inactive `x` +0.0, the zero every tangent array starts with (a
     /// `zeros` tangent, or the one the derivative of a callee returns for
@@ -997,16 +1002,10 @@ impl Transform<'_, '_> {
             // An array result the caller makes active (a store into it)
             // starts with a zero tangent, as a `zeros` does (fuzzer seed
             // 1201165: the tangent of the store was lost).
-            let w = self.width();
             for r in self.primal.dfg.inst_results(inst).to_vec() {
                 if self.primal.dfg.value_type(r) == Type::Array && self.act.is_active(r) {
-                    let name = self.primal.array_name(r);
-                    let lanes = (0..w)
-                        .map(|lane| {
-                            let mut b = self.builder(block);
-                            let n = b.len(r);
-                            b.zeros(n, lane_name(&name, "d", lane, w))
-                        })
+                    let lanes = (0..self.width())
+                        .map(|lane| self.lane_or_zeros(block, r, lane))
                         .collect();
                     self.tan[r] = lanes;
                 }
@@ -1159,15 +1158,7 @@ impl Transform<'_, '_> {
                         new_args.push(t);
                     }
                     Type::Array => {
-                        let sh = match self.lane(v, lane) {
-                            Some(sh) => sh,
-                            None => {
-                                let name = self.primal.array_name(v);
-                                let mut b = self.builder(block);
-                                let n = b.len(v);
-                                b.zeros(n, format!("{name}.d"))
-                            }
-                        };
+                        let sh = self.lane_or_zeros(block, v, lane);
                         new_args.push(sh);
                     }
                     _ => {}

@@ -328,20 +328,7 @@ pub(crate) fn copy_helper(module: &mut Module) -> Result<FuncId, AdError> {
     helper(module, Step::Copy, "adze.copy", sig, |b| {
         let (src, dst) = (b.func.params()[0], b.func.params()[1]);
         let n = b.len(src);
-        let zero = b.iconst(0);
-        let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
-        b.jump(header, &[zero]);
-        b.switch_to_block(header);
-        let i = b.append_block_param(header, Type::I64);
-        let c = b.icmp(CmpCond::Lt, i, n);
-        b.brif(c, body, &[], exit, &[]);
-        b.switch_to_block(body);
-        let x = b.load(src, i);
-        b.store(dst, i, x);
-        let one = b.iconst(1);
-        let i1 = b.iadd(i, one);
-        b.jump(header, &[i1]);
-        b.switch_to_block(exit);
+        b.copy_loop(src, dst, n);
         b.ret(&[]);
     })
 }

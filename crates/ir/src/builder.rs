@@ -299,6 +299,13 @@ impl<'f> FuncBuilder<'f> {
             Type::IArray => self.izeros(n, name),
             _ => self.zeros(n, name),
         };
+        self.copy_loop(src, dst, n);
+        dst
+    }
+
+    /// `dst[i] = src[i]` for `i` in `0..n`, as a loop; leaves the builder
+    /// in the loop's exit block.
+    pub fn copy_loop(&mut self, src: Value, dst: Value, n: Value) {
         let zero = self.iconst(0);
         let (header, body, exit) = (
             self.create_block(),
@@ -317,7 +324,6 @@ impl<'f> FuncBuilder<'f> {
         let i1 = self.iadd(i, one);
         self.jump(header, &[i1]);
         self.switch_to_block(exit);
-        dst
     }
 
     /// `izeros len, "name"`: a fresh zero-filled i64 array.

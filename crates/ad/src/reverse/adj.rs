@@ -310,20 +310,8 @@ impl Adj<'_> {
         let (nc, ns) = (b.len(c), b.len(sh));
         let shorter = b.icmp(CmpCond::Lt, nc, ns);
         let n = b.select(shorter, nc, ns);
-        let zero = b.iconst(0);
-        let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
-        b.jump(header, &[zero]);
-        b.switch_to_block(header);
-        let i = b.append_block_param(header, Type::I64);
-        let more = b.icmp(CmpCond::Lt, i, n);
-        b.brif(more, body, &[], exit, &[]);
-        b.switch_to_block(body);
-        let x = b.load(c, i);
-        b.store(sh, i, x);
-        let one = b.iconst(1);
-        let i1 = b.iadd(i, one);
-        b.jump(header, &[i1]);
-        self.block = Some(exit);
+        b.copy_loop(c, sh, n);
+        self.block = b.current_block();
         Ok(())
     }
 

@@ -203,13 +203,11 @@ impl Aug<'_> {
                         // The running maxima of the lengths of its array
                         // results that have shadows (as at `zeros`).
                         for &r in primal.dfg.inst_results(inst) {
-                            let site = plan.zeros_sites.iter().find(|z| z.array == r);
-                            if let Some(t) = site.and_then(|z| z.threaded) {
+                            if let Some(t) = threaded(plan, r) {
                                 let mut b = FuncBuilder::new(&mut self.out);
                                 b.switch_to_block(cur);
                                 let len = b.len(r);
-                                let gt = b.icmp(CmpCond::Gt, len, maxima[t]);
-                                maxima[t] = b.select(gt, len, maxima[t]);
+                                maxima[t] = longest(&mut b, len, maxima[t]);
                             }
                         }
                     }
@@ -217,12 +215,10 @@ impl Aug<'_> {
                         let len = *len;
                         let r = primal.dfg.first_result(inst);
                         self.copy(inst, data.clone(), cur);
-                        let site = plan.zeros_sites.iter().find(|z| z.array == r);
-                        if let Some(t) = site.and_then(|z| z.threaded) {
+                        if let Some(t) = threaded(plan, r) {
                             let mut b = FuncBuilder::new(&mut self.out);
                             b.switch_to_block(cur);
-                            let gt = b.icmp(CmpCond::Gt, len, maxima[t]);
-                            maxima[t] = b.select(gt, len, maxima[t]);
+                            maxima[t] = longest(&mut b, len, maxima[t]);
                         }
                     }
                     _ => self.copy(inst, data.clone(), cur),
@@ -529,6 +525,20 @@ fn push_loop_exit(
         format!("tape {tape}: saves the trip count of loop {l}"),
     );
     Ok(())
+}
+
+/// The running maximum that local array site `a` threads, if it does.
+fn threaded(plan: &Plan, a: Value) -> Option<usize> {
+    plan.zeros_sites
+        .iter()
+        .find(|z| z.array == a)
+        .and_then(|z| z.threaded)
+}
+
+/// `max(len, max)`: the running maximum of a site's lengths.
+fn longest(b: &mut FuncBuilder, len: Value, max: Value) -> Value {
+    let gt = b.icmp(CmpCond::Gt, len, max);
+    b.select(gt, len, max)
 }
 
 /// A primal value as a note names it: `v12 (fmul at 3:14)`, `v3
