@@ -99,7 +99,7 @@ pub fn forward_rule_regions(func: &Function) -> (Vec<Region>, EntitySet<Block>) 
 /// Runs the analysis of `func` for the parameter activities `args` (one per
 /// parameter; `module` gives the callees).
 pub fn analyze(module: &Module, func: &Function, args: &[ArgActivity]) -> Activity {
-    analyze_cached(&mut Cache::default(), module, func, args)
+    analyze_cached(&mut Cache::default(), module, func, args, &[])
 }
 
 /// [`analyze`], keeping in `cache` the summaries that cannot change in the
@@ -109,8 +109,9 @@ pub(crate) fn analyze_cached(
     module: &Module,
     func: &Function,
     args: &[ArgActivity],
+    seeded: &[usize],
 ) -> Activity {
-    analyze_in(cache, module, func, args, &mut Summaries::default())
+    analyze_in(cache, module, func, args, seeded, &mut Summaries::default())
 }
 
 /// What a call does with activity: which of the callee's results are active
@@ -132,7 +133,7 @@ pub(crate) struct Summary {
 #[derive(Default)]
 struct Summaries {
     stack: Vec<FuncId>,
-    memo: HashMap<(FuncId, Vec<ArgActivity>), Summary>,
+    memo: HashMap<SummaryKey, Summary>,
     /// How many answers so far depended on something that may change: a
     /// call into the stack (recursion, answered conservatively for this
     /// stack only), a declaration (a derivative being built) or a request
@@ -141,14 +142,16 @@ struct Summaries {
     unsettled: usize,
 }
 
-/// A callee and the activities of its arguments at a call.
-pub(crate) type SummaryKey = (FuncId, Vec<ArgActivity>);
+/// A callee, the activities of its arguments at a call, and its array
+/// results the caller makes active (by number).
+pub(crate) type SummaryKey = (FuncId, Vec<ArgActivity>, Vec<usize>);
 
 fn analyze_in(
     cache: &mut Cache,
     module: &Module,
     func: &Function,
     args: &[ArgActivity],
+    seeded: &[usize],
     summaries: &mut Summaries,
 ) -> Activity {
     let mut act = Activity {
@@ -158,6 +161,21 @@ fn analyze_in(
     for (&p, a) in func.params().iter().zip(args) {
         if matches!(a, ArgActivity::Dual | ArgActivity::Dup) {
             act.mark(p);
+        }
+    }
+    // The array results the caller makes active: active from the start,
+    // as inlined into that caller (whose stores into them are not here).
+    if !seeded.is_empty() {
+        for (_, inst) in func.layout.insts() {
+            if let InstData::Return { args } = func.dfg.inst(inst) {
+                for &k in seeded {
+                    if let Some(&v) = args.get(k) {
+                        if func.dfg.value_type(v) == Type::Array {
+                            act.mark(v);
+                        }
+                    }
+                }
+            }
         }
     }
     let is_f64 = |v: Value| func.dfg.value_type(v) == Type::F64;
@@ -239,7 +257,13 @@ fn analyze_in(
                     }
                 }
                 InstData::Call { func: callee, args } => {
-                    if args.iter().any(|&v| act.is_active(v)) || tape.uses(cache, module, *callee) {
+                    // Also when the caller made an array result active:
+                    // the callee, analysed with it active, may make more
+                    // of its results active.
+                    if args.iter().any(|&v| act.is_active(v))
+                        || tape.uses(cache, module, *callee)
+                        || !seeded_results(func, &act, results).is_empty()
+                    {
                         changed |= mark_call(
                             cache, &mut act, module, func, *callee, args, results, summaries,
                         );
@@ -396,7 +420,8 @@ fn mark_call(
     summaries: &mut Summaries,
 ) -> bool {
     let mut changed = false;
-    let summary = summarize(cache, act, module, func, callee, args, summaries);
+    let seeded = seeded_results(func, act, results);
+    let summary = summarize(cache, act, module, func, callee, args, &seeded, summaries);
     for (k, &r) in results.iter().enumerate() {
         let active = summary
             .as_ref()
@@ -419,6 +444,46 @@ fn mark_call(
     changed
 }
 
+/// The array results of a call (by number) that are active in the
+/// caller: the callee is analysed with them active (`analyze_in`).
+pub(crate) fn seeded_results(func: &Function, act: &Activity, results: &[Value]) -> Vec<usize> {
+    results
+        .iter()
+        .enumerate()
+        .filter(|(_, &r)| func.dfg.value_type(r) == Type::Array && act.is_active(r))
+        .map(|(k, _)| k)
+        .collect()
+}
+
+/// The seeds among `seeded` that change the analysis of `f` for `args`:
+/// those whose returned arrays are not active at every `return` without
+/// any seed. Seeding a value the least fixpoint holds already leaves it
+/// unchanged, so dropping those seeds names the same derivative once (no
+/// `.ar0` twin of a derivative whose result is active anyway).
+pub(crate) fn needed_seeds(
+    cache: &mut Cache,
+    module: &Module,
+    f: &Function,
+    args: &[ArgActivity],
+    seeded: &[usize],
+) -> Vec<usize> {
+    if seeded.is_empty() {
+        return Vec::new();
+    }
+    let base = analyze_cached(cache, module, f, args, &[]);
+    let returned_active = |k: usize| {
+        f.layout.insts().all(|(_, inst)| match f.dfg.inst(inst) {
+            InstData::Return { args } => args.get(k).is_none_or(|&v| base.is_active(v)),
+            _ => true,
+        })
+    };
+    seeded
+        .iter()
+        .copied()
+        .filter(|&k| !returned_active(k))
+        .collect()
+}
+
 /// The summary of a call, or `None` to be conservative (every f64 result
 /// and every `mut` array active): for a callee with a forward rule (the rule,
 /// not the body, gives the tangents), without a body, or being summarised.
@@ -429,6 +494,7 @@ fn summarize(
     func: &Function,
     callee: FuncId,
     args: &[Value],
+    seeded: &[usize],
     summaries: &mut Summaries,
 ) -> Option<Summary> {
     if !module.is_valid(callee) {
@@ -450,7 +516,8 @@ fn summarize(
             _ => ArgActivity::Const,
         })
         .collect();
-    let key = (callee, acts);
+    let seeded = needed_seeds(cache, module, f, &acts, seeded);
+    let key = (callee, acts, seeded);
     if let Some(s) = summaries.memo.get(&key) {
         return Some(s.clone());
     }
@@ -465,7 +532,7 @@ fn summarize(
         summaries.unsettled += 1;
     }
     summaries.stack.push(callee);
-    let a = analyze_in(cache, module, f, &key.1, summaries);
+    let a = analyze_in(cache, module, f, &key.1, &key.2, summaries);
     summaries.stack.pop();
     let settled = summaries.unsettled == before;
     let mut results = vec![false; f.sig.results.len()];

@@ -255,10 +255,8 @@ impl<'h> AdContext<'h> {
         self.forward_derivative(
             module,
             &ForwardRequest {
-                func,
-                args: args.to_vec(),
-                ret,
                 width,
+                ..ForwardRequest::new(func, args.to_vec(), ret)
             },
         )
     }

@@ -88,6 +88,12 @@ pub struct ForwardRequest {
     pub ret: RetActivity,
     /// Number of tangents per active value (vector mode), at least 1.
     pub width: usize,
+    /// The array results (by number, increasing) that the caller treats
+    /// as active although nothing active reaches them in the function (it
+    /// stores active values into them after the call): the derivative's
+    /// activity analysis starts with them active, so the function's own
+    /// loads from them get tangents, as they do in the caller once inlined.
+    pub seeded: Vec<usize>,
 }
 
 impl ForwardRequest {
@@ -98,6 +104,7 @@ impl ForwardRequest {
             args,
             ret,
             width: 1,
+            seeded: Vec::new(),
         }
     }
 
@@ -110,6 +117,7 @@ impl ForwardRequest {
                 args: self.args.clone(),
                 ret: self.ret,
                 width: self.width,
+                seeded: self.seeded.clone(),
             },
         }
     }
@@ -128,6 +136,10 @@ impl ForwardRequest {
         name.push_str(&acts.join("_"));
         if self.ret == RetActivity::Const {
             name.push_str(".noret");
+        }
+        if !self.seeded.is_empty() {
+            let ks: Vec<String> = self.seeded.iter().map(|k| k.to_string()).collect();
+            name.push_str(&format!(".ar{}", ks.join("_")));
         }
         if self.width > 1 {
             name.push_str(&format!(".x{}", self.width));
@@ -355,7 +367,7 @@ fn build(
         .iter()
         .map(|c| (c.call, collapse.orig.regions[c.region].rules))
         .collect();
-    let act = activity::analyze_cached(&mut cx.cache, module, primal, &req.args);
+    let act = activity::analyze_cached(&mut cx.cache, module, primal, &req.args, &req.seeded);
     let mut t = Transform {
         cx,
         module,
@@ -590,6 +602,20 @@ impl Transform<'_, '_> {
         }
     }
 
+    /// The array results of a call to `callee` that its derivative must
+    /// treat as active from the start: those this function makes active
+    /// (stores into them after the call) that are not active anyway.
+    fn seeds(&mut self, callee: FuncId, acts: &[ArgActivity], results: &[Value]) -> Vec<usize> {
+        let seeded = activity::seeded_results(self.primal, &self.act, results);
+        activity::needed_seeds(
+            &mut self.cx.cache,
+            self.module,
+            self.module.func(callee),
+            acts,
+            &seeded,
+        )
+    }
+
     /// Rule identity for a function `F` with rules but no forward rule: the
     /// tangents of `results` come from `F`'s forward derivative (its body
     /// differentiated), called at the end of `block` with copies of the
@@ -621,11 +647,13 @@ impl Transform<'_, '_> {
         } else {
             RetActivity::Dual
         };
+        let seeded = self.seeds(callee, &acts, results);
         let req = ForwardRequest {
             func: callee,
             args: acts.clone(),
             ret,
             width: self.width(),
+            seeded,
         };
         let d = derive(self.cx, self.module, &req, self.building)?;
         let copy = if callee_sig
@@ -997,19 +1025,19 @@ impl Transform<'_, '_> {
     ) -> Result<(), AdError> {
         let data = self.primal.dfg.inst(inst).clone();
         let tape = self.cx.cache.uses_tape(self.module, callee);
-        if !tape && !args.iter().any(|&v| tangents(&self.tan, v).is_some()) {
+        // An array result the caller makes active (a store into it) is
+        // differentiated even when nothing active goes in: the callee's
+        // derivative treats it as active from the start (`seeded`), so its
+        // own loads from it have tangents as they do inlined (fuzzer seeds
+        // 1201165, 1600290).
+        let seeded_any = self
+            .primal
+            .dfg
+            .inst_results(inst)
+            .iter()
+            .any(|&r| self.primal.dfg.value_type(r) == Type::Array && self.act.is_active(r));
+        if !tape && !seeded_any && !args.iter().any(|&v| tangents(&self.tan, v).is_some()) {
             self.copy(block, inst, data, &[]);
-            // An array result the caller makes active (a store into it)
-            // starts with a zero tangent, as a `zeros` does (fuzzer seed
-            // 1201165: the tangent of the store was lost).
-            for r in self.primal.dfg.inst_results(inst).to_vec() {
-                if self.primal.dfg.value_type(r) == Type::Array && self.act.is_active(r) {
-                    let lanes = (0..self.width())
-                        .map(|lane| self.lane_or_zeros(block, r, lane))
-                        .collect();
-                    self.tan[r] = lanes;
-                }
-            }
             return Ok(());
         }
         if !self.module.is_valid(callee) {
@@ -1052,11 +1080,14 @@ impl Transform<'_, '_> {
         } else {
             RetActivity::Dual
         };
+        let results = self.primal.dfg.inst_results(inst).to_vec();
+        let seeded = self.seeds(callee, &acts, &results);
         let req = ForwardRequest {
             func: callee,
             args: acts.clone(),
             ret,
             width: w,
+            seeded,
         };
         let d = derive(self.cx, self.module, &req, self.building)?;
         let mut new_args = Vec::new();

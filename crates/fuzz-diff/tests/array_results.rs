@@ -345,7 +345,6 @@ fn the_vjp_of_a_tuple_with_an_array_is_not_an_internal_error() {
 /// Open: an array result the caller activates after the callee read it
 /// (see the program's comment for the fix).
 #[test]
-#[ignore = "open bug: forward mode, an array result activated by the caller after the callee's loads (NaN vs 0.0 under late/all)"]
 fn forward_array_result_activated_by_the_caller() {
     assert_agree(
         include_str!("../../../tests/findings/forward_array_result_activated_by_caller.adz"),

@@ -31,7 +31,7 @@
 //! let f = m.declare("f", Signature::default()).unwrap();
 //! let fwd = Derivation {
 //!     from: Some(f),
-//!     step: Step::Forward { args: vec![], ret: RetActivity::Const, width: 1 },
+//!     step: Step::Forward { args: vec![], ret: RetActivity::Const, width: 1, seeded: vec![] },
 //! };
 //! let d = m.declare_derived("f.fwd.noargs.noret", Signature::default(), fwd.clone()).unwrap();
 //! assert_eq!(m.find_derived(&fwd), Some(d));
@@ -85,6 +85,10 @@ pub enum Step {
         ret: RetActivity,
         /// Tangents per value: 1, or more in vector mode.
         width: usize,
+        /// The array results the caller treats as active (by number,
+        /// increasing): the derivative treats them as active from the
+        /// start, as the same code inlined into that caller would.
+        seeded: Vec<usize>,
     },
     /// A reverse derivative (the augmented primal, then the adjoint).
     Reverse(ReverseSpec),
@@ -248,6 +252,7 @@ mod tests {
             args: vec![ArgActivity::Dual],
             ret: RetActivity::Dual,
             width,
+            seeded: vec![],
         }
     }
 

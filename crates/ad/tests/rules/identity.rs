@@ -179,10 +179,8 @@ fn forward_rules_in_vector_mode_are_one_call_per_lane() {
     let v2 = forward_derivative(
         &mut m,
         &ForwardRequest {
-            func: h,
-            args: acts.clone(),
-            ret: RetActivity::Dual,
             width: 2,
+            ..ForwardRequest::new(h, acts.clone(), RetActivity::Dual)
         },
     )
     .unwrap();

@@ -235,7 +235,7 @@ impl Plan {
                 other => *other,
             })
             .collect();
-        let varied = activity::analyze_cached(cache, module, func, &fwd_args);
+        let varied = activity::analyze_cached(cache, module, func, &fwd_args, &[]);
 
         let useful = usefulness(
             cache,
