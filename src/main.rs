@@ -238,6 +238,15 @@ struct PipelineArgs {
     /// more stops with an error.
     #[arg(long, value_name = "BYTES", default_value = "1GiB", value_parser = parse_bytes)]
     tape_limit: u64,
+    /// Checkpoint the outermost counted loops of reverse derivatives: the
+    /// same derivatives bit for bit, in bounded tape memory, for some
+    /// recomputation (docs/ad-reverse.md, "Checkpointing").
+    #[arg(long)]
+    checkpoint: bool,
+    /// The tape entries a checkpointed loop's segment may hold before it is
+    /// cut (default: a sixteenth of the tape budget's entries).
+    #[arg(long, value_name = "ENTRIES")]
+    checkpoint_segment: Option<u64>,
 }
 
 impl PipelineArgs {
@@ -250,6 +259,8 @@ impl PipelineArgs {
         session.optimize = !self.no_opt;
         session.limits.max_call_depth = self.max_call_depth;
         session.limits.tape_limit = self.tape_limit;
+        session.ad_limits.checkpoint = self.checkpoint;
+        session.limits.checkpoint_segment = self.checkpoint_segment;
         Ok(session)
     }
 }

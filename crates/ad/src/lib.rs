@@ -169,6 +169,11 @@ pub struct AdLimits {
     /// the AD passes create; beyond it, [`AdError::TooLarge`]. See
     /// [`context`] for what one lowering is.
     pub max_size: usize,
+    /// Checkpoint the tape of reverse derivatives' outermost counted loops
+    /// (docs/ad-reverse.md, "Checkpointing"): the same derivatives, bit
+    /// for bit, in memory bounded by the run's segment length
+    /// ([`adze_ir::Limits::segment_entries`]).
+    pub checkpoint: bool,
 }
 
 /// The default of [`AdLimits::max_size`]: far above anything a real
@@ -187,6 +192,7 @@ impl AdLimits {
     const DEFAULT: AdLimits = AdLimits {
         max_nesting: forward::MAX_NESTING,
         max_size: MAX_SIZE,
+        checkpoint: false,
     };
 }
 

@@ -146,7 +146,11 @@ pub(crate) fn tape_use_closure(
         let mut settled = !func.is_declaration();
         for (_, inst) in func.layout.insts() {
             match func.dfg.inst(inst).opcode() {
-                Opcode::Push | Opcode::Pop => uses = true,
+                Opcode::Push
+                | Opcode::Pop
+                | Opcode::Tapelen
+                | Opcode::Tapecut
+                | Opcode::Tapeover => uses = true,
                 Opcode::Autodiff => settled = false,
                 _ => {}
             }

@@ -194,7 +194,9 @@ fn scan(
     }
     for (_, inst) in func.layout.insts() {
         match func.dfg.inst(inst) {
-            InstData::Push { tape, .. } | InstData::Pop { tape, .. } => {
+            InstData::Push { tape, .. }
+            | InstData::Pop { tape, .. }
+            | InstData::Tape { tape, .. } => {
                 max = max.max(Some(*tape));
             }
             InstData::Call { func: f, .. } => refs.push(*f),

@@ -648,6 +648,35 @@ impl<'m> Machine<'m> {
                             .ok_or_else(|| trap(func, TrapKind::TapeMismatch))?;
                         frame.set(inst, x)?;
                     }
+                    InstData::Tape { op, tape, arg } => {
+                        let t = self
+                            .tapes
+                            .get_mut(usize::from(*tape))
+                            .ok_or_else(|| trap(func, TrapKind::TapeMismatch))?;
+                        let len = t.len() as i64;
+                        let mark = match arg {
+                            Some(m) => frame.i64(*m)?,
+                            None => 0,
+                        };
+                        let r = match op {
+                            Opcode::Tapelen => Slot::I64(len),
+                            Opcode::Tapeover => {
+                                let seg = self.limits.segment_entries();
+                                Slot::Bool(len - mark >= i64::try_from(seg).unwrap_or(i64::MAX))
+                            }
+                            Opcode::Tapecut => {
+                                if !(0..=len).contains(&mark) {
+                                    return Err(trap(func, TrapKind::TapeMismatch));
+                                }
+                                let m = mark as usize;
+                                let f = t[m..].iter().filter(|x| x.ty() == Some(Type::F64)).count();
+                                t.truncate(m);
+                                Slot::I64(f as i64)
+                            }
+                            op => return Err(bad_format(func, *op, "a tape")),
+                        };
+                        frame.set(inst, r)?;
+                    }
                     InstData::Call { func: callee, args } => {
                         self.tick(frame.pc + 1, func)?;
                         self.scratch.clear();

@@ -411,6 +411,38 @@ impl<'f> FuncBuilder<'f> {
         self.build1(InstData::Pop { tape, ty }, ty)
     }
 
+    /// `tapelen tape`: the entries on the tape, a mark.
+    pub fn tapelen(&mut self, tape: u8) -> Value {
+        let data = InstData::Tape {
+            op: Opcode::Tapelen,
+            tape,
+            arg: None,
+        };
+        self.build1(data, Type::I64)
+    }
+
+    /// `tapecut tape, mark`: drops what was pushed since `mark`; gives the
+    /// number of f64 entries dropped.
+    pub fn tapecut(&mut self, tape: u8, mark: Value) -> Value {
+        let data = InstData::Tape {
+            op: Opcode::Tapecut,
+            tape,
+            arg: Some(mark),
+        };
+        self.build1(data, Type::I64)
+    }
+
+    /// `tapeover tape, mark`: has the tape grown by a checkpoint segment
+    /// since `mark`?
+    pub fn tapeover(&mut self, tape: u8, mark: Value) -> Value {
+        let data = InstData::Tape {
+            op: Opcode::Tapeover,
+            tape,
+            arg: Some(mark),
+        };
+        self.build1(data, Type::Bool)
+    }
+
     /// A call; the caller supplies the callee's result types.
     pub fn call(&mut self, func: FuncId, args: &[Value], result_types: &[Type]) -> Inst {
         self.build(

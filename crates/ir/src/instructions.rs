@@ -263,6 +263,18 @@ macro_rules! for_each_opcode {
             /// an immediate and must be the type that was pushed. Popping an empty
             /// tape, or a value of another type, traps with `TapeMismatch`.
             Pop      = "pop",        Pop,      []                 -> poly,   [read write trap],         -,     -,        -;
+            /// `m = tapelen T`: the number of entries on tape `T`, a mark for
+            /// `tapecut` and `tapeover` (checkpointed loops, docs/ad-reverse.md).
+            Tapelen  = "tapelen",    Tape,     []                 -> I64,    [read],                    -,     -,        -;
+            /// `n = tapecut T, m`: drops the entries pushed on tape `T` since
+            /// it held `m` (a `tapelen`), giving the number of f64 entries
+            /// dropped. Traps with `TapeMismatch` unless `0 <= m <=` its length.
+            Tapecut  = "tapecut",    Tape,     [I64]              -> I64,    [read write trap],         -,     -,        -;
+            /// `c = tapeover T, m`: whether tape `T` holds at least the run's
+            /// checkpoint segment ([`Limits::segment_entries`](crate::Limits::segment_entries))
+            /// more entries than the mark `m`: a checkpointed loop cuts its
+            /// segment there.
+            Tapeover = "tapeover",   Tape,     [I64]              -> Bool,   [read],                    -,     -,        -;
 
             /// `v1, v2 = call @f(args..)`: runs `@f` on the arguments and gives its
             /// results. Traps with `CallDepthExceeded` when the call would pass
@@ -398,6 +410,8 @@ pub enum InstFormat {
     Push,
     /// [`InstData::Pop`]: `pop`.
     Pop,
+    /// [`InstData::Tape`]: `tapelen`, `tapecut`, `tapeover`.
+    Tape,
     /// [`InstData::Call`]: `call`.
     Call,
     /// [`InstData::Autodiff`]: `autodiff`.
@@ -810,6 +824,15 @@ pub enum InstData {
         /// The type of the value popped, which is the result's.
         ty: Type,
     },
+    /// `tapelen T`, `tapecut T, m`, `tapeover T, m`.
+    Tape {
+        /// The opcode.
+        op: Opcode,
+        /// The tape number, below [`MAX_TAPES`].
+        tape: u8,
+        /// The mark, for `tapecut` and `tapeover`.
+        arg: Option<Value>,
+    },
     /// `call @f(args..)`.
     Call {
         /// The callee.
@@ -867,6 +890,7 @@ impl InstData {
             InstData::Zeros { .. } => InstFormat::Zeros,
             InstData::Push { .. } => InstFormat::Push,
             InstData::Pop { .. } => InstFormat::Pop,
+            InstData::Tape { .. } => InstFormat::Tape,
             InstData::Call { .. } => InstFormat::Call,
             InstData::Autodiff { .. } => InstFormat::Autodiff,
             InstData::Jump { .. } => InstFormat::Jump,
@@ -885,7 +909,8 @@ impl InstData {
             | InstData::Binary { op, .. }
             | InstData::Ternary { op, .. }
             | InstData::Cmp { op, .. }
-            | InstData::Zeros { op, .. } => *op,
+            | InstData::Zeros { op, .. }
+            | InstData::Tape { op, .. } => *op,
             InstData::Powi { .. } => Opcode::Powi,
             InstData::Push { .. } => Opcode::Push,
             InstData::Pop { .. } => Opcode::Pop,
@@ -910,6 +935,7 @@ impl InstData {
             InstData::Ternary { args, .. } => args,
             InstData::Zeros { len, .. } => std::slice::from_ref(len),
             InstData::Push { arg, .. } => std::slice::from_ref(arg),
+            InstData::Tape { arg, .. } => arg.as_slice(),
             InstData::Brif { cond, .. } => std::slice::from_ref(cond),
             InstData::Call { args, .. }
             | InstData::Autodiff { args, .. }
@@ -930,6 +956,7 @@ impl InstData {
             InstData::Ternary { args, .. } => args,
             InstData::Zeros { len, .. } => std::slice::from_mut(len),
             InstData::Push { arg, .. } => std::slice::from_mut(arg),
+            InstData::Tape { arg, .. } => arg.as_mut_slice(),
             InstData::Brif { cond, .. } => std::slice::from_mut(cond),
             InstData::Call { args, .. }
             | InstData::Autodiff { args, .. }
@@ -1078,7 +1105,8 @@ mod tests {
             impure,
             [
                 Idiv, Irem, Ishl, Sshr, Ftosi, Load, Store, Zeros, Fill, Iload, Istore, Izeros,
-                Ifill, SameLen, Slice, Disjoint, Push, Pop, Call, Autodiff, Jump, Brif, Return
+                Ifill, SameLen, Slice, Disjoint, Push, Pop, Tapelen, Tapecut, Tapeover, Call,
+                Autodiff, Jump, Brif, Return
             ]
         );
         let terminators: Vec<Opcode> = Opcode::ALL

@@ -1089,6 +1089,21 @@ impl<'m> Body<'m> {
                     .ok_or_else(|| err(pos, format!("`pop` needs a scalar type, found `{w}`")))?;
                 (InstData::Pop { tape, ty }, Known(vec![ty]))
             }
+            Opcode::Tapelen | Opcode::Tapecut | Opcode::Tapeover => {
+                let tape = tape_number(c)?;
+                let arg = if op == Opcode::Tapelen {
+                    None
+                } else {
+                    c.expect(',')?;
+                    Some(self.value(c)?)
+                };
+                let ty = if op == Opcode::Tapeover {
+                    Type::Bool
+                } else {
+                    Type::I64
+                };
+                (InstData::Tape { op, tape, arg }, Known(vec![ty]))
+            }
             Opcode::Call => {
                 let (name, pos) = c.func_name()?;
                 let func = lookup(self.module, name, pos)?;

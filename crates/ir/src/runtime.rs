@@ -129,12 +129,26 @@ pub struct Limits {
     /// (both executors count entries, not their own layouts, so they stop
     /// alike), and no tape grows past it.
     pub tape_limit: u64,
+    /// The entries a segment of a checkpointed loop may tape before the
+    /// loop cuts it (`tapeover`; docs/ad-reverse.md, "Checkpointing"):
+    /// `None`, the default, is a sixteenth of the budget's entries. Any
+    /// value gives the same derivatives bit for bit; a small one trades
+    /// time for memory (the fuzzer's checkpointing mode sets 1).
+    pub checkpoint_segment: Option<u64>,
 }
 
 impl Limits {
     /// The entries all tapes of one run may hold.
     pub fn tape_entries(&self) -> u64 {
         self.tape_limit / TAPE_ENTRY_BYTES
+    }
+
+    /// The entries a checkpointed loop's segment may tape
+    /// ([`Limits::checkpoint_segment`]), at least 1.
+    pub fn segment_entries(&self) -> u64 {
+        self.checkpoint_segment
+            .unwrap_or(self.tape_entries() / 16)
+            .max(1)
     }
 }
 
@@ -145,6 +159,7 @@ impl Default for Limits {
             max_array_len: MAX_ARRAY_LEN,
             timeout: None,
             tape_limit: DEFAULT_TAPE_LIMIT,
+            checkpoint_segment: None,
         }
     }
 }

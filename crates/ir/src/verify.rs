@@ -763,6 +763,23 @@ impl Verifier<'_> {
                 }
                 self.expect_results(inst, &[*ty]);
             }
+            InstData::Tape { op, tape, arg } => {
+                if *tape >= crate::MAX_TAPES {
+                    self.report(at, format!("tape {tape} does not exist"));
+                }
+                match (op, arg) {
+                    (Opcode::Tapelen, None) => self.expect_results(inst, &[Type::I64]),
+                    (Opcode::Tapecut, Some(m)) => {
+                        self.expect_type(at, "mark", *m, Type::I64);
+                        self.expect_results(inst, &[Type::I64]);
+                    }
+                    (Opcode::Tapeover, Some(m)) => {
+                        self.expect_type(at, "mark", *m, Type::I64);
+                        self.expect_results(inst, &[Type::Bool]);
+                    }
+                    _ => self.report(at, format!("`{op}` has the wrong operands")),
+                }
+            }
             InstData::Call { func: callee, args } => self.check_call(inst, *callee, args),
             InstData::Autodiff { spec, args } => self.check_autodiff(inst, spec, args),
             InstData::Jump { dest } => self.check_block_call(inst, dest),

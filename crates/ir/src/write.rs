@@ -239,6 +239,10 @@ pub fn write_inst(
         InstData::Zeros { len, name, .. } => write!(w, "{op} {len}, {name:?}"),
         InstData::Push { tape, arg } => write!(w, "{op} {tape}, {arg}"),
         InstData::Pop { tape, ty } => write!(w, "{op} {tape}, {ty}"),
+        InstData::Tape { tape, arg, .. } => match arg {
+            Some(m) => write!(w, "{op} {tape}, {m}"),
+            None => write!(w, "{op} {tape}"),
+        },
         InstData::Call { func: callee, args } => {
             write!(w, "{op} {}(", names.func(*callee))?;
             write_list(w, args)?;

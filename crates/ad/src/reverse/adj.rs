@@ -32,6 +32,7 @@
 //! defined ([`Adj::take`]), so a loop that redefines a value every iteration
 //! starts every reverse iteration from 0.
 
+use super::checkpoint::Checkpoint;
 use super::plan::{Edge, Plan, Recipe, TapeItem};
 use super::{CallTarget, Calls, ReverseRequest};
 use crate::partials::{self, Local, Partial};
@@ -43,10 +44,12 @@ use adze_ir::{
 use cranelift_entity::SecondaryMap;
 use std::collections::{BTreeMap, HashMap};
 
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn build(
     primal: &Function,
     plan: &Plan,
     calls: &Calls,
+    checkpoints: &[Checkpoint],
     req: &ReverseRequest,
     tape: u8,
     name: String,
@@ -56,6 +59,7 @@ pub(crate) fn build(
         primal,
         plan,
         calls,
+        checkpoints,
         req,
         tape,
         out: Function::new(name, sig),
@@ -79,6 +83,8 @@ pub(crate) fn build(
 }
 
 struct Adj<'a> {
+    /// The checkpointed loops' runners (`reverse::checkpoint`).
+    checkpoints: &'a [Checkpoint],
     primal: &'a Function,
     plan: &'a Plan,
     calls: &'a Calls,
@@ -324,11 +330,24 @@ impl Adj<'_> {
         let trips = self.trips.ok_or_else(|| self.internal("no trip array"))?;
         let tape = self.tape;
         for &l in loops.iter().rev() {
+            let slots = self.plan.checkpoint_slots(l);
             let mut b = self.b();
             let n = b.pop(tape, Type::I64);
             let n = b.frombits(n);
             let i = b.iconst(l as i64);
             b.store(trips, i, n);
+            // A checkpointed loop: where its last segment starts (pushed
+            // before the counter), and that segment's snapshot is still on
+            // the tape.
+            if let Some((seg, flag)) = slots {
+                let s = b.pop(tape, Type::I64);
+                let s = b.frombits(s);
+                let k = b.iconst(seg as i64);
+                b.store(trips, k, s);
+                let one = b.fconst(1.0);
+                let k = b.iconst(flag as i64);
+                b.store(trips, k, one);
+            }
             // Then the loop's invariants, pushed before its counter.
             let invariants: Vec<Value> = self.plan.invariants_of(l).collect();
             for v in invariants.into_iter().rev() {
@@ -726,6 +745,14 @@ impl Adj<'_> {
             let to_back = b.create_block();
             b.brif(first, to_entry, &[], to_back, &[]);
             b.switch_to_block(to_back);
+            self.block = Some(to_back);
+            let to_back = match self.plan.checkpoint_slots(l) {
+                Some(slots) => self.recompute_segment(l, slots, j)?,
+                None => to_back,
+            };
+            let mut b = self.b();
+            b.switch_to_block(to_back);
+            let i = b.iconst(l as i64);
             let one = b.iconst(1);
             let j1 = b.isub(j, one);
             let j1 = b.frombits(j1);
@@ -733,6 +760,10 @@ impl Adj<'_> {
             self.block = Some(to_back);
             self.edge(block, back, &param_adj)?;
             self.block = Some(to_entry);
+            if let Some((_, flag)) = self.plan.checkpoint_slots(l) {
+                let after = self.drop_snapshot(l, flag)?;
+                self.block = Some(after);
+            }
             self.edge(block, entry, &param_adj)?;
             return Ok(());
         }
@@ -752,6 +783,84 @@ impl Adj<'_> {
             }
         }
         Ok(())
+    }
+
+    /// The runner of checkpointed loop `l` and its arguments after `stop`.
+    fn runner(&self, l: usize) -> Result<(FuncId, Vec<Value>), AdError> {
+        let c = self
+            .checkpoints
+            .iter()
+            .find(|c| c.l == l)
+            .ok_or_else(|| self.internal("a checkpointed loop without a runner"))?;
+        let mut args = Vec::new();
+        for &a in &c.taken {
+            args.push(
+                self.params[a].ok_or_else(|| self.internal("a runner's array not taken"))?,
+            );
+        }
+        Ok((c.runner, args))
+    }
+
+    /// In the reverse of checkpointed loop `l`'s header, about to go back
+    /// to iteration `j - 1`: when `j` starts the segment whose records
+    /// were popped, drop that segment's snapshot if it is still on the
+    /// tape, and run the segment before (which pushes its records).
+    /// Returns the block that goes on.
+    fn recompute_segment(
+        &mut self,
+        l: usize,
+        (seg, flag): (usize, usize),
+        j: Value,
+    ) -> Result<Block, AdError> {
+        let trips = self.trips.ok_or_else(|| self.internal("no trip array"))?;
+        let (runner, taken) = self.runner(l)?;
+        let mut b = self.b();
+        let k = b.iconst(seg as i64);
+        let s = b.load(trips, k);
+        let s = b.tobits(s);
+        let at = b.icmp(CmpCond::Eq, j, s);
+        let recompute = b.create_block();
+        let go_on = b.create_block();
+        b.brif(at, recompute, &[], go_on, &[]);
+        b.switch_to_block(recompute);
+        self.block = Some(recompute);
+        let after = self.drop_snapshot(l, flag)?;
+        let mut b = self.b();
+        b.switch_to_block(after);
+        let mut args = vec![j];
+        args.extend(taken);
+        let call = b.call(runner, &args, &[Type::I64]);
+        let start = b.func.dfg.first_result(call);
+        let start = b.frombits(start);
+        let k = b.iconst(seg as i64);
+        b.store(trips, k, start);
+        b.jump(go_on, &[]);
+        Ok(go_on)
+    }
+
+    /// Pops the snapshot of checkpointed loop `l`'s last segment if it is
+    /// still on the tape (the flag in slot `flag`); returns the block that
+    /// goes on.
+    fn drop_snapshot(&mut self, l: usize, flag: usize) -> Result<Block, AdError> {
+        let trips = self.trips.ok_or_else(|| self.internal("no trip array"))?;
+        let (runner, taken) = self.runner(l)?;
+        let mut b = self.b();
+        let k = b.iconst(flag as i64);
+        let f = b.load(trips, k);
+        let zero = b.fconst(0.0);
+        let on = b.fcmp(CmpCond::Ne, f, zero);
+        let drop = b.create_block();
+        let after = b.create_block();
+        b.brif(on, drop, &[], after, &[]);
+        b.switch_to_block(drop);
+        let mut args = vec![b.iconst(-1)];
+        args.extend(taken);
+        b.call(runner, &args, &[Type::I64]);
+        let k = b.iconst(flag as i64);
+        b.store(trips, k, zero);
+        b.jump(after, &[]);
+        self.block = Some(after);
+        Ok(after)
     }
 
     /// The reverse of the edge `e` into `block`: parameter adjoints go to

@@ -55,6 +55,7 @@ pub(crate) fn build(
         edge_param: SecondaryMap::new(),
         max_params: SecondaryMap::new(),
         counters: vec![None; plan.loops.len()],
+        segments: vec![None; plan.loops.len()],
     };
     let blocks = a.layout();
     for &block in &blocks {
@@ -86,6 +87,10 @@ struct Aug<'a> {
     max_params: SecondaryMap<Block, Vec<Value>>,
     /// The iteration counter of each counted loop, a parameter of its header.
     counters: Vec<Option<Value>>,
+    /// Of each checkpointed loop, two more parameters of its header: the
+    /// tape mark after its segment's snapshot and the segment's first
+    /// iteration (`reverse::checkpoint`).
+    segments: Vec<Option<(Value, Value)>>,
 }
 
 impl Aug<'_> {
@@ -126,6 +131,11 @@ impl Aug<'_> {
                 .collect();
             if let Some(l) = plan.counted(b) {
                 self.counters[l] = Some(out.dfg.append_block_param(b, Type::I64));
+                if plan.checkpointed.contains(&l) {
+                    let mark = out.dfg.append_block_param(b, Type::I64);
+                    let seg = out.dfg.append_block_param(b, Type::I64);
+                    self.segments[l] = Some((mark, seg));
+                }
             }
         }
         blocks
@@ -249,7 +259,7 @@ impl Aug<'_> {
         if matches!(data, InstData::Return { .. }) {
             // The counters of the loops this `return` leaves.
             for l in plan.enclosing(block) {
-                push_loop_exit(&mut b, primal, plan, tape, counters, l)?;
+                push_loop_exit(&mut b, primal, plan, tape, counters, &self.segments, l)?;
             }
             if plan.returns.len() > 1 {
                 let k = plan
@@ -307,12 +317,24 @@ impl Aug<'_> {
             args.extend_from_slice(maxima);
             if let Some(l) = plan.counted(call.block) {
                 let k = k.ok_or_else(|| internal(primal))?;
-                if k == plan.loops[l].back {
+                let back = k == plan.loops[l].back;
+                if back {
                     let one = b.iconst(1);
                     let c = counter(primal, counters, l)?;
                     args.push(b.iadd(c, one));
                 } else {
                     args.push(b.iconst(0));
+                }
+                // A checkpointed loop's mark and segment go around the
+                // back edge; on the entry edge they are placeholders that
+                // `checkpoint::instrument` replaces.
+                if let Some((mark, seg)) = self.segments[l] {
+                    if back {
+                        args.extend([mark, seg]);
+                    } else {
+                        let zero = b.iconst(0);
+                        args.extend([zero, zero]);
+                    }
                 }
             }
             extra.push(args);
@@ -329,7 +351,7 @@ impl Aug<'_> {
             let split = b.create_block();
             b.switch_to_block(split);
             for l in exited {
-                push_loop_exit(&mut b, primal, plan, tape, counters, l)?;
+                push_loop_exit(&mut b, primal, plan, tape, counters, &self.segments, l)?;
             }
             let args = std::mem::take(&mut call.args);
             b.jump(call.block, &args);
@@ -505,6 +527,7 @@ fn push_loop_exit(
     plan: &Plan,
     tape: u8,
     counters: &[Option<Value>],
+    segments: &[Option<(Value, Value)>],
     l: usize,
 ) -> Result<(), AdError> {
     for v in plan.invariants_of(l) {
@@ -518,6 +541,13 @@ fn push_loop_exit(
         };
         let push = b.push(tape, v);
         b.func.notes.inst(push, note);
+    }
+    if let Some((_, seg)) = segments[l] {
+        let push = b.push(tape, seg);
+        b.func.notes.inst(
+            push,
+            format!("tape {tape}: saves where the last segment of loop {l} starts"),
+        );
     }
     let push = b.push(tape, counter(primal, counters, l)?);
     b.func.notes.inst(

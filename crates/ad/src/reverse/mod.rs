@@ -94,6 +94,7 @@ pub fn adjoint_tape(tape: u8, primal_tape: u8) -> u8 {
 
 mod adj;
 mod aug;
+mod checkpoint;
 pub(crate) mod plan;
 
 use crate::{rules, AdContext, AdError};
@@ -866,8 +867,21 @@ pub(crate) fn derive_split(
         }
     }
     plan.plan_tape(&primal, &call_args)?;
-    let aug = aug::build(&primal, &plan, &calls, &collapse, tape, aug_name, aug_sig)?;
-    let adj = adj::build(&primal, &plan, &calls, req, tape, adj_name, adj_sig)?;
+    if cx.limits().checkpoint {
+        plan.checkpointed = checkpoint::choose(&primal, &plan, &calls);
+    }
+    let mut aug = aug::build(&primal, &plan, &calls, &collapse, tape, aug_name, aug_sig)?;
+    let checkpoints = checkpoint::instrument(module, &mut aug, &primal, &plan, tape)?;
+    let adj = adj::build(
+        &primal,
+        &plan,
+        &calls,
+        &checkpoints,
+        req,
+        tape,
+        adj_name,
+        adj_sig,
+    )?;
     module.replace(aug_id, aug);
     module.replace(adj_id, adj);
     Ok((aug_id, adj_id))

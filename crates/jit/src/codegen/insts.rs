@@ -44,6 +44,7 @@ impl Translator<'_, '_> {
             InstData::Zeros { len, .. } => self.zeros(inst, *len)?,
             InstData::Push { tape, arg } => self.push(inst, *tape, *arg)?,
             InstData::Pop { tape, .. } => self.pop(inst, *tape)?,
+            InstData::Tape { op, tape, arg } => self.tape_op(inst, *op, *tape, *arg)?,
             InstData::Call { func, args } => self.call(inst, *func, args)?,
             InstData::Autodiff { spec, .. } => {
                 return Err(JitError::Unsupported {

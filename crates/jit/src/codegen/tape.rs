@@ -301,6 +301,56 @@ impl Translator<'_, '_> {
         Ok(())
     }
 
+    /// `tapelen`, `tapeover` (a load and a compare with the run's
+    /// checkpoint segment, a constant of the compilation) and `tapecut`
+    /// (`adze_tapecut`; a bad mark is a `TapeMismatch`).
+    pub(super) fn tape_op(
+        &mut self,
+        inst: Inst,
+        op: adze_ir::Opcode,
+        tape: u8,
+        arg: Option<IrValue>,
+    ) -> Result<(), JitError> {
+        let i64t = cl::types::I64;
+        let mark = match arg {
+            Some(m) => Some(self.scalar(m)?),
+            None => None,
+        };
+        let r = match (op, mark) {
+            (adze_ir::Opcode::Tapelen, None) => {
+                self.b
+                    .ins()
+                    .load(i64t, flags(), self.ctx, tape_field(tape, TAPE_LEN))
+            }
+            (adze_ir::Opcode::Tapeover, Some(m)) => {
+                let len = self
+                    .b
+                    .ins()
+                    .load(i64t, flags(), self.ctx, tape_field(tape, TAPE_LEN));
+                let grown = self.b.ins().isub(len, m);
+                let seg = i64::try_from(self.env.limits.segment_entries()).unwrap_or(i64::MAX);
+                self.b
+                    .ins()
+                    .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, grown, seg)
+            }
+            (adze_ir::Opcode::Tapecut, Some(m)) => {
+                let cut = self.import("adze_tapecut")?;
+                let t = self.b.ins().iconst(i64t, i64::from(tape));
+                let call = self.b.ins().call(cut, &[self.ctx, t, m]);
+                let n = self.b.inst_results(call)[0];
+                let bad = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, n, 0);
+                let slow = self.mismatch_block();
+                let ok = self.b.create_block();
+                self.b.ins().brif(bad, slow, &[], ok, &[]);
+                self.b.switch_to_block(ok);
+                n
+            }
+            _ => return Err(self.err(format!("{inst}: `{op}` with the wrong operands"))),
+        };
+        self.define(inst, r);
+        Ok(())
+    }
+
     /// The function's one cold block for an empty tape or a mismatched
     /// entry: the run stops with `TapeMismatch` in this function, whichever
     /// pop it was (every pop of a function reports the same error), as the

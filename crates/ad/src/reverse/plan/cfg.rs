@@ -198,7 +198,7 @@ impl Plan {
     }
 
     /// The blocks of counted loop `l`, in reverse postorder.
-    pub(super) fn loop_blocks(&self, l: usize) -> Vec<Block> {
+    pub(crate) fn loop_blocks(&self, l: usize) -> Vec<Block> {
         self.forest.blocks(self.loops[l].natural)
     }
 

@@ -24,9 +24,18 @@ impl Plan {
     }
 
     /// Slots of the adjoint's trip array: one per counted loop, then one per
-    /// invariant.
+    /// invariant, then two per checkpointed loop.
     pub fn trip_slots(&self) -> usize {
-        self.loops.len() + self.invariants.len()
+        self.loops.len() + self.invariants.len() + 2 * self.checkpointed.len()
+    }
+
+    /// For a checkpointed loop `l`: the trip-array slots of the start of
+    /// the segment the reverse sweep is in, and of the flag that says its
+    /// snapshot is still on the tape.
+    pub fn checkpoint_slots(&self, l: usize) -> Option<(usize, usize)> {
+        let k = self.checkpointed.iter().position(|&c| c == l)?;
+        let base = self.loops.len() + self.invariants.len() + 2 * k;
+        Some((base, base + 1))
     }
 
     /// The outermost counted loop around `b` that does not contain the

@@ -129,6 +129,11 @@ pub(crate) struct Plan {
     /// `const` `mut` array parameters that receive active values: they get a
     /// local shadow in the adjoint, of the parameter's length.
     pub const_shadows: Vec<Value>,
+    /// The counted loops whose tape is checkpointed, in increasing order
+    /// (`reverse::checkpoint`): each has two more trip-array slots, the
+    /// start of the segment the reverse sweep is in and whether that
+    /// segment's snapshot is still on the tape.
+    pub checkpointed: Vec<usize>,
 }
 
 /// Does the adjoint of a function take its parameter number `k` too? Each
@@ -290,6 +295,7 @@ impl Plan {
             zeros_sites: Vec::new(),
             num_threaded: 0,
             const_shadows: Vec::new(),
+            checkpointed: Vec::new(),
         };
         plan.find_shadows(func, args, entry);
         plan.find_reached(cache, module, func, ret, ignored);

@@ -1,0 +1,526 @@
+//! Checkpointed loops (SPEC §5c): the tape of a long loop is cut into
+//! segments, of which only the last stays on the tape; the reverse sweep
+//! recomputes each earlier segment from a snapshot, just before it needs
+//! that segment's records. See docs/ad-reverse.md, "Checkpointing".
+//!
+//! - **The augmented primal** ([`instrument`]) pushes a *snapshot* where
+//!   each segment starts: the arrays the loop uses that the adjoint does
+//!   not have (their elements, by `@adze.tape.save`), the scalars from
+//!   outside the loop that it uses, then the loop header's arguments (its
+//!   iteration counter last). Then it notes the tape's length, the mark.
+//!   On the back edge, when the tape has grown by a segment
+//!   (`tapeover`, [`adze_ir::Limits::segment_entries`]) since the mark, it
+//!   drops what the segment pushed (`tapecut`) and starts a new segment
+//!   with a new snapshot. Where the loop is left it pushes the first
+//!   iteration of the last segment, before the trip count.
+//! - **The runner** (`f.aug.<acts>.seg<l>`, built here from the
+//!   augmented primal's own blocks of the loop) pops a snapshot and runs
+//!   the loop from it, pushing exactly what the augmented primal pushed,
+//!   until the iteration `stop`; it returns the segment's first iteration.
+//!   With `stop < 0` it only pops the snapshot.
+//! - **The adjoint** (`adj.rs`) runs the loop's reverse as before, counting
+//!   down. Where the iteration reaches the start of the segment whose
+//!   records it has popped, it calls the runner for the segment before,
+//!   which pushes that segment's records again (the last segment's
+//!   snapshot, still on the tape, is dropped first).
+//!
+//! The adjoint's code is the code of the fully taped loop, and it pops the
+//! same bits (the runner runs the same instructions from the same values),
+//! so a checkpointed derivative equals the taped one bit for bit whatever
+//! the segment length; only time and memory change.
+//!
+//! Which loops ([`choose`]): the outermost counted loops (an inner loop's
+//! records belong to its outer loop's segment), that tape something or
+//! call a derivative, have no `return` inside, and use no view made
+//! outside the loop (a snapshot copies an array; a view's copy would no
+//! longer alias its array).
+
+use super::plan::Plan;
+use super::Calls;
+use crate::{rules, AdError};
+use adze_ir::{
+    Block, CmpCond, FuncBuilder, FuncId, Function, InstData, Module, Opcode, Param, RegionData,
+    Signature, Type, Value, ValueDef,
+};
+use cranelift_entity::{EntitySet, SecondaryMap};
+
+/// What the adjoint needs to know of a checkpointed loop.
+pub(crate) struct Checkpoint {
+    /// The counted loop.
+    pub l: usize,
+    /// Its runner.
+    pub runner: FuncId,
+    /// The primal's read-only array parameters the runner takes (the
+    /// adjoint passes its own), in order.
+    pub taken: Vec<Value>,
+}
+
+/// The counted loops of `primal` to checkpoint (see the module doc).
+pub(crate) fn choose(primal: &Function, plan: &Plan, calls: &Calls) -> Vec<usize> {
+    let mut chosen = Vec::new();
+    for l in 0..plan.loops.len() {
+        let blocks = plan.loop_blocks(l);
+        let Some(&header) = blocks.first() else {
+            continue;
+        };
+        if plan.counted(header) != Some(l) || plan.enclosing(header).count() != 1 {
+            continue;
+        }
+        let inside: EntitySet<Block> = {
+            let mut s = EntitySet::new();
+            for &b in &blocks {
+                s.insert(b);
+            }
+            s
+        };
+        let mut worth = false;
+        let mut ok = true;
+        for &b in &blocks {
+            worth |= !plan.tape[b].is_empty();
+            for &inst in primal.layout.block_insts(b) {
+                let data = primal.dfg.inst(inst);
+                match data {
+                    InstData::Return { .. } => ok = false,
+                    InstData::Call { .. } => worth |= calls[inst].is_some(),
+                    _ => {}
+                }
+                data.for_each_use(|v| {
+                    if primal.dfg.value_type(v).is_array()
+                        && primal.def_block(v).is_some_and(|d| !inside.contains(d))
+                        && is_view(primal, v)
+                    {
+                        ok = false;
+                    }
+                });
+            }
+        }
+        if ok && worth {
+            chosen.push(l);
+        }
+    }
+    chosen
+}
+
+/// Is `v` made by `slice` or `view`?
+fn is_view(func: &Function, v: Value) -> bool {
+    match *func.dfg.value_def(v) {
+        ValueDef::Result { inst, .. } => matches!(
+            func.dfg.inst(inst).opcode(),
+            Opcode::Slice | Opcode::View
+        ),
+        _ => false,
+    }
+}
+
+/// What a snapshot holds besides the header's arguments.
+struct Captured {
+    /// Arrays from outside the loop that the adjoint does not have,
+    /// saved element by element.
+    saved: Vec<Value>,
+    /// Scalars from outside the loop.
+    scalars: Vec<Value>,
+    /// Read-only array parameters the adjoint has: passed to the runner.
+    taken: Vec<Value>,
+}
+
+/// Adds the snapshots and cuts of the checkpointed loops to the augmented
+/// primal `aug` (built for `plan`, on `tape`) and builds their runners,
+/// named after `aug`.
+pub(crate) fn instrument(
+    module: &mut Module,
+    aug: &mut Function,
+    primal: &Function,
+    plan: &Plan,
+    tape: u8,
+) -> Result<Vec<Checkpoint>, AdError> {
+    let mut out = Vec::new();
+    for &l in &plan.checkpointed {
+        let header = *plan
+            .loop_blocks(l)
+            .first()
+            .ok_or_else(|| internal(primal, "a checkpointed loop without blocks"))?;
+        out.push(one_loop(module, aug, primal, plan, tape, l, header)?);
+    }
+    Ok(out)
+}
+
+/// The edges into `to` in `func`: (source block, destination number).
+fn edges_into(func: &Function, to: Block) -> Vec<(Block, usize)> {
+    let mut edges = Vec::new();
+    for &b in func.layout.blocks() {
+        let Some(last) = func.layout.last_inst(b) else {
+            continue;
+        };
+        for (k, d) in func.dfg.inst(last).destinations().iter().enumerate() {
+            if d.block == to {
+                edges.push((b, k));
+            }
+        }
+    }
+    edges
+}
+
+/// The blocks of the natural loop of `header` whose back edge leaves
+/// `latch`.
+fn natural_loop(func: &Function, header: Block, latch: Block) -> EntitySet<Block> {
+    let mut preds: SecondaryMap<Block, Vec<Block>> = SecondaryMap::new();
+    for &b in func.layout.blocks() {
+        if let Some(last) = func.layout.last_inst(b) {
+            for d in func.dfg.inst(last).destinations() {
+                preds[d.block].push(b);
+            }
+        }
+    }
+    let mut set = EntitySet::new();
+    set.insert(header);
+    let mut work = vec![latch];
+    while let Some(b) = work.pop() {
+        if set.contains(b) {
+            continue;
+        }
+        set.insert(b);
+        work.extend(preds[b].iter().copied());
+    }
+    set
+}
+
+fn one_loop(
+    module: &mut Module,
+    aug: &mut Function,
+    primal: &Function,
+    plan: &Plan,
+    tape: u8,
+    l: usize,
+    header: Block,
+) -> Result<Checkpoint, AdError> {
+    let edges = edges_into(aug, header);
+    let hp = aug.dfg.block_params(header).to_vec();
+    if hp.len() < 3 {
+        return Err(internal(primal, "a checkpointed header without its parameters"));
+    }
+    let (mark, seg) = (hp[hp.len() - 2], hp[hp.len() - 1]);
+    let state: Vec<Value> = hp[..hp.len() - 2].to_vec();
+    let state_types: Vec<Type> = state.iter().map(|&v| aug.dfg.value_type(v)).collect();
+    // The back edge comes from a block dominated by the header; find it as
+    // the edge whose arguments pass the header's own mark.
+    let back = edges
+        .iter()
+        .copied()
+        .find(|&(b, k)| {
+            aug.layout.last_inst(b).is_some_and(|last| {
+                aug.dfg.inst(last).destinations()[k].args.last() == Some(&seg)
+            })
+        })
+        .ok_or_else(|| internal(primal, "no back edge"))?;
+    let entry = edges
+        .iter()
+        .copied()
+        .find(|&e| e != back)
+        .ok_or_else(|| internal(primal, "no entry edge"))?;
+    if edges.len() != 2 {
+        return Err(internal(primal, "a checkpointed header with more than two edges"));
+    }
+    let inside = natural_loop(aug, header, back.0);
+    let captured = capture(aug, primal, plan, &inside);
+
+    // The snapshot: saved arrays, scalars, then the header's arguments.
+    let save = |module: &mut Module, ty: Type| -> Result<FuncId, AdError> {
+        rules::save_helper(module, tape, ty)
+    };
+    let mut helpers = Vec::new();
+    for &a in &captured.saved {
+        helpers.push(save(module, aug.dfg.value_type(a))?);
+    }
+    let snapshot = |b: &mut FuncBuilder, args: &[Value]| {
+        for (&a, &h) in captured.saved.iter().zip(&helpers) {
+            b.call(h, &[a], &[]);
+        }
+        for &v in captured.scalars.iter().chain(args) {
+            b.push(tape, v);
+        }
+    };
+
+    // The entry edge: a snapshot, the mark, segment 0.
+    {
+        let mut b = FuncBuilder::new(aug);
+        let e = b.create_block();
+        let args: Vec<Value> = state_types
+            .iter()
+            .map(|&t| b.append_block_param(e, t))
+            .collect();
+        b.switch_to_block(e);
+        snapshot(&mut b, &args);
+        let m = b.tapelen(tape);
+        let counter = *args.last().expect("a counter");
+        let mut to = args.clone();
+        to.extend([m, counter]);
+        b.jump(header, &to);
+        retarget(aug, entry, e, state.len());
+    }
+    // The back edge: cut when the segment is full.
+    let check = {
+        let mut b = FuncBuilder::new(aug);
+        let c = b.create_block();
+        let cut = b.create_block();
+        let args: Vec<Value> = state_types
+            .iter()
+            .map(|&t| b.append_block_param(c, t))
+            .collect();
+        b.switch_to_block(c);
+        let over = b.tapeover(tape, mark);
+        let mut stay = args.clone();
+        stay.extend([mark, seg]);
+        b.brif(over, cut, &[], header, &stay);
+        b.switch_to_block(cut);
+        b.tapecut(tape, mark);
+        snapshot(&mut b, &args);
+        let m = b.tapelen(tape);
+        let counter = *args.last().expect("a counter");
+        let mut to = args.clone();
+        to.extend([m, counter]);
+        b.jump(header, &to);
+        retarget(aug, back, c, state.len());
+        c
+    };
+    let _ = seg;
+
+    let runner = build_runner(module, aug, l, &inside, header, check, &state, &captured, tape)?;
+    Ok(Checkpoint {
+        l,
+        runner,
+        taken: captured.taken,
+    })
+}
+
+/// Makes the edge `e` go to `to` with its first `n` arguments.
+fn retarget(func: &mut Function, e: (Block, usize), to: Block, n: usize) {
+    let Some(last) = func.layout.last_inst(e.0) else {
+        return;
+    };
+    if let Some(d) = func.dfg.inst_mut(last).destinations_mut().into_iter().nth(e.1) {
+        d.block = to;
+        d.args.truncate(n);
+    }
+}
+
+/// The values the loop's blocks use that are defined outside it.
+fn capture(aug: &Function, primal: &Function, plan: &Plan, inside: &EntitySet<Block>) -> Captured {
+    let mut seen: EntitySet<Value> = EntitySet::new();
+    let mut c = Captured {
+        saved: Vec::new(),
+        scalars: Vec::new(),
+        taken: Vec::new(),
+    };
+    let entry = primal.entry_block();
+    for &b in aug.layout.blocks() {
+        if !inside.contains(b) {
+            continue;
+        }
+        for &inst in aug.layout.block_insts(b) {
+            aug.dfg.inst(inst).for_each_use(|v| {
+                if seen.contains(v) || aug.def_block(v).is_none_or(|d| inside.contains(d)) {
+                    return;
+                }
+                seen.insert(v);
+                let ty = aug.dfg.value_type(v);
+                if !ty.is_array() {
+                    c.scalars.push(v);
+                    return;
+                }
+                let read_only_param = match *primal.dfg.value_def(v) {
+                    ValueDef::Param { block, num } if Some(block) == entry => {
+                        primal.sig.params.get(num).is_some_and(|p| !p.mutable)
+                    }
+                    _ => false,
+                };
+                if read_only_param && plan.adj_params.contains(&v) {
+                    c.taken.push(v);
+                } else {
+                    c.saved.push(v);
+                }
+            });
+        }
+    }
+    c
+}
+
+/// The runner of a checkpointed loop: `(stop: i64, taken arrays..) ->
+/// i64`. Pops a snapshot, then runs the augmented primal's blocks of the
+/// loop (`inside`) from it until the counter reaches `stop`; returns the
+/// snapshot's counter. Its values and blocks keep `aug`'s numbers.
+#[allow(clippy::too_many_arguments)]
+fn build_runner(
+    module: &mut Module,
+    aug: &Function,
+    l: usize,
+    inside: &EntitySet<Block>,
+    header: Block,
+    check: Block,
+    state: &[Value],
+    captured: &Captured,
+    tape: u8,
+) -> Result<FuncId, AdError> {
+    let mut params = vec![Param::new("stop", Type::I64)];
+    for &a in &captured.taken {
+        params.push(Param::new(aug.array_name(a), aug.dfg.value_type(a)));
+    }
+    let sig = Signature {
+        params,
+        results: vec![Type::I64],
+    };
+    let name = format!("{}.seg{l}", aug.name);
+    let mut restores = Vec::new();
+    for &a in &captured.saved {
+        restores.push(rules::restore_helper(module, tape, aug.dfg.value_type(a))?);
+    }
+    let mut f = Function::new(name.clone(), sig);
+    for i in 0..aug.dfg.num_values() {
+        let ty = aug.dfg.value_type(Value::from_u32(i as u32));
+        f.dfg.make_detached_value(ty);
+    }
+    for _ in 0..aug.dfg.num_blocks() {
+        f.dfg.make_block();
+    }
+    let entry = f.dfg.make_block();
+    f.layout.append_block(entry);
+    let stop = f.dfg.append_block_param(entry, Type::I64);
+    for &a in &captured.taken {
+        f.dfg.attach_block_param(entry, a, aug.dfg.value_type(a));
+    }
+    let blocks: Vec<Block> = aug
+        .layout
+        .blocks()
+        .iter()
+        .copied()
+        .filter(|&b| inside.contains(b) || b == check)
+        .collect();
+    for &b in &blocks {
+        f.layout.append_block(b);
+        for &p in aug.dfg.block_params(b) {
+            f.dfg.attach_block_param(b, p, aug.dfg.value_type(p));
+        }
+    }
+    let ret = f.dfg.make_block();
+    f.layout.append_block(ret);
+    // Exits are never taken (a segment ends before the loop does); each
+    // goes to a block of its own that returns.
+    let mut stubs: SecondaryMap<Block, Option<Block>> = SecondaryMap::new();
+    for &b in &blocks {
+        if b == check {
+            continue;
+        }
+        for &inst in aug.layout.block_insts(b) {
+            let mut data = aug.dfg.inst(inst).clone();
+            for d in data.destinations_mut() {
+                if inside.contains(d.block) || d.block == check {
+                    continue;
+                }
+                let stub = match stubs[d.block] {
+                    Some(s) => s,
+                    None => {
+                        let s = f.dfg.make_block();
+                        for &p in aug.dfg.block_params(d.block) {
+                            f.dfg.append_block_param(s, aug.dfg.value_type(p));
+                        }
+                        f.layout.append_block(s);
+                        stubs[d.block] = Some(s);
+                        s
+                    }
+                };
+                d.block = stub;
+            }
+            let results: Vec<(Value, Type)> = aug
+                .dfg
+                .inst_results(inst)
+                .iter()
+                .map(|&v| (v, aug.dfg.value_type(v)))
+                .collect();
+            let new = f.dfg.make_inst_with_results(data, &results);
+            f.dfg.set_srcloc(new, aug.dfg.srcloc(inst));
+            f.layout.append_inst(new, b);
+        }
+    }
+    let stub_blocks: Vec<Block> = stubs.values().flatten().copied().collect();
+    let mut b = FuncBuilder::new(&mut f);
+    for s in stub_blocks {
+        b.switch_to_block(s);
+        let minus = b.iconst(-1);
+        b.ret(&[minus]);
+    }
+    // The entry pops the snapshot, last pushed first.
+    b.switch_to_block(entry);
+    let mut popped: Vec<Value> = state
+        .iter()
+        .rev()
+        .map(|&v| {
+            let ty = b.func.dfg.value_type(v);
+            b.pop(tape, ty)
+        })
+        .collect();
+    popped.reverse();
+    for &v in captured.scalars.iter().rev() {
+        let ty = b.func.dfg.value_type(v);
+        let data = InstData::Pop { tape, ty };
+        let inst = b.func.dfg.make_inst_with_results(data, &[(v, ty)]);
+        b.func.layout.append_inst(inst, entry);
+    }
+    for (&a, &restore) in captured.saved.iter().zip(&restores).rev() {
+        let ty = b.func.dfg.value_type(a);
+        let n = b.pop(tape, Type::I64);
+        let op = if ty == Type::IArray {
+            Opcode::Izeros
+        } else {
+            Opcode::Zeros
+        };
+        let data = InstData::Zeros {
+            op,
+            len: n,
+            name: aug.array_name(a),
+        };
+        let inst = b.func.dfg.make_inst_with_results(data, &[(a, ty)]);
+        b.func.layout.append_inst(inst, entry);
+        b.call(restore, &[a], &[]);
+    }
+    let start = *popped.last().expect("a counter");
+    let zero = b.iconst(0);
+    let discard = b.icmp(CmpCond::Lt, stop, zero);
+    b.brif(discard, ret, &[], check, &popped);
+    // The check of the back edge becomes the segment's end.
+    b.switch_to_block(check);
+    let counter = *b.func.dfg.block_params(check).last().expect("a counter");
+    let args = b.func.dfg.block_params(check).to_vec();
+    let done = b.icmp(CmpCond::Eq, counter, stop);
+    let mut go = args;
+    go.extend([zero, zero]);
+    b.brif(done, ret, &[], header, &go);
+    b.switch_to_block(ret);
+    b.ret(&[start]);
+    f.inlined = aug.inlined.clone();
+    copy_regions(aug, &mut f, inside);
+    module
+        .push(f)
+        .map_err(|_| AdError::NameTaken { name })
+}
+
+/// The rule regions of `aug` that lie inside the loop, kept in the runner
+/// (an outer pass applies their rules there as in the augmented primal).
+fn copy_regions(aug: &Function, f: &mut Function, inside: &EntitySet<Block>) {
+    let mut map = std::collections::HashMap::new();
+    for (r, data) in aug.regions.iter() {
+        if data.blocks.iter().all(|&b| inside.contains(b)) {
+            let parent = data.parent.and_then(|p| map.get(&p).copied());
+            let new = f.regions.push(RegionData {
+                parent,
+                ..data.clone()
+            });
+            map.insert(r, new);
+        }
+    }
+}
+
+fn internal(primal: &Function, reason: &str) -> AdError {
+    AdError::ReverseInternal {
+        func: primal.name.clone(),
+        reason: format!("checkpointing: {reason}"),
+    }
+}
