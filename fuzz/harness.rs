@@ -34,6 +34,7 @@ pub const LIMITS: Limits = Limits {
     max_array_len: 1 << 12,
     timeout: None,
     tape_limit: adze_ir::DEFAULT_TAPE_LIMIT,
+    checkpoint_segment: None,
 };
 
 /// Upper bound on the instructions a fuzzed function may execute.

@@ -19,11 +19,14 @@ fn there_are_at_least_ten_examples() {
 
 /// Opcodes that only passes emit (AD tapes, optimizer selects); the front end
 /// never does, so no example can show them.
-const PASS_ONLY: [Opcode; 7] = [
+const PASS_ONLY: [Opcode; 10] = [
     Opcode::View,
     Opcode::Select,
     Opcode::Push,
     Opcode::Pop,
+    Opcode::Tapelen,
+    Opcode::Tapecut,
+    Opcode::Tapeover,
     Opcode::SameLen,
     Opcode::Tobits,
     Opcode::Frombits,

@@ -7,6 +7,7 @@ mod array_results;
 mod array_results_cli;
 mod array_results_engines;
 mod check_inline;
+mod checkpoint;
 mod cli;
 mod cli_data;
 mod compiled;

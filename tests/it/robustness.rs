@@ -445,6 +445,7 @@ fn lowered_limits_are_enforced_identically() {
         max_array_len: 999,
         timeout: None,
         tape_limit: adze_ir::DEFAULT_TAPE_LIMIT,
+        checkpoint_segment: None,
     };
     for engine in [Engine::Interp, Engine::Jit] {
         let e = s.run("grad_spiral", &[Val::F64(0.5)], engine).unwrap_err();

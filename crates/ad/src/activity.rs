@@ -471,6 +471,12 @@ pub(crate) fn needed_seeds(
         return Vec::new();
     }
     let base = analyze_cached(cache, module, f, args, &[]);
+    seeds_not_active(f, &base, seeded)
+}
+
+/// The seeds among `seeded` whose returned arrays `base` (the analysis
+/// of `f` without seeds) does not make active at every `return`.
+fn seeds_not_active(f: &Function, base: &Activity, seeded: &[usize]) -> Vec<usize> {
     let returned_active = |k: usize| {
         f.layout.insts().all(|(_, inst)| match f.dfg.inst(inst) {
             InstData::Return { args } => args.get(k).is_none_or(|&v| base.is_active(v)),
@@ -487,6 +493,7 @@ pub(crate) fn needed_seeds(
 /// The summary of a call, or `None` to be conservative (every f64 result
 /// and every `mut` array active): for a callee with a forward rule (the rule,
 /// not the body, gives the tangents), without a body, or being summarised.
+#[allow(clippy::too_many_arguments)]
 fn summarize(
     cache: &mut Cache,
     act: &Activity,
@@ -516,7 +523,16 @@ fn summarize(
             _ => ArgActivity::Const,
         })
         .collect();
-    let seeded = needed_seeds(cache, module, f, &acts, seeded);
+    // As `needed_seeds`, within this analysis: the callee is on the stack
+    // while it is analysed, so recursion stays conservative and finite.
+    let seeded = if seeded.is_empty() {
+        Vec::new()
+    } else {
+        summaries.stack.push(callee);
+        let base = analyze_in(cache, module, f, &acts, &[], summaries);
+        summaries.stack.pop();
+        seeds_not_active(f, &base, seeded)
+    };
     let key = (callee, acts, seeded);
     if let Some(s) = summaries.memo.get(&key) {
         return Some(s.clone());

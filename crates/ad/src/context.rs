@@ -96,6 +96,10 @@ pub struct AdContext<'h> {
     lowering: Lowering,
     /// What the analyses may keep for the lowering in progress.
     pub(crate) cache: Cache,
+    /// How many reverse derivations are lowering the requests inside their
+    /// primal: what they lower is differentiated in reverse mode again, so
+    /// it is not checkpointed (`reverse::checkpoint`).
+    pub(crate) under_reverse: usize,
 }
 
 impl Default for AdContext<'_> {
@@ -190,6 +194,7 @@ impl<'h> AdContext<'h> {
             between: None,
             lowering: Lowering::default(),
             cache: Cache::default(),
+            under_reverse: 0,
         }
     }
 

@@ -606,7 +606,7 @@ impl Transform<'_, '_> {
     /// treat as active from the start: those this function makes active
     /// (stores into them after the call) that are not active anyway.
     fn seeds(&mut self, callee: FuncId, acts: &[ArgActivity], results: &[Value]) -> Vec<usize> {
-        let seeded = activity::seeded_results(self.primal, &self.act, results);
+        let seeded = activity::seeded_results(self.primal, self.act, results);
         activity::needed_seeds(
             &mut self.cx.cache,
             self.module,

@@ -552,6 +552,7 @@ pub fn fuzz_limits() -> Limits {
         max_array_len: 1 << 16,
         timeout: None,
         tape_limit: adze_ir::DEFAULT_TAPE_LIMIT,
+        checkpoint_segment: None,
     }
 }
 

@@ -552,7 +552,9 @@ pub(crate) extern "C" fn adze_reserve(ctx: *mut Ctx<'_>, tape: i64, additional: 
 pub(crate) extern "C" fn adze_tapecut(ctx: *mut Ctx<'_>, tape: i64, mark: i64) -> i64 {
     // SAFETY: as in `adze_trap`.
     let ctx = unsafe { &mut *ctx };
-    let t = usize::try_from(tape).ok().and_then(|t| ctx.tapes.get_mut(t));
+    let t = usize::try_from(tape)
+        .ok()
+        .and_then(|t| ctx.tapes.get_mut(t));
     match (t, usize::try_from(mark)) {
         (Some(t), Ok(m)) => t.cut(m).map_or(-1, |n| n as i64),
         _ => -1,

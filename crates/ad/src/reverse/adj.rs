@@ -752,7 +752,6 @@ impl Adj<'_> {
             };
             let mut b = self.b();
             b.switch_to_block(to_back);
-            let i = b.iconst(l as i64);
             let one = b.iconst(1);
             let j1 = b.isub(j, one);
             let j1 = b.frombits(j1);
@@ -794,9 +793,7 @@ impl Adj<'_> {
             .ok_or_else(|| self.internal("a checkpointed loop without a runner"))?;
         let mut args = Vec::new();
         for &a in &c.taken {
-            args.push(
-                self.params[a].ok_or_else(|| self.internal("a runner's array not taken"))?,
-            );
+            args.push(self.params[a].ok_or_else(|| self.internal("a runner's array not taken"))?);
         }
         Ok((c.runner, args))
     }

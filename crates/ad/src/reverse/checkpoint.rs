@@ -31,9 +31,10 @@
 //!
 //! Which loops ([`choose`]): the outermost counted loops (an inner loop's
 //! records belong to its outer loop's segment), that tape something or
-//! call a derivative, have no `return` inside, and use no view made
-//! outside the loop (a snapshot copies an array; a view's copy would no
-//! longer alias its array).
+//! call a derivative, have no `return` inside, no tape traffic of their
+//! own (a primal holding derivatives: a recomputed segment would push and
+//! pop again), and use no view made outside the loop (a snapshot copies an
+//! array; a view's copy would no longer alias its array).
 
 use super::plan::Plan;
 use super::Calls;
@@ -56,7 +57,7 @@ pub(crate) struct Checkpoint {
 }
 
 /// The counted loops of `primal` to checkpoint (see the module doc).
-pub(crate) fn choose(primal: &Function, plan: &Plan, calls: &Calls) -> Vec<usize> {
+pub(crate) fn choose(module: &Module, primal: &Function, plan: &Plan, calls: &Calls) -> Vec<usize> {
     let mut chosen = Vec::new();
     for l in 0..plan.loops.len() {
         let blocks = plan.loop_blocks(l);
@@ -81,7 +82,20 @@ pub(crate) fn choose(primal: &Function, plan: &Plan, calls: &Calls) -> Vec<usize
                 let data = primal.dfg.inst(inst);
                 match data {
                     InstData::Return { .. } => ok = false,
-                    InstData::Call { .. } => worth |= calls[inst].is_some(),
+                    // The primal's own tape traffic (it holds derivatives)
+                    // cannot run twice: a segment recomputed would push and
+                    // pop again what the first run did.
+                    InstData::Push { .. } | InstData::Pop { .. } | InstData::Tape { .. } => {
+                        ok = false
+                    }
+                    InstData::Call { func, .. } => {
+                        worth |= calls[inst].is_some();
+                        if !module.is_valid(*func)
+                            || rules::tape_floor(module, module.func(*func)) > 0
+                        {
+                            ok = false;
+                        }
+                    }
                     _ => {}
                 }
                 data.for_each_use(|v| {
@@ -104,10 +118,9 @@ pub(crate) fn choose(primal: &Function, plan: &Plan, calls: &Calls) -> Vec<usize
 /// Is `v` made by `slice` or `view`?
 fn is_view(func: &Function, v: Value) -> bool {
     match *func.dfg.value_def(v) {
-        ValueDef::Result { inst, .. } => matches!(
-            func.dfg.inst(inst).opcode(),
-            Opcode::Slice | Opcode::View
-        ),
+        ValueDef::Result { inst, .. } => {
+            matches!(func.dfg.inst(inst).opcode(), Opcode::Slice | Opcode::View)
+        }
         _ => false,
     }
 }
@@ -196,7 +209,10 @@ fn one_loop(
     let edges = edges_into(aug, header);
     let hp = aug.dfg.block_params(header).to_vec();
     if hp.len() < 3 {
-        return Err(internal(primal, "a checkpointed header without its parameters"));
+        return Err(internal(
+            primal,
+            "a checkpointed header without its parameters",
+        ));
     }
     let (mark, seg) = (hp[hp.len() - 2], hp[hp.len() - 1]);
     let state: Vec<Value> = hp[..hp.len() - 2].to_vec();
@@ -207,9 +223,9 @@ fn one_loop(
         .iter()
         .copied()
         .find(|&(b, k)| {
-            aug.layout.last_inst(b).is_some_and(|last| {
-                aug.dfg.inst(last).destinations()[k].args.last() == Some(&seg)
-            })
+            aug.layout
+                .last_inst(b)
+                .is_some_and(|last| aug.dfg.inst(last).destinations()[k].args.last() == Some(&seg))
         })
         .ok_or_else(|| internal(primal, "no back edge"))?;
     let entry = edges
@@ -218,7 +234,10 @@ fn one_loop(
         .find(|&e| e != back)
         .ok_or_else(|| internal(primal, "no entry edge"))?;
     if edges.len() != 2 {
-        return Err(internal(primal, "a checkpointed header with more than two edges"));
+        return Err(internal(
+            primal,
+            "a checkpointed header with more than two edges",
+        ));
     }
     let inside = natural_loop(aug, header, back.0);
     let captured = capture(aug, primal, plan, &inside);
@@ -284,7 +303,9 @@ fn one_loop(
     };
     let _ = seg;
 
-    let runner = build_runner(module, aug, l, &inside, header, check, &state, &captured, tape)?;
+    let runner = build_runner(
+        module, aug, l, &inside, header, check, &state, &captured, tape,
+    )?;
     Ok(Checkpoint {
         l,
         runner,
@@ -297,7 +318,13 @@ fn retarget(func: &mut Function, e: (Block, usize), to: Block, n: usize) {
     let Some(last) = func.layout.last_inst(e.0) else {
         return;
     };
-    if let Some(d) = func.dfg.inst_mut(last).destinations_mut().into_iter().nth(e.1) {
+    if let Some(d) = func
+        .dfg
+        .inst_mut(last)
+        .destinations_mut()
+        .into_iter()
+        .nth(e.1)
+    {
         d.block = to;
         d.args.truncate(n);
     }
@@ -497,9 +524,7 @@ fn build_runner(
     b.ret(&[start]);
     f.inlined = aug.inlined.clone();
     copy_regions(aug, &mut f, inside);
-    module
-        .push(f)
-        .map_err(|_| AdError::NameTaken { name })
+    module.push(f).map_err(|_| AdError::NameTaken { name })
 }
 
 /// The rule regions of `aug` that lie inside the loop, kept in the runner

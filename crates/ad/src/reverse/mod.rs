@@ -99,8 +99,8 @@ pub(crate) mod plan;
 
 use crate::{rules, AdContext, AdError};
 use adze_ir::{
-    ArgActivity, Derivation, FuncBuilder, FuncId, Function, Inst, InstData, Mode, Module, Param,
-    RetActivity, ReverseSpec, Rules, Signature, Step, Type, Value,
+    ArgActivity, Derivation, FuncBuilder, FuncId, Function, Inst, InstData, Mode, Module, Opcode,
+    Param, RetActivity, ReverseSpec, Rules, Signature, Step, Type, Value,
 };
 use cranelift_entity::SecondaryMap;
 
@@ -844,6 +844,17 @@ pub(crate) fn derive_split(
             name: adj_name.clone(),
         })?;
     prepare(cx, module, &mut primal, depth)?;
+    if primal
+        .layout
+        .insts()
+        .any(|(_, i)| primal.dfg.inst(i).opcode() == Opcode::Tapecut)
+    {
+        return Err(unsupported(
+            &primal,
+            "reverse mode over a checkpointed loop (a derivative built with checkpointing \
+             outside this one; build both in one lowering, or without `--checkpoint`)",
+        ));
+    }
     let collapse =
         crate::regions::collapse(&mut primal, |_| true).map_err(|e| unsupported(&primal, e))?;
     primal.regions.clear();
@@ -867,8 +878,8 @@ pub(crate) fn derive_split(
         }
     }
     plan.plan_tape(&primal, &call_args)?;
-    if cx.limits().checkpoint {
-        plan.checkpointed = checkpoint::choose(&primal, &plan, &calls);
+    if cx.limits().checkpoint && cx.under_reverse == 0 {
+        plan.checkpointed = checkpoint::choose(module, &primal, &plan, &calls);
     }
     let mut aug = aug::build(&primal, &plan, &calls, &collapse, tape, aug_name, aug_sig)?;
     let checkpoints = checkpoint::instrument(module, &mut aug, &primal, &plan, tape)?;
@@ -894,8 +905,7 @@ fn unsupported(func: &Function, what: impl Into<String>) -> AdError {
     }
 }
 
-/// Lowers the derivative requests inside the copy of the primal.
-fn prepare(
+fn prepare_lowered(
     cx: &mut AdContext<'_>,
     module: &mut Module,
     primal: &mut Function,
@@ -910,7 +920,22 @@ fn prepare(
         &mut crate::forward::Building::at(depth + 1),
     )?;
     cx.between(module, mark);
-    crate::lower::lower_reachable(cx, module, primal)?;
+    crate::lower::lower_reachable(cx, module, primal)
+}
+
+/// Lowers the derivative requests inside the copy of the primal.
+fn prepare(
+    cx: &mut AdContext<'_>,
+    module: &mut Module,
+    primal: &mut Function,
+    depth: usize,
+) -> Result<(), AdError> {
+    // What is lowered here will be differentiated in reverse mode, which
+    // cannot differentiate a checkpointed loop's cuts yet: no checkpoints.
+    cx.under_reverse += 1;
+    let lowered = prepare_lowered(cx, module, primal, depth);
+    cx.under_reverse -= 1;
+    lowered?;
     for (_, inst) in primal.layout.insts() {
         if let InstData::Autodiff { .. } = primal.dfg.inst(inst) {
             return Err(unsupported(primal, "an `autodiff` request left unlowered"));

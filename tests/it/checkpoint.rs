@@ -1,0 +1,112 @@
+//! Checkpointed reverse loops (issue #18, docs/ad-reverse.md,
+//! "Checkpointing"): under a tape budget that the fully taped derivative
+//! exceeds, the checkpointed one runs, and gives the taped derivative's
+//! bits (computed without a budget) under every inline setting, in both
+//! engines, for every segment length. `check_inline.rs` compares them on
+//! every example too.
+
+use crate::support::root;
+use adze::{Engine, InlineSetting, Session};
+use adze_ir::Val;
+
+fn session() -> Session {
+    Session::from_file(&root().join("ir-examples/checkpoint.adz")).unwrap()
+}
+
+fn run(s: &Session, name: &str, args: &[Val], engine: Engine) -> Result<Vec<Val>, String> {
+    s.run(name, args, engine)
+        .map(|o| o.results)
+        .map_err(|e| e.to_string())
+}
+
+/// Each derivative of the example at a trip count whose tape passes
+/// 256 KiB.
+fn cases() -> Vec<(&'static str, Vec<Val>)> {
+    let n = Val::I64(20_000);
+    let x = Val::F64(0.7);
+    vec![
+        ("d_loop4", vec![x.clone(), n.clone()]),
+        ("d_ring", vec![x.clone(), n.clone()]),
+        ("d_smooth", vec![x.clone(), n.clone()]),
+        ("dd_loop4", vec![x, n]),
+    ]
+}
+
+#[test]
+fn a_checkpointed_derivative_fits_the_budget_and_equals_the_taped_one() {
+    let budget = 256 << 10;
+    for (name, args) in cases() {
+        let taped = run(&session(), name, &args, Engine::Jit).unwrap();
+        let mut over = session();
+        over.limits.tape_limit = budget;
+        let err = run(&over, name, &args, Engine::Jit).unwrap_err();
+        assert!(err.contains("budget"), "{name}: {err}");
+        for inline in InlineSetting::ALL {
+            for engine in [Engine::Jit, Engine::Interp] {
+                // Segments of 1 and 7 entries cut at (nearly) every
+                // iteration: then the snapshots alone pass the budget, so
+                // those run without one.
+                for segment in [None, Some(1), Some(7), Some(1000)] {
+                    let mut s = session();
+                    s.inline = inline;
+                    if segment.is_none_or(|n| n >= 1000) {
+                        s.limits.tape_limit = budget;
+                    }
+                    s.ad_limits.checkpoint = true;
+                    s.limits.checkpoint_segment = segment;
+                    let got = run(&s, name, &args, engine)
+                        .unwrap_or_else(|e| panic!("{name} {inline:?} {segment:?}: {e}"));
+                    assert!(
+                        got.len() == taped.len()
+                            && got.iter().zip(&taped).all(|(a, b)| a.bit_eq(b)),
+                        "{name} {inline:?} {engine:?} {segment:?}: {got:?} against {taped:?}"
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// A `while` loop left by `break`, at every trip count around the cuts.
+#[test]
+fn a_loop_left_by_break_is_recomputed_exactly() {
+    for x in [-0.5, 0.0, 0.7, 1.9, 2.95] {
+        let args = [Val::F64(x)];
+        let taped = run(&session(), "d_until", &args, Engine::Jit).unwrap();
+        for segment in 1..6 {
+            let mut s = session();
+            s.ad_limits.checkpoint = true;
+            s.limits.checkpoint_segment = Some(segment);
+            let got = run(&s, "d_until", &args, Engine::Jit).unwrap();
+            assert!(got[0].bit_eq(&taped[0]), "x = {x}, segment {segment}");
+        }
+    }
+}
+
+/// Reverse over a checkpointed derivative is refused with a clear error
+/// rather than wrong: what a reverse derivation lowers inside its primal
+/// is never checkpointed, so a gradient of a gradient still works.
+#[test]
+fn a_gradient_of_a_gradient_is_taped_inside() {
+    let src = "
+fn f(x: f64, n: i64) -> f64 {
+    var s = x;
+    for i in 0..n { s = sin(s) * x; }
+    s
+}
+fn g(x: f64, n: i64) -> f64 { autodiff(reverse, f, active, active(x), const(n)) }
+fn h(x: f64, n: i64) -> f64 { autodiff(reverse, g, active, active(x), const(n)) }
+";
+    let args = [Val::F64(0.7), Val::I64(50)];
+    let plain = Session::from_source("gg.adz", src).unwrap();
+    let want = run(&plain, "h", &args, Engine::Jit).unwrap();
+    let mut s = Session::from_source("gg.adz", src).unwrap();
+    s.ad_limits.checkpoint = true;
+    s.limits.checkpoint_segment = Some(2);
+    let got = run(&s, "h", &args, Engine::Jit).unwrap();
+    assert!(got[0].bit_eq(&want[0]), "{got:?} against {want:?}");
+    // The first derivative alone is checkpointed.
+    let g = run(&s, "g", &args, Engine::Jit).unwrap();
+    let g_plain = run(&plain, "g", &args, Engine::Jit).unwrap();
+    assert!(g[0].bit_eq(&g_plain[0]));
+}
