@@ -101,14 +101,11 @@ pub fn settings() -> Vec<Setting> {
             }
         }
     }
-    // Without the optimizer for now: its `promote` pass breaks the IR of
-    // one checkpointed derivative (`d_newton` of break_continue.adz, open
-    // in issue #18's note).
     let checkpointed = [
         (InlineSetting::None, false, Engine::Interp, 1),
         (InlineSetting::Early, false, Engine::Jit, 2),
-        (InlineSetting::Late, false, Engine::Jit, 3),
-        (InlineSetting::All, false, Engine::Jit, 1),
+        (InlineSetting::Late, true, Engine::Jit, 3),
+        (InlineSetting::All, true, Engine::Jit, 1),
     ];
     for (inline, optimize, engine, n) in checkpointed {
         out.push(Setting {

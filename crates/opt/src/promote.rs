@@ -117,7 +117,7 @@ pub fn promote_arrays(func: &mut Function) -> usize {
     // incoming value the same) and redundant cycles of them.
     remove_redundant_sccs(&mut phis, |v, phis| resolve(v, phis, &scan.load_val));
     let live = live_phis(func, &scan, &phis);
-    let subst = materialise(func, entry, &scan, &flow, &phis, &live);
+    let subst = materialise(func, entry, &reachable, &scan, &flow, &phis, &live);
     rewrite_uses(func, &scan.doomed, &subst);
     arrays.len()
 }
@@ -522,6 +522,7 @@ fn live_phis(func: &Function, scan: &Scan, phis: &[Phi]) -> Vec<bool> {
 fn materialise(
     func: &mut Function,
     entry: Block,
+    reachable: &EntitySet<Block>,
     scan: &Scan,
     flow: &Flow,
     phis: &[Phi],
@@ -580,6 +581,32 @@ fn materialise(
             }
             *func.dfg.inst_mut(e.inst) = data;
         }
+    }
+    // Unreachable blocks (kept by a region, or left by folding until the
+    // next `dce`) may still jump to a block that got parameters: they pass
+    // 0.0, in the order the parameters were added (found by checkpointed
+    // derivatives, whose runner called with a constant `stop` folds to a
+    // dead loop).
+    let unreachable: Vec<Block> = func
+        .layout
+        .blocks()
+        .iter()
+        .copied()
+        .filter(|&b| !reachable.contains(b))
+        .collect();
+    for u in unreachable {
+        let Some(t) = func.layout.last_inst(u) else {
+            continue;
+        };
+        let mut data = func.dfg.inst(t).clone();
+        for d in data.destinations_mut() {
+            for (id, phi) in phis.iter().enumerate() {
+                if live[id] && phi.block == d.block {
+                    d.args.push(zero);
+                }
+            }
+        }
+        *func.dfg.inst_mut(t) = data;
     }
     let mut subst = SecondaryMap::with_capacity(func.dfg.num_values());
     for &r in &scan.loads {

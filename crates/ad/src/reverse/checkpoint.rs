@@ -522,9 +522,40 @@ fn build_runner(
     b.brif(done, ret, &[], header, &go);
     b.switch_to_block(ret);
     b.ret(&[start]);
+    remove_unreachable(&mut f);
     f.inlined = aug.inlined.clone();
     copy_regions(aug, &mut f, inside);
     module.push(f).map_err(|_| AdError::NameTaken { name })
+}
+
+/// Removes the blocks the entry does not reach (exit stubs of edges that
+/// only the loop's last iteration takes can be unreachable in a runner,
+/// and later passes expect none).
+fn remove_unreachable(f: &mut Function) {
+    let Some(entry) = f.layout.entry_block() else {
+        return;
+    };
+    let mut seen: EntitySet<Block> = EntitySet::new();
+    let mut work = vec![entry];
+    while let Some(b) = work.pop() {
+        if seen.contains(b) {
+            continue;
+        }
+        seen.insert(b);
+        if let Some(last) = f.layout.last_inst(b) {
+            work.extend(f.dfg.inst(last).destinations().iter().map(|d| d.block));
+        }
+    }
+    let dead: Vec<Block> = f
+        .layout
+        .blocks()
+        .iter()
+        .copied()
+        .filter(|&b| !seen.contains(b))
+        .collect();
+    for b in dead {
+        f.layout.remove_block(b);
+    }
 }
 
 /// The rule regions of `aug` that lie inside the loop, kept in the runner
