@@ -440,7 +440,16 @@ impl Session {
                 "vector mode (`--width`) is for forward derivatives".to_string(),
             ));
         }
-        let module = self.run_stages_here(Some(name), Stage::Ad, |_, _| {})?;
+        // What a reverse derivative differentiates is lowered without
+        // checkpoints (reverse mode over a checkpointed loop's cuts is not
+        // exact); the derivative itself is checkpointed as asked.
+        let module = if mode == Mode::Reverse && self.ad_limits.checkpoint {
+            let mut taped = self.clone();
+            taped.ad_limits.checkpoint = false;
+            taped.run_stages_here(Some(name), Stage::Ad, |_, _| {})?
+        } else {
+            self.run_stages_here(Some(name), Stage::Ad, |_, _| {})?
+        };
         let id = function_by_name(&module, name)?;
         let sig = module.func(id).sig.clone();
         if let Some(c) = consts

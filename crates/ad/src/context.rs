@@ -211,6 +211,14 @@ impl<'h> AdContext<'h> {
         self.limits
     }
 
+    /// Whether the reverse derivatives built now checkpoint their loops:
+    /// when the limits ask for it and no reverse derivation is lowering the
+    /// requests inside its primal (what it lowers is differentiated in
+    /// reverse mode again, and reverse mode over a cut is not exact).
+    pub(crate) fn checkpointing(&self) -> bool {
+        self.limits.checkpoint && self.under_reverse == 0
+    }
+
     /// Replaces every `autodiff` instruction of the module by a call to its
     /// derivative (see [`crate::lower`]).
     pub fn lower_autodiff(&mut self, module: &mut Module) -> Result<(), AdError> {

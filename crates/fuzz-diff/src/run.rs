@@ -200,6 +200,16 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
+/// The AD settings of a run with `limits`: reverse loops are checkpointed
+/// when the limits set a checkpoint segment (the checkpointed settings of
+/// [`all_settings`]).
+fn ad_limits(limits: Limits) -> adze::adze_ad::AdLimits {
+    adze::adze_ad::AdLimits {
+        checkpoint: limits.checkpoint_segment.is_some(),
+        ..adze::adze_ad::AdLimits::default()
+    }
+}
+
 /// Prepares `func` of `base` for one (inline, optimize) pair: every stage
 /// of the pipeline, as `Session::run` does.
 pub fn prepare(
@@ -213,7 +223,7 @@ pub fn prepare(
         module: base.clone(),
         inline,
         limits,
-        ad_limits: adze::adze_ad::AdLimits::default(),
+        ad_limits: ad_limits(limits),
         optimize,
         jit: adze::JitSettings::default(),
         coverage: None,
@@ -244,7 +254,7 @@ pub fn prepare_target(
         module: base.clone(),
         inline,
         limits,
-        ad_limits: adze::adze_ad::AdLimits::default(),
+        ad_limits: ad_limits(limits),
         optimize,
         coverage: None,
         after_inline: None,
@@ -349,9 +359,13 @@ pub fn run_target(
         if out[i].is_some() {
             continue;
         }
+        let limits = Limits {
+            checkpoint_segment: s.checkpoint,
+            ..limits
+        };
         let prepared = prepare_target(base, target, s.inline, s.optimize, limits);
         for (j, t) in settings.iter().enumerate().skip(i) {
-            if t.inline != s.inline || t.optimize != s.optimize {
+            if t.inline != s.inline || t.optimize != s.optimize || t.checkpoint != s.checkpoint {
                 continue;
             }
             out[j] = Some(match &prepared {

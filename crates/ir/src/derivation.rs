@@ -72,6 +72,10 @@ pub struct ReverseSpec {
     pub ignored: Vec<usize>,
     /// The parameters the adjoint does not take, by number, increasing.
     pub untaken: Vec<usize>,
+    /// Whether its loops are checkpointed (docs/ad-reverse.md,
+    /// "Checkpointing"): the same derivative, but a reverse derivative of
+    /// it needs the twin without (`false`).
+    pub checkpoint: bool,
 }
 
 /// What a pass made of a function.
@@ -244,6 +248,7 @@ mod tests {
             ret: RetActivity::Active,
             ignored: vec![],
             untaken: vec![],
+            checkpoint: false,
         }
     }
 

@@ -122,6 +122,10 @@ pub struct ReverseRequest {
     /// call is as precise as its callee inlined. Empty for a top-level
     /// request; for a callee, the results its caller never uses.
     pub ignored: Vec<usize>,
+    /// Checkpoint the loops (set by the pass from its [`AdContext`]:
+    /// `AdLimits::checkpoint`, unless a reverse derivation is lowering the
+    /// requests inside its primal); in the name as `.ckpt`.
+    pub checkpoint: bool,
 }
 
 impl ReverseRequest {
@@ -132,6 +136,15 @@ impl ReverseRequest {
             ret,
             untaken: Vec::new(),
             ignored: Vec::new(),
+            checkpoint: false,
+        }
+    }
+
+    /// This request with the checkpointing `cx` asks for.
+    fn in_context(&self, cx: &AdContext<'_>) -> ReverseRequest {
+        ReverseRequest {
+            checkpoint: cx.checkpointing(),
+            ..self.clone()
         }
     }
 
@@ -147,6 +160,7 @@ impl ReverseRequest {
                 Vec::new()
             },
             untaken: self.untaken.clone(),
+            checkpoint: self.checkpoint,
         }
     }
 
@@ -197,6 +211,9 @@ impl ReverseRequest {
             let ks: Vec<String> = self.untaken.iter().map(|k| k.to_string()).collect();
             s.push_str(".u");
             s.push_str(&ks.join("_"));
+        }
+        if self.checkpoint {
+            s.push_str(".ckpt");
         }
         s
     }
@@ -603,6 +620,7 @@ fn derive_top(
     req: &ReverseRequest,
     depth: usize,
 ) -> Result<FuncId, AdError> {
+    let req = &req.in_context(cx);
     // Before the name and signature read the function.
     req.validate(module)?;
     let sig = req.derivative_signature(module);
@@ -727,6 +745,7 @@ pub(crate) fn vjp_derivative_in(
     request: &ReverseRequest,
 ) -> Result<FuncId, AdError> {
     one_lowering(cx, module, request, |cx, module| {
+        let request = &request.in_context(cx);
         // Before the name and signature read the function.
         request.validate(module)?;
         let whole = Whole {
@@ -779,6 +798,7 @@ pub(crate) fn derive_split(
     depth: usize,
     tape: Option<u8>,
 ) -> Result<(FuncId, FuncId), AdError> {
+    let req = &req.in_context(cx);
     req.validate(module)?;
     let tape = match tape {
         Some(t) => t,
@@ -878,7 +898,7 @@ pub(crate) fn derive_split(
         }
     }
     plan.plan_tape(&primal, &call_args)?;
-    if cx.limits().checkpoint && cx.under_reverse == 0 {
+    if req.checkpoint {
         plan.checkpointed = checkpoint::choose(module, &primal, &plan, &calls);
     }
     let mut aug = aug::build(&primal, &plan, &calls, &collapse, tape, aug_name, aug_sig)?;
@@ -923,6 +943,104 @@ fn prepare_lowered(
     crate::lower::lower_reachable(cx, module, primal)
 }
 
+/// Calls to derivatives built with checkpointing (before this reverse
+/// derivation, in the module) call their taped twins instead: the same
+/// values bit for bit, and code that reverse mode differentiates exactly.
+fn untwin_checkpoints(
+    cx: &mut AdContext<'_>,
+    module: &mut Module,
+    primal: &mut Function,
+    depth: usize,
+) -> Result<(), AdError> {
+    let calls: Vec<(Inst, FuncId)> = primal
+        .layout
+        .insts()
+        .filter_map(|(_, i)| match primal.dfg.inst(i) {
+            InstData::Call { func, .. } => Some((i, *func)),
+            _ => None,
+        })
+        .collect();
+    for (inst, callee) in calls {
+        if let Some(twin) = taped_twin(cx, module, callee, depth)? {
+            if let InstData::Call { func, .. } = primal.dfg.inst_mut(inst) {
+                *func = twin;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The taped twin of `id` when `id` is a derivative built with
+/// checkpointing, or derived from one (a forward derivative of it).
+fn taped_twin(
+    cx: &mut AdContext<'_>,
+    module: &mut Module,
+    id: FuncId,
+    depth: usize,
+) -> Result<Option<FuncId>, AdError> {
+    let Some(Derivation {
+        from: Some(from),
+        step,
+    }) = module.derivation(id).cloned()
+    else {
+        return Ok(None);
+    };
+    let request = |spec: &ReverseSpec, func: FuncId| ReverseRequest {
+        func,
+        args: spec.args.clone(),
+        ret: spec.ret,
+        untaken: spec.untaken.clone(),
+        ignored: spec.ignored.clone(),
+        checkpoint: false,
+    };
+    let twin = match &step {
+        Step::Augmented { spec, tape } | Step::Adjoint { spec, tape } if spec.checkpoint => {
+            let (aug, adj) = derive_split(cx, module, &request(spec, from), depth + 1, Some(*tape))?;
+            Some(if matches!(step, Step::Augmented { .. }) {
+                aug
+            } else {
+                adj
+            })
+        }
+        Step::Reverse(spec) if spec.checkpoint => {
+            Some(derive_top(cx, module, &request(spec, from), depth + 1)?)
+        }
+        Step::Vjp(spec) if spec.checkpoint => {
+            let req = request(spec, from);
+            req.validate(module)?;
+            let whole = Whole {
+                name: req.vjp_name(module),
+                key: req.vjp_derivation(),
+                sig: req.vjp_signature(module),
+            };
+            Some(derive_whole(cx, module, &req, depth + 1, whole, true)?)
+        }
+        Step::Forward {
+            args,
+            ret,
+            width,
+            seeded,
+        } => match taped_twin(cx, module, from, depth)? {
+            Some(base) => {
+                let req = crate::forward::ForwardRequest {
+                    width: *width,
+                    seeded: seeded.clone(),
+                    ..crate::forward::ForwardRequest::new(base, args.clone(), *ret)
+                };
+                Some(crate::forward::derive(
+                    cx,
+                    module,
+                    &req,
+                    &mut crate::forward::Building::at(depth + 1),
+                )?)
+            }
+            None => None,
+        },
+        _ => None,
+    };
+    Ok(twin)
+}
+
 /// Lowers the derivative requests inside the copy of the primal.
 fn prepare(
     cx: &mut AdContext<'_>,
@@ -933,7 +1051,10 @@ fn prepare(
     // What is lowered here will be differentiated in reverse mode, which
     // cannot differentiate a checkpointed loop's cuts yet: no checkpoints.
     cx.under_reverse += 1;
-    let lowered = prepare_lowered(cx, module, primal, depth);
+    let lowered =
+        prepare_lowered(cx, module, primal, depth).and_then(|()| {
+            untwin_checkpoints(cx, module, primal, depth)
+        });
     cx.under_reverse -= 1;
     lowered?;
     for (_, inst) in primal.layout.insts() {
