@@ -159,6 +159,11 @@ fn session(name: &str) -> adze::Session {
     let mut s = adze::Session::from_source(&format!("{name}.adz+bench"), &src).unwrap();
     // `ADZE_BENCH_NO_OPT=1`: without the IR optimizer (to measure it).
     s.optimize = std::env::var("ADZE_BENCH_NO_OPT").map_or(true, |v| v != "1");
+    // `ADZE_BENCH_CHECKPOINT=0|1`: reverse loops checkpointed or taped
+    // (the session's default otherwise), to measure what it costs.
+    if let Ok(v) = std::env::var("ADZE_BENCH_CHECKPOINT") {
+        s.ad_limits.checkpoint = v == "1";
+    }
     // The JIT's defaults without Cranelift's verifier;
     // `ADZE_BENCH_OPT=none|speed|auto` overrides the optimisation level (to
     // compare them).

@@ -995,7 +995,8 @@ fn taped_twin(
     };
     let twin = match &step {
         Step::Augmented { spec, tape } | Step::Adjoint { spec, tape } if spec.checkpoint => {
-            let (aug, adj) = derive_split(cx, module, &request(spec, from), depth + 1, Some(*tape))?;
+            let (aug, adj) =
+                derive_split(cx, module, &request(spec, from), depth + 1, Some(*tape))?;
             Some(if matches!(step, Step::Augmented { .. }) {
                 aug
             } else {
@@ -1051,10 +1052,8 @@ fn prepare(
     // What is lowered here will be differentiated in reverse mode, which
     // cannot differentiate a checkpointed loop's cuts yet: no checkpoints.
     cx.under_reverse += 1;
-    let lowered =
-        prepare_lowered(cx, module, primal, depth).and_then(|()| {
-            untwin_checkpoints(cx, module, primal, depth)
-        });
+    let lowered = prepare_lowered(cx, module, primal, depth)
+        .and_then(|()| untwin_checkpoints(cx, module, primal, depth));
     cx.under_reverse -= 1;
     lowered?;
     for (_, inst) in primal.layout.insts() {
