@@ -60,13 +60,13 @@ fn adze_error(py: Python<'_>, e: adze::Error) -> PyErr {
 }
 
 /// Settings of a program: the command's `--inline`, `--no-opt`,
-/// `--timeout`, `--max-call-depth`, `--tape-limit`.
+/// `--timeout`, `--max-call-depth`, `--tape-limit`, `--checkpoint`.
 fn configure(
     mut session: adze::Session,
     inline: &str,
     optimize: bool,
     timeout: Option<f64>,
-    (max_call_depth, tape_limit): (Option<u32>, Option<u64>),
+    (max_call_depth, tape_limit, checkpoint): (Option<u32>, Option<u64>, bool),
 ) -> PyResult<adze::Session> {
     session.inline = InlineSetting::ALL
         .into_iter()
@@ -93,12 +93,13 @@ fn configure(
     if let Some(bytes) = tape_limit {
         session.limits.tape_limit = bytes;
     }
+    session.ad_limits.checkpoint = checkpoint;
     Ok(session)
 }
 
 /// Checks `.adz` source text: a [`Program`].
 #[pyfunction]
-#[pyo3(signature = (source, name = "<string>", *, inline = "all", optimize = true, timeout = None, max_call_depth = None, tape_limit = None))]
+#[pyo3(signature = (source, name = "<string>", *, inline = "all", optimize = true, timeout = None, max_call_depth = None, tape_limit = None, checkpoint = false))]
 #[allow(clippy::too_many_arguments)] // keyword arguments of the Python function
 fn compile(
     py: Python<'_>,
@@ -109,11 +110,12 @@ fn compile(
     timeout: Option<f64>,
     max_call_depth: Option<u32>,
     tape_limit: Option<u64>,
+    checkpoint: bool,
 ) -> PyResult<Program> {
     let session = py
         .detach(|| adze::Session::from_source(name, source))
         .map_err(|e| adze_error(py, e))?;
-    let limits = (max_call_depth, tape_limit);
+    let limits = (max_call_depth, tape_limit, checkpoint);
     let session = configure(session, inline, optimize, timeout, limits)?;
     Ok(Program {
         program: adze::Program::new(session),
@@ -123,7 +125,7 @@ fn compile(
 
 /// Reads and checks a `.adz` file: a [`Program`].
 #[pyfunction]
-#[pyo3(signature = (path, *, inline = "all", optimize = true, timeout = None, max_call_depth = None, tape_limit = None))]
+#[pyo3(signature = (path, *, inline = "all", optimize = true, timeout = None, max_call_depth = None, tape_limit = None, checkpoint = false))]
 fn load(
     py: Python<'_>,
     path: std::path::PathBuf,
@@ -132,11 +134,12 @@ fn load(
     timeout: Option<f64>,
     max_call_depth: Option<u32>,
     tape_limit: Option<u64>,
+    checkpoint: bool,
 ) -> PyResult<Program> {
     let session = py
         .detach(|| adze::Session::from_file(&path))
         .map_err(|e| adze_error(py, e))?;
-    let limits = (max_call_depth, tape_limit);
+    let limits = (max_call_depth, tape_limit, checkpoint);
     let session = configure(session, inline, optimize, timeout, limits)?;
     Ok(Program {
         program: adze::Program::new(session),

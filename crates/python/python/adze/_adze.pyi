@@ -22,6 +22,7 @@ def compile(
     timeout: Optional[float] = None,
     max_call_depth: Optional[int] = None,
     tape_limit: Optional[int] = None,
+    checkpoint: bool = False,
 ) -> Program: ...
 def load(
     path: Union[str, PathLike[str]],
@@ -31,6 +32,7 @@ def load(
     timeout: Optional[float] = None,
     max_call_depth: Optional[int] = None,
     tape_limit: Optional[int] = None,
+    checkpoint: bool = False,
 ) -> Program: ...
 
 class Program:
