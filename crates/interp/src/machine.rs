@@ -658,24 +658,21 @@ impl<'m> Machine<'m> {
                             Some(m) => frame.i64(*m)?,
                             None => 0,
                         };
-                        let r = match op {
-                            Opcode::Tapelen => Slot::I64(len),
-                            Opcode::Tapeover => {
-                                let seg = self.limits.segment_entries();
-                                Slot::Bool(len - mark >= i64::try_from(seg).unwrap_or(i64::MAX))
-                            }
+                        match op {
                             Opcode::Tapecut => {
                                 if !(0..=len).contains(&mark) {
                                     return Err(trap(func, TrapKind::TapeMismatch));
                                 }
-                                let m = mark as usize;
-                                let f = t[m..].iter().filter(|x| x.ty() == Some(Type::F64)).count();
-                                t.truncate(m);
-                                Slot::I64(f as i64)
+                                t.truncate(mark as usize);
+                            }
+                            Opcode::Tapelen => frame.set(inst, Slot::I64(len))?,
+                            Opcode::Tapeover => {
+                                let seg = self.limits.segment_entries();
+                                let seg = i64::try_from(seg).unwrap_or(i64::MAX);
+                                frame.set(inst, Slot::Bool(len - mark >= seg))?;
                             }
                             op => return Err(bad_format(func, *op, "a tape")),
-                        };
-                        frame.set(inst, r)?;
+                        }
                     }
                     InstData::Call { func: callee, args } => {
                         self.tick(frame.pc + 1, func)?;

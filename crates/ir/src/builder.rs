@@ -421,15 +421,14 @@ impl<'f> FuncBuilder<'f> {
         self.build1(data, Type::I64)
     }
 
-    /// `tapecut tape, mark`: drops what was pushed since `mark`; gives the
-    /// number of f64 entries dropped.
-    pub fn tapecut(&mut self, tape: u8, mark: Value) -> Value {
+    /// `tapecut tape, mark`: drops what was pushed since `mark`.
+    pub fn tapecut(&mut self, tape: u8, mark: Value) -> Inst {
         let data = InstData::Tape {
             op: Opcode::Tapecut,
             tape,
             arg: Some(mark),
         };
-        self.build1(data, Type::I64)
+        self.build(data, &[])
     }
 
     /// `tapeover tape, mark`: has the tape grown by a checkpoint segment

@@ -266,10 +266,10 @@ macro_rules! for_each_opcode {
             /// `m = tapelen T`: the number of entries on tape `T`, a mark for
             /// `tapecut` and `tapeover` (checkpointed loops, docs/ad-reverse.md).
             Tapelen  = "tapelen",    Tape,     []                 -> I64,    [read],                    -,     -,        -;
-            /// `n = tapecut T, m`: drops the entries pushed on tape `T` since
-            /// it held `m` (a `tapelen`), giving the number of f64 entries
-            /// dropped. Traps with `TapeMismatch` unless `0 <= m <=` its length.
-            Tapecut  = "tapecut",    Tape,     [I64]              -> I64,    [read write trap],         -,     -,        -;
+            /// `tapecut T, m`: drops the entries pushed on tape `T` since it
+            /// held `m` (a `tapelen`). Traps with `TapeMismatch` unless
+            /// `0 <= m <=` its length.
+            Tapecut  = "tapecut",    Tape,     [I64]              -> none,   [read write trap],         -,     -,        -;
             /// `c = tapeover T, m`: whether tape `T` holds at least the run's
             /// checkpoint segment ([`Limits::segment_entries`](crate::Limits::segment_entries))
             /// more entries than the mark `m`: a checkpointed loop cuts its

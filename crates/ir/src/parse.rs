@@ -1097,12 +1097,12 @@ impl<'m> Body<'m> {
                     c.expect(',')?;
                     Some(self.value(c)?)
                 };
-                let ty = if op == Opcode::Tapeover {
-                    Type::Bool
-                } else {
-                    Type::I64
+                let tys = match op {
+                    Opcode::Tapeover => vec![Type::Bool],
+                    Opcode::Tapecut => vec![],
+                    _ => vec![Type::I64],
                 };
-                (InstData::Tape { op, tape, arg }, Known(vec![ty]))
+                (InstData::Tape { op, tape, arg }, Known(tys))
             }
             Opcode::Call => {
                 let (name, pos) = c.func_name()?;

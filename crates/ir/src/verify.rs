@@ -771,7 +771,7 @@ impl Verifier<'_> {
                     (Opcode::Tapelen, None) => self.expect_results(inst, &[Type::I64]),
                     (Opcode::Tapecut, Some(m)) => {
                         self.expect_type(at, "mark", *m, Type::I64);
-                        self.expect_results(inst, &[Type::I64]);
+                        self.expect_results(inst, &[]);
                     }
                     (Opcode::Tapeover, Some(m)) => {
                         self.expect_type(at, "mark", *m, Type::I64);

@@ -109,18 +109,6 @@ impl Tape {
         })
     }
 
-    /// Drops the entries from `mark` on (`tapecut`), giving how many of
-    /// them were f64 (type code 0), or `None` for a mark past the end.
-    fn cut(&mut self, mark: usize) -> Option<usize> {
-        self.with_vecs(|b| {
-            let dropped = b.types.get(mark..)?;
-            let f64s = dropped.iter().filter(|&&t| t == 0).count();
-            b.bits.truncate(mark);
-            b.types.truncate(mark);
-            Some(f64s)
-        })
-    }
-
     /// Empties the tape, keeping its buffers.
     fn clear(&mut self) {
         self.with_vecs(|b| {
@@ -546,21 +534,6 @@ pub(crate) extern "C" fn adze_reserve(ctx: *mut Ctx<'_>, tape: i64, additional: 
     }
 }
 
-/// `tapecut tape, mark`: drops the entries of tape `tape` from `mark` on
-/// and returns how many were f64, or -1 (a `TapeMismatch`, which the
-/// generated code reports) for a mark that is negative or past the end.
-pub(crate) extern "C" fn adze_tapecut(ctx: *mut Ctx<'_>, tape: i64, mark: i64) -> i64 {
-    // SAFETY: as in `adze_trap`.
-    let ctx = unsafe { &mut *ctx };
-    let t = usize::try_from(tape)
-        .ok()
-        .and_then(|t| ctx.tapes.get_mut(t));
-    match (t, usize::try_from(mark)) {
-        (Some(t), Ok(m)) => t.cut(m).map_or(-1, |n| n as i64),
-        _ => -1,
-    }
-}
-
 /// Moves the array `allocs[k]` (an array the returning function owns:
 /// its index comes from the slot of the `zeros` or call that made it) to
 /// `Ctx::returned`, before the function frees its arrays: the caller
@@ -703,10 +676,6 @@ pub(crate) fn helper_symbols() -> Vec<(&'static str, *const u8)> {
         (
             "adze_adopt",
             adze_adopt as extern "C" fn(*mut Ctx<'_>, *mut i64) -> *mut f64 as *const u8,
-        ),
-        (
-            "adze_tapecut",
-            adze_tapecut as extern "C" fn(*mut Ctx<'_>, i64, i64) -> i64 as *const u8,
         ),
         (
             "adze_reserve",

@@ -126,6 +126,7 @@ fn compile(
 /// Reads and checks a `.adz` file: a [`Program`].
 #[pyfunction]
 #[pyo3(signature = (path, *, inline = "all", optimize = true, timeout = None, max_call_depth = None, tape_limit = None, checkpoint = false))]
+#[allow(clippy::too_many_arguments)] // keyword arguments of the Python function
 fn load(
     py: Python<'_>,
     path: std::path::PathBuf,

@@ -735,21 +735,37 @@ impl Adj<'_> {
             let lp = &self.plan.loops[l];
             let (entry, back) = (edges[lp.entry], edges[lp.back]);
             let trips = self.trips.ok_or_else(|| self.internal("no trip array"))?;
+            let slots = self.plan.checkpoint_slots(l);
             let mut b = self.b();
             let i = b.iconst(l as i64);
             let j = b.load(trips, i);
             let j = b.tobits(j);
-            let zero = b.iconst(0);
-            let first = b.icmp(CmpCond::Eq, j, zero);
             let to_entry = b.create_block();
             let to_back = b.create_block();
-            b.brif(first, to_entry, &[], to_back, &[]);
-            b.switch_to_block(to_back);
-            self.block = Some(to_back);
-            let to_back = match self.plan.checkpoint_slots(l) {
-                Some(slots) => self.recompute_segment(l, slots, j)?,
-                None => to_back,
-            };
+            match slots {
+                None => {
+                    let zero = b.iconst(0);
+                    let first = b.icmp(CmpCond::Eq, j, zero);
+                    b.brif(first, to_entry, &[], to_back, &[]);
+                }
+                Some((seg, flag)) => {
+                    // One compare on the hot path: `j` is at the start of
+                    // its segment (0 for the first one) only at a boundary.
+                    let k = b.iconst(seg as i64);
+                    let s = b.load(trips, k);
+                    let s = b.tobits(s);
+                    let at = b.icmp(CmpCond::Eq, j, s);
+                    let boundary = b.create_block();
+                    b.brif(at, boundary, &[], to_back, &[]);
+                    b.switch_to_block(boundary);
+                    let zero = b.iconst(0);
+                    let first = b.icmp(CmpCond::Eq, j, zero);
+                    let recompute = b.create_block();
+                    b.brif(first, to_entry, &[], recompute, &[]);
+                    self.block = Some(recompute);
+                    self.recompute_segment(l, (seg, flag), j, to_back)?;
+                }
+            }
             let mut b = self.b();
             b.switch_to_block(to_back);
             let one = b.iconst(1);
@@ -798,29 +814,20 @@ impl Adj<'_> {
         Ok((c.runner, args))
     }
 
-    /// In the reverse of checkpointed loop `l`'s header, about to go back
-    /// to iteration `j - 1`: when `j` starts the segment whose records
-    /// were popped, drop that segment's snapshot if it is still on the
-    /// tape, and run the segment before (which pushes its records).
-    /// Returns the block that goes on.
+    /// In the reverse of checkpointed loop `l`'s header, at iteration `j`
+    /// (not 0), the first of the segment whose records were popped: drop
+    /// that segment's snapshot if it is still on the tape, run the segment
+    /// before (which pushes its records again) and note where it starts;
+    /// then go on to `then`.
     fn recompute_segment(
         &mut self,
         l: usize,
         (seg, flag): (usize, usize),
         j: Value,
-    ) -> Result<Block, AdError> {
+        then: Block,
+    ) -> Result<(), AdError> {
         let trips = self.trips.ok_or_else(|| self.internal("no trip array"))?;
         let (runner, taken) = self.runner(l)?;
-        let mut b = self.b();
-        let k = b.iconst(seg as i64);
-        let s = b.load(trips, k);
-        let s = b.tobits(s);
-        let at = b.icmp(CmpCond::Eq, j, s);
-        let recompute = b.create_block();
-        let go_on = b.create_block();
-        b.brif(at, recompute, &[], go_on, &[]);
-        b.switch_to_block(recompute);
-        self.block = Some(recompute);
         let after = self.drop_snapshot(l, flag)?;
         let mut b = self.b();
         b.switch_to_block(after);
@@ -831,8 +838,8 @@ impl Adj<'_> {
         let start = b.frombits(start);
         let k = b.iconst(seg as i64);
         b.store(trips, k, start);
-        b.jump(go_on, &[]);
-        Ok(go_on)
+        b.jump(then, &[]);
+        Ok(())
     }
 
     /// Pops the snapshot of checkpointed loop `l`'s last segment if it is

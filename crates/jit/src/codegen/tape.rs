@@ -302,8 +302,9 @@ impl Translator<'_, '_> {
     }
 
     /// `tapelen`, `tapeover` (a load and a compare with the run's
-    /// checkpoint segment, a constant of the compilation) and `tapecut`
-    /// (`adze_tapecut`; a bad mark is a `TapeMismatch`).
+    /// checkpoint segment, a constant of the compilation) and `tapecut` (a
+    /// store of the length; a bad mark is a `TapeMismatch`), inline: no
+    /// call in the loops they are in.
     pub(super) fn tape_op(
         &mut self,
         inst: Inst,
@@ -334,16 +335,18 @@ impl Translator<'_, '_> {
                     .icmp_imm_s(IntCC::SignedGreaterThanOrEqual, grown, seg)
             }
             (adze_ir::Opcode::Tapecut, Some(m)) => {
-                let cut = self.import("adze_tapecut")?;
-                let t = self.b.ins().iconst(i64t, i64::from(tape));
-                let call = self.b.ins().call(cut, &[self.ctx, t, m]);
-                let n = self.b.inst_results(call)[0];
-                let bad = self.b.ins().icmp_imm_s(IntCC::SignedLessThan, n, 0);
+                // Inline: a mark past the length (or negative: unsigned)
+                // is a mismatch; otherwise the length becomes the mark (the
+                // entries above it are dropped, their buffers kept).
+                let field = tape_field(tape, TAPE_LEN);
+                let len = self.b.ins().load(i64t, flags(), self.ctx, field);
+                let bad = self.b.ins().icmp(IntCC::UnsignedGreaterThan, m, len);
                 let slow = self.mismatch_block();
                 let ok = self.b.create_block();
                 self.b.ins().brif(bad, slow, &[], ok, &[]);
                 self.b.switch_to_block(ok);
-                n
+                self.b.ins().store(flags(), m, self.ctx, field);
+                return Ok(());
             }
             _ => return Err(self.err(format!("{inst}: `{op}` with the wrong operands"))),
         };
