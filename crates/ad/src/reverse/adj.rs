@@ -828,6 +828,16 @@ impl Adj<'_> {
     ) -> Result<(), AdError> {
         let trips = self.trips.ok_or_else(|| self.internal("no trip array"))?;
         let (runner, taken) = self.runner(l)?;
+        if let Some(here) = self.block {
+            let tape = self.tape;
+            self.out.notes.block(
+                here,
+                format!(
+                    "tape {tape}: checkpointed loop {l}: the first iteration of a segment: \
+                     recompute the segment before (its records)"
+                ),
+            );
+        }
         let after = self.drop_snapshot(l, flag)?;
         let mut b = self.b();
         b.switch_to_block(after);

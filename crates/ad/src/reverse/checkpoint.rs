@@ -268,6 +268,16 @@ fn one_loop(
             .map(|&t| b.append_block_param(e, t))
             .collect();
         b.switch_to_block(e);
+        b.func.notes.block(
+            e,
+            format!(
+                "tape {tape}: checkpointed loop {l}: the snapshot of its first segment \
+                 ({} saved array(s), {} scalar(s), {} header value(s)), then the mark",
+                captured.saved.len(),
+                captured.scalars.len(),
+                args.len()
+            ),
+        );
         snapshot(&mut b, &args);
         let m = b.tapelen(tape);
         let counter = *args.last().expect("a counter");
@@ -277,6 +287,7 @@ fn one_loop(
         retarget(aug, entry, e, state.len());
     }
     // The back edge: cut when the segment is full.
+    let runner_name = format!("{}.seg{l}", aug.name);
     let check = {
         let mut b = FuncBuilder::new(aug);
         let c = b.create_block();
@@ -286,11 +297,24 @@ fn one_loop(
             .map(|&t| b.append_block_param(c, t))
             .collect();
         b.switch_to_block(c);
+        b.func.notes.block(
+            c,
+            format!(
+                "tape {tape}: checkpointed loop {l}: is the segment full (Limits::segment_entries)?"
+            ),
+        );
         let over = b.tapeover(tape, mark);
         let mut stay = args.clone();
         stay.extend([mark, seg]);
         b.brif(over, cut, &[], header, &stay);
         b.switch_to_block(cut);
+        b.func.notes.block(
+            cut,
+            format!(
+                "tape {tape}: checkpointed loop {l}: drops the segment's records (the adjoint \
+                 recomputes them with @{runner_name}) and starts the next with its snapshot"
+            ),
+        );
         b.tapecut(tape, mark);
         snapshot(&mut b, &args);
         let m = b.tapelen(tape);
