@@ -110,3 +110,30 @@ fn h(x: f64, n: i64) -> f64 { autodiff(reverse, g, active, active(x), const(n)) 
     let g_plain = run(&plain, "g", &args, Engine::Jit).unwrap();
     assert!(g[0].bit_eq(&g_plain[0]));
 }
+
+/// The schedule is in the annotated dump (docs/ad-reverse.md, "In a
+/// dump"), and the annotated text still parses.
+#[test]
+fn an_annotated_dump_shows_the_schedule() {
+    let mut s = session();
+    s.ad_limits.checkpoint = true;
+    let stages = s.stages_until(Some("d_loop4"), adze::Stage::Ad).unwrap();
+    let (_, module) = stages.last().unwrap();
+    let what = adze::adze_ad::annotate::Annotate {
+        activity: false,
+        tape: true,
+        rules: false,
+    };
+    let text =
+        adze::pipeline::dump_stage_annotated(module, adze::Stage::Ad, Some("d_loop4"), false, what)
+            .unwrap();
+    for note in [
+        "checkpointed loop 0: the snapshot of its first segment",
+        "checkpointed loop 0: is the segment full",
+        "checkpointed loop 0: drops the segment's records (the adjoint recomputes them with @loop4.aug.active_const.ckpt.seg0)",
+        "the first iteration of a segment: recompute the segment before",
+        "tapecut",
+    ] {
+        assert!(text.contains(note), "no `{note}` in:\n{text}");
+    }
+}
