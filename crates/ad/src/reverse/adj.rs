@@ -758,12 +758,8 @@ impl Adj<'_> {
                     let boundary = b.create_block();
                     b.brif(at, boundary, &[], to_back, &[]);
                     b.switch_to_block(boundary);
-                    let zero = b.iconst(0);
-                    let first = b.icmp(CmpCond::Eq, j, zero);
-                    let recompute = b.create_block();
-                    b.brif(first, to_entry, &[], recompute, &[]);
-                    self.block = Some(recompute);
-                    self.recompute_segment(l, (seg, flag), j, to_back)?;
+                    self.block = Some(boundary);
+                    self.segment_boundary(l, (seg, flag), j, to_entry, to_back)?;
                 }
             }
             let mut b = self.b();
@@ -775,10 +771,6 @@ impl Adj<'_> {
             self.block = Some(to_back);
             self.edge(block, back, &param_adj)?;
             self.block = Some(to_entry);
-            if let Some((_, flag)) = self.plan.checkpoint_slots(l) {
-                let after = self.drop_snapshot(l, flag)?;
-                self.block = Some(after);
-            }
             self.edge(block, entry, &param_adj)?;
             return Ok(());
         }
@@ -814,17 +806,19 @@ impl Adj<'_> {
         Ok((c.runner, args))
     }
 
-    /// In the reverse of checkpointed loop `l`'s header, at iteration `j`
-    /// (not 0), the first of the segment whose records were popped: drop
-    /// that segment's snapshot if it is still on the tape, run the segment
-    /// before (which pushes its records again) and note where it starts;
-    /// then go on to `then`.
-    fn recompute_segment(
+    /// In the reverse of checkpointed loop `l`'s header, at iteration `j`,
+    /// the first of the segment whose records were popped: one call of the
+    /// runner drops that segment's snapshot if it is still on the tape,
+    /// then (for `j > 0`) runs the segment before, which pushes its records
+    /// again; then on to `to_entry` (`j = 0`) or `to_back`, with the new
+    /// segment's start noted.
+    fn segment_boundary(
         &mut self,
         l: usize,
         (seg, flag): (usize, usize),
         j: Value,
-        then: Block,
+        to_entry: Block,
+        to_back: Block,
     ) -> Result<(), AdError> {
         let trips = self.trips.ok_or_else(|| self.internal("no trip array"))?;
         let (runner, taken) = self.runner(l)?;
@@ -838,43 +832,26 @@ impl Adj<'_> {
                 ),
             );
         }
-        let after = self.drop_snapshot(l, flag)?;
-        let mut b = self.b();
-        b.switch_to_block(after);
-        let mut args = vec![j];
-        args.extend(taken);
-        let call = b.call(runner, &args, &[Type::I64]);
-        let start = b.func.dfg.first_result(call);
-        let start = b.frombits(start);
-        let k = b.iconst(seg as i64);
-        b.store(trips, k, start);
-        b.jump(then, &[]);
-        Ok(())
-    }
-
-    /// Pops the snapshot of checkpointed loop `l`'s last segment if it is
-    /// still on the tape (the flag in slot `flag`); returns the block that
-    /// goes on.
-    fn drop_snapshot(&mut self, l: usize, flag: usize) -> Result<Block, AdError> {
-        let trips = self.trips.ok_or_else(|| self.internal("no trip array"))?;
-        let (runner, taken) = self.runner(l)?;
         let mut b = self.b();
         let k = b.iconst(flag as i64);
         let f = b.load(trips, k);
-        let zero = b.fconst(0.0);
-        let on = b.fcmp(CmpCond::Ne, f, zero);
-        let drop = b.create_block();
-        let after = b.create_block();
-        b.brif(on, drop, &[], after, &[]);
-        b.switch_to_block(drop);
-        let mut args = vec![b.iconst(-1)];
+        let zero_f = b.fconst(0.0);
+        let drop = b.fcmp(CmpCond::Ne, f, zero_f);
+        let mut args = vec![j, drop];
         args.extend(taken);
-        b.call(runner, &args, &[Type::I64]);
-        let k = b.iconst(flag as i64);
-        b.store(trips, k, zero);
-        b.jump(after, &[]);
-        self.block = Some(after);
-        Ok(after)
+        let call = b.call(runner, &args, &[Type::I64]);
+        let start = b.func.dfg.first_result(call);
+        b.store(trips, k, zero_f);
+        let zero = b.iconst(0);
+        let first = b.icmp(CmpCond::Eq, j, zero);
+        let noted = b.create_block();
+        b.brif(first, to_entry, &[], noted, &[]);
+        b.switch_to_block(noted);
+        let start = b.frombits(start);
+        let k = b.iconst(seg as i64);
+        b.store(trips, k, start);
+        b.jump(to_back, &[]);
+        Ok(())
     }
 
     /// The reverse of the edge `e` into `block`: parameter adjoints go to

@@ -17,7 +17,8 @@
 //!   augmented primal's own blocks of the loop) pops a snapshot and runs
 //!   the loop from it, pushing exactly what the augmented primal pushed,
 //!   until the iteration `stop`; it returns the segment's first iteration.
-//!   With `stop < 0` it only pops the snapshot.
+//!   With `drop` it first pops the snapshot on top (the last segment's);
+//!   with `stop = 0` it runs nothing.
 //! - **The adjoint** (`adj.rs`) runs the loop's reverse as before, counting
 //!   down. Where the iteration reaches the start of the segment whose
 //!   records it has popped, it calls the runner for the segment before,
@@ -411,7 +412,10 @@ fn build_runner(
     captured: &Captured,
     tape: u8,
 ) -> Result<FuncId, AdError> {
-    let mut params = vec![Param::new("stop", Type::I64)];
+    let mut params = vec![
+        Param::new("stop", Type::I64),
+        Param::new("drop", Type::Bool),
+    ];
     for &a in &captured.taken {
         params.push(Param::new(aug.array_name(a), aug.dfg.value_type(a)));
     }
@@ -435,6 +439,7 @@ fn build_runner(
     let entry = f.dfg.make_block();
     f.layout.append_block(entry);
     let stop = f.dfg.append_block_param(entry, Type::I64);
+    let drop = f.dfg.append_block_param(entry, Type::Bool);
     for &a in &captured.taken {
         f.dfg.attach_block_param(entry, a, aug.dfg.value_type(a));
     }
@@ -498,44 +503,30 @@ fn build_runner(
         let minus = b.iconst(-1);
         b.ret(&[minus]);
     }
-    // The entry pops the snapshot, last pushed first.
+    // The entry drops the snapshot on top first if asked (the last
+    // segment's, whose records the adjoint has popped), then pops the one
+    // below and runs its segment, unless `stop` is 0 (nothing before).
+    let (drop_block, main, pop_block, ret0) = (
+        b.create_block(),
+        b.create_block(),
+        b.create_block(),
+        b.create_block(),
+    );
     b.switch_to_block(entry);
-    let mut popped: Vec<Value> = state
-        .iter()
-        .rev()
-        .map(|&v| {
-            let ty = b.func.dfg.value_type(v);
-            b.pop(tape, ty)
-        })
-        .collect();
-    popped.reverse();
-    for &v in captured.scalars.iter().rev() {
-        let ty = b.func.dfg.value_type(v);
-        let data = InstData::Pop { tape, ty };
-        let inst = b.func.dfg.make_inst_with_results(data, &[(v, ty)]);
-        b.func.layout.append_inst(inst, entry);
-    }
-    for (&a, &restore) in captured.saved.iter().zip(&restores).rev() {
-        let ty = b.func.dfg.value_type(a);
-        let n = b.pop(tape, Type::I64);
-        let op = if ty == Type::IArray {
-            Opcode::Izeros
-        } else {
-            Opcode::Zeros
-        };
-        let data = InstData::Zeros {
-            op,
-            len: n,
-            name: aug.array_name(a),
-        };
-        let inst = b.func.dfg.make_inst_with_results(data, &[(a, ty)]);
-        b.func.layout.append_inst(inst, entry);
-        b.call(restore, &[a], &[]);
-    }
-    let start = *popped.last().expect("a counter");
     let zero = b.iconst(0);
-    let discard = b.icmp(CmpCond::Lt, stop, zero);
-    b.brif(discard, ret, &[], check, &popped);
+    b.brif(drop, drop_block, &[], main, &[]);
+    b.switch_to_block(drop_block);
+    pop_snapshot(&mut b, aug, state, captured, &restores, tape, false);
+    b.jump(main, &[]);
+    b.switch_to_block(main);
+    let idle = b.icmp(CmpCond::Eq, stop, zero);
+    b.brif(idle, ret0, &[], pop_block, &[]);
+    b.switch_to_block(ret0);
+    b.ret(&[zero]);
+    b.switch_to_block(pop_block);
+    let popped = pop_snapshot(&mut b, aug, state, captured, &restores, tape, true);
+    let start = *popped.last().expect("a counter");
+    b.jump(check, &popped);
     // The check of the back edge becomes the segment's end.
     b.switch_to_block(check);
     let counter = *b.func.dfg.block_params(check).last().expect("a counter");
@@ -580,6 +571,64 @@ fn remove_unreachable(f: &mut Function) {
     for b in dead {
         f.layout.remove_block(b);
     }
+}
+
+/// Pops a snapshot (last pushed first): the header's values (returned),
+/// the scalars and the saved arrays, which define the loop's values from
+/// outside it when `define` (and are dropped otherwise).
+fn pop_snapshot(
+    b: &mut FuncBuilder,
+    aug: &Function,
+    state: &[Value],
+    captured: &Captured,
+    restores: &[FuncId],
+    tape: u8,
+    define: bool,
+) -> Vec<Value> {
+    let block = b.current_block().expect("a block");
+    let mut popped: Vec<Value> = state
+        .iter()
+        .rev()
+        .map(|&v| {
+            let ty = b.func.dfg.value_type(v);
+            b.pop(tape, ty)
+        })
+        .collect();
+    popped.reverse();
+    for &v in captured.scalars.iter().rev() {
+        let ty = b.func.dfg.value_type(v);
+        if define {
+            let data = InstData::Pop { tape, ty };
+            let inst = b.func.dfg.make_inst_with_results(data, &[(v, ty)]);
+            b.func.layout.append_inst(inst, block);
+        } else {
+            b.pop(tape, ty);
+        }
+    }
+    for (&a, &restore) in captured.saved.iter().zip(restores).rev() {
+        let ty = b.func.dfg.value_type(a);
+        let n = b.pop(tape, Type::I64);
+        let op = if ty == Type::IArray {
+            Opcode::Izeros
+        } else {
+            Opcode::Zeros
+        };
+        let data = InstData::Zeros {
+            op,
+            len: n,
+            name: aug.array_name(a),
+        };
+        let arr = if define {
+            let inst = b.func.dfg.make_inst_with_results(data, &[(a, ty)]);
+            b.func.layout.append_inst(inst, block);
+            a
+        } else {
+            let inst = b.build(data, &[ty]);
+            b.func.dfg.first_result(inst)
+        };
+        b.call(restore, &[arr], &[]);
+    }
+    popped
 }
 
 /// The rule regions of `aug` that lie inside the loop, kept in the runner
