@@ -251,13 +251,20 @@ fn one_loop(
     for &a in &captured.saved {
         helpers.push(save(module, aug.dfg.value_type(a))?);
     }
-    let snapshot = |b: &mut FuncBuilder, args: &[Value]| {
+    // A segment starts: its snapshot, the mark, then the header, with the
+    // counter (last of `args`) as the segment's first iteration.
+    let start_segment = |b: &mut FuncBuilder, args: &[Value]| {
         for (&a, &h) in captured.saved.iter().zip(&helpers) {
             b.call(h, &[a], &[]);
         }
         for &v in captured.scalars.iter().chain(args) {
             b.push(tape, v);
         }
+        let m = b.tapelen(tape);
+        let mut to = args.to_vec();
+        to.push(m);
+        to.extend(args.last().copied());
+        b.jump(header, &to);
     };
 
     // The entry edge: a snapshot, the mark, segment 0.
@@ -279,12 +286,7 @@ fn one_loop(
                 args.len()
             ),
         );
-        snapshot(&mut b, &args);
-        let m = b.tapelen(tape);
-        let counter = *args.last().expect("a counter");
-        let mut to = args.clone();
-        to.extend([m, counter]);
-        b.jump(header, &to);
+        start_segment(&mut b, &args);
         retarget(aug, entry, e, state.len());
     }
     // The back edge: cut when the segment is full.
@@ -317,16 +319,10 @@ fn one_loop(
             ),
         );
         b.tapecut(tape, mark);
-        snapshot(&mut b, &args);
-        let m = b.tapelen(tape);
-        let counter = *args.last().expect("a counter");
-        let mut to = args.clone();
-        to.extend([m, counter]);
-        b.jump(header, &to);
+        start_segment(&mut b, &args);
         retarget(aug, back, c, state.len());
         c
     };
-    let _ = seg;
 
     let runner = build_runner(
         module, aug, l, &inside, header, check, &state, &captured, tape,
@@ -516,7 +512,9 @@ fn build_runner(
     let zero = b.iconst(0);
     b.brif(drop, drop_block, &[], main, &[]);
     b.switch_to_block(drop_block);
-    pop_snapshot(&mut b, aug, state, captured, &restores, tape, false);
+    pop_snapshot(
+        &mut b, drop_block, aug, state, captured, &restores, tape, false,
+    );
     b.jump(main, &[]);
     b.switch_to_block(main);
     let idle = b.icmp(CmpCond::Eq, stop, zero);
@@ -524,12 +522,23 @@ fn build_runner(
     b.switch_to_block(ret0);
     b.ret(&[zero]);
     b.switch_to_block(pop_block);
-    let popped = pop_snapshot(&mut b, aug, state, captured, &restores, tape, true);
-    let start = *popped.last().expect("a counter");
+    let popped = pop_snapshot(
+        &mut b, pop_block, aug, state, captured, &restores, tape, true,
+    );
+    let no_counter = || AdError::ReverseInternal {
+        func: aug.name.clone(),
+        reason: "checkpointing: a loop header without its counter".into(),
+    };
+    let start = *popped.last().ok_or_else(no_counter)?;
     b.jump(check, &popped);
     // The check of the back edge becomes the segment's end.
     b.switch_to_block(check);
-    let counter = *b.func.dfg.block_params(check).last().expect("a counter");
+    let counter = *b
+        .func
+        .dfg
+        .block_params(check)
+        .last()
+        .ok_or_else(no_counter)?;
     let args = b.func.dfg.block_params(check).to_vec();
     let done = b.icmp(CmpCond::Eq, counter, stop);
     let mut go = args;
@@ -576,8 +585,10 @@ fn remove_unreachable(f: &mut Function) {
 /// Pops a snapshot (last pushed first): the header's values (returned),
 /// the scalars and the saved arrays, which define the loop's values from
 /// outside it when `define` (and are dropped otherwise).
+#[allow(clippy::too_many_arguments)]
 fn pop_snapshot(
     b: &mut FuncBuilder,
+    block: Block,
     aug: &Function,
     state: &[Value],
     captured: &Captured,
@@ -585,7 +596,6 @@ fn pop_snapshot(
     tape: u8,
     define: bool,
 ) -> Vec<Value> {
-    let block = b.current_block().expect("a block");
     let mut popped: Vec<Value> = state
         .iter()
         .rev()
