@@ -4,9 +4,9 @@
 //! each function of the file that contains an `autodiff` (or, with `--fn
 //! NAME`, the derivatives of `NAME` in every mode: forward, forward in
 //! vector mode of width 2, and reverse, as `adze run --derive` makes them),
-//! at seeded sample points, the run is repeated under the 16 settings
+//! at seeded sample points, the run is repeated under the 20 settings
 //! ([`settings`]): the four inline settings, the optimizer on and off, the JIT
-//! and the interpreter. Every outcome (results, and the final contents of
+//! and the interpreter, and four with checkpointed reverse loops. Every outcome (results, and the final contents of
 //! the array arguments) must equal the first setting's bit for bit, or every
 //! setting must stop with the same error. The first difference of each
 //! (function, sample) is reported with the first value that differs and the
