@@ -28,6 +28,7 @@ fn cases() -> Vec<(&'static str, Vec<Val>)> {
         ("d_loop4", vec![x.clone(), n.clone()]),
         ("d_ring", vec![x.clone(), n.clone()]),
         ("d_smooth", vec![x.clone(), n.clone()]),
+        ("d_scratch", vec![x.clone(), n.clone()]),
         ("dd_loop4", vec![x, n]),
     ]
 }
