@@ -96,10 +96,10 @@ pub struct AdContext<'h> {
     lowering: Lowering,
     /// What the analyses may keep for the lowering in progress.
     pub(crate) cache: Cache,
-    /// How many reverse derivations are lowering the requests inside their
-    /// primal: what they lower is differentiated in reverse mode again, so
-    /// it is not checkpointed (`reverse::checkpoint`).
-    pub(crate) under_reverse: usize,
+    /// How many derivations are lowering the requests inside their primal:
+    /// what they lower is differentiated again, so it is not checkpointed
+    /// (`reverse::checkpoint`).
+    pub(crate) under_derivation: usize,
 }
 
 impl Default for AdContext<'_> {
@@ -194,7 +194,7 @@ impl<'h> AdContext<'h> {
             between: None,
             lowering: Lowering::default(),
             cache: Cache::default(),
-            under_reverse: 0,
+            under_derivation: 0,
         }
     }
 
@@ -212,11 +212,13 @@ impl<'h> AdContext<'h> {
     }
 
     /// Whether the reverse derivatives built now checkpoint their loops:
-    /// when the limits ask for it and no reverse derivation is lowering the
-    /// requests inside its primal (what it lowers is differentiated in
-    /// reverse mode again, and reverse mode over a cut is not exact).
+    /// when the limits ask for it and no derivation is lowering the requests
+    /// inside its primal (what it lowers is differentiated again: reverse
+    /// mode over a cut is not exact, and forward mode over a recomputed
+    /// segment sees values popped from the tape as varied, where the taped
+    /// code knew them constant: `0 · ∞` gave NaN, fuzzer seed 2300036).
     pub(crate) fn checkpointing(&self) -> bool {
-        self.limits.checkpoint && self.under_reverse == 0
+        self.limits.checkpoint && self.under_derivation == 0
     }
 
     /// Replaces every `autodiff` instruction of the module by a call to its

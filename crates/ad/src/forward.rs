@@ -332,6 +332,28 @@ fn derive_in(
     Ok(id)
 }
 
+/// Lowers the requests inside `primal` (innermost first) and what it
+/// reaches; calls to checkpointed derivatives become calls to their taped
+/// twins.
+fn lower_inside(
+    cx: &mut AdContext<'_>,
+    module: &mut Module,
+    primal: &mut Function,
+    building: &mut Building,
+    mark: usize,
+) -> Result<(), AdError> {
+    // Requests inside the function are derivatives of derivatives: one
+    // level deeper (calls are not; see `AdLimits::max_nesting`).
+    crate::reverse::lower_reverse_requests(cx, module, primal, building.nesting + 1)?;
+    building.nesting += 1;
+    let lowered = lower_forward_requests(cx, module, primal, building);
+    building.nesting -= 1;
+    lowered?;
+    cx.between(module, mark);
+    crate::lower::lower_reachable(cx, module, primal)?;
+    crate::reverse::untwin_checkpoints(cx, module, primal, building.nesting)
+}
+
 fn build(
     cx: &mut AdContext<'_>,
     module: &mut Module,
@@ -343,15 +365,13 @@ fn build(
     // Innermost first: the requests inside the function, of either mode,
     // become calls before it is differentiated (forward over reverse).
     let mark = module.len();
-    // Requests inside the function are derivatives of derivatives: one
-    // level deeper (calls are not; see `AdLimits::max_nesting`).
-    crate::reverse::lower_reverse_requests(cx, module, primal, building.nesting + 1)?;
-    building.nesting += 1;
-    let lowered = lower_forward_requests(cx, module, primal, building);
-    building.nesting -= 1;
+    // What is lowered here is differentiated again: no checkpoints (see
+    // `reverse::checkpoint`), and calls to checkpointed derivatives call
+    // their taped twins.
+    cx.under_derivation += 1;
+    let lowered = lower_inside(cx, module, primal, building, mark);
+    cx.under_derivation -= 1;
     lowered?;
-    cx.between(module, mark);
-    crate::lower::lower_reachable(cx, module, primal)?;
     cx.check_size()?;
     // Regions with a forward rule become calls to the rule, as the calls
     // they stand for do.

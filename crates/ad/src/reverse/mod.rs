@@ -943,10 +943,10 @@ fn prepare_lowered(
     crate::lower::lower_reachable(cx, module, primal)
 }
 
-/// Calls to derivatives built with checkpointing (before this reverse
-/// derivation, in the module) call their taped twins instead: the same
-/// values bit for bit, and code that reverse mode differentiates exactly.
-fn untwin_checkpoints(
+/// Calls to derivatives built with checkpointing (before this derivation,
+/// in the module) call their taped twins instead: the same values bit for
+/// bit, and code that a derivative of it differentiates exactly.
+pub(crate) fn untwin_checkpoints(
     cx: &mut AdContext<'_>,
     module: &mut Module,
     primal: &mut Function,
@@ -1049,12 +1049,12 @@ fn prepare(
     primal: &mut Function,
     depth: usize,
 ) -> Result<(), AdError> {
-    // What is lowered here will be differentiated in reverse mode, which
-    // cannot differentiate a checkpointed loop's cuts yet: no checkpoints.
-    cx.under_reverse += 1;
+    // What is lowered here is differentiated again: no checkpoints (see
+    // `checkpoint`).
+    cx.under_derivation += 1;
     let lowered = prepare_lowered(cx, module, primal, depth)
         .and_then(|()| untwin_checkpoints(cx, module, primal, depth));
-    cx.under_reverse -= 1;
+    cx.under_derivation -= 1;
     lowered?;
     for (_, inst) in primal.layout.insts() {
         if let InstData::Autodiff { .. } = primal.dfg.inst(inst) {
