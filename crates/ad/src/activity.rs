@@ -197,7 +197,12 @@ fn analyze_in(
             // As a call: an active argument, or a callee that uses the
             // tape (forward mode differentiates such a call whatever its
             // arguments, and so it does the region collapsed into one).
-            if rd.args.iter().any(|&v| act.is_active(v)) || tape.uses(cache, module, rd.callee) {
+            // Or an array result this function makes active (as for a
+            // call, `seeded_results`).
+            if rd.args.iter().any(|&v| act.is_active(v))
+                || tape.uses(cache, module, rd.callee)
+                || !seeded_results(func, &act, &rd.results).is_empty()
+            {
                 changed |= mark_call(
                     cache,
                     &mut act,

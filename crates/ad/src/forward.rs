@@ -599,10 +599,13 @@ impl Transform<'_, '_> {
     fn rule_region(&mut self, block: Block, r: Region) -> Result<(), AdError> {
         let rd = &self.primal.regions[r];
         // As a call (`Builder::call`): differentiated when an argument has
-        // a tangent or the callee uses the tape (the activity analysis
-        // made its results active then).
+        // a tangent, the callee uses the tape (the activity analysis made
+        // its results active then), or this function makes an array result
+        // active (a store into it after the region: its tangent array comes
+        // from the derivative; fuzzer seed 2400108).
         if !rd.args.iter().any(|&v| tangents(&self.tan, v).is_some())
             && !self.cx.cache.uses_tape(self.module, rd.callee)
+            && activity::seeded_results(self.primal, self.act, &rd.results).is_empty()
         {
             return Ok(());
         }

@@ -352,11 +352,10 @@ fn forward_array_result_activated_by_the_caller() {
     );
 }
 
-/// Open: forward over reverse through a reverse rule whose function
-/// returns an array that the caller overwrites (see the program's
-/// comment): `none` gives the right 1.0, the other inline settings 0.0.
+/// Forward over reverse through a reverse rule whose function returns an
+/// array that the caller overwrites (see the program's comment): `none`
+/// gave the right 1.0, the other inline settings 0.0.
 #[test]
-#[ignore = "open bug: fwd over rev, a reverse rule's array result overwritten by the caller (seed 2400108)"]
 fn fwd_over_rev_rule_array_result_overwritten() {
     assert_agree(
         include_str!("../../../tests/findings/fwd_over_rev_rule_array_result_overwritten.adz"),
