@@ -1053,12 +1053,9 @@ impl Transform<'_, '_> {
         // derivative treats it as active from the start (`seeded`), so its
         // own loads from it have tangents as they do inlined (fuzzer seeds
         // 1201165, 1600290).
-        let seeded_any = self
-            .primal
-            .dfg
-            .inst_results(inst)
-            .iter()
-            .any(|&r| self.primal.dfg.value_type(r) == Type::Array && self.act.is_active(r));
+        let seeded_any =
+            !activity::seeded_results(self.primal, self.act, self.primal.dfg.inst_results(inst))
+                .is_empty();
         if !tape && !seeded_any && !args.iter().any(|&v| tangents(&self.tan, v).is_some()) {
             self.copy(block, inst, data, &[]);
             return Ok(());

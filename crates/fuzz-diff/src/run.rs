@@ -200,13 +200,22 @@ fn panic_message(p: &(dyn std::any::Any + Send)) -> String {
     }
 }
 
-/// The AD settings of a run with `limits`: reverse loops are checkpointed
-/// when the limits set a checkpoint segment (the checkpointed settings of
-/// [`all_settings`]).
-fn ad_limits(limits: Limits) -> adze::adze_ad::AdLimits {
-    adze::adze_ad::AdLimits {
-        checkpoint: limits.checkpoint_segment.is_some(),
-        ..adze::adze_ad::AdLimits::default()
+/// A session of `base` for one (inline, optimize) pair and `limits`:
+/// reverse loops are checkpointed when the limits set a checkpoint segment
+/// (the checkpointed settings of [`all_settings`]).
+fn session(base: &Module, inline: InlineSetting, optimize: bool, limits: Limits) -> Session {
+    Session {
+        module: base.clone(),
+        inline,
+        limits,
+        ad_limits: adze::adze_ad::AdLimits {
+            checkpoint: limits.checkpoint_segment.is_some(),
+            ..adze::adze_ad::AdLimits::default()
+        },
+        optimize,
+        jit: adze::JitSettings::default(),
+        coverage: None,
+        after_inline: None,
     }
 }
 
@@ -219,16 +228,7 @@ pub fn prepare(
     optimize: bool,
     limits: Limits,
 ) -> Result<Module, Observed> {
-    let session = Session {
-        module: base.clone(),
-        inline,
-        limits,
-        ad_limits: ad_limits(limits),
-        optimize,
-        jit: adze::JitSettings::default(),
-        coverage: None,
-        after_inline: None,
-    };
+    let session = session(base, inline, optimize, limits);
     match catch_unwind(AssertUnwindSafe(|| session.prepare(func))) {
         Ok(Ok(m)) => Ok(m),
         Ok(Err(e)) => Err(observe_error(&e)),
@@ -250,16 +250,7 @@ pub fn prepare_target(
         return prepare(base, &target.func, inline, optimize, limits)
             .map(|m| (m, target.func.clone()));
     };
-    let session = Session {
-        module: base.clone(),
-        inline,
-        limits,
-        ad_limits: ad_limits(limits),
-        optimize,
-        coverage: None,
-        after_inline: None,
-        jit: adze::JitSettings::default(),
-    };
+    let session = session(base, inline, optimize, limits);
     match catch_unwind(AssertUnwindSafe(|| {
         session.derive(&target.func, mode, 1, &[])
     })) {

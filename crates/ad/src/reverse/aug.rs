@@ -144,15 +144,7 @@ impl Aug<'_> {
     /// Copies the primal instruction `inst`, with `data`, to the end of
     /// `block`, with the same result values.
     fn copy(&mut self, inst: Inst, data: InstData, block: Block) {
-        let results: Vec<(Value, Type)> = self
-            .primal
-            .dfg
-            .inst_results(inst)
-            .iter()
-            .map(|&v| (v, self.primal.dfg.value_type(v)))
-            .collect();
-        let new = self.out.dfg.make_inst_with_results(data, &results);
-        self.out.layout.append_inst(new, block);
+        copy_inst(self.primal, inst, data, &mut self.out, block);
     }
 
     /// The record of segment `segment` of `block` (see `Plan::tape`),
@@ -474,15 +466,8 @@ impl Aug<'_> {
                             }
                         }
                     }
-                    let results: Vec<(Value, Type)> = orig
-                        .dfg
-                        .inst_results(inst)
-                        .iter()
-                        .map(|&v| (v, orig.dfg.value_type(v)))
-                        .collect();
-                    let new = out.dfg.make_inst_with_results(data, &results);
+                    let new = copy_inst(orig, inst, data, out, rb);
                     out.dfg.set_srcloc(new, orig.dfg.srcloc(inst));
-                    out.layout.append_inst(new, rb);
                 }
             }
         }
@@ -512,6 +497,27 @@ impl Aug<'_> {
             }
         }
     }
+}
+
+/// Appends to `block` of `to` the instruction `inst` of `from` with `data`
+/// (its operands, maybe changed) and the same result values, which `to`
+/// has as detached values of the same numbers.
+pub(super) fn copy_inst(
+    from: &Function,
+    inst: Inst,
+    data: InstData,
+    to: &mut Function,
+    block: Block,
+) -> Inst {
+    let results: Vec<(Value, Type)> = from
+        .dfg
+        .inst_results(inst)
+        .iter()
+        .map(|&v| (v, from.dfg.value_type(v)))
+        .collect();
+    let new = to.dfg.make_inst_with_results(data, &results);
+    to.layout.append_inst(new, block);
+    new
 }
 
 /// The iteration counter of counted loop `l`.

@@ -481,15 +481,8 @@ fn build_runner(
                 };
                 d.block = stub;
             }
-            let results: Vec<(Value, Type)> = aug
-                .dfg
-                .inst_results(inst)
-                .iter()
-                .map(|&v| (v, aug.dfg.value_type(v)))
-                .collect();
-            let new = f.dfg.make_inst_with_results(data, &results);
+            let new = super::aug::copy_inst(aug, inst, data, &mut f, b);
             f.dfg.set_srcloc(new, aug.dfg.srcloc(inst));
-            f.layout.append_inst(new, b);
         }
     }
     let stub_blocks: Vec<Block> = stubs.values().flatten().copied().collect();
@@ -560,15 +553,8 @@ fn remove_unreachable(f: &mut Function) {
         return;
     };
     let mut seen: EntitySet<Block> = EntitySet::new();
-    let mut work = vec![entry];
-    while let Some(b) = work.pop() {
-        if seen.contains(b) {
-            continue;
-        }
+    for b in adze_ir::cfg::reverse_postorder(f, entry) {
         seen.insert(b);
-        if let Some(last) = f.layout.last_inst(b) {
-            work.extend(f.dfg.inst(last).destinations().iter().map(|d| d.block));
-        }
     }
     let dead: Vec<Block> = f
         .layout
