@@ -41,6 +41,7 @@ pub mod check_inline;
 pub mod check_rules;
 pub mod compiled;
 pub mod data;
+pub mod html;
 pub mod npy;
 pub mod pipeline;
 

@@ -157,12 +157,15 @@ struct DumpArgs {
     stage: String,
     /// `text`: the IR's text format (it parses back); `dot`: Graphviz,
     /// one graph per function (blocks, branches, inlined code and rule
-    /// regions as clusters, tape pushes and pops in color).
-    #[arg(long, default_value = "text", value_parser = ["text", "dot"])]
+    /// regions as clusters, tape pushes and pops in color); `html`: one
+    /// self-contained page, the stages side by side and the annotations
+    /// (all three unless `--annotate` says which) as hover text.
+    #[arg(long, default_value = "text", value_parser = ["text", "dot", "html"])]
     format: String,
     /// Comments on what the AD passes decided, any of `activity,tape,rules`
     /// (docs/inspecting.md); with `--fn`, the function and every function
-    /// it reaches (a derivative's halves and helpers) are printed.
+    /// it reaches (a derivative's halves and helpers) are printed. Not
+    /// with `--format dot`.
     #[arg(long, value_name = "LIST")]
     annotate: Option<String>,
     #[command(flatten)]
@@ -821,7 +824,8 @@ impl<'a> Report<'a> {
 }
 
 /// `adze dump`: run the stages up to the one printed, put the derivative
-/// (with `--derive`) into the stages that have it, print.
+/// (with `--derive`) into the stages that have it, print (with `--format
+/// html`, every stage printed on one page).
 fn dump(a: DumpArgs) -> Result<(), Error> {
     let session = a.pipeline.session(&a.file)?;
     if let Some(name) = &a.func {
@@ -833,11 +837,21 @@ fn dump(a: DumpArgs) -> Result<(), Error> {
         .map(adze_ad::annotate::Annotate::parse)
         .transpose()
         .map_err(Error::Argument)?;
-    if annotate.is_some() && a.format != "text" {
-        return Err(Error::Argument(
-            "`--annotate` is for `--format text`".into(),
-        ));
-    }
+    let html = a.format == "html";
+    let annotate = match annotate {
+        Some(_) if a.format == "dot" => {
+            return Err(Error::Argument(
+                "`--annotate` is for `--format text` and `--format html`".into(),
+            ))
+        }
+        // The page's point is the hover text: every annotation by default.
+        None if html => Some(adze_ad::annotate::Annotate {
+            activity: true,
+            tape: true,
+            rules: true,
+        }),
+        other => other,
+    };
     // Only the stages up to the one printed run.
     let last = adze::Stage::ALL
         .into_iter()
@@ -845,13 +859,20 @@ fn dump(a: DumpArgs) -> Result<(), Error> {
         .unwrap_or(Stage::Optimized);
     let mut stages = session.stages_until(a.func.as_deref(), last)?;
     let func = derive_in_stages(&a, &session, last, &mut stages)?;
+    let mut columns: Vec<(&'static str, String)> = Vec::new();
     for (s, module) in stages {
         if a.stage != "all" && a.stage != s.name() {
             continue;
         }
-        // Before the `ad` stage a derivative does not exist yet.
-        if func.as_ref().is_some_and(|f| module.get(f).is_none()) {
-            continue;
+        // Before the `ad` stage a derivative does not exist yet: the text
+        // and dot formats skip the stage, the page shows the function it
+        // is made from (as `--stage parsed --derive ..` prints it).
+        let mut name = func.as_deref();
+        if name.is_some_and(|f| module.get(f).is_none()) {
+            match a.func.as_deref() {
+                Some(f) if html && module.get(f).is_some() => name = Some(f),
+                _ => continue,
+            }
         }
         if a.format == "dot" {
             let note = if s == Stage::Optimized && a.pipeline.no_opt {
@@ -860,20 +881,31 @@ fn dump(a: DumpArgs) -> Result<(), Error> {
                 ""
             };
             println!("// stage: {}{note}", s.name());
-            print!("{}", adze_ir::dot::module_to_dot(&module, func.as_deref()));
+            print!("{}", adze_ir::dot::module_to_dot(&module, name));
             continue;
         }
         let text = match annotate {
-            Some(what) => adze::pipeline::dump_stage_annotated(
-                &module,
-                s,
-                func.as_deref(),
-                !a.pipeline.no_opt,
-                what,
-            )?,
-            None => adze::pipeline::dump_stage(&module, s, func.as_deref(), !a.pipeline.no_opt)?,
+            Some(what) => {
+                adze::pipeline::dump_stage_annotated(&module, s, name, !a.pipeline.no_opt, what)?
+            }
+            None => adze::pipeline::dump_stage(&module, s, name, !a.pipeline.no_opt)?,
         };
-        print!("{text}");
+        if html {
+            columns.push((s.name(), text));
+        } else {
+            print!("{text}");
+        }
+    }
+    if html {
+        let command: Vec<String> = std::env::args_os()
+            .skip(1)
+            .map(|w| w.to_string_lossy().into_owned())
+            .collect();
+        let columns: Vec<(&str, &str)> = columns.iter().map(|(s, t)| (*s, t.as_str())).collect();
+        print!(
+            "{}",
+            adze::html::page(&format!("adze {}", command.join(" ")), &columns)
+        );
     }
     Ok(())
 }

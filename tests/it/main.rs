@@ -15,6 +15,7 @@ mod examples;
 mod forward;
 mod generated;
 mod generated_rules;
+mod html;
 mod inlining;
 mod optimizer;
 mod outsiders;
