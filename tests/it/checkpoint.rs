@@ -159,3 +159,82 @@ fn a_forward_derivative_of_a_checkpointed_one_is_taped_inside() {
         );
     }
 }
+
+/// `#[checkpoint]` on a loop (ir-examples/checkpoint_hints.adz): without
+/// `--checkpoint`, under a budget that the same program without the
+/// attributes passes, the derivatives run and give that program's bits,
+/// under every inline setting in both engines. A derivative of one of them
+/// is taped inside, hints or not, so it still passes the budget.
+#[test]
+fn a_hinted_loop_is_checkpointed_without_the_flag() {
+    let path = root().join("ir-examples/checkpoint_hints.adz");
+    let src = std::fs::read_to_string(&path).unwrap();
+    let plain_src: String = src
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("#[checkpoint"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    assert_eq!(src.lines().count() - plain_src.lines().count(), 4);
+    let plain = || Session::from_source("plain.adz", &plain_src).unwrap();
+    let budget = 256 << 10;
+    let args = [Val::F64(0.7), Val::I64(20_000)];
+    for name in ["d_ring8", "d_outer", "dd_ring8"] {
+        let taped = run(&plain(), name, &args, Engine::Jit).unwrap();
+        let mut over = plain();
+        over.limits.tape_limit = budget;
+        let err = run(&over, name, &args, Engine::Jit).unwrap_err();
+        assert!(err.contains("budget"), "{name}: {err}");
+        for inline in InlineSetting::ALL {
+            for engine in [Engine::Jit, Engine::Interp] {
+                let mut s = Session::from_file(&path).unwrap();
+                s.inline = inline;
+                s.limits.tape_limit = budget;
+                let got = run(&s, name, &args, engine);
+                if name == "dd_ring8" {
+                    let err = got.unwrap_err();
+                    assert!(err.contains("budget"), "{name} {inline:?}: {err}");
+                    s.limits.tape_limit = plain().limits.tape_limit;
+                }
+                let got = run(&s, name, &args, engine)
+                    .unwrap_or_else(|e| panic!("{name} {inline:?} {engine:?}: {e}"));
+                assert!(
+                    got.len() == taped.len() && got.iter().zip(&taped).all(|(a, b)| a.bit_eq(b)),
+                    "{name} {inline:?} {engine:?}: {got:?} against {taped:?}"
+                );
+            }
+        }
+    }
+}
+
+/// `snapshots = K` cuts a `for` loop into at most `K` segments, whatever
+/// its trip count: the schedule is in the annotated dump, and a budget
+/// too small for one segment of `ceil(n / K)` iterations stops the run.
+#[test]
+fn snapshots_bound_the_segments_by_the_trip_count() {
+    let path = root().join("ir-examples/checkpoint_hints.adz");
+    let s = Session::from_file(&path).unwrap();
+    let stages = s.stages_until(Some("d_ring8"), adze::Stage::Ad).unwrap();
+    let (_, module) = stages.last().unwrap();
+    let what = adze::adze_ad::annotate::Annotate {
+        activity: false,
+        tape: true,
+        rules: false,
+    };
+    let text =
+        adze::pipeline::dump_stage_annotated(module, adze::Stage::Ad, Some("d_ring8"), false, what)
+            .unwrap();
+    assert!(text.contains("iterations if"), "{text}");
+    // 8 segments of 2500 iterations fit in 256 KiB; one segment of
+    // 20000 (one snapshot) would not.
+    let args = [Val::F64(0.7), Val::I64(20_000)];
+    let mut tight = Session::from_file(&path).unwrap();
+    tight.limits.tape_limit = 256 << 10;
+    run(&tight, "d_ring8", &args, Engine::Jit).unwrap();
+    let one = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("snapshots = 8", "snapshots = 1");
+    let mut tight = Session::from_source("one.adz", &one).unwrap();
+    tight.limits.tape_limit = 256 << 10;
+    let err = run(&tight, "d_ring8", &args, Engine::Jit).unwrap_err();
+    assert!(err.contains("budget"), "{err}");
+}

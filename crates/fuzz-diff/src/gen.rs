@@ -157,6 +157,11 @@ pub struct GenConfig {
     /// With `array_results`: the percentage of programs with a top-level
     /// function with array results (`topa`, differentiated from outside).
     pub array_top_percent: usize,
+    /// The percentage of loops given a `#[checkpoint]` attribute (`for`
+    /// loops `#[checkpoint(snapshots = K)]` half of the time), drawn from
+    /// a generator of their own: the same seed gives the same program
+    /// but for those lines.
+    pub checkpoint_percent: usize,
 }
 
 impl Default for GenConfig {
@@ -167,6 +172,7 @@ impl Default for GenConfig {
             extra_points: 0,
             array_results: true,
             array_top_percent: 40,
+            checkpoint_percent: 0,
         }
     }
 }
@@ -1923,9 +1929,10 @@ pub fn generate(seed: u64, config: &GenConfig) -> Program {
     for _ in 0..config.extra_points {
         points.push(random_point(p.rng));
     }
+    let source = checkpoint_hints(p.src, seed, config.checkpoint_percent);
     Program {
         seed,
-        source: p.src,
+        source,
         modes,
         chain,
         rule_free,
@@ -1933,6 +1940,32 @@ pub fn generate(seed: u64, config: &GenConfig) -> Program {
         features: p.features,
         array_top: array_top.map(|t| t.top),
     }
+}
+
+/// `src` with `#[checkpoint]` before `percent` % of its loops (the
+/// generator writes each loop's head at the start of a line).
+fn checkpoint_hints(src: String, seed: u64, percent: usize) -> String {
+    if percent == 0 {
+        return src;
+    }
+    let mut rng = Rng::splitmix(seed ^ 0x636b_7074_6869_6e74);
+    let mut out = String::with_capacity(src.len());
+    for line in src.lines() {
+        let body = line.trim_start();
+        let is_for = body.starts_with("for ");
+        if (is_for || body.starts_with("while ")) && rng.chance(percent) {
+            let indent = &line[..line.len() - body.len()];
+            if is_for && rng.chance(50) {
+                let k = 1 + rng.below(4);
+                out.push_str(&format!("{indent}#[checkpoint(snapshots = {k})]\n"));
+            } else {
+                out.push_str(&format!("{indent}#[checkpoint]\n"));
+            }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
 }
 
 /// The top-level function with array results as generated: what the

@@ -45,6 +45,10 @@ struct Args {
     /// array results differentiated from outside (forward and reverse).
     #[arg(long, default_value_t = 40, value_parser = clap::value_parser!(u64).range(0..=100))]
     array_top_percent: u64,
+    /// The percentage of loops given a `#[checkpoint]` attribute (the
+    /// same programs otherwise, seed for seed).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=100))]
+    checkpoint_percent: u64,
     /// Shrink every finding and print the reduced program.
     #[arg(long)]
     reduce: bool,
@@ -115,6 +119,7 @@ fn main() {
             extra_points: args.extra_points,
             array_results: !args.no_array_results,
             array_top_percent: args.array_top_percent as usize,
+            checkpoint_percent: args.checkpoint_percent as usize,
         },
         reduce: args.reduce,
         max_reduce_tests: args.max_reduce_tests,

@@ -262,3 +262,41 @@ fn without_array_results_the_programs_are_those_of_before() {
     // The hash of the generator of commit 7d330d1.
     assert_eq!(h, 0xe2df_f437_3ce9_a165, "{h:#018x}");
 }
+
+/// `--checkpoint-percent` adds `#[checkpoint]` lines before loops and
+/// changes nothing else: the same seed without those lines is the
+/// program without the option. A short run with them agrees everywhere.
+#[test]
+fn checkpoint_hints_only_add_attribute_lines() {
+    let with = GenConfig {
+        checkpoint_percent: 100,
+        ..GenConfig::default()
+    };
+    let mut hinted = 0;
+    for seed in 0..40 {
+        let plain = gen::generate(seed, &GenConfig::default());
+        let p = gen::generate(seed, &with);
+        let stripped: String = p
+            .source
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("#[checkpoint"))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        assert_eq!(stripped, plain.source, "seed {seed}");
+        hinted += p.source.matches("#[checkpoint").count();
+    }
+    assert!(hinted > 20, "only {hinted} hints");
+    let config = Config {
+        gen: GenConfig {
+            checkpoint_percent: 50,
+            ..GenConfig::default()
+        },
+        ..Config::default()
+    };
+    let stats = adze_fuzz_diff::fuzz(2_700_000, 6, &config, |_| {});
+    assert!(
+        stats.findings_count() == 0 && stats.rejected == 0,
+        "{}",
+        report(&stats)
+    );
+}

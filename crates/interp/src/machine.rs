@@ -726,6 +726,8 @@ impl<'m> Machine<'m> {
         use Opcode::*;
         let func = frame.func;
         let r = match op {
+            // A hint to reverse mode; running it does nothing.
+            Checkpoint => return Ok(()),
             op if semantics::is_unary_f64(op) => {
                 Slot::F64(semantics::unary_f64(op, frame.f64(arg)?))
             }

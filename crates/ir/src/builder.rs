@@ -442,6 +442,19 @@ impl<'f> FuncBuilder<'f> {
         self.build1(data, Type::Bool)
     }
 
+    /// `checkpoint n`: a hint that reverse mode checkpoints the loop the
+    /// jump ending this block enters, in segments of `n` iterations (`n >
+    /// 0`) or of the run's segment size.
+    pub fn checkpoint(&mut self, n: Value) -> Inst {
+        self.build(
+            InstData::Unary {
+                op: Opcode::Checkpoint,
+                arg: n,
+            },
+            &[],
+        )
+    }
+
     /// A call; the caller supplies the callee's result types.
     pub fn call(&mut self, func: FuncId, args: &[Value], result_types: &[Type]) -> Inst {
         self.build(

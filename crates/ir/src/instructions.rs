@@ -275,6 +275,13 @@ macro_rules! for_each_opcode {
             /// more entries than the mark `m`: a checkpointed loop cuts its
             /// segment there.
             Tapeover = "tapeover",   Tape,     [I64]              -> Bool,   [read],                    -,     -,        -;
+            /// `checkpoint n`: asks reverse mode to checkpoint the loop that
+            /// the jump ending this block enters (`#[checkpoint]` in the
+            /// language): segments of `n` iterations when `n > 0`, else of the
+            /// run's segment size ([`Limits::segment_entries`](crate::Limits::segment_entries)).
+            /// A hint, not an effect: executors do nothing, and the optimizer
+            /// (which runs after AD) removes it. docs/ad-reverse.md, "Checkpointing".
+            Checkpoint = "checkpoint", Unary,  [I64]              -> none,   [],                        Cheap, -,        -;
 
             /// `v1, v2 = call @f(args..)`: runs `@f` on the arguments and gives its
             /// results. Traps with `CallDepthExceeded` when the call would pass

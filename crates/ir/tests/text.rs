@@ -119,6 +119,7 @@ block0(v0: f64, v1: i64, v2: arr, v3: arr):
     v130 = tapelen 0
     v131 = tapeover 0, v130
     tapecut 0, v130
+    checkpoint v130
     v57, v58 = call @helper(v53, v1)
     v59, v61 = autodiff forward dual @poly(dual v0, v4, dup v2, v3)
     v62 = autodiff reverse active @poly(active v0, dup v2, v56)

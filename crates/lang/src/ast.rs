@@ -138,6 +138,15 @@ pub struct Block {
     pub span: Span,
 }
 
+/// `#[checkpoint]` or `#[checkpoint(snapshots = K)]` on a loop: reverse
+/// mode checkpoints it (docs/ad-reverse.md, "Checkpointing").
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub struct CheckpointAttr {
+    /// `snapshots = K` (a `for` loop only): at most `K` segments.
+    pub snapshots: Option<i64>,
+    pub span: Span,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stmt {
     pub kind: StmtKind,
@@ -164,10 +173,10 @@ pub enum StmtKind {
     Expr(Expr),
     /// `return;` / `return e;`
     Return(Option<Expr>),
-    /// `for i in lo..hi { .. }`
-    For(Ident, Expr, Expr, Block),
-    /// `while c { .. }`
-    While(Expr, Block),
+    /// `for i in lo..hi { .. }`, maybe under `#[checkpoint(..)]`.
+    For(Ident, Expr, Expr, Block, Option<CheckpointAttr>),
+    /// `while c { .. }`, maybe under `#[checkpoint]`.
+    While(Expr, Block, Option<CheckpointAttr>),
     /// `break;`: leaves the innermost loop.
     Break,
     /// `continue;`: goes on with the innermost loop's next iteration.

@@ -317,12 +317,12 @@ impl Walker<'_> {
                         self.expr(e);
                     }
                 }
-                StmtKind::For(_, lo, hi, body) => {
+                StmtKind::For(_, lo, hi, body, _) => {
                     self.expr(lo);
                     self.expr(hi);
                     self.block(body);
                 }
-                StmtKind::While(c, body) => {
+                StmtKind::While(c, body, _) => {
                     self.expr(c);
                     self.block(body);
                 }

@@ -273,8 +273,12 @@ impl Lower<'_, '_> {
                     cx.live = false;
                 }
             }),
-            Stmt::For(i, lo, hi, body, span) => self.at(*span, |cx| cx.for_loop(*i, lo, hi, body)),
-            Stmt::While(cond, body, span) => self.at(*span, |cx| cx.while_loop(cond, body)),
+            Stmt::For(i, lo, hi, body, span, attr) => {
+                self.at(*span, |cx| cx.for_loop(*i, lo, hi, body, *attr))
+            }
+            Stmt::While(cond, body, span, attr) => {
+                self.at(*span, |cx| cx.while_loop(cond, body, *attr))
+            }
             Stmt::Break(span) => self.at(*span, |cx| {
                 if let Some(t) = cx.loops.last() {
                     let (exit, vars) = (t.exit, t.vars.clone());
@@ -361,7 +365,14 @@ impl Lower<'_, '_> {
         self.b.ret(&vs);
     }
 
-    fn for_loop(&mut self, index: LocalId, lo: &Expr, hi: &Expr, body: &Block) {
+    fn for_loop(
+        &mut self,
+        index: LocalId,
+        lo: &Expr,
+        hi: &Expr,
+        body: &Block,
+        attr: Option<CheckpointAttr>,
+    ) {
         let lo = self.scalar(lo);
         let hi = self.scalar(hi);
         let vars = self.join_vars(&[body], &[]);
@@ -370,6 +381,9 @@ impl Lower<'_, '_> {
         let exit = self.new_block();
         let mut args = vec![lo];
         args.extend(self.current(&vars));
+        if let Some(attr) = attr {
+            self.checkpoint_hint(attr, Some((lo, hi)));
+        }
         self.jump(header, &args);
 
         self.start(header);
@@ -398,6 +412,29 @@ impl Lower<'_, '_> {
         self.bind_params(exit, &vars, &[]);
     }
 
+    /// `#[checkpoint]` before the jump into a loop's header: `checkpoint
+    /// n`, with `n = max(1, ceil((hi - lo) / K))` iterations per segment
+    /// for `snapshots = K` on `for i in lo..hi` (at most `K` segments), and
+    /// `n = 0` (the run's segment size) otherwise.
+    fn checkpoint_hint(&mut self, attr: CheckpointAttr, range: Option<(Value, Value)>) {
+        let n = match (attr.snapshots, range) {
+            (Some(k), Some((lo, hi))) => {
+                let trips = self.b.isub(hi, lo);
+                let k = self.b.iconst(k);
+                let (zero, one) = (self.b.iconst(0), self.b.iconst(1));
+                let q = self.b.binary(Opcode::Idiv, trips, k);
+                let r = self.b.binary(Opcode::Irem, trips, k);
+                let rest = self.b.icmp(CmpCond::Gt, r, zero);
+                let up = self.b.iadd(q, one);
+                let n = self.b.select(rest, up, q);
+                let some = self.b.icmp(CmpCond::Gt, n, zero);
+                self.b.select(some, n, one)
+            }
+            _ => self.b.iconst(0),
+        };
+        self.b.checkpoint(n);
+    }
+
     /// ```text
     ///     jump header(vars..)
     /// header(vars..): c = ..; brif c, body, exit(vars..)
@@ -408,12 +445,15 @@ impl Lower<'_, '_> {
     /// `break` and `continue` as in [`Lower::for_loop`]: with a `continue`,
     /// the body and every `continue` jump to `latch(vars..)`, which jumps to
     /// the header, so the header keeps one back edge.
-    fn while_loop(&mut self, cond: &Expr, body: &Block) {
+    fn while_loop(&mut self, cond: &Expr, body: &Block, attr: Option<CheckpointAttr>) {
         let vars = self.join_vars(&[body], &[cond]);
         let header = self.new_block();
         let body_block = self.new_block();
         let exit = self.new_block();
         let args = self.current(&vars);
+        if let Some(attr) = attr {
+            self.checkpoint_hint(attr, None);
+        }
         self.jump(header, &args);
 
         self.start(header);
@@ -655,12 +695,12 @@ impl Assigned {
                         self.expr(e, set);
                     }
                 }
-                Stmt::For(_, lo, hi, body, _) => {
+                Stmt::For(_, lo, hi, body, ..) => {
                     self.expr(lo, set);
                     self.expr(hi, set);
                     set.extend(self.block(body).iter().copied());
                 }
-                Stmt::While(c, body, _) => {
+                Stmt::While(c, body, ..) => {
                     self.expr(c, set);
                     set.extend(self.block(body).iter().copied());
                 }

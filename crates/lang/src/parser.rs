@@ -314,16 +314,22 @@ impl<'a> Parser<'a> {
     }
 
     fn attribute(&mut self) -> PResult<(InlineHint, Span)> {
-        const HELP: &str = "the only attributes are `#[inline(always)]` and `#[inline(never)]`";
+        const HELP: &str = "a function takes `#[inline(always)]` or `#[inline(never)]` \
+                            (and a loop `#[checkpoint]`)";
         let start = self.bump().span;
         self.expect(TokenKind::LBracket, HELP)?;
         let name = self.ident(HELP)?;
         if name.name != "inline" {
+            let help = if name.name == "checkpoint" {
+                "`#[checkpoint]` goes on a `for` or `while` loop, inside a function"
+            } else {
+                HELP
+            };
             return self.error(
                 Diagnostic::new(
                     name.span,
                     format!("unknown attribute `{}`", name.name),
-                    HELP,
+                    help,
                 )
                 .label("unknown attribute"),
             );
@@ -347,6 +353,102 @@ impl<'a> Parser<'a> {
         self.expect(TokenKind::RParen, HELP)?;
         self.expect(TokenKind::RBracket, HELP)?;
         Ok((hint, start.to(self.prev_span())))
+    }
+
+    /// `for i in lo..hi { .. }` or `while c { .. }`, under `attr`.
+    fn loop_stmt(&mut self, attr: Option<CheckpointAttr>) -> PResult<StmtKind> {
+        if !matches!(self.peek(), TokenKind::For | TokenKind::While) {
+            return self.expected(
+                "a `for` or `while` loop",
+                "`#[checkpoint]` goes on a `for` or `while` loop",
+            );
+        }
+        if self.eat(TokenKind::For) {
+            let var = self.ident("write `for i in lo..hi { .. }`")?;
+            self.expect(TokenKind::In, "write `for i in lo..hi { .. }`")?;
+            let lo = self.expr()?;
+            self.expect(TokenKind::DotDot, "write `for i in lo..hi { .. }`")?;
+            let hi = self.expr()?;
+            let body = self.block()?;
+            return Ok(StmtKind::For(var, lo, hi, body, attr));
+        }
+        if let Some(
+            a @ CheckpointAttr {
+                snapshots: Some(_), ..
+            },
+        ) = attr
+        {
+            if self.peek() == TokenKind::While {
+                return self.error(
+                    Diagnostic::new(
+                        a.span,
+                        "`snapshots = K` needs a `for` loop",
+                        "a `while` loop's trip count is not known when it starts: \
+                         write `#[checkpoint]`, whose segments follow the tape budget",
+                    )
+                    .label("on a `while` loop"),
+                );
+            }
+        }
+        self.expect(
+            TokenKind::While,
+            "`#[checkpoint]` goes on a `for` or `while` loop",
+        )?;
+        let cond = self.expr()?;
+        let body = self.block()?;
+        Ok(StmtKind::While(cond, body, attr))
+    }
+
+    /// `#[checkpoint]` or `#[checkpoint(snapshots = K)]`, before a loop.
+    fn checkpoint_attr(&mut self) -> PResult<CheckpointAttr> {
+        const HELP: &str =
+            "a loop takes `#[checkpoint]` or `#[checkpoint(snapshots = K)]` (K a positive integer)";
+        let start = self.bump().span;
+        self.expect(TokenKind::LBracket, HELP)?;
+        let name = self.ident(HELP)?;
+        if name.name != "checkpoint" {
+            let help = if name.name == "inline" {
+                "`#[inline(..)]` goes on a function"
+            } else {
+                HELP
+            };
+            return self.error(
+                Diagnostic::new(
+                    name.span,
+                    format!("unknown loop attribute `{}`", name.name),
+                    help,
+                )
+                .label("unknown attribute"),
+            );
+        }
+        let mut snapshots = None;
+        if self.eat(TokenKind::LParen) {
+            let key = self.ident(HELP)?;
+            if key.name != "snapshots" {
+                return self.error(
+                    Diagnostic::new(
+                        key.span,
+                        format!("unknown `#[checkpoint]` argument `{}`", key.name),
+                        HELP,
+                    )
+                    .label("expected `snapshots`"),
+                );
+            }
+            self.expect(TokenKind::Assign, HELP)?;
+            let t = self.tok();
+            let k = match (t.kind, self.text(t).parse::<i64>()) {
+                (TokenKind::Int, Ok(k)) if k >= 1 => k,
+                _ => return self.expected("a positive integer", HELP),
+            };
+            self.bump();
+            snapshots = Some(k);
+            self.expect(TokenKind::RParen, HELP)?;
+        }
+        self.expect(TokenKind::RBracket, HELP)?;
+        Ok(CheckpointAttr {
+            snapshots,
+            span: start.to(self.prev_span()),
+        })
     }
 
     fn ty(&mut self) -> PResult<TypeExpr> {
@@ -489,21 +591,10 @@ impl<'a> Parser<'a> {
                     self.semi()?;
                     StmtKind::Return(value)
                 }
-                TokenKind::For => {
-                    self.bump();
-                    let var = self.ident("write `for i in lo..hi { .. }`")?;
-                    self.expect(TokenKind::In, "write `for i in lo..hi { .. }`")?;
-                    let lo = self.expr()?;
-                    self.expect(TokenKind::DotDot, "write `for i in lo..hi { .. }`")?;
-                    let hi = self.expr()?;
-                    let body = self.block()?;
-                    StmtKind::For(var, lo, hi, body)
-                }
-                TokenKind::While => {
-                    self.bump();
-                    let cond = self.expr()?;
-                    let body = self.block()?;
-                    StmtKind::While(cond, body)
+                TokenKind::For | TokenKind::While => self.loop_stmt(None)?,
+                TokenKind::Hash => {
+                    let attr = self.checkpoint_attr()?;
+                    self.loop_stmt(Some(attr))?
                 }
                 TokenKind::Break | TokenKind::Continue => {
                     let kind = if self.bump().kind == TokenKind::Break {

@@ -3,6 +3,7 @@
 //! expression has a [`Ty`], implicit conversions (integer literals used as
 //! f64) are already applied, and each operator is the IR opcode it lowers to.
 
+pub use crate::ast::CheckpointAttr;
 pub use crate::ast::Elem;
 use crate::diagnostic::Span;
 use adze_ir::{ArgActivity, CmpCond, InlineHint, Mode, Opcode, Param, RetActivity, Type};
@@ -180,8 +181,10 @@ pub enum Stmt {
     Store(LocalId, Expr, Expr, Span),
     Expr(Expr),
     Return(Option<Expr>, Span),
-    For(LocalId, Expr, Expr, Block, Span),
-    While(Expr, Block, Span),
+    /// A `for` loop, with its `#[checkpoint]`.
+    For(LocalId, Expr, Expr, Block, Span, Option<CheckpointAttr>),
+    /// A `while` loop, with its `#[checkpoint]`.
+    While(Expr, Block, Span, Option<CheckpointAttr>),
     /// `break;` and `continue;` of the innermost loop.
     Break(Span),
     Continue(Span),

@@ -57,8 +57,62 @@ pub(crate) struct Checkpoint {
     pub taken: Vec<Value>,
 }
 
-/// The counted loops of `primal` to checkpoint (see the module doc).
-pub(crate) fn choose(module: &Module, primal: &Function, plan: &Plan, calls: &Calls) -> Vec<usize> {
+/// Whether `func` has a `checkpoint` hint (`#[checkpoint]` on a loop).
+pub(crate) fn has_hints(func: &Function) -> bool {
+    func.layout.insts().any(|(_, inst)| {
+        matches!(
+            func.dfg.inst(inst),
+            InstData::Unary {
+                op: Opcode::Checkpoint,
+                ..
+            }
+        )
+    })
+}
+
+/// The `checkpoint n` hint of the loop whose header is `header` (blocks
+/// `inside`): the last one in a block outside the loop that jumps to the
+/// header, as the front end puts it for `#[checkpoint]`.
+pub(crate) fn hint(func: &Function, header: Block, inside: &EntitySet<Block>) -> Option<Value> {
+    for &b in func.layout.blocks() {
+        if inside.contains(b) {
+            continue;
+        }
+        let Some(last) = func.layout.last_inst(b) else {
+            continue;
+        };
+        match func.dfg.inst(last) {
+            InstData::Jump { dest, .. } if dest.block == header => {}
+            _ => continue,
+        }
+        let found =
+            func.layout
+                .block_insts(b)
+                .iter()
+                .rev()
+                .find_map(|&inst| match *func.dfg.inst(inst) {
+                    InstData::Unary {
+                        op: Opcode::Checkpoint,
+                        arg,
+                    } => Some(arg),
+                    _ => None,
+                });
+        if found.is_some() {
+            return found;
+        }
+    }
+    None
+}
+
+/// The counted loops of `primal` to checkpoint (see the module doc): every
+/// one that can be when `all`, else those with a hint ([`hint`]).
+pub(crate) fn choose(
+    module: &Module,
+    primal: &Function,
+    plan: &Plan,
+    calls: &Calls,
+    all: bool,
+) -> Vec<usize> {
     let mut chosen = Vec::new();
     for l in 0..plan.loops.len() {
         let blocks = plan.loop_blocks(l);
@@ -109,7 +163,7 @@ pub(crate) fn choose(module: &Module, primal: &Function, plan: &Plan, calls: &Ca
                 });
             }
         }
-        if ok && worth {
+        if ok && worth && (all || hint(primal, header, &inside).is_some()) {
             chosen.push(l);
         }
     }
@@ -242,6 +296,8 @@ fn one_loop(
     }
     let inside = natural_loop(aug, header, back.0);
     let captured = capture(aug, primal, plan, &inside);
+    // `#[checkpoint(snapshots = K)]`: segments of `n` iterations.
+    let every = hint(aug, header, &inside);
 
     // The snapshot: saved arrays, scalars, then the header's arguments.
     let save = |module: &mut Module, ty: Type| -> Result<FuncId, AdError> {
@@ -300,13 +356,24 @@ fn one_loop(
             .map(|&t| b.append_block_param(c, t))
             .collect();
         b.switch_to_block(c);
+        let by = match every {
+            Some(n) => format!("{n} iterations if {n} > 0, else Limits::segment_entries"),
+            None => "Limits::segment_entries".to_string(),
+        };
         b.func.notes.block(
             c,
-            format!(
-                "tape {tape}: checkpointed loop {l}: is the segment full (Limits::segment_entries)?"
-            ),
+            format!("tape {tape}: checkpointed loop {l}: is the segment full ({by})?"),
         );
-        let over = b.tapeover(tape, mark);
+        let mut over = b.tapeover(tape, mark);
+        if let Some(n) = every {
+            // The counter on the back edge is the next iteration's.
+            let next = *args.last().ok_or_else(|| internal(primal, "no counter"))?;
+            let done = b.isub(next, seg);
+            let full = b.icmp(CmpCond::Ge, done, n);
+            let zero = b.iconst(0);
+            let counted = b.icmp(CmpCond::Gt, n, zero);
+            over = b.select(counted, full, over);
+        }
         let mut stay = args.clone();
         stay.extend([mark, seg]);
         b.brif(over, cut, &[], header, &stay);

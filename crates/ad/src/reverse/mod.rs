@@ -140,10 +140,14 @@ impl ReverseRequest {
         }
     }
 
-    /// This request with the checkpointing `cx` asks for.
-    fn in_context(&self, cx: &AdContext<'_>) -> ReverseRequest {
+    /// This request with the checkpointing `cx` asks for: every loop it
+    /// can (`AdLimits::checkpoint`), or the loops with a `#[checkpoint]`
+    /// hint; neither when a derivation is lowering the requests inside its
+    /// primal ([`AdContext::checkpointing`]).
+    fn in_context(&self, cx: &AdContext<'_>, module: &Module) -> ReverseRequest {
+        let hinted = || module.is_valid(self.func) && checkpoint::has_hints(module.func(self.func));
         ReverseRequest {
-            checkpoint: cx.checkpointing(),
+            checkpoint: cx.checkpointing() || (cx.under_derivation == 0 && hinted()),
             ..self.clone()
         }
     }
@@ -620,7 +624,7 @@ fn derive_top(
     req: &ReverseRequest,
     depth: usize,
 ) -> Result<FuncId, AdError> {
-    let req = &req.in_context(cx);
+    let req = &req.in_context(cx, module);
     // Before the name and signature read the function.
     req.validate(module)?;
     let sig = req.derivative_signature(module);
@@ -745,7 +749,7 @@ pub(crate) fn vjp_derivative_in(
     request: &ReverseRequest,
 ) -> Result<FuncId, AdError> {
     one_lowering(cx, module, request, |cx, module| {
-        let request = &request.in_context(cx);
+        let request = &request.in_context(cx, module);
         // Before the name and signature read the function.
         request.validate(module)?;
         let whole = Whole {
@@ -798,7 +802,7 @@ pub(crate) fn derive_split(
     depth: usize,
     tape: Option<u8>,
 ) -> Result<(FuncId, FuncId), AdError> {
-    let req = &req.in_context(cx);
+    let req = &req.in_context(cx, module);
     req.validate(module)?;
     let tape = match tape {
         Some(t) => t,
@@ -899,7 +903,8 @@ pub(crate) fn derive_split(
     }
     plan.plan_tape(&primal, &call_args)?;
     if req.checkpoint {
-        plan.checkpointed = checkpoint::choose(module, &primal, &plan, &calls);
+        let all = cx.checkpointing();
+        plan.checkpointed = checkpoint::choose(module, &primal, &plan, &calls, all);
     }
     let mut aug = aug::build(&primal, &plan, &calls, &collapse, tape, aug_name, aug_sig)?;
     let checkpoints = checkpoint::instrument(module, &mut aug, &primal, &plan, tape)?;

@@ -70,6 +70,10 @@ impl Translator<'_, '_> {
     /// A one-operand computation: a Cranelift instruction, or a call of
     /// the opcode's libcall.
     fn unary(&mut self, inst: Inst, op: Opcode, arg: IrValue) -> Result<(), JitError> {
+        if op == Opcode::Checkpoint {
+            // A hint to reverse mode; running it does nothing.
+            return Ok(());
+        }
         if matches!(op, Opcode::Len | Opcode::Ilen) {
             let len = self.array_len(arg)?;
             self.define(inst, len);

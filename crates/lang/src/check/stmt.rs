@@ -93,7 +93,7 @@ impl Ctx<'_> {
             StmtKind::Store(name, index, value) => self.store(name, index, value, s.span),
             StmtKind::Expr(e) => Ok(Stmt::Expr(self.expr(e)?)),
             StmtKind::Return(value) => self.return_stmt(value.as_ref(), s.span),
-            StmtKind::For(var, lo, hi, body) => {
+            StmtKind::For(var, lo, hi, body, attr) => {
                 let lo = self.expect(lo, Type::I64, "the start of a `for` range");
                 let hi = self.expect(hi, Type::I64, "the end of a `for` range");
                 let r = self.scoped(|cx| {
@@ -101,12 +101,12 @@ impl Ctx<'_> {
                     Ok((i, cx.loop_body(body)?))
                 });
                 let (lo, hi, (i, body)) = (lo?, hi?, r?);
-                Ok(Stmt::For(i, lo, hi, body, s.span))
+                Ok(Stmt::For(i, lo, hi, body, s.span, *attr))
             }
-            StmtKind::While(cond, body) => {
+            StmtKind::While(cond, body, attr) => {
                 let c = self.expect(cond, Type::Bool, "the condition of `while`");
                 let body = self.loop_body(body);
-                Ok(Stmt::While(c?, body?, s.span))
+                Ok(Stmt::While(c?, body?, s.span, *attr))
             }
             StmtKind::Break | StmtKind::Continue => {
                 let word = if s.kind == StmtKind::Break {
