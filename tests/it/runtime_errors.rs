@@ -781,7 +781,8 @@ fn the_tape_budget_stops_both_engines_alike() {
                 assert!(
                     a.to_string().ends_with(
                         "the reverse-mode tape needs more than its budget of 4 KiB \
-                         (`--tape-limit BYTES` raises it)"
+                         (`--tape-limit BYTES` raises it; `--checkpoint`, or `#[checkpoint]` \
+                         on the loop, bounds it)"
                     ),
                     "{a}"
                 );
