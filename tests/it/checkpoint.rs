@@ -238,3 +238,40 @@ fn snapshots_bound_the_segments_by_the_trip_count() {
     let err = run(&tight, "d_ring8", &args, Engine::Jit).unwrap_err();
     assert!(err.contains("budget"), "{err}");
 }
+
+/// Fuzzer seed 2700271, reduced: a rule region inside a checkpointed loop
+/// whose argument no instruction of the loop reads. The runner keeps the
+/// region, so the argument is in the snapshot; it was not, and the runner
+/// was invalid IR under `--inline early` and `all` (the verifier runs
+/// after the AD pass).
+#[test]
+fn a_rule_region_argument_unread_in_the_loop_is_in_the_snapshot() {
+    let path = root().join("tests/findings/checkpoint_rule_region_argument_unused_inside.adz");
+    let src = std::fs::read_to_string(&path).unwrap();
+    let plain: String = src
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("#[checkpoint"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let args = [Val::F64(0.5), Val::F64(0.25)];
+    let want = run(
+        &Session::from_source("plain.adz", &plain).unwrap(),
+        "d",
+        &args,
+        Engine::Jit,
+    )
+    .unwrap();
+    for inline in InlineSetting::ALL {
+        for engine in [Engine::Jit, Engine::Interp] {
+            let mut s = Session::from_file(&path).unwrap();
+            s.inline = inline;
+            s.limits.checkpoint_segment = Some(1);
+            let got = run(&s, "d", &args, engine)
+                .unwrap_or_else(|e| panic!("{inline:?} {engine:?}: {e}"));
+            assert!(
+                got[0].bit_eq(&want[0]),
+                "{inline:?} {engine:?}: {got:?} against {want:?}"
+            );
+        }
+    }
+}

@@ -427,33 +427,43 @@ fn capture(aug: &Function, primal: &Function, plan: &Plan, inside: &EntitySet<Bl
         taken: Vec::new(),
     };
     let entry = primal.entry_block();
+    let mut take = |v: Value| {
+        if seen.contains(v) || aug.def_block(v).is_none_or(|d| inside.contains(d)) {
+            return;
+        }
+        seen.insert(v);
+        let ty = aug.dfg.value_type(v);
+        if !ty.is_array() {
+            c.scalars.push(v);
+            return;
+        }
+        let read_only_param = match *primal.dfg.value_def(v) {
+            ValueDef::Param { block, num } if Some(block) == entry => {
+                primal.sig.params.get(num).is_some_and(|p| !p.mutable)
+            }
+            _ => false,
+        };
+        if read_only_param && plan.adj_params.contains(&v) {
+            c.taken.push(v);
+        } else {
+            c.saved.push(v);
+        }
+    };
     for &b in aug.layout.blocks() {
         if !inside.contains(b) {
             continue;
         }
         for &inst in aug.layout.block_insts(b) {
-            aug.dfg.inst(inst).for_each_use(|v| {
-                if seen.contains(v) || aug.def_block(v).is_none_or(|d| inside.contains(d)) {
-                    return;
-                }
-                seen.insert(v);
-                let ty = aug.dfg.value_type(v);
-                if !ty.is_array() {
-                    c.scalars.push(v);
-                    return;
-                }
-                let read_only_param = match *primal.dfg.value_def(v) {
-                    ValueDef::Param { block, num } if Some(block) == entry => {
-                        primal.sig.params.get(num).is_some_and(|p| !p.mutable)
-                    }
-                    _ => false,
-                };
-                if read_only_param && plan.adj_params.contains(&v) {
-                    c.taken.push(v);
-                } else {
-                    c.saved.push(v);
-                }
-            });
+            aug.dfg.inst(inst).for_each_use(&mut take);
+        }
+    }
+    // A rule region inside the loop, which the runner keeps
+    // (`copy_regions`), names its arguments: an outer pass applies the
+    // rule to them, so they are the loop's uses too, even those that no
+    // instruction inside reads (fuzzer seed 2700271, `--checkpoint-percent`).
+    for (_, data) in aug.regions.iter() {
+        if data.blocks.iter().all(|&b| inside.contains(b)) {
+            data.args.iter().copied().for_each(&mut take);
         }
     }
     c
