@@ -168,6 +168,13 @@ fn session(name: &str) -> adze::Session {
     // `ADZE_BENCH_OPT=none|speed|auto` overrides the optimisation level (to
     // compare them).
     s.jit.verify = false;
+    // `ADZE_BENCH_COMPILE_THREADS=1` compiles on one thread (to compare).
+    if let Some(n) = std::env::var("ADZE_BENCH_COMPILE_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        s.jit.compile_threads = n;
+    }
     s.jit.opt_level = match std::env::var("ADZE_BENCH_OPT").as_deref() {
         Ok("none") => adze::OptLevel::None,
         Ok("speed") => adze::OptLevel::Speed,

@@ -128,6 +128,9 @@ pub struct JitSettings {
     /// Keep the machine code's listing, [`crate::Function::disassembly`]
     /// (default off).
     pub disasm: bool,
+    /// The most threads one compile uses
+    /// ([`adze_jit::JitOptions::compile_threads`]; the code is the same).
+    pub compile_threads: usize,
 }
 
 impl Default for JitSettings {
@@ -138,6 +141,7 @@ impl Default for JitSettings {
             opt_level: d.opt_level,
             verify: d.verify,
             disasm: d.disasm,
+            compile_threads: d.compile_threads,
         }
     }
 }
@@ -605,6 +609,7 @@ impl Session {
             opt_level: self.jit.opt_level,
             verify: self.jit.verify,
             disasm: self.jit.disasm,
+            compile_threads: self.jit.compile_threads,
             ..adze_jit::JitOptions::default()
         };
         Ok(adze_jit::compile(module, id, &options)?)

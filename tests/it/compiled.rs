@@ -241,6 +241,7 @@ fn jit_settings_apply_to_every_compile() {
                 opt_level,
                 verify,
                 disasm: true,
+                compile_threads: 1 + usize::from(verify),
             };
             let p = Program::new(session);
             let f = p.function("energy").unwrap();

@@ -145,6 +145,13 @@ pub enum Step {
     },
     /// A helper that copies an array into another.
     Copy,
+    /// The checkpoint runner of counted loop `l` of an augmented primal
+    /// (the function it is made from): it pops a snapshot and recomputes
+    /// one segment of the loop, taping as the augmented primal did.
+    Segment {
+        /// The loop's number in the primal's tape plan.
+        l: usize,
+    },
 }
 
 impl Step {
@@ -168,6 +175,7 @@ pub(crate) enum Phrase {
     Rule(Mode),
     MadeRule,
     Apply,
+    Segment(usize),
 }
 
 impl Phrase {
@@ -179,6 +187,7 @@ impl Phrase {
             Step::Adjoint { .. } => Phrase::Adjoint,
             Step::MadeRule { .. } => Phrase::MadeRule,
             Step::ApplyRule { .. } => Phrase::Apply,
+            Step::Segment { l } => Phrase::Segment(*l),
             Step::TapeSave { .. } | Step::TapeRestore { .. } | Step::Copy => return None,
         })
     }
@@ -211,6 +220,7 @@ pub(crate) fn describe(base: String, phrases: &[Phrase]) -> String {
             Phrase::Reverse => format!("the reverse derivative of {out}"),
             Phrase::Augmented => format!("the augmented primal of the reverse derivative of {out}"),
             Phrase::Adjoint => format!("the adjoint of the reverse derivative of {out}"),
+            Phrase::Segment(l) => format!("the checkpoint runner of loop {l} of {out}"),
             Phrase::Rule(mode) => format!("the {} rule of {out}", mode.name()),
             Phrase::MadeRule => format!("the reverse rule made from the derivative of {out}"),
             Phrase::Apply => format!("the adjoint code applying {out}"),

@@ -60,6 +60,7 @@
 #![allow(unsafe_code)]
 
 mod codegen;
+mod pool;
 mod rt;
 mod spill;
 mod timer;
@@ -121,6 +122,11 @@ pub struct JitOptions {
     /// The most machine code one compile may produce; at most
     /// [`MAX_CODE_BYTES`] (larger values are clamped).
     pub max_code_bytes: usize,
+    /// The most threads one compile uses (at most the host's cores; 1:
+    /// everything on the caller's thread). Functions are compiled in
+    /// parallel only when there are at least [`PARALLEL_MIN_INSTS`]
+    /// Cranelift instructions in all; the code is the same either way.
+    pub compile_threads: usize,
 }
 
 impl Default for JitOptions {
@@ -132,6 +138,7 @@ impl Default for JitOptions {
             single_pass_above: Some(SINGLE_PASS_ABOVE),
             disasm: false,
             max_code_bytes: MAX_CODE_BYTES,
+            compile_threads: 4,
         }
     }
 }
@@ -353,8 +360,14 @@ pub fn compile(
     };
     let mut defs = Definitions::new(jm, options);
     let limit = options.max_code_bytes.min(MAX_CODE_BYTES);
+    let mut pending = Vec::with_capacity(reachable.len());
     for &id in &reachable {
-        defs.define_function(&env, jm, id)?;
+        pending.push(defs.translate(&env, jm, id)?);
+    }
+    let metas: Vec<Meta> = pending.iter().map(|p| p.meta.clone()).collect();
+    let machine = defs.compile_all(pending)?;
+    for (meta, m) in metas.iter().zip(machine) {
+        defs.define(jm, meta, m)?;
         if defs.code_bytes > limit {
             return Err(JitError::TooLarge {
                 func: module.func(root).name.clone(),
@@ -479,9 +492,6 @@ struct Definitions<'o> {
     options: &'o JitOptions,
     ctx: cranelift_codegen::Context,
     fctx: cranelift_frontend::FunctionBuilderContext,
-    /// The ISAs of other settings than the module's, by (speed,
-    /// single-pass), made when first needed.
-    variants: HashMap<(bool, bool), cranelift_codegen::isa::OwnedTargetIsa>,
     sites: Vec<rt::TrapSite>,
     /// A bound on the native stack of the deepest chain of frames.
     stack_bound: usize,
@@ -495,7 +505,6 @@ impl<'o> Definitions<'o> {
             options,
             ctx: jm.make_context(),
             fctx: cranelift_frontend::FunctionBuilderContext::new(),
-            variants: HashMap::new(),
             sites: Vec::new(),
             stack_bound: FRAME_OVERHEAD,
             code_bytes: 0,
@@ -503,14 +512,15 @@ impl<'o> Definitions<'o> {
         }
     }
 
-    /// Translates the IR function `id` and defines it, compiled with the
-    /// optimisation level and register allocator its size calls for.
-    fn define_function(
+    /// Translates the IR function `id` to Cranelift IR, and chooses how it
+    /// is compiled: the optimisation level and register allocator its size
+    /// calls for.
+    fn translate(
         &mut self,
         env: &codegen::Env<'_>,
         jm: &mut JITModule,
         id: FuncId,
-    ) -> Result<(), JitError> {
+    ) -> Result<Pending, JitError> {
         let options = self.options;
         let f = env.module.func(id);
         let cid = env.funcs[id].ok_or_else(|| JitError::Codegen {
@@ -519,7 +529,6 @@ impl<'o> Definitions<'o> {
         })?;
         let ctx = &mut self.ctx;
         jm.clear_context(ctx);
-        ctx.set_disasm(options.disasm);
         let translated = codegen::translate_function(
             env,
             jm,
@@ -528,8 +537,9 @@ impl<'o> Definitions<'o> {
             f,
             &mut self.sites,
         )?;
-        self.stack_bound += FRAME_OVERHEAD + BYTES_PER_VALUE * ctx.func.dfg.num_values();
-        let size = ctx.func.dfg.num_insts();
+        let func = std::mem::replace(&mut ctx.func, cranelift_codegen::ir::Function::new());
+        self.stack_bound += FRAME_OVERHEAD + BYTES_PER_VALUE * func.dfg.num_values();
+        let size = func.dfg.num_insts();
         let speed = match options.opt_level {
             OptLevel::None => false,
             OptLevel::Speed => true,
@@ -538,35 +548,63 @@ impl<'o> Definitions<'o> {
         let single_pass = options
             .single_pass_above
             .is_some_and(|n| size > n || translated.deeply_nested);
-        let codegen_err = |ctx: &cranelift_codegen::Context, e| JitError::Codegen {
-            func: f.name.clone(),
-            message: module_error_message(&ctx.func, e),
-        };
-        if speed == (options.opt_level == OptLevel::Speed) && !single_pass {
-            jm.define_function(cid, ctx)
-                .map_err(|e| codegen_err(ctx, e))?;
-        } else {
-            let variant = match self.variants.entry((speed, single_pass)) {
-                std::collections::hash_map::Entry::Occupied(o) => o.into_mut(),
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(host_isa(options, speed, single_pass)?)
-                }
-            };
-            define_with(jm, &**variant, cid, ctx).map_err(|e| codegen_err(ctx, *e))?;
+        Ok(Pending {
+            meta: Meta {
+                name: f.name.clone(),
+                cid,
+                size,
+                speed,
+                single_pass,
+            },
+            func,
+        })
+    }
+
+    /// Compiles every pending function to machine code, in parallel
+    /// ([`pool`]) when there is enough code to share; results in
+    /// `pending`'s order.
+    fn compile_all(&self, pending: Vec<Pending>) -> Result<Vec<Machine>, JitError> {
+        let options = self.options;
+        let total: usize = pending.iter().map(|p| p.meta.size).sum();
+        let threads = options.compile_threads.min(pending.len());
+        let mut tasks = Vec::with_capacity(pending.len());
+        for p in pending {
+            tasks.push(pool::Task {
+                isa: cached_isa(options, p.meta.speed, p.meta.single_pass)?,
+                meta: p.meta,
+                func: p.func,
+                disasm: options.disasm,
+            });
         }
-        self.code_bytes += ctx.compiled_code().map_or(0, |c| c.code_buffer().len());
-        if options.disasm {
-            let code = ctx.compiled_code().and_then(|c| c.vcode.clone());
+        if threads <= 1 || total < PARALLEL_MIN_INSTS {
+            return tasks
+                .into_iter()
+                .map(|t| compile_one(&*t.isa, &t.meta, t.func, t.disasm))
+                .collect();
+        }
+        pool::compile(tasks, threads).into_iter().collect()
+    }
+
+    /// Defines the compiled code of `p`.
+    fn define(&mut self, jm: &mut JITModule, p: &Meta, m: Machine) -> Result<(), JitError> {
+        jm.define_function_bytes(p.cid, m.alignment, &m.bytes, &m.relocs)
+            .map_err(|e| JitError::Codegen {
+                func: p.name.clone(),
+                message: e.to_string(),
+            })?;
+        self.code_bytes += m.bytes.len();
+        if let Some(code) = m.vcode {
             self.disassembly.push_str(&format!(
-                "; {} ({size} Cranelift instructions, opt {}, {} allocator)\n{}\n",
-                f.name,
-                if speed { "speed" } else { "none" },
-                if single_pass {
+                "; {} ({} Cranelift instructions, opt {}, {} allocator)\n{}\n",
+                p.name,
+                p.size,
+                if p.speed { "speed" } else { "none" },
+                if p.single_pass {
                     "single-pass"
                 } else {
                     "backtracking"
                 },
-                code.unwrap_or_default()
+                code
             ));
         }
         Ok(())
@@ -649,32 +687,90 @@ fn may_recurse(module: &adze_ir::Module, reachable: &[FuncId]) -> bool {
     false
 }
 
-/// `JITModule::define_function`, but compiled with `isa` (other settings
-/// than the module's): the code is compiled here and defined as bytes with
-/// its relocations.
-fn define_with(
-    jm: &mut JITModule,
+/// A function translated to Cranelift IR, to compile.
+struct Pending {
+    meta: Meta,
+    func: cranelift_codegen::ir::Function,
+}
+
+/// What is known of a function to compile besides its code.
+#[derive(Clone)]
+struct Meta {
+    name: String,
+    cid: cranelift_module::FuncId,
+    /// Cranelift instructions.
+    size: usize,
+    speed: bool,
+    single_pass: bool,
+}
+
+/// A function's machine code, to define.
+struct Machine {
+    alignment: u64,
+    bytes: Vec<u8>,
+    relocs: Vec<cranelift_module::ModuleReloc>,
+    /// With `JitOptions::disasm`: Cranelift's VCode after allocation.
+    vcode: Option<String>,
+}
+
+/// Below this many Cranelift instructions in all, one thread compiles
+/// everything (handing work to another thread costs more than it saves).
+pub const PARALLEL_MIN_INSTS: usize = 1_500;
+
+/// The host ISA for these settings, made once per process (making one
+/// parses the host's features).
+fn cached_isa(
+    options: &JitOptions,
+    speed: bool,
+    single_pass: bool,
+) -> Result<cranelift_codegen::isa::OwnedTargetIsa, JitError> {
+    type Isas = HashMap<(bool, bool, bool), cranelift_codegen::isa::OwnedTargetIsa>;
+    static ISAS: std::sync::OnceLock<std::sync::Mutex<Isas>> = std::sync::OnceLock::new();
+    let key = (options.verify, speed, single_pass);
+    let isas = ISAS.get_or_init(Default::default);
+    let mut isas = isas.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(isa) = isas.get(&key) {
+        return Ok(isa.clone());
+    }
+    let isa = host_isa(options, speed, single_pass)?;
+    isas.insert(key, isa.clone());
+    Ok(isa)
+}
+
+/// Compiles `func` with `isa` into bytes and relocations (what
+/// `JITModule::define_function` does before defining them).
+fn compile_one(
     isa: &dyn cranelift_codegen::isa::TargetIsa,
-    id: cranelift_module::FuncId,
-    ctx: &mut cranelift_codegen::Context,
-) -> Result<(), Box<cranelift_module::ModuleError>> {
+    p: &Meta,
+    func: cranelift_codegen::ir::Function,
+    disasm: bool,
+) -> Result<Machine, JitError> {
+    let mut ctx = cranelift_codegen::Context::for_function(func);
+    ctx.set_disasm(disasm);
     let mut ctrl = cranelift_codegen::control::ControlPlane::default();
-    ctx.compile(isa, &mut ctrl)
-        .map_err(|e| cranelift_module::ModuleError::Compilation(e.inner))?;
-    let code = ctx.compiled_code().ok_or_else(|| {
-        cranelift_module::ModuleError::Compilation(cranelift_codegen::CodegenError::Unsupported(
-            "no compiled code".into(),
-        ))
+    if let Err(e) = ctx.compile(isa, &mut ctrl) {
+        let e = cranelift_module::ModuleError::Compilation(e.inner);
+        return Err(JitError::Codegen {
+            func: p.name.clone(),
+            message: module_error_message(&ctx.func, e),
+        });
+    }
+    let code = ctx.compiled_code().ok_or_else(|| JitError::Codegen {
+        func: p.name.clone(),
+        message: "Cranelift gave no code".into(),
     })?;
-    let alignment = u64::from(code.buffer.alignment);
-    let relocs: Vec<_> = code
+    let relocs = code
         .buffer
         .relocs()
         .iter()
-        .map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, &ctx.func, id))
+        .map(|r| cranelift_module::ModuleReloc::from_mach_reloc(r, &ctx.func, p.cid))
         .collect();
-    let bytes = code.code_buffer().to_vec();
-    Ok(jm.define_function_bytes(id, alignment, &bytes, &relocs)?)
+    Ok(Machine {
+        alignment: u64::from(code.buffer.alignment),
+        bytes: code.code_buffer().to_vec(),
+        relocs,
+        vcode: if disasm { code.vcode.clone() } else { None },
+    })
 }
 
 fn module_error_message(

@@ -196,6 +196,7 @@ struct Captured {
 /// named after `aug`.
 pub(crate) fn instrument(
     module: &mut Module,
+    aug_id: FuncId,
     aug: &mut Function,
     primal: &Function,
     plan: &Plan,
@@ -207,7 +208,9 @@ pub(crate) fn instrument(
             .loop_blocks(l)
             .first()
             .ok_or_else(|| internal(primal, "a checkpointed loop without blocks"))?;
-        out.push(one_loop(module, aug, primal, plan, tape, l, header)?);
+        out.push(one_loop(
+            module, aug_id, aug, primal, plan, tape, l, header,
+        )?);
     }
     Ok(out)
 }
@@ -252,8 +255,10 @@ fn natural_loop(func: &Function, header: Block, latch: Block) -> EntitySet<Block
     set
 }
 
+#[allow(clippy::too_many_arguments)]
 fn one_loop(
     module: &mut Module,
+    aug_id: FuncId,
     aug: &mut Function,
     primal: &Function,
     plan: &Plan,
@@ -392,7 +397,7 @@ fn one_loop(
     };
 
     let runner = build_runner(
-        module, aug, l, &inside, header, check, &state, &captured, tape,
+        module, aug_id, aug, l, &inside, header, check, &state, &captured, tape,
     )?;
     Ok(Checkpoint {
         l,
@@ -476,6 +481,7 @@ fn capture(aug: &Function, primal: &Function, plan: &Plan, inside: &EntitySet<Bl
 #[allow(clippy::too_many_arguments)]
 fn build_runner(
     module: &mut Module,
+    aug_id: FuncId,
     aug: &Function,
     l: usize,
     inside: &EntitySet<Block>,
@@ -619,7 +625,13 @@ fn build_runner(
     remove_unreachable(&mut f);
     f.inlined = aug.inlined.clone();
     copy_regions(aug, &mut f, inside);
-    module.push(f).map_err(|_| AdError::NameTaken { name })
+    let made = adze_ir::Derivation {
+        from: Some(aug_id),
+        step: adze_ir::Step::Segment { l },
+    };
+    module
+        .push_derived(f, made)
+        .map_err(|_| AdError::NameTaken { name })
 }
 
 /// Removes the blocks the entry does not reach (exit stubs of edges that

@@ -907,7 +907,7 @@ pub(crate) fn derive_split(
         plan.checkpointed = checkpoint::choose(module, &primal, &plan, &calls, all);
     }
     let mut aug = aug::build(&primal, &plan, &calls, &collapse, tape, aug_name, aug_sig)?;
-    let checkpoints = checkpoint::instrument(module, &mut aug, &primal, &plan, tape)?;
+    let checkpoints = checkpoint::instrument(module, aug_id, &mut aug, &primal, &plan, tape)?;
     let adj = adj::build(
         &primal,
         &plan,
