@@ -30,12 +30,16 @@
 //! so a checkpointed derivative equals the taped one bit for bit whatever
 //! the segment length; only time and memory change.
 //!
-//! Which loops ([`choose`]): the outermost counted loops (an inner loop's
-//! records belong to its outer loop's segment), that tape something or
-//! call a derivative, have no `return` inside, no tape traffic of their
-//! own (a primal holding derivatives: a recomputed segment would push and
-//! pop again), and use no view made outside the loop (a snapshot copies an
-//! array; a view's copy would no longer alias its array).
+//! Which loops ([`choose`]): counted loops that tape something or call a
+//! derivative, have no `return` inside, no tape traffic of their own (a
+//! primal holding derivatives: a recomputed segment would push and pop
+//! again), and use no view made outside the loop (a snapshot copies an
+//! array; a view's copy would no longer alias its array); outer loops
+//! first: a loop inside a chosen one is not chosen (its records belong to
+//! the outer loop's segments), a loop inside one that is not chosen may
+//! be, and is then checkpointed on its own in each iteration of the outer
+//! loop. Under `--checkpoint` every such loop is chosen; otherwise those
+//! with a `checkpoint` hint (`#[checkpoint]`, [`hint`]).
 
 use super::plan::Plan;
 use super::Calls;
@@ -113,13 +117,25 @@ pub(crate) fn choose(
     calls: &Calls,
     all: bool,
 ) -> Vec<usize> {
-    let mut chosen = Vec::new();
-    for l in 0..plan.loops.len() {
+    let mut chosen: Vec<usize> = Vec::new();
+    // Outer loops first: a loop inside a chosen one is taped within the
+    // outer loop's segments; inside a loop not chosen, it may be chosen.
+    let mut order: Vec<(usize, usize)> = (0..plan.loops.len())
+        .filter_map(|l| {
+            let header = *plan.loop_blocks(l).first()?;
+            (plan.counted(header) == Some(l)).then(|| (plan.enclosing(header).count(), l))
+        })
+        .collect();
+    order.sort_unstable();
+    for (_, l) in order {
         let blocks = plan.loop_blocks(l);
         let Some(&header) = blocks.first() else {
             continue;
         };
-        if plan.counted(header) != Some(l) || plan.enclosing(header).count() != 1 {
+        if plan
+            .enclosing(header)
+            .any(|m| m != l && chosen.contains(&m))
+        {
             continue;
         }
         let inside: EntitySet<Block> = {
@@ -167,6 +183,7 @@ pub(crate) fn choose(
             chosen.push(l);
         }
     }
+    chosen.sort_unstable();
     chosen
 }
 
