@@ -44,7 +44,8 @@
 //! with one latch and one exit, from the header, to a block the header alone
 //! branches to; with no `call` or `autodiff`. A candidate load `x = load a,
 //! c` has `a` and `c` defined outside the loop and its block dominates the
-//! latch; it is the loop's only load of `a` at `c`; the loop stores to `a` at
+//! latch; only the loop reads `x` (no code after it, no region's
+//! interface); it is the loop's only load of `a` at `c`; the loop stores to `a` at
 //! `c` at most once, after the load and in a block that dominates the latch
 //! (so at the back edge the element holds that store's value). Values the
 //! header defines and code after the loop reads are merged at the exit block
@@ -56,6 +57,7 @@ use crate::copy::{
 };
 use adze_ir::cfg::DominatorTree;
 use adze_ir::{Block, BlockCall, Function, Inst, InstData, Opcode, Type, Value};
+use std::collections::HashSet;
 
 /// The largest loop (in instructions) that is peeled.
 pub const MAX_PEEL_INSTS: usize = 200;
@@ -218,6 +220,25 @@ fn plan(
             sink: (local && !reads_other).then_some(st),
         });
     }
+    if carried.is_empty() {
+        return None;
+    }
+    // A load whose result code after the loop reads (a load in the header)
+    // or a region names stays: only the loop's uses read the parameter.
+    let mut used_after: HashSet<Value> = HashSet::new();
+    for &b in func.layout.blocks() {
+        if !in_loop(b) {
+            for &inst in func.layout.block_insts(b) {
+                func.dfg.inst(inst).for_each_use(|v| {
+                    used_after.insert(v);
+                });
+            }
+        }
+    }
+    carried.retain(|c| {
+        let x = func.dfg.first_result(c.load);
+        !used_after.contains(&x) && !scopes.is_pinned(x)
+    });
     if carried.is_empty() {
         return None;
     }
