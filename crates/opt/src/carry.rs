@@ -276,7 +276,8 @@ fn peel(func: &mut Function, p: &Plan) {
         let acc = func
             .dfg
             .append_block_param(p.header, func.dfg.value_type(x));
-        let copy_value = values[&at_back_edge];
+        // A stored value defined outside the loop is its own copy.
+        let copy_value = values.get(&at_back_edge).copied().unwrap_or(at_back_edge);
         add_arg(func, p.latch, p.header, at_back_edge);
         add_arg(func, latch_copy, p.header, copy_value);
         func.layout.remove_inst(ld);
