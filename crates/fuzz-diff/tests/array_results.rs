@@ -362,3 +362,30 @@ fn fwd_over_rev_rule_array_result_overwritten() {
         &["d2"],
     );
 }
+
+/// Seed 2610140 (reduced; session 13): reverse over forward over reverse
+/// through a callee returning one array twice, read by two loops: the
+/// last bit of `d3` differs between inline none/late and early/all. Open.
+#[test]
+#[ignore = "open: tests/findings/rfr_aliased_array_results_last_bits.adz"]
+fn rfr_through_one_array_returned_twice() {
+    let source = include_str!("../../../tests/findings/rfr_aliased_array_results_last_bits.adz");
+    let module = run::compile(source).unwrap_or_else(|e| panic!("{e}"));
+    let mut stats = Stats::default();
+    let point = (0.41, 1.2614285714285713);
+    let args = vec![vec![
+        adze::adze_ir::Val::F64(point.0),
+        adze::adze_ir::Val::F64(point.1),
+    ]];
+    check_function_args(
+        &module,
+        source,
+        None,
+        "d3",
+        &[point],
+        &args,
+        &Config::default(),
+        &mut stats,
+    );
+    assert_eq!(stats.findings_count(), 0, "{}", report(&stats));
+}
