@@ -361,11 +361,21 @@ pub(crate) fn replace_request(
         renamed.push((r, n));
         added.push(i);
     }
+    let rename = |v: Value| renamed.iter().find(|(r, _)| *r == v).map_or(v, |&(_, n)| n);
     let all: Vec<Inst> = func.layout.insts().map(|(_, i)| i).collect();
     for i in all.into_iter().filter(|i| !added.contains(i)) {
-        func.dfg
-            .inst_mut(i)
-            .map_uses(|v| renamed.iter().find(|(r, _)| *r == v).map_or(v, |&(_, n)| n));
+        func.dfg.inst_mut(i).map_uses(rename);
+    }
+    // A rule region names the values its inlined call was passed: they
+    // are uses too. Left as the call's own results, a region inlined
+    // before AD named `r` where the code passes `r + 0.0`, and outer
+    // passes gave the rule's adjoint to `r`, summing it in another order
+    // than the call's (fuzzer seed 2610140: the last bit of a reverse over
+    // forward over reverse derivative changed with `--inline early`).
+    for (_, data) in func.regions.iter_mut() {
+        for a in &mut data.args {
+            *a = rename(*a);
+        }
     }
     Ok(())
 }

@@ -364,12 +364,14 @@ fn fwd_over_rev_rule_array_result_overwritten() {
 }
 
 /// Seed 2610140 (reduced; session 13): reverse over forward over reverse
-/// through a callee returning one array twice, read by two loops: the
-/// last bit of `d3` differs between inline none/late and early/all. Open.
+/// with a rule region whose argument is an in-source `autodiff`'s result:
+/// the last bit of `d3` differed between inline none/late and early/all
+/// (the lowering of the `autodiff` renamed the result's uses but not the
+/// region's argument).
 #[test]
-#[ignore = "open: tests/findings/rfr_aliased_array_results_last_bits.adz"]
-fn rfr_through_one_array_returned_twice() {
-    let source = include_str!("../../../tests/findings/rfr_aliased_array_results_last_bits.adz");
+fn rfr_region_argument_from_an_autodiff_result() {
+    let source =
+        include_str!("../../../tests/findings/rfr_region_argument_from_autodiff_result.adz");
     let module = run::compile(source).unwrap_or_else(|e| panic!("{e}"));
     let mut stats = Stats::default();
     let point = (0.41, 1.2614285714285713);
