@@ -37,6 +37,10 @@ pub fn module_to_dot(module: &Module, only: Option<&str>) -> String {
 pub fn function_to_dot(func: &Function, module: Option<&Module>) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "digraph \"{}\" {{", quote(&func.name));
+    // `newrank`: Graphviz's ranking that handles clusters as a whole; the
+    // old one (2.43 here) corrupted its heap on some adjoints with inlined
+    // checkpoint runners (`ir-examples/checkpoint_hints.adz`).
+    out.push_str("    newrank=true;\n");
     out.push_str("    node [shape=plaintext, fontname=\"monospace\", fontsize=10];\n");
     out.push_str("    edge [fontname=\"monospace\", fontsize=9];\n");
     let _ = writeln!(
@@ -96,6 +100,11 @@ fn cluster(
     children: &HashMap<Option<Inlined>, Vec<Inlined>>,
     depth: usize,
 ) {
+    // An inlined entry whose blocks are all gone (removed as unreachable,
+    // or left behind when a checkpoint runner was built) draws nothing.
+    if at.is_some() && !has_blocks(at, members, children) {
+        return;
+    }
     let pad = "    ".repeat(depth);
     if let Some(i) = at {
         let data = &func.inlined[i];
@@ -129,6 +138,18 @@ fn cluster(
     if at.is_some() {
         let _ = writeln!(out, "{pad}}}");
     }
+}
+
+/// Does inlined entry `at`, or one nested in it, hold a block?
+fn has_blocks(
+    at: Option<Inlined>,
+    members: &HashMap<Option<Inlined>, Vec<Block>>,
+    children: &HashMap<Option<Inlined>, Vec<Inlined>>,
+) -> bool {
+    members.get(&at).is_some_and(|m| !m.is_empty())
+        || children
+            .get(&at)
+            .is_some_and(|cs| cs.iter().any(|&c| has_blocks(Some(c), members, children)))
 }
 
 /// The HTML-like label of `block`: a table of one cell, the header and one
@@ -248,6 +269,21 @@ block2(v4: f64):
         );
         // `<` of `fcmp lt` is a word; the block parameters' `:` stays.
         assert!(dot.contains("<b>block2(v4: f64):</b>"), "{dot}");
+        assert_eq!(dot.matches('{').count(), dot.matches('}').count());
+    }
+
+    /// An inlined entry without blocks (here `inlined1`, nested in
+    /// `inlined0`) draws no (empty) cluster.
+    #[test]
+    fn inlined_code_without_blocks_draws_no_cluster() {
+        let src = SRC.replace(
+            "    inlined0: @g blocks(block1)\n",
+            "    inlined0: @g blocks(block1)\n    inlined1: @h blocks() parent(inlined0)\n",
+        );
+        let m = parse_module(&src).unwrap();
+        let dot = module_to_dot(&m, None);
+        assert!(dot.contains("subgraph \"cluster_inlined0\" {"), "{dot}");
+        assert!(!dot.contains("cluster_inlined1"), "{dot}");
         assert_eq!(dot.matches('{').count(), dot.matches('}').count());
     }
 
