@@ -174,7 +174,7 @@ fn a_hinted_loop_is_checkpointed_without_the_flag() {
         .filter(|l| !l.trim_start().starts_with("#[checkpoint"))
         .map(|l| format!("{l}\n"))
         .collect();
-    assert_eq!(src.lines().count() - plain_src.lines().count(), 4);
+    assert_eq!(src.lines().count() - plain_src.lines().count(), 5);
     let plain = || Session::from_source("plain.adz", &plain_src).unwrap();
     let budget = 256 << 10;
     let args = [Val::F64(0.7), Val::I64(20_000)];
@@ -206,9 +206,12 @@ fn a_hinted_loop_is_checkpointed_without_the_flag() {
     }
 }
 
-/// `snapshots = K` cuts a `for` loop into at most `K` segments, whatever
-/// its trip count: the schedule is in the annotated dump, and a budget
-/// too small for one segment of `ceil(n / K)` iterations stops the run.
+/// `snapshots = K` keeps at most `K` snapshots of a `for` loop in the
+/// forward sweep, whatever its trip count; between them the loop sheds
+/// what outgrows the budget's share, and the runner recomputes it in
+/// sub-segments. The schedule is in the annotated dump; every `K`, segment
+/// size, inline setting and engine gives the bits of the program without
+/// the attribute, within a budget that one taped segment would pass.
 #[test]
 fn snapshots_bound_the_segments_by_the_trip_count() {
     let path = root().join("ir-examples/checkpoint_hints.adz");
@@ -223,20 +226,52 @@ fn snapshots_bound_the_segments_by_the_trip_count() {
     let text =
         adze::pipeline::dump_stage_annotated(module, adze::Stage::Ad, Some("d_ring8"), false, what)
             .unwrap();
-    assert!(text.contains("iterations if"), "{text}");
-    // 8 segments of 2500 iterations fit in 256 KiB; one segment of
-    // 20000 (one snapshot) would not.
-    let args = [Val::F64(0.7), Val::I64(20_000)];
-    let mut tight = Session::from_file(&path).unwrap();
-    tight.limits.tape_limit = 256 << 10;
-    run(&tight, "d_ring8", &args, Engine::Jit).unwrap();
-    let one = std::fs::read_to_string(&path)
-        .unwrap()
-        .replace("snapshots = 8", "snapshots = 1");
-    let mut tight = Session::from_source("one.adz", &one).unwrap();
-    tight.limits.tape_limit = 256 << 10;
-    let err = run(&tight, "d_ring8", &args, Engine::Jit).unwrap_err();
-    assert!(err.contains("budget"), "{err}");
+    for note in [
+        "iterations if",
+        "outgrew its share of the budget",
+        "drops the records of the last segment of counted loop",
+    ] {
+        assert!(text.contains(note), "no `{note}` in:\n{text}");
+    }
+    let src = std::fs::read_to_string(&path).unwrap();
+    let plain: String = src
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("#[checkpoint"))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let plain = Session::from_source("plain.adz", &plain).unwrap();
+    let cases = [
+        ("d_ring8", vec![Val::F64(0.7), Val::I64(20_000)]),
+        ("d_until3", vec![Val::F64(0.9), Val::I64(5_000)]),
+        ("d_until3", vec![Val::F64(0.9), Val::I64(7)]),
+        ("d_until3", vec![Val::F64(0.9), Val::I64(0)]),
+    ];
+    for (name, args) in cases {
+        let want = run(&plain, name, &args, Engine::Jit).unwrap();
+        for k in [1, 2, 8] {
+            let src = src.replace("snapshots = 8", &format!("snapshots = {k}"));
+            let src = src.replace("snapshots = 3", &format!("snapshots = {k}"));
+            for inline in InlineSetting::ALL {
+                for engine in [Engine::Jit, Engine::Interp] {
+                    for segment in [None, Some(1), Some(7)] {
+                        let mut s = Session::from_source("k.adz", &src).unwrap();
+                        s.inline = inline;
+                        s.limits.checkpoint_segment = segment;
+                        if segment.is_none() {
+                            s.limits.tape_limit = 256 << 10;
+                        }
+                        let got = run(&s, name, &args, engine).unwrap_or_else(|e| {
+                            panic!("{name} K={k} {inline:?} {engine:?} {segment:?}: {e}")
+                        });
+                        assert!(
+                            got[0].bit_eq(&want[0]),
+                            "{name} K={k} {inline:?} {engine:?} {segment:?}: {got:?} against {want:?}"
+                        );
+                    }
+                }
+            }
+        }
+    }
 }
 
 /// Fuzzer seed 2700271, reduced: a rule region inside a checkpointed loop

@@ -339,14 +339,18 @@ impl Adj<'_> {
             // A checkpointed loop: where its last segment starts (pushed
             // before the counter), and that segment's snapshot is still on
             // the tape.
+            let mut last = None;
             if let Some((seg, flag)) = slots {
                 let s = b.pop(tape, Type::I64);
-                let s = b.frombits(s);
+                let f = b.frombits(s);
                 let k = b.iconst(seg as i64);
-                b.store(trips, k, s);
+                b.store(trips, k, f);
                 let one = b.fconst(1.0);
                 let k = b.iconst(flag as i64);
                 b.store(trips, k, one);
+                if self.plan.checkpoint_every(l).is_some() {
+                    last = Some((s, seg));
+                }
             }
             // Then the loop's invariants, pushed before its counter.
             let invariants: Vec<Value> = self.plan.invariants_of(l).collect();
@@ -361,6 +365,30 @@ impl Adj<'_> {
                 let x = if ty == Type::F64 { x } else { b.frombits(x) };
                 let i = b.iconst(slot as i64);
                 b.store(trips, i, x);
+            }
+            // A counted checkpointed loop that dropped its last segment's
+            // records (a negative start): the runner recomputes it, from
+            // its snapshot now on top, to the loop's exit (`stop` = -1).
+            if let Some((s, seg)) = last {
+                let (runner, taken) = self.runner(l)?;
+                let mut b = self.b();
+                let zero = b.iconst(0);
+                let dropped = b.icmp(CmpCond::Lt, s, zero);
+                let (again, on) = (b.create_block(), b.create_block());
+                b.brif(dropped, again, &[], on, &[]);
+                b.switch_to_block(again);
+                let minus = b.iconst(-1);
+                let no = b.bconst(false);
+                let mut args = vec![minus, no];
+                args.extend(taken);
+                let call = b.call(runner, &args, &[Type::I64]);
+                let start = b.func.dfg.first_result(call);
+                let start = b.frombits(start);
+                let k = b.iconst(seg as i64);
+                b.store(trips, k, start);
+                b.jump(on, &[]);
+                b.switch_to_block(on);
+                self.block = Some(on);
             }
         }
         Ok(())
@@ -841,7 +869,10 @@ impl Adj<'_> {
         args.extend(taken);
         let call = b.call(runner, &args, &[Type::I64]);
         let start = b.func.dfg.first_result(call);
-        b.store(trips, k, zero_f);
+        // The runner leaves the snapshot of the (sub-)segment it ends with
+        // on the tape, as the augmented primal leaves the last segment's.
+        let one_f = b.fconst(1.0);
+        b.store(trips, k, one_f);
         let zero = b.iconst(0);
         let first = b.icmp(CmpCond::Eq, j, zero);
         let noted = b.create_block();

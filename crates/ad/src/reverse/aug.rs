@@ -536,6 +536,28 @@ fn push_loop_exit(
     segments: &[Option<(Value, Value)>],
     l: usize,
 ) -> Result<(), AdError> {
+    // A counted checkpointed loop (`Plan::checkpoint_every`) may have
+    // dropped records of its last segment: it drops them all, and notes
+    // so in the segment's start it pushes (negative: `-start - 1`), so
+    // that the adjoint recomputes the last segment first.
+    let counted = match (plan.checkpoint_every(l), segments[l]) {
+        (Some(n), Some((mark, _))) => {
+            let zero = b.iconst(0);
+            let counted = b.icmp(CmpCond::Gt, n, zero);
+            let now = b.tapelen(tape);
+            let to = b.select(counted, mark, now);
+            let cut = b.tapecut(tape, to);
+            b.func.notes.inst(
+                cut,
+                format!(
+                    "tape {tape}: drops the records of the last segment of counted loop {l} \
+                     (recomputed first)"
+                ),
+            );
+            Some(counted)
+        }
+        _ => None,
+    };
     for v in plan.invariants_of(l) {
         let note = format!(
             "tape {tape}: saves {} once for loop {l} (the same in all its iterations)",
@@ -549,6 +571,14 @@ fn push_loop_exit(
         b.func.notes.inst(push, note);
     }
     if let Some((_, seg)) = segments[l] {
+        let seg = match counted {
+            Some(counted) => {
+                let minus = b.iconst(-1);
+                let neg = b.isub(minus, seg);
+                b.select(counted, neg, seg)
+            }
+            None => seg,
+        };
         let push = b.push(tape, seg);
         b.func.notes.inst(
             push,

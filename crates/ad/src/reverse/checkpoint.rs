@@ -109,14 +109,15 @@ pub(crate) fn hint(func: &Function, header: Block, inside: &EntitySet<Block>) ->
 }
 
 /// The counted loops of `primal` to checkpoint (see the module doc): every
-/// one that can be when `all`, else those with a hint ([`hint`]).
+/// one that can be when `all`, else those with a hint ([`hint`]); each
+/// with its counted hint ([`Plan::checkpoint_every`]).
 pub(crate) fn choose(
     module: &Module,
     primal: &Function,
     plan: &Plan,
     calls: &Calls,
     all: bool,
-) -> Vec<usize> {
+) -> Vec<(usize, Option<Value>)> {
     let mut chosen: Vec<usize> = Vec::new();
     // Outer loops first: a loop inside a chosen one is taped within the
     // outer loop's segments; inside a loop not chosen, it may be chosen.
@@ -185,6 +186,48 @@ pub(crate) fn choose(
     }
     chosen.sort_unstable();
     chosen
+        .into_iter()
+        .map(|l| (l, counted_hint(primal, plan, l)))
+        .collect()
+}
+
+/// `n` of loop `l`'s hint `checkpoint n` when it may count segments in
+/// iterations: `n` is not the constant 0, and every edge that leaves the
+/// loop leaves it alone (the augmented primal drops the last segment's
+/// records where the loop is left, before the exit's own records; an
+/// edge leaving an inner loop too would push that loop's first).
+fn counted_hint(primal: &Function, plan: &Plan, l: usize) -> Option<Value> {
+    let blocks = plan.loop_blocks(l);
+    let header = *blocks.first()?;
+    let mut inside: EntitySet<Block> = EntitySet::new();
+    for &b in &blocks {
+        inside.insert(b);
+    }
+    let n = hint(primal, header, &inside)?;
+    if let ValueDef::Result { inst, .. } = *primal.dfg.value_def(n) {
+        if let InstData::IConst { imm: 0, .. } = primal.dfg.inst(inst) {
+            return None;
+        }
+    }
+    for &b in &blocks {
+        let Some(last) = primal.layout.last_inst(b) else {
+            continue;
+        };
+        for (k, d) in primal.dfg.inst(last).destinations().iter().enumerate() {
+            if inside.contains(d.block) {
+                continue;
+            }
+            let e = super::plan::Edge {
+                from: b,
+                inst: last,
+                dest: k,
+            };
+            if plan.exited(e, d.block) != [l] {
+                return None;
+            }
+        }
+    }
+    Some(n)
 }
 
 /// Is `v` made by `slice` or `view`?
@@ -319,7 +362,7 @@ fn one_loop(
     let inside = natural_loop(aug, header, back.0);
     let captured = capture(aug, primal, plan, &inside);
     // `#[checkpoint(snapshots = K)]`: segments of `n` iterations.
-    let every = hint(aug, header, &inside);
+    let every = plan.checkpoint_every(l);
 
     // The snapshot: saved arrays, scalars, then the header's arguments.
     let save = |module: &mut Module, ty: Type| -> Result<FuncId, AdError> {
@@ -329,20 +372,8 @@ fn one_loop(
     for &a in &captured.saved {
         helpers.push(save(module, aug.dfg.value_type(a))?);
     }
-    // A segment starts: its snapshot, the mark, then the header, with the
-    // counter (last of `args`) as the segment's first iteration.
     let start_segment = |b: &mut FuncBuilder, args: &[Value]| {
-        for (&a, &h) in captured.saved.iter().zip(&helpers) {
-            b.call(h, &[a], &[]);
-        }
-        for &v in captured.scalars.iter().chain(args) {
-            b.push(tape, v);
-        }
-        let m = b.tapelen(tape);
-        let mut to = args.to_vec();
-        to.push(m);
-        to.extend(args.last().copied());
-        b.jump(header, &to);
+        start_segment(b, &captured, &helpers, tape, header, args)
     };
 
     // The entry edge: a snapshot, the mark, segment 0.
@@ -386,19 +417,44 @@ fn one_loop(
             c,
             format!("tape {tape}: checkpointed loop {l}: is the segment full ({by})?"),
         );
-        let mut over = b.tapeover(tape, mark);
-        if let Some(n) = every {
-            // The counter on the back edge is the next iteration's.
-            let next = *args.last().ok_or_else(|| internal(primal, "no counter"))?;
-            let done = b.isub(next, seg);
-            let full = b.icmp(CmpCond::Ge, done, n);
-            let zero = b.iconst(0);
-            let counted = b.icmp(CmpCond::Gt, n, zero);
-            over = b.select(counted, full, over);
-        }
+        let grown = b.tapeover(tape, mark);
         let mut stay = args.clone();
         stay.extend([mark, seg]);
-        b.brif(over, cut, &[], header, &stay);
+        match every {
+            None => {
+                b.brif(grown, cut, &[], header, &stay);
+            }
+            Some(n) => {
+                // Counted: a snapshot every `n` iterations (the counter on
+                // the back edge is the next iteration's); in between, a
+                // segment that outgrows its share of the budget drops its
+                // records without a snapshot: the adjoint recomputes them
+                // from the segment's snapshot (the runner cuts as it goes).
+                let next = *args.last().ok_or_else(|| internal(primal, "no counter"))?;
+                let done = b.isub(next, seg);
+                let full = b.icmp(CmpCond::Ge, done, n);
+                let zero = b.iconst(0);
+                let counted = b.icmp(CmpCond::Gt, n, zero);
+                let over = b.select(counted, full, grown);
+                let (more, drop) = (b.create_block(), b.create_block());
+                b.brif(over, cut, &[], more, &[]);
+                b.switch_to_block(more);
+                let no = b.bconst(false);
+                let shed = b.select(counted, grown, no);
+                b.brif(shed, drop, &[], header, &stay);
+                b.switch_to_block(drop);
+                b.func.notes.block(
+                    drop,
+                    format!(
+                        "tape {tape}: checkpointed loop {l}: the segment outgrew its share of \
+                         the budget: drops its records, kept no snapshot (recomputed from the \
+                         segment's, by @{runner_name})"
+                    ),
+                );
+                b.tapecut(tape, mark);
+                b.jump(header, &stay);
+            }
+        }
         b.switch_to_block(cut);
         b.func.notes.block(
             cut,
@@ -421,6 +477,30 @@ fn one_loop(
         runner,
         taken: captured.taken,
     })
+}
+
+/// A segment starts: its snapshot (the saved arrays by their `helpers`,
+/// the scalars, then `args`, the header's), the mark, then the header,
+/// with the counter (last of `args`) as the segment's first iteration.
+fn start_segment(
+    b: &mut FuncBuilder,
+    captured: &Captured,
+    helpers: &[FuncId],
+    tape: u8,
+    header: Block,
+    args: &[Value],
+) {
+    for (&a, &h) in captured.saved.iter().zip(helpers) {
+        b.call(h, &[a], &[]);
+    }
+    for &v in captured.scalars.iter().chain(args) {
+        b.push(tape, v);
+    }
+    let m = b.tapelen(tape);
+    let mut to = args.to_vec();
+    to.push(m);
+    to.extend(args.last().copied());
+    b.jump(header, &to);
 }
 
 /// Makes the edge `e` go to `to` with its first `n` arguments.
@@ -521,8 +601,10 @@ fn build_runner(
     };
     let name = format!("{}.seg{l}", aug.name);
     let mut restores = Vec::new();
+    let mut saves = Vec::new();
     for &a in &captured.saved {
         restores.push(rules::restore_helper(module, tape, aug.dfg.value_type(a))?);
+        saves.push(rules::save_helper(module, tape, aug.dfg.value_type(a))?);
     }
     let mut f = Function::new(name.clone(), sig);
     for i in 0..aug.dfg.num_values() {
@@ -554,8 +636,20 @@ fn build_runner(
     }
     let ret = f.dfg.make_block();
     f.layout.append_block(ret);
-    // Exits are never taken (a segment ends before the loop does); each
-    // goes to a block of its own that returns.
+    let hp = aug.dfg.block_params(header).to_vec();
+    let (mark, seg) = match *hp.as_slice() {
+        [.., mark, seg] => (mark, seg),
+        _ => {
+            return Err(internal(
+                aug,
+                "a checkpointed header without its parameters",
+            ))
+        }
+    };
+    // An exit is taken only when the runner recomputes the last segment
+    // (`stop` = -1: a counted loop's, whose records the augmented primal
+    // dropped where the loop was left); each goes to a block of its own
+    // that returns where the last sub-segment starts.
     let mut stubs: SecondaryMap<Block, Option<Block>> = SecondaryMap::new();
     for &b in &blocks {
         if b == check {
@@ -589,8 +683,7 @@ fn build_runner(
     let mut b = FuncBuilder::new(&mut f);
     for s in stub_blocks {
         b.switch_to_block(s);
-        let minus = b.iconst(-1);
-        b.ret(&[minus]);
+        b.ret(&[seg]);
     }
     // The entry drops the snapshot on top first if asked (the last
     // segment's, whose records the adjoint has popped), then pops the one
@@ -622,9 +715,15 @@ fn build_runner(
         func: aug.name.clone(),
         reason: "checkpointing: a loop header without its counter".into(),
     };
-    let start = *popped.last().ok_or_else(no_counter)?;
-    b.jump(check, &popped);
-    // The check of the back edge becomes the segment's end.
+    // The snapshot goes back on the tape, as the augmented primal left
+    // the last segment's: the runner may cut the segment into
+    // sub-segments, and the first of them starts from it.
+    start_segment(&mut b, captured, &saves, tape, header, &popped);
+    // The check of the back edge: the segment ends at `stop`; before, the
+    // runner cuts its tape where the augmented primal would by the tape's
+    // growth, keeping a snapshot each time: a counted segment longer than
+    // the budget's share is recomputed in sub-segments, which the adjoint
+    // reverses as it reverses segments.
     b.switch_to_block(check);
     let counter = *b
         .func
@@ -634,11 +733,20 @@ fn build_runner(
         .ok_or_else(no_counter)?;
     let args = b.func.dfg.block_params(check).to_vec();
     let done = b.icmp(CmpCond::Eq, counter, stop);
-    let mut go = args;
-    go.extend([zero, zero]);
-    b.brif(done, ret, &[], header, &go);
+    let (more, cut) = (b.create_block(), b.create_block());
+    b.brif(done, ret, &[], more, &[]);
+    b.switch_to_block(more);
+    let grown = b.tapeover(tape, mark);
+    let mut stay = args.clone();
+    stay.extend([mark, seg]);
+    b.brif(grown, cut, &[], header, &stay);
+    b.switch_to_block(cut);
+    b.tapecut(tape, mark);
+    start_segment(&mut b, captured, &saves, tape, header, &args);
+    // The first iteration of the last (sub-)segment, whose snapshot is on
+    // the tape.
     b.switch_to_block(ret);
-    b.ret(&[start]);
+    b.ret(&[seg]);
     remove_unreachable(&mut f);
     f.inlined = aug.inlined.clone();
     copy_regions(aug, &mut f, inside);

@@ -904,7 +904,9 @@ pub(crate) fn derive_split(
     plan.plan_tape(&primal, &call_args)?;
     if req.checkpoint {
         let all = cx.checkpointing();
-        plan.checkpointed = checkpoint::choose(module, &primal, &plan, &calls, all);
+        let chosen = checkpoint::choose(module, &primal, &plan, &calls, all);
+        plan.checkpointed = chosen.iter().map(|&(l, _)| l).collect();
+        plan.checkpoint_every = chosen.iter().map(|&(_, n)| n).collect();
     }
     let mut aug = aug::build(&primal, &plan, &calls, &collapse, tape, aug_name, aug_sig)?;
     let checkpoints = checkpoint::instrument(module, aug_id, &mut aug, &primal, &plan, tape)?;

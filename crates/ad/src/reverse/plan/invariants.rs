@@ -38,6 +38,12 @@ impl Plan {
         Some((base, base + 1))
     }
 
+    /// `n` of checkpointed loop `l`'s counted hint ([`Plan::checkpoint_every`]).
+    pub fn checkpoint_every(&self, l: usize) -> Option<Value> {
+        let k = self.checkpointed.iter().position(|&c| c == l)?;
+        self.checkpoint_every.get(k).copied().flatten()
+    }
+
     /// The outermost counted loop around `b` that does not contain the
     /// definition of `v`: `v` is the same in all its iterations (its
     /// definition dominates `b`, so it dominates the loop's header).

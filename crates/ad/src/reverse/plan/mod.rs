@@ -134,6 +134,12 @@ pub(crate) struct Plan {
     /// start of the segment the reverse sweep is in and whether that
     /// segment's snapshot is still on the tape.
     pub checkpointed: Vec<usize>,
+    /// Per checkpointed loop (as `checkpointed`): `n` of its `checkpoint
+    /// n` hint when segments may be counted in iterations (`n` not the
+    /// constant 0; `#[checkpoint(snapshots = K)]`): the augmented primal
+    /// then keeps a snapshot every `n` iterations and cuts by the tape's
+    /// growth in between without one (`reverse::checkpoint`).
+    pub checkpoint_every: Vec<Option<Value>>,
 }
 
 /// Does the adjoint of a function take its parameter number `k` too? Each
@@ -296,6 +302,7 @@ impl Plan {
             num_threaded: 0,
             const_shadows: Vec::new(),
             checkpointed: Vec::new(),
+            checkpoint_every: Vec::new(),
         };
         plan.find_shadows(func, args, entry);
         plan.find_reached(cache, module, func, ret, ignored);
