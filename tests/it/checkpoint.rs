@@ -13,6 +13,14 @@ fn session() -> Session {
     Session::from_file(&root().join("ir-examples/checkpoint.adz")).unwrap()
 }
 
+/// `src` without its `#[checkpoint]` lines: the same program, taped.
+fn without_hints(src: &str) -> String {
+    src.lines()
+        .filter(|l| !l.trim_start().starts_with("#[checkpoint"))
+        .map(|l| format!("{l}\n"))
+        .collect()
+}
+
 fn run(s: &Session, name: &str, args: &[Val], engine: Engine) -> Result<Vec<Val>, String> {
     s.run(name, args, engine)
         .map(|o| o.results)
@@ -169,11 +177,7 @@ fn a_forward_derivative_of_a_checkpointed_one_is_taped_inside() {
 fn a_hinted_loop_is_checkpointed_without_the_flag() {
     let path = root().join("ir-examples/checkpoint_hints.adz");
     let src = std::fs::read_to_string(&path).unwrap();
-    let plain_src: String = src
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("#[checkpoint"))
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let plain_src = without_hints(&src);
     assert_eq!(src.lines().count() - plain_src.lines().count(), 5);
     let plain = || Session::from_source("plain.adz", &plain_src).unwrap();
     let budget = 256 << 10;
@@ -234,11 +238,7 @@ fn snapshots_bound_the_segments_by_the_trip_count() {
         assert!(text.contains(note), "no `{note}` in:\n{text}");
     }
     let src = std::fs::read_to_string(&path).unwrap();
-    let plain: String = src
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("#[checkpoint"))
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let plain = without_hints(&src);
     let plain = Session::from_source("plain.adz", &plain).unwrap();
     let cases = [
         ("d_ring8", vec![Val::F64(0.7), Val::I64(20_000)]),
@@ -283,11 +283,7 @@ fn snapshots_bound_the_segments_by_the_trip_count() {
 fn a_rule_region_argument_unread_in_the_loop_is_in_the_snapshot() {
     let path = root().join("tests/findings/checkpoint_rule_region_argument_unused_inside.adz");
     let src = std::fs::read_to_string(&path).unwrap();
-    let plain: String = src
-        .lines()
-        .filter(|l| !l.trim_start().starts_with("#[checkpoint"))
-        .map(|l| format!("{l}\n"))
-        .collect();
+    let plain = without_hints(&src);
     let args = [Val::F64(0.5), Val::F64(0.25)];
     let want = run(
         &Session::from_source("plain.adz", &plain).unwrap(),
