@@ -18,6 +18,14 @@ bless:
 bench:
     cargo bench --bench jit --bench workloads
 
+# A Python venv with JAX (CPU) for the JAX table of `cargo bench --bench
+# workloads`, in the target directory where the bench looks for it:
+# $CARGO_TARGET_DIR/jax-venv, or target/jax-venv (docs/performance.md).
+jax-venv:
+    python3 -m venv "${CARGO_TARGET_DIR:-target}/jax-venv"
+    "${CARGO_TARGET_DIR:-target}/jax-venv/bin/pip" install --upgrade pip 'jax[cpu]' numpy
+    "${CARGO_TARGET_DIR:-target}/jax-venv/bin/python" -c 'import jax, sys; print("jax", jax.__version__, "in", sys.prefix)'
+
 # Compile time per stage against program size (docs/performance.md).
 scaling:
     cargo build --release && python3 benches/scaling.py

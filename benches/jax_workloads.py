@@ -9,8 +9,13 @@ compile time of each (jax.jit(...).lower(...).compile()). Loops are written
 the way JAX wants them (vectorised where the math allows, lax.scan for the
 recurrences), as a JAX user would.
 
-    pip install jax jaxlib        # CPU wheels
-    python3 benches/jax_workloads.py [--quick]
+    just jax-venv                 # a venv with jax[cpu] in the target directory
+    target/jax-venv/bin/python benches/jax_workloads.py [--quick]
+
+`cargo bench --bench workloads` runs it at the end when it finds that venv
+(or `ADZE_BENCH_JAX`). `ADZE_BENCH_ONLY=seed,gmm2` runs only those workloads
+(the names of benches/workloads.rs: seed, rosenbrock, rosenbrock2, gmm, gmm2,
+lstm, recurrence).
 
 Prints a markdown table of medians and ratios.
 """
@@ -74,6 +79,15 @@ def rosenbrock_f(x):
     return jnp.sum(a * a + 100.0 * b * b)
 
 
+def term(a, b):
+    return (1.0 - a) ** 2 + 100.0 * (b - a**2) ** 2
+
+
+def rosenbrock2_f(x):
+    """The second style (rosenbrock_style2.adz): a helper per pair, vmapped."""
+    return jnp.sum(jax.vmap(term)(x[:-1], x[1:]))
+
+
 def gmm_f(d, k, n, gamma, m):
     icf_sz = d * (d + 1) // 2
     rows, cols = jnp.tril_indices(d, -1)
@@ -101,6 +115,51 @@ def gmm_f(d, k, n, gamma, m):
         prior = 0.5 * gamma * gamma * frob - m * jnp.sum(sum_qs)
         prior = prior - k * nw * d * (jnp.log(gamma) - 0.5 * jnp.log(2.0))
         return constant + slse - n * jax.nn.logsumexp(alphas) + prior
+
+    return f
+
+
+def gmm2_f(d, k, n, gamma, m):
+    """The second style (gmm_style2.adz) as a JAX user writes it: one helper
+    per piece of the formula, each component's dense Q, vmap over points and
+    components."""
+    icf_sz = d * (d + 1) // 2
+    # The strict lower triangle, column by column (ADBench's packing).
+    rows = [r for c in range(d) for r in range(c + 1, d)]
+    cols = [c for c in range(d) for r in range(c + 1, d)]
+
+    def logsumexp(v):
+        biggest = jnp.max(v)
+        return biggest + jnp.log(jnp.sum(jnp.exp(v - biggest)))
+
+    def build_q(params):
+        q = jnp.diag(jnp.exp(params[:d]))
+        return q.at[rows, cols].set(params[d:])
+
+    def mahalanobis(q, x, mu):
+        y = q @ (x - mu)
+        return jnp.dot(y, y)
+
+    def log_wishart_prior(qs, log_dets):
+        dof = d + m + 1
+        c = dof * d * (jnp.log(gamma) - 0.5 * jnp.log(2.0))
+        frob = jnp.sum(qs * qs, axis=(1, 2))
+        return jnp.sum(0.5 * gamma * gamma * frob - m * log_dets) - k * c
+
+    def f(alphas, means, icf, x):
+        params = icf.reshape(k, icf_sz)
+        means = means.reshape(k, d)
+        x = x.reshape(n, d)
+        qs = jax.vmap(build_q)(params)
+        log_dets = jnp.sum(params[:, :d], axis=1)
+
+        def point(xi):
+            maha = jax.vmap(mahalanobis, in_axes=(0, None, 0))(qs, xi, means)
+            return logsumexp(alphas + log_dets - 0.5 * maha)
+
+        loglik = jnp.sum(jax.vmap(point)(x))
+        constant = -0.5 * n * d * jnp.log(2.0 * jnp.pi)
+        return constant + loglik - n * logsumexp(alphas) + log_wishart_prior(qs, log_dets)
 
     return f
 
@@ -182,15 +241,36 @@ def fmt(s):
 
 
 def main():
+    only = os.environ.get("ADZE_BENCH_ONLY")
+    on = (lambda w: True) if not only else (lambda w: w in only.split(","))
     rows = []
     n = 10**6
-    x = data(1, n, -1.0, 1.0)
-    v = data(2, n, -1.0, 1.0)
-    rows.append(bench("seed n=1e6", seed_f, (x,), (v,), (0,)))
+    if on("seed"):
+        x = data(1, n, -1.0, 1.0)
+        v = data(2, n, -1.0, 1.0)
+        rows.append(bench("seed n=1e6", seed_f, (x,), (v,), (0,)))
     x = data(3, n, -1.0, 1.0)
     v = data(4, n, -1.0, 1.0)
-    rows.append(bench("rosenbrock n=1e6", rosenbrock_f, (x,), (v,), (0,)))
-    for d, k, npts in [(8, 10, 1000), (64, 50, 50)]:
+    for name, f in [("rosenbrock", rosenbrock_f), ("rosenbrock2", rosenbrock2_f)]:
+        if on(name):
+            rows.append(bench(f"{name} n=1e6", f, (x,), (v,), (0,)))
+    for name, make in [("gmm", gmm_f), ("gmm2", gmm2_f)]:
+        if not on(name):
+            continue
+        for d, k, npts in [(8, 10, 1000), (64, 50, 50)]:
+            icf_sz = d * (d + 1) // 2
+            args = (
+                data(5, k, -1.0, 1.0),
+                data(6, k * d, -1.0, 1.0),
+                data(7, k * icf_sz, -0.3, 0.3),
+                data(8, npts * d, -1.0, 1.0),
+            )
+            tang = (data(9, k, -1, 1), data(10, k * d, -1, 1), data(11, k * icf_sz, -1, 1))
+            f = make(d, k, npts, 1.0, 0)
+            rows.append(bench(f"{name} d={d} k={k} n={npts}", f, args, tang, (0, 1, 2)))
+    if on("gmm") and on("gmm2"):
+        # The two styles compute the same function.
+        d, k, npts = 8, 10, 1000
         icf_sz = d * (d + 1) // 2
         args = (
             data(5, k, -1.0, 1.0),
@@ -198,30 +278,31 @@ def main():
             data(7, k * icf_sz, -0.3, 0.3),
             data(8, npts * d, -1.0, 1.0),
         )
-        tang = (data(9, k, -1, 1), data(10, k * d, -1, 1), data(11, k * icf_sz, -1, 1))
-        rows.append(
-            bench(f"gmm d={d} k={k} n={npts}", gmm_f(d, k, npts, 1.0, 0), args, tang, (0, 1, 2))
-        )
+        a = jax.jit(gmm_f(d, k, npts, 1.0, 0))(*args)
+        b = jax.jit(gmm2_f(d, k, npts, 1.0, 0))(*args)
+        print(f"gmm vs gmm2 in JAX: relative difference {abs((a - b) / a):.1e}")
     t = 10**5
-    w = data(12, 12, -0.5, 0.5)
-    rows.append(
-        bench(
-            "lstm T=1e5",
-            lstm_f,
-            (w, data(13, t, -1, 1), data(14, t, -1, 1)),
-            (data(15, 12, -1, 1),),
-            (0,),
+    if on("lstm"):
+        w = data(12, 12, -0.5, 0.5)
+        rows.append(
+            bench(
+                "lstm T=1e5",
+                lstm_f,
+                (w, data(13, t, -1, 1), data(14, t, -1, 1)),
+                (data(15, 12, -1, 1),),
+                (0,),
+            )
         )
-    )
-    rows.append(
-        bench(
-            "logistic n=1e6",
-            logistic_f(10**6),
-            (jnp.float64(3.0), jnp.float64(0.3)),
-            (jnp.float64(1.0), jnp.float64(0.0)),
-            (0, 1),
+    if on("recurrence"):
+        rows.append(
+            bench(
+                "logistic n=1e6",
+                logistic_f(10**6),
+                (jnp.float64(3.0), jnp.float64(0.3)),
+                (jnp.float64(1.0), jnp.float64(0.0)),
+                (0, 1),
+            )
         )
-    )
 
     print(f"JAX {jax.__version__}, {jax.devices()[0].platform}, float64, jitted; medians of {SAMPLES}")
     print()

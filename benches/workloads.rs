@@ -21,8 +21,10 @@
 //! `Session::run` and `Compiled::call` do). The compile columns time
 //! `Session::jit`, the JIT step of `Program::compile`.
 //!
-//! Set `ADZE_BENCH_JAX=python3` (a Python with `jax` installed) to run
-//! `benches/jax_workloads.py` at the end and print its table too.
+//! At the end, `benches/jax_workloads.py` prints the same workloads in JAX
+//! when a Python with `jax` is found: `ADZE_BENCH_JAX=python3` (`0`: no
+//! JAX), or else the venv that `just jax-venv` makes in the target
+//! directory (`$CARGO_TARGET_DIR/jax-venv`, or `target/jax-venv`).
 
 #[path = "workloads/native.rs"]
 mod native;
@@ -372,10 +374,15 @@ fn rel_err(a: &[f64], b: &[f64]) -> f64 {
 }
 
 fn check(rec: &Record, what: &str, err: f64) {
+    check_tol(rec, what, err, 1e-6);
+}
+
+/// `check` with the largest difference that passes.
+fn check_tol(rec: &Record, what: &str, err: f64, tol: f64) {
     let line = format!("check {what}: max relative difference adze vs hand-written = {err:.1e}");
     let mut notes = rec.notes.borrow_mut();
     for line in [
-        (err.is_nan() || err > 1e-6).then(|| format!("MISMATCH: {line}")),
+        (err.is_nan() || err > tol).then(|| format!("MISMATCH: {line}")),
         Some(line),
     ]
     .into_iter()
@@ -425,20 +432,58 @@ fn seed(c: &mut Criterion, rec: &Record) {
     }
 }
 
-fn rosenbrock(c: &mut Criterion, rec: &Record) {
+/// One way of writing a workload: its example file (and bench wrappers),
+/// its primal function, the label prefix of its rows, and the hand-written
+/// Rust primal and gradient in the same style. The second styles (issue
+/// #19) are also checked against the first style's hand-written versions.
+struct Style<N, G> {
+    file: &'static str,
+    primal: &'static str,
+    label: &'static str,
+    native: N,
+    native_grad: G,
+    first_style: Option<(N, G)>,
+}
+
+type RosenbrockStyle = Style<fn(&[f64]) -> f64, fn(&[f64], &mut [f64])>;
+
+const ROSENBROCK: RosenbrockStyle = Style {
+    file: "rosenbrock",
+    primal: "rosenbrock",
+    label: "rosenbrock",
+    native: native::rosenbrock,
+    native_grad: native::rosenbrock_grad,
+    first_style: None,
+};
+
+const ROSENBROCK2: RosenbrockStyle = Style {
+    file: "rosenbrock_style2",
+    primal: "rosenbrock_pairs",
+    label: "rosenbrock2",
+    native: native::rosenbrock2,
+    native_grad: native::rosenbrock2_grad,
+    first_style: Some((native::rosenbrock, native::rosenbrock_grad)),
+};
+
+/// The largest difference between a second style and the first that still
+/// counts as rounding: the sums run over 10^6 terms (GMM: 10^4) associated
+/// differently.
+const ACROSS_STYLES: f64 = 1e-10;
+
+fn rosenbrock(c: &mut Criterion, rec: &Record, style: &RosenbrockStyle) {
     let n = 1_000_000;
     let x = data(3, n, -1.0, 1.0);
     let v = data(4, n, -1.0, 1.0);
     let zero = vec![0.0; n];
-    let prog = Program::new(session("rosenbrock"));
-    let label = "rosenbrock n=1e6";
+    let prog = Program::new(session(style.file));
+    let label = format!("{} n=1e6", style.label);
     let out = bench_adze(
         c,
         rec,
-        label,
+        &label,
         &prog,
         Adze {
-            primal: ("rosenbrock", vec![arr(&x)]),
+            primal: (style.primal, vec![arr(&x)]),
             grad: ("bench_grad", vec![arr(&x), arr(&zero)]),
             fwd: ("bench_fwd", vec![arr(&x), arr(&v)]),
             hvp: ("bench_hvp", vec![arr(&x), arr(&v), arr(&zero), arr(&zero)]),
@@ -446,23 +491,89 @@ fn rosenbrock(c: &mut Criterion, rec: &Record) {
         true,
         true,
     );
-    let mut g = group(c, label);
+    let mut g = group(c, &label);
     let mut dx = zero.clone();
-    measure(&mut g, rec, label, "rustc primal", || {
-        black_box(native::rosenbrock(black_box(&x)));
+    measure(&mut g, rec, &label, "rustc primal", || {
+        black_box((style.native)(black_box(&x)));
     });
-    measure(&mut g, rec, label, "rustc gradient", || {
-        native::rosenbrock_grad(black_box(&x), &mut dx);
+    measure(&mut g, rec, &label, "rustc gradient", || {
+        (style.native_grad)(black_box(&x), &mut dx);
         black_box(&dx);
     });
     g.finish();
+    if let Some(Ok((r, _))) = out.get("primal") {
+        let want = (style.native)(&x);
+        check(
+            rec,
+            &format!("{label} primal"),
+            rel_err(&[as_f64(&r[0])], &[want]),
+        );
+        if let Some((first, _)) = style.first_style {
+            check_across(rec, &format!("{label} primal"), as_f64(&r[0]), first(&x));
+        }
+    }
     if let Some(Ok((_, args))) = out.get("gradient") {
-        native::rosenbrock_grad(&x, &mut dx);
-        check(rec, "rosenbrock gradient", rel_err(as_arr(&args[1]), &dx));
+        (style.native_grad)(&x, &mut dx);
+        check(
+            rec,
+            &format!("{label} gradient"),
+            rel_err(as_arr(&args[1]), &dx),
+        );
+        if let Some((_, first_grad)) = style.first_style {
+            first_grad(&x, &mut dx);
+            let err = rel_err(as_arr(&args[1]), &dx);
+            check_tol(
+                rec,
+                &format!("{label} gradient vs the first style"),
+                err,
+                ACROSS_STYLES,
+            );
+        }
     }
 }
 
-fn gmm(c: &mut Criterion, rec: &Record, d: usize, k: usize, n: usize, compile: bool) {
+/// A second style's primal against the first style's hand-written one.
+fn check_across(rec: &Record, what: &str, got: f64, first: f64) {
+    let err = ((got - first) / first).abs();
+    check_tol(
+        rec,
+        &format!("{what} vs the first style"),
+        err,
+        ACROSS_STYLES,
+    );
+}
+
+type GmmStyle = Style<fn(&native::Gmm) -> f64, GmmGrad>;
+type GmmGrad = fn(&native::Gmm, &mut [f64], &mut [f64], &mut [f64]);
+
+const GMM: GmmStyle = Style {
+    file: "gmm",
+    primal: "gmm_objective",
+    label: "gmm",
+    native: native::gmm,
+    native_grad: native::gmm_grad,
+    first_style: None,
+};
+
+const GMM2: GmmStyle = Style {
+    file: "gmm_style2",
+    primal: "gmm_loss",
+    label: "gmm2",
+    native: native::gmm2,
+    native_grad: native::gmm2_grad,
+    first_style: Some((native::gmm, native::gmm_grad)),
+};
+
+#[allow(clippy::too_many_arguments)]
+fn gmm(
+    c: &mut Criterion,
+    rec: &Record,
+    style: &GmmStyle,
+    d: usize,
+    k: usize,
+    n: usize,
+    compile: bool,
+) {
     let icf_sz = d * (d + 1) / 2;
     let p = native::Gmm {
         d,
@@ -503,15 +614,15 @@ fn gmm(c: &mut Criterion, rec: &Record, d: usize, k: usize, n: usize, compile: b
         }
         v
     };
-    let prog = Program::new(session("gmm"));
-    let label = format!("gmm d={d} k={k} n={n}");
+    let prog = Program::new(session(style.file));
+    let label = format!("{} d={d} k={k} n={n}", style.label);
     let out = bench_adze(
         c,
         rec,
         &label,
         &prog,
         Adze {
-            primal: ("gmm_objective", head.clone()),
+            primal: (style.primal, head.clone()),
             grad: ("bench_grad", with(&[&shadows])),
             fwd: ("bench_fwd", with(&[&tangents])),
             hvp: ("bench_hvp", with(&[&tangents, &shadows, &shadows])),
@@ -522,29 +633,48 @@ fn gmm(c: &mut Criterion, rec: &Record, d: usize, k: usize, n: usize, compile: b
     let mut g = group(c, &label);
     let (mut da, mut dm, mut di) = (vec![0.0; k], vec![0.0; k * d], vec![0.0; k * icf_sz]);
     measure(&mut g, rec, &label, "rustc primal", || {
-        black_box(native::gmm(black_box(&p)));
+        black_box((style.native)(black_box(&p)));
     });
     measure(&mut g, rec, &label, "rustc gradient", || {
-        native::gmm_grad(black_box(&p), &mut da, &mut dm, &mut di);
+        (style.native_grad)(black_box(&p), &mut da, &mut dm, &mut di);
         black_box((&da, &dm, &di));
     });
     g.finish();
     if let Some(Ok((r, _))) = out.get("primal") {
-        let want = native::gmm(&p);
+        let want = (style.native)(&p);
         check(
             rec,
             &format!("{label} primal"),
             ((as_f64(&r[0]) - want) / want).abs(),
         );
+        if let Some((first, _)) = style.first_style {
+            check_across(rec, &format!("{label} primal"), as_f64(&r[0]), first(&p));
+        }
     }
     if let Some(Ok((_, args))) = out.get("gradient") {
-        native::gmm_grad(&p, &mut da, &mut dm, &mut di);
         let got: Vec<f64> = args[9..12]
             .iter()
             .flat_map(|a| as_arr(a).to_vec())
             .collect();
-        let want: Vec<f64> = [&da, &dm, &di].into_iter().flatten().copied().collect();
-        check(rec, &format!("{label} gradient"), rel_err(&got, &want));
+        let want = |grad: GmmGrad, da: &mut Vec<f64>, dm: &mut Vec<f64>, di: &mut Vec<f64>| {
+            grad(&p, da, dm, di);
+            [&*da, &*dm, &*di]
+                .into_iter()
+                .flatten()
+                .copied()
+                .collect::<Vec<f64>>()
+        };
+        let mine = want(style.native_grad, &mut da, &mut dm, &mut di);
+        check(rec, &format!("{label} gradient"), rel_err(&got, &mine));
+        if let Some((_, first_grad)) = style.first_style {
+            let first = want(first_grad, &mut da, &mut dm, &mut di);
+            check_tol(
+                rec,
+                &format!("{label} gradient vs the first style"),
+                rel_err(&got, &first),
+                ACROSS_STYLES,
+            );
+        }
     }
 }
 
@@ -730,13 +860,59 @@ fn table(rec: &Record, labels: &[String]) {
     }
 }
 
+/// The Python that runs `benches/jax_workloads.py`: `ADZE_BENCH_JAX` when
+/// it is set (`0` skips the JAX table), otherwise the first of
+/// `$CARGO_TARGET_DIR/jax-venv/bin/python` (a relative `CARGO_TARGET_DIR`
+/// from the workspace root) and `target/jax-venv/bin/python` that imports
+/// `jax` (`just jax-venv` makes one). Prints one line saying which.
+fn jax_python() -> Option<String> {
+    if let Ok(python) = std::env::var("ADZE_BENCH_JAX") {
+        if python == "0" {
+            println!("\nJAX: skipped (ADZE_BENCH_JAX=0)");
+            return None;
+        }
+        println!("\nJAX: {python} (from ADZE_BENCH_JAX)");
+        return Some(python);
+    }
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let mut candidates = Vec::new();
+    if let Some(dir) = std::env::var_os("CARGO_TARGET_DIR") {
+        candidates.push(root.join(dir).join("jax-venv/bin/python"));
+    }
+    candidates.push(root.join("target/jax-venv/bin/python"));
+    candidates.dedup();
+    for python in &candidates {
+        let imports_jax = python.exists()
+            && std::process::Command::new(python)
+                .args(["-c", "import jax"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+        if imports_jax {
+            println!(
+                "\nJAX: {} (found; ADZE_BENCH_JAX=0 skips it)",
+                python.display()
+            );
+            return Some(python.display().to_string());
+        }
+    }
+    let looked: Vec<String> = candidates.iter().map(|p| p.display().to_string()).collect();
+    println!(
+        "\nJAX: no Python that imports jax at {}; `just jax-venv` makes one \
+         (or set ADZE_BENCH_JAX to a Python with jax)",
+        looked.join(" or ")
+    );
+    None
+}
+
 fn jax() {
-    let Ok(python) = std::env::var("ADZE_BENCH_JAX") else {
-        println!("\n(set ADZE_BENCH_JAX=python3 to add the JAX table)");
+    let Some(python) = jax_python() else {
         return;
     };
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/jax_workloads.py");
     println!("\n## JAX ({python} {})\n", script.display());
+    // The script reads `ADZE_BENCH_ONLY` too (inherited).
     match std::process::Command::new(&python).arg(&script).status() {
         Ok(s) if s.success() => {}
         Ok(s) => println!("JAX script failed: {s}"),
@@ -772,14 +948,20 @@ fn main() {
             seed(&mut c, &rec);
         }
         if on("rosenbrock") {
-            rosenbrock(&mut c, &rec);
+            rosenbrock(&mut c, &rec, &ROSENBROCK);
         }
-        if on("gmm") {
-            gmm(&mut c, &rec, 8, 10, 1000, true);
-            // D=64, K=50 at N=1000 would tape several GB: N is reduced for
-            // every column alike, so the ratios are per data point as at
-            // N=1000.
-            gmm(&mut c, &rec, 64, 50, GMM_BIG_N, false);
+        // The same function written in another style (issue #19).
+        if on("rosenbrock2") {
+            rosenbrock(&mut c, &rec, &ROSENBROCK2);
+        }
+        for (name, style) in [("gmm", &GMM), ("gmm2", &GMM2)] {
+            if on(name) {
+                gmm(&mut c, &rec, style, 8, 10, 1000, true);
+                // D=64, K=50 at N=1000 would tape several GB: N is reduced
+                // for every column alike, so the ratios are per data point
+                // as at N=1000.
+                gmm(&mut c, &rec, style, 64, 50, GMM_BIG_N, false);
+            }
         }
         if on("lstm") {
             lstm(&mut c, &rec);

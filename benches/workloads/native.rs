@@ -308,3 +308,233 @@ pub fn logistic_grad(r: f64, x0: f64, n: i64) -> (f64, f64) {
     }
     (dr, dx0)
 }
+
+// ---------------------------------------------------------------------
+// The second style (issue #19): the same functions written as
+// `ir-examples/rosenbrock_style2.adz` and `ir-examples/gmm_style2.adz` are
+// (helper functions, a `while` loop, a dense Q per component), so that
+// "adze / rustc -O" compares like with like.
+
+/// One pair's Rosenbrock term, as `term` in `rosenbrock_style2.adz`.
+fn term(a: f64, b: f64) -> f64 {
+    let u = 1.0 - a;
+    let v = b - a.powi(2);
+    u.powi(2) + 100.0 * v.powi(2)
+}
+
+/// The extended Rosenbrock function as a sum over pairs (`rosenbrock_pairs`).
+pub fn rosenbrock2(x: &[f64]) -> f64 {
+    let n = x.len();
+    let mut total = 0.0;
+    let mut i = 1;
+    while i < n {
+        total += term(x[i - 1], x[i]);
+        i += 1;
+    }
+    total
+}
+
+/// `(d/da, d/db)` of [`term`].
+fn term_grad(a: f64, b: f64) -> (f64, f64) {
+    let u = 1.0 - a;
+    let v = b - a.powi(2);
+    (-2.0 * u - 400.0 * a * v, 200.0 * v)
+}
+
+/// Gradient of [`rosenbrock2`] into `g`, pair by pair.
+pub fn rosenbrock2_grad(x: &[f64], g: &mut [f64]) {
+    g.fill(0.0);
+    let mut i = 1;
+    while i < x.len() {
+        let (da, db) = term_grad(x[i - 1], x[i]);
+        g[i - 1] += da;
+        g[i] += db;
+        i += 1;
+    }
+}
+
+/// `logsumexp` of `gmm_style2.adz`: the largest element found with `if`.
+fn logsumexp2(v: &[f64]) -> f64 {
+    let mut biggest = v[0];
+    for &vi in &v[1..] {
+        if vi > biggest {
+            biggest = vi;
+        }
+    }
+    let mut total = 0.0;
+    for &vi in v {
+        total += (vi - biggest).exp();
+    }
+    biggest + total.ln()
+}
+
+/// One component's dense Q (d×d, row-major) from its parameters.
+fn build_q(params: &[f64], d: usize, q: &mut [f64]) {
+    for row in 0..d {
+        for col in 0..d {
+            q[row * d + col] = if col == row {
+                params[row].exp()
+            } else if col < row {
+                params[d + col * (2 * d - col - 1) / 2 + (row - col - 1)]
+            } else {
+                0.0
+            };
+        }
+    }
+}
+
+/// `‖Q (x - mu)‖²` for a lower-triangular Q.
+fn mahalanobis(q: &[f64], x: &[f64], mu: &[f64]) -> f64 {
+    let d = x.len();
+    let mut total = 0.0;
+    for row in 0..d {
+        let mut dot = 0.0;
+        for col in 0..row + 1 {
+            dot += q[row * d + col] * (x[col] - mu[col]);
+        }
+        total += dot * dot;
+    }
+    total
+}
+
+fn frobenius_sq(q: &[f64]) -> f64 {
+    let mut s = 0.0;
+    for &v in q {
+        s += v * v;
+    }
+    s
+}
+
+fn log_wishart_prior(qs: &[f64], log_dets: &[f64], d: usize, gamma: f64, m: i64) -> f64 {
+    let k = log_dets.len();
+    let dof = d as i64 + m + 1;
+    let c = (dof * d as i64) as f64 * (gamma.ln() - 0.5 * 2f64.ln());
+    let mut out = 0.0;
+    for comp in 0..k {
+        let q = &qs[comp * d * d..(comp + 1) * d * d];
+        out = out + 0.5 * gamma * gamma * frobenius_sq(q) - m as f64 * log_dets[comp];
+    }
+    out - k as f64 * c
+}
+
+/// The dense Qs and their log-determinants, as `gmm_loss` builds them.
+fn gmm2_qs(p: &Gmm) -> (Vec<f64>, Vec<f64>) {
+    let (d, k) = (p.d, p.k);
+    let icf_sz = d * (d + 1) / 2;
+    let dd = d * d;
+    let mut qs = vec![0.0; k * dd];
+    let mut log_dets = vec![0.0; k];
+    for comp in 0..k {
+        let params = &p.icf[comp * icf_sz..(comp + 1) * icf_sz];
+        build_q(params, d, &mut qs[comp * dd..(comp + 1) * dd]);
+        log_dets[comp] = params[..d].iter().sum();
+    }
+    (qs, log_dets)
+}
+
+/// The GMM objective as `gmm_loss` in `gmm_style2.adz`.
+pub fn gmm2(p: &Gmm) -> f64 {
+    let (d, k, n) = (p.d, p.k, p.n);
+    let dd = d * d;
+    let (qs, log_dets) = gmm2_qs(p);
+    let mut scores = vec![0.0; k];
+    let mut loglik = 0.0;
+    for i in 0..n {
+        let xi = &p.x[i * d..(i + 1) * d];
+        for comp in 0..k {
+            let maha = mahalanobis(
+                &qs[comp * dd..(comp + 1) * dd],
+                xi,
+                &p.means[comp * d..(comp + 1) * d],
+            );
+            scores[comp] = p.alphas[comp] + log_dets[comp] - 0.5 * maha;
+        }
+        loglik += logsumexp2(&scores);
+    }
+    let constant = -0.5 * (n * d) as f64 * (2.0 * std::f64::consts::PI).ln();
+    constant + loglik - n as f64 * logsumexp2(&p.alphas)
+        + log_wishart_prior(&qs, &log_dets, d, p.gamma, p.m)
+}
+
+/// Adds `scale ×` the gradient of [`mahalanobis`] with respect to `q` and
+/// `mu` into `dq` and `dmu`.
+fn mahalanobis_grad(q: &[f64], x: &[f64], mu: &[f64], scale: f64, dq: &mut [f64], dmu: &mut [f64]) {
+    let d = x.len();
+    for row in 0..d {
+        let mut dot = 0.0;
+        for col in 0..row + 1 {
+            dot += q[row * d + col] * (x[col] - mu[col]);
+        }
+        let g = scale * 2.0 * dot;
+        for col in 0..row + 1 {
+            dq[row * d + col] += g * (x[col] - mu[col]);
+            dmu[col] -= g * q[row * d + col];
+        }
+    }
+}
+
+/// Gradient of [`gmm2`] with respect to alphas, means and icf, by hand in
+/// the same style: softmax weights per point, the gradient with respect to
+/// each dense Q, then back to the parameters through [`build_q`].
+pub fn gmm2_grad(p: &Gmm, da: &mut [f64], dm: &mut [f64], di: &mut [f64]) {
+    let (d, k, n) = (p.d, p.k, p.n);
+    let icf_sz = d * (d + 1) / 2;
+    let dd = d * d;
+    da.fill(0.0);
+    dm.fill(0.0);
+    di.fill(0.0);
+    let (qs, log_dets) = gmm2_qs(p);
+    let mut dqs = vec![0.0; k * dd];
+    let mut dlog = vec![0.0; k];
+    let mut scores = vec![0.0; k];
+    for i in 0..n {
+        let xi = &p.x[i * d..(i + 1) * d];
+        for comp in 0..k {
+            let maha = mahalanobis(
+                &qs[comp * dd..(comp + 1) * dd],
+                xi,
+                &p.means[comp * d..(comp + 1) * d],
+            );
+            scores[comp] = p.alphas[comp] + log_dets[comp] - 0.5 * maha;
+        }
+        let lse = logsumexp2(&scores);
+        for comp in 0..k {
+            let w = (scores[comp] - lse).exp();
+            da[comp] += w;
+            dlog[comp] += w;
+            mahalanobis_grad(
+                &qs[comp * dd..(comp + 1) * dd],
+                xi,
+                &p.means[comp * d..(comp + 1) * d],
+                -0.5 * w,
+                &mut dqs[comp * dd..(comp + 1) * dd],
+                &mut dm[comp * d..(comp + 1) * d],
+            );
+        }
+    }
+    // -n * logsumexp(alphas)
+    let lse = logsumexp2(&p.alphas);
+    for comp in 0..k {
+        da[comp] -= n as f64 * (p.alphas[comp] - lse).exp();
+    }
+    // The prior: 0.5 gamma^2 ‖Q‖² - m log det Q, per component.
+    let g2 = p.gamma * p.gamma;
+    for (dq, q) in dqs.iter_mut().zip(&qs) {
+        *dq += g2 * q;
+    }
+    for dl in dlog.iter_mut() {
+        *dl -= p.m as f64;
+    }
+    // Back through build_q and the log-determinants.
+    for comp in 0..k {
+        let dq = &dqs[comp * dd..(comp + 1) * dd];
+        let q = &qs[comp * dd..(comp + 1) * dd];
+        let dparams = &mut di[comp * icf_sz..(comp + 1) * icf_sz];
+        for row in 0..d {
+            dparams[row] += dlog[comp] + dq[row * d + row] * q[row * d + row];
+            for col in 0..row {
+                dparams[d + col * (2 * d - col - 1) / 2 + (row - col - 1)] += dq[row * d + col];
+            }
+        }
+    }
+}

@@ -25,6 +25,7 @@ mod rule_matrix;
 mod runtime_errors;
 mod scale;
 mod seed;
+mod styles;
 mod support;
 mod verification;
 mod views;
