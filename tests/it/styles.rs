@@ -18,14 +18,9 @@ fn workload(name: &str) -> Session {
 }
 
 fn data(seed: u64, n: usize, lo: f64, hi: f64) -> Vec<f64> {
-    let mut s = seed.wrapping_mul(6364136223846793005) ^ 0x9e3779b97f4a7c15;
+    let mut rng = adze_test_support::rng::Rng::new(seed);
     (0..n)
-        .map(|_| {
-            s = s
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            lo + (hi - lo) * ((s >> 11) as f64 / (1u64 << 53) as f64)
-        })
+        .map(|_| lo + (hi - lo) * ((rng.next_u64() >> 11) as f64 / (1u64 << 53) as f64))
         .collect()
 }
 
