@@ -9,7 +9,10 @@
 //! new thread against 3.5 ms on a warm one). The calling thread works too,
 //! and waits for the others only at the end. A panic in Cranelift is
 //! caught where it happens and resumed on the calling thread, as if it had
-//! compiled everything itself.
+//! compiled everything itself. A task no thread takes (none started, all
+//! busy, or a child process after `fork`, which has none of them) is
+//! compiled by the caller, so a compile never waits on a thread that does
+//! not run.
 
 use crate::{compile_one, JitError, Machine, Meta};
 use cranelift_codegen::isa::OwnedTargetIsa;
