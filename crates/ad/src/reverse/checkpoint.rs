@@ -14,16 +14,17 @@
 //!   with a new snapshot. Where the loop is left it pushes the first
 //!   iteration of the last segment, before the trip count.
 //! - **The runner** (`f.aug.<acts>.seg<l>`, built here from the
-//!   augmented primal's own blocks of the loop) pops a snapshot and runs
-//!   the loop from it, pushing exactly what the augmented primal pushed,
-//!   until the iteration `stop`; it returns the segment's first iteration.
-//!   With `drop` it first pops the snapshot on top (the last segment's);
-//!   with `stop = 0` it runs nothing.
+//!   augmented primal's own blocks of the loop) pops a snapshot, pushes it
+//!   back, and runs the loop from it, pushing exactly what the augmented
+//!   primal pushed (and cutting where the tape outgrows a segment's
+//!   share), until the iteration `stop` or the loop's exit; it returns
+//!   where the last segment it ran starts. With `drop` it first pops the
+//!   snapshot on top; with `stop = 0` it runs nothing.
 //! - **The adjoint** (`adj.rs`) runs the loop's reverse as before, counting
 //!   down. Where the iteration reaches the start of the segment whose
 //!   records it has popped, it calls the runner for the segment before,
-//!   which pushes that segment's records again (the last segment's
-//!   snapshot, still on the tape, is dropped first).
+//!   which drops that segment's snapshot (every segment's stays on the
+//!   tape while it is reversed) and pushes the records before again.
 //!
 //! The adjoint's code is the code of the fully taped loop, and it pops the
 //! same bits (the runner runs the same instructions from the same values),
@@ -61,56 +62,43 @@ pub(crate) struct Checkpoint {
     pub taken: Vec<Value>,
 }
 
-/// Whether `func` has a `checkpoint` hint (`#[checkpoint]` on a loop).
-pub(crate) fn has_hints(func: &Function) -> bool {
-    func.layout.insts().any(|(_, inst)| {
-        matches!(
-            func.dfg.inst(inst),
-            InstData::Unary {
-                op: Opcode::Checkpoint,
-                ..
-            }
-        )
-    })
+/// The operand of a `checkpoint n` hint.
+fn hint_operand(data: &InstData) -> Option<Value> {
+    match *data {
+        InstData::Unary {
+            op: Opcode::Checkpoint,
+            arg,
+        } => Some(arg),
+        _ => None,
+    }
 }
 
-/// The `checkpoint n` hint of the loop whose header is `header` (blocks
-/// `inside`): the last one in a block outside the loop that jumps to the
-/// header, as the front end puts it for `#[checkpoint]`.
-pub(crate) fn hint(func: &Function, header: Block, inside: &EntitySet<Block>) -> Option<Value> {
-    for &b in func.layout.blocks() {
-        if inside.contains(b) {
-            continue;
-        }
-        let Some(last) = func.layout.last_inst(b) else {
-            continue;
-        };
-        match func.dfg.inst(last) {
-            InstData::Jump { dest, .. } if dest.block == header => {}
-            _ => continue,
-        }
-        let found =
-            func.layout
-                .block_insts(b)
-                .iter()
-                .rev()
-                .find_map(|&inst| match *func.dfg.inst(inst) {
-                    InstData::Unary {
-                        op: Opcode::Checkpoint,
-                        arg,
-                    } => Some(arg),
-                    _ => None,
-                });
-        if found.is_some() {
-            return found;
-        }
+/// Whether `func` has a `checkpoint` hint (`#[checkpoint]` on a loop).
+pub(crate) fn has_hints(func: &Function) -> bool {
+    func.layout
+        .insts()
+        .any(|(_, inst)| hint_operand(func.dfg.inst(inst)).is_some())
+}
+
+/// The `checkpoint n` hint of counted loop `l`: the last one in the block
+/// whose `jump` enters the loop, as the front end puts it for
+/// `#[checkpoint]`.
+fn hint(primal: &Function, plan: &Plan, l: usize, header: Block) -> Option<Value> {
+    let e = plan.preds[header].get(plan.loops[l].entry)?;
+    if !matches!(primal.dfg.inst(e.inst), InstData::Jump { .. }) {
+        return None;
     }
-    None
+    primal
+        .layout
+        .block_insts(e.from)
+        .iter()
+        .rev()
+        .find_map(|&inst| hint_operand(primal.dfg.inst(inst)))
 }
 
 /// The counted loops of `primal` to checkpoint (see the module doc): every
 /// one that can be when `all`, else those with a hint ([`hint`]); each
-/// with its counted hint ([`Plan::checkpoint_every`]).
+/// with its counted hint ([`Plan::checkpoint_every`], [`counts`]).
 pub(crate) fn choose(
     module: &Module,
     primal: &Function,
@@ -118,7 +106,7 @@ pub(crate) fn choose(
     calls: &Calls,
     all: bool,
 ) -> Vec<(usize, Option<Value>)> {
-    let mut chosen: Vec<usize> = Vec::new();
+    let mut chosen: Vec<(usize, Option<Value>)> = Vec::new();
     // Outer loops first: a loop inside a chosen one is taped within the
     // outer loop's segments; inside a loop not chosen, it may be chosen.
     let mut order: Vec<(usize, usize)> = (0..plan.loops.len())
@@ -135,7 +123,7 @@ pub(crate) fn choose(
         };
         if plan
             .enclosing(header)
-            .any(|m| m != l && chosen.contains(&m))
+            .any(|m| m != l && chosen.iter().any(|&(c, _)| c == m))
         {
             continue;
         }
@@ -180,54 +168,54 @@ pub(crate) fn choose(
                 });
             }
         }
-        if ok && worth && (all || hint(primal, header, &inside).is_some()) {
-            chosen.push(l);
+        let hinted = hint(primal, plan, l, header);
+        if ok && worth && (all || hinted.is_some()) {
+            let every = hinted.filter(|&n| counts(primal, plan, l, &blocks, &inside, n));
+            chosen.push((l, every));
         }
     }
     chosen.sort_unstable();
     chosen
-        .into_iter()
-        .map(|l| (l, counted_hint(primal, plan, l)))
-        .collect()
 }
 
-/// `n` of loop `l`'s hint `checkpoint n` when it may count segments in
-/// iterations: `n` is not the constant 0, and every edge that leaves the
-/// loop leaves it alone (the augmented primal drops the last segment's
-/// records where the loop is left, before the exit's own records; an
-/// edge leaving an inner loop too would push that loop's first).
-fn counted_hint(primal: &Function, plan: &Plan, l: usize) -> Option<Value> {
-    let blocks = plan.loop_blocks(l);
-    let header = *blocks.first()?;
-    let mut inside: EntitySet<Block> = EntitySet::new();
-    for &b in &blocks {
-        inside.insert(b);
-    }
-    let n = hint(primal, header, &inside)?;
+/// Whether loop `l` (`blocks`, as a set `inside`) counts its segments in
+/// iterations by its hint `checkpoint n`: `n` is not the constant 0, and
+/// every edge that leaves the loop leaves it alone (the augmented primal
+/// drops the last segment's records where the loop is left, before the
+/// exit's own records; an edge leaving an inner loop too would push that
+/// loop's first).
+fn counts(
+    primal: &Function,
+    plan: &Plan,
+    l: usize,
+    blocks: &[Block],
+    inside: &EntitySet<Block>,
+    n: Value,
+) -> bool {
     if let ValueDef::Result { inst, .. } = *primal.dfg.value_def(n) {
         if let InstData::IConst { imm: 0, .. } = primal.dfg.inst(inst) {
-            return None;
+            return false;
         }
     }
-    for &b in &blocks {
+    blocks.iter().all(|&b| {
         let Some(last) = primal.layout.last_inst(b) else {
-            continue;
+            return true;
         };
-        for (k, d) in primal.dfg.inst(last).destinations().iter().enumerate() {
-            if inside.contains(d.block) {
-                continue;
-            }
-            let e = super::plan::Edge {
-                from: b,
-                inst: last,
-                dest: k,
-            };
-            if plan.exited(e, d.block) != [l] {
-                return None;
-            }
-        }
-    }
-    Some(n)
+        primal
+            .dfg
+            .inst(last)
+            .destinations()
+            .iter()
+            .enumerate()
+            .all(|(k, d)| {
+                let e = super::plan::Edge {
+                    from: b,
+                    inst: last,
+                    dest: k,
+                };
+                inside.contains(d.block) || plan.exited(e, d.block) == [l]
+            })
+    })
 }
 
 /// Is `v` made by `slice` or `view`?
