@@ -330,24 +330,20 @@ impl Adj<'_> {
         let trips = self.trips.ok_or_else(|| self.internal("no trip array"))?;
         let tape = self.tape;
         for &l in loops.iter().rev() {
-            let slots = self.plan.checkpoint_slots(l);
+            let slot = self.plan.checkpoint_slot(l);
             let mut b = self.b();
             let n = b.pop(tape, Type::I64);
             let n = b.frombits(n);
             let i = b.iconst(l as i64);
             b.store(trips, i, n);
             // A checkpointed loop: where its last segment starts (pushed
-            // before the counter), and that segment's snapshot is still on
-            // the tape.
+            // before the counter; that segment's snapshot is on the tape).
             let mut last = None;
-            if let Some((seg, flag)) = slots {
+            if let Some(seg) = slot {
                 let s = b.pop(tape, Type::I64);
                 let f = b.frombits(s);
                 let k = b.iconst(seg as i64);
                 b.store(trips, k, f);
-                let one = b.fconst(1.0);
-                let k = b.iconst(flag as i64);
-                b.store(trips, k, one);
                 if self.plan.checkpoint_every(l).is_some() {
                     last = Some((s, seg));
                 }
@@ -763,20 +759,20 @@ impl Adj<'_> {
             let lp = &self.plan.loops[l];
             let (entry, back) = (edges[lp.entry], edges[lp.back]);
             let trips = self.trips.ok_or_else(|| self.internal("no trip array"))?;
-            let slots = self.plan.checkpoint_slots(l);
+            let slot = self.plan.checkpoint_slot(l);
             let mut b = self.b();
             let i = b.iconst(l as i64);
             let j = b.load(trips, i);
             let j = b.tobits(j);
             let to_entry = b.create_block();
             let to_back = b.create_block();
-            match slots {
+            match slot {
                 None => {
                     let zero = b.iconst(0);
                     let first = b.icmp(CmpCond::Eq, j, zero);
                     b.brif(first, to_entry, &[], to_back, &[]);
                 }
-                Some((seg, flag)) => {
+                Some(seg) => {
                     // One compare on the hot path: `j` is at the start of
                     // its segment (0 for the first one) only at a boundary.
                     let k = b.iconst(seg as i64);
@@ -787,7 +783,7 @@ impl Adj<'_> {
                     b.brif(at, boundary, &[], to_back, &[]);
                     b.switch_to_block(boundary);
                     self.block = Some(boundary);
-                    self.segment_boundary(l, (seg, flag), j, to_entry, to_back)?;
+                    self.segment_boundary(l, seg, j, to_entry, to_back)?;
                 }
             }
             let mut b = self.b();
@@ -836,14 +832,14 @@ impl Adj<'_> {
 
     /// In the reverse of checkpointed loop `l`'s header, at iteration `j`,
     /// the first of the segment whose records were popped: one call of the
-    /// runner drops that segment's snapshot if it is still on the tape,
+    /// runner drops that segment's snapshot (on the tape),
     /// then (for `j > 0`) runs the segment before, which pushes its records
     /// again; then on to `to_entry` (`j = 0`) or `to_back`, with the new
     /// segment's start noted.
     fn segment_boundary(
         &mut self,
         l: usize,
-        (seg, flag): (usize, usize),
+        seg: usize,
         j: Value,
         to_entry: Block,
         to_back: Block,
@@ -861,18 +857,14 @@ impl Adj<'_> {
             );
         }
         let mut b = self.b();
-        let k = b.iconst(flag as i64);
-        let f = b.load(trips, k);
-        let zero_f = b.fconst(0.0);
-        let drop = b.fcmp(CmpCond::Ne, f, zero_f);
+        // The segment's snapshot is on the tape (the augmented primal
+        // leaves the last segment's, a runner the one it ends with): drop
+        // it first.
+        let drop = b.bconst(true);
         let mut args = vec![j, drop];
         args.extend(taken);
         let call = b.call(runner, &args, &[Type::I64]);
         let start = b.func.dfg.first_result(call);
-        // The runner leaves the snapshot of the (sub-)segment it ends with
-        // on the tape, as the augmented primal leaves the last segment's.
-        let one_f = b.fconst(1.0);
-        b.store(trips, k, one_f);
         let zero = b.iconst(0);
         let first = b.icmp(CmpCond::Eq, j, zero);
         let noted = b.create_block();

@@ -24,18 +24,16 @@ impl Plan {
     }
 
     /// Slots of the adjoint's trip array: one per counted loop, then one per
-    /// invariant, then two per checkpointed loop.
+    /// invariant, then one per checkpointed loop.
     pub fn trip_slots(&self) -> usize {
-        self.loops.len() + self.invariants.len() + 2 * self.checkpointed.len()
+        self.loops.len() + self.invariants.len() + self.checkpointed.len()
     }
 
-    /// For a checkpointed loop `l`: the trip-array slots of the start of
-    /// the segment the reverse sweep is in, and of the flag that says its
-    /// snapshot is still on the tape.
-    pub fn checkpoint_slots(&self, l: usize) -> Option<(usize, usize)> {
+    /// For a checkpointed loop `l`: the trip-array slot of the start of the
+    /// segment the reverse sweep is in (whose snapshot is on the tape).
+    pub fn checkpoint_slot(&self, l: usize) -> Option<usize> {
         let k = self.checkpointed.iter().position(|&c| c == l)?;
-        let base = self.loops.len() + self.invariants.len() + 2 * k;
-        Some((base, base + 1))
+        Some(self.loops.len() + self.invariants.len() + k)
     }
 
     /// `n` of checkpointed loop `l`'s counted hint ([`Plan::checkpoint_every`]).

@@ -130,9 +130,9 @@ pub(crate) struct Plan {
     /// local shadow in the adjoint, of the parameter's length.
     pub const_shadows: Vec<Value>,
     /// The counted loops whose tape is checkpointed, in increasing order
-    /// (`reverse::checkpoint`): each has two more trip-array slots, the
-    /// start of the segment the reverse sweep is in and whether that
-    /// segment's snapshot is still on the tape.
+    /// (`reverse::checkpoint`): each has one more trip-array slot, the
+    /// start of the segment the reverse sweep is in (whose snapshot is on
+    /// the tape).
     pub checkpointed: Vec<usize>,
     /// Per checkpointed loop (as `checkpointed`): `n` of its `checkpoint
     /// n` hint when segments may be counted in iterations (`n` not the
