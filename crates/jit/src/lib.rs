@@ -407,10 +407,10 @@ fn link_error(e: cranelift_module::ModuleError) -> JitError {
 /// A `JITModule` with the module's ISA and every symbol the code imports
 /// registered.
 fn new_module(options: &JitOptions) -> Result<CodeMemory, JitError> {
-    // The module's ISA compiles the trampolines and every function that
-    // uses its settings; the others are compiled with one of
-    // `Definitions::variants` and defined as bytes.
-    let isa = host_isa(options, options.opt_level == OptLevel::Speed, false)?;
+    // The module's ISA compiles the trampolines; the functions are
+    // compiled with the ISA of their settings (`cached_isa`, `pool`) and
+    // defined as bytes.
+    let isa = cached_isa(options, options.opt_level == OptLevel::Speed, false)?;
     let mut builder = JITBuilder::with_isa(isa, default_libcall_names());
     // Every symbol is registered before anything is declared: an unresolved
     // import panics inside `finalize_definitions` in Cranelift 0.135.
