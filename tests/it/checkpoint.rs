@@ -21,6 +21,14 @@ fn without_hints(src: &str) -> String {
         .collect()
 }
 
+/// `got` has `want`'s values, bit for bit.
+fn assert_bits(got: &[Val], want: &[Val], what: impl std::fmt::Display) {
+    assert!(
+        got.len() == want.len() && got.iter().zip(want).all(|(a, b)| a.bit_eq(b)),
+        "{what}: {got:?} against {want:?}"
+    );
+}
+
 fn run(s: &Session, name: &str, args: &[Val], engine: Engine) -> Result<Vec<Val>, String> {
     s.run(name, args, engine)
         .map(|o| o.results)
@@ -64,10 +72,10 @@ fn a_checkpointed_derivative_fits_the_budget_and_equals_the_taped_one() {
                     s.limits.checkpoint_segment = segment;
                     let got = run(&s, name, &args, engine)
                         .unwrap_or_else(|e| panic!("{name} {inline:?} {segment:?}: {e}"));
-                    assert!(
-                        got.len() == taped.len()
-                            && got.iter().zip(&taped).all(|(a, b)| a.bit_eq(b)),
-                        "{name} {inline:?} {engine:?} {segment:?}: {got:?} against {taped:?}"
+                    assert_bits(
+                        &got,
+                        &taped,
+                        format!("{name} {inline:?} {engine:?} {segment:?}"),
                     );
                 }
             }
@@ -86,7 +94,7 @@ fn a_loop_left_by_break_is_recomputed_exactly() {
             s.ad_limits.checkpoint = true;
             s.limits.checkpoint_segment = Some(segment);
             let got = run(&s, "d_until", &args, Engine::Jit).unwrap();
-            assert!(got[0].bit_eq(&taped[0]), "x = {x}, segment {segment}");
+            assert_bits(&got, &taped, format!("x = {x}, segment {segment}"));
         }
     }
 }
@@ -112,11 +120,11 @@ fn h(x: f64, n: i64) -> f64 { autodiff(reverse, g, active, active(x), const(n)) 
     s.ad_limits.checkpoint = true;
     s.limits.checkpoint_segment = Some(2);
     let got = run(&s, "h", &args, Engine::Jit).unwrap();
-    assert!(got[0].bit_eq(&want[0]), "{got:?} against {want:?}");
+    assert_bits(&got, &want, "h");
     // The first derivative alone is checkpointed.
     let g = run(&s, "g", &args, Engine::Jit).unwrap();
     let g_plain = run(&plain, "g", &args, Engine::Jit).unwrap();
-    assert!(g[0].bit_eq(&g_plain[0]));
+    assert_bits(&g, &g_plain, "g");
 }
 
 /// The schedule is in the annotated dump (docs/ad-reverse.md, "In a
@@ -161,10 +169,7 @@ fn a_forward_derivative_of_a_checkpointed_one_is_taped_inside() {
         s.ad_limits.checkpoint = true;
         s.limits.checkpoint_segment = Some(1);
         let got = run(&s, "d2", &args, Engine::Jit).unwrap();
-        assert!(
-            got[0].bit_eq(&want[0]),
-            "{inline:?}: {got:?} against {want:?}"
-        );
+        assert_bits(&got, &want, format!("{inline:?}"));
     }
 }
 
@@ -201,10 +206,7 @@ fn a_hinted_loop_is_checkpointed_without_the_flag() {
                 }
                 let got = run(&s, name, &args, engine)
                     .unwrap_or_else(|e| panic!("{name} {inline:?} {engine:?}: {e}"));
-                assert!(
-                    got.len() == taped.len() && got.iter().zip(&taped).all(|(a, b)| a.bit_eq(b)),
-                    "{name} {inline:?} {engine:?}: {got:?} against {taped:?}"
-                );
+                assert_bits(&got, &taped, format!("{name} {inline:?} {engine:?}"));
             }
         }
     }
@@ -263,10 +265,8 @@ fn snapshots_bound_the_segments_by_the_trip_count() {
                         let got = run(&s, name, &args, engine).unwrap_or_else(|e| {
                             panic!("{name} K={k} {inline:?} {engine:?} {segment:?}: {e}")
                         });
-                        assert!(
-                            got[0].bit_eq(&want[0]),
-                            "{name} K={k} {inline:?} {engine:?} {segment:?}: {got:?} against {want:?}"
-                        );
+                        let what = format!("{name} K={k} {inline:?} {engine:?} {segment:?}");
+                        assert_bits(&got, &want, what);
                     }
                 }
             }
@@ -299,10 +299,7 @@ fn a_rule_region_argument_unread_in_the_loop_is_in_the_snapshot() {
             s.limits.checkpoint_segment = Some(1);
             let got = run(&s, "d", &args, engine)
                 .unwrap_or_else(|e| panic!("{inline:?} {engine:?}: {e}"));
-            assert!(
-                got[0].bit_eq(&want[0]),
-                "{inline:?} {engine:?}: {got:?} against {want:?}"
-            );
+            assert_bits(&got, &want, format!("{inline:?} {engine:?}"));
         }
     }
 }

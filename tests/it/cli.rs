@@ -228,12 +228,7 @@ fn every_malformed_program_gives_a_located_diagnostic() {
     files.sort();
     assert!(files.len() >= 40, "only {} malformed programs", files.len());
     for file in files {
-        let rel = file
-            .strip_prefix(root())
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .to_string();
+        let rel = crate::support::relative(&file);
         let out = adze(&["check", &rel]);
         assert_eq!(out.code, 1, "{rel}: {}", out.stderr);
         let first = out.stderr.lines().next().unwrap_or("");
@@ -653,12 +648,7 @@ fn dump_format_dot_draws_every_function() {
     };
     assert!(probe.status.success());
     for path in crate::support::examples() {
-        let rel = path
-            .strip_prefix(root())
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .to_string();
+        let rel = crate::support::relative(&path);
         let out = adze(&["dump", &rel, "--stage", "all", "--format", "dot"]).exits(0);
         let mut child = std::process::Command::new("dot")
             .arg("-Tsvg")

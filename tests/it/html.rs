@@ -4,7 +4,7 @@
 //! fetched; well-formed (a small tag checker here); rendered by a headless
 //! browser when one is installed (skipped otherwise).
 
-use crate::support::{adze, examples, root};
+use crate::support::{adze, examples};
 
 const STAGES: [&str; 4] = ["parsed", "inlined", "ad", "optimized"];
 
@@ -273,12 +273,7 @@ fn the_page_has_a_column_per_stage_with_its_text_and_notes() {
 #[test]
 fn every_example_makes_a_well_formed_page() {
     for path in examples() {
-        let rel = path
-            .strip_prefix(root())
-            .unwrap()
-            .to_str()
-            .unwrap()
-            .to_string();
+        let rel = crate::support::relative(&path);
         let page = dump(&rel, "all", "html", &[]);
         assert_well_formed(&page);
         assert_self_contained(&page);

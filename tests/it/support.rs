@@ -15,6 +15,16 @@ pub fn root() -> PathBuf {
 /// Every `.adz` file in `ir-examples/`, sorted.
 pub use adze_test_support::examples::example_files as examples;
 
+/// `path` relative to the workspace root (as the command line is given
+/// it in the tests, which run there).
+pub fn relative(path: &Path) -> String {
+    path.strip_prefix(root())
+        .unwrap()
+        .to_str()
+        .unwrap()
+        .to_string()
+}
+
 pub fn load(path: &Path) -> Session {
     Session::from_file(path).unwrap_or_else(|e| {
         let rendered = match &e {
