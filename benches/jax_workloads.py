@@ -254,30 +254,28 @@ def main():
     for name, f in [("rosenbrock", rosenbrock_f), ("rosenbrock2", rosenbrock2_f)]:
         if on(name):
             rows.append(bench(f"{name} n=1e6", f, (x,), (v,), (0,)))
+    def gmm_args(d, k, npts):
+        icf_sz = d * (d + 1) // 2
+        return (
+            data(5, k, -1.0, 1.0),
+            data(6, k * d, -1.0, 1.0),
+            data(7, k * icf_sz, -0.3, 0.3),
+            data(8, npts * d, -1.0, 1.0),
+        )
+
     for name, make in [("gmm", gmm_f), ("gmm2", gmm2_f)]:
         if not on(name):
             continue
         for d, k, npts in [(8, 10, 1000), (64, 50, 50)]:
             icf_sz = d * (d + 1) // 2
-            args = (
-                data(5, k, -1.0, 1.0),
-                data(6, k * d, -1.0, 1.0),
-                data(7, k * icf_sz, -0.3, 0.3),
-                data(8, npts * d, -1.0, 1.0),
-            )
+            args = gmm_args(d, k, npts)
             tang = (data(9, k, -1, 1), data(10, k * d, -1, 1), data(11, k * icf_sz, -1, 1))
             f = make(d, k, npts, 1.0, 0)
             rows.append(bench(f"{name} d={d} k={k} n={npts}", f, args, tang, (0, 1, 2)))
     if on("gmm") and on("gmm2"):
         # The two styles compute the same function.
         d, k, npts = 8, 10, 1000
-        icf_sz = d * (d + 1) // 2
-        args = (
-            data(5, k, -1.0, 1.0),
-            data(6, k * d, -1.0, 1.0),
-            data(7, k * icf_sz, -0.3, 0.3),
-            data(8, npts * d, -1.0, 1.0),
-        )
+        args = gmm_args(d, k, npts)
         a = jax.jit(gmm_f(d, k, npts, 1.0, 0))(*args)
         b = jax.jit(gmm2_f(d, k, npts, 1.0, 0))(*args)
         print(f"gmm vs gmm2 in JAX: relative difference {abs((a - b) / a):.1e}")

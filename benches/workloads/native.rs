@@ -433,22 +433,28 @@ fn gmm2_qs(p: &Gmm) -> (Vec<f64>, Vec<f64>) {
 }
 
 /// The GMM objective as `gmm_loss` in `gmm_style2.adz`.
+/// Each component's log-likelihood of the point `xi` (before the
+/// log-sum-exp), into `scores`.
+fn gmm2_scores(p: &Gmm, qs: &[f64], log_dets: &[f64], xi: &[f64], scores: &mut [f64]) {
+    let (d, dd) = (p.d, p.d * p.d);
+    for (comp, score) in scores.iter_mut().enumerate() {
+        let maha = mahalanobis(
+            &qs[comp * dd..(comp + 1) * dd],
+            xi,
+            &p.means[comp * d..(comp + 1) * d],
+        );
+        *score = p.alphas[comp] + log_dets[comp] - 0.5 * maha;
+    }
+}
+
 pub fn gmm2(p: &Gmm) -> f64 {
     let (d, k, n) = (p.d, p.k, p.n);
-    let dd = d * d;
     let (qs, log_dets) = gmm2_qs(p);
     let mut scores = vec![0.0; k];
     let mut loglik = 0.0;
     for i in 0..n {
         let xi = &p.x[i * d..(i + 1) * d];
-        for comp in 0..k {
-            let maha = mahalanobis(
-                &qs[comp * dd..(comp + 1) * dd],
-                xi,
-                &p.means[comp * d..(comp + 1) * d],
-            );
-            scores[comp] = p.alphas[comp] + log_dets[comp] - 0.5 * maha;
-        }
+        gmm2_scores(p, &qs, &log_dets, xi, &mut scores);
         loglik += logsumexp2(&scores);
     }
     let constant = -0.5 * (n * d) as f64 * (2.0 * std::f64::consts::PI).ln();
@@ -489,14 +495,7 @@ pub fn gmm2_grad(p: &Gmm, da: &mut [f64], dm: &mut [f64], di: &mut [f64]) {
     let mut scores = vec![0.0; k];
     for i in 0..n {
         let xi = &p.x[i * d..(i + 1) * d];
-        for comp in 0..k {
-            let maha = mahalanobis(
-                &qs[comp * dd..(comp + 1) * dd],
-                xi,
-                &p.means[comp * d..(comp + 1) * d],
-            );
-            scores[comp] = p.alphas[comp] + log_dets[comp] - 0.5 * maha;
-        }
+        gmm2_scores(p, &qs, &log_dets, xi, &mut scores);
         let lse = logsumexp2(&scores);
         for comp in 0..k {
             let w = (scores[comp] - lse).exp();
