@@ -68,6 +68,10 @@ use std::collections::{HashMap, HashSet};
 #[derive(Clone, Debug, Default)]
 pub struct Activity {
     active: EntitySet<Value>,
+    /// Values numbered below this have a fixed activity, marked before the
+    /// analysis and left by it: those a checkpoint runner shares with its
+    /// augmented primal ([`analyze_fixed`]).
+    fixed_below: u32,
 }
 
 impl Activity {
@@ -77,6 +81,9 @@ impl Activity {
     }
 
     fn mark(&mut self, v: Value) -> bool {
+        if v.as_u32() < self.fixed_below {
+            return false;
+        }
         self.active.insert(v)
     }
 
@@ -146,6 +153,34 @@ struct Summaries {
 /// results the caller makes active (by number).
 pub(crate) type SummaryKey = (FuncId, Vec<ArgActivity>, Vec<usize>);
 
+/// [`analyze_cached`] for a checkpoint runner of a `.ckptf` derivative:
+/// the values numbered below `below`, which the runner shares with its
+/// augmented primal (`reverse::checkpoint`), have the activity `fixed`
+/// gives them (the augmented primal's, for the same request); the others
+/// (the popped snapshot, the runner's parameters) are analysed. A value
+/// the augmented primal computes from constants is popped by the runner:
+/// without this, forward mode would give it a tangent, and a zero tangent
+/// times an infinite partial is NaN where the taped derivative has no term.
+pub(crate) fn analyze_fixed(
+    cache: &mut Cache,
+    module: &Module,
+    func: &Function,
+    args: &[ArgActivity],
+    fixed: &Activity,
+    below: u32,
+) -> Activity {
+    let mut act = Activity {
+        active: EntitySet::with_capacity(func.dfg.num_values()),
+        fixed_below: below,
+    };
+    for v in fixed.active_values() {
+        if v.as_u32() < below {
+            act.active.insert(v);
+        }
+    }
+    analyze_from(act, cache, module, func, args, &[], &mut Summaries::default())
+}
+
 fn analyze_in(
     cache: &mut Cache,
     module: &Module,
@@ -154,9 +189,22 @@ fn analyze_in(
     seeded: &[usize],
     summaries: &mut Summaries,
 ) -> Activity {
-    let mut act = Activity {
+    let act = Activity {
         active: EntitySet::with_capacity(func.dfg.num_values()),
+        fixed_below: 0,
     };
+    analyze_from(act, cache, module, func, args, seeded, summaries)
+}
+
+fn analyze_from(
+    mut act: Activity,
+    cache: &mut Cache,
+    module: &Module,
+    func: &Function,
+    args: &[ArgActivity],
+    seeded: &[usize],
+    summaries: &mut Summaries,
+) -> Activity {
     let (rule_regions, opaque) = forward_rule_regions(func);
     for (&p, a) in func.params().iter().zip(args) {
         if matches!(a, ArgActivity::Dual | ArgActivity::Dup) {

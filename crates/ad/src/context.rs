@@ -97,9 +97,11 @@ pub struct AdContext<'h> {
     /// What the analyses may keep for the lowering in progress.
     pub(crate) cache: Cache,
     /// How many derivations are lowering the requests inside their primal:
-    /// what they lower is differentiated again, so it is not checkpointed
-    /// (`reverse::checkpoint`).
+    /// what they lower is differentiated again, so it is checkpointed only
+    /// for one forward derivation ([`AdContext::checkpoint_scope`]).
     pub(crate) under_derivation: usize,
+    /// How many of those are reverse derivations.
+    pub(crate) under_reverse: usize,
 }
 
 impl Default for AdContext<'_> {
@@ -195,6 +197,7 @@ impl<'h> AdContext<'h> {
             lowering: Lowering::default(),
             cache: Cache::default(),
             under_derivation: 0,
+            under_reverse: 0,
         }
     }
 
@@ -211,14 +214,21 @@ impl<'h> AdContext<'h> {
         self.limits
     }
 
-    /// Whether the reverse derivatives built now checkpoint their loops:
-    /// when the limits ask for it and no derivation is lowering the requests
-    /// inside its primal (what it lowers is differentiated again: reverse
-    /// mode over a cut is not exact, and forward mode over a recomputed
-    /// segment sees values popped from the tape as varied, where the taped
-    /// code knew them constant: `0 · ∞` gave NaN, fuzzer seed 2300036).
-    pub(crate) fn checkpointing(&self) -> bool {
-        self.limits.checkpoint && self.under_derivation == 0
+    /// Where reverse derivatives built now may checkpoint their loops:
+    /// `Some(false)` when no derivation is lowering the requests inside
+    /// its primal; `Some(true)` when one forward derivation is (what it
+    /// lowers is differentiated once, by forward mode: the runners must
+    /// then know the activity the augmented primal's values have,
+    /// `checkpoint::choose`); `None` otherwise. Reverse mode over a cut is
+    /// not exact (the adjoints of the records a cut dropped would flow
+    /// through the runner: another order of sums), nor yet forward mode
+    /// over forward mode over a runner.
+    pub(crate) fn checkpoint_scope(&self) -> Option<bool> {
+        match (self.under_derivation, self.under_reverse) {
+            (0, _) => Some(false),
+            (1, 0) => Some(true),
+            _ => None,
+        }
     }
 
     /// Replaces every `autodiff` instruction of the module by a call to its

@@ -387,7 +387,14 @@ fn build(
         .iter()
         .map(|c| (c.call, collapse.orig.regions[c.region].rules))
         .collect();
-    let act = activity::analyze_cached(&mut cx.cache, module, primal, &req.args, &req.seeded);
+    // A checkpoint runner has the activity of the augmented primal it
+    // recomputes (`reverse::checkpoint::runner_activity`).
+    let act = match crate::reverse::runner_activity(&mut cx.cache, module, req.func, &req.args)? {
+        Some((fixed, below)) => {
+            activity::analyze_fixed(&mut cx.cache, module, primal, &req.args, &fixed, below)
+        }
+        None => activity::analyze_cached(&mut cx.cache, module, primal, &req.args, &req.seeded),
+    };
     let mut t = Transform {
         cx,
         module,
@@ -940,7 +947,12 @@ impl Transform<'_, '_> {
                     .collect();
                 lanes.reverse();
                 self.copy(block, inst, data.clone(), &[]);
-                self.tan[results[0]] = lanes;
+                // Inactive only in a checkpoint runner, for a value the
+                // augmented primal computes from constants: its tangent,
+                // popped, is dropped.
+                if self.act.is_active(results[0]) {
+                    self.tan[results[0]] = lanes;
+                }
             }
             InstData::Zeros {
                 op: Opcode::Zeros,

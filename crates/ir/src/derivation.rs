@@ -76,6 +76,10 @@ pub struct ReverseSpec {
     /// "Checkpointing"): the same derivative, but a reverse derivative of
     /// it needs the twin without (`false`).
     pub checkpoint: bool,
+    /// Checkpointed for a forward derivative of it (`.ckptf`): only the
+    /// loops whose activity its runners can know from their arguments, and
+    /// runners that take the parameters that decide it.
+    pub for_forward: bool,
 }
 
 /// What a pass made of a function.
@@ -259,6 +263,7 @@ mod tests {
             ignored: vec![],
             untaken: vec![],
             checkpoint: false,
+            for_forward: false,
         }
     }
 

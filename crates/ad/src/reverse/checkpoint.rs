@@ -46,7 +46,7 @@ use super::plan::Plan;
 use super::Calls;
 use crate::{rules, AdError};
 use adze_ir::{
-    Block, CmpCond, FuncBuilder, FuncId, Function, InstData, Module, Opcode, Param, RegionData,
+    ArgActivity, Block, CmpCond, FuncBuilder, FuncId, Function, InstData, Module, Opcode, Param, RegionData,
     Signature, Type, Value, ValueDef,
 };
 use cranelift_entity::{EntitySet, SecondaryMap};
@@ -105,8 +105,10 @@ pub(crate) fn choose(
     plan: &Plan,
     calls: &Calls,
     all: bool,
+    for_forward: bool,
 ) -> Vec<(usize, Option<Value>)> {
     let mut chosen: Vec<(usize, Option<Value>)> = Vec::new();
+    let unknown = for_forward.then(|| unknown_activity(module, primal, plan));
     // Outer loops first: a loop inside a chosen one is taped within the
     // outer loop's segments; inside a loop not chosen, it may be chosen.
     let mut order: Vec<(usize, usize)> = (0..plan.loops.len())
@@ -168,6 +170,9 @@ pub(crate) fn choose(
                 });
             }
         }
+        if let Some(unknown) = &unknown {
+            ok &= !touches(primal, &blocks, unknown);
+        }
         let hinted = hint(primal, plan, l, header);
         if ok && worth && (all || hinted.is_some()) {
             let every = hinted.filter(|&n| counts(primal, plan, l, &blocks, &inside, n));
@@ -176,6 +181,54 @@ pub(crate) fn choose(
     }
     chosen.sort_unstable();
     chosen
+}
+
+/// The values of `primal` that a forward derivative may find active
+/// through what the runners of a `.ckptf` derivative do not take: the f64
+/// and array parameters the adjoint does not have (a runner takes the
+/// others, as *witnesses* of their activity), and array results, which a
+/// caller may make active (`ForwardRequest::seeded`). A loop none of
+/// whose values these reach has, in the augmented primal, the activity its
+/// runner's arguments give ([`Witnesses`]).
+fn unknown_activity(module: &Module, primal: &Function, plan: &Plan) -> crate::activity::Activity {
+    let acts: Vec<ArgActivity> = primal
+        .params()
+        .iter()
+        .map(|&p| match primal.dfg.value_type(p) {
+            _ if plan.adj_params.contains(&p) => ArgActivity::Const,
+            Type::F64 => ArgActivity::Dual,
+            Type::Array => ArgActivity::Dup,
+            _ => ArgActivity::Const,
+        })
+        .collect();
+    let seeded: Vec<usize> = (primal.sig.results.iter().enumerate())
+        .filter(|(_, &t)| t == Type::Array)
+        .map(|(k, _)| k)
+        .collect();
+    crate::activity::analyze_cached(
+        &mut crate::context::Cache::default(),
+        module,
+        primal,
+        &acts,
+        &seeded,
+    )
+}
+
+/// Does an active value of `act` appear in `blocks` (a parameter, a
+/// result or an operand)?
+fn touches(primal: &Function, blocks: &[Block], act: &crate::activity::Activity) -> bool {
+    blocks.iter().any(|&b| {
+        let mut hit = primal
+            .dfg
+            .block_params(b)
+            .iter()
+            .any(|&p| act.is_active(p));
+        for &inst in primal.layout.block_insts(b) {
+            hit |= primal.dfg.inst_results(inst).iter().any(|&r| act.is_active(r));
+            primal.dfg.inst(inst).for_each_use(|v| hit |= act.is_active(v));
+        }
+        hit
+    })
 }
 
 /// Whether loop `l` (`blocks`, as a set `inside`) counts its segments in
@@ -237,6 +290,10 @@ struct Captured {
     scalars: Vec<Value>,
     /// Read-only array parameters the adjoint has: passed to the runner.
     taken: Vec<Value>,
+    /// For a `.ckptf` derivative, the other f64 and array parameters the
+    /// adjoint has: passed to the runner, which does not use them, so that
+    /// a forward derivative of it knows their activity ([`Witnesses`]).
+    witnesses: Vec<Value>,
 }
 
 /// Adds the snapshots and cuts of the checkpointed loops to the augmented
@@ -249,6 +306,7 @@ pub(crate) fn instrument(
     primal: &Function,
     plan: &Plan,
     tape: u8,
+    for_forward: bool,
 ) -> Result<Vec<Checkpoint>, AdError> {
     let mut out = Vec::new();
     for &l in &plan.checkpointed {
@@ -257,7 +315,15 @@ pub(crate) fn instrument(
             .first()
             .ok_or_else(|| internal(primal, "a checkpointed loop without blocks"))?;
         out.push(one_loop(
-            module, aug_id, aug, primal, plan, tape, l, header,
+            module,
+            aug_id,
+            aug,
+            primal,
+            plan,
+            tape,
+            l,
+            header,
+            for_forward,
         )?);
     }
     Ok(out)
@@ -313,6 +379,7 @@ fn one_loop(
     tape: u8,
     l: usize,
     header: Block,
+    for_forward: bool,
 ) -> Result<Checkpoint, AdError> {
     let edges = edges_into(aug, header);
     let hp = aug.dfg.block_params(header).to_vec();
@@ -348,7 +415,10 @@ fn one_loop(
         ));
     }
     let inside = natural_loop(aug, header, back.0);
-    let captured = capture(aug, primal, plan, &inside);
+    let mut captured = capture(aug, primal, plan, &inside);
+    if for_forward {
+        captured.witnesses = witnesses(primal, plan, &captured.taken);
+    }
     // `#[checkpoint(snapshots = K)]`: segments of `n` iterations.
     let every = plan.checkpoint_every(l);
 
@@ -458,13 +528,21 @@ fn one_loop(
     };
 
     let runner = build_runner(
-        module, aug_id, aug, l, &inside, header, check, &state, &captured, tape,
-    )?;
-    Ok(Checkpoint {
+        module,
+        aug_id,
+        aug,
         l,
-        runner,
-        taken: captured.taken,
-    })
+        &inside,
+        header,
+        check,
+        &state,
+        &captured,
+        tape,
+        for_forward,
+    )?;
+    let mut taken = captured.taken;
+    taken.extend(captured.witnesses);
+    Ok(Checkpoint { l, runner, taken })
 }
 
 /// A segment starts: its snapshot (the saved arrays by their `helpers`,
@@ -508,6 +586,17 @@ fn retarget(func: &mut Function, e: (Block, usize), to: Block, n: usize) {
     }
 }
 
+/// The witnesses of a `.ckptf` runner: the f64 and array parameters the
+/// adjoint has (`Plan::adj_params`) that the runner does not take already.
+fn witnesses(primal: &Function, plan: &Plan, taken: &[Value]) -> Vec<Value> {
+    plan.adj_params
+        .iter()
+        .copied()
+        .filter(|&p| matches!(primal.dfg.value_type(p), Type::F64 | Type::Array))
+        .filter(|p| !taken.contains(p))
+        .collect()
+}
+
 /// The values the loop's blocks use that are defined outside it.
 fn capture(aug: &Function, primal: &Function, plan: &Plan, inside: &EntitySet<Block>) -> Captured {
     let mut seen: EntitySet<Value> = EntitySet::new();
@@ -515,6 +604,7 @@ fn capture(aug: &Function, primal: &Function, plan: &Plan, inside: &EntitySet<Bl
         saved: Vec::new(),
         scalars: Vec::new(),
         taken: Vec::new(),
+        witnesses: Vec::new(),
     };
     let entry = primal.entry_block();
     let mut take = |v: Value| {
@@ -575,6 +665,7 @@ fn build_runner(
     state: &[Value],
     captured: &Captured,
     tape: u8,
+    for_forward: bool,
 ) -> Result<FuncId, AdError> {
     let mut params = vec![
         Param::new("stop", Type::I64),
@@ -582,6 +673,12 @@ fn build_runner(
     ];
     for &a in &captured.taken {
         params.push(Param::new(aug.array_name(a), aug.dfg.value_type(a)));
+    }
+    for &w in &captured.witnesses {
+        params.push(Param::new(
+            format!("w_{}", aug.array_name(w)),
+            aug.dfg.value_type(w),
+        ));
     }
     let sig = Signature {
         params,
@@ -608,6 +705,9 @@ fn build_runner(
     let drop = f.dfg.append_block_param(entry, Type::Bool);
     for &a in &captured.taken {
         f.dfg.attach_block_param(entry, a, aug.dfg.value_type(a));
+    }
+    for &w in &captured.witnesses {
+        f.dfg.append_block_param(entry, aug.dfg.value_type(w));
     }
     let blocks: Vec<Block> = aug
         .layout
@@ -737,6 +837,12 @@ fn build_runner(
     b.ret(&[seg]);
     remove_unreachable(&mut f);
     f.inlined = aug.inlined.clone();
+    if for_forward {
+        // A forward derivative of it keeps the augmented primal's activity
+        // by value number (`runner_activity`): inlined into the adjoint,
+        // its values would be renumbered.
+        f.meta.inline = adze_ir::InlineHint::Never;
+    }
     copy_regions(aug, &mut f, inside);
     let made = adze_ir::Derivation {
         from: Some(aug_id),
@@ -850,4 +956,124 @@ fn internal(primal: &Function, reason: &str) -> AdError {
         func: primal.name.clone(),
         reason: format!("checkpointing: {reason}"),
     }
+}
+
+/// For a forward derivative of the runner `id` of a `.ckptf` derivative,
+/// with the activities `args` (one per runner parameter): the activity of
+/// the values the runner shares with its augmented primal (those numbered
+/// below its own, `stop` the first), as the augmented primal has them
+/// under the same request, and that bound. `None` when `id` is not such a
+/// runner. The request of the augmented primal is read from the runner's
+/// arguments: the arrays it takes and its witnesses give the activity of
+/// the adjoint's parameters; the others are constant, and
+/// [`choose`] saw to it that they reach nothing in the loop (checked
+/// again here, as are array results a caller might make active).
+pub(crate) fn runner_activity(
+    cache: &mut crate::context::Cache,
+    module: &Module,
+    id: FuncId,
+    args: &[ArgActivity],
+) -> Result<Option<(crate::activity::Activity, u32)>, AdError> {
+    let Some(adze_ir::Derivation {
+        from: Some(aug_id),
+        step: adze_ir::Step::Segment { .. },
+    }) = module.derivation(id)
+    else {
+        return Ok(None);
+    };
+    let Some(adze_ir::Derivation {
+        step: adze_ir::Step::Augmented { spec, .. },
+        ..
+    }) = module.derivation(*aug_id)
+    else {
+        return Ok(None);
+    };
+    let (runner, aug) = (module.func(id), module.func(*aug_id));
+    let fail = |reason: &str| AdError::ReverseInternal {
+        func: runner.name.clone(),
+        reason: format!("checkpointing: forward mode over a runner: {reason}"),
+    };
+    if !spec.for_forward {
+        return Err(fail("the runner of a derivative not built for it"));
+    }
+    let params = runner.params();
+    let below = params
+        .first()
+        .ok_or_else(|| fail("no parameters"))?
+        .as_u32();
+    // The runner's parameters after `stop` and `drop`: the arrays it takes
+    // (the augmented primal's own values), then the witnesses, in the
+    // order of the adjoint's parameters.
+    let witnesses: Vec<Value> = aug
+        .params()
+        .iter()
+        .zip(&aug.sig.params)
+        .enumerate()
+        .filter(|&(k, (_, p))| {
+            matches!(p.ty, Type::F64 | Type::Array)
+                && super::plan::adj_takes(p, k, &spec.untaken)
+        })
+        .map(|(_, (&v, _))| v)
+        .filter(|v| !params.contains(v))
+        .collect();
+    let taken = params.len().saturating_sub(2 + witnesses.len());
+    if params.len() != 2 + taken + witnesses.len() || args.len() != params.len() {
+        return Err(fail("its parameters are not those of its augmented primal"));
+    }
+    let given = |v: Value| -> Option<ArgActivity> {
+        if let Some(k) = params[2..2 + taken].iter().position(|&p| p == v) {
+            return Some(args[2 + k]);
+        }
+        let k = witnesses.iter().position(|&w| w == v)?;
+        Some(args[2 + taken + k])
+    };
+    let (mut known, mut widest) = (Vec::new(), Vec::new());
+    for &p in aug.params() {
+        let top = match aug.dfg.value_type(p) {
+            Type::F64 => ArgActivity::Dual,
+            Type::Array => ArgActivity::Dup,
+            _ => ArgActivity::Const,
+        };
+        match given(p) {
+            Some(a) => {
+                known.push(a);
+                widest.push(a);
+            }
+            None => {
+                known.push(ArgActivity::Const);
+                widest.push(top);
+            }
+        }
+    }
+    let seeded: Vec<usize> = (aug.sig.results.iter().enumerate())
+        .filter(|(_, &t)| t == Type::Array)
+        .map(|(k, _)| k)
+        .collect();
+    let fixed = crate::activity::analyze_cached(cache, module, aug, &known, &[]);
+    let wide = crate::activity::analyze_cached(cache, module, aug, &widest, &seeded);
+    let params_of = runner
+        .layout
+        .blocks()
+        .iter()
+        .map(|&b| runner.dfg.block_params(b).to_vec());
+    let of_insts = runner.layout.insts().map(|(_, inst)| {
+        let mut vs = runner.dfg.inst_results(inst).to_vec();
+        runner.dfg.inst(inst).for_each_use(|v| vs.push(v));
+        vs
+    });
+    for shared in params_of.chain(of_insts) {
+        for v in shared.into_iter().filter(|v| v.as_u32() < below) {
+            if v.as_u32() as usize >= aug.dfg.num_values()
+                || aug.dfg.value_type(v) != runner.dfg.value_type(v)
+            {
+                return Err(fail("a value not numbered as in its augmented primal"));
+            }
+            if fixed.is_active(v) != wide.is_active(v) {
+                return Err(fail(
+                    "the activity of a value of the loop depends on what the runner does not take",
+                ));
+            }
+        }
+    }
+    Ok(Some((fixed, below)))
 }

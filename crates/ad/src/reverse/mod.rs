@@ -95,6 +95,7 @@ pub fn adjoint_tape(tape: u8, primal_tape: u8) -> u8 {
 mod adj;
 mod aug;
 mod checkpoint;
+pub(crate) use checkpoint::runner_activity;
 pub(crate) mod plan;
 
 use crate::{rules, AdContext, AdError};
@@ -126,6 +127,10 @@ pub struct ReverseRequest {
     /// `AdLimits::checkpoint`, unless a reverse derivation is lowering the
     /// requests inside its primal); in the name as `.ckpt`.
     pub checkpoint: bool,
+    /// Checkpointed for one forward derivative of it (set by the pass, see
+    /// [`AdContext::checkpoint_scope`]): only loops whose activity its
+    /// runners know from their arguments (`checkpoint::choose`); `.ckptf`.
+    pub for_forward: bool,
 }
 
 impl ReverseRequest {
@@ -137,17 +142,27 @@ impl ReverseRequest {
             untaken: Vec::new(),
             ignored: Vec::new(),
             checkpoint: false,
+            for_forward: false,
         }
     }
 
     /// This request with the checkpointing `cx` asks for: every loop it
     /// can (`AdLimits::checkpoint`), or the loops with a `#[checkpoint]`
-    /// hint; neither when a derivation is lowering the requests inside its
-    /// primal ([`AdContext::checkpointing`]).
+    /// hint; neither when a reverse derivation, or more than one forward
+    /// derivation, is lowering the requests inside its primal
+    /// ([`AdContext::checkpoint_scope`]).
     fn in_context(&self, cx: &AdContext<'_>, module: &Module) -> ReverseRequest {
         let hinted = || module.is_valid(self.func) && checkpoint::has_hints(module.func(self.func));
+        let (checkpoint, for_forward) = match cx.checkpoint_scope() {
+            Some(for_forward) => {
+                let on = cx.limits().checkpoint || hinted();
+                (on, on && for_forward)
+            }
+            None => (false, false),
+        };
         ReverseRequest {
-            checkpoint: cx.checkpointing() || (cx.under_derivation == 0 && hinted()),
+            checkpoint,
+            for_forward,
             ..self.clone()
         }
     }
@@ -165,6 +180,7 @@ impl ReverseRequest {
             },
             untaken: self.untaken.clone(),
             checkpoint: self.checkpoint,
+            for_forward: self.for_forward,
         }
     }
 
@@ -216,7 +232,9 @@ impl ReverseRequest {
             s.push_str(".u");
             s.push_str(&ks.join("_"));
         }
-        if self.checkpoint {
+        if self.for_forward {
+            s.push_str(".ckptf");
+        } else if self.checkpoint {
             s.push_str(".ckpt");
         }
         s
@@ -903,13 +921,21 @@ pub(crate) fn derive_split(
     }
     plan.plan_tape(&primal, &call_args)?;
     if req.checkpoint {
-        let all = cx.checkpointing();
-        let chosen = checkpoint::choose(module, &primal, &plan, &calls, all);
+        let all = cx.limits().checkpoint;
+        let chosen = checkpoint::choose(module, &primal, &plan, &calls, all, req.for_forward);
         plan.checkpointed = chosen.iter().map(|&(l, _)| l).collect();
         plan.checkpoint_every = chosen.iter().map(|&(_, n)| n).collect();
     }
     let mut aug = aug::build(&primal, &plan, &calls, &collapse, tape, aug_name, aug_sig)?;
-    let checkpoints = checkpoint::instrument(module, aug_id, &mut aug, &primal, &plan, tape)?;
+    let checkpoints = checkpoint::instrument(
+        module,
+        aug_id,
+        &mut aug,
+        &primal,
+        &plan,
+        tape,
+        req.for_forward,
+    )?;
     let adj = adj::build(
         &primal,
         &plan,
@@ -999,6 +1025,7 @@ fn taped_twin(
         untaken: spec.untaken.clone(),
         ignored: spec.ignored.clone(),
         checkpoint: false,
+        for_forward: false,
     };
     let twin = match &step {
         Step::Augmented { spec, tape } | Step::Adjoint { spec, tape } if spec.checkpoint => {
@@ -1059,8 +1086,10 @@ fn prepare(
     // What is lowered here is differentiated again: no checkpoints (see
     // `checkpoint`).
     cx.under_derivation += 1;
+    cx.under_reverse += 1;
     let lowered = prepare_lowered(cx, module, primal, depth)
         .and_then(|()| untwin_checkpoints(cx, module, primal, depth));
+    cx.under_reverse -= 1;
     cx.under_derivation -= 1;
     lowered?;
     for (_, inst) in primal.layout.insts() {
