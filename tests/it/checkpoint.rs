@@ -219,6 +219,39 @@ fn a_hessian_vector_product_is_checkpointed_within_the_budget() {
     }
 }
 
+/// A third derivative by forward over forward over reverse (`ddd_loop4`)
+/// is checkpointed at both forward orders: within a budget that the taped
+/// one exceeds, with its bits, under every inline setting and segment
+/// length, in both engines. The second forward derivative of the runner
+/// gets its activity from the first forward derivative of the augmented
+/// primal, through the tangents each lists (`Function::tangents`).
+#[test]
+fn a_third_derivative_forward_over_forward_over_reverse_is_checkpointed() {
+    let budget = 512 << 10;
+    let args = [Val::F64(0.7), Val::I64(20_000)];
+    let want = run(&session(), "ddd_loop4", &args, Engine::Jit).unwrap();
+    let mut over = session();
+    over.limits.tape_limit = budget;
+    let err = run(&over, "ddd_loop4", &args, Engine::Jit).unwrap_err();
+    assert!(err.contains("budget"), "{err}");
+    for inline in InlineSetting::ALL {
+        for segment in [None, Some(1), Some(7)] {
+            for engine in [Engine::Jit, Engine::Interp] {
+                let mut s = session();
+                s.inline = inline;
+                s.ad_limits.checkpoint = true;
+                s.limits.checkpoint_segment = segment;
+                if segment.is_none() {
+                    s.limits.tape_limit = budget;
+                }
+                let got = run(&s, "ddd_loop4", &args, engine)
+                    .unwrap_or_else(|e| panic!("{inline:?} {segment:?} {engine:?}: {e}"));
+                assert_bits(&got, &want, format!("{inline:?} {segment:?} {engine:?}"));
+            }
+        }
+    }
+}
+
 /// What a forward derivative may find active through a parameter the
 /// runner cannot take (a `mut` array, whose contents the adjoint does not
 /// have) is taped inside a `.ckptf` derivative: the loop stays taped, and
@@ -383,5 +416,49 @@ fn a_rule_region_argument_unread_in_the_loop_is_in_the_snapshot() {
                 .unwrap_or_else(|e| panic!("{inline:?} {engine:?}: {e}"));
             assert_bits(&got, &want, format!("{inline:?} {engine:?}"));
         }
+    }
+}
+
+/// A reverse derivative (from outside, `--derive reverse`) of a function
+/// whose Hessian-vector product is checkpointed for forward mode: the
+/// checkpointed halves and their forward derivatives stay calls, so the
+/// reverse pass replaces them by their taped twins under every inline
+/// setting. With a loop small enough to inline, `late` and `all` failed
+/// with "reverse mode over a checkpointed loop" before they were kept.
+#[test]
+fn a_reverse_derivative_of_a_checkpointed_hessian_vector_product() {
+    let src = "
+fn f(x: f64, n: i64) -> f64 {
+    var s = x;
+    #[checkpoint]
+    for i in 0..n { s = sin(s) * x + 0.5; }
+    s
+}
+fn d(x: f64, n: i64) -> f64 { autodiff(reverse, f, active, active(x), const(n)) }
+fn dd(x: f64, n: i64) -> f64 {
+    let (g, h) = autodiff(forward, d, dual, dual(x, 1.0), const(n));
+    h
+}
+";
+    let args = [Val::F64(0.7), Val::I64(100), Val::F64(1.0)];
+    let plain = Session::from_source("plain.adz", &without_hints(src)).unwrap();
+    let (module, name) = plain
+        .derive("dd", adze::adze_ir::Mode::Reverse, 1, &[])
+        .unwrap();
+    let want = plain
+        .run_in(&module, &name, &args[..2], Engine::Jit)
+        .unwrap()
+        .results;
+    for inline in InlineSetting::ALL {
+        let mut s = Session::from_source("hinted.adz", src).unwrap();
+        s.inline = inline;
+        let (module, name) = s
+            .derive("dd", adze::adze_ir::Mode::Reverse, 1, &[])
+            .unwrap_or_else(|e| panic!("{inline:?}: {e}"));
+        let got = s
+            .run_in(&module, &name, &args[..2], Engine::Jit)
+            .unwrap()
+            .results;
+        assert_bits(&got, &want, format!("{inline:?}"));
     }
 }

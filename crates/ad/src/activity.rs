@@ -68,10 +68,9 @@ use std::collections::{HashMap, HashSet};
 #[derive(Clone, Debug, Default)]
 pub struct Activity {
     active: EntitySet<Value>,
-    /// Values numbered below this have a fixed activity, marked before the
-    /// analysis and left by it: those a checkpoint runner shares with its
-    /// augmented primal ([`analyze_fixed`]).
-    fixed_below: u32,
+    /// Values whose activity is fixed, marked before the analysis and left
+    /// by it ([`analyze_fixed`]).
+    fixed: EntitySet<Value>,
 }
 
 impl Activity {
@@ -81,7 +80,7 @@ impl Activity {
     }
 
     fn mark(&mut self, v: Value) -> bool {
-        if v.as_u32() < self.fixed_below {
+        if self.fixed.contains(v) {
             return false;
         }
         self.active.insert(v)
@@ -153,32 +152,41 @@ struct Summaries {
 /// results the caller makes active (by number).
 pub(crate) type SummaryKey = (FuncId, Vec<ArgActivity>, Vec<usize>);
 
-/// [`analyze_cached`] for a checkpoint runner of a `.ckptf` derivative:
-/// the values numbered below `below`, which the runner shares with its
-/// augmented primal (`reverse::checkpoint`), have the activity `fixed`
-/// gives them (the augmented primal's, for the same request); the others
-/// (the popped snapshot, the runner's parameters) are analysed. A value
-/// the augmented primal computes from constants is popped by the runner:
-/// without this, forward mode would give it a tangent, and a zero tangent
-/// times an infinite partial is NaN where the taped derivative has no term.
+/// [`analyze_cached`] for a checkpoint runner of a `.ckptf` derivative,
+/// or a forward derivative of one: the values of `fixed` have the activity
+/// it gives them (that of their counterparts in the augmented primal's
+/// derivative of the same order, `reverse::checkpoint::runner_activity`);
+/// the others (the popped snapshot, the runner's own values) are analysed.
+/// A value the augmented primal computes from constants is popped by the
+/// runner: without this, forward mode would give it a tangent, and a zero
+/// tangent times an infinite partial is NaN where the taped derivative has
+/// no term.
 pub(crate) fn analyze_fixed(
     cache: &mut Cache,
     module: &Module,
     func: &Function,
     args: &[ArgActivity],
-    fixed: &Activity,
-    below: u32,
+    fixed: &[(Value, bool)],
 ) -> Activity {
     let mut act = Activity {
         active: EntitySet::with_capacity(func.dfg.num_values()),
-        fixed_below: below,
+        fixed: EntitySet::new(),
     };
-    for v in fixed.active_values() {
-        if v.as_u32() < below {
+    for &(v, on) in fixed {
+        act.fixed.insert(v);
+        if on {
             act.active.insert(v);
         }
     }
-    analyze_from(act, cache, module, func, args, &[], &mut Summaries::default())
+    analyze_from(
+        act,
+        cache,
+        module,
+        func,
+        args,
+        &[],
+        &mut Summaries::default(),
+    )
 }
 
 fn analyze_in(
@@ -191,7 +199,7 @@ fn analyze_in(
 ) -> Activity {
     let act = Activity {
         active: EntitySet::with_capacity(func.dfg.num_values()),
-        fixed_below: 0,
+        fixed: EntitySet::new(),
     };
     analyze_from(act, cache, module, func, args, seeded, summaries)
 }

@@ -216,17 +216,16 @@ impl<'h> AdContext<'h> {
 
     /// Where reverse derivatives built now may checkpoint their loops:
     /// `Some(false)` when no derivation is lowering the requests inside
-    /// its primal; `Some(true)` when one forward derivation is (what it
-    /// lowers is differentiated once, by forward mode: the runners must
-    /// then know the activity the augmented primal's values have,
-    /// `checkpoint::choose`); `None` otherwise. Reverse mode over a cut is
-    /// not exact (the adjoints of the records a cut dropped would flow
-    /// through the runner: another order of sums), nor yet forward mode
-    /// over forward mode over a runner.
+    /// its primal; `Some(true)` when only forward derivations are (what
+    /// they lower is differentiated by forward mode: the runners must then
+    /// know the activity the augmented primal's values have,
+    /// `checkpoint::choose`); `None` when a reverse derivation is: reverse
+    /// mode over a cut is not exact (the adjoints of the records a cut
+    /// dropped would flow through the runner: another order of sums).
     pub(crate) fn checkpoint_scope(&self) -> Option<bool> {
         match (self.under_derivation, self.under_reverse) {
             (0, _) => Some(false),
-            (1, 0) => Some(true),
+            (_, 0) => Some(true),
             _ => None,
         }
     }

@@ -325,6 +325,13 @@ fn derive_in(
     );
     building.stack.pop();
     let mut built = built?;
+    // A forward derivative of a checkpointed derivative's half or runner is
+    // kept as a call too (`reverse::derive_split`).
+    if module.derivation(req.func).is_some()
+        && module.func(req.func).meta.inline == adze_ir::InlineHint::Never
+    {
+        built.meta.inline = adze_ir::InlineHint::Never;
+    }
     crate::lower::check_shadows(&mut built, &req.args, req.width);
     module.replace(id, built);
     cx.account(module, [id]);
@@ -389,10 +396,9 @@ fn build(
         .collect();
     // A checkpoint runner has the activity of the augmented primal it
     // recomputes (`reverse::checkpoint::runner_activity`).
-    let act = match crate::reverse::runner_activity(&mut cx.cache, module, req.func, &req.args)? {
-        Some((fixed, below)) => {
-            activity::analyze_fixed(&mut cx.cache, module, primal, &req.args, &fixed, below)
-        }
+    let fixed = crate::reverse::runner_activity(cx, module, req.func, &req.args, building.nesting)?;
+    let act = match fixed {
+        Some(fixed) => activity::analyze_fixed(&mut cx.cache, module, primal, &req.args, &fixed),
         None => activity::analyze_cached(&mut cx.cache, module, primal, &req.args, &req.seeded),
     };
     let mut t = Transform {
@@ -409,7 +415,16 @@ fn build(
         leaving_opaque: EntitySet::new(),
     };
     t.run()?;
-    Ok(t.out)
+    let mut out = t.out;
+    if crate::reverse::counterpart_chain(t.module, req.func) {
+        out.tangents = t
+            .tan
+            .iter()
+            .filter(|(_, lanes)| !lanes.is_empty())
+            .map(|(v, lanes)| (v, lanes.clone()))
+            .collect();
+    }
+    Ok(out)
 }
 
 /// Replaces the `autodiff forward` instructions of `func` (not yet in the

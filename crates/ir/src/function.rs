@@ -258,6 +258,12 @@ pub struct Function {
     /// comments, so never parsed, compared or verified; a pass that removes
     /// an instruction may leave its note behind (it is not printed).
     pub notes: Notes,
+    /// For a forward derivative, the tangents (one per lane) its pass gave
+    /// each value of the primal, by the primal's number (which the
+    /// derivative keeps): provenance, like `inlined`, never printed. The
+    /// AD pass reads it to follow a value of a checkpoint runner's forward
+    /// derivative to its counterpart in the augmented primal's.
+    pub tangents: Vec<(Value, Vec<Value>)>,
 }
 
 impl Function {

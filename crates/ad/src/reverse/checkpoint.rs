@@ -46,8 +46,8 @@ use super::plan::Plan;
 use super::Calls;
 use crate::{rules, AdError};
 use adze_ir::{
-    ArgActivity, Block, CmpCond, FuncBuilder, FuncId, Function, InstData, Module, Opcode, Param, RegionData,
-    Signature, Type, Value, ValueDef,
+    ArgActivity, Block, CmpCond, FuncBuilder, FuncId, Function, InstData, Module, Opcode, Param,
+    RegionData, Signature, Type, Value, ValueDef,
 };
 use cranelift_entity::{EntitySet, SecondaryMap};
 
@@ -218,14 +218,17 @@ fn unknown_activity(module: &Module, primal: &Function, plan: &Plan) -> crate::a
 /// result or an operand)?
 fn touches(primal: &Function, blocks: &[Block], act: &crate::activity::Activity) -> bool {
     blocks.iter().any(|&b| {
-        let mut hit = primal
-            .dfg
-            .block_params(b)
-            .iter()
-            .any(|&p| act.is_active(p));
+        let mut hit = primal.dfg.block_params(b).iter().any(|&p| act.is_active(p));
         for &inst in primal.layout.block_insts(b) {
-            hit |= primal.dfg.inst_results(inst).iter().any(|&r| act.is_active(r));
-            primal.dfg.inst(inst).for_each_use(|v| hit |= act.is_active(v));
+            hit |= primal
+                .dfg
+                .inst_results(inst)
+                .iter()
+                .any(|&r| act.is_active(r));
+            primal
+                .dfg
+                .inst(inst)
+                .for_each_use(|v| hit |= act.is_active(v));
         }
         hit
     })
@@ -958,122 +961,236 @@ fn internal(primal: &Function, reason: &str) -> AdError {
     }
 }
 
-/// For a forward derivative of the runner `id` of a `.ckptf` derivative,
-/// with the activities `args` (one per runner parameter): the activity of
-/// the values the runner shares with its augmented primal (those numbered
-/// below its own, `stop` the first), as the augmented primal has them
-/// under the same request, and that bound. `None` when `id` is not such a
-/// runner. The request of the augmented primal is read from the runner's
-/// arguments: the arrays it takes and its witnesses give the activity of
-/// the adjoint's parameters; the others are constant, and
-/// [`choose`] saw to it that they reach nothing in the loop (checked
-/// again here, as are array results a caller might make active).
+/// For a forward derivative of the runner of a `.ckptf` derivative, or of
+/// a forward derivative of one (`id`, differentiated with the activities
+/// `args`, one per parameter): the activity its values have fixed, those
+/// that have a counterpart in the augmented primal's derivative of the same
+/// order (the runner's values numbered below its own, `stop` the first,
+/// are the augmented primal's; a forward derivative keeps its primal's
+/// numbers and lists the tangents it gave, `Function::tangents`). `None`
+/// when `id` is no such function.
+///
+/// The counterpart's request is read from the runner's arguments: the
+/// arrays it takes and its witnesses give the activity of the adjoint's
+/// parameters, their tangents that of the tangents; the others are
+/// constant, and [`choose`] saw to it that they reach nothing in the loop
+/// (checked again here, as are array results a caller might make active).
+/// The counterparts of higher orders are forward derivatives of the
+/// augmented primal, derived here when the derivative does not use them.
 pub(crate) fn runner_activity(
-    cache: &mut crate::context::Cache,
-    module: &Module,
+    cx: &mut crate::AdContext<'_>,
+    module: &mut Module,
     id: FuncId,
     args: &[ArgActivity],
-) -> Result<Option<(crate::activity::Activity, u32)>, AdError> {
-    let Some(adze_ir::Derivation {
-        from: Some(aug_id),
-        step: adze_ir::Step::Segment { .. },
-    }) = module.derivation(id)
-    else {
-        return Ok(None);
+    nesting: usize,
+) -> Result<Option<Vec<(Value, bool)>>, AdError> {
+    // The forward derivatives over the runner, outermost first.
+    let mut chain = Vec::new();
+    let mut cur = id;
+    let aug_id = loop {
+        match module.derivation(cur) {
+            Some(adze_ir::Derivation {
+                from: Some(from),
+                step: adze_ir::Step::Forward { args, width, .. },
+            }) => {
+                chain.push((cur, args.clone(), *width));
+                cur = *from;
+            }
+            Some(adze_ir::Derivation {
+                from: Some(aug),
+                step: adze_ir::Step::Segment { .. },
+            }) => break *aug,
+            _ => return Ok(None),
+        }
+    };
+    chain.reverse();
+    let runner_id = cur;
+    let name = module.func(id).name.clone();
+    let fail = |reason: &str| AdError::ReverseInternal {
+        func: name.clone(),
+        reason: format!("checkpointing: forward mode over a runner: {reason}"),
     };
     let Some(adze_ir::Derivation {
         step: adze_ir::Step::Augmented { spec, .. },
         ..
-    }) = module.derivation(*aug_id)
+    }) = module.derivation(aug_id)
     else {
-        return Ok(None);
-    };
-    let (runner, aug) = (module.func(id), module.func(*aug_id));
-    let fail = |reason: &str| AdError::ReverseInternal {
-        func: runner.name.clone(),
-        reason: format!("checkpointing: forward mode over a runner: {reason}"),
+        return Err(fail("a runner not made from an augmented primal"));
     };
     if !spec.for_forward {
         return Err(fail("the runner of a derivative not built for it"));
     }
+    let untaken = spec.untaken.clone();
+    let mut corr = runner_counterparts(module, runner_id, aug_id, &untaken)
+        .ok_or_else(|| fail("its parameters are not those of its augmented primal"))?;
+    // Up the chain: the counterpart of each forward derivative is the
+    // forward derivative of the last counterpart, for the activities that
+    // the derivative's request gives the counterpart's parameters.
+    let mut g = aug_id;
+    let mut f = runner_id;
+    for (fi, fargs, width) in chain.iter() {
+        let (known, _) = counterpart_request(module, f, g, &corr, fargs);
+        let req = crate::forward::ForwardRequest {
+            width: *width,
+            ..crate::forward::ForwardRequest::new(g, known, adze_ir::RetActivity::Dual)
+        };
+        let gi =
+            crate::forward::derive(cx, module, &req, &mut crate::forward::Building::at(nesting))?;
+        corr = extend_counterparts(&corr, module.func(*fi), module.func(gi));
+        (f, g) = (*fi, gi);
+    }
+    let (known, widest) = counterpart_request(module, f, g, &corr, args);
+    let (func, counterpart) = (module.func(f), module.func(g));
+    let seeded: Vec<usize> = (counterpart.sig.results.iter().enumerate())
+        .filter(|(_, &t)| t == Type::Array)
+        .map(|(k, _)| k)
+        .collect();
+    let fixed = crate::activity::analyze_cached(&mut cx.cache, module, counterpart, &known, &[]);
+    let wide =
+        crate::activity::analyze_cached(&mut cx.cache, module, counterpart, &widest, &seeded);
+    let mut out = Vec::with_capacity(corr.len());
+    for &(v, c) in &corr {
+        if func.dfg.value_type(v) != counterpart.dfg.value_type(c) {
+            return Err(fail("a value not numbered as its counterpart"));
+        }
+        if fixed.is_active(c) != wide.is_active(c) {
+            return Err(fail(
+                "the activity of a value of the loop depends on what the runner does not take",
+            ));
+        }
+        out.push((v, fixed.is_active(c)));
+    }
+    Ok(Some(out))
+}
+
+/// The values of the runner `runner` and their counterparts in its
+/// augmented primal `aug`: the values it shares (numbered below its own,
+/// `stop` the first), and its witnesses, which stand for parameters of the
+/// augmented primal (the f64 and array parameters the adjoint has, in
+/// order, that the runner does not take as they are). `None` when its
+/// parameters are not these.
+fn runner_counterparts(
+    module: &Module,
+    runner: FuncId,
+    aug: FuncId,
+    untaken: &[usize],
+) -> Option<Vec<(Value, Value)>> {
+    let (runner, aug) = (module.func(runner), module.func(aug));
     let params = runner.params();
-    let below = params
-        .first()
-        .ok_or_else(|| fail("no parameters"))?
-        .as_u32();
-    // The runner's parameters after `stop` and `drop`: the arrays it takes
-    // (the augmented primal's own values), then the witnesses, in the
-    // order of the adjoint's parameters.
+    let below = params.first()?.as_u32();
     let witnesses: Vec<Value> = aug
         .params()
         .iter()
         .zip(&aug.sig.params)
         .enumerate()
         .filter(|&(k, (_, p))| {
-            matches!(p.ty, Type::F64 | Type::Array)
-                && super::plan::adj_takes(p, k, &spec.untaken)
+            matches!(p.ty, Type::F64 | Type::Array) && super::plan::adj_takes(p, k, untaken)
         })
         .map(|(_, (&v, _))| v)
         .filter(|v| !params.contains(v))
         .collect();
-    let taken = params.len().saturating_sub(2 + witnesses.len());
-    if params.len() != 2 + taken + witnesses.len() || args.len() != params.len() {
-        return Err(fail("its parameters are not those of its augmented primal"));
+    let taken = params.len().checked_sub(2 + witnesses.len())?;
+    if params[2..2 + taken].iter().any(|v| v.as_u32() >= below) {
+        return None;
     }
-    let given = |v: Value| -> Option<ArgActivity> {
-        if let Some(k) = params[2..2 + taken].iter().position(|&p| p == v) {
-            return Some(args[2 + k]);
+    let mut seen: EntitySet<Value> = EntitySet::new();
+    let mut corr: Vec<(Value, Value)> =
+        params[2 + taken..].iter().copied().zip(witnesses).collect();
+    let mut add = |v: Value| {
+        if v.as_u32() < below && !seen.contains(v) {
+            seen.insert(v);
+            corr.push((v, v));
         }
-        let k = witnesses.iter().position(|&w| w == v)?;
-        Some(args[2 + taken + k])
     };
+    for &b in runner.layout.blocks() {
+        runner
+            .dfg
+            .block_params(b)
+            .iter()
+            .copied()
+            .for_each(&mut add);
+        for &inst in runner.layout.block_insts(b) {
+            runner
+                .dfg
+                .inst_results(inst)
+                .iter()
+                .copied()
+                .for_each(&mut add);
+            runner.dfg.inst(inst).for_each_use(&mut add);
+        }
+    }
+    if corr
+        .iter()
+        .any(|&(_, c)| c.as_u32() as usize >= aug.dfg.num_values())
+    {
+        return None;
+    }
+    Some(corr)
+}
+
+/// The request of the counterpart `g` of `f` when `f` is differentiated
+/// with `args`: each parameter of `g` has the activity of the parameter of
+/// `f` it is the counterpart of, else `Const` (first) or the widest
+/// activity of its type (second).
+fn counterpart_request(
+    module: &Module,
+    f: FuncId,
+    g: FuncId,
+    corr: &[(Value, Value)],
+    args: &[ArgActivity],
+) -> (Vec<ArgActivity>, Vec<ArgActivity>) {
+    let (f, g) = (module.func(f), module.func(g));
     let (mut known, mut widest) = (Vec::new(), Vec::new());
-    for &p in aug.params() {
-        let top = match aug.dfg.value_type(p) {
+    for &p in g.params() {
+        let given = corr
+            .iter()
+            .find(|&&(_, c)| c == p)
+            .and_then(|&(v, _)| f.params().iter().position(|&q| q == v))
+            .and_then(|k| args.get(k).copied());
+        let top = match g.dfg.value_type(p) {
             Type::F64 => ArgActivity::Dual,
             Type::Array => ArgActivity::Dup,
             _ => ArgActivity::Const,
         };
-        match given(p) {
-            Some(a) => {
-                known.push(a);
-                widest.push(a);
-            }
-            None => {
-                known.push(ArgActivity::Const);
-                widest.push(top);
-            }
+        known.push(given.unwrap_or(ArgActivity::Const));
+        widest.push(given.unwrap_or(top));
+    }
+    (known, widest)
+}
+
+/// The counterparts one forward derivative up: each pair, kept (a forward
+/// derivative keeps its primal's numbers), and its tangents, lane by lane,
+/// where both derivatives gave one.
+fn extend_counterparts(corr: &[(Value, Value)], f: &Function, g: &Function) -> Vec<(Value, Value)> {
+    let lanes = |func: &Function| -> std::collections::HashMap<Value, Vec<Value>> {
+        func.tangents.iter().cloned().collect()
+    };
+    let (tf, tg) = (lanes(f), lanes(g));
+    let mut out = corr.to_vec();
+    for &(v, c) in corr {
+        if let (Some(a), Some(b)) = (tf.get(&v), tg.get(&c)) {
+            out.extend(a.iter().copied().zip(b.iter().copied()));
         }
     }
-    let seeded: Vec<usize> = (aug.sig.results.iter().enumerate())
-        .filter(|(_, &t)| t == Type::Array)
-        .map(|(k, _)| k)
-        .collect();
-    let fixed = crate::activity::analyze_cached(cache, module, aug, &known, &[]);
-    let wide = crate::activity::analyze_cached(cache, module, aug, &widest, &seeded);
-    let params_of = runner
-        .layout
-        .blocks()
-        .iter()
-        .map(|&b| runner.dfg.block_params(b).to_vec());
-    let of_insts = runner.layout.insts().map(|(_, inst)| {
-        let mut vs = runner.dfg.inst_results(inst).to_vec();
-        runner.dfg.inst(inst).for_each_use(|v| vs.push(v));
-        vs
-    });
-    for shared in params_of.chain(of_insts) {
-        for v in shared.into_iter().filter(|v| v.as_u32() < below) {
-            if v.as_u32() as usize >= aug.dfg.num_values()
-                || aug.dfg.value_type(v) != runner.dfg.value_type(v)
-            {
-                return Err(fail("a value not numbered as in its augmented primal"));
-            }
-            if fixed.is_active(v) != wide.is_active(v) {
-                return Err(fail(
-                    "the activity of a value of the loop depends on what the runner does not take",
-                ));
-            }
+    out
+}
+
+/// Is `id` the augmented primal or a runner of a `.ckptf` derivative, or a
+/// forward derivative of one? Their forward derivatives list their tangents
+/// (`Function::tangents`, read by [`runner_activity`]).
+pub(crate) fn counterpart_chain(module: &Module, id: FuncId) -> bool {
+    let mut cur = id;
+    loop {
+        match module.derivation(cur) {
+            Some(adze_ir::Derivation {
+                from: Some(from),
+                step: adze_ir::Step::Forward { .. } | adze_ir::Step::Segment { .. },
+            }) => cur = *from,
+            Some(adze_ir::Derivation {
+                step: adze_ir::Step::Augmented { spec, .. },
+                ..
+            }) => return spec.for_forward,
+            _ => return false,
         }
     }
-    Ok(Some((fixed, below)))
 }

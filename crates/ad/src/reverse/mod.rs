@@ -95,7 +95,7 @@ pub fn adjoint_tape(tape: u8, primal_tape: u8) -> u8 {
 mod adj;
 mod aug;
 mod checkpoint;
-pub(crate) use checkpoint::runner_activity;
+pub(crate) use checkpoint::{counterpart_chain, runner_activity};
 pub(crate) mod plan;
 
 use crate::{rules, AdContext, AdError};
@@ -936,7 +936,7 @@ pub(crate) fn derive_split(
         tape,
         req.for_forward,
     )?;
-    let adj = adj::build(
+    let mut adj = adj::build(
         &primal,
         &plan,
         &calls,
@@ -946,6 +946,14 @@ pub(crate) fn derive_split(
         adj_name,
         adj_sig,
     )?;
+    if !checkpoints.is_empty() {
+        // Kept as calls (and so are their forward derivatives, see
+        // `forward::derive_in`): a derivation that differentiates a caller
+        // replaces them by their twins (`untwin_checkpoints`), which it
+        // could not do to code inlined.
+        aug.meta.inline = adze_ir::InlineHint::Never;
+        adj.meta.inline = adze_ir::InlineHint::Never;
+    }
     module.replace(aug_id, aug);
     module.replace(adj_id, adj);
     Ok((aug_id, adj_id))
@@ -977,8 +985,13 @@ fn prepare_lowered(
 }
 
 /// Calls to derivatives built with checkpointing (before this derivation,
-/// in the module) call their taped twins instead: the same values bit for
-/// bit, and code that a derivative of it differentiates exactly.
+/// in the module) call the twin the derivation in progress can
+/// differentiate exactly: the same values bit for bit. The twin is the
+/// same request in the context now ([`ReverseRequest::in_context`]): under
+/// forward derivations only, the `.ckptf` one (and a forward derivative of
+/// one stays); otherwise the taped one, and a forward derivative of a
+/// checkpointed derivative becomes the forward derivative of the taped
+/// twin.
 pub(crate) fn untwin_checkpoints(
     cx: &mut AdContext<'_>,
     module: &mut Module,
@@ -994,7 +1007,7 @@ pub(crate) fn untwin_checkpoints(
         })
         .collect();
     for (inst, callee) in calls {
-        if let Some(twin) = taped_twin(cx, module, callee, depth)? {
+        if let Some(twin) = taped_twin(cx, module, callee, depth, false)? {
             if let InstData::Call { func, .. } = primal.dfg.inst_mut(inst) {
                 *func = twin;
             }
@@ -1003,13 +1016,16 @@ pub(crate) fn untwin_checkpoints(
     Ok(())
 }
 
-/// The taped twin of `id` when `id` is a derivative built with
-/// checkpointing, or derived from one (a forward derivative of it).
+/// The twin of `id` when `id` is a derivative built with checkpointing,
+/// or derived from one (a forward derivative of it): the request in the
+/// context now, or taped when `taped` (see [`untwin_checkpoints`]).
+/// `None` when `id` is its own twin.
 fn taped_twin(
     cx: &mut AdContext<'_>,
     module: &mut Module,
     id: FuncId,
     depth: usize,
+    taped: bool,
 ) -> Result<Option<FuncId>, AdError> {
     let Some(Derivation {
         from: Some(from),
@@ -1018,6 +1034,35 @@ fn taped_twin(
     else {
         return Ok(None);
     };
+    if !taped && cx.checkpoint_scope() == Some(true) {
+        if let Step::Augmented { spec, .. }
+        | Step::Adjoint { spec, .. }
+        | Step::Reverse(spec)
+        | Step::Vjp(spec) = &step
+        {
+            if spec.for_forward {
+                return Ok(None);
+            }
+        }
+    }
+    // A taped twin: no scope allows checkpoints while it is derived.
+    if taped {
+        cx.under_reverse += 1;
+    }
+    let twin = twin_in_context(cx, module, from, &step, depth);
+    if taped {
+        cx.under_reverse -= 1;
+    }
+    twin
+}
+
+fn twin_in_context(
+    cx: &mut AdContext<'_>,
+    module: &mut Module,
+    from: FuncId,
+    step: &Step,
+    depth: usize,
+) -> Result<Option<FuncId>, AdError> {
     let request = |spec: &ReverseSpec, func: FuncId| ReverseRequest {
         func,
         args: spec.args.clone(),
@@ -1027,7 +1072,7 @@ fn taped_twin(
         checkpoint: false,
         for_forward: false,
     };
-    let twin = match &step {
+    let twin = match step {
         Step::Augmented { spec, tape } | Step::Adjoint { spec, tape } if spec.checkpoint => {
             let (aug, adj) =
                 derive_split(cx, module, &request(spec, from), depth + 1, Some(*tape))?;
@@ -1055,7 +1100,7 @@ fn taped_twin(
             ret,
             width,
             seeded,
-        } => match taped_twin(cx, module, from, depth)? {
+        } => match taped_twin(cx, module, from, depth, cx.checkpoint_scope() != Some(true))? {
             Some(base) => {
                 let req = crate::forward::ForwardRequest {
                     width: *width,
