@@ -291,7 +291,24 @@ fn dd(x: f64, n: i64) -> f64 {
     s.limits.tape_limit = 256 << 10;
     assert!(run(&s, "d", &args, Engine::Jit).is_ok());
     let err = run(&s, "dd", &args, Engine::Jit).unwrap_err();
-    assert!(err.contains("budget"), "{err}");
+    assert!(
+        err.contains("budget") && err.contains("--annotate tape"),
+        "{err}"
+    );
+    // The annotated dump says why.
+    let stages = s.stages_until(Some("dd"), adze::Stage::Ad).unwrap();
+    let (_, module) = stages.last().unwrap();
+    let what = adze::adze_ad::annotate::Annotate {
+        activity: false,
+        tape: true,
+        rules: false,
+    };
+    let text =
+        adze::pipeline::dump_stage_annotated(module, adze::Stage::Ad, None, false, what).unwrap();
+    assert!(
+        text.contains("loop 0 is not checkpointed: a forward derivative differentiates"),
+        "{text}"
+    );
 }
 
 /// `#[checkpoint]` on a loop (ir-examples/checkpoint_hints.adz): without

@@ -782,7 +782,8 @@ fn the_tape_budget_stops_both_engines_alike() {
                     a.to_string().ends_with(
                         "the reverse-mode tape needs more than its budget of 4 KiB \
                          (`--tape-limit BYTES` raises it; `--checkpoint`, or `#[checkpoint]` \
-                         on the loop, bounds it)"
+                         on the loop, bounds it; `adze dump --annotate tape` says why a loop \
+                         is not checkpointed)"
                     ),
                     "{a}"
                 );

@@ -106,8 +106,9 @@ pub(crate) fn choose(
     calls: &Calls,
     all: bool,
     for_forward: bool,
-) -> Vec<(usize, Option<Value>)> {
+) -> Chosen {
     let mut chosen: Vec<(usize, Option<Value>)> = Vec::new();
+    let mut refused: Vec<(usize, &'static str)> = Vec::new();
     let unknown = for_forward.then(|| unknown_activity(module, primal, plan));
     // Outer loops first: a loop inside a chosen one is taped within the
     // outer loop's segments; inside a loop not chosen, it may be chosen.
@@ -137,25 +138,25 @@ pub(crate) fn choose(
             s
         };
         let mut worth = false;
-        let mut ok = true;
+        let mut why: Option<&'static str> = None;
         for &b in &blocks {
             worth |= !plan.tape[b].is_empty();
             for &inst in primal.layout.block_insts(b) {
                 let data = primal.dfg.inst(inst);
                 match data {
-                    InstData::Return { .. } => ok = false,
+                    InstData::Return { .. } => why = Some("a `return` inside"),
                     // The primal's own tape traffic (it holds derivatives)
                     // cannot run twice: a segment recomputed would push and
                     // pop again what the first run did.
                     InstData::Push { .. } | InstData::Pop { .. } | InstData::Tape { .. } => {
-                        ok = false
+                        why = Some("tape traffic of its own (a derivative inside)")
                     }
                     InstData::Call { func, .. } => {
                         worth |= calls[inst].is_some();
                         if !module.is_valid(*func)
                             || rules::tape_floor(module, module.func(*func)) > 0
                         {
-                            ok = false;
+                            why = Some("a call to a rule that uses the tape");
                         }
                     }
                     _ => {}
@@ -165,22 +166,41 @@ pub(crate) fn choose(
                         && primal.def_block(v).is_some_and(|d| !inside.contains(d))
                         && is_view(primal, v)
                     {
-                        ok = false;
+                        why = Some("a view made outside it");
                     }
                 });
             }
         }
         if let Some(unknown) = &unknown {
-            ok &= !touches(primal, &blocks, unknown);
+            if touches(primal, &blocks, unknown) {
+                why = Some(
+                    "a forward derivative differentiates this derivative, and a parameter \
+                     the adjoint does not have (a `mut` array, a callee's scalar) or an array \
+                     result may make its values active",
+                );
+            }
         }
         let hinted = hint(primal, plan, l, header);
-        if ok && worth && (all || hinted.is_some()) {
-            let every = hinted.filter(|&n| counts(primal, plan, l, &blocks, &inside, n));
-            chosen.push((l, every));
+        if worth && (all || hinted.is_some()) {
+            match why {
+                None => {
+                    let every = hinted.filter(|&n| counts(primal, plan, l, &blocks, &inside, n));
+                    chosen.push((l, every));
+                }
+                Some(why) => refused.push((l, why)),
+            }
         }
     }
     chosen.sort_unstable();
-    chosen
+    Chosen { chosen, refused }
+}
+
+/// What [`choose`] found: the loops to checkpoint, each with its counted
+/// hint, and those it could have checkpointed but not, each with why
+/// (noted at the loop's header, `adze dump --annotate tape`).
+pub(crate) struct Chosen {
+    pub chosen: Vec<(usize, Option<Value>)>,
+    pub refused: Vec<(usize, &'static str)>,
 }
 
 /// The values of `primal` that a forward derivative may find active

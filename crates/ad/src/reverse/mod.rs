@@ -920,13 +920,23 @@ pub(crate) fn derive_split(
         }
     }
     plan.plan_tape(&primal, &call_args)?;
+    let mut refused = Vec::new();
     if req.checkpoint {
         let all = cx.limits().checkpoint;
-        let chosen = checkpoint::choose(module, &primal, &plan, &calls, all, req.for_forward);
-        plan.checkpointed = chosen.iter().map(|&(l, _)| l).collect();
-        plan.checkpoint_every = chosen.iter().map(|&(_, n)| n).collect();
+        let c = checkpoint::choose(module, &primal, &plan, &calls, all, req.for_forward);
+        plan.checkpointed = c.chosen.iter().map(|&(l, _)| l).collect();
+        plan.checkpoint_every = c.chosen.iter().map(|&(_, n)| n).collect();
+        refused = c.refused;
     }
     let mut aug = aug::build(&primal, &plan, &calls, &collapse, tape, aug_name, aug_sig)?;
+    for (l, why) in refused {
+        if let Some(&header) = plan.loop_blocks(l).first() {
+            aug.notes.block(
+                header,
+                format!("tape {tape}: loop {l} is not checkpointed: {why}"),
+            );
+        }
+    }
     let checkpoints = checkpoint::instrument(
         module,
         aug_id,
