@@ -340,8 +340,8 @@ fn derive_in(
 }
 
 /// Lowers the requests inside `primal` (innermost first) and what it
-/// reaches; calls to checkpointed derivatives become calls to their taped
-/// twins.
+/// reaches; calls to checkpointed derivatives become calls to the twins
+/// forward mode differentiates exactly (`reverse::untwin_checkpoints`).
 fn lower_inside(
     cx: &mut AdContext<'_>,
     module: &mut Module,
@@ -372,9 +372,10 @@ fn build(
     // Innermost first: the requests inside the function, of either mode,
     // become calls before it is differentiated (forward over reverse).
     let mark = module.len();
-    // What is lowered here is differentiated again: no checkpoints (see
-    // `reverse::checkpoint`), and calls to checkpointed derivatives call
-    // their taped twins.
+    // What is lowered here is differentiated again, by forward mode: its
+    // reverse derivatives are checkpointed for it (`.ckptf`, see
+    // `AdContext::checkpoint_scope`), and calls to other checkpointed
+    // derivatives call their twins (`untwin_checkpoints`).
     cx.under_derivation += 1;
     let lowered = lower_inside(cx, module, primal, building, mark);
     cx.under_derivation -= 1;

@@ -127,7 +127,7 @@ pub struct ReverseRequest {
     /// `AdLimits::checkpoint`, unless a reverse derivation is lowering the
     /// requests inside its primal); in the name as `.ckpt`.
     pub checkpoint: bool,
-    /// Checkpointed for one forward derivative of it (set by the pass, see
+    /// Checkpointed for forward derivatives of it (set by the pass, see
     /// [`AdContext::checkpoint_scope`]): only loops whose activity its
     /// runners know from their arguments (`checkpoint::choose`); `.ckptf`.
     pub for_forward: bool,
@@ -148,8 +148,8 @@ impl ReverseRequest {
 
     /// This request with the checkpointing `cx` asks for: every loop it
     /// can (`AdLimits::checkpoint`), or the loops with a `#[checkpoint]`
-    /// hint; neither when a reverse derivation, or more than one forward
-    /// derivation, is lowering the requests inside its primal
+    /// hint; for forward mode when forward derivations are lowering the
+    /// requests inside their primal; neither when a reverse derivation is
     /// ([`AdContext::checkpoint_scope`]).
     fn in_context(&self, cx: &AdContext<'_>, module: &Module) -> ReverseRequest {
         let hinted = || module.is_valid(self.func) && checkpoint::has_hints(module.func(self.func));
@@ -1138,8 +1138,8 @@ fn prepare(
     primal: &mut Function,
     depth: usize,
 ) -> Result<(), AdError> {
-    // What is lowered here is differentiated again: no checkpoints (see
-    // `checkpoint`).
+    // What is lowered here is differentiated again by reverse mode: no
+    // checkpoints (see `checkpoint` and `AdContext::checkpoint_scope`).
     cx.under_derivation += 1;
     cx.under_reverse += 1;
     let lowered = prepare_lowered(cx, module, primal, depth)
