@@ -479,3 +479,86 @@ fn dd(x: f64, n: i64) -> f64 {
         assert_bits(&got, &want, format!("{inline:?}"));
     }
 }
+
+/// An HVP written the way an outsider might: a local table built before a
+/// hinted `while` loop left by `break`, an inner loop, a callee with a
+/// reverse rule inside it, an HVP of a gradient with array arguments, all
+/// reached from a scalar `top`. Checkpointed for forward mode (the hinted
+/// loop is, in `energy.aug.dup_const.ckptf`), it gives the bits of the
+/// program without the hint and without `--checkpoint`, under every inline
+/// setting and segment length, in both engines.
+#[test]
+fn an_outsiders_hvp_of_a_hinted_while_loop() {
+    let src = r#"// an outsider's HVP: nested loops, a while with break, a local table, a rule inside
+fn clamp(v: f64) -> f64 { if v > 2.0 { 2.0 } else { v } }
+rule reverse clamp(v: f64, dy: f64) -> f64 { dy * 0.5 }
+fn energy(x: [f64], steps: i64) -> f64 {
+    let n = len(x);
+    let table = zeros(n);
+    for i in 0..n { table[i] = exp(-x[i] * x[i]); }
+    var e = 0.0;
+    var t = 0;
+    #[checkpoint]
+    while t < steps {
+        var inner = 0.0;
+        for j in 0..n {
+            inner = inner + clamp(table[j] * x[j] + f64(t) * 0.001);
+        }
+        e = e * 0.99 + sin(inner);
+        if e > 1000.0 { break; }
+        t = t + 1;
+    }
+    e
+}
+fn grad(x: [f64], dx: mut [f64], steps: i64) -> f64 {
+    autodiff(reverse, energy, active, dup(x, dx), const(steps));
+    dx[0]
+}
+fn hvp(x: [f64], v: [f64], steps: i64) -> f64 {
+    let dx = zeros(len(x));
+    let dv = zeros(len(x));
+    let (g, h) = autodiff(forward, grad, dual, dup(x, v), dup(dx, dv), const(steps));
+    var s = 0.0;
+    for i in 0..len(dv) { s = s + dv[i]; }
+    s
+}
+fn top(a: f64, b: f64) -> f64 {
+    let x = zeros(3);
+    x[0] = a; x[1] = b; x[2] = a * b;
+    let v = zeros(3);
+    v[0] = 1.0; v[1] = -0.5; v[2] = 0.25;
+    hvp(x, v, 300)
+}
+"#;
+    let args = [Val::F64(0.3), Val::F64(-0.7)];
+    let plain = Session::from_source("plain.adz", &without_hints(src)).unwrap();
+    let want = run(&plain, "top", &args, Engine::Jit).unwrap();
+    for inline in InlineSetting::ALL {
+        for segment in [None, Some(1), Some(5)] {
+            let mut s = Session::from_source("outsider.adz", src).unwrap();
+            s.inline = inline;
+            s.ad_limits.checkpoint = segment.is_some();
+            s.limits.checkpoint_segment = segment;
+            for engine in [Engine::Jit, Engine::Interp] {
+                let got = run(&s, "top", &args, engine)
+                    .unwrap_or_else(|e| panic!("{inline:?} {segment:?} {engine:?}: {e}"));
+                assert_bits(&got, &want, format!("{inline:?} {segment:?} {engine:?}"));
+            }
+        }
+    }
+    let s = Session::from_source("outsider.adz", src).unwrap();
+    let stages = s.stages_until(Some("top"), adze::Stage::Ad).unwrap();
+    let (_, module) = stages.last().unwrap();
+    let ckptf = module
+        .ids()
+        .map(|id| module.func(id))
+        .find(|f| f.name.starts_with("energy.aug.dup_const.ckptf"))
+        .expect("a .ckptf augmented primal of `energy`");
+    assert!(
+        ckptf
+            .layout
+            .insts()
+            .any(|(_, i)| ckptf.dfg.inst(i).opcode() == adze::adze_ir::Opcode::Tapecut),
+        "the hinted loop is not checkpointed"
+    );
+}
