@@ -444,11 +444,12 @@ impl Session {
                 "vector mode (`--width`) is for forward derivatives".to_string(),
             ));
         }
-        // What a derivative differentiates is lowered without checkpoints
-        // (a derivative of a checkpointed loop is not exact; see
-        // docs/ad-reverse.md, "Checkpointing"); the derivative itself is
-        // checkpointed as asked.
-        let module = if self.ad_limits.checkpoint {
+        // What a reverse derivative differentiates is lowered without
+        // checkpoints (reverse mode over a checkpointed loop is not exact;
+        // see docs/ad-reverse.md, "Checkpointing"); what a forward one
+        // differentiates is lowered as asked, and becomes `.ckptf` when
+        // differentiated. The derivative itself is checkpointed as asked.
+        let module = if self.ad_limits.checkpoint && mode == Mode::Reverse {
             let mut taped = self.clone();
             taped.ad_limits.checkpoint = false;
             taped.run_stages_here(Some(name), Stage::Ad, |_, _| {})?

@@ -562,3 +562,46 @@ fn top(a: f64, b: f64) -> f64 {
         "the hinted loop is not checkpointed"
     );
 }
+
+/// A forward derivative asked for from outside (`--derive forward`) of a
+/// gradient is checkpointed for forward mode as the same HVP written in
+/// source is: within the budget, with the taped bits. (It used to lower
+/// what it differentiates without `--checkpoint`, as a reverse one must,
+/// so it ran out of budget and the error pointed at a note that was not
+/// there.)
+#[test]
+fn a_forward_derivative_from_outside_is_checkpointed() {
+    let args = [Val::F64(0.7), Val::F64(1.0), Val::I64(20_000)];
+    let plain = session();
+    let (module, name) = plain
+        .derive(
+            "d_loop4",
+            adze::adze_ir::Mode::Forward,
+            1,
+            &["n".to_string()],
+        )
+        .unwrap();
+    let want = plain
+        .run_in(&module, &name, &args, Engine::Jit)
+        .unwrap()
+        .results;
+    for inline in InlineSetting::ALL {
+        let mut s = session();
+        s.inline = inline;
+        s.ad_limits.checkpoint = true;
+        s.limits.tape_limit = 256 << 10;
+        let (module, name) = s
+            .derive(
+                "d_loop4",
+                adze::adze_ir::Mode::Forward,
+                1,
+                &["n".to_string()],
+            )
+            .unwrap();
+        let got = s
+            .run_in(&module, &name, &args, Engine::Jit)
+            .unwrap_or_else(|e| panic!("{inline:?}: {e}"))
+            .results;
+        assert_bits(&got, &want, format!("{inline:?}"));
+    }
+}

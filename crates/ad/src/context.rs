@@ -98,7 +98,7 @@ pub struct AdContext<'h> {
     pub(crate) cache: Cache,
     /// How many derivations are lowering the requests inside their primal:
     /// what they lower is differentiated again, so it is checkpointed only
-    /// for one forward derivation ([`AdContext::checkpoint_scope`]).
+    /// when they are all forward derivations ([`AdContext::checkpoint_scope`]).
     pub(crate) under_derivation: usize,
     /// How many of those are reverse derivations.
     pub(crate) under_reverse: usize,

@@ -1049,13 +1049,43 @@ pub(crate) fn runner_activity(
     let mut g = aug_id;
     let mut f = runner_id;
     for (fi, fargs, width) in chain.iter() {
-        let (known, _) = counterpart_request(module, f, g, &corr, fargs);
-        let req = crate::forward::ForwardRequest {
-            width: *width,
-            ..crate::forward::ForwardRequest::new(g, known, adze_ir::RetActivity::Dual)
+        let (known, widest) = counterpart_request(module, f, g, &corr, fargs);
+        // The derivative's own counterpart when it has one: a forward
+        // derivative of `g` for the same width whose parameters that the
+        // runner takes have the activities given (the others reach nothing
+        // in the loop, `choose`). Else one derived here, as a request from
+        // source would have it (`.noret` without results).
+        let given = |a: &[ArgActivity]| {
+            a.len() == known.len()
+                && (a.iter().zip(&known).zip(&widest)).all(|((x, k), w)| x == k || k != w)
         };
-        let gi =
-            crate::forward::derive(cx, module, &req, &mut crate::forward::Building::at(nesting))?;
+        let existing = module.ids().find(|&id| {
+            matches!(module.derivation(id), Some(adze_ir::Derivation {
+                from: Some(from),
+                step: adze_ir::Step::Forward { args, width: w, .. },
+            }) if *from == g && w == width && given(args))
+                && !module.func(id).is_declaration()
+        });
+        let gi = match existing {
+            Some(id) => id,
+            None => {
+                let ret = if module.func(g).sig.results.is_empty() {
+                    adze_ir::RetActivity::Const
+                } else {
+                    adze_ir::RetActivity::Dual
+                };
+                let req = crate::forward::ForwardRequest {
+                    width: *width,
+                    ..crate::forward::ForwardRequest::new(g, known, ret)
+                };
+                crate::forward::derive(
+                    cx,
+                    module,
+                    &req,
+                    &mut crate::forward::Building::at(nesting),
+                )?
+            }
+        };
         corr = extend_counterparts(&corr, module.func(*fi), module.func(gi));
         (f, g) = (*fi, gi);
     }

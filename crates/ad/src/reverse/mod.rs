@@ -1017,7 +1017,7 @@ pub(crate) fn untwin_checkpoints(
         })
         .collect();
     for (inst, callee) in calls {
-        if let Some(twin) = taped_twin(cx, module, callee, depth, false)? {
+        if let Some(twin) = taped_twin(cx, module, callee, depth)? {
             if let InstData::Call { func, .. } = primal.dfg.inst_mut(inst) {
                 *func = twin;
             }
@@ -1028,14 +1028,13 @@ pub(crate) fn untwin_checkpoints(
 
 /// The twin of `id` when `id` is a derivative built with checkpointing,
 /// or derived from one (a forward derivative of it): the request in the
-/// context now, or taped when `taped` (see [`untwin_checkpoints`]).
-/// `None` when `id` is its own twin.
+/// context now (see [`untwin_checkpoints`]). `None` when `id` is its own
+/// twin: a `.ckptf` derivative where only forward derivations are lowering.
 fn taped_twin(
     cx: &mut AdContext<'_>,
     module: &mut Module,
     id: FuncId,
     depth: usize,
-    taped: bool,
 ) -> Result<Option<FuncId>, AdError> {
     let Some(Derivation {
         from: Some(from),
@@ -1044,7 +1043,7 @@ fn taped_twin(
     else {
         return Ok(None);
     };
-    if !taped && cx.checkpoint_scope() == Some(true) {
+    if cx.checkpoint_scope() == Some(true) {
         if let Step::Augmented { spec, .. }
         | Step::Adjoint { spec, .. }
         | Step::Reverse(spec)
@@ -1055,15 +1054,7 @@ fn taped_twin(
             }
         }
     }
-    // A taped twin: no scope allows checkpoints while it is derived.
-    if taped {
-        cx.under_reverse += 1;
-    }
-    let twin = twin_in_context(cx, module, from, &step, depth);
-    if taped {
-        cx.under_reverse -= 1;
-    }
-    twin
+    twin_in_context(cx, module, from, &step, depth)
 }
 
 fn twin_in_context(
@@ -1096,7 +1087,8 @@ fn twin_in_context(
             Some(derive_top(cx, module, &request(spec, from), depth + 1)?)
         }
         Step::Vjp(spec) if spec.checkpoint => {
-            let req = request(spec, from);
+            // Named and keyed as what the context makes of it.
+            let req = request(spec, from).in_context(cx, module);
             req.validate(module)?;
             let whole = Whole {
                 name: req.vjp_name(module),
@@ -1110,7 +1102,7 @@ fn twin_in_context(
             ret,
             width,
             seeded,
-        } => match taped_twin(cx, module, from, depth, cx.checkpoint_scope() != Some(true))? {
+        } => match taped_twin(cx, module, from, depth)? {
             Some(base) => {
                 let req = crate::forward::ForwardRequest {
                     width: *width,
