@@ -188,18 +188,17 @@ fn a_forward_derivative_of_a_checkpointed_one_is_exact() {
     }
 }
 
-/// A Hessian-vector product (forward over reverse) of a long loop runs
-/// within a tape budget that the taped one exceeds, with the taped bits,
-/// under every inline setting and segment length, in both engines.
-#[test]
-fn a_hessian_vector_product_is_checkpointed_within_the_budget() {
-    let budget = 256 << 10;
+/// `name` of the example, past `budget` when taped, runs within it when
+/// checkpointed, with the taped bits, under every inline setting and
+/// segment length, in both engines (short segments keep one snapshot
+/// each, many more: they run without the budget).
+fn checkpointed_within(name: &str, budget: u64) {
     let args = [Val::F64(0.7), Val::I64(20_000)];
-    let want = run(&session(), "dd_loop4", &args, Engine::Jit).unwrap();
+    let want = run(&session(), name, &args, Engine::Jit).unwrap();
     let mut over = session();
     over.limits.tape_limit = budget;
-    let err = run(&over, "dd_loop4", &args, Engine::Jit).unwrap_err();
-    assert!(err.contains("budget"), "{err}");
+    let err = run(&over, name, &args, Engine::Jit).unwrap_err();
+    assert!(err.contains("budget"), "{name}: {err}");
     for inline in InlineSetting::ALL {
         for segment in [None, Some(1), Some(7)] {
             for engine in [Engine::Jit, Engine::Interp] {
@@ -208,48 +207,31 @@ fn a_hessian_vector_product_is_checkpointed_within_the_budget() {
                 s.ad_limits.checkpoint = true;
                 s.limits.checkpoint_segment = segment;
                 if segment.is_none() {
-                    // (Short segments keep one snapshot each: many more.)
                     s.limits.tape_limit = budget;
                 }
-                let got = run(&s, "dd_loop4", &args, engine)
-                    .unwrap_or_else(|e| panic!("{inline:?} {segment:?} {engine:?}: {e}"));
-                assert_bits(&got, &want, format!("{inline:?} {segment:?} {engine:?}"));
+                let what = format!("{name} {inline:?} {segment:?} {engine:?}");
+                let got = run(&s, name, &args, engine).unwrap_or_else(|e| panic!("{what}: {e}"));
+                assert_bits(&got, &want, what);
             }
         }
     }
 }
 
+/// A Hessian-vector product (forward over reverse) of a long loop runs
+/// within a tape budget that the taped one exceeds, with the taped bits.
+#[test]
+fn a_hessian_vector_product_is_checkpointed_within_the_budget() {
+    checkpointed_within("dd_loop4", 256 << 10);
+}
+
 /// A third derivative by forward over forward over reverse (`ddd_loop4`)
-/// is checkpointed at both forward orders: within a budget that the taped
-/// one exceeds, with its bits, under every inline setting and segment
-/// length, in both engines. The second forward derivative of the runner
-/// gets its activity from the first forward derivative of the augmented
-/// primal, through the tangents each lists (`Function::tangents`).
+/// is checkpointed at both forward orders, likewise. The second forward
+/// derivative of the runner gets its activity from the first forward
+/// derivative of the augmented primal, through the tangents each lists
+/// (`Function::tangents`).
 #[test]
 fn a_third_derivative_forward_over_forward_over_reverse_is_checkpointed() {
-    let budget = 512 << 10;
-    let args = [Val::F64(0.7), Val::I64(20_000)];
-    let want = run(&session(), "ddd_loop4", &args, Engine::Jit).unwrap();
-    let mut over = session();
-    over.limits.tape_limit = budget;
-    let err = run(&over, "ddd_loop4", &args, Engine::Jit).unwrap_err();
-    assert!(err.contains("budget"), "{err}");
-    for inline in InlineSetting::ALL {
-        for segment in [None, Some(1), Some(7)] {
-            for engine in [Engine::Jit, Engine::Interp] {
-                let mut s = session();
-                s.inline = inline;
-                s.ad_limits.checkpoint = true;
-                s.limits.checkpoint_segment = segment;
-                if segment.is_none() {
-                    s.limits.tape_limit = budget;
-                }
-                let got = run(&s, "ddd_loop4", &args, engine)
-                    .unwrap_or_else(|e| panic!("{inline:?} {segment:?} {engine:?}: {e}"));
-                assert_bits(&got, &want, format!("{inline:?} {segment:?} {engine:?}"));
-            }
-        }
-    }
+    checkpointed_within("ddd_loop4", 512 << 10);
 }
 
 /// What a forward derivative may find active through a parameter the
