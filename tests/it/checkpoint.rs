@@ -234,12 +234,14 @@ fn a_third_derivative_forward_over_forward_over_reverse_is_checkpointed() {
     checkpointed_within("ddd_loop4", 512 << 10);
 }
 
-/// What a forward derivative may find active through a parameter the
-/// runner cannot take (a `mut` array, whose contents the adjoint does not
-/// have) is taped inside a `.ckptf` derivative: the loop stays taped, and
-/// the budget says so.
+/// A `mut` array parameter reaching the loop: the adjoint of a `.ckptf`
+/// derivative takes it as a witness (`w_y`), so the loop of `smooth` is
+/// checkpointed for forward mode. Called from `outer` (not inlined before
+/// AD: `--inline none` or `late`), the same loop is a callee's, whose scalars and `mut` arrays the
+/// adjoint does not have: it stays taped, the budget says so and the
+/// annotated dump says why. Bits equal the taped ones everywhere.
 #[test]
-fn a_loop_that_a_mut_array_reaches_is_taped_under_a_forward_derivative() {
+fn a_mut_array_is_a_witness_at_the_top_and_keeps_a_callee_taped() {
     let src = "
 fn smooth(y: mut [f64], x: f64, n: i64) -> f64 {
     var s = 0.0;
@@ -250,6 +252,7 @@ fn smooth(y: mut [f64], x: f64, n: i64) -> f64 {
     }
     s
 }
+fn outer(y: mut [f64], x: f64, n: i64) -> f64 { smooth(y, x, n) * 2.0 }
 fn d(x: f64, n: i64) -> f64 {
     let y = zeros(4);
     let dy = zeros(4);
@@ -259,26 +262,48 @@ fn dd(x: f64, n: i64) -> f64 {
     let (g, h) = autodiff(forward, d, dual, dual(x, 1.0), const(n));
     h
 }
+fn e(x: f64, n: i64) -> f64 {
+    let y = zeros(4);
+    let dy = zeros(4);
+    autodiff(reverse, outer, active, dup(y, dy), active(x), const(n))
+}
+fn ee(x: f64, n: i64) -> f64 {
+    let (g, h) = autodiff(forward, e, dual, dual(x, 1.0), const(n));
+    h
+}
 ";
     let args = [Val::F64(0.7), Val::I64(20_000)];
     let plain = Session::from_source("smooth.adz", src).unwrap();
-    let want = run(&plain, "dd", &args, Engine::Jit).unwrap();
+    for name in ["dd", "ee"] {
+        let want = run(&plain, name, &args, Engine::Jit).unwrap();
+        for inline in InlineSetting::ALL {
+            let mut s = Session::from_source("smooth.adz", src).unwrap();
+            s.inline = inline;
+            s.ad_limits.checkpoint = true;
+            s.limits.checkpoint_segment = Some(3);
+            let what = format!("{name} {inline:?}");
+            assert_bits(&run(&s, name, &args, Engine::Jit).unwrap(), &want, &what);
+            s.limits.checkpoint_segment = None;
+            s.limits.tape_limit = 256 << 10;
+            let got = run(&s, name, &args, Engine::Jit);
+            // (`smooth` is inlined into `outer` before AD only by `early`
+            // and `all`.)
+            if name == "ee" && matches!(inline, InlineSetting::None | InlineSetting::Late) {
+                let err = got.unwrap_err();
+                assert!(
+                    err.contains("budget") && err.contains("--annotate tape"),
+                    "{err}"
+                );
+            } else {
+                assert_bits(&got.unwrap_or_else(|e| panic!("{what}: {e}")), &want, &what);
+            }
+        }
+    }
+    // The annotated dump says why the callee's loop stays taped.
     let mut s = Session::from_source("smooth.adz", src).unwrap();
+    s.inline = InlineSetting::None;
     s.ad_limits.checkpoint = true;
-    s.limits.checkpoint_segment = Some(3);
-    assert_bits(&run(&s, "dd", &args, Engine::Jit).unwrap(), &want, "dd");
-    // The gradient alone is checkpointed; under the forward derivative
-    // the loop is not.
-    s.limits.checkpoint_segment = None;
-    s.limits.tape_limit = 256 << 10;
-    assert!(run(&s, "d", &args, Engine::Jit).is_ok());
-    let err = run(&s, "dd", &args, Engine::Jit).unwrap_err();
-    assert!(
-        err.contains("budget") && err.contains("--annotate tape"),
-        "{err}"
-    );
-    // The annotated dump says why.
-    let stages = s.stages_until(Some("dd"), adze::Stage::Ad).unwrap();
+    let stages = s.stages_until(Some("ee"), adze::Stage::Ad).unwrap();
     let (_, module) = stages.last().unwrap();
     let what = adze::adze_ad::annotate::Annotate {
         activity: false,
@@ -291,131 +316,6 @@ fn dd(x: f64, n: i64) -> f64 {
         text.contains("loop 0 is not checkpointed: a forward derivative differentiates"),
         "{text}"
     );
-}
-
-/// `#[checkpoint]` on a loop (ir-examples/checkpoint_hints.adz): without
-/// `--checkpoint`, under a budget that the same program without the
-/// attributes passes, the derivatives run and give that program's bits,
-/// under every inline setting in both engines, and so does a forward
-/// derivative of one of them (`dd_ring8`, checkpointed for forward mode).
-#[test]
-fn a_hinted_loop_is_checkpointed_without_the_flag() {
-    let path = root().join("ir-examples/checkpoint_hints.adz");
-    let src = std::fs::read_to_string(&path).unwrap();
-    let plain_src = without_hints(&src);
-    assert_eq!(src.lines().count() - plain_src.lines().count(), 5);
-    let plain = || Session::from_source("plain.adz", &plain_src).unwrap();
-    let budget = 256 << 10;
-    let args = [Val::F64(0.7), Val::I64(20_000)];
-    for name in ["d_ring8", "d_outer", "dd_ring8"] {
-        let taped = run(&plain(), name, &args, Engine::Jit).unwrap();
-        let mut over = plain();
-        over.limits.tape_limit = budget;
-        let err = run(&over, name, &args, Engine::Jit).unwrap_err();
-        assert!(err.contains("budget"), "{name}: {err}");
-        for inline in InlineSetting::ALL {
-            for engine in [Engine::Jit, Engine::Interp] {
-                let mut s = Session::from_file(&path).unwrap();
-                s.inline = inline;
-                s.limits.tape_limit = budget;
-                let got = run(&s, name, &args, engine)
-                    .unwrap_or_else(|e| panic!("{name} {inline:?} {engine:?}: {e}"));
-                assert_bits(&got, &taped, format!("{name} {inline:?} {engine:?}"));
-            }
-        }
-    }
-}
-
-/// `snapshots = K` keeps at most `K` snapshots of a `for` loop in the
-/// forward sweep, whatever its trip count; between them the loop sheds
-/// what outgrows the budget's share, and the runner recomputes it in
-/// sub-segments. The schedule is in the annotated dump; every `K`, segment
-/// size, inline setting and engine gives the bits of the program without
-/// the attribute, within a budget that one taped segment would pass.
-#[test]
-fn snapshots_bound_the_segments_by_the_trip_count() {
-    let path = root().join("ir-examples/checkpoint_hints.adz");
-    let s = Session::from_file(&path).unwrap();
-    let stages = s.stages_until(Some("d_ring8"), adze::Stage::Ad).unwrap();
-    let (_, module) = stages.last().unwrap();
-    let what = adze::adze_ad::annotate::Annotate {
-        activity: false,
-        tape: true,
-        rules: false,
-    };
-    let text =
-        adze::pipeline::dump_stage_annotated(module, adze::Stage::Ad, Some("d_ring8"), false, what)
-            .unwrap();
-    for note in [
-        "iterations if",
-        "outgrew its share of the budget",
-        "drops the records of the last segment of counted loop",
-    ] {
-        assert!(text.contains(note), "no `{note}` in:\n{text}");
-    }
-    let src = std::fs::read_to_string(&path).unwrap();
-    let plain = without_hints(&src);
-    let plain = Session::from_source("plain.adz", &plain).unwrap();
-    let cases = [
-        ("d_ring8", vec![Val::F64(0.7), Val::I64(20_000)]),
-        ("d_until3", vec![Val::F64(0.9), Val::I64(5_000)]),
-        ("d_until3", vec![Val::F64(0.9), Val::I64(7)]),
-        ("d_until3", vec![Val::F64(0.9), Val::I64(0)]),
-    ];
-    for (name, args) in cases {
-        let want = run(&plain, name, &args, Engine::Jit).unwrap();
-        for k in [1, 2, 8] {
-            let src = src.replace("snapshots = 8", &format!("snapshots = {k}"));
-            let src = src.replace("snapshots = 3", &format!("snapshots = {k}"));
-            for inline in InlineSetting::ALL {
-                for engine in [Engine::Jit, Engine::Interp] {
-                    for segment in [None, Some(1), Some(7)] {
-                        let mut s = Session::from_source("k.adz", &src).unwrap();
-                        s.inline = inline;
-                        s.limits.checkpoint_segment = segment;
-                        if segment.is_none() {
-                            s.limits.tape_limit = 256 << 10;
-                        }
-                        let got = run(&s, name, &args, engine).unwrap_or_else(|e| {
-                            panic!("{name} K={k} {inline:?} {engine:?} {segment:?}: {e}")
-                        });
-                        let what = format!("{name} K={k} {inline:?} {engine:?} {segment:?}");
-                        assert_bits(&got, &want, what);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// Fuzzer seed 2700271, reduced: a rule region inside a checkpointed loop
-/// whose argument no instruction of the loop reads. The runner keeps the
-/// region, so the argument is in the snapshot; it was not, and the runner
-/// was invalid IR under `--inline early` and `all` (the verifier runs
-/// after the AD pass).
-#[test]
-fn a_rule_region_argument_unread_in_the_loop_is_in_the_snapshot() {
-    let path = root().join("tests/findings/checkpoint_rule_region_argument_unused_inside.adz");
-    let src = std::fs::read_to_string(&path).unwrap();
-    let plain = without_hints(&src);
-    let args = [Val::F64(0.5), Val::F64(0.25)];
-    let want = run(
-        &Session::from_source("plain.adz", &plain).unwrap(),
-        "d",
-        &args,
-        Engine::Jit,
-    )
-    .unwrap();
-    for inline in InlineSetting::ALL {
-        for engine in [Engine::Jit, Engine::Interp] {
-            let mut s = Session::from_file(&path).unwrap();
-            s.inline = inline;
-            s.limits.checkpoint_segment = Some(1);
-            let got = run(&s, "d", &args, engine)
-                .unwrap_or_else(|e| panic!("{inline:?} {engine:?}: {e}"));
-            assert_bits(&got, &want, format!("{inline:?} {engine:?}"));
-        }
-    }
 }
 
 /// A reverse derivative (from outside, `--derive reverse`) of a function

@@ -76,6 +76,7 @@ pub(crate) fn build(
         dummies: HashMap::new(),
         edge_index: None,
         params: SecondaryMap::new(),
+        witnesses: SecondaryMap::new(),
         trips: None,
     };
     a.run()?;
@@ -130,6 +131,9 @@ struct Adj<'a> {
     edge_index: Option<Value>,
     /// Primal parameter -> the adjoint's parameter for it.
     params: SecondaryMap<Value, Option<Value>>,
+    /// The primal parameters the adjoint takes as witnesses
+    /// (`Plan::adj_witnesses`): never read, passed on to runners.
+    witnesses: SecondaryMap<Value, Option<Value>>,
     /// The trip array: per counted loop, as an f64, the number of the
     /// iteration whose reverse is running (counting down to 0).
     trips: Option<Value>,
@@ -170,6 +174,14 @@ impl Adj<'_> {
                 .get(next)
                 .ok_or_else(|| self.internal("too few parameters"))?;
             self.params[p] = Some(q);
+            next += 1;
+        }
+        // Witnesses, never read but passed on to the runners.
+        for &p in &self.plan.adj_witnesses {
+            let q = *params
+                .get(next)
+                .ok_or_else(|| self.internal("too few parameters"))?;
+            self.witnesses[p] = Some(q);
             next += 1;
         }
         for (&p, act) in self.primal.params().iter().zip(&self.req.args) {
@@ -825,7 +837,8 @@ impl Adj<'_> {
             .ok_or_else(|| self.internal("a checkpointed loop without a runner"))?;
         let mut args = Vec::new();
         for &a in &c.taken {
-            args.push(self.params[a].ok_or_else(|| self.internal("a runner's array not taken"))?);
+            let given = self.params[a].or(self.witnesses[a]);
+            args.push(given.ok_or_else(|| self.internal("a runner's argument not taken"))?);
         }
         Ok((c.runner, args))
     }

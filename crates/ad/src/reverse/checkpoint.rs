@@ -175,7 +175,7 @@ pub(crate) fn choose(
             if touches(primal, &blocks, unknown) {
                 why = Some(
                     "a forward derivative differentiates this derivative, and a parameter \
-                     the adjoint does not have (a `mut` array, a callee's scalar) or an array \
+                     the adjoint does not have (a callee's scalar or `mut` array) or an array \
                      result may make its values active",
                 );
             }
@@ -205,8 +205,9 @@ pub(crate) struct Chosen {
 
 /// The values of `primal` that a forward derivative may find active
 /// through what the runners of a `.ckptf` derivative do not take: the f64
-/// and array parameters the adjoint does not have (a runner takes the
-/// others, as *witnesses* of their activity), and array results, which a
+/// and array parameters the adjoint does not have, as witnesses or
+/// otherwise (a runner takes the others, as *witnesses* of their
+/// activity), and array results, which a
 /// caller may make active (`ForwardRequest::seeded`). A loop none of
 /// whose values these reach has, in the augmented primal, the activity its
 /// runner's arguments give ([`Witnesses`]).
@@ -215,7 +216,9 @@ fn unknown_activity(module: &Module, primal: &Function, plan: &Plan) -> crate::a
         .params()
         .iter()
         .map(|&p| match primal.dfg.value_type(p) {
-            _ if plan.adj_params.contains(&p) => ArgActivity::Const,
+            _ if plan.adj_params.contains(&p) || plan.adj_witnesses.contains(&p) => {
+                ArgActivity::Const
+            }
             Type::F64 => ArgActivity::Dual,
             Type::Array => ArgActivity::Dup,
             _ => ArgActivity::Const,
@@ -612,9 +615,11 @@ fn retarget(func: &mut Function, e: (Block, usize), to: Block, n: usize) {
 /// The witnesses of a `.ckptf` runner: the f64 and array parameters the
 /// adjoint has (`Plan::adj_params`) that the runner does not take already.
 fn witnesses(primal: &Function, plan: &Plan, taken: &[Value]) -> Vec<Value> {
-    plan.adj_params
+    primal
+        .params()
         .iter()
         .copied()
+        .filter(|p| plan.adj_params.contains(p) || plan.adj_witnesses.contains(p))
         .filter(|&p| matches!(primal.dfg.value_type(p), Type::F64 | Type::Array))
         .filter(|p| !taken.contains(p))
         .collect()
@@ -1134,7 +1139,9 @@ fn runner_counterparts(
         .zip(&aug.sig.params)
         .enumerate()
         .filter(|&(k, (_, p))| {
-            matches!(p.ty, Type::F64 | Type::Array) && super::plan::adj_takes(p, k, untaken)
+            matches!(p.ty, Type::F64 | Type::Array)
+                && (super::plan::adj_takes(p, k, untaken)
+                    || super::plan::adj_witnesses(p, k, untaken, true))
         })
         .map(|(_, (&v, _))| v)
         .filter(|v| !params.contains(v))

@@ -358,6 +358,18 @@ impl ReverseRequest {
         }
     }
 
+    /// The parameters the adjoint takes as witnesses, by number
+    /// ([`plan::adj_witnesses`]), after those it takes.
+    fn witnessed<'s>(
+        &'s self,
+        sig: &'s Signature,
+    ) -> impl Iterator<Item = (usize, &'s Param)> + 's {
+        sig.params
+            .iter()
+            .enumerate()
+            .filter(|(k, p)| plan::adj_witnesses(p, *k, &self.untaken, self.for_forward))
+    }
+
     fn adjoint_results(&self) -> Vec<Type> {
         self.args
             .iter()
@@ -380,6 +392,11 @@ impl ReverseRequest {
             .filter(|(k, p)| plan::adj_takes(p, *k, &self.untaken))
             .map(|(_, p)| p.clone())
             .collect();
+        params.extend(self.witnessed(&f.sig).map(|(_, p)| Param {
+            name: format!("w_{}", p.name),
+            ty: p.ty,
+            mutable: false,
+        }));
         params.extend(
             f.sig
                 .params
@@ -713,6 +730,8 @@ fn derive_whole(
         .filter(|(k, (_, p))| plan::adj_takes(p, *k, &req.untaken))
         .map(|(_, (&a, _))| a)
         .collect();
+    let split = split_req.in_context(cx, module);
+    adj_args.extend(split.witnessed(&primal_sig).map(|(k, _)| primal_args[k]));
     adj_args.extend(shadows);
     if (vjp && req.ret == RetActivity::Active) || req.ret == RetActivity::Dup {
         // The seeds are the parameters after the derivative's; an array
@@ -909,6 +928,10 @@ pub(crate) fn derive_split(
         &req.ignored,
         &req.untaken,
     )?;
+    plan.adj_witnesses = req
+        .witnessed(&primal.sig)
+        .map(|(k, _)| primal.params()[k])
+        .collect();
     let calls = plan_calls(cx, module, &primal, &plan, &collapse, depth, tape)?;
     let mut call_args: SecondaryMap<Inst, Vec<Value>> = SecondaryMap::new();
     for (inst, t) in calls.iter() {
@@ -1506,6 +1529,8 @@ fn recompute_rule(
         .filter(|(k, (_, p))| plan::adj_takes(p, *k, &req.untaken))
         .map(|(_, (&a, _))| a)
         .collect();
+    let split = req.in_context(cx, module);
+    adj_args.extend(split.witnessed(&owner_sig).map(|(k, _)| primal_args[k]));
     adj_args.extend(shadows);
     adj_args.extend_from_slice(&ps[k..]);
     b.call(aug, &primal_args, &owner_sig.results);

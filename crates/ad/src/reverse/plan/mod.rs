@@ -123,6 +123,9 @@ pub(crate) struct Plan {
     /// The primal parameters the adjoint receives, in order (see
     /// [`adj_takes`]), and which values they are.
     pub adj_params: Vec<Value>,
+    /// The parameters a `.ckptf` adjoint takes as witnesses, after
+    /// `adj_params` ([`adj_witnesses`]); set by the pass, empty otherwise.
+    pub adj_witnesses: Vec<Value>,
     available: EntitySet<Value>,
     pub zeros_sites: Vec<ZerosSite>,
     pub num_threaded: usize,
@@ -149,6 +152,20 @@ pub(crate) struct Plan {
 /// parameter of it), so the adjoint reads it as the primal did.
 pub(crate) fn adj_takes(param: &adze_ir::Param, k: usize, untaken: &[usize]) -> bool {
     !untaken.contains(&k) && (param.ty.is_scalar() || (param.ty == Type::Array && !param.mutable))
+}
+
+/// Does the adjoint of a `.ckptf` derivative take its parameter number `k`
+/// as a *witness*, never read: a `mut` f64 array, unless `untaken` (a
+/// callee's always is: its caller's adjoint does not have the array). Its
+/// checkpoint runners take it on, so that a forward derivative of one
+/// knows the array's activity (`reverse::checkpoint::runner_activity`).
+pub(crate) fn adj_witnesses(
+    param: &adze_ir::Param,
+    k: usize,
+    untaken: &[usize],
+    for_forward: bool,
+) -> bool {
+    for_forward && !untaken.contains(&k) && param.ty == Type::Array && param.mutable
 }
 
 /// The values of `func` that can influence what a reverse derivative with
@@ -297,6 +314,7 @@ impl Plan {
             safe_loads,
             loop_writes: Default::default(),
             adj_params,
+            adj_witnesses: Vec::new(),
             available,
             zeros_sites: Vec::new(),
             num_threaded: 0,
