@@ -54,8 +54,9 @@
 //! - **Semantics.** `fadd`/`fsub`/`fmul`/`fdiv`/`fneg`/`sqrt`/`abs`/`floor`/
 //!   `ceil`/`sitof` and `min`/`max` (Cranelift's `fmin`/`fmax` are IEEE
 //!   754-2019 `minimum`/`maximum`) are native instructions, exact by IEEE
-//!   754; `powi` is the same square-and-multiply sequence as
-//!   [`adze_ir::semantics::powi`], unrolled; every other intrinsic calls an
+//!   754 (a division by a constant power of two is the multiplication by
+//!   its reciprocal, the same bits); `powi` is the same square-and-multiply
+//!   sequence as [`adze_ir::semantics::powi`], unrolled; every other intrinsic calls an
 //!   `extern "C"` wrapper around [`adze_ir::semantics`]. The JIT therefore
 //!   agrees with the interpreter bit for bit (NaN payloads aside).
 // The Cranelift boundary: calling generated code and the run-time
