@@ -106,6 +106,7 @@ impl Translator<'_, '_> {
             let x = self.scalar(v)?;
             self.store_slot(x, out, k);
         }
+        self.store_tape_lens();
         self.epilogue()?;
         let ok = self.b.ins().iconst(cl::types::I32, 0);
         self.b.ins().return_(&[ok]);
@@ -158,9 +159,12 @@ impl Translator<'_, '_> {
         };
         cargs.push(out);
         let f = self.func_ref(id);
+        // The callee pushes and pops through `Ctx` (`enter_tape_lens`).
+        self.store_tape_lens();
         let c = self.b.ins().call(f, &cargs);
         let status = self.b.inst_results(c)[0];
         self.after_call(inst, status);
+        self.load_tape_lens();
         self.call_results(results)
     }
 
