@@ -31,6 +31,15 @@
 //! the rest of the call; a chain `samelen a, c`, `samelen c, b` relates `a`
 //! and `b` too). `base + k` cannot wrap: `base >= 0` and `k <= -c <= 0`.
 //!
+//! **Below the start** ([`safe_accesses_below_start`], the JIT's): an
+//! access `a[i - c]` (`c > 0`) when every entry value of the loop is a
+//! constant `>= c` (a length or an outer induction variable counts as
+//! `0`): `i` only grows from its entries, so `0 <= i - c`, and `i - c < i
+//! < hi`, with the same `hi + (-c) <= len(a)` condition and `k <= 0`. The
+//! optimizer and reverse mode keep [`safe_accesses`]: reverse mode's tape
+//! plan reloads a proven loop-invariant load after its loop instead of
+//! taping it every iteration, so what it proves shapes the tapes.
+//!
 //! Why "the current value" is sound: `hi`, `b` and `n` are defined in
 //! blocks that strictly dominate `H`, so none of them is redefined between
 //! the last execution of `H` and the access without `H` running again; and
@@ -81,6 +90,9 @@ use std::collections::{HashMap, HashSet};
 struct Induction {
     hi: Value,
     body: Block,
+    /// `lo <= i` too: the least value the loop is entered with (a
+    /// constant; 0 for a length or an outer induction variable).
+    lo: i64,
 }
 
 /// A count-down loop behind a guard (see the module documentation,
@@ -184,6 +196,25 @@ fn dests(func: &Function, block: Block) -> Vec<(Block, &[Value])> {
 /// from the entry, whose index is provably in bounds by the counted loop
 /// that contains them (see the module documentation).
 pub fn safe_accesses(func: &Function) -> EntitySet<Inst> {
+    proven_accesses(func, false)
+}
+
+/// [`safe_accesses`], and also the accesses `a[i - c]` (`c > 0` a
+/// constant) in the body of a counted loop that every entry starts at `c`
+/// or above (`for i in 1..n { .. a[i - 1] .. }`): `i >= lo` at the header
+/// (each entry passes a constant `>= lo`, a length or an outer induction
+/// variable, both `>= 0 = lo` then, and the back edge `i` or `i + 1`), so
+/// `0 <= i - c` when `c <= lo`, and `i - c < i < hi`.
+///
+/// The JIT drops these checks; the optimizer and the AD passes use
+/// [`safe_accesses`], whose answer shapes reverse mode's tapes (a proven
+/// loop-invariant load is reloaded after its loop, not taped every
+/// iteration), and so, at higher order, bits under inlining.
+pub fn safe_accesses_below_start(func: &Function) -> EntitySet<Inst> {
+    proven_accesses(func, true)
+}
+
+fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
     let mut safe = EntitySet::new();
     let Some(entry) = func.entry_block() else {
         return safe;
@@ -238,10 +269,12 @@ pub fn safe_accesses(func: &Function) -> EntitySet<Inst> {
                     .get(&x)
                     .is_some_and(|outer| at.is_some_and(|d| doms.dominates(outer.body, d)))
         };
+        let mut lo = i64::MAX;
         let all_ok = edges.get(&h).is_some_and(|es| {
             es.iter().all(|(from, args)| {
                 let Some(&a) = args.get(k) else { return false };
                 if nonneg_entry(a, *from) {
+                    lo = lo.min(const_of(func, a).unwrap_or(0));
                     return true;
                 }
                 let (x, c) = offset_form(func, a);
@@ -249,7 +282,10 @@ pub fn safe_accesses(func: &Function) -> EntitySet<Inst> {
             })
         });
         if all_ok {
-            ivs.insert(i, Induction { hi, body });
+            // An entry edge always exists (the header is not the entry
+            // block); without one, `lo` stays 0.
+            let lo = if below_start && lo != i64::MAX { lo } else { 0 };
+            ivs.insert(i, Induction { hi, body, lo });
         }
     }
     let countdowns = count_down_loops(func, &order, &preds, &edges, &doms);
@@ -315,12 +351,13 @@ pub fn safe_accesses(func: &Function) -> EntitySet<Inst> {
             }
             let (i, c) = offset_form(func, idx);
             let Some(iv) = ivs.get(&i) else { continue };
-            if c < 0 || !doms.dominates(iv.body, b) {
+            if c.checked_add(iv.lo).is_none_or(|m| m < 0) || !doms.dominates(iv.body, b) {
                 continue;
             }
             // hi + c <= len(arr)?
             let (base, k) = offset_form(func, iv.hi);
-            if k.checked_add(c).is_none_or(|s| s > 0) {
+            // `k <= 0` as well: `base + k` does not wrap.
+            if k > 0 || k.checked_add(c).is_none_or(|s| s > 0) {
                 continue;
             }
             let is_length = |x: Value| len_of(func, base) == Some(x) || is_zeros_of(func, x, base);
@@ -687,6 +724,87 @@ block3(v19: f64):
 }}
 "
         )
+    }
+
+    /// The accesses `safe_accesses_below_start` proves.
+    fn proven_below_start(src: &str) -> Vec<(String, usize)> {
+        let m = parse_module(src).unwrap();
+        let (_, f) = m.iter().next().unwrap();
+        let safe = safe_accesses_below_start(f);
+        let mut out = Vec::new();
+        for &b in f.layout.blocks() {
+            for (k, i) in f.layout.block_insts(b).iter().enumerate() {
+                if safe.contains(*i) {
+                    out.push((b.to_string(), k));
+                }
+            }
+        }
+        out
+    }
+
+    /// `for i in lo..len(x) - k { x[i - 1]; x[i - 2] }`, entered with `lo`,
+    /// or, with `other`, from two blocks, with `lo` and `other`.
+    fn stencil_src(lo: i64, other: Option<&str>, k: i64) -> String {
+        let (entry, second) = match other {
+            None => ("jump block1(v2, v1)".to_string(), String::new()),
+            Some(o) => (
+                "brif v22, block1(v2, v1), block5".to_string(),
+                format!("block5:\n    v23 = {o}\n    jump block1(v23, v1)\n"),
+            ),
+        };
+        format!(
+            "function @f(x: arr, c: bool) -> f64 {{
+block0(v0: arr, v22: bool):
+    v1 = fconst 0.0
+    v2 = iconst {lo}
+    v3 = len v0
+    v4 = iconst {k}
+    v5 = isub v3, v4
+    {entry}
+{second}block1(v6: i64, v7: f64):
+    v8 = icmp lt v6, v5
+    brif v8, block2, block3(v7)
+block2:
+    v9 = iconst 1
+    v10 = isub v6, v9
+    v11 = load v0, v10
+    v12 = iconst 2
+    v13 = isub v6, v12
+    v14 = load v0, v13
+    v15 = fadd v11, v14
+    v16 = fadd v7, v15
+    v17 = iadd v6, v9
+    jump block1(v17, v16)
+block3(v19: f64):
+    return v19
+}}
+"
+        )
+    }
+
+    #[test]
+    fn accesses_below_the_start_of_a_loop() {
+        // From 2: x[i - 1] and x[i - 2]; from 1: x[i - 1]; from 0: neither.
+        let from = |lo, other, k| proven_below_start(&stencil_src(lo, other, k));
+        assert_eq!(from(2, None, 0), vec![at("block2", 2), at("block2", 5)]);
+        assert_eq!(from(1, None, 0), vec![at("block2", 2)]);
+        assert!(from(0, None, 0).is_empty());
+        // Up to len(x) + 1 (k = -1): i - 1 < len(x) still, but the bound's
+        // `len + 1` is not taken (it could wrap, as far as the proof
+        // knows); len(x) - 1 is fine.
+        assert!(from(2, None, -1).is_empty());
+        assert_eq!(from(2, None, 1), vec![at("block2", 2), at("block2", 5)]);
+        // Entered from two blocks: the least start counts; a length or
+        // another value counts as 0, or fails the loop.
+        assert_eq!(from(2, Some("iconst 1"), 0), vec![at("block2", 2)]);
+        assert_eq!(
+            from(3, Some("iconst 2"), 0),
+            vec![at("block2", 2), at("block2", 5)]
+        );
+        assert!(from(2, Some("len v0"), 0).is_empty());
+        assert!(from(2, Some("iconst -1"), 0).is_empty());
+        // `safe_accesses` (the optimizer's and AD's) proves none of them.
+        assert!(proven(&stencil_src(2, None, 0)).is_empty());
     }
 
     #[test]

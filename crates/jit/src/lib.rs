@@ -47,12 +47,16 @@
 //!   in the context at entry. A call first runs with a 512 KiB budget on the
 //!   caller's thread; if recursion (below the depth limit) needs more, the
 //!   run is discarded and repeated on a thread with a 256 MiB stack, so deep
-//!   recursion never overflows the stack.
+//!   recursion never overflows the stack. The zero-copy calls do the same
+//!   when the root has no `mut` parameter (a discarded run wrote nothing
+//!   the caller sees); with one, code that may recurse runs on the big
+//!   thread from the start.
 //! - **Semantics.** `fadd`/`fsub`/`fmul`/`fdiv`/`fneg`/`sqrt`/`abs`/`floor`/
 //!   `ceil`/`sitof` and `min`/`max` (Cranelift's `fmin`/`fmax` are IEEE
 //!   754-2019 `minimum`/`maximum`) are native instructions, exact by IEEE
-//!   754; `powi` is the same square-and-multiply sequence as
-//!   [`adze_ir::semantics::powi`], unrolled; every other intrinsic calls an
+//!   754 (a division by a constant power of two is the multiplication by
+//!   its reciprocal, the same bits); `powi` is the same square-and-multiply
+//!   sequence as [`adze_ir::semantics::powi`], unrolled; every other intrinsic calls an
 //!   `extern "C"` wrapper around [`adze_ir::semantics`]. The JIT therefore
 //!   agrees with the interpreter bit for bit (NaN payloads aside).
 // The Cranelift boundary: calling generated code and the run-time
@@ -271,6 +275,12 @@ pub struct Compiled {
     /// call graph has no cycle and a generous bound on the native stack of
     /// the deepest possible chain of frames fits in `INLINE_STACK`.
     inline_ok: bool,
+    /// Whether a run on the caller's thread that ran out of native stack
+    /// can be discarded and run again elsewhere: the root has no `mut`
+    /// parameter, so such a run wrote nothing the caller sees (its array
+    /// results are dropped with its context, its tapes are cleared).
+    /// Recursive code then tries the caller's thread first.
+    rerun_ok: bool,
     /// The disassembly of every function, with [`JitOptions::disasm`].
     disassembly: Option<String>,
     /// Tape buffers of earlier calls, kept (emptied) so that the next
@@ -396,6 +406,7 @@ pub fn compile(
         tapes: std::sync::Mutex::new(Vec::new()),
         disassembly: options.disasm.then_some(defs.disassembly),
         inline_ok: !may_recurse(module, &reachable) && defs.stack_bound <= INLINE_STACK / 2,
+        rerun_ok: !module.func(root).sig.params.iter().any(|p| p.mutable),
         _code: code,
     })
 }
@@ -1060,9 +1071,12 @@ impl Compiled {
     /// `call` gives) the arrays hold whatever the code wrote before the trap.
     ///
     /// Code that cannot recurse and needs little native stack runs on the
-    /// caller's thread; otherwise the call runs once on a thread with a
-    /// 256 MiB stack (it cannot be re-run after a first attempt ran out of
-    /// stack, because that attempt may have written to the arrays).
+    /// caller's thread. Otherwise, if the root has no `mut` parameter, the
+    /// call runs on the caller's thread with a 512 KiB budget first and
+    /// again on a thread with a 256 MiB stack if that ran out; with a `mut`
+    /// parameter it runs once on such a thread (it cannot be re-run after
+    /// a first attempt ran out of stack, because that attempt may have
+    /// written to the arrays).
     pub fn call_mut(&self, args: &mut [Val]) -> Result<Vec<Val>, RunError> {
         check_args(&self.name, &self.sig, args)?;
         // Pointers to the caller's own buffers: `args` stays mutably
@@ -1167,7 +1181,24 @@ impl Compiled {
             // SAFETY: this function's contract.
             unsafe { runner.run_raw(slots, INLINE_STACK, self.take_tapes()) }
         } else {
-            let tapes = self.take_tapes();
+            let mut tapes = self.take_tapes();
+            if self.rerun_ok {
+                // Recursion that stays shallow (most of it) runs here: a
+                // thread with a big stack costs ~80 µs to start and join,
+                // more than many such calls take. If the stack runs out,
+                // nothing the caller sees was written (`rerun_ok`).
+                // SAFETY: this function's contract.
+                let (raw, t) = unsafe { runner.run_raw(slots, INLINE_STACK, tapes) };
+                if !matches!(raw, Raw::StackExhausted) {
+                    self.keep_tapes(t);
+                    return match runner.finish(raw) {
+                        Attempt::Done(r, _) => r.map(|out| out.results),
+                        Attempt::StackExhausted => Err(self.failure(self.exhausted_message())),
+                    };
+                }
+                tapes = t;
+                rt::clear_tapes(&mut tapes);
+            }
             let big = std::thread::scope(|s| {
                 std::thread::Builder::new()
                     .name("adze-jit-call".into())

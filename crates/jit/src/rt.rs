@@ -20,6 +20,11 @@ use std::time::Duration;
 /// buffers, 9 bytes per entry (the tape number needs no storage: each tape
 /// is its own stack). Generated code reads and writes `len` and the entries
 /// below `cap` directly, and calls `adze_reserve` only to grow the buffers.
+/// Within a function it keeps `len` in a register, and stores it here
+/// before a call, `adze_reserve` or a return (`codegen::tape`): the `len`
+/// here only ever takes values the register had, so the invariant below
+/// holds for it at every point (entries are never uninitialised, and
+/// `adze_reserve`, which moves the buffers, sees the current length).
 ///
 /// Invariant: `(bits, len, bits_cap)` and `(types, len, types_cap)` are the
 /// raw parts of a `Vec<u64>` and a `Vec<u8>`, `cap = min(bits_cap,

@@ -43,10 +43,10 @@
 //! Integer values are split around loops only: six general-purpose
 //! registers are callee-saved, so regalloc2 keeps integers across calls.
 
-use adze_ir::cfg::{DominatorTree, LoopForest};
+use adze_ir::cfg::{DominatorTree, Loop, LoopForest};
 use adze_ir::{Block, Function, Inst, InstData, Type, Value};
 use cranelift_codegen::entity::{EntitySet, SecondaryMap};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// Above this many block × value bits the liveness sets are not computed
 /// and nothing is split (the allocator copes alone, as before).
@@ -72,8 +72,14 @@ const XMM_BUDGET: usize = 13;
 /// General registers a call preserves (System V: rbx, r12–r15; rbp is the
 /// frame pointer). Up to this many integer values can stay in registers
 /// across a call; when more are live across one, all of them are split
-/// there, so that none stays in a stack slot through the loops around it.
+/// there, so that none stays in a stack slot through the loops around it
+/// (in a loop, all but the [`KEPT_ACROSS_CALLS`] the loop uses most).
 const CALLEE_SAVED: usize = 5;
+
+/// Integer values that stay in registers across a call under pressure
+/// inside a loop (the most used in the loop): the callee-saved registers
+/// less the context pointer and one for a `bool` or a temporary.
+const KEPT_ACROSS_CALLS: usize = CALLEE_SAVED - 2;
 
 /// Where to split live ranges, and where each split value is on entry to
 /// each block.
@@ -191,7 +197,13 @@ pub(crate) fn plan(
     let mut plan = SpillPlan::default();
     if has_call {
         split_at_calls(
-            func, order, &globals, &live_in, &live_out, &is_call, &mut plan,
+            func,
+            order,
+            &globals,
+            (&live_in, &live_out),
+            &is_call,
+            &graph.loops,
+            &mut plan,
         );
     }
     let loops = if has_loop {
@@ -314,12 +326,15 @@ fn split_at_calls(
     func: &Function,
     order: &[Block],
     globals: &[Value],
-    live_in: &Sets,
-    live_out: &Sets,
+    (live_in, live_out): (&Sets, &Sets),
     is_call: &impl Fn(&InstData) -> bool,
+    loops: &LoopForest,
     plan: &mut SpillPlan,
 ) {
     let insts = |b: Block| func.layout.block_insts(b);
+    // Uses of each value in each loop that has a call under pressure
+    // (computed when first needed).
+    let mut loop_uses: HashMap<Loop, HashMap<Value, u32>> = HashMap::new();
     let nvals = func.dfg.num_values();
     // Position of each value's last use in the block (+1; 0: none).
     let mut last_use: SecondaryMap<Value, u32> = SecondaryMap::with_capacity(nvals);
@@ -398,13 +413,41 @@ fn split_at_calls(
             gprs -= dying.len();
             if is_call(data) {
                 let drop_gprs = gprs > CALLEE_SAVED;
+                // Under pressure in a loop, the integers its blocks use
+                // most stay in callee-saved registers (a recursion's loop
+                // counter, its bound: the path that does not call must not
+                // reload them); the others are split.
+                let keep: Vec<Value> = match loops.innermost(b) {
+                    Some(l) if drop_gprs => {
+                        let uses = loop_uses.entry(l).or_insert_with(|| {
+                            let mut uses: HashMap<Value, u32> = HashMap::new();
+                            for blk in loops.blocks(l) {
+                                for &i in insts(blk) {
+                                    func.dfg.inst(i).for_each_use(|v| {
+                                        *uses.entry(v).or_default() += 1;
+                                    });
+                                }
+                            }
+                            uses
+                        });
+                        let mut ranked: Vec<(u32, Value)> = cand
+                            .iter()
+                            .filter(|&&v| func.dfg.value_type(v) == Type::I64 && live_after(v, p))
+                            .filter_map(|&v| uses.get(&v).map(|&n| (n, v)))
+                            .collect();
+                        ranked.sort_unstable_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
+                        ranked.truncate(KEPT_ACROSS_CALLS);
+                        ranked.into_iter().map(|(_, v)| v).collect()
+                    }
+                    _ => Vec::new(),
+                };
                 let mut across: Vec<Value> = Vec::new();
                 cand.retain(|&v| {
                     if !live_after(v, p) {
                         in_reg.remove(v);
                         return false;
                     }
-                    if file(func, v) == Some(File::Xmm) || drop_gprs {
+                    if file(func, v) == Some(File::Xmm) || (drop_gprs && !keep.contains(&v)) {
                         across.push(v);
                         in_reg.remove(v);
                         return false;
@@ -1092,6 +1135,56 @@ block5:
                 }
             )
         })
+    }
+
+    /// A loop that calls a function on one path only (a recursion's:
+    /// GradBench det's loop over the columns) with more integers live
+    /// across the call than callee-saved registers: the three its blocks
+    /// use most (the counter, its bound, the mask) stay in registers, so
+    /// the path without the call reloads nothing; the others are split.
+    #[test]
+    fn the_loops_busiest_integers_stay_across_its_call() {
+        let src = "function @f(a: arr, n: i64, m: i64, p: i64, q: i64, r: i64) -> f64 {
+block0(v0: arr, v1: i64, v2: i64, v3: i64, v4: i64, v5: i64):
+    v6 = iconst 0
+    v7 = fconst 0.0
+    jump block1(v6, v7)
+block1(v10: i64, v11: f64):
+    v12 = icmp lt v10, v1
+    brif v12, block2, block5
+block2:
+    v13 = sshr v2, v10
+    v14 = iconst 1
+    v15 = band v13, v14
+    v16 = icmp eq v15, v14
+    brif v16, block3, block4(v11)
+block3:
+    v17 = iadd v3, v10
+    v18 = load v0, v17
+    v19 = isub v2, v4
+    v20 = call @f(v0, v1, v19, v3, v4, v5)
+    v21 = fmul v18, v20
+    v22 = fadd v11, v21
+    jump block4(v22)
+block4(v23: f64):
+    v25 = iconst 1
+    v24 = iadd v10, v25
+    jump block1(v24, v23)
+block5:
+    return v11
+}
+";
+        let cross = crossings(src);
+        let (_, across) = cross.iter().find(|(r, _)| r == "v20").expect("the call");
+        for kept in ["v1", "v10", "v2"] {
+            assert!(!across.contains(&kept.to_string()), "{kept} in {across:?}");
+        }
+        for split in ["v0", "v3", "v4", "v5"] {
+            assert!(
+                across.contains(&split.to_string()),
+                "{split} not in {across:?}"
+            );
+        }
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! prove checks redundant: constant indices into arrays of constant length,
 //! checks already made in the block, arrays of one length (`samelen`) and
 //! the accesses the bounds of their loops prove
-//! (`adze_ir::bounds::safe_accesses`).
+//! (`adze_ir::bounds::safe_accesses_below_start`).
 
 use super::Translator;
 use crate::rt::SiteKind;
@@ -36,13 +36,13 @@ pub(super) struct Bounds {
     /// `same_len` as it was at the end of the entry block.
     entry_same_len: LengthClasses,
     /// Accesses that the bounds of their loop prove in bounds
-    /// (`adze_ir::bounds::safe_accesses`).
+    /// (`adze_ir::bounds::safe_accesses_below_start`).
     loop_safe: EntitySet<Inst>,
 }
 
 impl Bounds {
     pub(super) fn new(func: &Function) -> Bounds {
-        let loop_safe = adze_ir::bounds::safe_accesses(func);
+        let loop_safe = adze_ir::bounds::safe_accesses_below_start(func);
         Bounds {
             proven_max: HashMap::new(),
             proven_pairs: HashSet::new(),

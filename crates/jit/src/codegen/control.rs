@@ -106,6 +106,7 @@ impl Translator<'_, '_> {
             let x = self.scalar(v)?;
             self.store_slot(x, out, k);
         }
+        self.store_tape_lens();
         self.epilogue()?;
         let ok = self.b.ins().iconst(cl::types::I32, 0);
         self.b.ins().return_(&[ok]);
@@ -153,15 +154,18 @@ impl Translator<'_, '_> {
         let func = self.func;
         let results = func.dfg.inst_results(inst);
         let out = match self.frame.results {
-            Some(ss) if !results.is_empty() => self.b.ins().stack_addr(self.env.ptr, ss, 0),
+            Some(_) if !results.is_empty() => self.slot_load(self.env.ptr, self.frame.slot, 24),
             _ => self.b.ins().iconst(self.env.ptr, 0),
         };
         cargs.push(out);
         let f = self.func_ref(id);
+        // The callee pushes and pops through `Ctx` (`enter_tape_lens`).
+        self.store_tape_lens();
         let c = self.b.ins().call(f, &cargs);
         let status = self.b.inst_results(c)[0];
         self.after_call(inst, status);
-        self.call_results(results, out)
+        self.load_tape_lens();
+        self.call_results(results)
     }
 
     /// Branches on the status of the call `inst`: a callee that trapped
@@ -188,16 +192,19 @@ impl Translator<'_, '_> {
         self.b.switch_to_block(cont);
     }
 
-    /// Defines the `results` of a call from their 8-byte slots at `out`;
-    /// an array result from the arrays the callee handed over (last
-    /// first, `adze_adopt`), with its length from its slot.
-    fn call_results(&mut self, results: &[IrValue], out: cl::Value) -> Result<(), JitError> {
+    /// Defines the `results` of a call from their 8-byte slots in
+    /// `Frame::results`; an array result from the arrays the callee handed
+    /// over (last first, `adze_adopt`), with its length from its slot.
+    fn call_results(&mut self, results: &[IrValue]) -> Result<(), JitError> {
+        let Some(out) = self.frame.results else {
+            return Ok(());
+        };
         for (k, &r) in results.iter().enumerate().rev() {
             if !self.func.dfg.value_type(r).is_array() {
                 continue;
             }
             let off = (8 * k) as i32;
-            let len = self.b.ins().load(cl::types::I64, flags(), out, off);
+            let len = self.slot_load(cl::types::I64, out, off);
             let (ss, soff) = self
                 .frame
                 .zeros_slot(r)
@@ -222,10 +229,10 @@ impl Translator<'_, '_> {
         for (k, &r) in results.iter().enumerate() {
             let off = (8 * k) as i32;
             let x = match self.func.dfg.value_type(r) {
-                Type::F64 => self.b.ins().load(cl::types::F64, flags(), out, off),
-                Type::I64 => self.b.ins().load(cl::types::I64, flags(), out, off),
+                Type::F64 => self.slot_load(cl::types::F64, out, off),
+                Type::I64 => self.slot_load(cl::types::I64, out, off),
                 Type::Bool => {
-                    let w = self.b.ins().load(cl::types::I64, flags(), out, off);
+                    let w = self.slot_load(cl::types::I64, out, off);
                     self.b.ins().ireduce(cl::types::I8, w)
                 }
                 Type::Array | Type::IArray => continue,

@@ -20,7 +20,12 @@ pub(super) struct Frame {
     /// The out-pointer, the call depth on entry and (functions with
     /// `zeros`) the allocation mark, at offsets 0, 8 and 16: read only on
     /// return, so they live on the stack rather than in three registers
-    /// through the whole function.
+    /// through the whole function. At offset 24, the address of `results`
+    /// (functions that call one with results), the out-pointer of those
+    /// calls: read before each call, because a `stack_addr` is hoisted to
+    /// the entry and would hold a callee-saved register through every loop
+    /// (one that calls a function, a recursion's, then kept its counters in
+    /// memory).
     pub(super) slot: cl::StackSlot,
     has_mark: bool,
     /// `adze_trap`.
@@ -70,7 +75,7 @@ impl Frame {
         let depth = b.ins().load(cl::types::I64, flags(), ctx, DEPTH_OFFSET);
         let mark = has_zeros.then(|| b.ins().load(cl::types::I64, flags(), ctx, LIVE_OFFSET));
         let slot =
-            b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 24, 3));
+            b.create_sized_stack_slot(StackSlotData::new(StackSlotKind::ExplicitSlot, 32, 3));
         b.ins().stack_store(env.ptr, out, slot, 0);
         b.ins().stack_store(env.ptr, depth, slot, 8);
         if let Some(mark) = mark {
@@ -85,6 +90,10 @@ impl Frame {
         };
         let results = (shape.max_results > 0).then(|| slots(shape.max_results));
         let zeros_slot = has_zeros.then(|| slots(shape.zeros.len()));
+        if let Some(ss) = results {
+            let addr = b.ins().stack_addr(env.ptr, ss, 0);
+            b.ins().stack_store(env.ptr, addr, slot, 24);
+        }
         let mut zeros = SecondaryMap::new();
         for (k, &v) in shape.zeros.iter().enumerate() {
             zeros[v] = Some(8 * k as i32);

@@ -140,12 +140,22 @@ impl Translator<'_, '_> {
             _ => {}
         }
         let (x, y) = (self.scalar(args[0])?, self.scalar(args[1])?);
+        let reciprocal = match op {
+            Opcode::Fdiv => self.exact_reciprocal(args[1]),
+            _ => None,
+        };
         let ins = self.b.ins();
         let r = match op {
             Opcode::Fadd => ins.fadd(x, y),
             Opcode::Fsub => ins.fsub(x, y),
             Opcode::Fmul => ins.fmul(x, y),
-            Opcode::Fdiv => ins.fdiv(x, y),
+            Opcode::Fdiv => match reciprocal {
+                Some(r) => {
+                    let r = ins.f64const(r);
+                    self.b.ins().fmul(x, r)
+                }
+                None => ins.fdiv(x, y),
+            },
             Opcode::Iadd => ins.iadd(x, y),
             Opcode::Isub => ins.isub(x, y),
             Opcode::Imul => ins.imul(x, y),
@@ -164,6 +174,26 @@ impl Translator<'_, '_> {
         };
         self.define(inst, r);
         Ok(())
+    }
+
+    /// `1 / c` if `v` is a constant `c` whose reciprocal is exact: `±2^k`
+    /// with `c` normal (then `2^-k` is representable, subnormal at worst).
+    /// `x / c` and `x * (1 / c)` are then the same real number `x·2^-k`,
+    /// rounded once by IEEE 754: the same bits for every `x`, zeros,
+    /// infinities, subnormals and overflow included; a NaN `x` comes back
+    /// quieted with its payload either way (x86-64 and AArch64 return the
+    /// one NaN operand). A multiplication costs a fraction of a division
+    /// (`x / 2.0` in a loop is bound by the divider).
+    fn exact_reciprocal(&self, v: IrValue) -> Option<f64> {
+        let adze_ir::ValueDef::Result { inst, .. } = self.func.dfg.value_def(v) else {
+            return None;
+        };
+        let InstData::FConst { bits } = self.func.dfg.inst(*inst) else {
+            return None;
+        };
+        let exponent = (bits >> 52) & 0x7ff;
+        let fraction = bits & ((1 << 52) - 1);
+        (fraction == 0 && (1..0x7ff).contains(&exponent)).then(|| 1.0 / f64::from_bits(*bits))
     }
 
     /// `store`, `select` and `slice`.

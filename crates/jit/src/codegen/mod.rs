@@ -276,6 +276,7 @@ pub(crate) fn translate_function(
         exit_first,
     };
     t.prologue(depth);
+    t.enter_tape_lens();
     // The time limit polls at the top of every loop (and in the prologue).
     let loop_headers = if env.limits.timeout.is_some() {
         graph.retreating_targets()

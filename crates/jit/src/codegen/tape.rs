@@ -14,6 +14,7 @@ use adze_ir::{Block as IrBlock, Function, Inst, InstData, Type, Value as IrValue
 use cranelift_codegen::entity::SecondaryMap;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self as cl, InstBuilder};
+use cranelift_frontend::Variable;
 
 /// The type byte of a tape entry, checked by `pop`.
 fn type_code(ty: Type) -> i64 {
@@ -51,6 +52,9 @@ pub(super) struct Tapes {
     /// The cold block that reports a tape mismatch and its trap site
     /// (`mismatch_block`), filled in by `Translator::finish`.
     pub(super) mismatch: Option<(cl::Block, i64)>,
+    /// The tapes the function accesses, each with the variable that holds
+    /// its length (`Translator::load_tape_lens`).
+    lens: Vec<(u8, Option<Variable>)>,
 }
 
 impl Tapes {
@@ -64,7 +68,23 @@ impl Tapes {
             push_base: None,
             popped: None,
             mismatch: None,
+            lens: Vec::new(),
         };
+        let mut used = [false; 256];
+        for &blk in order {
+            for &i in func.layout.block_insts(blk) {
+                match func.dfg.inst(i) {
+                    InstData::Push { tape, .. }
+                    | InstData::Pop { tape, .. }
+                    | InstData::Tape { tape, .. } => used[usize::from(*tape)] = true,
+                    _ => {}
+                }
+            }
+        }
+        tapes.lens = (0..=u8::MAX)
+            .filter(|&t| used[usize::from(t)])
+            .map(|t| (t, None))
+            .collect();
         let key = |d: &InstData| match d {
             InstData::Push { tape, .. } => Some((true, *tape)),
             InstData::Pop { tape, .. } => Some((false, *tape)),
@@ -108,6 +128,62 @@ impl Tapes {
 }
 
 impl Translator<'_, '_> {
+    /// Loads the length of each tape the function accesses into a
+    /// variable, in the entry block. Within the function the variable is
+    /// the length: pushes and pops update it, not `Ctx`, so a loop that
+    /// pushes (or pops) an entry per iteration does not carry the length
+    /// through a store and a load (a store-forwarding delay on the chain
+    /// of every iteration). `Ctx` holds it again wherever other code can
+    /// read or change it: around calls of generated code and of the
+    /// reserve trampoline ([`Self::store_tape_lens`],
+    /// [`Self::load_tape_lens`]) and at a return. After a trap nothing
+    /// reads it (the run's tapes are cleared).
+    pub(super) fn enter_tape_lens(&mut self) {
+        for k in 0..self.tapes.lens.len() {
+            let var = self.b.declare_var(cl::types::I64);
+            self.tapes.lens[k].1 = Some(var);
+        }
+        self.load_tape_lens();
+    }
+
+    /// Reloads every tape length variable from `Ctx` (after a call).
+    pub(super) fn load_tape_lens(&mut self) {
+        for k in 0..self.tapes.lens.len() {
+            if let (tape, Some(var)) = self.tapes.lens[k] {
+                let len = self.b.ins().load(
+                    cl::types::I64,
+                    flags(),
+                    self.ctx,
+                    tape_field(tape, TAPE_LEN),
+                );
+                self.b.def_var(var, len);
+            }
+        }
+    }
+
+    /// Stores every tape length variable to `Ctx` (before a call or a
+    /// return).
+    pub(super) fn store_tape_lens(&mut self) {
+        for k in 0..self.tapes.lens.len() {
+            if let (tape, Some(var)) = self.tapes.lens[k] {
+                let len = self.b.use_var(var);
+                self.b
+                    .ins()
+                    .store(flags(), len, self.ctx, tape_field(tape, TAPE_LEN));
+            }
+        }
+    }
+
+    /// The variable holding the length of `tape`.
+    fn tape_len_var(&self, tape: u8) -> Result<Variable, JitError> {
+        self.tapes
+            .lens
+            .iter()
+            .find(|(t, _)| *t == tape)
+            .and_then(|(_, v)| *v)
+            .ok_or_else(|| self.err(format!("tape {tape} has no length variable")))
+    }
+
     /// The group of the tape access `inst`, its position in it and the
     /// group's size.
     fn tape_group(&self, inst: Inst) -> Result<(usize, usize, usize), JitError> {
@@ -137,7 +213,7 @@ impl Translator<'_, '_> {
         let i64t = cl::types::I64;
         let (_, j, m) = self.tape_group(inst)?;
         if j == 0 {
-            self.reserve(tape, m);
+            self.reserve(tape, m)?;
         }
         let (bits, types, len) = self
             .tapes
@@ -155,9 +231,8 @@ impl Translator<'_, '_> {
         self.b.ins().store(flags(), code, types, j as i32);
         if j + 1 == m {
             let new_len = self.b.ins().iadd_imm_s(len, m as i64);
-            self.b
-                .ins()
-                .store(flags(), new_len, self.ctx, tape_field(tape, TAPE_LEN));
+            let var = self.tape_len_var(tape)?;
+            self.b.def_var(var, new_len);
             self.tapes.push_base = None;
         }
         Ok(())
@@ -165,12 +240,10 @@ impl Translator<'_, '_> {
 
     /// The start of a push group of `m` entries: makes room for them (on a
     /// cold path through the reserve trampoline) and sets `push_base`.
-    fn reserve(&mut self, tape: u8, m: usize) {
+    fn reserve(&mut self, tape: u8, m: usize) -> Result<(), JitError> {
         let i64t = cl::types::I64;
-        let len = self
-            .b
-            .ins()
-            .load(i64t, flags(), self.ctx, tape_field(tape, TAPE_LEN));
+        let var = self.tape_len_var(tape)?;
+        let len = self.b.use_var(var);
         let cap = self
             .b
             .ins()
@@ -198,6 +271,8 @@ impl Translator<'_, '_> {
         self.b
             .ins()
             .store(flags(), site, self.ctx, TAPE_SITE_OFFSET);
+        // `adze_reserve` reads the lengths (the budget counts every tape).
+        self.store_tape_lens();
         self.b.ins().call(reserve, &[self.ctx, t, n]);
         // A tape that cannot grow: `adze_reserve` recorded the error
         // of `site` and set `tape_failed`, and the frame leaves through
@@ -216,6 +291,7 @@ impl Translator<'_, '_> {
         let bits = self.b.ins().iadd(bits, off);
         let types = self.b.ins().iadd(types, len);
         self.tapes.push_base = Some((bits, types, len));
+        Ok(())
     }
 
     /// `v = pop tape, ty`: the first pop of a group emits the group
@@ -252,10 +328,8 @@ impl Translator<'_, '_> {
         let check = self.b.create_block();
         let fast = self.b.create_block();
 
-        let len = self
-            .b
-            .ins()
-            .load(i64t, flags(), self.ctx, tape_field(tape, TAPE_LEN));
+        let var = self.tape_len_var(tape)?;
+        let len = self.b.use_var(var);
         let enough = self
             .b
             .ins()
@@ -295,9 +369,7 @@ impl Translator<'_, '_> {
             });
         }
         self.tapes.popped = Some((g, xs));
-        self.b
-            .ins()
-            .store(flags(), rest, self.ctx, tape_field(tape, TAPE_LEN));
+        self.b.def_var(var, rest);
         Ok(())
     }
 
@@ -312,22 +384,15 @@ impl Translator<'_, '_> {
         tape: u8,
         arg: Option<IrValue>,
     ) -> Result<(), JitError> {
-        let i64t = cl::types::I64;
         let mark = match arg {
             Some(m) => Some(self.scalar(m)?),
             None => None,
         };
+        let var = self.tape_len_var(tape)?;
         let r = match (op, mark) {
-            (adze_ir::Opcode::Tapelen, None) => {
-                self.b
-                    .ins()
-                    .load(i64t, flags(), self.ctx, tape_field(tape, TAPE_LEN))
-            }
+            (adze_ir::Opcode::Tapelen, None) => self.b.use_var(var),
             (adze_ir::Opcode::Tapeover, Some(m)) => {
-                let len = self
-                    .b
-                    .ins()
-                    .load(i64t, flags(), self.ctx, tape_field(tape, TAPE_LEN));
+                let len = self.b.use_var(var);
                 let grown = self.b.ins().isub(len, m);
                 let seg = i64::try_from(self.env.limits.segment_entries()).unwrap_or(i64::MAX);
                 self.b
@@ -338,14 +403,13 @@ impl Translator<'_, '_> {
                 // Inline: a mark past the length (or negative: unsigned)
                 // is a mismatch; otherwise the length becomes the mark (the
                 // entries above it are dropped, their buffers kept).
-                let field = tape_field(tape, TAPE_LEN);
-                let len = self.b.ins().load(i64t, flags(), self.ctx, field);
+                let len = self.b.use_var(var);
                 let bad = self.b.ins().icmp(IntCC::UnsignedGreaterThan, m, len);
                 let slow = self.mismatch_block();
                 let ok = self.b.create_block();
                 self.b.ins().brif(bad, slow, &[], ok, &[]);
                 self.b.switch_to_block(ok);
-                self.b.ins().store(flags(), m, self.ctx, field);
+                self.b.def_var(var, m);
                 return Ok(());
             }
             _ => return Err(self.err(format!("{inst}: `{op}` with the wrong operands"))),

@@ -361,6 +361,66 @@ fn deep_recursion_beyond_the_inline_stack_budget() {
     );
 }
 
+/// Deep recursion through a `mut` array: the zero-copy call cannot discard
+/// a run that ran out of stack (it wrote the caller's array), so it runs
+/// once, on the big thread; every level's write happens exactly once. A
+/// root without `mut` parameters may run twice (first on the caller's
+/// thread), which the same test without `mut` shows gives the same bits.
+#[test]
+fn deep_recursion_writes_a_mut_array_once() {
+    let text = |m: &str| {
+        format!(
+            "function @bump(a: {m}arr, n: i64) -> f64 {{
+block0(v0: arr, v1: i64):
+    v2 = iconst 0
+    v3 = len v0
+    v4 = sitof v1
+    v5 = icmp eq v1, v2
+    brif v5, block1, block2
+block1:
+    v6 = load v0, v2
+    return v6
+block2:
+    v7 = iconst 1
+    v8 = isub v1, v7
+    v9 = irem v1, v3
+    v10 = load v0, v9
+    v11 = fadd v10, v4
+    {store}
+    v12 = call @bump(v0, v8)
+    v13 = fadd v12, v11
+    return v13
+}}
+",
+            store = if m.is_empty() {
+                ""
+            } else {
+                "store v0, v9, v11"
+            }
+        )
+    };
+    let limits = Limits {
+        max_call_depth: 200_000,
+        ..Limits::default()
+    };
+    for m in ["mut ", ""] {
+        let module = adze_ir::parse::parse_module(&text(m)).unwrap();
+        let id = module.get("bump").unwrap();
+        let a = Val::Array(vec![0.5, 1.0, 2.0]);
+        // Deep enough to leave the caller's budget; `run_limits` compares
+        // `call`, `call_mut` and the interpreter, bit for bit (the final
+        // array included).
+        let out = run_limits(&module, id, &[a.clone(), Val::I64(150_000)], limits).unwrap();
+        if m.is_empty() {
+            assert_eq!(out.args[0], a);
+        } else {
+            assert_ne!(out.args[0], a);
+        }
+        // Shallow: on the caller's thread.
+        run_limits(&module, id, &[a, Val::I64(50)], limits).unwrap();
+    }
+}
+
 /// Loop headers branch to the exit first on the complemented comparison
 /// (docs/jit.md, *Block layout*): for `fcmp`, the unordered complement, so
 /// a NaN bound or start leaves the loop exactly as `!(s op lim)` says. Every

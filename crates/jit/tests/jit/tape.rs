@@ -80,3 +80,32 @@ fn a_trap_between_pops_comes_first() {
     let err = run(&m, id, &[Val::Array(vec![1.0]), Val::I64(0)]).unwrap_err();
     assert_eq!(err.kind, TrapKind::TapeMismatch);
 }
+
+/// Each function keeps the length of the tapes it uses in a register
+/// (docs/jit.md, *The length in a register*): a callee that pushes and pops
+/// the caller's tape, even below the caller's entries, sees the caller's
+/// pushes, the caller sees the callee's, and the tape budget counts the
+/// caller's entries when the callee grows the tape.
+#[test]
+fn tape_lengths_cross_calls() {
+    let m = data("tape/across_calls.ir");
+    let id = m.get("t").unwrap();
+    for n in [0, 1, 5, 3000] {
+        // `run` compares with the interpreter (results and errors).
+        let out = run(&m, id, &[Val::F64(0.25), Val::I64(n)]).unwrap();
+        assert_eq!(out.results[1], Val::F64(2.5), "n = {n}");
+        assert_eq!(out.results[2..], [Val::I64(0), Val::I64(0)], "n = {n}");
+    }
+    // 100 entries in all: the caller's two and 98 of @inner's fit.
+    let limits = adze_ir::Limits {
+        tape_limit: 100 * adze_ir::TAPE_ENTRY_BYTES,
+        ..adze_ir::Limits::default()
+    };
+    run_limits(&m, id, &[Val::F64(0.25), Val::I64(98)], limits).unwrap();
+    let err = run_limits(&m, id, &[Val::F64(0.25), Val::I64(99)], limits).unwrap_err();
+    assert!(
+        matches!(err.kind, TrapKind::TapeLimitExceeded { .. }),
+        "{err:?}"
+    );
+    assert_eq!(err.func, "inner");
+}
