@@ -80,10 +80,7 @@ fn each_annotation_is_given_when_asked_for() {
         .stdout
     };
     let tape = run("tape");
-    assert!(
-        tape.contains("; tape 0: saves the trip count of loop 0"),
-        "{tape}"
-    );
+    assert!(tape.contains("; tape 0: saves the rule's input"), "{tape}");
     assert!(tape.contains("pops"), "{tape}");
     assert!(!tape.contains("activity (") && !tape.contains("rule: applies"));
     let rules = run("rules");

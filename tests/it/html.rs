@@ -310,7 +310,7 @@ fn annotate_and_stage_select_what_the_page_shows() {
         &[&what[..], &["--annotate", "tape"]].concat(),
     );
     let notes = titles(&tape).join("\n");
-    assert!(notes.contains("tape 0: saves the trip count of loop 0"));
+    assert!(notes.contains("tape 0: saves the rule's input"));
     assert!(!notes.contains("activity (") && !notes.contains("rule: applies"));
     let out = adze(&["dump", file, "--format", "dot", "--annotate", "tape"]).exits(1);
     assert!(

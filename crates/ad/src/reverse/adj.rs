@@ -343,8 +343,11 @@ impl Adj<'_> {
         let tape = self.tape;
         for &l in loops.iter().rev() {
             let slot = self.plan.checkpoint_slot(l);
+            let n = match self.plan.trip_recipe(self.primal, l) {
+                Some(r) => self.trip_count(r)?,
+                None => self.b().pop(tape, Type::I64),
+            };
             let mut b = self.b();
-            let n = b.pop(tape, Type::I64);
             let n = b.frombits(n);
             let i = b.iconst(l as i64);
             b.store(trips, i, n);
@@ -826,6 +829,52 @@ impl Adj<'_> {
             }
         }
         Ok(())
+    }
+
+    /// A trip count the augmented primal does not save:
+    /// `max(bound - init, 0)` ([`Plan::trip_recipe`]).
+    fn trip_count(&mut self, r: super::plan::TripRecipe) -> Result<Value, AdError> {
+        let init = self.recompute_int(r.init)?;
+        let bound = self.recompute_int(r.bound)?;
+        let mut b = self.b();
+        let runs = b.icmp(CmpCond::Lt, init, bound);
+        let d = b.isub(bound, init);
+        let zero = b.iconst(0);
+        Ok(b.select(runs, d, zero))
+    }
+
+    /// An integer of a trip recipe in the adjoint: a constant, a parameter
+    /// it has, or the length of an array parameter it has.
+    fn recompute_int(&mut self, v: Value) -> Result<Value, AdError> {
+        if let Some(k) = self.primal.iconst_value(v) {
+            return Ok(self.b().iconst(k));
+        }
+        if let Some(q) = self.params[v] {
+            return Ok(q);
+        }
+        if let adze_ir::ValueDef::Result { inst, .. } = *self.primal.dfg.value_def(v) {
+            match *self.primal.dfg.inst(inst) {
+                InstData::Unary {
+                    op: Opcode::Len,
+                    arg,
+                } => {
+                    if let Some(a) = self.params[arg] {
+                        return Ok(self.b().len(a));
+                    }
+                }
+                InstData::Binary {
+                    op: op @ (Opcode::Iadd | Opcode::Isub | Opcode::Imul | Opcode::Idiv),
+                    args: [x, y],
+                } => {
+                    let (x, y) = (self.recompute_int(x)?, self.recompute_int(y)?);
+                    let mut b = self.b();
+                    let inst = b.build(InstData::Binary { op, args: [x, y] }, &[Type::I64]);
+                    return Ok(b.func.dfg.first_result(inst));
+                }
+                _ => {}
+            }
+        }
+        Err(self.internal("a trip count's operand the adjoint does not have"))
     }
 
     /// The runner of checkpointed loop `l` and its arguments after `stop`.

@@ -585,11 +585,14 @@ fn push_loop_exit(
             format!("tape {tape}: saves where the last segment of loop {l} starts"),
         );
     }
-    let push = b.push(tape, counter(primal, counters, l)?);
-    b.func.notes.inst(
-        push,
-        format!("tape {tape}: saves the trip count of loop {l}"),
-    );
+    // A trip count the adjoint computes (`Plan::trip_recipe`) is not saved.
+    if plan.trip_recipe(primal, l).is_none() {
+        let push = b.push(tape, counter(primal, counters, l)?);
+        b.func.notes.inst(
+            push,
+            format!("tape {tape}: saves the trip count of loop {l}"),
+        );
+    }
     Ok(())
 }
 

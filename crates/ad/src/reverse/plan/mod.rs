@@ -329,3 +329,114 @@ impl Plan {
         Ok(plan)
     }
 }
+
+/// How the adjoint computes a counted loop's trip count instead of popping
+/// it ([`Plan::trip_recipe`]): `max(bound - init, 0)`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct TripRecipe {
+    pub init: Value,
+    pub bound: Value,
+}
+
+impl Plan {
+    /// The trip count of counted loop `l` as the adjoint can compute it,
+    /// so that the augmented primal need not push it: a loop left only by
+    /// its header's `brif (icmp lt i, bound), body, exit`, where `i` is an
+    /// induction variable of step 1 from `init`, and `init` and `bound` are
+    /// constants, scalar parameters the adjoint has, lengths of array
+    /// parameters it has, or integer arithmetic of those (`for j in 0..d`,
+    /// `for j in 0..len(x) / d`). Then the
+    /// body runs exactly `max(bound - init, 0)` times (`i` never passes
+    /// `bound`, so `i + 1` cannot wrap). Not for checkpointed loops, whose
+    /// counters the schedule also uses.
+    ///
+    /// Both sides of a call decide alike: a callee's scalars are parameters
+    /// its adjoint does not have, and inlined they are block parameters,
+    /// which no recipe here accepts; an array is a parameter the adjoint has
+    /// in the callee exactly when it is one in the caller (`untaken`).
+    pub(crate) fn trip_recipe(&self, func: &Function, l: usize) -> Option<TripRecipe> {
+        if self.checkpointed.contains(&l) {
+            return None;
+        }
+        let blocks = self.loop_blocks(l);
+        let header = *blocks.first()?;
+        let inside = |b: Block| self.in_loop(l, b);
+        for &b in &blocks {
+            let last = func.layout.last_inst(b)?;
+            let data = func.dfg.inst(last);
+            if matches!(data, adze_ir::InstData::Return { .. }) {
+                return None;
+            }
+            if b != header && !data.destinations().iter().all(|d| inside(d.block)) {
+                return None;
+            }
+        }
+        let last = func.layout.last_inst(header)?;
+        let adze_ir::InstData::Brif {
+            cond,
+            then_dest,
+            else_dest,
+        } = func.dfg.inst(last)
+        else {
+            return None;
+        };
+        if !inside(then_dest.block) || inside(else_dest.block) {
+            return None;
+        }
+        let adze_ir::ValueDef::Result { inst, .. } = *func.dfg.value_def(*cond) else {
+            return None;
+        };
+        let adze_ir::InstData::Cmp {
+            op: adze_ir::Opcode::Icmp,
+            cond: adze_ir::CmpCond::Lt,
+            args: [i, bound],
+        } = *func.dfg.inst(inst)
+        else {
+            return None;
+        };
+        let (lp, init, step) = self.ivs[i]?;
+        if lp != l || step != 1 || !func.dfg.block_params(header).contains(&i) {
+            return None;
+        }
+        (self.recomputable_int(func, init, 4) && self.recomputable_int(func, bound, 4))
+            .then_some(TripRecipe { init, bound })
+    }
+
+    /// Is the integer `v` a constant, a scalar parameter the adjoint has,
+    /// the length of an array parameter it has, or (`depth` deep) the sum,
+    /// difference, product or quotient of such (`len(x) / d`)? A quotient
+    /// recomputed cannot trap where the primal's did not: it dominates the
+    /// loop, so the primal computed it before.
+    fn recomputable_int(&self, func: &Function, v: Value, depth: usize) -> bool {
+        match *func.dfg.value_def(v) {
+            adze_ir::ValueDef::Param { block, .. } => {
+                Some(block) == func.entry_block() && self.available.contains(v)
+            }
+            adze_ir::ValueDef::Result { inst, .. } => match *func.dfg.inst(inst) {
+                adze_ir::InstData::IConst { .. } => true,
+                adze_ir::InstData::Unary {
+                    op: adze_ir::Opcode::Len,
+                    arg,
+                } => {
+                    matches!(*func.dfg.value_def(arg), adze_ir::ValueDef::Param { block, .. }
+                        if Some(block) == func.entry_block())
+                        && self.available.contains(arg)
+                }
+                adze_ir::InstData::Binary {
+                    op:
+                        adze_ir::Opcode::Iadd
+                        | adze_ir::Opcode::Isub
+                        | adze_ir::Opcode::Imul
+                        | adze_ir::Opcode::Idiv,
+                    args: [a, b],
+                } => {
+                    depth > 0
+                        && self.recomputable_int(func, a, depth - 1)
+                        && self.recomputable_int(func, b, depth - 1)
+                }
+                _ => false,
+            },
+            adze_ir::ValueDef::Detached => false,
+        }
+    }
+}
