@@ -766,3 +766,58 @@ fn top(y: f64) -> f64 {
     );
     assert_same_bits_at(src, "d3", &sixty_points());
 }
+
+/// A store no read follows, of a value with a NaN tangent, into an array
+/// returned by a callee (fuzzer seed 4800170, reduced): reverse over
+/// forward gave 0.0 called and NaN inlined (`0 · NaN`: the adjoint of a
+/// dead store into the inlined array's shadow). A store that no read of
+/// its array may follow gets no adjoint (`plan/useful.rs`, `read_after`).
+#[test]
+fn reverse_over_forward_dead_store_with_nan_tangent_into_callee_array() {
+    assert_agree(
+        "fn f1(x: f64, y: f64, a: [f64]) -> ([f64], [f64]) {
+    let r4 = zeros(len(a) + 1);
+    (r4, r4)
+}
+fn top(x: f64, y: f64) -> f64 {
+    let t1 = zeros(3);
+    let (y2, y3) = f1(x, x, t1);
+    var s4 = 0.0;
+    for i5 in 0..len(y3) { s4 = s4 + y3[i5] * x; }
+    y2[1] = log10(-1.5) * -y;
+    cos(s4)
+}
+fn d1(x: f64, y: f64) -> f64 {
+    let (v, t) = autodiff(forward, top, dual, const(x), dual(y, 1.0));
+    t
+}
+fn d2(x: f64, y: f64) -> f64 { autodiff(reverse, d1, active, const(x), active(y)) }
+fn d3(x: f64, y: f64) -> f64 { autodiff(reverse, top, active, const(x), active(y)) }
+",
+        &["d1", "d2", "d3"],
+    );
+}
+
+/// The same store inside a loop, read at the next iteration: its adjoint
+/// must stay (a read follows it around the back edge).
+#[test]
+fn store_read_at_the_next_iteration_keeps_its_adjoint() {
+    assert_agree(
+        "fn f1(x: f64, a: [f64]) -> [f64] { let r = zeros(len(a) + 1); r[0] = x; r }
+fn top(x: f64, y: f64) -> f64 {
+    let t1 = zeros(3);
+    let y2 = f1(x, t1);
+    var s = x;
+    for i in 0..4 { s = s + y2[1] * x; y2[1] = sin(y * s); }
+    s
+}
+fn d1(x: f64, y: f64) -> f64 {
+    let (v, t) = autodiff(forward, top, dual, const(x), dual(y, 1.0));
+    t
+}
+fn d2(x: f64, y: f64) -> f64 { autodiff(reverse, d1, active, const(x), active(y)) }
+fn d3(x: f64, y: f64) -> f64 { autodiff(reverse, top, active, const(x), active(y)) }
+",
+        &["d1", "d2", "d3"],
+    );
+}

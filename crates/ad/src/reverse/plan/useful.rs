@@ -53,6 +53,8 @@ pub(super) fn usefulness(
         feeds: SecondaryMap::new(),
         reachable: EntitySet::new(),
         tape_use: activity::TapeUse::default(),
+        reads: SecondaryMap::new(),
+        after: SecondaryMap::new(),
     };
     for (num, &p) in func.params().iter().enumerate() {
         if args.get(num) == Some(&ArgActivity::Dup) && func.array_is_writable(p) {
@@ -82,9 +84,63 @@ struct Useful<'a> {
     feeds: SecondaryMap<Value, Vec<Inst>>,
     reachable: EntitySet<Block>,
     tape_use: activity::TapeUse,
+    /// The instructions that may read the elements of each array, by its
+    /// root (`Function::array_root`): loads, calls and returns taking it or
+    /// a view of it (see [`Useful::read_after`]).
+    reads: SecondaryMap<Value, Vec<Inst>>,
+    /// The blocks reachable from each block's successors (computed on use).
+    after: SecondaryMap<Block, Option<EntitySet<Block>>>,
 }
 
 impl Useful<'_> {
+    /// May the elements of array `a` be read after `inst` (which writes
+    /// them, or passes `a` to a `mut` parameter)? Always for a parameter
+    /// (the caller reads it); else when a read of `a`'s root follows `inst`
+    /// in its block or lies in a block reachable from there. A store no
+    /// read follows is dead to the derivative: called, the store after a
+    /// call that read the array is in the caller, which never reads that
+    /// result again, and gets no adjoint; inlined, the same store must get
+    /// none either (fuzzer seed 4800170: `0 · NaN` under `--inline late`).
+    fn read_after(&mut self, inst: Inst, a: Value) -> bool {
+        let func = self.func;
+        let root = func.array_root(a);
+        if matches!(func.dfg.value_def(root), ValueDef::Param { block, .. }
+            if Some(*block) == func.entry_block())
+        {
+            return true;
+        }
+        let Some(b) = func.layout.inst_block(inst) else {
+            return true;
+        };
+        if self.reads[root].is_empty() {
+            return false;
+        }
+        let insts = func.layout.block_insts(b);
+        let at = insts.iter().position(|&i| i == inst).unwrap_or(0);
+        if self.reads[root]
+            .iter()
+            .any(|&r| insts[at + 1..].contains(&r))
+        {
+            return true;
+        }
+        if self.after[b].is_none() {
+            let mut seen: EntitySet<Block> = EntitySet::new();
+            let mut work: Vec<Block> = successors(func, b);
+            while let Some(c) = work.pop() {
+                if seen.insert(c) {
+                    work.extend(successors(func, c));
+                }
+            }
+            self.after[b] = Some(seen);
+        }
+        let after = self.after[b].as_ref();
+        self.reads[root].iter().any(|&r| {
+            func.layout
+                .inst_block(r)
+                .is_some_and(|rb| after.is_some_and(|s| s.contains(rb)))
+        })
+    }
+
     fn mark(&mut self, v: Value) {
         if self.useful.insert(v) {
             self.work.push(v);
@@ -108,6 +164,22 @@ impl Useful<'_> {
         }
         for &b in order {
             for &inst in func.layout.block_insts(b) {
+                let data = func.dfg.inst(inst);
+                let reader = !matches!(
+                    data.opcode(),
+                    Opcode::Store | Opcode::Fill | Opcode::Len | Opcode::SameLen
+                        | Opcode::Slice | Opcode::View
+                );
+                if reader {
+                    data.for_each_use(|v| {
+                        if func.dfg.value_type(v).is_array() {
+                            let root = func.array_root(v);
+                            if self.reads[root].last() != Some(&inst) {
+                                self.reads[root].push(inst);
+                            }
+                        }
+                    });
+                }
                 if let Some((a, _)) = func.dfg.inst(inst).array_write() {
                     self.feeds[a].push(inst);
                     continue;
@@ -215,7 +287,11 @@ impl Useful<'_> {
                         ..
                     } => self.mark(func.dfg.first_result(inst)),
                     data => match data.array_write() {
-                        Some((_, x)) => self.mark(x),
+                        Some((a, x)) => {
+                            if self.read_after(inst, a) {
+                                self.mark(x);
+                            }
+                        }
                         None => self.call(cache, summaries, inst),
                     },
                 }
@@ -236,6 +312,7 @@ impl Useful<'_> {
         } else {
             &[]
         };
+        let args = args.to_vec();
         let arrays: Vec<bool> = args
             .iter()
             .enumerate()
@@ -244,6 +321,7 @@ impl Useful<'_> {
                     .get(k)
                     .is_some_and(|p| p.ty == Type::Array && p.mutable)
                     && self.useful.contains(a)
+                    && self.read_after(inst, a)
             })
             .collect();
         let results = func.dfg.inst_results(inst);
@@ -371,4 +449,12 @@ impl UsefulSummaries {
         let useful = usefulness(cache, module, f, &order, &args, ret, &ignored, self);
         Some(f.params().iter().map(|&p| useful.contains(p)).collect())
     }
+}
+
+/// The blocks `b`'s terminator may go to.
+fn successors(func: &Function, b: Block) -> Vec<Block> {
+    func.layout
+        .last_inst(b)
+        .map(|i| func.dfg.inst(i).destinations().iter().map(|d| d.block).collect())
+        .unwrap_or_default()
 }
