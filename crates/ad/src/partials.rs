@@ -90,7 +90,8 @@
 //! the derivative goes to the first operand, except for the tie of zeros of
 //! opposite signs, where `minimum` returns the negative zero and the
 //! derivative goes to that operand (`max`: the positive zero). In IR:
-//! `a < b || (a == b && 1/a <= 1/b)` (`max`: `>` and `>=`). When an operand is
+//! `a < b || (a == b && 1/a <= 1/b)` (`max`: `>` and `>=`; the tie is
+//! decided from the sign bits, without dividing). When an operand is
 //! NaN the result is NaN and the derivative is the second operand's.
 
 use adze_ir::{CmpCond, FuncBuilder, InstData, Opcode, Value};
@@ -458,19 +459,24 @@ fn hypot(b: &mut FuncBuilder, data: &InstData, r: Value, wanted: &[bool]) -> Opt
 
 fn min_max(b: &mut FuncBuilder, data: &InstData, _: Value, _: &[bool]) -> Option<Local> {
     let (a, c) = two(data)?;
-    // "the result is a": a < b || (a == b && 1/a <= 1/b) for min,
-    // with > and >= for max (see the module doc).
-    let (strict, tie) = if data.opcode() == Opcode::Min {
-        (CmpCond::Lt, CmpCond::Le)
-    } else {
-        (CmpCond::Gt, CmpCond::Ge)
-    };
+    // "the result is a": a < b || (a == b && 1/a <= 1/b) for min, with >
+    // and >= for max (see the module doc). On a tie the reciprocals only
+    // order the signed zeros (equal non-zero values have equal ones, and
+    // 1/±inf = ±0 compare equal), so the sign bits decide, without a
+    // division: min keeps a unless a is +0 and b is -0 (sign(a) ||
+    // !sign(b)); max keeps a unless a is -0 and b is +0.
+    let min = data.opcode() == Opcode::Min;
+    let strict = if min { CmpCond::Lt } else { CmpCond::Gt };
     let first = b.fcmp(strict, a, c);
     let eq = b.fcmp(CmpCond::Eq, a, c);
-    let one = b.fconst(1.0);
-    let ra = b.fdiv(one, a);
-    let rc = b.fdiv(one, c);
-    let zero_tie = b.fcmp(tie, ra, rc);
+    let (ba, bc) = (b.tobits(a), b.tobits(c));
+    let zero = b.iconst(0);
+    let (keep, or_else) = if min {
+        (b.icmp(CmpCond::Lt, ba, zero), b.icmp(CmpCond::Ge, bc, zero))
+    } else {
+        (b.icmp(CmpCond::Ge, ba, zero), b.icmp(CmpCond::Lt, bc, zero))
+    };
+    let zero_tie = b.select(keep, keep, or_else);
     let on_tie = b.select(eq, zero_tie, eq);
     let cond = b.select(first, first, on_tie);
     Some(Local::Choose {
