@@ -335,6 +335,74 @@ pub(crate) fn copy_helper(module: &mut Module) -> Result<FuncId, AdError> {
     })
 }
 
+/// `@adze.binomial(len, free) -> i64`: binomial checkpointing (Griewank's
+/// Revolve): how many iterations to advance from a snapshot before taking
+/// the next one, to reverse `len` iterations with `free` more snapshots
+/// (docs/ad-reverse.md, "Binomial schedules"). With `t` the least number of
+/// runs with `C(free + t, t) >= len`, it leaves to the right the most
+/// iterations that `free - 1` snapshots reverse in `t` runs, `C(free - 1 +
+/// t, t)`, and returns the rest: at least 1, at most `len - 1`; with one
+/// snapshot left, `len - 1` (the last iteration alone). Returns `len` (no
+/// snapshot) when `len < 2` or `free < 1`. The binomials are counted in
+/// f64 (exact below 2^53, and a rounding only moves a snapshot: where
+/// snapshots go changes time, never a derivative's bits).
+pub(crate) fn binomial_helper(module: &mut Module) -> Result<FuncId, AdError> {
+    let sig = Signature {
+        params: vec![Param::new("len", Type::I64), Param::new("free", Type::I64)],
+        results: vec![Type::I64],
+    };
+    helper(module, Step::Binomial, "adze.binomial", sig, |b| {
+        let (len, free) = (b.func.params()[0], b.func.params()[1]);
+        let (one, two) = (b.iconst(1), b.iconst(2));
+        let short = b.icmp(CmpCond::Lt, len, two);
+        let none = b.icmp(CmpCond::Lt, free, one);
+        let whole = b.select(short, short, none);
+        let (ret_len, split) = (b.create_block(), b.create_block());
+        b.brif(whole, ret_len, &[], split, &[]);
+        b.switch_to_block(ret_len);
+        b.ret(&[len]);
+        b.switch_to_block(split);
+        let last = b.icmp(CmpCond::Eq, free, one);
+        let (ret_last, search) = (b.create_block(), b.create_block());
+        b.brif(last, ret_last, &[], search, &[]);
+        b.switch_to_block(ret_last);
+        let m = b.isub(len, one);
+        b.ret(&[m]);
+        // t = 0, 1, ..: beta = C(free + t, t) until it reaches len.
+        b.switch_to_block(search);
+        let (lf, ff) = (b.sitof(len), b.sitof(free));
+        let (zero_f, one_f) = (b.fconst(0.0), b.fconst(1.0));
+        let (header, step, done) = (b.create_block(), b.create_block(), b.create_block());
+        b.jump(header, &[zero_f, one_f]);
+        b.switch_to_block(header);
+        let t = b.append_block_param(header, Type::F64);
+        let beta = b.append_block_param(header, Type::F64);
+        let below = b.fcmp(CmpCond::Lt, beta, lf);
+        b.brif(below, step, &[], done, &[]);
+        b.switch_to_block(step);
+        let one_f = b.fconst(1.0);
+        let t1 = b.fadd(t, one_f);
+        let up = b.fadd(ff, t1);
+        let grown = b.fmul(beta, up);
+        let beta1 = b.fdiv(grown, t1);
+        b.jump(header, &[t1, beta1]);
+        // right = C(free - 1 + t, t) = beta * free / (free + t), in 1..len-1.
+        b.switch_to_block(done);
+        let ft = b.fadd(ff, t);
+        let scaled = b.fmul(beta, ff);
+        let right = b.fdiv(scaled, ft);
+        let one_f = b.fconst(1.0);
+        let cap = b.fsub(lf, one_f);
+        let over = b.fcmp(CmpCond::Gt, right, cap);
+        let right = b.select(over, cap, right);
+        let under = b.fcmp(CmpCond::Lt, right, one_f);
+        let right = b.select(under, one_f, right);
+        let right = b.ftosi(right);
+        let m = b.isub(len, right);
+        b.ret(&[m]);
+    })
+}
+
 /// The body a derivative of `F` itself is built from when `F` has a rule of
 /// the derivative's mode: `call F(params..)` and return its results. So a
 /// request on `F` (an `autodiff` of `F`, or the API) applies `F`'s rule,

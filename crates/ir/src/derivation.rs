@@ -149,6 +149,9 @@ pub enum Step {
     },
     /// A helper that copies an array into another.
     Copy,
+    /// The helper of binomial checkpointing: how far to advance before the
+    /// next snapshot.
+    Binomial,
     /// The checkpoint runner of counted loop `l` of an augmented primal
     /// (the function it is made from): it pops a snapshot and recomputes
     /// one segment of the loop, taping as the augmented primal did.
@@ -163,7 +166,7 @@ impl Step {
     pub fn is_helper(&self) -> bool {
         matches!(
             self,
-            Step::TapeSave { .. } | Step::TapeRestore { .. } | Step::Copy
+            Step::TapeSave { .. } | Step::TapeRestore { .. } | Step::Copy | Step::Binomial
         )
     }
 }
@@ -192,7 +195,9 @@ impl Phrase {
             Step::MadeRule { .. } => Phrase::MadeRule,
             Step::ApplyRule { .. } => Phrase::Apply,
             Step::Segment { l } => Phrase::Segment(*l),
-            Step::TapeSave { .. } | Step::TapeRestore { .. } | Step::Copy => return None,
+            Step::TapeSave { .. } | Step::TapeRestore { .. } | Step::Copy | Step::Binomial => {
+                return None
+            }
         })
     }
 }

@@ -382,7 +382,7 @@ impl Lower<'_, '_> {
         let mut args = vec![lo];
         args.extend(self.current(&vars));
         if let Some(attr) = attr {
-            self.checkpoint_hint(attr, Some((lo, hi)));
+            self.checkpoint_hint(attr);
         }
         self.jump(header, &args);
 
@@ -413,26 +413,12 @@ impl Lower<'_, '_> {
     }
 
     /// `#[checkpoint]` before the jump into a loop's header: `checkpoint
-    /// n`, with `n = max(1, ceil((hi - lo) / K))` iterations per segment
-    /// for `snapshots = K` on `for i in lo..hi` (at most `K` segments), and
-    /// `n = 0` (the run's segment size) otherwise.
-    fn checkpoint_hint(&mut self, attr: CheckpointAttr, range: Option<(Value, Value)>) {
-        let n = match (attr.snapshots, range) {
-            (Some(k), Some((lo, hi))) => {
-                let trips = self.b.isub(hi, lo);
-                let k = self.b.iconst(k);
-                let (zero, one) = (self.b.iconst(0), self.b.iconst(1));
-                let q = self.b.binary(Opcode::Idiv, trips, k);
-                let r = self.b.binary(Opcode::Irem, trips, k);
-                let rest = self.b.icmp(CmpCond::Gt, r, zero);
-                let up = self.b.iadd(q, one);
-                let n = self.b.select(rest, up, q);
-                let some = self.b.icmp(CmpCond::Gt, n, zero);
-                self.b.select(some, n, one)
-            }
-            _ => self.b.iconst(0),
-        };
-        self.b.checkpoint(n);
+    /// K` for `snapshots = K` (reverse mode places the `K` snapshots, by a
+    /// binomial schedule where it can), `checkpoint 0` (the run's segment
+    /// size) otherwise.
+    fn checkpoint_hint(&mut self, attr: CheckpointAttr) {
+        let k = self.b.iconst(attr.snapshots.unwrap_or(0));
+        self.b.checkpoint(k);
     }
 
     /// ```text
@@ -452,7 +438,7 @@ impl Lower<'_, '_> {
         let exit = self.new_block();
         let args = self.current(&vars);
         if let Some(attr) = attr {
-            self.checkpoint_hint(attr, None);
+            self.checkpoint_hint(attr);
         }
         self.jump(header, &args);
 

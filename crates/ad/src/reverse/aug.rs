@@ -540,8 +540,10 @@ fn push_loop_exit(
     // dropped records of its last segment: it drops them all, and notes
     // so in the segment's start it pushes (negative: `-start - 1`), so
     // that the adjoint recomputes the last segment first.
+    // A binomial schedule keeps the last segment's records (one
+    // iteration, which its snapshot starts).
     let counted = match (plan.checkpoint_every(l), segments[l]) {
-        (Some(n), Some((mark, _))) => {
+        (Some(n), Some((mark, _))) if !plan.checkpoint_binomial(l) => {
             let zero = b.iconst(0);
             let counted = b.icmp(CmpCond::Gt, n, zero);
             let now = b.tapelen(tape);

@@ -107,7 +107,7 @@ pub(crate) fn choose(
     all: bool,
     for_forward: bool,
 ) -> Chosen {
-    let mut chosen: Vec<(usize, Option<Value>)> = Vec::new();
+    let mut chosen: Vec<(usize, Option<Value>, bool)> = Vec::new();
     let mut refused: Vec<(usize, &'static str)> = Vec::new();
     let unknown = for_forward.then(|| unknown_activity(module, primal, plan));
     // Outer loops first: a loop inside a chosen one is taped within the
@@ -126,7 +126,7 @@ pub(crate) fn choose(
         };
         if plan
             .enclosing(header)
-            .any(|m| m != l && chosen.iter().any(|&(c, _)| c == m))
+            .any(|m| m != l && chosen.iter().any(|&(c, _, _)| c == m))
         {
             continue;
         }
@@ -185,7 +185,8 @@ pub(crate) fn choose(
             match why {
                 None => {
                     let every = hinted.filter(|&n| counts(primal, plan, l, &blocks, &inside, n));
-                    chosen.push((l, every));
+                    let binomial = every.is_some() && plan.single_exit(primal, l);
+                    chosen.push((l, every, binomial));
                 }
                 Some(why) => refused.push((l, why)),
             }
@@ -196,10 +197,10 @@ pub(crate) fn choose(
 }
 
 /// What [`choose`] found: the loops to checkpoint, each with its counted
-/// hint, and those it could have checkpointed but not, each with why
+/// hint and whether its schedule is binomial, and those it could have checkpointed but not, each with why
 /// (noted at the loop's header, `adze dump --annotate tape`).
 pub(crate) struct Chosen {
-    pub chosen: Vec<(usize, Option<Value>)>,
+    pub chosen: Vec<(usize, Option<Value>, bool)>,
     pub refused: Vec<(usize, &'static str)>,
 }
 
@@ -257,9 +258,9 @@ fn touches(primal: &Function, blocks: &[Block], act: &crate::activity::Activity)
     })
 }
 
-/// Whether loop `l` (`blocks`, as a set `inside`) counts its segments in
-/// iterations by its hint `checkpoint n`: `n` is not the constant 0, and
-/// every edge that leaves the loop leaves it alone (the augmented primal
+/// Whether loop `l` (`blocks`, as a set `inside`) counts its snapshots by
+/// its hint `checkpoint K`: `K` is not the constant 0, the loop's range is
+/// known at entry ([`Plan::counted_range`]), and every edge that leaves the loop leaves it alone (the augmented primal
 /// drops the last segment's records where the loop is left, before the
 /// exit's own records; an edge leaving an inner loop too would push that
 /// loop's first).
@@ -275,6 +276,9 @@ fn counts(
         if let InstData::IConst { imm: 0, .. } = primal.dfg.inst(inst) {
             return false;
         }
+    }
+    if plan.counted_range(primal, l).is_none() {
+        return false;
     }
     blocks.iter().all(|&b| {
         let Some(last) = primal.layout.last_inst(b) else {
@@ -456,11 +460,17 @@ fn one_loop(
     for &a in &captured.saved {
         helpers.push(save(module, aug.dfg.value_type(a))?);
     }
-    let start_segment = |b: &mut FuncBuilder, args: &[Value]| {
-        start_segment(b, &captured, &helpers, tape, header, args)
+    let start_segment = |b: &mut FuncBuilder, args: &[Value], free: Option<Value>| {
+        start_segment(b, &captured, &helpers, tape, header, args, free)
+    };
+    let binomial = if plan.checkpoint_binomial(l) {
+        Some(rules::binomial_helper(module)?)
+    } else {
+        None
     };
 
     // The entry edge: a snapshot, the mark, segment 0.
+    let counted: Option<Counted>;
     {
         let mut b = FuncBuilder::new(aug);
         let e = b.create_block();
@@ -479,7 +489,60 @@ fn one_loop(
                 args.len()
             ),
         );
-        start_segment(&mut b, &args);
+        // A counted schedule: the loop's trip count, known here.
+        counted = match every {
+            Some(k) => {
+                let (init, bound) = plan
+                    .counted_range(primal, l)
+                    .ok_or_else(|| internal(primal, "a counted schedule without its range"))?;
+                let d = b.isub(bound, init);
+                let zero = b.iconst(0);
+                let neg = b.icmp(CmpCond::Lt, d, zero);
+                let trips = b.select(neg, zero, d);
+                Some(match binomial {
+                    Some(helper) => {
+                        // K snapshots (at least 2): this one, and K - 1 free.
+                        let two = b.iconst(2);
+                        let few = b.icmp(CmpCond::Lt, k, two);
+                        let k = b.select(few, two, k);
+                        let one = b.iconst(1);
+                        let free = b.isub(k, one);
+                        let sched = b.izeros(two, "schedule");
+                        let call = b.call(helper, &[trips, free], &[Type::I64]);
+                        let next = b.func.dfg.first_result(call);
+                        b.store(sched, zero, free);
+                        b.store(sched, one, next);
+                        Counted::Binomial {
+                            helper,
+                            sched,
+                            end: trips,
+                            free,
+                        }
+                    }
+                    None => {
+                        // max(1, ceil(trips / K)) iterations per segment.
+                        let one = b.iconst(1);
+                        let few = b.icmp(CmpCond::Lt, k, one);
+                        let kk = b.select(few, one, k);
+                        let q = b.binary(Opcode::Idiv, trips, kk);
+                        let r = b.binary(Opcode::Irem, trips, kk);
+                        let rest = b.icmp(CmpCond::Gt, r, zero);
+                        let up = b.iadd(q, one);
+                        let n = b.select(rest, up, q);
+                        let some = b.icmp(CmpCond::Gt, n, zero);
+                        let n = b.select(some, n, one);
+                        let counted = b.icmp(CmpCond::Gt, k, zero);
+                        Counted::Uniform { n, counted }
+                    }
+                })
+            }
+            None => None,
+        };
+        let free = match counted {
+            Some(Counted::Binomial { free, .. }) => Some(free),
+            _ => None,
+        };
+        start_segment(&mut b, &args, free);
         retarget(aug, entry, e, state.len());
     }
     // The back edge: cut when the segment is full.
@@ -493,32 +556,42 @@ fn one_loop(
             .map(|&t| b.append_block_param(c, t))
             .collect();
         b.switch_to_block(c);
-        let by = match every {
-            Some(n) => format!("{n} iterations if {n} > 0, else Limits::segment_entries"),
+        let by = match counted {
+            Some(Counted::Binomial { .. }) => {
+                "at the next snapshot of the binomial schedule (@adze.binomial)".to_string()
+            }
+            Some(Counted::Uniform { .. }) => {
+                "max(1, ceil(trips / K)) iterations if K > 0, else Limits::segment_entries"
+                    .to_string()
+            }
             None => "Limits::segment_entries".to_string(),
         };
         b.func.notes.block(
             c,
             format!("tape {tape}: checkpointed loop {l}: is the segment full ({by})?"),
         );
-        let grown = b.tapeover(tape, mark);
         let mut stay = args.clone();
         stay.extend([mark, seg]);
-        match every {
+        let next = *args.last().ok_or_else(|| internal(primal, "no counter"))?;
+        let drop_note = format!(
+            "tape {tape}: checkpointed loop {l}: the segment outgrew its share of \
+             the budget: drops its records, kept no snapshot (recomputed from the \
+             segment's, by @{runner_name})"
+        );
+        match counted {
             None => {
+                let grown = b.tapeover(tape, mark);
                 b.brif(grown, cut, &[], header, &stay);
             }
-            Some(n) => {
+            Some(Counted::Uniform { n, counted }) => {
                 // Counted: a snapshot every `n` iterations (the counter on
                 // the back edge is the next iteration's); in between, a
                 // segment that outgrows its share of the budget drops its
                 // records without a snapshot: the adjoint recomputes them
                 // from the segment's snapshot (the runner cuts as it goes).
-                let next = *args.last().ok_or_else(|| internal(primal, "no counter"))?;
+                let grown = b.tapeover(tape, mark);
                 let done = b.isub(next, seg);
                 let full = b.icmp(CmpCond::Ge, done, n);
-                let zero = b.iconst(0);
-                let counted = b.icmp(CmpCond::Gt, n, zero);
                 let over = b.select(counted, full, grown);
                 let (more, drop) = (b.create_block(), b.create_block());
                 b.brif(over, cut, &[], more, &[]);
@@ -527,16 +600,14 @@ fn one_loop(
                 let shed = b.select(counted, grown, no);
                 b.brif(shed, drop, &[], header, &stay);
                 b.switch_to_block(drop);
-                b.func.notes.block(
-                    drop,
-                    format!(
-                        "tape {tape}: checkpointed loop {l}: the segment outgrew its share of \
-                         the budget: drops its records, kept no snapshot (recomputed from the \
-                         segment's, by @{runner_name})"
-                    ),
-                );
+                b.func.notes.block(drop, drop_note);
                 b.tapecut(tape, mark);
                 b.jump(header, &stay);
+            }
+            Some(Counted::Binomial { sched, end, .. }) => {
+                binomial_check(
+                    &mut b, tape, mark, header, &stay, next, sched, end, cut, &drop_note,
+                );
             }
         }
         b.switch_to_block(cut);
@@ -548,7 +619,13 @@ fn one_loop(
             ),
         );
         b.tapecut(tape, mark);
-        start_segment(&mut b, &args);
+        let free = match counted {
+            Some(Counted::Binomial {
+                helper, sched, end, ..
+            }) => Some(next_snapshot(&mut b, helper, sched, end, next)),
+            _ => None,
+        };
+        start_segment(&mut b, &args, free);
         retarget(aug, back, c, state.len());
         c
     };
@@ -565,14 +642,92 @@ fn one_loop(
         &captured,
         tape,
         for_forward,
+        binomial,
     )?;
     let mut taken = captured.taken;
     taken.extend(captured.witnesses);
     Ok(Checkpoint { l, runner, taken })
 }
 
+/// How a counted loop's snapshots are placed (`#[checkpoint(snapshots =
+/// K)]`), with the values of the augmented primal it takes.
+#[derive(Clone, Copy)]
+enum Counted {
+    /// Every `n` iterations, when `counted` (`K > 0`).
+    Uniform { n: Value, counted: Value },
+    /// By `@adze.binomial` (`helper`): `sched` (an `iarr` of 2) holds the
+    /// free snapshots left and the iteration of the next snapshot; `end`
+    /// is the trip count, `free` the first snapshot's free count.
+    Binomial {
+        helper: FuncId,
+        sched: Value,
+        end: Value,
+        free: Value,
+    },
+}
+
+/// The back edge's check of a binomial schedule (`next`: the iteration
+/// the back edge goes to): at the next snapshot (`sched[1]`, before `end`)
+/// to `cut`; else, unless the segment is the last (no snapshot before
+/// `end`), a segment that outgrows its share of the budget drops its
+/// records (they are recomputed); then to the header with `stay`.
+#[allow(clippy::too_many_arguments)]
+fn binomial_check(
+    b: &mut FuncBuilder,
+    tape: u8,
+    mark: Value,
+    header: Block,
+    stay: &[Value],
+    next: Value,
+    sched: Value,
+    end: Value,
+    cut: Block,
+    drop_note: &str,
+) {
+    let one = b.iconst(1);
+    let at = b.load(sched, one);
+    let last = b.icmp(CmpCond::Ge, at, end);
+    let here = b.icmp(CmpCond::Eq, next, at);
+    let no = b.bconst(false);
+    let split = b.select(last, no, here);
+    let (more, drop) = (b.create_block(), b.create_block());
+    b.brif(split, cut, &[], more, &[]);
+    b.switch_to_block(more);
+    let grown = b.tapeover(tape, mark);
+    let shed = b.select(last, no, grown);
+    b.brif(shed, drop, &[], header, stay);
+    b.switch_to_block(drop);
+    b.func.notes.block(drop, drop_note.to_string());
+    b.tapecut(tape, mark);
+    b.jump(header, stay);
+}
+
+/// At a binomial schedule's snapshot at iteration `at`: one free snapshot
+/// fewer, and the iteration of the next (`@adze.binomial` over what is
+/// left before `end`), noted in `sched`. Returns the free count, which the
+/// snapshot holds.
+fn next_snapshot(
+    b: &mut FuncBuilder,
+    helper: FuncId,
+    sched: Value,
+    end: Value,
+    at: Value,
+) -> Value {
+    let (zero, one) = (b.iconst(0), b.iconst(1));
+    let f = b.load(sched, zero);
+    let free = b.isub(f, one);
+    let left = b.isub(end, at);
+    let call = b.call(helper, &[left, free], &[Type::I64]);
+    let m = b.func.dfg.first_result(call);
+    let next = b.iadd(at, m);
+    b.store(sched, zero, free);
+    b.store(sched, one, next);
+    free
+}
+
 /// A segment starts: its snapshot (the saved arrays by their `helpers`,
-/// the scalars, then `args`, the header's), the mark, then the header,
+/// the scalars, then `args`, the header's, then a binomial schedule's
+/// `free` snapshots from there), the mark, then the header,
 /// with the counter (last of `args`) as the segment's first iteration.
 fn start_segment(
     b: &mut FuncBuilder,
@@ -581,11 +736,12 @@ fn start_segment(
     tape: u8,
     header: Block,
     args: &[Value],
+    free: Option<Value>,
 ) {
     for (&a, &h) in captured.saved.iter().zip(helpers) {
         b.call(h, &[a], &[]);
     }
-    for &v in captured.scalars.iter().chain(args) {
+    for &v in captured.scalars.iter().chain(args).chain(free.as_ref()) {
         b.push(tape, v);
     }
     let m = b.tapelen(tape);
@@ -694,6 +850,7 @@ fn build_runner(
     captured: &Captured,
     tape: u8,
     for_forward: bool,
+    binomial: Option<FuncId>,
 ) -> Result<FuncId, AdError> {
     let mut params = vec![
         Param::new("stop", Type::I64),
@@ -815,7 +972,15 @@ fn build_runner(
     b.brif(drop, drop_block, &[], main, &[]);
     b.switch_to_block(drop_block);
     pop_snapshot(
-        &mut b, drop_block, aug, state, captured, &restores, tape, false,
+        &mut b,
+        drop_block,
+        aug,
+        state,
+        captured,
+        &restores,
+        tape,
+        false,
+        binomial.is_some(),
     );
     b.jump(main, &[]);
     b.switch_to_block(main);
@@ -824,8 +989,16 @@ fn build_runner(
     b.switch_to_block(ret0);
     b.ret(&[zero]);
     b.switch_to_block(pop_block);
-    let popped = pop_snapshot(
-        &mut b, pop_block, aug, state, captured, &restores, tape, true,
+    let (popped, free) = pop_snapshot(
+        &mut b,
+        pop_block,
+        aug,
+        state,
+        captured,
+        &restores,
+        tape,
+        true,
+        binomial.is_some(),
     );
     let no_counter = || AdError::ReverseInternal {
         func: aug.name.clone(),
@@ -834,12 +1007,33 @@ fn build_runner(
     // The snapshot goes back on the tape, as the augmented primal left
     // the last segment's: the runner may cut the segment into
     // sub-segments, and the first of them starts from it.
-    start_segment(&mut b, captured, &saves, tape, header, &popped);
+    // A binomial schedule: the snapshots between the popped one and
+    // `stop` go where `@adze.binomial` puts them, with the popped one's
+    // free count.
+    let sched = match (binomial, free) {
+        (Some(helper), Some(free)) => {
+            let (zero, one, two) = (b.iconst(0), b.iconst(1), b.iconst(2));
+            let sched = b.izeros(two, "schedule");
+            let at = *popped.last().ok_or_else(no_counter)?;
+            let left = b.isub(stop, at);
+            let call = b.call(helper, &[left, free], &[Type::I64]);
+            let m = b.func.dfg.first_result(call);
+            let next = b.iadd(at, m);
+            b.store(sched, zero, free);
+            b.store(sched, one, next);
+            Some((helper, sched))
+        }
+        _ => None,
+    };
+    start_segment(&mut b, captured, &saves, tape, header, &popped, free);
     // The check of the back edge: the segment ends at `stop`; before, the
     // runner cuts its tape where the augmented primal would by the tape's
     // growth, keeping a snapshot each time: a counted segment longer than
     // the budget's share is recomputed in sub-segments, which the adjoint
-    // reverses as it reverses segments.
+    // reverses as it reverses segments. A binomial schedule keeps a
+    // snapshot where `@adze.binomial` says, and drops the records of the
+    // segments before the last by the tape's growth, as the augmented
+    // primal does.
     b.switch_to_block(check);
     let counter = *b
         .func
@@ -852,13 +1046,30 @@ fn build_runner(
     let (more, cut) = (b.create_block(), b.create_block());
     b.brif(done, ret, &[], more, &[]);
     b.switch_to_block(more);
-    let grown = b.tapeover(tape, mark);
     let mut stay = args.clone();
     stay.extend([mark, seg]);
-    b.brif(grown, cut, &[], header, &stay);
-    b.switch_to_block(cut);
-    b.tapecut(tape, mark);
-    start_segment(&mut b, captured, &saves, tape, header, &args);
+    let free = match sched {
+        None => {
+            let grown = b.tapeover(tape, mark);
+            b.brif(grown, cut, &[], header, &stay);
+            b.switch_to_block(cut);
+            b.tapecut(tape, mark);
+            None
+        }
+        Some((helper, sched)) => {
+            let note = format!(
+                "tape {tape}: checkpointed loop {l}: a segment before the last outgrew its \
+                 share of the budget: drops its records"
+            );
+            binomial_check(
+                &mut b, tape, mark, header, &stay, counter, sched, stop, cut, &note,
+            );
+            b.switch_to_block(cut);
+            b.tapecut(tape, mark);
+            Some(next_snapshot(&mut b, helper, sched, stop, counter))
+        }
+    };
+    start_segment(&mut b, captured, &saves, tape, header, &args, free);
     // The first iteration of the last (sub-)segment, whose snapshot is on
     // the tape.
     b.switch_to_block(ret);
@@ -904,8 +1115,9 @@ fn remove_unreachable(f: &mut Function) {
     }
 }
 
-/// Pops a snapshot (last pushed first): the header's values (returned),
-/// the scalars and the saved arrays, which define the loop's values from
+/// Pops a snapshot (last pushed first): a binomial schedule's free count
+/// when `free` (returned), the header's values (returned), the scalars and
+/// the saved arrays, which define the loop's values from
 /// outside it when `define` (and are dropped otherwise).
 #[allow(clippy::too_many_arguments)]
 fn pop_snapshot(
@@ -917,7 +1129,9 @@ fn pop_snapshot(
     restores: &[FuncId],
     tape: u8,
     define: bool,
-) -> Vec<Value> {
+    free: bool,
+) -> (Vec<Value>, Option<Value>) {
+    let free = free.then(|| b.pop(tape, Type::I64));
     let mut popped: Vec<Value> = state
         .iter()
         .rev()
@@ -960,7 +1174,7 @@ fn pop_snapshot(
         };
         b.call(restore, &[arr], &[]);
     }
-    popped
+    (popped, free)
 }
 
 /// The rule regions of `aug` that lie inside the loop, kept in the runner

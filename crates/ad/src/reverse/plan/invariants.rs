@@ -36,10 +36,19 @@ impl Plan {
         Some(self.loops.len() + self.invariants.len() + k)
     }
 
-    /// `n` of checkpointed loop `l`'s counted hint ([`Plan::checkpoint_every`]).
+    /// `K` of checkpointed loop `l`'s counted hint ([`Plan::checkpoint_every`]).
     pub fn checkpoint_every(&self, l: usize) -> Option<Value> {
         let k = self.checkpointed.iter().position(|&c| c == l)?;
         self.checkpoint_every.get(k).copied().flatten()
+    }
+
+    /// Does checkpointed loop `l` follow a binomial schedule
+    /// ([`Plan::checkpoint_binomial`])?
+    pub fn checkpoint_binomial(&self, l: usize) -> bool {
+        self.checkpointed
+            .iter()
+            .position(|&c| c == l)
+            .is_some_and(|k| self.checkpoint_binomial.get(k) == Some(&true))
     }
 
     /// The outermost counted loop around `b` that does not contain the

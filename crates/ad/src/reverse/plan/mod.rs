@@ -137,12 +137,19 @@ pub(crate) struct Plan {
     /// start of the segment the reverse sweep is in (whose snapshot is on
     /// the tape).
     pub checkpointed: Vec<usize>,
-    /// Per checkpointed loop (as `checkpointed`): `n` of its `checkpoint
-    /// n` hint when segments may be counted in iterations (`n` not the
-    /// constant 0; `#[checkpoint(snapshots = K)]`): the augmented primal
-    /// then keeps a snapshot every `n` iterations and cuts by the tape's
+    /// Per checkpointed loop (as `checkpointed`): `K` of its `checkpoint
+    /// K` hint when its snapshots may be counted (`K` not the constant 0:
+    /// `#[checkpoint(snapshots = K)]` on `for i in lo..hi`): at most `K`
+    /// snapshots, placed by a binomial schedule
+    /// ([`Plan::checkpoint_binomial`]) or, for a loop with other exits,
+    /// every `max(1, ceil((hi - lo) / K))` iterations, cutting by the tape's
     /// growth in between without one (`reverse::checkpoint`).
     pub checkpoint_every: Vec<Option<Value>>,
+    /// Per checkpointed loop (as `checkpointed`): whether its counted hint
+    /// gives a *binomial* schedule (a loop left only by its header, whose
+    /// trip count is known at entry): its `K` snapshots go where Revolve
+    /// puts them (`reverse::checkpoint`).
+    pub checkpoint_binomial: Vec<bool>,
 }
 
 /// Does the adjoint of a function take its parameter number `k` too? Each
@@ -321,6 +328,7 @@ impl Plan {
             const_shadows: Vec::new(),
             checkpointed: Vec::new(),
             checkpoint_every: Vec::new(),
+            checkpoint_binomial: Vec::new(),
         };
         plan.find_shadows(func, args, entry);
         plan.find_reached(cache, module, func, ret, ignored);
@@ -355,22 +363,40 @@ impl Plan {
     /// which no recipe here accepts; an array is a parameter the adjoint has
     /// in the callee exactly when it is one in the caller (`untaken`).
     pub(crate) fn trip_recipe(&self, func: &Function, l: usize) -> Option<TripRecipe> {
-        if self.checkpointed.contains(&l) {
+        if self.checkpointed.contains(&l) || !self.single_exit(func, l) {
             return None;
         }
+        let (init, bound) = self.counted_range(func, l)?;
+        (self.recomputable_int(func, init, 4) && self.recomputable_int(func, bound, 4))
+            .then_some(TripRecipe { init, bound })
+    }
+
+    /// Is counted loop `l` left only by its header's branch (no `return`
+    /// inside, no other edge out)?
+    pub(crate) fn single_exit(&self, func: &Function, l: usize) -> bool {
         let blocks = self.loop_blocks(l);
-        let header = *blocks.first()?;
-        let inside = |b: Block| self.in_loop(l, b);
-        for &b in &blocks {
-            let last = func.layout.last_inst(b)?;
+        let Some(&header) = blocks.first() else {
+            return false;
+        };
+        blocks.iter().all(|&b| {
+            let Some(last) = func.layout.last_inst(b) else {
+                return false;
+            };
             let data = func.dfg.inst(last);
-            if matches!(data, adze_ir::InstData::Return { .. }) {
-                return None;
-            }
-            if b != header && !data.destinations().iter().all(|d| inside(d.block)) {
-                return None;
-            }
-        }
+            !matches!(data, adze_ir::InstData::Return { .. })
+                && (b == header || data.destinations().iter().all(|d| self.in_loop(l, d.block)))
+        })
+    }
+
+    /// The range of counted loop `l`, `(init, bound)`, when its header ends
+    /// in `brif (icmp lt i, bound), body, exit` with `i` an induction
+    /// variable of step 1 from `init` (the value on the entry edge) and
+    /// `bound` defined outside the loop: the header's test passes `max(bound
+    /// - init, 0)` times unless another exit leaves first (`for i in
+    /// lo..hi`). Both values dominate the loop's entry edge.
+    pub(crate) fn counted_range(&self, func: &Function, l: usize) -> Option<(Value, Value)> {
+        let header = *self.loop_blocks(l).first()?;
+        let inside = |b: Block| self.in_loop(l, b);
         let last = func.layout.last_inst(header)?;
         let adze_ir::InstData::Brif {
             cond,
@@ -398,8 +424,10 @@ impl Plan {
         if lp != l || step != 1 || !func.dfg.block_params(header).contains(&i) {
             return None;
         }
-        (self.recomputable_int(func, init, 4) && self.recomputable_int(func, bound, 4))
-            .then_some(TripRecipe { init, bound })
+        if func.def_block(bound).is_none_or(inside) {
+            return None;
+        }
+        Some((init, bound))
     }
 
     /// Is the integer `v` a constant, a scalar parameter the adjoint has,

@@ -167,8 +167,12 @@ impl Useful<'_> {
                 let data = func.dfg.inst(inst);
                 let reader = !matches!(
                     data.opcode(),
-                    Opcode::Store | Opcode::Fill | Opcode::Len | Opcode::SameLen
-                        | Opcode::Slice | Opcode::View
+                    Opcode::Store
+                        | Opcode::Fill
+                        | Opcode::Len
+                        | Opcode::SameLen
+                        | Opcode::Slice
+                        | Opcode::View
                 );
                 if reader {
                     data.for_each_use(|v| {
@@ -455,6 +459,13 @@ impl UsefulSummaries {
 fn successors(func: &Function, b: Block) -> Vec<Block> {
     func.layout
         .last_inst(b)
-        .map(|i| func.dfg.inst(i).destinations().iter().map(|d| d.block).collect())
+        .map(|i| {
+            func.dfg
+                .inst(i)
+                .destinations()
+                .iter()
+                .map(|d| d.block)
+                .collect()
+        })
         .unwrap_or_default()
 }
