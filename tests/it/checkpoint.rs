@@ -487,3 +487,118 @@ fn a_forward_derivative_from_outside_is_checkpointed() {
         assert_bits(&got, &want, format!("{inline:?}"));
     }
 }
+
+/// `src` with `#[checkpoint(snapshots = k)]` on every `for` loop.
+fn with_snapshots(src: &str, k: usize) -> String {
+    src.lines()
+        .map(|l| {
+            let indent = &l[..l.len() - l.trim_start().len()];
+            if l.trim_start().starts_with("for ") {
+                format!("{indent}#[checkpoint(snapshots = {k})]\n{l}\n")
+            } else {
+                format!("{l}\n")
+            }
+        })
+        .collect()
+}
+
+/// `#[checkpoint(snapshots = K)]` on the loops of `ir-examples/checkpoint.adz`
+/// (a recurrence, a ring buffer overwritten every iteration, calls with
+/// loops of their own and a rule inside, a `mut` parameter, a scratch
+/// array made in every iteration; a gradient and an HVP): a binomial
+/// schedule (docs/ad-reverse.md, "Binomial schedules"), whose derivatives
+/// equal the taped ones bit for bit, for every `K` (1 counts as 2, 2 is
+/// quadratic) and trip count (0, 1, a few, more than the snapshots can
+/// split evenly), under every inline setting, in both engines.
+#[test]
+fn a_binomial_schedule_gives_the_taped_bits() {
+    let src = std::fs::read_to_string(root().join("ir-examples/checkpoint.adz")).unwrap();
+    let plain = Session::from_source("plain.adz", &without_hints(&src)).unwrap();
+    let names = ["d_loop4", "d_ring", "d_smooth", "d_scratch", "dd_loop4"];
+    let x = Val::F64(0.7);
+    for k in [1, 2, 3, 6] {
+        let hinted = with_snapshots(&src, k);
+        for inline in InlineSetting::ALL {
+            let mut s = Session::from_source("binomial.adz", &hinted).unwrap();
+            s.inline = inline;
+            for name in names {
+                for n in [0, 1, 2, 5, 23] {
+                    let args = [x.clone(), Val::I64(n)];
+                    let want = run(&plain, name, &args, Engine::Jit).unwrap();
+                    for engine in [Engine::Jit, Engine::Interp] {
+                        let got = run(&s, name, &args, engine)
+                            .unwrap_or_else(|e| panic!("{name} K={k} n={n} {inline:?}: {e}"));
+                        assert_bits(
+                            &got,
+                            &want,
+                            format!("{name} K={k} n={n} {inline:?} {engine:?}"),
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// What a binomial schedule is for: a loop whose two-level schedule keeps
+/// too many snapshots for the budget. Under 4 KiB, 20 000 iterations of
+/// the ring buffer (and of the recurrence, and its HVP) run with 4
+/// snapshots and give the taped bits; taped, or with a plain
+/// `#[checkpoint]` (a snapshot per 32 entries of tape), they stop at the
+/// budget.
+#[test]
+fn a_binomial_schedule_runs_where_two_levels_exceed_the_budget() {
+    let src = std::fs::read_to_string(root().join("ir-examples/checkpoint.adz")).unwrap();
+    let plain = Session::from_source("plain.adz", &without_hints(&src)).unwrap();
+    let budget = 4 << 10;
+    let args = [Val::F64(0.7), Val::I64(20_000)];
+    for name in ["d_ring", "d_loop4", "dd_loop4"] {
+        let want = run(&plain, name, &args, Engine::Jit).unwrap();
+        let mut two_level = Session::from_source(
+            "two_level.adz",
+            &without_hints(&src).replace(
+                "    for i in 0..n {",
+                "    #[checkpoint]\n    for i in 0..n {",
+            ),
+        )
+        .unwrap();
+        two_level.limits.tape_limit = budget;
+        let err = run(&two_level, name, &args, Engine::Jit).unwrap_err();
+        assert!(err.contains("budget"), "{name}: {err}");
+        for inline in InlineSetting::ALL {
+            let mut s = Session::from_source("binomial.adz", &with_snapshots(&src, 4)).unwrap();
+            s.inline = inline;
+            s.limits.tape_limit = budget;
+            let got = run(&s, name, &args, Engine::Jit)
+                .unwrap_or_else(|e| panic!("{name} {inline:?}: {e}"));
+            assert_bits(&got, &want, format!("{name} {inline:?}"));
+        }
+    }
+}
+
+/// The binomial schedule in the annotated dump: the back edge's check
+/// names `@adze.binomial`, which the module holds (called, without
+/// inlining).
+#[test]
+fn an_annotated_dump_shows_the_binomial_schedule() {
+    let src = std::fs::read_to_string(root().join("ir-examples/checkpoint.adz")).unwrap();
+    let mut s = Session::from_source("binomial.adz", &with_snapshots(&src, 4)).unwrap();
+    s.inline = InlineSetting::None;
+    let stages = s.stages_until(Some("d_ring"), adze::Stage::Ad).unwrap();
+    let (_, module) = stages.last().unwrap();
+    let what = adze::adze_ad::annotate::Annotate {
+        activity: false,
+        tape: true,
+        rules: false,
+    };
+    let text =
+        adze::pipeline::dump_stage_annotated(module, adze::Stage::Ad, Some("d_ring"), false, what)
+            .unwrap();
+    for note in [
+        "is the segment full (at the next snapshot of the binomial schedule (@adze.binomial))?",
+        "function @adze.binomial(",
+        "call @adze.binomial(",
+    ] {
+        assert!(text.contains(note), "no `{note}` in:\n{text}");
+    }
+}

@@ -142,7 +142,7 @@ pub struct Block {
 /// mode checkpoints it (docs/ad-reverse.md, "Checkpointing").
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct CheckpointAttr {
-    /// `snapshots = K` (a `for` loop only): at most `K` segments.
+    /// `snapshots = K` (a `for` loop only): at most `K` snapshots.
     pub snapshots: Option<i64>,
     pub span: Span,
 }
