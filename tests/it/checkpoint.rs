@@ -602,3 +602,49 @@ fn an_annotated_dump_shows_the_binomial_schedule() {
         assert!(text.contains(note), "no `{note}` in:\n{text}");
     }
 }
+
+/// Fuzzer seed 5200079 (reduced): a function holding a checkpointed
+/// gradient of a callee with a `mut` array, lowered (`.ckpt`) and inlined
+/// before a forward derivative from outside reached it (`--inline late`).
+/// Forward mode swapped the call for the `.ckptf` twin, whose adjoint
+/// takes the array as a witness that the call did not pass: "4 arguments
+/// for 5 parameters". Such a pair now becomes the taped one.
+#[test]
+fn a_forward_derivative_of_an_inlined_checkpointed_gradient_with_a_mut_array() {
+    let src = "
+fn f1(x: f64, y: f64, a: mut [f64]) -> f64 {
+    var j = 0;
+    #[checkpoint]
+    while j < 2 && y <= y { j = j + 1; }
+    x * y
+}
+fn f2(x: f64, y: f64) -> f64 {
+    let t3 = zeros(3);
+    let t4 = zeros(3);
+    let (g1, g2) = autodiff(reverse, f1, active, active(x), active(x), dup(t3, t4));
+    g1 * y + g2
+}
+fn topa(x: f64, y: f64) -> [f64] {
+    let a = zeros(2);
+    a[1] = f2(y, x);
+    a[..2]
+}
+";
+    let args = [Val::F64(1.0), Val::F64(0.8), Val::F64(1.0), Val::F64(0.5)];
+    let mut want: Option<Vec<Val>> = None;
+    for inline in InlineSetting::ALL {
+        let mut s = Session::from_source("f.adz", src).unwrap();
+        s.inline = inline;
+        let (module, name) = s
+            .derive("topa", adze::adze_ir::Mode::Forward, 1, &[])
+            .unwrap_or_else(|e| panic!("{inline:?}: {e}"));
+        let got = s
+            .run_in(&module, &name, &args, Engine::Jit)
+            .unwrap_or_else(|e| panic!("{inline:?}: {e}"))
+            .results;
+        match &want {
+            None => want = Some(got),
+            Some(w) => assert_bits(&got, w, format!("{inline:?}")),
+        }
+    }
+}

@@ -821,3 +821,42 @@ fn d3(x: f64, y: f64) -> f64 { autodiff(reverse, top, active, const(x), active(y
         &["d1", "d2", "d3"],
     );
 }
+
+/// The other way round (fuzzer seed 5200132, reduced): a callee's store of
+/// a value with an infinite partial (`sqrt` at 0) into a `mut` array that
+/// its caller never reads after the call — here the tangent array of a
+/// forward derivative, under reverse over forward over reverse. Inlined,
+/// the store is dead; called, the callee's adjoint read the caller's zero
+/// adjoint and gave `0 · inf = NaN`. The callee is now requested with
+/// that parameter `dead` (`ReverseRequest::dead`).
+#[test]
+fn callee_store_into_an_array_the_caller_never_reads_again() {
+    assert_agree(
+        "fn f1(x: f64, y: f64, a: mut [f64]) -> f64 {
+    a[0] = sqrt(tanh(x));
+    x - y
+}
+rule reverse f1(x: f64, y: f64, a: mut [f64], da: mut [f64], dret: f64) -> (f64, f64) {
+    ((1.0 / y) * dret, cos(x) * dret)
+}
+fn top(x: f64, y: f64) -> f64 {
+    let t4 = zeros(2);
+    let v5 = f1(lgamma(y), x, t4);
+    v5 + x
+}
+fn d1(x: f64, y: f64) -> f64 {
+    let (a, b) = autodiff(reverse, top, active, active(x), active(y));
+    a + 0.5 * b
+}
+fn d2(x: f64, y: f64) -> f64 {
+    let (p, t) = autodiff(forward, d1, dual, const(x), dual(y, 1.0));
+    t
+}
+fn d3(x: f64, y: f64) -> f64 {
+    let (a, b) = autodiff(reverse, d2, active, active(x), active(y));
+    a - b
+}
+",
+        &["d1", "d2", "d3"],
+    );
+}

@@ -72,6 +72,9 @@ pub struct ReverseSpec {
     pub ignored: Vec<usize>,
     /// The parameters the adjoint does not take, by number, increasing.
     pub untaken: Vec<usize>,
+    /// The `mut` array parameters whose contents the caller does not read
+    /// after the call, by number, increasing.
+    pub dead: Vec<usize>,
     /// Whether its loops are checkpointed (docs/ad-reverse.md,
     /// "Checkpointing"): the same derivative, but a reverse derivative of
     /// it needs the twin without (`false`).
@@ -267,6 +270,7 @@ mod tests {
             ret: RetActivity::Active,
             ignored: vec![],
             untaken: vec![],
+            dead: vec![],
             checkpoint: false,
             for_forward: false,
         }

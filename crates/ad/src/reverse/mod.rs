@@ -123,6 +123,11 @@ pub struct ReverseRequest {
     /// call is as precise as its callee inlined. Empty for a top-level
     /// request; for a callee, the results its caller never uses.
     pub ignored: Vec<usize>,
+    /// `mut` array parameters (by number, `dup`) whose contents the caller
+    /// does not read after the call: a store into one of them that no read
+    /// of the callee follows gets no adjoint, as it gets none when the body
+    /// is inlined (`plan/useful.rs`). Empty for a top-level request.
+    pub dead: Vec<usize>,
     /// Checkpoint the loops (set by the pass from its [`AdContext`]:
     /// `AdLimits::checkpoint`, unless a reverse derivation is lowering the
     /// requests inside its primal); in the name as `.ckpt`.
@@ -141,6 +146,7 @@ impl ReverseRequest {
             ret,
             untaken: Vec::new(),
             ignored: Vec::new(),
+            dead: Vec::new(),
             checkpoint: false,
             for_forward: false,
         }
@@ -179,6 +185,7 @@ impl ReverseRequest {
                 Vec::new()
             },
             untaken: self.untaken.clone(),
+            dead: self.dead.clone(),
             checkpoint: self.checkpoint,
             for_forward: self.for_forward,
         }
@@ -230,6 +237,11 @@ impl ReverseRequest {
         if !self.untaken.is_empty() {
             let ks: Vec<String> = self.untaken.iter().map(|k| k.to_string()).collect();
             s.push_str(".u");
+            s.push_str(&ks.join("_"));
+        }
+        if !self.dead.is_empty() {
+            let ks: Vec<String> = self.dead.iter().map(|k| k.to_string()).collect();
+            s.push_str(".dead");
             s.push_str(&ks.join("_"));
         }
         if self.for_forward {
@@ -927,6 +939,7 @@ pub(crate) fn derive_split(
         req.ret,
         &req.ignored,
         &req.untaken,
+        &req.dead,
     )?;
     plan.adj_witnesses = req
         .witnessed(&primal.sig)
@@ -1094,13 +1107,32 @@ fn twin_in_context(
         ret: spec.ret,
         untaken: spec.untaken.clone(),
         ignored: spec.ignored.clone(),
+        dead: spec.dead.clone(),
         checkpoint: false,
         for_forward: false,
     };
     let twin = match step {
         Step::Augmented { spec, tape } | Step::Adjoint { spec, tape } if spec.checkpoint => {
-            let (aug, adj) =
-                derive_split(cx, module, &request(spec, from), depth + 1, Some(*tape))?;
+            // The `.ckptf` twin's adjoint may take witnesses that the call
+            // does not pass (a callee lowered `.ckpt` and inlined before a
+            // forward derivation reached it, fuzzer seed 5200079): then
+            // the pair is replaced by the taped one, whose signature is
+            // the call's (the same bits; only memory is not bounded).
+            let called = ReverseRequest {
+                checkpoint: true,
+                ..request(spec, from)
+            };
+            let twin = request(spec, from).in_context(cx, module);
+            let taped =
+                twin.for_forward && twin.adj_signature(module) != called.adj_signature(module);
+            if taped {
+                cx.under_reverse += 1;
+            }
+            let split = derive_split(cx, module, &request(spec, from), depth + 1, Some(*tape));
+            if taped {
+                cx.under_reverse -= 1;
+            }
+            let (aug, adj) = split?;
             Some(if matches!(step, Step::Augmented { .. }) {
                 aug
             } else {
@@ -1274,6 +1306,9 @@ fn plan_calls(
                 .collect();
             let mut req = ReverseRequest::new(callee, acts.clone(), ret);
             req.untaken = untaken;
+            req.dead = (plan.dead_after(inst).iter().copied())
+                .filter(|&k| acts[k] == ArgActivity::Dup)
+                .collect();
             if ret == RetActivity::Active {
                 req.ignored = ignored;
             }

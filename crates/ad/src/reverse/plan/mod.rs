@@ -35,7 +35,7 @@ pub(crate) use useful::UsefulKey;
 
 use active::ZerosSite;
 use cfg::{chains, Cfg, Loop};
-use useful::{usefulness, UsefulSummaries};
+use useful::{usefulness, UsefulSummaries, Usefulness};
 
 use crate::activity::{self, Activity};
 use crate::context::Cache;
@@ -150,6 +150,10 @@ pub(crate) struct Plan {
     /// trip count is known at entry): its `K` snapshots go where Revolve
     /// puts them (`reverse::checkpoint`).
     pub checkpoint_binomial: Vec<bool>,
+    /// Per call, the `mut` array parameters whose argument nothing useful
+    /// reads after the call (`useful.rs`, `Useful::read_after`): the callee
+    /// is requested with them `dead` ([`Plan::dead_after`]).
+    dead_after: std::collections::HashMap<Inst, Vec<usize>>,
 }
 
 /// Does the adjoint of a function take its parameter number `k` too? Each
@@ -187,16 +191,20 @@ pub(crate) fn useful_values(
 ) -> Option<cranelift_entity::EntitySet<Value>> {
     let entry = func.entry_block()?;
     let order = adze_ir::cfg::reverse_postorder(func, entry);
-    Some(usefulness(
-        &mut Cache::default(),
-        module,
-        func,
-        &order,
-        args,
-        ret,
-        ignored,
-        &mut UsefulSummaries::default(),
-    ))
+    Some(
+        usefulness(
+            &mut Cache::default(),
+            module,
+            func,
+            &order,
+            args,
+            ret,
+            ignored,
+            &[],
+            &mut UsefulSummaries::default(),
+        )
+        .values,
+    )
 }
 
 impl Plan {
@@ -206,6 +214,12 @@ impl Plan {
             && func.dfg.value_type(v) == Type::F64
             && self.varied.is_active(v)
             && self.useful.contains(v)
+    }
+
+    /// The `mut` array parameters of the callee of call `inst` whose
+    /// contents nothing useful reads after the call.
+    pub fn dead_after(&self, inst: Inst) -> &[usize] {
+        self.dead_after.get(&inst).map_or(&[], |d| d.as_slice())
     }
 
     /// Is the primal value `v` a parameter the adjoint receives?
@@ -242,7 +256,8 @@ impl Plan {
     /// The analyses, up to the tape plan ([`Plan::plan_tape`], which needs
     /// to know what the calls become). `untaken`: the parameters the adjoint
     /// does not receive although it could (see [`adj_takes`]); `ignored`:
-    /// the results whose cotangent is not differentiated.
+    /// the results whose cotangent is not differentiated; `dead`: the `mut`
+    /// array parameters the caller does not read after the call.
     pub fn new(
         cache: &mut Cache,
         module: &Module,
@@ -251,6 +266,7 @@ impl Plan {
         ret: RetActivity,
         ignored: &[usize],
         untaken: &[usize],
+        dead: &[usize],
     ) -> Result<Plan, AdError> {
         let entry = func.entry_block().ok_or_else(|| AdError::NoBody {
             func: func.name.clone(),
@@ -272,7 +288,10 @@ impl Plan {
             .collect();
         let varied = activity::analyze_cached(cache, module, func, &fwd_args, &[]);
 
-        let useful = usefulness(
+        let Usefulness {
+            values: useful,
+            dead_after,
+        } = usefulness(
             cache,
             module,
             func,
@@ -280,6 +299,7 @@ impl Plan {
             args,
             ret,
             ignored,
+            dead,
             &mut UsefulSummaries::default(),
         );
 
@@ -304,6 +324,7 @@ impl Plan {
             returns,
             varied,
             useful,
+            dead_after,
             shadowed: EntitySet::new(),
             reached: EntitySet::new(),
             slot: SecondaryMap::new(),

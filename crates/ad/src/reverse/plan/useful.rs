@@ -42,9 +42,11 @@ pub(super) fn usefulness(
     args: &[ArgActivity],
     ret: RetActivity,
     ignored: &[usize],
+    dead: &[usize],
     summaries: &mut UsefulSummaries,
-) -> EntitySet<Value> {
+) -> Usefulness {
     let mut state = Useful {
+        dead,
         module,
         func,
         useful: EntitySet::new(),
@@ -66,7 +68,11 @@ pub(super) fn usefulness(
         state.call(cache, summaries, inst);
     }
     state.propagate(cache, summaries);
-    state.useful
+    let dead_after = state.dead_after(order);
+    Usefulness {
+        values: state.useful,
+        dead_after,
+    }
 }
 
 /// The state of [`usefulness`].
@@ -90,24 +96,40 @@ struct Useful<'a> {
     reads: SecondaryMap<Value, Vec<Inst>>,
     /// The blocks reachable from each block's successors (computed on use).
     after: SecondaryMap<Block, Option<EntitySet<Block>>>,
+    /// The `mut` array parameters (by number) whose contents the caller
+    /// does not read after the call (`ReverseRequest::dead`).
+    dead: &'a [usize],
+}
+
+/// What [`usefulness`] finds: the useful values, and per call the `mut`
+/// array parameters whose contents nothing useful reads after it (their
+/// callee is requested with them `dead`, as its body inlined would find
+/// the stores into them dead).
+pub(crate) struct Usefulness {
+    pub values: EntitySet<Value>,
+    pub dead_after: HashMap<Inst, Vec<usize>>,
 }
 
 impl Useful<'_> {
     /// May the elements of array `a` be read after `inst` (which writes
     /// them, or passes `a` to a `mut` parameter)? Always for a parameter
-    /// (the caller reads it); else when a read of `a`'s root follows `inst`
-    /// in its block or lies in a block reachable from there. A store no
-    /// read follows is dead to the derivative: called, the store after a
-    /// call that read the array is in the caller, which never reads that
-    /// result again, and gets no adjoint; inlined, the same store must get
-    /// none either (fuzzer seed 4800170: `0 · NaN` under `--inline late`).
+    /// that the caller may read after the call (not `dead`); else when a
+    /// read of `a`'s root follows `inst` in its block or lies in a block
+    /// reachable from there. A store no read follows is dead to the
+    /// derivative: called, the store after a call that read the array is in
+    /// the caller, which never reads that result again, and gets no
+    /// adjoint; inlined, the same store must get none either (fuzzer seed
+    /// 4800170: `0 · NaN` under `--inline late`). And the other way round:
+    /// a callee's store into a `mut` parameter that its caller never reads
+    /// after the call is dead inlined, so the callee is requested with that
+    /// parameter `dead` (seed 5200132).
     fn read_after(&mut self, inst: Inst, a: Value) -> bool {
         let func = self.func;
         let root = func.array_root(a);
-        if matches!(func.dfg.value_def(root), ValueDef::Param { block, .. }
-            if Some(*block) == func.entry_block())
-        {
-            return true;
+        if let ValueDef::Param { block, num } = *func.dfg.value_def(root) {
+            if Some(block) == func.entry_block() && !self.dead.contains(&num) {
+                return true;
+            }
         }
         let Some(b) = func.layout.inst_block(inst) else {
             return true;
@@ -139,6 +161,38 @@ impl Useful<'_> {
                 .inst_block(r)
                 .is_some_and(|rb| after.is_some_and(|s| s.contains(rb)))
         })
+    }
+
+    /// Per call in `order`'s blocks, the `mut` array parameters whose
+    /// argument nothing useful reads after the call (not useful, or no
+    /// read of it may follow), when there are any.
+    fn dead_after(&mut self, order: &[Block]) -> HashMap<Inst, Vec<usize>> {
+        let (func, module) = (self.func, self.module);
+        let mut out = HashMap::new();
+        for &b in order {
+            for &inst in func.layout.block_insts(b) {
+                let InstData::Call { func: callee, args } = func.dfg.inst(inst) else {
+                    continue;
+                };
+                if !module.is_valid(*callee) {
+                    continue;
+                }
+                let params = &module.func(*callee).sig.params;
+                let mut dead = Vec::new();
+                for (k, (&a, p)) in args.iter().zip(params).enumerate() {
+                    if p.ty == Type::Array
+                        && p.mutable
+                        && !(self.useful.contains(a) && self.read_after(inst, a))
+                    {
+                        dead.push(k);
+                    }
+                }
+                if !dead.is_empty() {
+                    out.insert(inst, dead);
+                }
+            }
+        }
+        out
     }
 
     fn mark(&mut self, v: Value) {
@@ -450,8 +504,19 @@ impl UsefulSummaries {
             RetActivity::Const
         };
         let ignored: Vec<usize> = (0..results.len()).filter(|&k| !results[k]).collect();
-        let useful = usefulness(cache, module, f, &order, &args, ret, &ignored, self);
-        Some(f.params().iter().map(|&p| useful.contains(p)).collect())
+        // The `mut` arrays not useful at the call: nothing reads them after
+        // it (`Useful::read_after`).
+        let dead: Vec<usize> = (f.sig.params.iter().enumerate())
+            .filter(|(k, p)| p.ty == Type::Array && p.mutable && !arrays[*k])
+            .map(|(k, _)| k)
+            .collect();
+        let useful = usefulness(cache, module, f, &order, &args, ret, &ignored, &dead, self);
+        Some(
+            f.params()
+                .iter()
+                .map(|&p| useful.values.contains(p))
+                .collect(),
+        )
     }
 }
 
