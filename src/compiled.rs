@@ -131,7 +131,8 @@ impl Program {
     /// it reaches).
     pub fn function(&self, name: &str) -> Result<Function, Error> {
         let module = self.session.prepare(name)?;
-        self.compile(module, name)
+        let f = self.compile(module, name)?;
+        Ok(self.with_fallback(f, Recipe::Function(name.to_string())))
     }
 
     /// Compiles a derivative of function `name` (see [`DerivativeSpec`]); its
@@ -141,7 +142,21 @@ impl Program {
         let (module, derived) =
             self.session
                 .derive(name, which.mode, which.width, &which.consts)?;
-        self.compile(module, &derived)
+        let f = self.compile(module, &derived)?;
+        Ok(self.with_fallback(f, Recipe::Derivative(name.to_string(), which.clone())))
+    }
+
+    /// `f` with the recipe to compile it again checkpointed, for a call
+    /// whose tape outgrows its budget ([`Session::checkpoint_fallback`]).
+    fn with_fallback(&self, mut f: Function, recipe: Recipe) -> Function {
+        if self.session.checkpoint_fallback && !self.session.ad_limits.checkpoint {
+            f.fallback = Some(Box::new(Fallback {
+                program: Program::new(self.session.checkpointed()),
+                recipe,
+                made: std::sync::OnceLock::new(),
+            }));
+        }
+        f
     }
 
     /// Compiles function `name` of `module`, a module this program's
@@ -157,7 +172,34 @@ impl Program {
             compiled,
             module,
             id,
+            fallback: None,
         })
+    }
+}
+
+/// How a [`Function`] was asked of its [`Program`].
+#[derive(Clone, Debug)]
+enum Recipe {
+    Function(String),
+    Derivative(String, DerivativeSpec),
+}
+
+/// The same function compiled with every loop checkpointed, made on the
+/// first call whose tape outgrows its budget.
+struct Fallback {
+    program: Program,
+    recipe: Recipe,
+    made: std::sync::OnceLock<Result<Function, Error>>,
+}
+
+impl Fallback {
+    fn function(&self) -> Result<&Function, &Error> {
+        self.made
+            .get_or_init(|| match &self.recipe {
+                Recipe::Function(name) => self.program.function(name),
+                Recipe::Derivative(name, spec) => self.program.derivative(name, spec),
+            })
+            .as_ref()
     }
 }
 
@@ -170,6 +212,10 @@ pub struct Function {
     module: Module,
     /// The function in `module`.
     id: FuncId,
+    /// The same compiled checkpointed, for a call whose tape outgrows its
+    /// budget (made from [`Program::function`] and
+    /// [`Program::derivative`] with [`Session::checkpoint_fallback`] on).
+    fallback: Option<Box<Fallback>>,
 }
 
 impl std::fmt::Debug for Function {
@@ -196,10 +242,29 @@ impl Function {
     /// of one, returns a copy). A run-time error (an index out of bounds,
     /// the time limit, ..) is an [`Error::Run`] with the message the
     /// command line prints.
+    ///
+    /// A call whose reverse-mode tape outgrows its budget runs again with
+    /// every loop checkpointed (compiled on that first call, then kept),
+    /// when the function has no `mut` parameter: the first run wrote
+    /// nothing the caller sees ([`Session::checkpoint_fallback`]; a
+    /// function with one stops with the budget's error, as its arrays may
+    /// hold what the first run wrote).
     pub fn call(&self, args: &mut [Arg<'_>]) -> Result<Vec<Val>, Error> {
-        self.compiled
+        let out = self
+            .compiled
             .call_args(args)
-            .map_err(|e| Error::from(e.describe_in(&self.module)))
+            .map_err(|e| Error::from(e.describe_in(&self.module)));
+        match (&self.fallback, out) {
+            (Some(fallback), Err(e))
+                if e.is_tape_budget() && !self.params().iter().any(|p| p.mutable) =>
+            {
+                fallback
+                    .function()
+                    .map_err(|e| Error::Argument(e.to_string()))?
+                    .call(args)
+            }
+            (_, out) => out,
+        }
     }
 
     /// The parameters, in call order (for a derivative: with the shadows

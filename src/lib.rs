@@ -99,3 +99,11 @@ pub enum Error {
     #[error("internal error: {0}")]
     Verify(String),
 }
+
+impl Error {
+    /// Is this the run-time error of a reverse-mode tape that outgrew its
+    /// budget (`--tape-limit`)?
+    pub fn is_tape_budget(&self) -> bool {
+        matches!(self, Error::Run(r) if matches!(r.kind, adze_ir::TrapKind::TapeLimitExceeded { .. }))
+    }
+}

@@ -237,8 +237,10 @@ struct PipelineArgs {
     #[arg(long, value_name = "N", default_value_t = adze_ir::DEFAULT_MAX_CALL_DEPTH)]
     max_call_depth: u32,
     /// The budget of the reverse-mode tapes of one run, in bytes (a
-    /// number, or with a unit: 64MiB, 2GiB, 500KB); a derivative that needs
-    /// more stops with an error.
+    /// number, or with a unit: 64MiB, 2GiB, 500KB); a run that needs more
+    /// runs again with every loop checkpointed (unless
+    /// `--no-checkpoint-fallback`), and stops with an error if that needs
+    /// more too.
     #[arg(long, value_name = "BYTES", default_value = "1GiB", value_parser = parse_bytes)]
     tape_limit: u64,
     /// Checkpoint the outermost counted loops of reverse derivatives: the
@@ -246,6 +248,10 @@ struct PipelineArgs {
     /// recomputation (docs/ad-reverse.md, "Checkpointing").
     #[arg(long)]
     checkpoint: bool,
+    /// Stop with the budget's error when the tape outgrows `--tape-limit`,
+    /// instead of running again with every loop checkpointed.
+    #[arg(long)]
+    no_checkpoint_fallback: bool,
     /// The tape entries a checkpointed loop's segment may hold before it is
     /// cut (default: a sixteenth of the tape budget's entries).
     #[arg(long, value_name = "ENTRIES")]
@@ -263,6 +269,7 @@ impl PipelineArgs {
         session.limits.max_call_depth = self.max_call_depth;
         session.limits.tape_limit = self.tape_limit;
         session.ad_limits.checkpoint = self.checkpoint;
+        session.checkpoint_fallback = !self.no_checkpoint_fallback;
         session.limits.checkpoint_segment = self.checkpoint_segment;
         Ok(session)
     }
@@ -537,27 +544,46 @@ fn run(a: RunArgs) -> Result<(), Error> {
             .map(Val::F64),
         _ => None,
     };
-    let values = bind(module, id, &given, &mut stdin, &fill)?;
+    let mut values = bind(module, id, &given, &mut stdin, &fill)?;
     drop(given);
     adze::pipeline::timing_mark("arguments");
-    let outcome = match engine {
-        // Compiled once and called on the arguments' own buffers (the
-        // compile-once API): a 10^7-element array is not copied again.
-        Engine::Jit => {
-            let program = adze::Program::new(session);
-            let function = program.compile(module.clone(), name)?;
-            adze::pipeline::timing_mark("jit");
-            let mut values = values;
-            let mut slots: Vec<adze::Arg<'_>> = values.iter_mut().map(adze::Arg::of).collect();
-            let results = function.call(&mut slots)?;
-            drop(slots);
-            adze::pipeline::timing_mark("run");
-            adze_ir::Outcome {
-                results,
-                args: values,
+    // A run whose tape outgrows its budget runs again checkpointed
+    // (`Session::checkpoint_fallback`), from the arguments as given: the
+    // `mut` ones are kept for it (the first run writes them in place).
+    let fallback = session.checkpoint_fallback && !session.ad_limits.checkpoint;
+    let kept: Vec<(usize, Val)> = if fallback {
+        (sig.params.iter().enumerate())
+            .filter(|(_, p)| p.mutable)
+            .map(|(k, _)| (k, values[k].clone()))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let results = match run_on(&session, module, name, &mut values, engine) {
+        Err(e) if session.falls_back(&e) => {
+            for (k, v) in kept {
+                values[k] = v;
             }
+            let again = session.checkpointed();
+            eprintln!(
+                "note: the reverse-mode tape outgrew its budget (`--tape-limit`); running again with every loop checkpointed (`--checkpoint`)"
+            );
+            let derivative = derive.apply_at(&again, &func, true)?;
+            let prepared;
+            let (module, name) = match &derivative {
+                Some(d) => (&d.module, d.name.as_str()),
+                None => {
+                    prepared = again.prepare(&func)?;
+                    (&prepared, func.as_str())
+                }
+            };
+            run_on(&again, module, name, &mut values, engine)?
         }
-        Engine::Interp => session.run_in(module, name, &values, engine)?,
+        out => out?,
+    };
+    let outcome = adze_ir::Outcome {
+        results,
+        args: values,
     };
     // Saved first: a file that cannot be written is an error with nothing
     // on stdout.
@@ -582,6 +608,38 @@ fn run(a: RunArgs) -> Result<(), Error> {
         report.print();
     }
     Ok(())
+}
+
+/// Runs `name` of `module` on `values` and returns its results; `values`
+/// then holds the final contents of the `mut` arrays. With the JIT,
+/// compiled once and called on the arguments' own buffers (the
+/// compile-once API: a 10^7-element array is not copied again).
+fn run_on(
+    session: &Session,
+    module: &adze_ir::Module,
+    name: &str,
+    values: &mut [Val],
+    engine: Engine,
+) -> Result<Vec<Val>, Error> {
+    match engine {
+        Engine::Jit => {
+            let program = adze::Program::new(session.clone());
+            let function = program.compile(module.clone(), name)?;
+            adze::pipeline::timing_mark("jit");
+            let mut slots: Vec<adze::Arg<'_>> = values.iter_mut().map(adze::Arg::of).collect();
+            let results = function.call(&mut slots)?;
+            drop(slots);
+            adze::pipeline::timing_mark("run");
+            Ok(results)
+        }
+        Engine::Interp => {
+            let out = session.run_in(module, name, values, engine)?;
+            for (v, a) in values.iter_mut().zip(out.args) {
+                *v = a;
+            }
+            Ok(out.results)
+        }
+    }
 }
 
 /// The cotangents of the f64 results that `--seed` gives (default: 1.0

@@ -159,6 +159,13 @@ pub struct Session {
     pub limits: adze_ir::Limits,
     /// Limits of the AD passes (nesting depth of derivatives).
     pub ad_limits: adze_ad::AdLimits,
+    /// Whether a run whose reverse-mode tape outgrows its budget
+    /// (`limits.tape_limit`) runs again with every loop checkpointed
+    /// (`ad_limits.checkpoint`, the same bits): the default. Off (`adze run
+    /// --no-checkpoint-fallback`), such a run stops with the budget's
+    /// error. See [`Session::run`] and docs/ad-reverse.md, "The tape
+    /// budget".
+    pub checkpoint_fallback: bool,
     /// Whether the `optimized` stage runs the optimizer (the default); off,
     /// it is the `ad` stage unchanged.
     pub optimize: bool,
@@ -229,6 +236,7 @@ impl Session {
             inline: InlineSetting::default(),
             limits: adze_ir::Limits::default(),
             ad_limits: adze_ad::AdLimits::default(),
+            checkpoint_fallback: true,
             optimize: true,
             jit: JitSettings::default(),
             coverage: None,
@@ -596,10 +604,35 @@ impl Session {
         function_by_name(&self.module, name)
     }
 
-    /// Runs `name` on `args` through the chosen engine.
+    /// Runs `name` on `args` through the chosen engine. A run whose
+    /// reverse-mode tape outgrows its budget runs again, from the same
+    /// arguments, with every loop checkpointed
+    /// ([`Session::checkpoint_fallback`]): checkpointed derivatives are
+    /// the taped ones bit for bit, so only time and memory tell.
     pub fn run(&self, name: &str, args: &[Val], engine: Engine) -> Result<Outcome, Error> {
         let module = self.prepare(name)?;
-        self.run_in(&module, name, args, engine)
+        match self.run_in(&module, name, args, engine) {
+            Err(e) if self.falls_back(&e) => {
+                let again = self.checkpointed();
+                let module = again.prepare(name)?;
+                again.run_in(&module, name, args, engine)
+            }
+            out => out,
+        }
+    }
+
+    /// Does a run that failed with `e` run again checkpointed: the tape
+    /// outgrew its budget, the fallback is on, and the loops were not
+    /// checkpointed already?
+    pub fn falls_back(&self, e: &Error) -> bool {
+        self.checkpoint_fallback && !self.ad_limits.checkpoint && e.is_tape_budget()
+    }
+
+    /// This session with every loop checkpointed (`--checkpoint`).
+    pub fn checkpointed(&self) -> Session {
+        let mut s = self.clone();
+        s.ad_limits.checkpoint = true;
+        s
     }
 
     /// Compiles function `id` of `module` (and what it calls) with this

@@ -55,6 +55,7 @@ fn a_checkpointed_derivative_fits_the_budget_and_equals_the_taped_one() {
         let taped = run(&session(), name, &args, Engine::Jit).unwrap();
         let mut over = session();
         over.limits.tape_limit = budget;
+        over.checkpoint_fallback = false;
         let err = run(&over, name, &args, Engine::Jit).unwrap_err();
         assert!(err.contains("budget"), "{name}: {err}");
         for inline in InlineSetting::ALL {
@@ -197,6 +198,7 @@ fn checkpointed_within(name: &str, budget: u64) {
     let want = run(&session(), name, &args, Engine::Jit).unwrap();
     let mut over = session();
     over.limits.tape_limit = budget;
+    over.checkpoint_fallback = false;
     let err = run(&over, name, &args, Engine::Jit).unwrap_err();
     assert!(err.contains("budget"), "{name}: {err}");
     for inline in InlineSetting::ALL {
@@ -563,6 +565,7 @@ fn a_binomial_schedule_runs_where_two_levels_exceed_the_budget() {
         )
         .unwrap();
         two_level.limits.tape_limit = budget;
+        two_level.checkpoint_fallback = false;
         let err = run(&two_level, name, &args, Engine::Jit).unwrap_err();
         assert!(err.contains("budget"), "{name}: {err}");
         for inline in InlineSetting::ALL {
@@ -647,4 +650,99 @@ fn topa(x: f64, y: f64) -> [f64] {
             Some(w) => assert_bits(&got, w, format!("{inline:?}")),
         }
     }
+}
+
+/// A run whose tape outgrows its budget runs again with every loop
+/// checkpointed (`Session::checkpoint_fallback`, the default): through
+/// `Session::run` in both engines, and through a compiled derivative
+/// without `mut` parameters; the bits are the taped ones. A compiled
+/// function with a `mut` parameter (a shadow) stops with the budget's
+/// error: its first run may have written the caller's arrays.
+#[test]
+fn a_run_past_the_budget_runs_again_checkpointed() {
+    let budget = 256 << 10;
+    let args = [Val::F64(0.7), Val::I64(20_000)];
+    for name in ["d_loop4", "d_smooth", "dd_loop4"] {
+        let want = run(&session(), name, &args, Engine::Jit).unwrap();
+        let mut s = session();
+        s.limits.tape_limit = budget;
+        for engine in [Engine::Jit, Engine::Interp] {
+            let got = run(&s, name, &args, engine).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert_bits(&got, &want, format!("{name} {engine:?}"));
+        }
+    }
+    let program = adze::Program::new(session());
+    let mut small = session();
+    small.limits.tape_limit = budget;
+    let small = adze::Program::new(small);
+    let spec = adze::DerivativeSpec::reverse().constant("n");
+    let call = |p: &adze::Program| {
+        p.derivative("loop4", &spec)
+            .unwrap()
+            .call(&mut [adze::Arg::F64(0.7), adze::Arg::I64(20_000)])
+            .map_err(|e| e.to_string())
+    };
+    let want = call(&program).unwrap();
+    assert_bits(&call(&small).unwrap(), &want, "loop4's compiled gradient");
+    // `smooth` writes `y` in place: no second run.
+    let grad = small.derivative("smooth", &spec).unwrap();
+    let a = [0.5, -0.25, 1.0];
+    let mut da = [0.0; 3];
+    let mut y = [0.1, 0.2, 0.3, 0.4];
+    let mut dy = [0.0; 4];
+    let err = grad
+        .call(&mut [
+            adze::Arg::Array(&a),
+            adze::Arg::ArrayMut(&mut da),
+            adze::Arg::ArrayMut(&mut y),
+            adze::Arg::ArrayMut(&mut dy),
+            adze::Arg::F64(0.7),
+            adze::Arg::I64(20_000),
+        ])
+        .unwrap_err();
+    assert!(err.is_tape_budget(), "{err}");
+}
+
+/// The command line runs again too, from the arguments as given (the
+/// `mut` array `y` is restored first): the same output as without a
+/// budget, and a note on stderr. `--no-checkpoint-fallback` stops.
+#[test]
+fn the_command_line_runs_again_checkpointed_past_the_budget() {
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            "ir-examples/checkpoint.adz",
+            "--fn",
+            "smooth",
+            "--derive",
+            "reverse",
+            "--arg",
+            "a=[0.5,-0.25,1.0]",
+            "--arg",
+            "y=[0.1,0.2,0.3,0.4]",
+            "--arg",
+            "x=0.7",
+            "--arg",
+            "n=20000",
+        ];
+        args.extend_from_slice(extra);
+        crate::support::adze(&args)
+    };
+    let want = run(&[]).exits(0);
+    for engine in ["jit", "interp"] {
+        let got = run(&["--tape-limit", "256KiB", "--engine", engine]).exits(0);
+        assert_eq!(got.stdout, want.stdout, "{engine}");
+        assert!(
+            got.stderr
+                .contains("running again with every loop checkpointed"),
+            "{}",
+            got.stderr
+        );
+    }
+    let stopped = run(&["--tape-limit", "256KiB", "--no-checkpoint-fallback"]).exits(1);
+    assert!(
+        stopped.stderr.contains("budget of 256 KiB"),
+        "{}",
+        stopped.stderr
+    );
 }

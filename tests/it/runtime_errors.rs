@@ -765,6 +765,7 @@ fn the_tape_budget_stops_both_engines_alike() {
     let mut session = adze::Session::from_source("tape.adz", TAPED_LOOP).unwrap();
     let unlimited = session.clone();
     session.limits.tape_limit = 4096;
+    session.checkpoint_fallback = false;
     let (mut ran, mut stopped) = (0, 0);
     for n in (100..=220).step_by(3) {
         let args = [Val::F64(0.5), Val::I64(n)];
@@ -782,8 +783,9 @@ fn the_tape_budget_stops_both_engines_alike() {
                     a.to_string().ends_with(
                         "the reverse-mode tape needs more than its budget of 4 KiB \
                          (`--tape-limit BYTES` raises it; `--checkpoint`, or `#[checkpoint]` \
-                         on the loop, bounds it; `adze dump --annotate tape` says why a loop \
-                         is not checkpointed)"
+                         on the loop, bounds it, and `#[checkpoint(snapshots = K)]` to K \
+                         snapshots; `adze dump --annotate tape` says why a loop is not \
+                         checkpointed)"
                     ),
                     "{a}"
                 );

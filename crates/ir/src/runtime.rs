@@ -360,7 +360,7 @@ impl fmt::Display for TrapKind {
             ),
             TrapKind::TapeLimitExceeded { limit } => write!(
                 f,
-                "the reverse-mode tape needs more than its budget of {} (`--tape-limit BYTES` raises it; `--checkpoint`, or `#[checkpoint]` on the loop, bounds it; `adze dump --annotate tape` says why a loop is not checkpointed)",
+                "the reverse-mode tape needs more than its budget of {} (`--tape-limit BYTES` raises it; `--checkpoint`, or `#[checkpoint]` on the loop, bounds it, and `#[checkpoint(snapshots = K)]` to K snapshots; `adze dump --annotate tape` says why a loop is not checkpointed)",
                 Bytes(*limit)
             ),
             TrapKind::TapeMismatch => {

@@ -60,13 +60,19 @@ fn adze_error(py: Python<'_>, e: adze::Error) -> PyErr {
 }
 
 /// Settings of a program: the command's `--inline`, `--no-opt`,
-/// `--timeout`, `--max-call-depth`, `--tape-limit`, `--checkpoint`.
+/// `--timeout`, `--max-call-depth`, `--tape-limit`, `--checkpoint`,
+/// `--no-checkpoint-fallback`.
 fn configure(
     mut session: adze::Session,
     inline: &str,
     optimize: bool,
     timeout: Option<f64>,
-    (max_call_depth, tape_limit, checkpoint): (Option<u32>, Option<u64>, bool),
+    (max_call_depth, tape_limit, checkpoint, checkpoint_fallback): (
+        Option<u32>,
+        Option<u64>,
+        bool,
+        bool,
+    ),
 ) -> PyResult<adze::Session> {
     session.inline = InlineSetting::ALL
         .into_iter()
@@ -94,12 +100,13 @@ fn configure(
         session.limits.tape_limit = bytes;
     }
     session.ad_limits.checkpoint = checkpoint;
+    session.checkpoint_fallback = checkpoint_fallback;
     Ok(session)
 }
 
 /// Checks `.adz` source text: a [`Program`].
 #[pyfunction]
-#[pyo3(signature = (source, name = "<string>", *, inline = "all", optimize = true, timeout = None, max_call_depth = None, tape_limit = None, checkpoint = false))]
+#[pyo3(signature = (source, name = "<string>", *, inline = "all", optimize = true, timeout = None, max_call_depth = None, tape_limit = None, checkpoint = false, checkpoint_fallback = true))]
 #[allow(clippy::too_many_arguments)] // keyword arguments of the Python function
 fn compile(
     py: Python<'_>,
@@ -111,11 +118,12 @@ fn compile(
     max_call_depth: Option<u32>,
     tape_limit: Option<u64>,
     checkpoint: bool,
+    checkpoint_fallback: bool,
 ) -> PyResult<Program> {
     let session = py
         .detach(|| adze::Session::from_source(name, source))
         .map_err(|e| adze_error(py, e))?;
-    let limits = (max_call_depth, tape_limit, checkpoint);
+    let limits = (max_call_depth, tape_limit, checkpoint, checkpoint_fallback);
     let session = configure(session, inline, optimize, timeout, limits)?;
     Ok(Program {
         program: adze::Program::new(session),
@@ -125,7 +133,7 @@ fn compile(
 
 /// Reads and checks a `.adz` file: a [`Program`].
 #[pyfunction]
-#[pyo3(signature = (path, *, inline = "all", optimize = true, timeout = None, max_call_depth = None, tape_limit = None, checkpoint = false))]
+#[pyo3(signature = (path, *, inline = "all", optimize = true, timeout = None, max_call_depth = None, tape_limit = None, checkpoint = false, checkpoint_fallback = true))]
 #[allow(clippy::too_many_arguments)] // keyword arguments of the Python function
 fn load(
     py: Python<'_>,
@@ -136,11 +144,12 @@ fn load(
     max_call_depth: Option<u32>,
     tape_limit: Option<u64>,
     checkpoint: bool,
+    checkpoint_fallback: bool,
 ) -> PyResult<Program> {
     let session = py
         .detach(|| adze::Session::from_file(&path))
         .map_err(|e| adze_error(py, e))?;
-    let limits = (max_call_depth, tape_limit, checkpoint);
+    let limits = (max_call_depth, tape_limit, checkpoint, checkpoint_fallback);
     let session = configure(session, inline, optimize, timeout, limits)?;
     Ok(Program {
         program: adze::Program::new(session),

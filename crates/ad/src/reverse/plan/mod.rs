@@ -258,6 +258,7 @@ impl Plan {
     /// does not receive although it could (see [`adj_takes`]); `ignored`:
     /// the results whose cotangent is not differentiated; `dead`: the `mut`
     /// array parameters the caller does not read after the call.
+    #[allow(clippy::too_many_arguments)] // the request's parts, as `usefulness` takes them
     pub fn new(
         cache: &mut Cache,
         module: &Module,
@@ -412,9 +413,9 @@ impl Plan {
     /// The range of counted loop `l`, `(init, bound)`, when its header ends
     /// in `brif (icmp lt i, bound), body, exit` with `i` an induction
     /// variable of step 1 from `init` (the value on the entry edge) and
-    /// `bound` defined outside the loop: the header's test passes `max(bound
-    /// - init, 0)` times unless another exit leaves first (`for i in
-    /// lo..hi`). Both values dominate the loop's entry edge.
+    /// `bound` defined outside the loop: the header's test passes
+    /// `max(bound - init, 0)` times unless another exit leaves first (`for
+    /// i in lo..hi`). Both values dominate the loop's entry edge.
     pub(crate) fn counted_range(&self, func: &Function, l: usize) -> Option<(Value, Value)> {
         let header = *self.loop_blocks(l).first()?;
         let inside = |b: Block| self.in_loop(l, b);
