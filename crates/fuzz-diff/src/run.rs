@@ -212,6 +212,8 @@ fn session(base: &Module, inline: InlineSetting, optimize: bool, limits: Limits)
             checkpoint: limits.checkpoint_segment.is_some(),
             ..adze::adze_ad::AdLimits::default()
         },
+        // A budget's error is compared as it is, not run again.
+        checkpoint_fallback: false,
         optimize,
         jit: adze::JitSettings::default(),
         coverage: None,

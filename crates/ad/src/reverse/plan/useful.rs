@@ -57,6 +57,7 @@ pub(super) fn usefulness(
         tape_use: activity::TapeUse::default(),
         reads: SecondaryMap::new(),
         after: SecondaryMap::new(),
+        param_reads: ParamReads::default(),
     };
     for (num, &p) in func.params().iter().enumerate() {
         if args.get(num) == Some(&ArgActivity::Dup) && func.array_is_writable(p) {
@@ -99,6 +100,83 @@ struct Useful<'a> {
     /// The `mut` array parameters (by number) whose contents the caller
     /// does not read after the call (`ReverseRequest::dead`).
     dead: &'a [usize],
+    /// Which array parameters callees may read.
+    param_reads: ParamReads,
+}
+
+/// Does an instruction of this opcode (not a call) read the elements of
+/// the arrays it takes? All but writes, lengths and views do.
+fn reads_arrays(op: Opcode) -> bool {
+    !matches!(
+        op,
+        Opcode::Store | Opcode::Fill | Opcode::Len | Opcode::SameLen | Opcode::Slice | Opcode::View
+    )
+}
+
+/// Per function, whether it may read the elements of each array parameter
+/// (transitively through its calls): `None` (every one) for a
+/// declaration, a function with rules or rule regions (a rule takes every
+/// input), and a function on a cycle of calls (recursion: the same answer
+/// whichever function of the cycle is asked first).
+#[derive(Default)]
+struct ParamReads {
+    memo: HashMap<FuncId, Option<Vec<bool>>>,
+    stack: Vec<FuncId>,
+    /// Summaries asked of a function on the stack, so far.
+    cycles: usize,
+}
+
+impl ParamReads {
+    fn reads(&mut self, module: &Module, id: FuncId) -> Option<Vec<bool>> {
+        if let Some(r) = self.memo.get(&id) {
+            return r.clone();
+        }
+        if !module.is_valid(id) {
+            return None;
+        }
+        if self.stack.contains(&id) {
+            self.cycles += 1;
+            return None;
+        }
+        let f = module.func(id);
+        if f.is_declaration() || !f.meta.rules.is_empty() || !f.regions.is_empty() {
+            self.memo.insert(id, None);
+            return None;
+        }
+        let before = self.cycles;
+        self.stack.push(id);
+        let params = f.params().to_vec();
+        let mut out = vec![false; params.len()];
+        for (_, inst) in f.layout.insts() {
+            let data = f.dfg.inst(inst);
+            let callee = match data {
+                InstData::Call { func: g, args }
+                    if args.iter().any(|&a| f.dfg.value_type(a).is_array()) =>
+                {
+                    Some(self.reads(module, *g))
+                }
+                InstData::Call { .. } => Some(None),
+                _ => None,
+            };
+            let mut k = 0;
+            data.for_each_use(|v| {
+                let read = match &callee {
+                    Some(r) => r.as_ref().is_none_or(|r| r.get(k) != Some(&false)),
+                    None => reads_arrays(data.opcode()),
+                };
+                k += 1;
+                if read && f.dfg.value_type(v).is_array() {
+                    if let Some(p) = params.iter().position(|&p| p == f.array_root(v)) {
+                        out[p] = true;
+                    }
+                }
+            });
+        }
+        self.stack.pop();
+        let out = (self.cycles == before).then_some(out);
+        self.memo.insert(id, out.clone());
+        out
+    }
 }
 
 /// What [`usefulness`] finds: the useful values, and per call the `mut`
@@ -219,25 +297,32 @@ impl Useful<'_> {
         for &b in order {
             for &inst in func.layout.block_insts(b) {
                 let data = func.dfg.inst(inst);
-                let reader = !matches!(
-                    data.opcode(),
-                    Opcode::Store
-                        | Opcode::Fill
-                        | Opcode::Len
-                        | Opcode::SameLen
-                        | Opcode::Slice
-                        | Opcode::View
-                );
-                if reader {
-                    data.for_each_use(|v| {
-                        if func.dfg.value_type(v).is_array() {
-                            let root = func.array_root(v);
-                            if self.reads[root].last() != Some(&inst) {
-                                self.reads[root].push(inst);
-                            }
+                // A call reads the arrays its callee may read (inlined, only
+                // its reads would be reads: seed 5500092, a callee that only
+                // writes); anything else but a write or a view reads them.
+                let callee_reads = match data {
+                    InstData::Call { func: callee, args }
+                        if args.iter().any(|&a| func.dfg.value_type(a).is_array()) =>
+                    {
+                        Some(self.param_reads.reads(module, *callee))
+                    }
+                    InstData::Call { .. } => Some(None),
+                    _ => None,
+                };
+                let mut k = 0;
+                data.for_each_use(|v| {
+                    let read = match &callee_reads {
+                        Some(reads) => reads.as_ref().is_none_or(|r| r.get(k) != Some(&false)),
+                        None => reads_arrays(data.opcode()),
+                    };
+                    k += 1;
+                    if read && func.dfg.value_type(v).is_array() {
+                        let root = func.array_root(v);
+                        if self.reads[root].last() != Some(&inst) {
+                            self.reads[root].push(inst);
                         }
-                    });
-                }
+                    }
+                });
                 if let Some((a, _)) = func.dfg.inst(inst).array_write() {
                     self.feeds[a].push(inst);
                     continue;
@@ -371,16 +456,18 @@ impl Useful<'_> {
             &[]
         };
         let args = args.to_vec();
-        let arrays: Vec<bool> = args
-            .iter()
-            .enumerate()
-            .map(|(k, &a)| {
-                params
-                    .get(k)
-                    .is_some_and(|p| p.ty == Type::Array && p.mutable)
-                    && self.useful.contains(a)
-                    && self.read_after(inst, a)
-            })
+        // The `mut` arrays useful here, and those of them that a read may
+        // follow the call (the others' contents are dead after it).
+        let mutable = |k: usize| {
+            params
+                .get(k)
+                .is_some_and(|p| p.ty == Type::Array && p.mutable)
+        };
+        let arrays: Vec<bool> = (args.iter().enumerate())
+            .map(|(k, &a)| mutable(k) && self.useful.contains(a))
+            .collect();
+        let read: Vec<bool> = (args.iter().enumerate())
+            .map(|(k, &a)| arrays[k] && self.read_after(inst, a))
             .collect();
         let results = func.dfg.inst_results(inst);
         let results_useful: Vec<bool> = results.iter().map(|&r| self.useful.contains(r)).collect();
@@ -389,7 +476,7 @@ impl Useful<'_> {
         // (as inlined code does), whatever the call's results.
         let tape = self.tape_use.uses(cache, module, *callee);
         if tape || arrays.contains(&true) || results_useful.contains(&true) {
-            let which = summaries.params(cache, module, *callee, &results_useful, &arrays);
+            let which = summaries.params(cache, module, *callee, &results_useful, &arrays, &read);
             for (k, &a) in args.iter().enumerate() {
                 if which.as_ref().is_none_or(|w| w.get(k) != Some(&false)) {
                     self.mark(a);
@@ -416,8 +503,9 @@ pub(crate) struct UsefulSummaries {
     unsettled: usize,
 }
 
-/// A callee, its useful results and its useful `mut` array arguments.
-pub(crate) type UsefulKey = (FuncId, Vec<bool>, Vec<bool>);
+/// A callee, its useful results, its useful `mut` array arguments and
+/// those of them that a read may follow the call.
+pub(crate) type UsefulKey = (FuncId, Vec<bool>, Vec<bool>, Vec<bool>);
 
 impl UsefulSummaries {
     fn params(
@@ -427,6 +515,7 @@ impl UsefulSummaries {
         callee: FuncId,
         results: &[bool],
         arrays: &[bool],
+        read: &[bool],
     ) -> Option<Vec<bool>> {
         if !module.is_valid(callee) {
             return None;
@@ -435,7 +524,7 @@ impl UsefulSummaries {
             self.unsettled += 1;
             return None;
         }
-        let key = (callee, results.to_vec(), arrays.to_vec());
+        let key = (callee, results.to_vec(), arrays.to_vec(), read.to_vec());
         if let Some(s) = self.memo.get(&key) {
             return s.clone();
         }
@@ -444,7 +533,7 @@ impl UsefulSummaries {
         }
         let before = self.unsettled;
         self.stack.push(callee);
-        let out = self.compute(cache, module, callee, results, arrays);
+        let out = self.compute(cache, module, callee, results, arrays, read);
         self.stack.pop();
         if cache.is_active() && self.unsettled == before {
             cache.useful.insert(key.clone(), out.clone());
@@ -460,6 +549,7 @@ impl UsefulSummaries {
         callee: FuncId,
         results: &[bool],
         arrays: &[bool],
+        read: &[bool],
     ) -> Option<Vec<bool>> {
         let f = module.func(callee);
         if f.is_declaration()
@@ -504,10 +594,12 @@ impl UsefulSummaries {
             RetActivity::Const
         };
         let ignored: Vec<usize> = (0..results.len()).filter(|&k| !results[k]).collect();
-        // The `mut` arrays not useful at the call: nothing reads them after
-        // it (`Useful::read_after`).
+        // The useful `mut` arrays that no read follows the call (their
+        // contents are dead after it, `Useful::read_after`), as the body
+        // inlined would see them: seeded as useful (their stores feed the
+        // callee's own reads), without the caller's reads.
         let dead: Vec<usize> = (f.sig.params.iter().enumerate())
-            .filter(|(k, p)| p.ty == Type::Array && p.mutable && !arrays[*k])
+            .filter(|(k, p)| p.ty == Type::Array && p.mutable && arrays[*k] && !read[*k])
             .map(|(k, _)| k)
             .collect();
         let useful = usefulness(cache, module, f, &order, &args, ret, &ignored, &dead, self);
