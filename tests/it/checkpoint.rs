@@ -128,22 +128,25 @@ fn h(x: f64, n: i64) -> f64 { autodiff(reverse, g, active, active(x), const(n)) 
     assert_bits(&g, &g_plain, "g");
 }
 
-/// The schedule is in the annotated dump (docs/ad-reverse.md, "In a
-/// dump"), and the annotated text still parses.
-#[test]
-fn an_annotated_dump_shows_the_schedule() {
-    let mut s = session();
-    s.ad_limits.checkpoint = true;
-    let stages = s.stages_until(Some("d_loop4"), adze::Stage::Ad).unwrap();
+/// The `ad` stage of `name`, annotated with the tape plan.
+fn tape_dump(s: &Session, name: &str) -> String {
+    let stages = s.stages_until(Some(name), adze::Stage::Ad).unwrap();
     let (_, module) = stages.last().unwrap();
     let what = adze::adze_ad::annotate::Annotate {
         activity: false,
         tape: true,
         rules: false,
     };
-    let text =
-        adze::pipeline::dump_stage_annotated(module, adze::Stage::Ad, Some("d_loop4"), false, what)
-            .unwrap();
+    adze::pipeline::dump_stage_annotated(module, adze::Stage::Ad, Some(name), false, what).unwrap()
+}
+
+/// The schedule is in the annotated dump (docs/ad-reverse.md, "In a
+/// dump"), and the annotated text still parses.
+#[test]
+fn an_annotated_dump_shows_the_schedule() {
+    let mut s = session();
+    s.ad_limits.checkpoint = true;
+    let text = tape_dump(&s, "d_loop4");
     for note in [
         "checkpointed loop 0: the snapshot of its first segment",
         "checkpointed loop 0: is the segment full",
@@ -587,16 +590,7 @@ fn an_annotated_dump_shows_the_binomial_schedule() {
     let src = std::fs::read_to_string(root().join("ir-examples/checkpoint.adz")).unwrap();
     let mut s = Session::from_source("binomial.adz", &with_snapshots(&src, 4)).unwrap();
     s.inline = InlineSetting::None;
-    let stages = s.stages_until(Some("d_ring"), adze::Stage::Ad).unwrap();
-    let (_, module) = stages.last().unwrap();
-    let what = adze::adze_ad::annotate::Annotate {
-        activity: false,
-        tape: true,
-        rules: false,
-    };
-    let text =
-        adze::pipeline::dump_stage_annotated(module, adze::Stage::Ad, Some("d_ring"), false, what)
-            .unwrap();
+    let text = tape_dump(&s, "d_ring");
     for note in [
         "is the segment full (at the next snapshot of the binomial schedule (@adze.binomial))?",
         "function @adze.binomial(",

@@ -127,6 +127,36 @@ struct ParamReads {
 }
 
 impl ParamReads {
+    /// The arrays whose elements `inst` of `f` may read: a call's
+    /// arguments its callee may read ([`ParamReads::reads`]), every array
+    /// operand of anything else but a write, a length or a view.
+    fn arrays_read(&mut self, module: &Module, f: &Function, inst: Inst) -> Vec<Value> {
+        let data = f.dfg.inst(inst);
+        let is_array = |v: &Value| f.dfg.value_type(*v).is_array();
+        match data {
+            InstData::Call { func: g, args } if args.iter().any(is_array) => {
+                let reads = self.reads(module, *g);
+                (args.iter().enumerate())
+                    .filter(|&(k, a)| {
+                        is_array(a) && reads.as_ref().is_none_or(|r| r.get(k) != Some(&false))
+                    })
+                    .map(|(_, &a)| a)
+                    .collect()
+            }
+            InstData::Call { .. } => Vec::new(),
+            _ if reads_arrays(data.opcode()) => {
+                let mut out = Vec::new();
+                data.for_each_use(|v| {
+                    if is_array(&v) {
+                        out.push(v);
+                    }
+                });
+                out
+            }
+            _ => Vec::new(),
+        }
+    }
+
     fn reads(&mut self, module: &Module, id: FuncId) -> Option<Vec<bool>> {
         if let Some(r) = self.memo.get(&id) {
             return r.clone();
@@ -148,29 +178,11 @@ impl ParamReads {
         let params = f.params().to_vec();
         let mut out = vec![false; params.len()];
         for (_, inst) in f.layout.insts() {
-            let data = f.dfg.inst(inst);
-            let callee = match data {
-                InstData::Call { func: g, args }
-                    if args.iter().any(|&a| f.dfg.value_type(a).is_array()) =>
-                {
-                    Some(self.reads(module, *g))
+            for v in self.arrays_read(module, f, inst) {
+                if let Some(p) = params.iter().position(|&p| p == f.array_root(v)) {
+                    out[p] = true;
                 }
-                InstData::Call { .. } => Some(None),
-                _ => None,
-            };
-            let mut k = 0;
-            data.for_each_use(|v| {
-                let read = match &callee {
-                    Some(r) => r.as_ref().is_none_or(|r| r.get(k) != Some(&false)),
-                    None => reads_arrays(data.opcode()),
-                };
-                k += 1;
-                if read && f.dfg.value_type(v).is_array() {
-                    if let Some(p) = params.iter().position(|&p| p == f.array_root(v)) {
-                        out[p] = true;
-                    }
-                }
-            });
+            }
         }
         self.stack.pop();
         let out = (self.cycles == before).then_some(out);
@@ -225,10 +237,10 @@ impl Useful<'_> {
         }
         if self.after[b].is_none() {
             let mut seen: EntitySet<Block> = EntitySet::new();
-            let mut work: Vec<Block> = successors(func, b);
+            let mut work: Vec<Block> = adze_ir::cfg::successors(func, b);
             while let Some(c) = work.pop() {
                 if seen.insert(c) {
-                    work.extend(successors(func, c));
+                    work.extend(adze_ir::cfg::successors(func, c));
                 }
             }
             self.after[b] = Some(seen);
@@ -296,33 +308,15 @@ impl Useful<'_> {
         }
         for &b in order {
             for &inst in func.layout.block_insts(b) {
-                let data = func.dfg.inst(inst);
                 // A call reads the arrays its callee may read (inlined, only
                 // its reads would be reads: seed 5500092, a callee that only
                 // writes); anything else but a write or a view reads them.
-                let callee_reads = match data {
-                    InstData::Call { func: callee, args }
-                        if args.iter().any(|&a| func.dfg.value_type(a).is_array()) =>
-                    {
-                        Some(self.param_reads.reads(module, *callee))
+                for v in self.param_reads.arrays_read(module, func, inst) {
+                    let root = func.array_root(v);
+                    if self.reads[root].last() != Some(&inst) {
+                        self.reads[root].push(inst);
                     }
-                    InstData::Call { .. } => Some(None),
-                    _ => None,
-                };
-                let mut k = 0;
-                data.for_each_use(|v| {
-                    let read = match &callee_reads {
-                        Some(reads) => reads.as_ref().is_none_or(|r| r.get(k) != Some(&false)),
-                        None => reads_arrays(data.opcode()),
-                    };
-                    k += 1;
-                    if read && func.dfg.value_type(v).is_array() {
-                        let root = func.array_root(v);
-                        if self.reads[root].last() != Some(&inst) {
-                            self.reads[root].push(inst);
-                        }
-                    }
-                });
+                }
                 if let Some((a, _)) = func.dfg.inst(inst).array_write() {
                     self.feeds[a].push(inst);
                     continue;
@@ -610,19 +604,4 @@ impl UsefulSummaries {
                 .collect(),
         )
     }
-}
-
-/// The blocks `b`'s terminator may go to.
-fn successors(func: &Function, b: Block) -> Vec<Block> {
-    func.layout
-        .last_inst(b)
-        .map(|i| {
-            func.dfg
-                .inst(i)
-                .destinations()
-                .iter()
-                .map(|d| d.block)
-                .collect()
-        })
-        .unwrap_or_default()
 }
