@@ -146,6 +146,27 @@ impl Program {
         Ok(self.with_fallback(f, Recipe::Derivative(name.to_string(), which.clone())))
     }
 
+    /// [`Session::derivative`] of `name` (optimized), compiled: what its
+    /// parameters and results are, and the function, which runs again
+    /// checkpointed past the tape budget as [`Program::derivative`]'s do.
+    pub fn derivative_with_roles(
+        &self,
+        name: &str,
+        mode: Mode,
+        width: usize,
+        consts: &[String],
+    ) -> Result<(crate::Derivative, Function), Error> {
+        let d = self.session.derivative(name, mode, width, consts, true)?;
+        let f = self.compile(d.module.clone(), &d.name)?;
+        let recipe = Recipe::Roles {
+            name: name.to_string(),
+            mode,
+            width,
+            consts: consts.to_vec(),
+        };
+        Ok((d, self.with_fallback(f, recipe)))
+    }
+
     /// `f` with the recipe to compile it again checkpointed, for a call
     /// whose tape outgrows its budget ([`Session::checkpoint_fallback`]).
     fn with_fallback(&self, mut f: Function, recipe: Recipe) -> Function {
@@ -182,6 +203,12 @@ impl Program {
 enum Recipe {
     Function(String),
     Derivative(String, DerivativeSpec),
+    Roles {
+        name: String,
+        mode: Mode,
+        width: usize,
+        consts: Vec<String>,
+    },
 }
 
 /// The same function compiled with every loop checkpointed, made on the
@@ -198,6 +225,14 @@ impl Fallback {
             .get_or_init(|| match &self.recipe {
                 Recipe::Function(name) => self.program.function(name),
                 Recipe::Derivative(name, spec) => self.program.derivative(name, spec),
+                Recipe::Roles {
+                    name,
+                    mode,
+                    width,
+                    consts,
+                } => (self.program)
+                    .derivative_with_roles(name, *mode, *width, consts)
+                    .map(|(_, f)| f),
             })
             .as_ref()
     }

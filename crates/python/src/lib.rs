@@ -310,9 +310,8 @@ impl Program {
         let params = session.module.func(id).sig.params.clone();
         let (wrt, consts) = plan::resolve_wrt(name, &params, wrt.as_deref()).map_err(error)?;
         let compiled = py.detach(|| -> Result<_, adze::Error> {
-            let d = session.derivative(name, mode, 1, &consts, true)?;
+            let (d, function) = self.program.derivative_with_roles(name, mode, 1, &consts)?;
             let plan = Plan::derivative(name, &params, &d, wrt);
-            let function = self.program.compile(d.module, &d.name)?;
             Ok(Callable { function, plan })
         });
         compiled.map_err(|e| adze_error(py, e))
