@@ -57,7 +57,8 @@ use std::path::Path;
 /// A checked program: the source of compiled [`Function`]s.
 #[derive(Clone, Debug)]
 pub struct Program {
-    session: Session,
+    /// Shared with the fallbacks of its functions.
+    session: std::sync::Arc<Session>,
 }
 
 /// Which derivative [`Program::derivative`] compiles: the convention of
@@ -109,7 +110,9 @@ impl Program {
     /// optimizer switch and [`JitSettings`](crate::JitSettings) apply to
     /// every function compiled from it).
     pub fn new(session: Session) -> Program {
-        Program { session }
+        Program {
+            session: std::sync::Arc::new(session),
+        }
     }
 
     /// Reads and checks a `.adz` file.
@@ -172,7 +175,7 @@ impl Program {
     fn with_fallback(&self, mut f: Function, recipe: Recipe) -> Function {
         if self.session.checkpoint_fallback && !self.session.ad_limits.checkpoint {
             f.fallback = Some(Box::new(Fallback {
-                program: Program::new(self.session.checkpointed()),
+                program: self.clone(),
                 recipe,
                 made: std::sync::OnceLock::new(),
             }));
@@ -214,6 +217,8 @@ enum Recipe {
 /// The same function compiled with every loop checkpointed, made on the
 /// first call whose tape outgrows its budget.
 struct Fallback {
+    /// The program the function came from (its session is checkpointed
+    /// when the fallback is made).
     program: Program,
     recipe: Recipe,
     made: std::sync::OnceLock<Result<Function, Error>>,
@@ -222,17 +227,20 @@ struct Fallback {
 impl Fallback {
     fn function(&self) -> Result<&Function, &Error> {
         self.made
-            .get_or_init(|| match &self.recipe {
-                Recipe::Function(name) => self.program.function(name),
-                Recipe::Derivative(name, spec) => self.program.derivative(name, spec),
-                Recipe::Roles {
-                    name,
-                    mode,
-                    width,
-                    consts,
-                } => (self.program)
-                    .derivative_with_roles(name, *mode, *width, consts)
-                    .map(|(_, f)| f),
+            .get_or_init(|| {
+                let program = Program::new(self.program.session().checkpointed());
+                match &self.recipe {
+                    Recipe::Function(name) => program.function(name),
+                    Recipe::Derivative(name, spec) => program.derivative(name, spec),
+                    Recipe::Roles {
+                        name,
+                        mode,
+                        width,
+                        consts,
+                    } => program
+                        .derivative_with_roles(name, *mode, *width, consts)
+                        .map(|(_, f)| f),
+                }
             })
             .as_ref()
     }
@@ -293,10 +301,11 @@ impl Function {
             (Some(fallback), Err(e))
                 if e.is_tape_budget() && !self.params().iter().any(|p| p.mutable) =>
             {
-                fallback
-                    .function()
-                    .map_err(|e| Error::Argument(e.to_string()))?
-                    .call(args)
+                // The budget's error stands if the checkpointed build fails.
+                match fallback.function() {
+                    Ok(f) => f.call(args),
+                    Err(_) => Err(e),
+                }
             }
             (_, out) => out,
         }

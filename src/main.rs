@@ -564,19 +564,25 @@ fn run(a: RunArgs) -> Result<(), Error> {
             for (k, v) in kept {
                 values[k] = v;
             }
+            // The budget's error stands if the checkpointed build fails.
             let again = session.checkpointed();
-            eprintln!(
-                "note: the reverse-mode tape outgrew its budget (`--tape-limit`); running again with every loop checkpointed (`--checkpoint`)"
-            );
-            let derivative = derive.apply_at(&again, &func, true)?;
+            let Ok(derivative) = derive.apply_at(&again, &func, true) else {
+                return Err(e);
+            };
             let prepared;
             let (module, name) = match &derivative {
                 Some(d) => (&d.module, d.name.as_str()),
                 None => {
-                    prepared = again.prepare(&func)?;
+                    let Ok(m) = again.prepare(&func) else {
+                        return Err(e);
+                    };
+                    prepared = m;
                     (&prepared, func.as_str())
                 }
             };
+            eprintln!(
+                "note: the reverse-mode tape outgrew its budget (`--tape-limit`); running again with every loop checkpointed (`--checkpoint`)"
+            );
             run_on(&again, module, name, &mut values, engine)?
         }
         out => out?,

@@ -613,9 +613,12 @@ impl Session {
         let module = self.prepare(name)?;
         match self.run_in(&module, name, args, engine) {
             Err(e) if self.falls_back(&e) => {
+                // The budget's error stands if the checkpointed build fails.
                 let again = self.checkpointed();
-                let module = again.prepare(name)?;
-                again.run_in(&module, name, args, engine)
+                match again.prepare(name) {
+                    Ok(module) => again.run_in(&module, name, args, engine),
+                    Err(_) => Err(e),
+                }
             }
             out => out,
         }

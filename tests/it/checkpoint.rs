@@ -740,3 +740,42 @@ fn the_command_line_runs_again_checkpointed_past_the_budget() {
         stopped.stderr
     );
 }
+
+/// A binomial schedule on `for i in lo..hi` with `lo` not 0, `hi < lo`
+/// (no iteration) and `hi - lo` past `i64` (`lo = 1`, `hi = i64::MIN`: no
+/// iteration, and no wrapped trip count of 2^63 for `@adze.binomial` to
+/// split), against the taped bits.
+#[test]
+fn a_binomial_schedule_on_any_range() {
+    let src = "
+fn f(x: f64, lo: i64, hi: i64) -> f64 {
+    var s = x;
+    #[checkpoint(snapshots = 3)]
+    for i in lo..hi { s = sin(s) * x + f64(i) * 0.001; }
+    s
+}
+fn d(x: f64, lo: i64, hi: i64) -> f64 {
+    autodiff(reverse, f, active, active(x), const(lo), const(hi))
+}
+";
+    let plain = Session::from_source("plain.adz", &without_hints(src)).unwrap();
+    for (lo, hi) in [
+        (5, 40),
+        (-7, 3),
+        (10, 2),
+        (1, i64::MIN),
+        (i64::MAX - 3, i64::MAX),
+    ] {
+        let args = [Val::F64(0.7), Val::I64(lo), Val::I64(hi)];
+        let want = run(&plain, "d", &args, Engine::Jit).unwrap();
+        for inline in InlineSetting::ALL {
+            let mut s = Session::from_source("binomial.adz", src).unwrap();
+            s.inline = inline;
+            for engine in [Engine::Jit, Engine::Interp] {
+                let got = run(&s, "d", &args, engine)
+                    .unwrap_or_else(|e| panic!("{lo}..{hi} {inline:?}: {e}"));
+                assert_bits(&got, &want, format!("{lo}..{hi} {inline:?} {engine:?}"));
+            }
+        }
+    }
+}

@@ -73,7 +73,8 @@ pub struct ReverseSpec {
     /// The parameters the adjoint does not take, by number, increasing.
     pub untaken: Vec<usize>,
     /// The `mut` array parameters whose contents the caller does not read
-    /// after the call, by number, increasing.
+    /// after the call, then the array results it does not read (numbered
+    /// after the parameters), increasing.
     pub dead: Vec<usize>,
     /// Whether its loops are checkpointed (docs/ad-reverse.md,
     /// "Checkpointing"): the same derivative, but a reverse derivative of

@@ -495,10 +495,12 @@ fn one_loop(
                 let (init, bound) = plan
                     .counted_range(primal, l)
                     .ok_or_else(|| internal(primal, "a counted schedule without its range"))?;
+                // `max(bound - init, 0)`, without wrapping: `init < bound`
+                // first (as `Adj::trip_count`).
                 let d = b.isub(bound, init);
                 let zero = b.iconst(0);
-                let neg = b.icmp(CmpCond::Lt, d, zero);
-                let trips = b.select(neg, zero, d);
+                let runs = b.icmp(CmpCond::Lt, init, bound);
+                let trips = b.select(runs, d, zero);
                 Some(match binomial {
                     Some(helper) => {
                         // K snapshots (at least 2): this one, and K - 1 free.

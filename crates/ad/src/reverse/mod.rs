@@ -124,9 +124,11 @@ pub struct ReverseRequest {
     /// request; for a callee, the results its caller never uses.
     pub ignored: Vec<usize>,
     /// `mut` array parameters (by number, `dup`) whose contents the caller
-    /// does not read after the call: a store into one of them that no read
-    /// of the callee follows gets no adjoint, as it gets none when the body
-    /// is inlined (`plan/useful.rs`). Empty for a top-level request.
+    /// does not read after the call, and array results (numbered after the
+    /// parameters) it does not read: a store into one of them that no read
+    /// of the callee follows gets no adjoint (the callee's `return` does
+    /// not read a dead result), as it gets none when the body is inlined
+    /// (`plan/useful.rs`). Empty for a top-level request.
     pub dead: Vec<usize>,
     /// Checkpoint the loops (set by the pass from its [`AdContext`]:
     /// `AdLimits::checkpoint`, unless a reverse derivation is lowering the
@@ -1307,7 +1309,7 @@ fn plan_calls(
             let mut req = ReverseRequest::new(callee, acts.clone(), ret);
             req.untaken = untaken;
             req.dead = (plan.dead_after(inst).iter().copied())
-                .filter(|&k| acts[k] == ArgActivity::Dup)
+                .filter(|&k| acts.get(k).is_none_or(|&a| a == ArgActivity::Dup))
                 .collect();
             if ret == RetActivity::Active {
                 req.ignored = ignored;

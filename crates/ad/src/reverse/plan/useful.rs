@@ -98,10 +98,24 @@ struct Useful<'a> {
     /// The blocks reachable from each block's successors (computed on use).
     after: SecondaryMap<Block, Option<EntitySet<Block>>>,
     /// The `mut` array parameters (by number) whose contents the caller
-    /// does not read after the call (`ReverseRequest::dead`).
+    /// does not read after the call, and the array results (numbered after
+    /// the parameters) it does not read (`ReverseRequest::dead`).
     dead: &'a [usize],
     /// Which array parameters callees may read.
     param_reads: ParamReads,
+}
+
+/// `f` as its split derivative is built from: its applied rule regions
+/// collapsed into calls of their owners (whose rules take every input);
+/// `None` if that fails.
+fn as_differentiated(f: &Function) -> Option<std::borrow::Cow<'_, Function>> {
+    if crate::rules::applied_regions(f).0.is_empty() {
+        return Some(std::borrow::Cow::Borrowed(f));
+    }
+    let mut copy = f.clone();
+    crate::regions::collapse(&mut copy, |_| true).ok()?;
+    copy.regions.clear();
+    Some(std::borrow::Cow::Owned(copy))
 }
 
 /// Does an instruction of this opcode (not a call) read the elements of
@@ -114,10 +128,12 @@ fn reads_arrays(op: Opcode) -> bool {
 }
 
 /// Per function, whether it may read the elements of each array parameter
-/// (transitively through its calls): `None` (every one) for a
-/// declaration, a function with rules or rule regions (a rule takes every
-/// input), and a function on a cycle of calls (recursion: the same answer
-/// whichever function of the cycle is asked first).
+/// (transitively through its calls), on the code its derivative is built
+/// from (rule regions collapsed into calls, as the caller's own analysis
+/// sees an inlined callee with rules): `None` (every one) for a
+/// declaration, a function with rules (a rule takes every input), and a
+/// function on a cycle of calls (recursion: the same answer whichever
+/// function of the cycle is asked first).
 #[derive(Default)]
 struct ParamReads {
     memo: HashMap<FuncId, Option<Vec<bool>>>,
@@ -169,10 +185,16 @@ impl ParamReads {
             return None;
         }
         let f = module.func(id);
-        if f.is_declaration() || !f.meta.rules.is_empty() || !f.regions.is_empty() {
+        let collapsed = if f.is_declaration() || !f.meta.rules.is_empty() {
+            None
+        } else {
+            as_differentiated(f)
+        };
+        let Some(f) = collapsed else {
             self.memo.insert(id, None);
             return None;
-        }
+        };
+        let f = f.as_ref();
         let before = self.cycles;
         self.stack.push(id);
         let params = f.params().to_vec();
@@ -277,6 +299,14 @@ impl Useful<'_> {
                         dead.push(k);
                     }
                 }
+                // The array results no read follows (numbered after the
+                // parameters): the callee's `return` does not read them.
+                let n = params.len();
+                for (k, &r) in func.dfg.inst_results(inst).iter().enumerate() {
+                    if func.dfg.value_type(r).is_array() && !self.read_after(inst, r) {
+                        dead.push(n + k);
+                    }
+                }
                 if !dead.is_empty() {
                     out.insert(inst, dead);
                 }
@@ -311,7 +341,17 @@ impl Useful<'_> {
                 // A call reads the arrays its callee may read (inlined, only
                 // its reads would be reads: seed 5500092, a callee that only
                 // writes); anything else but a write or a view reads them.
-                for v in self.param_reads.arrays_read(module, func, inst) {
+                // A `return` reads the arrays of the results the caller
+                // may read after the call (not `dead`).
+                let returned = |k: usize| !self.dead.contains(&(func.params().len() + k));
+                let read: Vec<Value> = match func.dfg.inst(inst) {
+                    InstData::Return { args } => (args.iter().enumerate())
+                        .filter(|&(k, a)| func.dfg.value_type(*a).is_array() && returned(k))
+                        .map(|(_, &a)| a)
+                        .collect(),
+                    _ => self.param_reads.arrays_read(module, func, inst),
+                };
+                for v in read {
                     let root = func.array_root(v);
                     if self.reads[root].last() != Some(&inst) {
                         self.reads[root].push(inst);
@@ -460,10 +500,15 @@ impl Useful<'_> {
         let arrays: Vec<bool> = (args.iter().enumerate())
             .map(|(k, &a)| mutable(k) && self.useful.contains(a))
             .collect();
-        let read: Vec<bool> = (args.iter().enumerate())
+        let mut read: Vec<bool> = (args.iter().enumerate())
             .map(|(k, &a)| arrays[k] && self.read_after(inst, a))
             .collect();
         let results = func.dfg.inst_results(inst);
+        // Then, per result, whether a read of it may follow (an f64 is
+        // always read: only arrays are stored into).
+        for &r in results {
+            read.push(!func.dfg.value_type(r).is_array() || self.read_after(inst, r));
+        }
         let results_useful: Vec<bool> = results.iter().map(|&r| self.useful.contains(r)).collect();
         // A callee that uses the tape may push values of its arguments for
         // code elsewhere to pop: its own usefulness marks what it pushes
@@ -497,8 +542,9 @@ pub(crate) struct UsefulSummaries {
     unsettled: usize,
 }
 
-/// A callee, its useful results, its useful `mut` array arguments and
-/// those of them that a read may follow the call.
+/// A callee, its useful results, its useful `mut` array arguments, and
+/// which of those and of its results a read may follow the call (after
+/// the arguments, one per result).
 pub(crate) type UsefulKey = (FuncId, Vec<bool>, Vec<bool>, Vec<bool>);
 
 impl UsefulSummaries {
@@ -560,16 +606,8 @@ impl UsefulSummaries {
         {
             return None;
         }
-        let collapsed;
-        let f = if crate::rules::applied_regions(f).0.is_empty() {
-            f
-        } else {
-            let mut copy = f.clone();
-            crate::regions::collapse(&mut copy, |_| true).ok()?;
-            copy.regions.clear();
-            collapsed = copy;
-            &collapsed
-        };
+        let f = as_differentiated(f)?;
+        let f = f.as_ref();
         let entry = f.entry_block()?;
         let order = adze_ir::cfg::reverse_postorder(f, entry);
         let args: Vec<ArgActivity> = arrays
@@ -592,10 +630,13 @@ impl UsefulSummaries {
         // contents are dead after it, `Useful::read_after`), as the body
         // inlined would see them: seeded as useful (their stores feed the
         // callee's own reads), without the caller's reads.
-        let dead: Vec<usize> = (f.sig.params.iter().enumerate())
+        let n = f.sig.params.len();
+        let mut dead: Vec<usize> = (f.sig.params.iter().enumerate())
             .filter(|(k, p)| p.ty == Type::Array && p.mutable && arrays[*k] && !read[*k])
             .map(|(k, _)| k)
             .collect();
+        // And the results no read follows: its `return` does not read them.
+        dead.extend((n..read.len()).filter(|&k| !read[k]));
         let useful = usefulness(cache, module, f, &order, &args, ret, &ignored, &dead, self);
         Some(
             f.params()
