@@ -550,7 +550,14 @@ fn run(a: RunArgs) -> Result<(), Error> {
     // A run whose tape outgrows its budget runs again checkpointed
     // (`Session::checkpoint_fallback`), from the arguments as given: the
     // `mut` ones are kept for it (the first run writes them in place).
-    let fallback = session.checkpoint_fallback && !session.ad_limits.checkpoint;
+    // (Only code that tapes can outgrow the budget: the copies are made
+    // for that alone.)
+    let tapes = module.iter().any(|(_, f)| {
+        f.layout
+            .insts()
+            .any(|(_, i)| matches!(f.dfg.inst(i), adze_ir::InstData::Push { .. }))
+    });
+    let fallback = session.checkpoint_fallback && !session.ad_limits.checkpoint && tapes;
     let kept: Vec<(usize, Val)> = if fallback {
         (sig.params.iter().enumerate())
             .filter(|(_, p)| p.mutable)
