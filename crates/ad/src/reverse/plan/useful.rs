@@ -290,10 +290,25 @@ impl Useful<'_> {
                     continue;
                 }
                 let params = &module.func(*callee).sig.params;
+                let written = |k: usize| {
+                    params
+                        .get(k)
+                        .is_some_and(|p| p.ty == Type::Array && p.mutable)
+                };
+                // An array passed to two `mut` parameters (one shadow for
+                // `dot(x, x)`'s two arguments) is never dead: the callee
+                // would not see a read through the other parameter as a
+                // read of it.
+                let shared = |a: Value| {
+                    (args.iter().enumerate())
+                        .filter(|&(k, &b)| written(k) && func.array_root(b) == func.array_root(a))
+                        .count()
+                        > 1
+                };
                 let mut dead = Vec::new();
-                for (k, (&a, p)) in args.iter().zip(params).enumerate() {
-                    if p.ty == Type::Array
-                        && p.mutable
+                for (k, &a) in args.iter().enumerate() {
+                    if written(k)
+                        && !shared(a)
                         && !(self.useful.contains(a) && self.read_after(inst, a))
                     {
                         dead.push(k);
@@ -500,8 +515,16 @@ impl Useful<'_> {
         let arrays: Vec<bool> = (args.iter().enumerate())
             .map(|(k, &a)| mutable(k) && self.useful.contains(a))
             .collect();
+        // (An array passed to two `mut` parameters counts as read after:
+        // see `dead_after`.)
+        let shared = |a: Value| {
+            (args.iter().enumerate())
+                .filter(|&(k, &b)| mutable(k) && func.array_root(b) == func.array_root(a))
+                .count()
+                > 1
+        };
         let mut read: Vec<bool> = (args.iter().enumerate())
-            .map(|(k, &a)| arrays[k] && self.read_after(inst, a))
+            .map(|(k, &a)| arrays[k] && (shared(a) || self.read_after(inst, a)))
             .collect();
         let results = func.dfg.inst_results(inst);
         // Then, per result, whether a read of it may follow (an f64 is
