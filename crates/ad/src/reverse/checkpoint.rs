@@ -509,11 +509,7 @@ fn one_loop(
                         let k = b.select(few, two, k);
                         let one = b.iconst(1);
                         let free = b.isub(k, one);
-                        let sched = b.izeros(two, "schedule");
-                        let call = b.call(helper, &[trips, free], &[Type::I64]);
-                        let next = b.func.dfg.first_result(call);
-                        b.store(sched, zero, free);
-                        b.store(sched, one, next);
+                        let sched = start_schedule(&mut b, helper, free, trips, zero);
                         Counted::Binomial {
                             helper,
                             sched,
@@ -704,10 +700,44 @@ fn binomial_check(
     b.jump(header, stay);
 }
 
+/// A binomial schedule's state from a snapshot at iteration `at` with
+/// `free` more snapshots allowed before `end`: a fresh `schedule` (an
+/// `iarr` of 2) noting them ([`note_next`]).
+fn start_schedule(
+    b: &mut FuncBuilder,
+    helper: FuncId,
+    free: Value,
+    end: Value,
+    at: Value,
+) -> Value {
+    let two = b.iconst(2);
+    let sched = b.izeros(two, "schedule");
+    note_next(b, helper, sched, free, end, at);
+    sched
+}
+
+/// Notes in `sched` the free count `free` and the iteration of the next
+/// snapshot after one at `at`: `at + @adze.binomial(end - at, free)`.
+fn note_next(
+    b: &mut FuncBuilder,
+    helper: FuncId,
+    sched: Value,
+    free: Value,
+    end: Value,
+    at: Value,
+) {
+    let (zero, one) = (b.iconst(0), b.iconst(1));
+    let left = b.isub(end, at);
+    let call = b.call(helper, &[left, free], &[Type::I64]);
+    let m = b.func.dfg.first_result(call);
+    let next = b.iadd(at, m);
+    b.store(sched, zero, free);
+    b.store(sched, one, next);
+}
+
 /// At a binomial schedule's snapshot at iteration `at`: one free snapshot
-/// fewer, and the iteration of the next (`@adze.binomial` over what is
-/// left before `end`), noted in `sched`. Returns the free count, which the
-/// snapshot holds.
+/// fewer, and the iteration of the next, noted in `sched`. Returns the
+/// free count, which the snapshot holds.
 fn next_snapshot(
     b: &mut FuncBuilder,
     helper: FuncId,
@@ -718,12 +748,7 @@ fn next_snapshot(
     let (zero, one) = (b.iconst(0), b.iconst(1));
     let f = b.load(sched, zero);
     let free = b.isub(f, one);
-    let left = b.isub(end, at);
-    let call = b.call(helper, &[left, free], &[Type::I64]);
-    let m = b.func.dfg.first_result(call);
-    let next = b.iadd(at, m);
-    b.store(sched, zero, free);
-    b.store(sched, one, next);
+    note_next(b, helper, sched, free, end, at);
     free
 }
 
@@ -1014,15 +1039,8 @@ fn build_runner(
     // free count.
     let sched = match (binomial, free) {
         (Some(helper), Some(free)) => {
-            let (zero, one, two) = (b.iconst(0), b.iconst(1), b.iconst(2));
-            let sched = b.izeros(two, "schedule");
             let at = *popped.last().ok_or_else(no_counter)?;
-            let left = b.isub(stop, at);
-            let call = b.call(helper, &[left, free], &[Type::I64]);
-            let m = b.func.dfg.first_result(call);
-            let next = b.iadd(at, m);
-            b.store(sched, zero, free);
-            b.store(sched, one, next);
+            let sched = start_schedule(&mut b, helper, free, stop, at);
             Some((helper, sched))
         }
         _ => None,
