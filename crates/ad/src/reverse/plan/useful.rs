@@ -5,8 +5,8 @@ use crate::activity;
 use crate::context::Cache;
 use crate::partials;
 use adze_ir::{
-    ArgActivity, Block, FuncId, Function, Inst, InstData, Module, Opcode, RetActivity, Type, Value,
-    ValueDef,
+    ArgActivity, Block, FuncId, Function, Inst, InstData, Module, Opcode, Param, RetActivity, Type,
+    Value, ValueDef,
 };
 use cranelift_entity::{EntitySet, SecondaryMap};
 use std::collections::HashMap;
@@ -116,6 +116,13 @@ fn as_differentiated(f: &Function) -> Option<std::borrow::Cow<'_, Function>> {
     crate::regions::collapse(&mut copy, |_| true).ok()?;
     copy.regions.clear();
     Some(std::borrow::Cow::Owned(copy))
+}
+
+/// Is parameter `k` of `params` a `mut` array?
+fn mutable_array(params: &[Param], k: usize) -> bool {
+    params
+        .get(k)
+        .is_some_and(|p| p.ty == Type::Array && p.mutable)
 }
 
 /// Does an instruction of this opcode (not a call) read the elements of
@@ -290,44 +297,50 @@ impl Useful<'_> {
                     continue;
                 }
                 let params = &module.func(*callee).sig.params;
-                let written = |k: usize| {
-                    params
-                        .get(k)
-                        .is_some_and(|p| p.ty == Type::Array && p.mutable)
-                };
-                // An array passed to two `mut` parameters (one shadow for
-                // `dot(x, x)`'s two arguments) is never dead: the callee
-                // would not see a read through the other parameter as a
-                // read of it.
-                let shared = |a: Value| {
-                    (args.iter().enumerate())
-                        .filter(|&(k, &b)| written(k) && func.array_root(b) == func.array_root(a))
-                        .count()
-                        > 1
-                };
-                let mut dead = Vec::new();
-                for (k, &a) in args.iter().enumerate() {
-                    if written(k)
-                        && !shared(a)
-                        && !(self.useful.contains(a) && self.read_after(inst, a))
-                    {
-                        dead.push(k);
-                    }
-                }
-                // The array results no read follows (numbered after the
-                // parameters): the callee's `return` does not read them.
-                let n = params.len();
-                for (k, &r) in func.dfg.inst_results(inst).iter().enumerate() {
-                    if func.dfg.value_type(r).is_array() && !self.read_after(inst, r) {
-                        dead.push(n + k);
-                    }
-                }
+                let live = self.live_after(inst, params);
+                // The `mut` arrays, then the array results (numbered after
+                // the parameters), that are not live.
+                let dead: Vec<usize> = (live.iter().enumerate())
+                    .filter(|&(k, &l)| !l && mutable_array(params, k))
+                    .map(|(k, _)| k)
+                    .chain((args.len()..live.len()).filter(|&k| !live[k]))
+                    .collect();
                 if !dead.is_empty() {
                     out.insert(inst, dead);
                 }
             }
         }
         out
+    }
+
+    /// Of call `inst` (its callee's parameters `params`): per argument,
+    /// whether it goes to a `mut` array parameter and its contents are
+    /// live after the call — useful and a read of it may follow, or passed
+    /// to two `mut` parameters (one shadow for `dot(x, x)`'s arguments:
+    /// the callee would not see a read through the other parameter as a
+    /// read of it); then per result, whether a read of it may follow (an
+    /// f64 always). The others are `dead` for the callee.
+    fn live_after(&mut self, inst: Inst, params: &[Param]) -> Vec<bool> {
+        let func = self.func;
+        let args = func.dfg.inst(inst).args().to_vec();
+        let shared = |a: Value| {
+            (args.iter().enumerate())
+                .filter(|&(k, &b)| {
+                    mutable_array(params, k) && func.array_root(b) == func.array_root(a)
+                })
+                .count()
+                > 1
+        };
+        let mut live: Vec<bool> = (args.iter().enumerate())
+            .map(|(k, &a)| {
+                mutable_array(params, k)
+                    && (shared(a) || (self.useful.contains(a) && self.read_after(inst, a)))
+            })
+            .collect();
+        for &r in func.dfg.inst_results(inst) {
+            live.push(!func.dfg.value_type(r).is_array() || self.read_after(inst, r));
+        }
+        live
     }
 
     fn mark(&mut self, v: Value) {
@@ -505,33 +518,16 @@ impl Useful<'_> {
             &[]
         };
         let args = args.to_vec();
-        // The `mut` arrays useful here, and those of them that a read may
-        // follow the call (the others' contents are dead after it).
-        let mutable = |k: usize| {
-            params
-                .get(k)
-                .is_some_and(|p| p.ty == Type::Array && p.mutable)
-        };
+        // The `mut` arrays useful here, and which of them and of the
+        // results are live after the call (`live_after`).
         let arrays: Vec<bool> = (args.iter().enumerate())
-            .map(|(k, &a)| mutable(k) && self.useful.contains(a))
+            .map(|(k, &a)| mutable_array(params, k) && self.useful.contains(a))
             .collect();
-        // (An array passed to two `mut` parameters counts as read after:
-        // see `dead_after`.)
-        let shared = |a: Value| {
-            (args.iter().enumerate())
-                .filter(|&(k, &b)| mutable(k) && func.array_root(b) == func.array_root(a))
-                .count()
-                > 1
-        };
-        let mut read: Vec<bool> = (args.iter().enumerate())
-            .map(|(k, &a)| arrays[k] && (shared(a) || self.read_after(inst, a)))
-            .collect();
-        let results = func.dfg.inst_results(inst);
-        // Then, per result, whether a read of it may follow (an f64 is
-        // always read: only arrays are stored into).
-        for &r in results {
-            read.push(!func.dfg.value_type(r).is_array() || self.read_after(inst, r));
+        let mut read = self.live_after(inst, params);
+        for (r, &a) in read.iter_mut().zip(&arrays) {
+            *r &= a;
         }
+        let results = func.dfg.inst_results(inst);
         let results_useful: Vec<bool> = results.iter().map(|&r| self.useful.contains(r)).collect();
         // A callee that uses the tape may push values of its arguments for
         // code elsewhere to pop: its own usefulness marks what it pushes
