@@ -173,7 +173,7 @@ impl Program {
     /// `f` with the recipe to compile it again checkpointed, for a call
     /// whose tape outgrows its budget ([`Session::checkpoint_fallback`]).
     fn with_fallback(&self, mut f: Function, recipe: Recipe) -> Function {
-        if self.session.checkpoint_fallback && !self.session.ad_limits.checkpoint {
+        if self.session.may_fall_back() {
             f.fallback = Some(Box::new(Fallback {
                 program: self.clone(),
                 recipe,

@@ -333,6 +333,46 @@ impl DeriveArgs {
             .derivative(func, mode.ir(), self.width, &self.consts, optimized)
             .map(Some)
     }
+
+    /// What `adze run` runs in `session`: the derivative asked for
+    /// (optimized), or else `--fn` prepared.
+    fn runnable(&self, session: &Session, func: &str) -> Result<Runnable, Error> {
+        Ok(match self.apply_at(session, func, true)? {
+            Some(d) => Runnable::Derived(d),
+            None => Runnable::Prepared(session.prepare(func)?),
+        })
+    }
+}
+
+/// What `adze run` runs: the derivative `--derive` asks for, or `--fn`
+/// in its prepared module ([`DeriveArgs::runnable`]).
+enum Runnable {
+    Derived(Derivative),
+    Prepared(adze_ir::Module),
+}
+
+impl Runnable {
+    fn module(&self) -> &adze_ir::Module {
+        match self {
+            Runnable::Derived(d) => &d.module,
+            Runnable::Prepared(m) => m,
+        }
+    }
+
+    /// The name of the function run (`func` is `--fn`).
+    fn name<'a>(&'a self, func: &'a str) -> &'a str {
+        match self {
+            Runnable::Derived(d) => &d.name,
+            Runnable::Prepared(_) => func,
+        }
+    }
+
+    fn derivative(&self) -> Option<&Derivative> {
+        match self {
+            Runnable::Derived(d) => Some(d),
+            Runnable::Prepared(_) => None,
+        }
+    }
 }
 
 /// `--tape-limit BYTES`: a number of bytes, with an optional unit (`KiB`,
@@ -456,18 +496,12 @@ fn run(a: RunArgs) -> Result<(), Error> {
     } else {
         warn(derive.warnings(&session, &func));
     }
-    let derivative = derive.apply_at(&session, &func, true)?;
-    let prepared;
-    let (module, name) = match &derivative {
-        Some(d) => (&d.module, d.name.as_str()),
-        None => {
-            prepared = session.prepare(&func)?;
-            (&prepared, func.as_str())
-        }
-    };
+    let target = derive.runnable(&session, &func)?;
+    let (module, name) = (target.module(), target.name(&func));
+    let derivative = target.derivative();
     let id = adze::pipeline::function_by_name(module, name)?;
     let sig = module.func(id).sig.clone();
-    let roles = derivative.as_ref().map_or(&[][..], |d| &d.roles[..]);
+    let roles = derivative.map_or(&[][..], |d| &d.roles[..]);
     // The seeds of array results are arrays: given with `--arg dret=..`,
     // or ones of the result's length (from a run of the primal).
     let array_seed = |k: usize| {
@@ -484,7 +518,7 @@ fn run(a: RunArgs) -> Result<(), Error> {
             })
         })
         .collect();
-    let seeds = seeds(seed.as_deref(), derivative.as_ref(), &sig, &func)?;
+    let seeds = seeds(seed.as_deref(), derivative, &sig, &func)?;
     let mut stdin = Stdin::default();
     let mut given: Arguments = Vec::new();
     for path in &args_files {
@@ -557,7 +591,7 @@ fn run(a: RunArgs) -> Result<(), Error> {
             .insts()
             .any(|(_, i)| matches!(f.dfg.inst(i), adze_ir::InstData::Push { .. }))
     });
-    let fallback = session.checkpoint_fallback && !session.ad_limits.checkpoint && tapes;
+    let fallback = session.may_fall_back() && tapes;
     let kept: Vec<(usize, Val)> = if fallback {
         (sig.params.iter().enumerate())
             .filter(|(_, p)| p.mutable)
@@ -573,20 +607,10 @@ fn run(a: RunArgs) -> Result<(), Error> {
             }
             // The budget's error stands if the checkpointed build fails.
             let again = session.checkpointed();
-            let Ok(derivative) = derive.apply_at(&again, &func, true) else {
+            let Ok(target) = derive.runnable(&again, &func) else {
                 return Err(e);
             };
-            let prepared;
-            let (module, name) = match &derivative {
-                Some(d) => (&d.module, d.name.as_str()),
-                None => {
-                    let Ok(m) = again.prepare(&func) else {
-                        return Err(e);
-                    };
-                    prepared = m;
-                    (&prepared, func.as_str())
-                }
-            };
+            let (module, name) = (target.module(), target.name(&func));
             eprintln!(
                 "note: the reverse-mode tape outgrew its budget (`--tape-limit`); running again with every loop checkpointed (`--checkpoint`)"
             );
@@ -614,7 +638,7 @@ fn run(a: RunArgs) -> Result<(), Error> {
         adze::data::save(&path, value)
             .map_err(|why| Error::Argument(format!("`--save`: {why}")))?;
     }
-    let report = Report::new(&sig, &outcome, derivative.as_ref());
+    let report = Report::new(&sig, &outcome, derivative);
     if json {
         println!("{}", report.json());
     } else {

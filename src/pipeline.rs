@@ -628,7 +628,13 @@ impl Session {
     /// outgrew its budget, the fallback is on, and the loops were not
     /// checkpointed already?
     pub fn falls_back(&self, e: &Error) -> bool {
-        self.checkpoint_fallback && !self.ad_limits.checkpoint && e.is_tape_budget()
+        self.may_fall_back() && e.is_tape_budget()
+    }
+
+    /// Would a run past the budget run again checkpointed: the fallback is
+    /// on and the loops are not checkpointed already?
+    pub fn may_fall_back(&self) -> bool {
+        self.checkpoint_fallback && !self.ad_limits.checkpoint
     }
 
     /// This session with every loop checkpointed (`--checkpoint`).
