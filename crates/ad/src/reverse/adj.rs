@@ -359,7 +359,9 @@ impl Adj<'_> {
                 let f = b.frombits(s);
                 let k = b.iconst(seg as i64);
                 b.store(trips, k, f);
-                if self.plan.checkpoint_every(l).is_some() && !self.plan.checkpoint_binomial(l) {
+                if self.plan.checkpoint_every(l).is_some()
+                    && !self.plan.checkpoint_binomial(self.primal, l)
+                {
                     last = Some((s, seg));
                 }
             }

@@ -543,7 +543,7 @@ fn push_loop_exit(
     // A binomial schedule keeps the last segment's records (one
     // iteration, which its snapshot starts).
     let counted = match (plan.checkpoint_every(l), segments[l]) {
-        (Some(n), Some((mark, _))) if !plan.checkpoint_binomial(l) => {
+        (Some(n), Some((mark, _))) if !plan.checkpoint_binomial(primal, l) => {
             let zero = b.iconst(0);
             let counted = b.icmp(CmpCond::Gt, n, zero);
             let now = b.tapelen(tape);

@@ -107,7 +107,7 @@ pub(crate) fn choose(
     all: bool,
     for_forward: bool,
 ) -> Chosen {
-    let mut chosen: Vec<(usize, Option<Value>, bool)> = Vec::new();
+    let mut chosen: Vec<(usize, Option<Value>)> = Vec::new();
     let mut refused: Vec<(usize, &'static str)> = Vec::new();
     let unknown = for_forward.then(|| unknown_activity(module, primal, plan));
     // Outer loops first: a loop inside a chosen one is taped within the
@@ -126,7 +126,7 @@ pub(crate) fn choose(
         };
         if plan
             .enclosing(header)
-            .any(|m| m != l && chosen.iter().any(|&(c, _, _)| c == m))
+            .any(|m| m != l && chosen.iter().any(|&(c, _)| c == m))
         {
             continue;
         }
@@ -185,8 +185,7 @@ pub(crate) fn choose(
             match why {
                 None => {
                     let every = hinted.filter(|&n| counts(primal, plan, l, &blocks, &inside, n));
-                    let binomial = every.is_some() && plan.single_exit(primal, l);
-                    chosen.push((l, every, binomial));
+                    chosen.push((l, every));
                 }
                 Some(why) => refused.push((l, why)),
             }
@@ -197,10 +196,10 @@ pub(crate) fn choose(
 }
 
 /// What [`choose`] found: the loops to checkpoint, each with its counted
-/// hint and whether its schedule is binomial, and those it could have checkpointed but not, each with why
+/// hint, and those it could have checkpointed but not, each with why
 /// (noted at the loop's header, `adze dump --annotate tape`).
 pub(crate) struct Chosen {
-    pub chosen: Vec<(usize, Option<Value>, bool)>,
+    pub chosen: Vec<(usize, Option<Value>)>,
     pub refused: Vec<(usize, &'static str)>,
 }
 
@@ -260,10 +259,11 @@ fn touches(primal: &Function, blocks: &[Block], act: &crate::activity::Activity)
 
 /// Whether loop `l` (`blocks`, as a set `inside`) counts its snapshots by
 /// its hint `checkpoint K`: `K` is not the constant 0, the loop's range is
-/// known at entry ([`Plan::counted_range`]), and every edge that leaves the loop leaves it alone (the augmented primal
-/// drops the last segment's records where the loop is left, before the
-/// exit's own records; an edge leaving an inner loop too would push that
-/// loop's first).
+/// known at entry ([`Plan::counted_range`]), and every edge that leaves
+/// the loop leaves it alone (the augmented primal drops the last
+/// segment's records where the loop is left, before the exit's own
+/// records; an edge leaving an inner loop too would push that loop's
+/// first).
 fn counts(
     primal: &Function,
     plan: &Plan,
@@ -463,7 +463,7 @@ fn one_loop(
     let start_segment = |b: &mut FuncBuilder, args: &[Value], free: Option<Value>| {
         start_segment(b, &captured, &helpers, tape, header, args, free)
     };
-    let binomial = if plan.checkpoint_binomial(l) {
+    let binomial = if plan.checkpoint_binomial(primal, l) {
         Some(rules::binomial_helper(module)?)
     } else {
         None

@@ -962,9 +962,8 @@ pub(crate) fn derive_split(
     if req.checkpoint {
         let all = cx.limits().checkpoint;
         let c = checkpoint::choose(module, &primal, &plan, &calls, all, req.for_forward);
-        plan.checkpointed = c.chosen.iter().map(|&(l, _, _)| l).collect();
-        plan.checkpoint_every = c.chosen.iter().map(|&(_, n, _)| n).collect();
-        plan.checkpoint_binomial = c.chosen.iter().map(|&(_, _, b)| b).collect();
+        plan.checkpointed = c.chosen.iter().map(|&(l, _)| l).collect();
+        plan.checkpoint_every = c.chosen.iter().map(|&(_, n)| n).collect();
         refused = c.refused;
     }
     let mut aug = aug::build(&primal, &plan, &calls, &collapse, tape, aug_name, aug_sig)?;

@@ -42,13 +42,12 @@ impl Plan {
         self.checkpoint_every.get(k).copied().flatten()
     }
 
-    /// Does checkpointed loop `l` follow a binomial schedule
-    /// ([`Plan::checkpoint_binomial`])?
-    pub fn checkpoint_binomial(&self, l: usize) -> bool {
-        self.checkpointed
-            .iter()
-            .position(|&c| c == l)
-            .is_some_and(|k| self.checkpoint_binomial.get(k) == Some(&true))
+    /// Does checkpointed loop `l` of `func` follow a binomial schedule: its
+    /// snapshots counted (`#[checkpoint(snapshots = K)]`) and its trip
+    /// count known at entry (left only by its header)? Its `K` snapshots
+    /// then go where Revolve puts them (`reverse::checkpoint`).
+    pub fn checkpoint_binomial(&self, func: &Function, l: usize) -> bool {
+        self.checkpoint_every(l).is_some() && self.single_exit(func, l)
     }
 
     /// The outermost counted loop around `b` that does not contain the

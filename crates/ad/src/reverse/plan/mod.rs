@@ -145,11 +145,6 @@ pub(crate) struct Plan {
     /// every `max(1, ceil((hi - lo) / K))` iterations, cutting by the tape's
     /// growth in between without one (`reverse::checkpoint`).
     pub checkpoint_every: Vec<Option<Value>>,
-    /// Per checkpointed loop (as `checkpointed`): whether its counted hint
-    /// gives a *binomial* schedule (a loop left only by its header, whose
-    /// trip count is known at entry): its `K` snapshots go where Revolve
-    /// puts them (`reverse::checkpoint`).
-    pub checkpoint_binomial: Vec<bool>,
     /// Per call, the `mut` array parameters whose argument nothing useful
     /// reads after the call (`useful.rs`, `Useful::read_after`): the callee
     /// is requested with them `dead` ([`Plan::dead_after`]).
@@ -350,7 +345,6 @@ impl Plan {
             const_shadows: Vec::new(),
             checkpointed: Vec::new(),
             checkpoint_every: Vec::new(),
-            checkpoint_binomial: Vec::new(),
         };
         plan.find_shadows(func, args, entry);
         plan.find_reached(cache, module, func, ret, ignored);
