@@ -368,7 +368,9 @@ pub(crate) fn binomial_helper(module: &mut Module) -> Result<FuncId, AdError> {
         b.switch_to_block(ret_last);
         let m = b.isub(len, one);
         b.ret(&[m]);
-        // t = 0, 1, ..: beta = C(free + t, t) until it reaches len.
+        // t = 0, 1, ..: beta = C(free + t, t) until it reaches len. (With
+        // one free snapshot, above, that search would take len - 1 steps
+        // to give the same len - 1.)
         b.switch_to_block(search);
         let (lf, ff) = (b.sitof(len), b.sitof(free));
         let (zero_f, one_f) = (b.fconst(0.0), b.fconst(1.0));
@@ -380,7 +382,6 @@ pub(crate) fn binomial_helper(module: &mut Module) -> Result<FuncId, AdError> {
         let below = b.fcmp(CmpCond::Lt, beta, lf);
         b.brif(below, step, &[], done, &[]);
         b.switch_to_block(step);
-        let one_f = b.fconst(1.0);
         let t1 = b.fadd(t, one_f);
         let up = b.fadd(ff, t1);
         let grown = b.fmul(beta, up);
@@ -391,7 +392,6 @@ pub(crate) fn binomial_helper(module: &mut Module) -> Result<FuncId, AdError> {
         let ft = b.fadd(ff, t);
         let scaled = b.fmul(beta, ff);
         let right = b.fdiv(scaled, ft);
-        let one_f = b.fconst(1.0);
         let cap = b.fsub(lf, one_f);
         let over = b.fcmp(CmpCond::Gt, right, cap);
         let right = b.select(over, cap, right);
