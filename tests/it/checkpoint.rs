@@ -35,6 +35,24 @@ fn run(s: &Session, name: &str, args: &[Val], engine: Engine) -> Result<Vec<Val>
         .map_err(|e| e.to_string())
 }
 
+/// Runs the derivative of `name` in `mode` that `Session::derive` makes
+/// (`consts` held constant; JIT) on `args`.
+fn run_derived(
+    s: &Session,
+    name: &str,
+    mode: adze::adze_ir::Mode,
+    consts: &[&str],
+    args: &[Val],
+) -> Result<Vec<Val>, String> {
+    let consts: Vec<String> = consts.iter().map(|c| c.to_string()).collect();
+    let (module, derived) = s
+        .derive(name, mode, 1, &consts)
+        .map_err(|e| e.to_string())?;
+    s.run_in(&module, &derived, args, Engine::Jit)
+        .map(|o| o.results)
+        .map_err(|e| e.to_string())
+}
+
 /// Each derivative of the example at a trip count whose tape passes
 /// 256 KiB.
 fn cases() -> Vec<(&'static str, Vec<Val>)> {
@@ -345,24 +363,14 @@ fn dd(x: f64, n: i64) -> f64 {
 }
 ";
     let args = [Val::F64(0.7), Val::I64(100), Val::F64(1.0)];
+    let reverse = adze::adze_ir::Mode::Reverse;
     let plain = Session::from_source("plain.adz", &without_hints(src)).unwrap();
-    let (module, name) = plain
-        .derive("dd", adze::adze_ir::Mode::Reverse, 1, &[])
-        .unwrap();
-    let want = plain
-        .run_in(&module, &name, &args[..2], Engine::Jit)
-        .unwrap()
-        .results;
+    let want = run_derived(&plain, "dd", reverse, &[], &args[..2]).unwrap();
     for inline in InlineSetting::ALL {
         let mut s = Session::from_source("hinted.adz", src).unwrap();
         s.inline = inline;
-        let (module, name) = s
-            .derive("dd", adze::adze_ir::Mode::Reverse, 1, &[])
+        let got = run_derived(&s, "dd", reverse, &[], &args[..2])
             .unwrap_or_else(|e| panic!("{inline:?}: {e}"));
-        let got = s
-            .run_in(&module, &name, &args[..2], Engine::Jit)
-            .unwrap()
-            .results;
         assert_bits(&got, &want, format!("{inline:?}"));
     }
 }
@@ -459,36 +467,15 @@ fn top(a: f64, b: f64) -> f64 {
 #[test]
 fn a_forward_derivative_from_outside_is_checkpointed() {
     let args = [Val::F64(0.7), Val::F64(1.0), Val::I64(20_000)];
-    let plain = session();
-    let (module, name) = plain
-        .derive(
-            "d_loop4",
-            adze::adze_ir::Mode::Forward,
-            1,
-            &["n".to_string()],
-        )
-        .unwrap();
-    let want = plain
-        .run_in(&module, &name, &args, Engine::Jit)
-        .unwrap()
-        .results;
+    let forward = adze::adze_ir::Mode::Forward;
+    let want = run_derived(&session(), "d_loop4", forward, &["n"], &args).unwrap();
     for inline in InlineSetting::ALL {
         let mut s = session();
         s.inline = inline;
         s.ad_limits.checkpoint = true;
         s.limits.tape_limit = 256 << 10;
-        let (module, name) = s
-            .derive(
-                "d_loop4",
-                adze::adze_ir::Mode::Forward,
-                1,
-                &["n".to_string()],
-            )
-            .unwrap();
-        let got = s
-            .run_in(&module, &name, &args, Engine::Jit)
-            .unwrap_or_else(|e| panic!("{inline:?}: {e}"))
-            .results;
+        let got = run_derived(&s, "d_loop4", forward, &["n"], &args)
+            .unwrap_or_else(|e| panic!("{inline:?}: {e}"));
         assert_bits(&got, &want, format!("{inline:?}"));
     }
 }
@@ -632,13 +619,8 @@ fn topa(x: f64, y: f64) -> [f64] {
     for inline in InlineSetting::ALL {
         let mut s = Session::from_source("f.adz", src).unwrap();
         s.inline = inline;
-        let (module, name) = s
-            .derive("topa", adze::adze_ir::Mode::Forward, 1, &[])
+        let got = run_derived(&s, "topa", adze::adze_ir::Mode::Forward, &[], &args)
             .unwrap_or_else(|e| panic!("{inline:?}: {e}"));
-        let got = s
-            .run_in(&module, &name, &args, Engine::Jit)
-            .unwrap_or_else(|e| panic!("{inline:?}: {e}"))
-            .results;
         match &want {
             None => want = Some(got),
             Some(w) => assert_bits(&got, w, format!("{inline:?}")),
