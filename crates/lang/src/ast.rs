@@ -147,6 +147,16 @@ pub struct CheckpointAttr {
     pub span: Span,
 }
 
+/// The attributes of a loop, each at most once, in any order.
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoopAttrs {
+    /// `#[checkpoint]` or `#[checkpoint(snapshots = K)]`.
+    pub checkpoint: Option<CheckpointAttr>,
+    /// `#[ordered]`: the loop's sums add their terms in the written order
+    /// (docs/language.md, "The order of a sum"); its span.
+    pub ordered: Option<Span>,
+}
+
 #[derive(Clone, Debug, PartialEq)]
 pub struct Stmt {
     pub kind: StmtKind,
@@ -174,9 +184,9 @@ pub enum StmtKind {
     /// `return;` / `return e;`
     Return(Option<Expr>),
     /// `for i in lo..hi { .. }`, maybe under `#[checkpoint(..)]`.
-    For(Ident, Expr, Expr, Block, Option<CheckpointAttr>),
+    For(Ident, Expr, Expr, Block, LoopAttrs),
     /// `while c { .. }`, maybe under `#[checkpoint]`.
-    While(Expr, Block, Option<CheckpointAttr>),
+    While(Expr, Block, LoopAttrs),
     /// `break;`: leaves the innermost loop.
     Break,
     /// `continue;`: goes on with the innermost loop's next iteration.

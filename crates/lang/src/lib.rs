@@ -31,6 +31,7 @@ pub mod diagnostic;
 pub mod lexer;
 pub mod lower;
 pub mod parser;
+pub mod sums;
 pub mod typed;
 
 pub use coverage::ModeCoverage;

@@ -118,12 +118,15 @@ fn lower_func(module: &Module, ids: &[FuncId], lines: &LineIndex, f: &Func) -> F
         lines,
         assigned: Assigned::default(),
         loops: Vec::new(),
+        ordered: Vec::new(),
     };
     let values = cx.block(&f.body);
     if cx.live {
         let span = f.body.tail.as_ref().map_or(f.span, |t| t.span);
         cx.at(span, |cx| cx.ret(values));
     }
+    let ordered = cx.ordered;
+    crate::sums::split_sums(&mut func, &ordered);
     func
 }
 
@@ -140,6 +143,9 @@ struct Lower<'a, 'f> {
     assigned: Assigned,
     /// The loops around what is being lowered, innermost last.
     loops: Vec<LoopTargets>,
+    /// The headers of `#[ordered]` loops, whose sums [`crate::sums`]
+    /// leaves in the written order.
+    ordered: Vec<IrBlock>,
 }
 
 /// Where `break` and `continue` of a loop go.
@@ -273,11 +279,11 @@ impl Lower<'_, '_> {
                     cx.live = false;
                 }
             }),
-            Stmt::For(i, lo, hi, body, span, attr) => {
-                self.at(*span, |cx| cx.for_loop(*i, lo, hi, body, *attr))
+            Stmt::For(i, lo, hi, body, span, attrs) => {
+                self.at(*span, |cx| cx.for_loop(*i, lo, hi, body, *attrs))
             }
-            Stmt::While(cond, body, span, attr) => {
-                self.at(*span, |cx| cx.while_loop(cond, body, *attr))
+            Stmt::While(cond, body, span, attrs) => {
+                self.at(*span, |cx| cx.while_loop(cond, body, *attrs))
             }
             Stmt::Break(span) => self.at(*span, |cx| {
                 if let Some(t) = cx.loops.last() {
@@ -365,14 +371,7 @@ impl Lower<'_, '_> {
         self.b.ret(&vs);
     }
 
-    fn for_loop(
-        &mut self,
-        index: LocalId,
-        lo: &Expr,
-        hi: &Expr,
-        body: &Block,
-        attr: Option<CheckpointAttr>,
-    ) {
+    fn for_loop(&mut self, index: LocalId, lo: &Expr, hi: &Expr, body: &Block, attrs: LoopAttrs) {
         let lo = self.scalar(lo);
         let hi = self.scalar(hi);
         let vars = self.join_vars(&[body], &[]);
@@ -381,8 +380,11 @@ impl Lower<'_, '_> {
         let exit = self.new_block();
         let mut args = vec![lo];
         args.extend(self.current(&vars));
-        if let Some(attr) = attr {
+        if let Some(attr) = attrs.checkpoint {
             self.checkpoint_hint(attr);
+        }
+        if attrs.ordered.is_some() {
+            self.ordered.push(header);
         }
         self.jump(header, &args);
 
@@ -431,14 +433,17 @@ impl Lower<'_, '_> {
     /// `break` and `continue` as in [`Lower::for_loop`]: with a `continue`,
     /// the body and every `continue` jump to `latch(vars..)`, which jumps to
     /// the header, so the header keeps one back edge.
-    fn while_loop(&mut self, cond: &Expr, body: &Block, attr: Option<CheckpointAttr>) {
+    fn while_loop(&mut self, cond: &Expr, body: &Block, attrs: LoopAttrs) {
         let vars = self.join_vars(&[body], &[cond]);
         let header = self.new_block();
         let body_block = self.new_block();
         let exit = self.new_block();
         let args = self.current(&vars);
-        if let Some(attr) = attr {
+        if let Some(attr) = attrs.checkpoint {
             self.checkpoint_hint(attr);
+        }
+        if attrs.ordered.is_some() {
+            self.ordered.push(header);
         }
         self.jump(header, &args);
 

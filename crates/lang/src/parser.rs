@@ -315,13 +315,13 @@ impl<'a> Parser<'a> {
 
     fn attribute(&mut self) -> PResult<(InlineHint, Span)> {
         const HELP: &str = "a function takes `#[inline(always)]` or `#[inline(never)]` \
-                            (and a loop `#[checkpoint]`)";
+                            (and a loop `#[checkpoint]` or `#[ordered]`)";
         let start = self.bump().span;
         self.expect(TokenKind::LBracket, HELP)?;
         let name = self.ident(HELP)?;
         if name.name != "inline" {
-            let help = if name.name == "checkpoint" {
-                "`#[checkpoint]` goes on a `for` or `while` loop, inside a function"
+            let help = if name.name == "checkpoint" || name.name == "ordered" {
+                "`#[checkpoint]` and `#[ordered]` go on a `for` or `while` loop, inside a function"
             } else {
                 HELP
             };
@@ -355,12 +355,12 @@ impl<'a> Parser<'a> {
         Ok((hint, start.to(self.prev_span())))
     }
 
-    /// `for i in lo..hi { .. }` or `while c { .. }`, under `attr`.
-    fn loop_stmt(&mut self, attr: Option<CheckpointAttr>) -> PResult<StmtKind> {
+    /// `for i in lo..hi { .. }` or `while c { .. }`, under `attrs`.
+    fn loop_stmt(&mut self, attrs: LoopAttrs) -> PResult<StmtKind> {
         if !matches!(self.peek(), TokenKind::For | TokenKind::While) {
             return self.expected(
                 "a `for` or `while` loop",
-                "`#[checkpoint]` goes on a `for` or `while` loop",
+                "`#[checkpoint]` and `#[ordered]` go on a `for` or `while` loop",
             );
         }
         if self.eat(TokenKind::For) {
@@ -370,13 +370,13 @@ impl<'a> Parser<'a> {
             self.expect(TokenKind::DotDot, "write `for i in lo..hi { .. }`")?;
             let hi = self.expr()?;
             let body = self.block()?;
-            return Ok(StmtKind::For(var, lo, hi, body, attr));
+            return Ok(StmtKind::For(var, lo, hi, body, attrs));
         }
         if let Some(
             a @ CheckpointAttr {
                 snapshots: Some(_), ..
             },
-        ) = attr
+        ) = attrs.checkpoint
         {
             if self.peek() == TokenKind::While {
                 return self.error(
@@ -392,20 +392,41 @@ impl<'a> Parser<'a> {
         }
         self.expect(
             TokenKind::While,
-            "`#[checkpoint]` goes on a `for` or `while` loop",
+            "`#[checkpoint]` and `#[ordered]` go on a `for` or `while` loop",
         )?;
         let cond = self.expr()?;
         let body = self.block()?;
-        Ok(StmtKind::While(cond, body, attr))
+        Ok(StmtKind::While(cond, body, attrs))
     }
 
-    /// `#[checkpoint]` or `#[checkpoint(snapshots = K)]`, before a loop.
-    fn checkpoint_attr(&mut self) -> PResult<CheckpointAttr> {
-        const HELP: &str =
-            "a loop takes `#[checkpoint]` or `#[checkpoint(snapshots = K)]` (K a positive integer)";
+    /// One attribute before a loop, added to `attrs`: `#[ordered]`,
+    /// `#[checkpoint]` or `#[checkpoint(snapshots = K)]`, each at most once.
+    fn loop_attr(&mut self, attrs: &mut LoopAttrs) -> PResult<()> {
+        const HELP: &str = "a loop takes `#[ordered]`, `#[checkpoint]` or \
+                            `#[checkpoint(snapshots = K)]` (K a positive integer)";
         let start = self.bump().span;
         self.expect(TokenKind::LBracket, HELP)?;
         let name = self.ident(HELP)?;
+        let twice = match name.name.as_str() {
+            "ordered" => attrs.ordered.is_some(),
+            "checkpoint" => attrs.checkpoint.is_some(),
+            _ => false,
+        };
+        if twice {
+            return self.error(
+                Diagnostic::new(
+                    name.span,
+                    format!("`#[{}]` given twice", name.name),
+                    "a loop takes each attribute at most once",
+                )
+                .label("repeated attribute"),
+            );
+        }
+        if name.name == "ordered" {
+            self.expect(TokenKind::RBracket, HELP)?;
+            attrs.ordered = Some(start.to(self.prev_span()));
+            return Ok(());
+        }
         if name.name != "checkpoint" {
             let help = if name.name == "inline" {
                 "`#[inline(..)]` goes on a function"
@@ -445,10 +466,11 @@ impl<'a> Parser<'a> {
             self.expect(TokenKind::RParen, HELP)?;
         }
         self.expect(TokenKind::RBracket, HELP)?;
-        Ok(CheckpointAttr {
+        attrs.checkpoint = Some(CheckpointAttr {
             snapshots,
             span: start.to(self.prev_span()),
-        })
+        });
+        Ok(())
     }
 
     fn ty(&mut self) -> PResult<TypeExpr> {
@@ -591,10 +613,13 @@ impl<'a> Parser<'a> {
                     self.semi()?;
                     StmtKind::Return(value)
                 }
-                TokenKind::For | TokenKind::While => self.loop_stmt(None)?,
+                TokenKind::For | TokenKind::While => self.loop_stmt(LoopAttrs::default())?,
                 TokenKind::Hash => {
-                    let attr = self.checkpoint_attr()?;
-                    self.loop_stmt(Some(attr))?
+                    let mut attrs = LoopAttrs::default();
+                    while self.peek() == TokenKind::Hash {
+                        self.loop_attr(&mut attrs)?;
+                    }
+                    self.loop_stmt(attrs)?
                 }
                 TokenKind::Break | TokenKind::Continue => {
                     let kind = if self.bump().kind == TokenKind::Break {

@@ -3,8 +3,8 @@
 //! expression has a [`Ty`], implicit conversions (integer literals used as
 //! f64) are already applied, and each operator is the IR opcode it lowers to.
 
-pub use crate::ast::CheckpointAttr;
 pub use crate::ast::Elem;
+pub use crate::ast::{CheckpointAttr, LoopAttrs};
 use crate::diagnostic::Span;
 use adze_ir::{ArgActivity, CmpCond, InlineHint, Mode, Opcode, Param, RetActivity, Type};
 
@@ -182,9 +182,9 @@ pub enum Stmt {
     Expr(Expr),
     Return(Option<Expr>, Span),
     /// A `for` loop, with its `#[checkpoint]`.
-    For(LocalId, Expr, Expr, Block, Span, Option<CheckpointAttr>),
+    For(LocalId, Expr, Expr, Block, Span, LoopAttrs),
     /// A `while` loop, with its `#[checkpoint]`.
-    While(Expr, Block, Span, Option<CheckpointAttr>),
+    While(Expr, Block, Span, LoopAttrs),
     /// `break;` and `continue;` of the innermost loop.
     Break(Span),
     Continue(Span),

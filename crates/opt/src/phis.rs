@@ -114,6 +114,9 @@ pub(crate) fn simplify_params(func: &mut Function, cfg: &Cfg, scopes: &Scopes) -
             }
         }
         if fates.is_empty() {
+            fates = webs(func, &cfg.rpo, entry, &inc, scopes, &done);
+        }
+        if fates.is_empty() {
             break;
         }
         // New constants first: the replacement table is sized for them.
@@ -139,6 +142,90 @@ pub(crate) fn simplify_params(func: &mut Function, cfg: &Cfg, scopes: &Scopes) -
         repl.apply(func);
     }
     replaced
+}
+
+/// **Webs of parameters that hold one value**: parameters connected by
+/// edges that pass one to another (weakly connected), none pinned, whose
+/// incoming arguments are all members of the web or one value `x` from
+/// outside it. Each member only ever holds `x`: every value entering the
+/// web is `x`, and members only pass that around. `x` dominates each
+/// member's block, since every way to it passed an edge carrying `x` into
+/// the web. The partial sums of a loop's accumulation (`crate::sums` in the
+/// front end, `docs/language.md`) make such a web in reverse mode: both
+/// adjoints of the rotated pair are the sum's adjoint, swapped every
+/// iteration.
+fn webs(
+    func: &Function,
+    blocks: &[Block],
+    entry: Block,
+    inc: &SecondaryMap<Value, Vec<Value>>,
+    scopes: &Scopes,
+    done: &EntitySet<Value>,
+) -> Vec<(Value, Block, Fate)> {
+    let mut cands: Vec<(Value, Block)> = Vec::new();
+    let mut index: SecondaryMap<Value, u32> = SecondaryMap::with_default(u32::MAX);
+    for &b in blocks {
+        if b == entry {
+            continue;
+        }
+        for &p in func.dfg.block_params(b) {
+            if !inc[p].is_empty() && !scopes.is_pinned(p) && !done.contains(p) {
+                index[p] = cands.len() as u32;
+                cands.push((p, b));
+            }
+        }
+    }
+    // Union-find over the candidates, joined along the edges between them.
+    let mut parent: Vec<u32> = (0..cands.len() as u32).collect();
+    fn root(parent: &mut [u32], mut i: u32) -> u32 {
+        while parent[i as usize] != i {
+            parent[i as usize] = parent[parent[i as usize] as usize];
+            i = parent[i as usize];
+        }
+        i
+    }
+    for (i, &(p, _)) in cands.iter().enumerate() {
+        for &a in &inc[p] {
+            if index[a] != u32::MAX {
+                let (x, y) = (root(&mut parent, i as u32), root(&mut parent, index[a]));
+                parent[x as usize] = y;
+            }
+        }
+    }
+    // The one outside value of each web: None before any, Some(None) once
+    // two differ.
+    let mut outside: Vec<Option<Option<Value>>> = vec![None; cands.len()];
+    let mut size = vec![0usize; cands.len()];
+    for (i, &(p, _)) in cands.iter().enumerate() {
+        let r = root(&mut parent, i as u32) as usize;
+        size[r] += 1;
+        for &a in &inc[p] {
+            if index[a] != u32::MAX && root(&mut parent, index[a]) as usize == r {
+                continue;
+            }
+            outside[r] = match outside[r] {
+                None => Some(Some(a)),
+                Some(Some(x)) if x == a => Some(Some(x)),
+                _ => Some(None),
+            };
+        }
+    }
+    let mut fates = Vec::new();
+    let mut ok = vec![true; cands.len()];
+    for (i, &(p, _)) in cands.iter().enumerate() {
+        let r = root(&mut parent, i as u32) as usize;
+        if let Some(Some(x)) = outside[r] {
+            ok[r] &= scopes.can_replace(func, p, x);
+        }
+    }
+    for (i, &(p, b)) in cands.iter().enumerate() {
+        let r = root(&mut parent, i as u32) as usize;
+        // Single parameters are the trivial ones, found above.
+        if let (Some(Some(x)), true, true) = (outside[r], ok[r], size[r] > 1) {
+            fates.push((p, b, Fate::Is(x)));
+        }
+    }
+    fates
 }
 
 /// The `f64` parameters of non-entry blocks that can never hold a
