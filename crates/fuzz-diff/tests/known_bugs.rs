@@ -979,3 +979,107 @@ fn d(x: f64) -> f64 { autodiff(reverse, top, active, active(x)) }
         &["d"],
     );
 }
+
+/// Seed 6100102 (reverse over forward over reverse), reduced; it predates
+/// session 16. `a` feeds a rule call (`f0` in `f2`) whose result only
+/// feeds another rule call whose results vary with nothing active, so no
+/// derivative flows through `a`. Usefulness marks every argument of a rule
+/// call useful, so inlined, `a` got a shadow and the adjoint of `a[2] =
+/// cbrt(0)` ran on a zero (`0 · inf`, NaN at third order); called, `topa`'s
+/// result does not vary and nothing in it is differentiated. A local array
+/// now has a shadow only if something reached reads it
+/// (`Plan::reached_arrays`).
+#[test]
+fn an_array_that_only_feeds_an_undifferentiated_rule_call_has_no_shadow() {
+    assert_agree(
+        "fn f0(x: f64, y: f64, a: [f64]) -> ([f64], [f64]) {
+    let r = zeros(len(a));
+    r[0] = a[0];
+    (r, r)
+}
+rule reverse f0(x: f64, y: f64, a: [f64], da: mut [f64], dr0: [f64], dr1: [f64]) -> (f64, f64) {
+    (0.0, 0.0)
+}
+#[inline(always)]
+fn f2(x: f64, a: mut [f64]) -> f64 {
+    let (y1, y2) = f0(x, x, a);
+    y1[0]
+}
+#[inline(always)]
+fn topa(x: f64, y: f64) -> [f64] {
+    let a = zeros(3);
+    a[1] = x;
+    a[2] = cbrt(y - y);
+    let t = zeros(3);
+    let (y5, y6) = f0(f2(x, a), 1.0, t);
+    y5
+}
+fn top(x: f64, y: f64) -> f64 {
+    let y8 = topa(x, y);
+    y8[0]
+}
+fn d1(x: f64, y: f64) -> f64 { autodiff(reverse, top, active, active(x), const(y)) }
+fn d2(x: f64, y: f64) -> f64 {
+    let (p, t) = autodiff(forward, d1, dual, dual(x, 1.0), const(y));
+    t
+}
+fn d3(x: f64, y: f64) -> f64 {
+    let (a, b) = autodiff(reverse, d2, active, active(x), active(y));
+    b
+}
+",
+        &["d3"],
+    );
+}
+
+/// Seed 6100102 again, the second way: the sum in `f2` (inlined) feeds only
+/// `exp` and a rule call whose results vary with nothing active. Inlined,
+/// the sum's values stayed active: the augmented primal pushed `exp`'s
+/// result for a partial nothing used, and reverse over it differentiated
+/// through the push into `a[2] = cbrt(0)` (NaN); called, nothing in `topa`
+/// is differentiated. An active value no seed reaches is now inactive.
+#[test]
+fn a_sum_that_only_feeds_an_undifferentiated_rule_call_gets_no_adjoint() {
+    assert_agree(
+        "fn f0(x: f64, y: f64, a: [f64]) -> ([f64], [f64]) {
+    let r4 = zeros(len(a));
+    for i5 in 0..len(r4) { r4[i5] = a[i5 % len(a)]; }
+    (r4, r4)
+}
+fn f2(x: f64, y: f64, a: mut [f64]) -> f64 {
+    let (y1, y2) = f0(x, x, a);
+    var s3 = 0.0;
+    for i4 in 0..len(y1) { s3 = s3 + y1[i4]; }
+    x - s3
+}
+#[inline(always)]
+fn topa(x: f64, y: f64) -> [f64] {
+    let a = zeros(3);
+    a[2] = cbrt(y - y);
+    let v1 = x;
+    let t4 = zeros(3);
+    let (y5, y6) = f0(exp(f2(x, 3.0, a)), y, t4);
+    y5
+}
+fn top(x: f64, y: f64) -> f64 {
+    let v6 = x / y;
+    let y8 = topa(x, y);
+    var s9 = 0.0;
+    y8[0]
+}
+rule reverse f0(x: f64, y: f64, a: [f64], da: mut [f64], dret0: [f64], dret1: [f64]) -> (f64, f64) {
+    (0.0, 0.0)
+}
+fn d1(x: f64, y: f64) -> f64 { autodiff(reverse, top, active, active(x), const(y)) }
+fn d2(x: f64, y: f64) -> f64 {
+    let (p, t) = autodiff(forward, d1, dual, dual(x, 1.0), dual(y, 1.0));
+    t
+}
+fn d3(x: f64, y: f64) -> f64 {
+    let (a, b) = autodiff(reverse, d2, active, active(x), active(y));
+    a
+}
+",
+        &["d3"],
+    );
+}

@@ -47,18 +47,22 @@ impl Plan {
         tape_use: &mut activity::TapeUse,
     ) -> bool {
         let data = func.dfg.inst(inst);
-        let results = func.dfg.inst_results(inst);
         if let Some((a, _)) = data.array_write() {
             return self.is_shadowed(a);
         }
         match data {
             InstData::Push { .. } => true,
             InstData::Call { .. } => self.differentiates_call(cache, module, func, inst, tape_use),
-            _ => {
-                partials::is_differentiable(data.opcode())
-                    && results.iter().any(|&r| self.is_active(func, r))
-            }
+            _ => self.local_contributes(func, inst),
         }
+    }
+
+    /// A differentiable local operation with an active result: what may
+    /// add to its operands' adjoints while [`Plan::is_reached`] is being
+    /// found.
+    fn local_contributes(&self, func: &Function, inst: Inst) -> bool {
+        partials::is_differentiable(func.dfg.inst(inst).opcode())
+            && (func.dfg.inst_results(inst).iter()).any(|&r| self.is_active(func, r))
     }
 
     /// Is the call `inst` differentiated (split, or its reverse rule
@@ -112,8 +116,23 @@ impl Plan {
                 }))
     }
 
-    pub(super) fn find_shadows(&mut self, func: &Function, args: &[ArgActivity], entry: Block) {
+    /// The arrays with a shadow: `dup` parameters, `mut` parameters that
+    /// are active, and the local arrays (`zeros`, a call's array results)
+    /// that are active and, when `reached` is given (the second run, after
+    /// [`Plan::reached_arrays`]), in it. Any earlier answer is replaced.
+    pub(super) fn find_shadows(
+        &mut self,
+        func: &Function,
+        args: &[ArgActivity],
+        entry: Block,
+        reached: Option<&EntitySet<Value>>,
+    ) {
+        self.shadowed = EntitySet::new();
+        self.zeros_sites.clear();
+        self.const_shadows.clear();
+        self.num_threaded = 0;
         let useful = |p: &Plan, v: Value| p.useful.contains(v) && p.varied.is_active(v);
+        let local = |p: &Plan, v: Value| useful(p, v) && reached.is_none_or(|r| r.contains(v));
         for (num, &p) in func.params().iter().enumerate() {
             if func.dfg.value_type(p) != Type::Array {
                 continue;
@@ -145,7 +164,7 @@ impl Plan {
                 }
                 if let InstData::Zeros { len, .. } = func.dfg.inst(inst) {
                     let a = func.dfg.first_result(inst);
-                    if useful(self, a) {
+                    if local(self, a) {
                         self.add_site(a, Some(*len), b == entry);
                     }
                 }
@@ -154,13 +173,178 @@ impl Plan {
                 // result's cotangent.
                 if let InstData::Call { .. } = func.dfg.inst(inst) {
                     for &a in func.dfg.inst_results(inst) {
-                        if func.dfg.value_type(a) == Type::Array && useful(self, a) {
+                        if func.dfg.value_type(a) == Type::Array && local(self, a) {
                             self.add_site(a, None, b == entry);
                         }
                     }
                 }
             }
         }
+    }
+
+    /// The local arrays (by root: `zeros`, a call's array results) whose
+    /// shadow something adds to that reaches a seed: the least fixed point
+    /// over f64 values and array roots, from the differentiated results,
+    /// the `dup` `mut` parameters the caller reads afterwards, pushes and
+    /// calls that use the tape. An array is reached when an instruction
+    /// that reads it counts (a `load` whose result is reached, a call
+    /// whose result is reached or whose `mut` arrays are); a reached array
+    /// makes its writers count (`store`s and `fill`s into it or a view of
+    /// it, calls that take it as a `mut` argument) and, for a call's
+    /// result, the call.
+    ///
+    /// Every array the final [`Plan::find_reached`] takes as reached (a
+    /// shadowed local array, a shadowed parameter) is reached here, so the
+    /// two agree on every f64 value. A `load` from an array left without a
+    /// shadow can still have an active result that something adds to (an
+    /// active operation whose result nothing reaches): its adjoint has no
+    /// shadow to add to and is dropped (`adj.rs`), as the array's shadow
+    /// would never be read.
+    ///
+    /// Usefulness alone shadowed more: a rule call marks every argument
+    /// useful, so a local array that only feeds such a call whose results
+    /// vary with nothing active was shadowed, and its stores' adjoints ran
+    /// on zeros (`0 · inf` is NaN at the next order) where the same code
+    /// behind a call is not differentiated at all (fuzzer, seed 6100102).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn reached_arrays(
+        &self,
+        cache: &mut Cache,
+        module: &Module,
+        func: &Function,
+        args: &[ArgActivity],
+        ret: RetActivity,
+        ignored: &[usize],
+        dead: &[usize],
+    ) -> EntitySet<Value> {
+        let mut tape_use = activity::TapeUse::default();
+        let mut reached: EntitySet<Value> = EntitySet::new();
+        let mut work: Vec<Value> = Vec::new();
+        let mut fired: EntitySet<Inst> = EntitySet::new();
+        let mut incoming: SecondaryMap<Block, Vec<(Inst, usize)>> = SecondaryMap::new();
+        // The instructions that write each array root.
+        let mut writers: SecondaryMap<Value, Vec<Inst>> = SecondaryMap::new();
+        let mark =
+            |p: &Self, reached: &mut EntitySet<Value>, work: &mut Vec<Value>, vs: &[Value]| {
+                for &a in vs {
+                    let v = match func.dfg.value_type(a) {
+                        Type::F64 if p.is_active(func, a) => a,
+                        Type::Array if p.is_shadowed(a) => func.array_root(a),
+                        _ => continue,
+                    };
+                    if reached.insert(v) {
+                        work.push(v);
+                    }
+                }
+            };
+        // The shadowed parameters: the `dup` `mut` arrays the caller reads
+        // after the call, and (conservatively, as before this analysis)
+        // the `const` `mut` arrays that have a shadow of their own.
+        let n = func.params().len();
+        for (k, &p) in func.params().iter().enumerate() {
+            let dup = args.get(k) == Some(&ArgActivity::Dup)
+                && func.array_is_writable(p)
+                && !dead.contains(&k);
+            if dup || self.const_shadows.contains(&p) {
+                mark(self, &mut reached, &mut work, &[p]);
+            }
+        }
+        for &b in &self.order {
+            for &inst in func.layout.block_insts(b) {
+                let data = func.dfg.inst(inst);
+                match data {
+                    InstData::Return { args } if ret == RetActivity::Active => {
+                        let seeds: Vec<Value> = (args.iter().enumerate())
+                            .filter(|(k, _)| !ignored.contains(k) && !dead.contains(&(n + k)))
+                            .map(|(_, &a)| a)
+                            .collect();
+                        mark(self, &mut reached, &mut work, &seeds);
+                    }
+                    InstData::Jump { .. } | InstData::Brif { .. } => {
+                        for (d, dest) in data.destinations().iter().enumerate() {
+                            incoming[dest.block].push((inst, d));
+                        }
+                    }
+                    InstData::Push { .. } => {
+                        fired.insert(inst);
+                        mark(self, &mut reached, &mut work, data.args());
+                    }
+                    InstData::Call { func: callee, args } => {
+                        if tape_use.uses(cache, module, *callee) {
+                            fired.insert(inst);
+                            mark(self, &mut reached, &mut work, args);
+                        }
+                        let params = if module.is_valid(*callee) {
+                            module.func(*callee).sig.params.as_slice()
+                        } else {
+                            &[]
+                        };
+                        for (&a, p) in args.iter().zip(params) {
+                            if p.ty == Type::Array && p.mutable {
+                                writers[func.array_root(a)].push(inst);
+                            }
+                        }
+                    }
+                    _ => {
+                        if let Some((a, _)) = data.array_write() {
+                            writers[func.array_root(a)].push(inst);
+                        }
+                    }
+                }
+            }
+        }
+        while let Some(v) = work.pop() {
+            let mut fire: Vec<Inst> = Vec::new();
+            match *func.dfg.value_def(v) {
+                ValueDef::Result { inst, .. } => fire.push(inst),
+                ValueDef::Param { block, num } => {
+                    for &(inst, d) in &incoming[block] {
+                        let dest = &func.dfg.inst(inst).destinations()[d];
+                        if let Some(&a) = dest.args.get(num) {
+                            mark(self, &mut reached, &mut work, &[a]);
+                        }
+                    }
+                }
+                _ => {}
+            }
+            if func.dfg.value_type(v) == Type::Array {
+                fire.extend(writers[v].iter().copied());
+            }
+            for inst in fire {
+                let placed = func.layout.inst_block(inst);
+                if fired.contains(inst) || !placed.is_some_and(|b| self.reachable.contains(b)) {
+                    continue;
+                }
+                let counts = match func.dfg.inst(inst) {
+                    InstData::Call { .. } => {
+                        self.call_test(cache, module, func, inst, &mut tape_use, |r| {
+                            self.is_active(func, r)
+                        })
+                    }
+                    InstData::Zeros { .. } => false,
+                    // A load adds its result's adjoint to its array's
+                    // shadow (loads are not local operations, so
+                    // `contributes` does not count them).
+                    InstData::Binary {
+                        op: Opcode::Load, ..
+                    } => func
+                        .dfg
+                        .inst_results(inst)
+                        .iter()
+                        .any(|&r| self.is_active(func, r)),
+                    InstData::Push { .. } => true,
+                    data => match data.array_write() {
+                        Some((a, _)) => self.is_shadowed(a),
+                        None => self.local_contributes(func, inst),
+                    },
+                };
+                if counts {
+                    fired.insert(inst);
+                    mark(self, &mut reached, &mut work, func.dfg.inst(inst).args());
+                }
+            }
+        }
+        reached
     }
 
     /// A local array site with a shadow: a `zeros` (`len` its operand) or
@@ -305,6 +489,25 @@ impl Plan {
                 _ => {}
             }
         }
+        // What no seed reaches gets no adjoint at all: an active f64
+        // value that is not reached is made inactive (no partials, tape,
+        // slot or carried adjoint for it), as the same code behind a call
+        // that is not differentiated gets none. Its adjoint could only be
+        // a zero read from a slot or carried around a loop, and `0 · inf`
+        // is NaN at the next order (fuzzer, seed 6100102: an accumulator
+        // whose sum feeds only a rule call that is not differentiated).
+        let unreached: Vec<Value> = self
+            .useful
+            .iter()
+            .filter(|&v| {
+                func.dfg.value_is_valid(v)
+                    && func.dfg.value_type(v) == Type::F64
+                    && !reached.contains(v)
+            })
+            .collect();
+        for v in unreached {
+            self.useful.remove(v);
+        }
         self.reached = reached;
     }
 
@@ -324,7 +527,11 @@ impl Plan {
             InstData::Call { .. } => self.call_test(cache, module, func, inst, tape_use, |r| {
                 self.is_active(func, r)
             }),
-            _ => self.contributes(cache, module, func, inst, tape_use),
+            InstData::Push { .. } => true,
+            data => match data.array_write() {
+                Some((a, _)) => self.is_shadowed(a),
+                None => self.local_contributes(func, inst),
+            },
         }
     }
 

@@ -346,7 +346,9 @@ impl Plan {
             checkpointed: Vec::new(),
             checkpoint_every: Vec::new(),
         };
-        plan.find_shadows(func, args, entry);
+        plan.find_shadows(func, args, entry, None);
+        let local = plan.reached_arrays(cache, module, func, args, ret, ignored, dead);
+        plan.find_shadows(func, args, entry, Some(&local));
         plan.find_reached(cache, module, func, ret, ignored);
         plan.find_loops(func);
         plan.assign_slots(cache, module, func, ret);
