@@ -1126,7 +1126,7 @@ impl Adj<'_> {
                 args: [a, i],
             } => {
                 let r = results[0];
-                // An array without a shadow (`Plan::reached_arrays`):
+                // An array without a shadow (`Plan::reach`):
                 // nothing reached reads what would be added to it, so the
                 // adjoint is taken and dropped.
                 if self.active(r) {

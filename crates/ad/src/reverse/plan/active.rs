@@ -119,7 +119,7 @@ impl Plan {
     /// The arrays with a shadow: `dup` parameters, `mut` parameters that
     /// are active, and the local arrays (`zeros`, a call's array results)
     /// that are active and, when `reached` is given (the second run, after
-    /// [`Plan::reached_arrays`]), in it. Any earlier answer is replaced.
+    /// [`Plan::reach`]), in it. Any earlier answer is replaced.
     pub(super) fn find_shadows(
         &mut self,
         func: &Function,
@@ -182,32 +182,39 @@ impl Plan {
         }
     }
 
-    /// The local arrays (by root: `zeros`, a call's array results) whose
-    /// shadow something adds to that reaches a seed: the least fixed point
-    /// over f64 values and array roots, from the differentiated results,
-    /// the `dup` `mut` parameters the caller reads afterwards, pushes and
-    /// calls that use the tape. An array is reached when an instruction
-    /// that reads it counts (a `load` whose result is reached, a call
-    /// whose result is reached or whose `mut` arrays are); a reached array
-    /// makes its writers count (`store`s and `fill`s into it or a view of
-    /// it, calls that take it as a `mut` argument) and, for a call's
-    /// result, the call.
+    /// What is reached: the f64 values and the array roots whose adjoint
+    /// or shadow something adds to that reaches a seed. A value can be
+    /// varied and useful and still get no adjoint when its path to a seed
+    /// goes through a call that is not differentiated (no active argument
+    /// in it, or nothing differentiated out): inlined, such code has no
+    /// adjoint at all; called, the call's result is not reached, so the
+    /// callee does not differentiate it either, instead of getting an
+    /// explicit zero cotangent that `inf · 0` turns into NaN (long-run
+    /// seed 100489).
     ///
-    /// Every array the final [`Plan::find_reached`] takes as reached (a
-    /// shadowed local array, a shadowed parameter) is reached here, so the
-    /// two agree on every f64 value. A `load` from an array left without a
-    /// shadow can still have an active result that something adds to (an
-    /// active operation whose result nothing reaches): its adjoint has no
-    /// shadow to add to and is dropped (`adj.rs`), as the array's shadow
-    /// would never be read.
+    /// The least fixed point, sparsely (each value visited once), from the
+    /// seeds: the differentiated results, the `dup` `mut` parameters the
+    /// caller reads afterwards (and `const` `mut` parameters with a shadow
+    /// of their own), pushes, and calls that use the tape (their traffic
+    /// must stay balanced). A reached value makes its definition count
+    /// (an active local operation, a `load`, a call that passes the call
+    /// test with any active result) and marks its operands; a block
+    /// parameter marks its incoming arguments. An array is reached by
+    /// root: when an instruction that reads it counts, and then its
+    /// writers count too (`store`s and `fill`s into it or a view of it,
+    /// calls that take it as a `mut` argument).
     ///
-    /// Usefulness alone shadowed more: a rule call marks every argument
-    /// useful, so a local array that only feeds such a call whose results
-    /// vary with nothing active was shadowed, and its stores' adjoints ran
-    /// on zeros (`0 · inf` is NaN at the next order) where the same code
-    /// behind a call is not differentiated at all (fuzzer, seed 6100102).
+    /// [`Plan::new`] runs it twice: with the shadows usefulness gives, to
+    /// find which local arrays keep a shadow (a `zeros` or a call's array
+    /// result that nothing reached reads gets none), then with those, for
+    /// [`Plan::is_reached`]. Usefulness alone shadowed more: a rule call
+    /// marks every argument useful, so a local array that only fed such a
+    /// call whose results vary with nothing active kept a shadow, and its
+    /// stores' adjoints ran on zeros (`0 · inf` is NaN at the next order)
+    /// where the same code behind a call is not differentiated at all
+    /// (fuzzer, seed 6100102).
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn reached_arrays(
+    pub(super) fn reach(
         &self,
         cache: &mut Cache,
         module: &Module,
@@ -315,29 +322,7 @@ impl Plan {
                 if fired.contains(inst) || !placed.is_some_and(|b| self.reachable.contains(b)) {
                     continue;
                 }
-                let counts = match func.dfg.inst(inst) {
-                    InstData::Call { .. } => {
-                        self.call_test(cache, module, func, inst, &mut tape_use, |r| {
-                            self.is_active(func, r)
-                        })
-                    }
-                    InstData::Zeros { .. } => false,
-                    // A load adds its result's adjoint to its array's
-                    // shadow (loads are not local operations, so
-                    // `contributes` does not count them).
-                    InstData::Binary {
-                        op: Opcode::Load, ..
-                    } => func
-                        .dfg
-                        .inst_results(inst)
-                        .iter()
-                        .any(|&r| self.is_active(func, r)),
-                    InstData::Push { .. } => true,
-                    data => match data.array_write() {
-                        Some((a, _)) => self.is_shadowed(a),
-                        None => self.local_contributes(func, inst),
-                    },
-                };
+                let counts = self.counts(cache, module, func, inst, &mut tape_use);
                 if counts {
                     fired.insert(inst);
                     mark(self, &mut reached, &mut work, func.dfg.inst(inst).args());
@@ -376,119 +361,26 @@ impl Plan {
     /// therefore not differentiated by the callee either
     /// (`super::plan_calls`), instead of getting an explicit zero
     /// cotangent that `inf · 0` turns into NaN in the callee (long-run seed
-    /// 100489).
+    /// 100489). Found by [`Plan::reach`].
     pub fn is_reached(&self, v: Value) -> bool {
         self.reached.contains(v)
     }
 
-    /// Finds what [`Plan::is_reached`] answers: the least fixed point,
-    /// sparsely (each value reached is visited once, and marks the active
-    /// operands of its definition or the active incoming arguments of its
-    /// block parameter), as usefulness is found.
+    /// Finds what [`Plan::is_reached`] answers ([`Plan::reach`] with the
+    /// final shadows), and makes every active f64 value that is not
+    /// reached inactive.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn find_reached(
         &mut self,
         cache: &mut Cache,
         module: &Module,
         func: &Function,
+        args: &[ArgActivity],
         ret: RetActivity,
         ignored: &[usize],
+        dead: &[usize],
     ) {
-        let mut tape_use = activity::TapeUse::default();
-        let mut reached = EntitySet::new();
-        let mut work: Vec<Value> = Vec::new();
-        let mut incoming: SecondaryMap<Block, Vec<(Inst, usize)>> = SecondaryMap::new();
-        // Instructions whose active operands are marked already.
-        let mut fired: EntitySet<Inst> = EntitySet::new();
-        let mut reachable: EntitySet<Block> = EntitySet::new();
-        let mark_args =
-            |p: &Self, reached: &mut EntitySet<Value>, work: &mut Vec<Value>, args: &[Value]| {
-                for &a in args {
-                    if p.is_active(func, a) && reached.insert(a) {
-                        work.push(a);
-                    }
-                }
-            };
-        for &b in &self.order {
-            reachable.insert(b);
-        }
-        // The roots, and the incoming edges of each block.
-        for &b in &self.order {
-            for &inst in func.layout.block_insts(b) {
-                let data = func.dfg.inst(inst);
-                match data {
-                    InstData::Return { args } if ret == RetActivity::Active => {
-                        let seeds: Vec<Value> = args
-                            .iter()
-                            .enumerate()
-                            .filter(|(k, _)| !ignored.contains(k))
-                            .map(|(_, &a)| a)
-                            .collect();
-                        mark_args(self, &mut reached, &mut work, &seeds);
-                    }
-                    InstData::Return { .. } => {}
-                    InstData::Jump { .. } | InstData::Brif { .. } => {
-                        for (d, dest) in data.destinations().iter().enumerate() {
-                            incoming[dest.block].push((inst, d));
-                        }
-                    }
-                    // Stores, fills, pushes and calls feed shadows, the tape
-                    // or a callee: conservatively reached. A call passes
-                    // adjoints to its arguments when one of its results is
-                    // reached (found below), it writes a shadowed array, or
-                    // it uses the tape (what it pushes gets adjoints from
-                    // the pops elsewhere).
-                    InstData::Call { func: callee, .. } => {
-                        // An array result with a shadow is a seed too: the
-                        // callee's adjoint takes the shadow as its
-                        // cotangent (fuzzer: f1(f0(x))[0] lost f0's part).
-                        let reaches = func.dfg.inst_results(inst).is_empty()
-                            || self.call_writes_shadow(module, func, inst)
-                            || func.dfg.inst_results(inst).iter().any(|&r| {
-                                func.dfg.value_type(r) == Type::Array && self.is_shadowed(r)
-                            })
-                            || tape_use.uses(cache, module, *callee);
-                        if reaches && self.counts(cache, module, func, inst, &mut tape_use) {
-                            fired.insert(inst);
-                            mark_args(self, &mut reached, &mut work, data.args());
-                        }
-                    }
-                    InstData::Push { .. }
-                    | InstData::Ternary {
-                        op: Opcode::Store, ..
-                    }
-                    | InstData::Binary {
-                        op: Opcode::Fill, ..
-                    } if self.counts(cache, module, func, inst, &mut tape_use) => {
-                        fired.insert(inst);
-                        mark_args(self, &mut reached, &mut work, data.args());
-                    }
-                    _ => {}
-                }
-            }
-        }
-        while let Some(v) = work.pop() {
-            match *func.dfg.value_def(v) {
-                ValueDef::Result { inst, .. } => {
-                    let placed = func.layout.inst_block(inst);
-                    if fired.contains(inst) || !placed.is_some_and(|b| reachable.contains(b)) {
-                        continue;
-                    }
-                    if self.counts(cache, module, func, inst, &mut tape_use) {
-                        fired.insert(inst);
-                        mark_args(self, &mut reached, &mut work, func.dfg.inst(inst).args());
-                    }
-                }
-                ValueDef::Param { block, num } => {
-                    for &(inst, d) in &incoming[block] {
-                        let dest = &func.dfg.inst(inst).destinations()[d];
-                        if let Some(&a) = dest.args.get(num) {
-                            mark_args(self, &mut reached, &mut work, &[a]);
-                        }
-                    }
-                }
-                _ => {}
-            }
-        }
+        let reached = self.reach(cache, module, func, args, ret, ignored, dead);
         // What no seed reaches gets no adjoint at all: an active f64
         // value that is not reached is made inactive (no partials, tape,
         // slot or carried adjoint for it), as the same code behind a call
@@ -511,10 +403,11 @@ impl Plan {
         self.reached = reached;
     }
 
-    /// Does `inst` count towards what is reached: does it contribute
-    /// ([`Plan::contributes`]), or, for a call, does it pass the call test
-    /// of `differentiates_call` while what is reached is being found (any
-    /// active result counts)?
+    /// Does `inst` count towards what is reached ([`Plan::reach`]): does
+    /// it contribute ([`Plan::contributes`]), is it a `load` with an
+    /// active result (which adds to its array's shadow), or, for a call,
+    /// does it pass the call test of `differentiates_call` while what is
+    /// reached is being found (any active result counts)?
     fn counts(
         &self,
         cache: &mut Cache,
@@ -528,6 +421,9 @@ impl Plan {
                 self.is_active(func, r)
             }),
             InstData::Push { .. } => true,
+            InstData::Binary {
+                op: Opcode::Load, ..
+            } => (func.dfg.inst_results(inst).iter()).any(|&r| self.is_active(func, r)),
             data => match data.array_write() {
                 Some((a, _)) => self.is_shadowed(a),
                 None => self.local_contributes(func, inst),

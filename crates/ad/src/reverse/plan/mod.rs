@@ -347,9 +347,9 @@ impl Plan {
             checkpoint_every: Vec::new(),
         };
         plan.find_shadows(func, args, entry, None);
-        let local = plan.reached_arrays(cache, module, func, args, ret, ignored, dead);
+        let local = plan.reach(cache, module, func, args, ret, ignored, dead);
         plan.find_shadows(func, args, entry, Some(&local));
-        plan.find_reached(cache, module, func, ret, ignored);
+        plan.find_reached(cache, module, func, args, ret, ignored, dead);
         plan.find_loops(func);
         plan.assign_slots(cache, module, func, ret);
         Ok(plan)
