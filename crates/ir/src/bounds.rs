@@ -31,6 +31,19 @@
 //! the rest of the call; a chain `samelen a, c`, `samelen c, b` relates `a`
 //! and `b` too). `base + k` cannot wrap: `base >= 0` and `k <= -c <= 0`.
 //!
+//! **Unrolled loops.** `adze_opt`'s `unroll` copies a loop's header and
+//! body once: the header `H(i)` is re-entered from the copy's latch with
+//! `i' + 1`, and the copy's header `H'(i')` is entered from the loop's
+//! latch with `i + 1`. Each counter's entry values are then another
+//! counter's successor, so the counters are found together: the greatest
+//! set of candidate headers in which every entry value is a constant `>=
+//! 0`, a length, the counter itself (or `+ 1`) from its own body, or `j`
+//! or `j + 1` for a counter `j` of the set read where `j`'s body dominates
+//! (so `0 <= j < hi_j`); and each one's least entry value is the least of
+//! those (`j`'s plus one), found by relaxation. By induction over the
+//! order of assignments, each counter of the set holds a value `>=` its
+//! least entry at every header test.
+//!
 //! **Below the start** ([`safe_accesses_below_start`], the JIT's): an
 //! access `a[i - c]` (`c > 0`) when every entry value of the loop is a
 //! constant `>= c` (a length or an outer induction variable counts as
@@ -230,8 +243,10 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
     }
     let doms = DominatorTree::new(&order, |b| preds.get(&b).cloned().unwrap_or_default());
 
-    // Induction variables.
-    let mut ivs: HashMap<Value, Induction> = HashMap::new();
+    // Induction variables: the headers of the shape, then the greatest set
+    // of them whose every entry value is accounted for (see "Unrolled
+    // loops": a counter may be entered from another one of the set).
+    let mut cands: Vec<(Value, usize, Value, Block, Block)> = Vec::new();
     for &h in &order {
         let Some(([i, hi], body, other)) = branch_on_icmp(func, h, CmpCond::Lt) else {
             continue;
@@ -248,45 +263,98 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
         {
             continue;
         }
-        // `a` is >= 0: a constant, a length, or `j` or `j + 1` for an
-        // induction variable `j` of an enclosing loop, computed where
-        // `0 <= j < hi_j <= i64::MAX` (so `j + 1` does not wrap): the
-        // `for j in i + 1..n` of a triangular loop nest.
-        let nonneg_entry = |a: Value, from: Block| {
-            if const_of(func, a).is_some_and(|c| c >= 0) || len_of(func, a).is_some() {
-                return true;
+        cands.push((i, k, hi, body, h));
+    }
+    let mut ivs: HashMap<Value, Induction> = cands
+        .iter()
+        .map(|&(i, _, hi, body, _)| {
+            (
+                i,
+                Induction {
+                    hi,
+                    body,
+                    lo: i64::MAX,
+                },
+            )
+        })
+        .collect();
+    // Each round removes what the others no longer account for, or
+    // lowers a least entry value; both only go down, so the rounds end
+    // (a shortest-path relaxation between removals). Past the cap, which
+    // no real loop nest reaches, nothing is proven.
+    let cap = (cands.len() + 1) * (cands.len() + 1);
+    let mut settled = false;
+    for _ in 0..cap {
+        let mut changed = false;
+        for &(i, k, _, body, h) in &cands {
+            if !ivs.contains_key(&i) {
+                continue;
             }
-            let (x, c) = offset_form(func, a);
-            // Where `x` is read: at the branch for `j`, at the `iadd` for
-            // `j + 1`.
-            let at = if c == 0 {
-                Some(from)
-            } else {
-                func.def_block(a)
-            };
-            (c == 0 || c == 1)
-                && ivs
-                    .get(&x)
-                    .is_some_and(|outer| at.is_some_and(|d| doms.dominates(outer.body, d)))
-        };
-        let mut lo = i64::MAX;
-        let all_ok = edges.get(&h).is_some_and(|es| {
-            es.iter().all(|(from, args)| {
-                let Some(&a) = args.get(k) else { return false };
-                if nonneg_entry(a, *from) {
-                    lo = lo.min(const_of(func, a).unwrap_or(0));
-                    return true;
+            // `a` is >= 0 (and >= the returned least value): a constant, a
+            // length, or `j` or `j + 1` for another induction variable `j`,
+            // computed where `0 <= j < hi_j <= i64::MAX` (so `j + 1` does
+            // not wrap): the `for j in i + 1..n` of a triangular loop nest,
+            // and the counters of an unrolled loop.
+            let entry_lo = |a: Value, from: Block| -> Option<i64> {
+                if let Some(c) = const_of(func, a).filter(|&c| c >= 0) {
+                    return Some(c);
+                }
+                if len_of(func, a).is_some() {
+                    return Some(0);
                 }
                 let (x, c) = offset_form(func, a);
-                x == i && (c == 0 || c == 1) && doms.dominates(body, *from)
-            })
-        });
-        if all_ok {
-            // An entry edge always exists (the header is not the entry
-            // block); without one, `lo` stays 0.
-            let lo = if below_start && lo != i64::MAX { lo } else { 0 };
-            ivs.insert(i, Induction { hi, body, lo });
+                // Where `x` is read: at the branch for `j`, at the `iadd`
+                // for `j + 1`.
+                let at = if c == 0 {
+                    Some(from)
+                } else {
+                    func.def_block(a)
+                };
+                if x == i {
+                    return None;
+                }
+                let j = ivs.get(&x)?;
+                ((c == 0 || c == 1) && at.is_some_and(|d| doms.dominates(j.body, d)))
+                    .then(|| j.lo.saturating_add(c))
+            };
+            let mut lo = i64::MAX;
+            let all_ok = edges.get(&h).is_some_and(|es| {
+                es.iter().all(|(from, args)| {
+                    let Some(&a) = args.get(k) else { return false };
+                    if let Some(l) = entry_lo(a, *from) {
+                        lo = lo.min(l);
+                        return true;
+                    }
+                    let (x, c) = offset_form(func, a);
+                    x == i && (c == 0 || c == 1) && doms.dominates(body, *from)
+                })
+            });
+            if !all_ok {
+                ivs.remove(&i);
+                changed = true;
+            } else if let Some(iv) = ivs.get_mut(&i) {
+                if iv.lo != lo {
+                    iv.lo = lo;
+                    changed = true;
+                }
+            }
         }
+        if !changed {
+            settled = true;
+            break;
+        }
+    }
+    if !settled {
+        ivs.clear();
+    }
+    for iv in ivs.values_mut() {
+        // An entry edge always exists (the header is not the entry block);
+        // without one, `lo` stays 0.
+        iv.lo = if below_start && iv.lo != i64::MAX {
+            iv.lo
+        } else {
+            0
+        };
     }
     let countdowns = count_down_loops(func, &order, &preds, &edges, &doms);
     if ivs.is_empty() && countdowns.is_empty() {
@@ -818,6 +886,86 @@ block3(v19: f64):
         assert_eq!(proven(&loop_src(0, 0, 1)), vec![at("block2", 0)]);
         // len(x) + 1 (k = -1): nothing.
         assert!(proven(&loop_src(0, -1, 1)).is_empty());
+    }
+
+    /// A loop unrolled by two (`adze_opt`'s `unroll`): each counter is
+    /// entered from the other's `+ 1`, and both copies' accesses are
+    /// proven; below the start too, from `lo` carried around the pair. A
+    /// pair whose second counter also gets an unaccounted value proves
+    /// nothing in either copy.
+    #[test]
+    fn the_counters_of_an_unrolled_loop_prove_each_other() {
+        let src = |lo: i64, second_entry: &str| {
+            format!(
+                "function @f(x: arr, n: i64) -> f64 {{
+block0(v0: arr, v1: i64):
+    v2 = iconst {lo}
+    v3 = len v0
+    v30 = fconst 0.0
+    brif v30, block1(v2), block4(v1)
+block1(v4: i64):
+    v5 = icmp lt v4, v3
+    brif v5, block2, block3
+block2:
+    v6 = load v0, v4
+    v7 = iconst 1
+    v8 = isub v4, v7
+    v9 = load v0, v8
+    v10 = iadd v4, v7
+    jump block4(v10)
+block4(v11: i64):
+    v12 = icmp lt v11, v3
+    brif v12, block5, block3
+block5:
+    v13 = load v0, v11
+    v14 = isub v11, v7
+    v15 = load v0, v14
+    v16 = iadd v11, v7
+    jump block1(v16)
+block3:
+    return v30
+}}
+"
+            )
+            .replace("block4(v1)", second_entry)
+        };
+        // Both loads at the counter, in both copies.
+        assert_eq!(
+            proven(&src(0, "block4(v2)")),
+            vec![at("block2", 0), at("block5", 0)]
+        );
+        // Below the start: from 1, x[i - 1] too (the copy starts at 2).
+        let below = |src: &str| {
+            let m = parse_module(src).unwrap();
+            let (_, f) = m.iter().next().unwrap();
+            let safe = safe_accesses_below_start(f);
+            let mut out = Vec::new();
+            for &b in f.layout.blocks() {
+                for (k, i) in f.layout.block_insts(b).iter().enumerate() {
+                    if safe.contains(*i) {
+                        out.push((b.to_string(), k));
+                    }
+                }
+            }
+            out
+        };
+        assert_eq!(
+            below(&src(1, "block4(v2)")),
+            vec![
+                at("block2", 0),
+                at("block2", 3),
+                at("block5", 0),
+                at("block5", 2)
+            ]
+        );
+        // From 0 (the copy is entered with 0 too): neither x[i - 1].
+        assert_eq!(
+            below(&src(0, "block4(v2)")),
+            vec![at("block2", 0), at("block5", 0)]
+        );
+        // `n` may be negative: nothing in the copy, and then nothing in
+        // the loop either (its counter comes from the copy's).
+        assert!(proven(&src(0, "block4(v1)")).is_empty());
     }
 
     /// The same for an i64 array (`ilen`, `iload`, `istore`, `izeros`).

@@ -54,6 +54,7 @@ pub mod loopdel;
 pub mod mem;
 mod phis;
 pub mod promote;
+pub mod unroll;
 pub mod version;
 
 pub use carry::{carry_loads, CarryStats};
@@ -67,6 +68,7 @@ pub use inline::{
 pub use licm::{licm, LicmStats};
 pub use loopdel::{delete_loops, LoopDelStats};
 pub use mem::{forward_memory, Callees, MemStats};
+pub use unroll::{unroll_loops, UnrollStats};
 pub use version::{version_loops, VersionStats};
 
 use adze_ir::verify::{verify_function, VerifierErrors};
@@ -100,6 +102,9 @@ pub enum Pass {
     /// [`version_loops`]: a count-down loop with unproven indices gets a
     /// copy behind one guard that checks their whole range.
     Version,
+    /// [`unroll_loops`]: a counting loop whose back edge rotates values
+    /// runs two iterations per trip.
+    Unroll,
 }
 
 impl Pass {
@@ -115,6 +120,7 @@ impl Pass {
             Pass::LoopDel => "opt-loopdel",
             Pass::Carry => "opt-carry",
             Pass::Version => "opt-version",
+            Pass::Unroll => "opt-unroll",
         }
     }
 }
@@ -142,8 +148,11 @@ impl Pass {
 /// 10. `version` gives count-down loops (reverse mode's) whose indices no
 ///     analysis bounds a copy behind one guard on their whole range;
 /// 11. `gvn` merges the hoisted code with the preheader's;
-/// 12. `dce` sweeps once more.
-pub const PIPELINE: [Pass; 12] = [
+/// 12. `dce` sweeps once more;
+/// 13. `unroll` runs two iterations per trip of the counting loops whose
+///     back edge rotates values (a split sum's partial sums), last, so that
+///     no pass before it sees a loop twice.
+pub const PIPELINE: [Pass; 13] = [
     Pass::Gvn,
     Pass::Promote,
     Pass::Mem,
@@ -156,6 +165,7 @@ pub const PIPELINE: [Pass; 12] = [
     Pass::Version,
     Pass::Gvn,
     Pass::Dce,
+    Pass::Unroll,
 ];
 
 /// What the optimizer did: placed instructions before and after (summed
@@ -174,6 +184,7 @@ pub struct OptStats {
     pub loopdel: LoopDelStats,
     pub carry: CarryStats,
     pub version: VersionStats,
+    pub unroll: UnrollStats,
 }
 
 macro_rules! add_assign {
@@ -195,7 +206,8 @@ add_assign! {
     LoopDelStats { deleted, exit_values }
     CarryStats { loops, loads }
     VersionStats { loops, ranges }
-    OptStats { insts_before, insts_after, gvn, mem, dce, licm, promoted, indvars, loopdel, carry, version }
+    UnrollStats { loops }
+    OptStats { insts_before, insts_after, gvn, mem, dce, licm, promoted, indvars, loopdel, carry, version, unroll }
 }
 
 /// Optimizes every function of `module` with [`PIPELINE`]. In debug builds
@@ -262,6 +274,7 @@ fn run(
         Pass::LoopDel => stats.loopdel = delete_loops(func),
         Pass::Carry => stats.carry = carry_loads(func),
         Pass::Version => stats.version = version_loops(func),
+        Pass::Unroll => stats.unroll = unroll_loops(func),
     }
     if cfg!(debug_assertions) {
         verify_function(module, id).map_err(|e| e.with_pass(pass.name()))?;

@@ -1,0 +1,172 @@
+//! Loops that rotate values unrolled by two: a counting loop whose back edge
+//! passes one header parameter into another's place runs two iterations per
+//! trip around, so the rotation is gone.
+//!
+//! ```text
+//! block1(i, p, q):                        block1(i, p, q):
+//!     brif (i < n), block2, block3            brif (i < n), block2, block3(p, q)
+//! block2:                                 block2:
+//!     t = fadd p, x[i]                        t = fadd p, x[i]
+//!     jump block1(i + 1, q, t)                jump block1'(i + 1, q, t)
+//!                                         block1'(i', p', q'):            ; the copy
+//!                                             brif (i' < n), block2', block3(p', q')
+//!                                         block2':
+//!                                             t' = fadd p', x[i']
+//!                                             jump block1(i' + 1, q', t')
+//! ```
+//!
+//! The front end splits a loop's sum into two partial sums that swap places
+//! on every back edge (docs/language.md, "The order of a sum"); forward
+//! mode's tangents and reverse mode's adjoints of them swap too. In the
+//! loop as written each swap is a register move on every iteration (two, for
+//! a value and its tangent), which cost GMM's second style 10-25 % where
+//! the loops are short; unrolled, each partial sum stays in its register
+//! (`t` goes where `q` came from), and the two chains of additions are
+//! independent, as two lanes of a vector will be.
+//!
+//! **Exact.** The unrolled loop runs the same iterations in the same order:
+//! the copy is the loop's next iteration, with its own test of the same
+//! condition, and each header branches to the loop's exit as before. Every
+//! bit, trap and effect stays where it was.
+//!
+//! **Which loops.** Counting loops (the header's branch is `brif (icmp lt
+//! i, n)` on a header parameter `i`, `copy::loop_shape`: one preheader, one
+//! latch, one exit from the header) that contain no loop and are in none,
+//! of at most [`MAX_UNROLL_INSTS`] instructions, with no call, `autodiff`
+//! or out-of-line intrinsic (`exp`: a call costs more than the move),
+//! whose back edge passes a header parameter to another position. Reverse
+//! mode's count-down loops are left alone: their bounds proofs come from
+//! `version`'s guard on the loop's own counter.
+//!
+//! Measured (docs/performance.md, session 16): unrolled, the seed's and
+//! Rosenbrock's sums run 2× and 1.75× faster than in the written order,
+//! and GMM's second style (short sums in nested loops) lost its 10-25 %.
+//! But unrolling the nested sum of GMM's first style made its primal at
+//! D = 64 25 % slower, for a reason not found yet (not the JIT's
+//! optimisation level; the same loop alone is faster unrolled): so loops
+//! inside loops wait until that is understood.
+//!
+//! Bounds: `adze_ir::bounds` proves the copy's accesses as the loop's, the
+//! two counters being each other's successors (see its "Unrolled loops").
+
+use crate::analysis::{Cfg, Scopes};
+use crate::copy::{copy_loop, loop_shape, merge_at_exit, BackEdges, LoopShape};
+use adze_ir::{Block, CmpCond, Function, InstData, Opcode};
+
+/// The largest loop (in instructions) that is unrolled.
+pub const MAX_UNROLL_INSTS: usize = 60;
+
+/// Functions above this many instructions are left alone (as `carry`).
+const MAX_FUNCTION_INSTS: usize = 20_000;
+
+/// What the pass did to one function.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct UnrollStats {
+    /// Loops unrolled.
+    pub loops: usize,
+}
+
+struct Plan {
+    header: Block,
+    latch: Block,
+    exit: Block,
+    body: Vec<Block>,
+}
+
+/// Unrolls the loops that rotate values (see the module documentation).
+pub fn unroll_loops(func: &mut Function) -> UnrollStats {
+    let mut stats = UnrollStats::default();
+    if func.num_placed_insts() > MAX_FUNCTION_INSTS {
+        return stats;
+    }
+    let cfg = Cfg::new(func);
+    let doms = cfg.dominators();
+    let scopes = Scopes::new(func);
+    let forest = cfg.loops(&doms);
+    let plans: Vec<Plan> = forest
+        .loops()
+        .filter(|&l| forest.children(l).is_empty() && forest.depth(l) == 1)
+        .filter_map(|l| plan(func, &cfg, &scopes, forest.header(l), forest.own_blocks(l)))
+        .collect();
+    for p in plans {
+        stats.loops += 1;
+        unroll(func, &p);
+    }
+    stats
+}
+
+fn plan(
+    func: &Function,
+    cfg: &Cfg,
+    scopes: &Scopes,
+    header: Block,
+    body: &[Block],
+) -> Option<Plan> {
+    let LoopShape { latch, exit, .. } =
+        loop_shape(func, cfg, scopes, header, body, MAX_UNROLL_INSTS)?;
+    // A counting loop: `brif (icmp lt i, n)` on a header parameter `i`.
+    let params = func.dfg.block_params(header);
+    let branch = func.dfg.inst(func.layout.last_inst(header)?);
+    let InstData::Brif { cond, .. } = branch else {
+        return None;
+    };
+    let counting = func.layout.block_insts(header).iter().any(|&i| {
+        func.dfg.inst_results(i).first() == Some(cond)
+            && matches!(
+                func.dfg.inst(i),
+                InstData::Cmp { op: Opcode::Icmp, cond: CmpCond::Lt, args: [c, _] }
+                    if params.contains(c)
+            )
+    });
+    if !counting {
+        return None;
+    }
+    for &b in body {
+        for &inst in func.layout.block_insts(b) {
+            let data = func.dfg.inst(inst);
+            if matches!(data, InstData::Call { .. } | InstData::Autodiff { .. })
+                || data.opcode().libcall().is_some()
+            {
+                return None;
+            }
+        }
+    }
+    // The back edge passes some header parameter to another position.
+    let back = func.dfg.inst(func.layout.last_inst(latch)?);
+    let rotates = back.destinations().iter().any(|d| {
+        d.block == header
+            && d.args
+                .iter()
+                .enumerate()
+                .any(|(k, a)| params.iter().position(|p| p == a).is_some_and(|j| j != k))
+    });
+    if !rotates {
+        return None;
+    }
+    Some(Plan {
+        header,
+        latch,
+        exit,
+        body: body.to_vec(),
+    })
+}
+
+fn unroll(func: &mut Function, p: &Plan) {
+    // 1. The copy, laid out after the loop's last block; its back edge goes
+    //    to the loop's header.
+    let last = *p
+        .body
+        .iter()
+        .max_by_key(|&&b| func.layout.blocks().iter().position(|&x| x == b))
+        .expect("a loop has blocks");
+    let copy = copy_loop(func, &p.body, p.header, last, BackEdges::ToOriginal);
+    // 2. The loop's back edge enters the copy.
+    let latch = func.layout.last_inst(p.latch).expect("a latch branches");
+    for dest in func.dfg.inst_mut(latch).destinations_mut() {
+        if dest.block == p.header {
+            dest.block = copy.blocks[&p.header];
+        }
+    }
+    // 3. Values of the header read after the loop meet at the exit.
+    merge_at_exit(func, &p.body, p.header, p.exit, &copy.blocks, &copy.values);
+}
