@@ -42,9 +42,11 @@
 //! Rosenbrock's sums run 2× and 1.75× faster than in the written order,
 //! and GMM's second style (short sums in nested loops) lost its 10-25 %.
 //! But unrolling the nested sum of GMM's first style made its primal at
-//! D = 64 25 % slower, for a reason not found yet (not the JIT's
-//! optimisation level; the same loop alone is faster unrolled): so loops
-//! inside loops wait until that is understood.
+//! D = 64 25 % slower: code placement, not the unrolled loop (docs/
+//! optimizer.md, `unroll`: an unrelated loop in front of the same code
+//! does the same). Loops inside loops wait until placement is under
+//! control, so that the benchmarks measure the code and not where it
+//! lands.
 //!
 //! Bounds: `adze_ir::bounds` proves the copy's accesses as the loop's, the
 //! two counters being each other's successors (see its "Unrolled loops").
