@@ -1083,3 +1083,46 @@ fn d3(x: f64, y: f64) -> f64 {
         &["d3"],
     );
 }
+
+/// Seed 7000197 (reverse over forward, found in session 16 after the fix
+/// above made `dead` parameters stop seeding what is reached): `f0`'s
+/// forward derivative stores a NaN tangent (`log(y - y)`) into `y5`'s
+/// tangent, which nothing reads afterwards, but the loop before the call
+/// reads it. Inlined, that earlier read reaches the array, so the store
+/// counts (NaN at the next order); called, the callee's parameter was
+/// `dead` and its store did not count (0). Every store into a shadowed
+/// `mut` parameter counts again, `dead` or not, as before.
+#[test]
+fn a_store_into_a_dead_parameter_counts_as_the_same_store_inlined() {
+    assert_agree(
+        "fn f0(x: f64, y: f64, a: mut [f64]) -> f64 {
+    a[0] = log(y - y);
+    var j1 = 0;
+    while j1 < 2 && (a[i64(abs(sin(sinh(y))) * 3.0) % len(a)] < x) { j1 = j1 + 1; }
+    x
+}
+fn topa(x: f64, y: f64) -> ([f64], [f64]) {
+    let a = zeros(3);
+    let r3 = zeros(len(a));
+    let r5 = zeros(len(a));
+    (r3, r5)
+}
+fn top(x: f64, y: f64) -> f64 {
+    let (y5, y6) = topa(x, y);
+    var s7 = 0.0;
+    for i8 in 0..len(y5) { s7 = s7 + f64(i8 + 1) * y5[i8]; }
+    f0(exp(sin(max(s7 - x, y - x))), x, y5);
+    y * s7
+}
+fn d1(x: f64, y: f64) -> f64 {
+    let (p, t) = autodiff(forward, top, dual, dual(x, -0.5), dual(y, 1.0));
+    t
+}
+fn d2(x: f64, y: f64) -> f64 {
+    let (a, b) = autodiff(reverse, d1, active, active(x), active(y));
+    a
+}
+",
+        &["d2"],
+    );
+}

@@ -244,14 +244,18 @@ impl Plan {
                     }
                 }
             };
-        // The shadowed parameters: the `dup` `mut` arrays the caller reads
-        // after the call, and (conservatively, as before this analysis)
-        // the `const` `mut` arrays that have a shadow of their own.
+        // The shadowed `mut` parameters, `dup` or `const` with a shadow of
+        // their own: every store into them counts, as every store into a
+        // shadowed array did before this analysis. Not only those the
+        // caller reads afterwards: a read of a local array before a store
+        // reaches it here too (the closure does not follow the order), so
+        // inlined, the callee's store into it counts; called, the callee's
+        // store into its `dead` parameter must count as well (fuzzer, seed
+        // 7000197: NaN inlined and 0 called, a store of a NaN tangent into
+        // an array that nothing reads afterwards).
         let n = func.params().len();
         for (k, &p) in func.params().iter().enumerate() {
-            let dup = args.get(k) == Some(&ArgActivity::Dup)
-                && func.array_is_writable(p)
-                && !dead.contains(&k);
+            let dup = args.get(k) == Some(&ArgActivity::Dup) && func.array_is_writable(p);
             if dup || self.const_shadows.contains(&p) {
                 mark(self, &mut reached, &mut work, &[p]);
             }
