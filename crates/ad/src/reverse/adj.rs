@@ -1126,12 +1126,8 @@ impl Adj<'_> {
                 args: [a, i],
             } => {
                 let r = results[0];
-                // An array without a shadow (`Plan::reach`):
-                // nothing reached reads what would be added to it, so the
-                // adjoint is taken and dropped.
                 if self.active(r) {
-                    let g = self.take(r)?.filter(|_| self.plan.is_shadowed(*a));
-                    if let Some(g) = g {
+                    if let Some(g) = self.take(r)? {
                         let sh = self.shadow_of(*a)?;
                         let i = self.primal_value(*i)?;
                         let mut b = self.b();

@@ -116,23 +116,8 @@ impl Plan {
                 }))
     }
 
-    /// The arrays with a shadow: `dup` parameters, `mut` parameters that
-    /// are active, and the local arrays (`zeros`, a call's array results)
-    /// that are active and, when `reached` is given (the second run, after
-    /// [`Plan::reach`]), in it. Any earlier answer is replaced.
-    pub(super) fn find_shadows(
-        &mut self,
-        func: &Function,
-        args: &[ArgActivity],
-        entry: Block,
-        reached: Option<&EntitySet<Value>>,
-    ) {
-        self.shadowed = EntitySet::new();
-        self.zeros_sites.clear();
-        self.const_shadows.clear();
-        self.num_threaded = 0;
+    pub(super) fn find_shadows(&mut self, func: &Function, args: &[ArgActivity], entry: Block) {
         let useful = |p: &Plan, v: Value| p.useful.contains(v) && p.varied.is_active(v);
-        let local = |p: &Plan, v: Value| useful(p, v) && reached.is_none_or(|r| r.contains(v));
         for (num, &p) in func.params().iter().enumerate() {
             if func.dfg.value_type(p) != Type::Array {
                 continue;
@@ -164,7 +149,7 @@ impl Plan {
                 }
                 if let InstData::Zeros { len, .. } = func.dfg.inst(inst) {
                     let a = func.dfg.first_result(inst);
-                    if local(self, a) {
+                    if useful(self, a) {
                         self.add_site(a, Some(*len), b == entry);
                     }
                 }
@@ -173,7 +158,7 @@ impl Plan {
                 // result's cotangent.
                 if let InstData::Call { .. } = func.dfg.inst(inst) {
                     for &a in func.dfg.inst_results(inst) {
-                        if func.dfg.value_type(a) == Type::Array && local(self, a) {
+                        if func.dfg.value_type(a) == Type::Array && useful(self, a) {
                             self.add_site(a, None, b == entry);
                         }
                     }
@@ -193,33 +178,30 @@ impl Plan {
     /// seed 100489).
     ///
     /// The least fixed point, sparsely (each value visited once), from the
-    /// seeds: the differentiated results, the `dup` `mut` parameters the
-    /// caller reads afterwards (and `const` `mut` parameters with a shadow
-    /// of their own), pushes, and calls that use the tape (their traffic
-    /// must stay balanced). A reached value makes its definition count
-    /// (an active local operation, a `load`, a call that passes the call
-    /// test with any active result) and marks its operands; a block
-    /// parameter marks its incoming arguments. An array is reached by
-    /// root: when an instruction that reads it counts, and then its
-    /// writers count too (`store`s and `fill`s into it or a view of it,
-    /// calls that take it as a `mut` argument).
+    /// seeds: the differentiated results (not `ignored` or `dead` ones),
+    /// every shadowed array (so every store into one, and every call that
+    /// writes or returns one, counts, as they always did), pushes, and calls
+    /// that use the tape (their traffic must stay balanced). A reached value
+    /// makes its definition count (an active local operation, a `load`, a
+    /// call that passes the call test with any active result) and marks its
+    /// operands; a block parameter marks its incoming arguments; an array,
+    /// by its root, makes its writers count (`store`s and `fill`s into it
+    /// or a view of it, calls that take it as a `mut` argument).
     ///
-    /// [`Plan::new`] runs it twice: with the shadows usefulness gives, to
-    /// find which local arrays keep a shadow (a `zeros` or a call's array
-    /// result that nothing reached reads gets none), then with those, for
-    /// [`Plan::is_reached`]. Usefulness alone shadowed more: a rule call
-    /// marks every argument useful, so a local array that only fed such a
-    /// call whose results vary with nothing active kept a shadow, and its
-    /// stores' adjoints ran on zeros (`0 · inf` is NaN at the next order)
-    /// where the same code behind a call is not differentiated at all
-    /// (fuzzer, seed 6100102).
+    /// Which arrays have a shadow is not decided here: usefulness decides
+    /// it. A session-16 version gave a shadow only to the local arrays
+    /// something reached reads; but a call marks all its arguments when it
+    /// counts, while inlined code marks only what its body reaches, so that
+    /// made inlined code more precise than a call (a local array read only
+    /// by a rule call that is not differentiated, inside a callee: NaN
+    /// called, 0 inlined). It was taken back; docs/ad-reverse.md, "Left to
+    /// do", has the bug it was for.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn reach(
         &self,
         cache: &mut Cache,
         module: &Module,
         func: &Function,
-        args: &[ArgActivity],
         ret: RetActivity,
         ignored: &[usize],
         dead: &[usize],
@@ -244,22 +226,22 @@ impl Plan {
                     }
                 }
             };
-        // The shadowed `mut` parameters, `dup` or `const` with a shadow of
-        // their own: every store into them counts, as every store into a
-        // shadowed array did before this analysis. Not only those the
-        // caller reads afterwards: a read of a local array before a store
-        // reaches it here too (the closure does not follow the order), so
-        // inlined, the callee's store into it counts; called, the callee's
-        // store into its `dead` parameter must count as well (fuzzer, seed
-        // 7000197: NaN inlined and 0 called, a store of a NaN tangent into
-        // an array that nothing reads afterwards).
+        // Every shadowed array is a seed: every store into it, and every
+        // call that writes it or returns it, counts. Marking only the
+        // arrays something reached reads would be more precise, but a
+        // call marks all its arguments when it counts while inlined code
+        // marks only what its body reaches, so the two would differ (a
+        // local array read only by a rule call that is not differentiated:
+        // NaN called, 0 inlined; and a callee's store into a `dead`
+        // parameter, fuzzer seed 7000197).
         let n = func.params().len();
-        for (k, &p) in func.params().iter().enumerate() {
-            let dup = args.get(k) == Some(&ArgActivity::Dup) && func.array_is_writable(p);
-            if dup || self.const_shadows.contains(&p) {
+        for &p in func.params() {
+            if func.dfg.value_type(p) == Type::Array && self.is_shadowed(p) {
                 mark(self, &mut reached, &mut work, &[p]);
             }
         }
+        let sites: Vec<Value> = self.zeros_sites.iter().map(|z| z.array).collect();
+        mark(self, &mut reached, &mut work, &sites);
         for &b in &self.order {
             for &inst in func.layout.block_insts(b) {
                 let data = func.dfg.inst(inst);
@@ -379,12 +361,11 @@ impl Plan {
         cache: &mut Cache,
         module: &Module,
         func: &Function,
-        args: &[ArgActivity],
         ret: RetActivity,
         ignored: &[usize],
         dead: &[usize],
     ) {
-        let reached = self.reach(cache, module, func, args, ret, ignored, dead);
+        let reached = self.reach(cache, module, func, ret, ignored, dead);
         // What no seed reaches gets no adjoint at all: an active f64
         // value that is not reached is made inactive (no partials, tape,
         // slot or carried adjoint for it), as the same code behind a call

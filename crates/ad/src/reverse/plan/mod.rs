@@ -346,10 +346,8 @@ impl Plan {
             checkpointed: Vec::new(),
             checkpoint_every: Vec::new(),
         };
-        plan.find_shadows(func, args, entry, None);
-        let local = plan.reach(cache, module, func, args, ret, ignored, dead);
-        plan.find_shadows(func, args, entry, Some(&local));
-        plan.find_reached(cache, module, func, args, ret, ignored, dead);
+        plan.find_shadows(func, args, entry);
+        plan.find_reached(cache, module, func, ret, ignored, dead);
         plan.find_loops(func);
         plan.assign_slots(cache, module, func, ret);
         Ok(plan)
