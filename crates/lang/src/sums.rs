@@ -10,8 +10,10 @@
 //! so consecutive iterations overlap on the CPU (a chain of dependent `f64`
 //! additions runs at one addition per 3-4 cycles), and a vectorizer can
 //! later carry the two partial sums in the lanes of one register without
-//! changing a bit. Up to two iterations the result is the written order's,
-//! bit for bit (`s + e0 + e1` then `+ -0.0`).
+//! changing a bit. When each iteration adds one term, up to two iterations
+//! give the written order's bits (`s + e0 + e1`); with several terms the
+//! second iteration's are summed on their own first (`(-0.0 + a1) - b1`,
+//! then added: `X + (a1 - b1)`, not `(X + a1) - b1`).
 //!
 //! **This is the language's meaning of such a loop, fixed at lowering**:
 //! the pass runs on each function as the front end lowers it, before the
