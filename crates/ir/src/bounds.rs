@@ -935,22 +935,8 @@ block3:
             vec![at("block2", 0), at("block5", 0)]
         );
         // Below the start: from 1, x[i - 1] too (the copy starts at 2).
-        let below = |src: &str| {
-            let m = parse_module(src).unwrap();
-            let (_, f) = m.iter().next().unwrap();
-            let safe = safe_accesses_below_start(f);
-            let mut out = Vec::new();
-            for &b in f.layout.blocks() {
-                for (k, i) in f.layout.block_insts(b).iter().enumerate() {
-                    if safe.contains(*i) {
-                        out.push((b.to_string(), k));
-                    }
-                }
-            }
-            out
-        };
         assert_eq!(
-            below(&src(1, "block4(v2)")),
+            proven_below_start(&src(1, "block4(v2)")),
             vec![
                 at("block2", 0),
                 at("block2", 3),
@@ -960,7 +946,7 @@ block3:
         );
         // From 0 (the copy is entered with 0 too): neither x[i - 1].
         assert_eq!(
-            below(&src(0, "block4(v2)")),
+            proven_below_start(&src(0, "block4(v2)")),
             vec![at("block2", 0), at("block5", 0)]
         );
         // `n` may be negative: nothing in the copy, and then nothing in
