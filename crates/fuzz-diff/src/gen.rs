@@ -162,6 +162,11 @@ pub struct GenConfig {
     /// a generator of their own: the same seed gives the same program
     /// but for those lines.
     pub checkpoint_percent: usize,
+    /// The percentage of loops given `#[ordered]` (their sums keep the
+    /// written order, docs/language.md "The order of a sum"), drawn from a
+    /// generator of their own, after the `#[checkpoint]` lines: the same
+    /// seed gives the same program but for those lines.
+    pub ordered_percent: usize,
 }
 
 impl Default for GenConfig {
@@ -173,6 +178,7 @@ impl Default for GenConfig {
             array_results: true,
             array_top_percent: 40,
             checkpoint_percent: 0,
+            ordered_percent: 0,
         }
     }
 }
@@ -1930,6 +1936,7 @@ pub fn generate(seed: u64, config: &GenConfig) -> Program {
         points.push(random_point(p.rng));
     }
     let source = checkpoint_hints(p.src, seed, config.checkpoint_percent);
+    let source = ordered_hints(source, seed, config.ordered_percent);
     Program {
         seed,
         source,
@@ -1961,6 +1968,26 @@ fn checkpoint_hints(src: String, seed: u64, percent: usize) -> String {
             } else {
                 out.push_str(&format!("{indent}#[checkpoint]\n"));
             }
+        }
+        out.push_str(line);
+        out.push('\n');
+    }
+    out
+}
+
+/// `src` with `#[ordered]` before `percent` % of its loops, drawn by a
+/// generator of its own (after [`checkpoint_hints`], whose lines stay).
+fn ordered_hints(src: String, seed: u64, percent: usize) -> String {
+    if percent == 0 {
+        return src;
+    }
+    let mut rng = Rng::splitmix(seed ^ 0x6f72_6465_7265_6421);
+    let mut out = String::with_capacity(src.len());
+    for line in src.lines() {
+        let body = line.trim_start();
+        if (body.starts_with("for ") || body.starts_with("while ")) && rng.chance(percent) {
+            let indent = &line[..line.len() - body.len()];
+            out.push_str(&format!("{indent}#[ordered]\n"));
         }
         out.push_str(line);
         out.push('\n');

@@ -49,6 +49,10 @@ struct Args {
     /// same programs otherwise, seed for seed).
     #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=100))]
     checkpoint_percent: u64,
+    /// The percentage of loops given `#[ordered]`, whose sums keep the
+    /// written order (the same programs otherwise, seed for seed).
+    #[arg(long, default_value_t = 0, value_parser = clap::value_parser!(u64).range(0..=100))]
+    ordered_percent: u64,
     /// Shrink every finding and print the reduced program.
     #[arg(long)]
     reduce: bool,
@@ -120,6 +124,7 @@ fn main() {
             array_results: !args.no_array_results,
             array_top_percent: args.array_top_percent as usize,
             checkpoint_percent: args.checkpoint_percent as usize,
+            ordered_percent: args.ordered_percent as usize,
         },
         reduce: args.reduce,
         max_reduce_tests: args.max_reduce_tests,
