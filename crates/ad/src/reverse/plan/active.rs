@@ -47,22 +47,18 @@ impl Plan {
         tape_use: &mut activity::TapeUse,
     ) -> bool {
         let data = func.dfg.inst(inst);
+        let results = func.dfg.inst_results(inst);
         if let Some((a, _)) = data.array_write() {
             return self.is_shadowed(a);
         }
         match data {
             InstData::Push { .. } => true,
             InstData::Call { .. } => self.differentiates_call(cache, module, func, inst, tape_use),
-            _ => self.local_contributes(func, inst),
+            _ => {
+                partials::is_differentiable(data.opcode())
+                    && results.iter().any(|&r| self.is_active(func, r))
+            }
         }
-    }
-
-    /// A differentiable local operation with an active result: what may
-    /// add to its operands' adjoints while [`Plan::is_reached`] is being
-    /// found.
-    fn local_contributes(&self, func: &Function, inst: Inst) -> bool {
-        partials::is_differentiable(func.dfg.inst(inst).opcode())
-            && (func.dfg.inst_results(inst).iter()).any(|&r| self.is_active(func, r))
     }
 
     /// Is the call `inst` differentiated (split, or its reverse rule
@@ -167,157 +163,6 @@ impl Plan {
         }
     }
 
-    /// What is reached: the f64 values and the array roots whose adjoint
-    /// or shadow something adds to that reaches a seed. A value can be
-    /// varied and useful and still get no adjoint when its path to a seed
-    /// goes through a call that is not differentiated (no active argument
-    /// in it, or nothing differentiated out): inlined, such code has no
-    /// adjoint at all; called, the call's result is not reached, so the
-    /// callee does not differentiate it either, instead of getting an
-    /// explicit zero cotangent that `inf · 0` turns into NaN (long-run
-    /// seed 100489).
-    ///
-    /// The least fixed point, sparsely (each value visited once), from the
-    /// seeds: the differentiated results (not `ignored` or `dead` ones),
-    /// every shadowed array (so every store into one, and every call that
-    /// writes or returns one, counts, as they always did), pushes, and calls
-    /// that use the tape (their traffic must stay balanced). A reached value
-    /// makes its definition count (an active local operation, a `load`, a
-    /// call that passes the call test with any active result) and marks its
-    /// operands; a block parameter marks its incoming arguments; an array,
-    /// by its root, makes its writers count (`store`s and `fill`s into it
-    /// or a view of it, calls that take it as a `mut` argument).
-    ///
-    /// Which arrays have a shadow is not decided here: usefulness decides
-    /// it. A session-16 version gave a shadow only to the local arrays
-    /// something reached reads; but a call marks all its arguments when it
-    /// counts, while inlined code marks only what its body reaches, so that
-    /// made inlined code more precise than a call (a local array read only
-    /// by a rule call that is not differentiated, inside a callee: NaN
-    /// called, 0 inlined). It was taken back; docs/ad-reverse.md, "Left to
-    /// do", has the bug it was for.
-    #[allow(clippy::too_many_arguments)]
-    pub(super) fn reach(
-        &self,
-        cache: &mut Cache,
-        module: &Module,
-        func: &Function,
-        ret: RetActivity,
-        ignored: &[usize],
-        dead: &[usize],
-    ) -> EntitySet<Value> {
-        let mut tape_use = activity::TapeUse::default();
-        let mut reached: EntitySet<Value> = EntitySet::new();
-        let mut work: Vec<Value> = Vec::new();
-        let mut fired: EntitySet<Inst> = EntitySet::new();
-        let mut incoming: SecondaryMap<Block, Vec<(Inst, usize)>> = SecondaryMap::new();
-        // The instructions that write each array root.
-        let mut writers: SecondaryMap<Value, Vec<Inst>> = SecondaryMap::new();
-        let mark =
-            |p: &Self, reached: &mut EntitySet<Value>, work: &mut Vec<Value>, vs: &[Value]| {
-                for &a in vs {
-                    let v = match func.dfg.value_type(a) {
-                        Type::F64 if p.is_active(func, a) => a,
-                        Type::Array if p.is_shadowed(a) => func.array_root(a),
-                        _ => continue,
-                    };
-                    if reached.insert(v) {
-                        work.push(v);
-                    }
-                }
-            };
-        // Every shadowed array is a seed: every store into it, and every
-        // call that writes it or returns it, counts. Marking only the
-        // arrays something reached reads would be more precise, but a
-        // call marks all its arguments when it counts while inlined code
-        // marks only what its body reaches, so the two would differ (a
-        // local array read only by a rule call that is not differentiated:
-        // NaN called, 0 inlined; and a callee's store into a `dead`
-        // parameter, fuzzer seed 7000197).
-        let n = func.params().len();
-        for &p in func.params() {
-            if func.dfg.value_type(p) == Type::Array && self.is_shadowed(p) {
-                mark(self, &mut reached, &mut work, &[p]);
-            }
-        }
-        let sites: Vec<Value> = self.zeros_sites.iter().map(|z| z.array).collect();
-        mark(self, &mut reached, &mut work, &sites);
-        for &b in &self.order {
-            for &inst in func.layout.block_insts(b) {
-                let data = func.dfg.inst(inst);
-                match data {
-                    InstData::Return { args } if ret == RetActivity::Active => {
-                        let seeds: Vec<Value> = (args.iter().enumerate())
-                            .filter(|(k, _)| !ignored.contains(k) && !dead.contains(&(n + k)))
-                            .map(|(_, &a)| a)
-                            .collect();
-                        mark(self, &mut reached, &mut work, &seeds);
-                    }
-                    InstData::Jump { .. } | InstData::Brif { .. } => {
-                        for (d, dest) in data.destinations().iter().enumerate() {
-                            incoming[dest.block].push((inst, d));
-                        }
-                    }
-                    InstData::Push { .. } => {
-                        fired.insert(inst);
-                        mark(self, &mut reached, &mut work, data.args());
-                    }
-                    InstData::Call { func: callee, args } => {
-                        if tape_use.uses(cache, module, *callee) {
-                            fired.insert(inst);
-                            mark(self, &mut reached, &mut work, args);
-                        }
-                        let params = if module.is_valid(*callee) {
-                            module.func(*callee).sig.params.as_slice()
-                        } else {
-                            &[]
-                        };
-                        for (&a, p) in args.iter().zip(params) {
-                            if p.ty == Type::Array && p.mutable {
-                                writers[func.array_root(a)].push(inst);
-                            }
-                        }
-                    }
-                    _ => {
-                        if let Some((a, _)) = data.array_write() {
-                            writers[func.array_root(a)].push(inst);
-                        }
-                    }
-                }
-            }
-        }
-        while let Some(v) = work.pop() {
-            let mut fire: Vec<Inst> = Vec::new();
-            match *func.dfg.value_def(v) {
-                ValueDef::Result { inst, .. } => fire.push(inst),
-                ValueDef::Param { block, num } => {
-                    for &(inst, d) in &incoming[block] {
-                        let dest = &func.dfg.inst(inst).destinations()[d];
-                        if let Some(&a) = dest.args.get(num) {
-                            mark(self, &mut reached, &mut work, &[a]);
-                        }
-                    }
-                }
-                _ => {}
-            }
-            if func.dfg.value_type(v) == Type::Array {
-                fire.extend(writers[v].iter().copied());
-            }
-            for inst in fire {
-                let placed = func.layout.inst_block(inst);
-                if fired.contains(inst) || !placed.is_some_and(|b| self.reachable.contains(b)) {
-                    continue;
-                }
-                let counts = self.counts(cache, module, func, inst, &mut tape_use);
-                if counts {
-                    fired.insert(inst);
-                    mark(self, &mut reached, &mut work, func.dfg.inst(inst).args());
-                }
-            }
-        }
-        reached
-    }
-
     /// A local array site with a shadow: a `zeros` (`len` its operand) or
     /// a call's array result (`None`). Outside the entry block it may run
     /// many times, so the augmented primal threads the longest length.
@@ -347,15 +192,24 @@ impl Plan {
     /// therefore not differentiated by the callee either
     /// (`super::plan_calls`), instead of getting an explicit zero
     /// cotangent that `inf · 0` turns into NaN in the callee (long-run seed
-    /// 100489). Found by [`Plan::reach`].
+    /// 100489).
     pub fn is_reached(&self, v: Value) -> bool {
         self.reached.contains(v)
     }
 
-    /// Finds what [`Plan::is_reached`] answers ([`Plan::reach`] with the
-    /// final shadows), and makes every active f64 value that is not
-    /// reached inactive.
-    #[allow(clippy::too_many_arguments)]
+    /// Finds what [`Plan::is_reached`] answers: the least fixed point,
+    /// sparsely (each value reached is visited once, and marks the active
+    /// operands of its definition or the active incoming arguments of its
+    /// block parameter), as usefulness is found; then makes every active
+    /// f64 value that is not reached inactive.
+    ///
+    /// Which arrays have a shadow is not decided here: usefulness decides
+    /// it, and every store into a shadowed array counts. A session-16
+    /// version gave a shadow only to the local arrays something reached
+    /// reads; but a call marks all its arguments when it counts, while
+    /// inlined code marks only what its body reaches, so that made inlined
+    /// code more precise than a call (NaN called, 0 inlined). It was taken
+    /// back; docs/ad-reverse.md, "Left to do", has the bug it was for.
     pub(super) fn find_reached(
         &mut self,
         cache: &mut Cache,
@@ -363,9 +217,103 @@ impl Plan {
         func: &Function,
         ret: RetActivity,
         ignored: &[usize],
-        dead: &[usize],
     ) {
-        let reached = self.reach(cache, module, func, ret, ignored, dead);
+        let mut tape_use = activity::TapeUse::default();
+        let mut reached = EntitySet::new();
+        let mut work: Vec<Value> = Vec::new();
+        let mut incoming: SecondaryMap<Block, Vec<(Inst, usize)>> = SecondaryMap::new();
+        // Instructions whose active operands are marked already.
+        let mut fired: EntitySet<Inst> = EntitySet::new();
+        let mut reachable: EntitySet<Block> = EntitySet::new();
+        let mark_args =
+            |p: &Self, reached: &mut EntitySet<Value>, work: &mut Vec<Value>, args: &[Value]| {
+                for &a in args {
+                    if p.is_active(func, a) && reached.insert(a) {
+                        work.push(a);
+                    }
+                }
+            };
+        for &b in &self.order {
+            reachable.insert(b);
+        }
+        // The roots, and the incoming edges of each block.
+        for &b in &self.order {
+            for &inst in func.layout.block_insts(b) {
+                let data = func.dfg.inst(inst);
+                match data {
+                    InstData::Return { args } if ret == RetActivity::Active => {
+                        let seeds: Vec<Value> = args
+                            .iter()
+                            .enumerate()
+                            .filter(|(k, _)| !ignored.contains(k))
+                            .map(|(_, &a)| a)
+                            .collect();
+                        mark_args(self, &mut reached, &mut work, &seeds);
+                    }
+                    InstData::Return { .. } => {}
+                    InstData::Jump { .. } | InstData::Brif { .. } => {
+                        for (d, dest) in data.destinations().iter().enumerate() {
+                            incoming[dest.block].push((inst, d));
+                        }
+                    }
+                    // Stores, fills, pushes and calls feed shadows, the tape
+                    // or a callee: conservatively reached. A call passes
+                    // adjoints to its arguments when one of its results is
+                    // reached (found below), it writes a shadowed array, or
+                    // it uses the tape (what it pushes gets adjoints from
+                    // the pops elsewhere).
+                    InstData::Call { func: callee, .. } => {
+                        // An array result with a shadow is a seed too: the
+                        // callee's adjoint takes the shadow as its
+                        // cotangent (fuzzer: f1(f0(x))[0] lost f0's part).
+                        let reaches = func.dfg.inst_results(inst).is_empty()
+                            || self.call_writes_shadow(module, func, inst)
+                            || func.dfg.inst_results(inst).iter().any(|&r| {
+                                func.dfg.value_type(r) == Type::Array && self.is_shadowed(r)
+                            })
+                            || tape_use.uses(cache, module, *callee);
+                        if reaches && self.counts(cache, module, func, inst, &mut tape_use) {
+                            fired.insert(inst);
+                            mark_args(self, &mut reached, &mut work, data.args());
+                        }
+                    }
+                    InstData::Push { .. }
+                    | InstData::Ternary {
+                        op: Opcode::Store, ..
+                    }
+                    | InstData::Binary {
+                        op: Opcode::Fill, ..
+                    } if self.counts(cache, module, func, inst, &mut tape_use) => {
+                        fired.insert(inst);
+                        mark_args(self, &mut reached, &mut work, data.args());
+                    }
+                    _ => {}
+                }
+            }
+        }
+        while let Some(v) = work.pop() {
+            match *func.dfg.value_def(v) {
+                ValueDef::Result { inst, .. } => {
+                    let placed = func.layout.inst_block(inst);
+                    if fired.contains(inst) || !placed.is_some_and(|b| reachable.contains(b)) {
+                        continue;
+                    }
+                    if self.counts(cache, module, func, inst, &mut tape_use) {
+                        fired.insert(inst);
+                        mark_args(self, &mut reached, &mut work, func.dfg.inst(inst).args());
+                    }
+                }
+                ValueDef::Param { block, num } => {
+                    for &(inst, d) in &incoming[block] {
+                        let dest = &func.dfg.inst(inst).destinations()[d];
+                        if let Some(&a) = dest.args.get(num) {
+                            mark_args(self, &mut reached, &mut work, &[a]);
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
         // What no seed reaches gets no adjoint at all: an active f64
         // value that is not reached is made inactive (no partials, tape,
         // slot or carried adjoint for it), as the same code behind a call
@@ -373,9 +321,7 @@ impl Plan {
         // a zero read from a slot or carried around a loop, and `0 · inf`
         // is NaN at the next order (fuzzer, seed 6100102: an accumulator
         // whose sum feeds only a rule call that is not differentiated).
-        let unreached: Vec<Value> = self
-            .useful
-            .iter()
+        let unreached: Vec<Value> = (self.useful.iter())
             .filter(|&v| {
                 func.dfg.value_is_valid(v)
                     && func.dfg.value_type(v) == Type::F64
@@ -388,11 +334,10 @@ impl Plan {
         self.reached = reached;
     }
 
-    /// Does `inst` count towards what is reached ([`Plan::reach`]): does
-    /// it contribute ([`Plan::contributes`]), is it a `load` with an
-    /// active result (which adds to its array's shadow), or, for a call,
-    /// does it pass the call test of `differentiates_call` while what is
-    /// reached is being found (any active result counts)?
+    /// Does `inst` count towards what is reached: does it contribute
+    /// ([`Plan::contributes`]), or, for a call, does it pass the call test
+    /// of `differentiates_call` while what is reached is being found (any
+    /// active result counts)?
     fn counts(
         &self,
         cache: &mut Cache,
@@ -405,14 +350,7 @@ impl Plan {
             InstData::Call { .. } => self.call_test(cache, module, func, inst, tape_use, |r| {
                 self.is_active(func, r)
             }),
-            InstData::Push { .. } => true,
-            InstData::Binary {
-                op: Opcode::Load, ..
-            } => (func.dfg.inst_results(inst).iter()).any(|&r| self.is_active(func, r)),
-            data => match data.array_write() {
-                Some((a, _)) => self.is_shadowed(a),
-                None => self.local_contributes(func, inst),
-            },
+            _ => self.contributes(cache, module, func, inst, tape_use),
         }
     }
 

@@ -347,7 +347,7 @@ impl Plan {
             checkpoint_every: Vec::new(),
         };
         plan.find_shadows(func, args, entry);
-        plan.find_reached(cache, module, func, ret, ignored, dead);
+        plan.find_reached(cache, module, func, ret, ignored);
         plan.find_loops(func);
         plan.assign_slots(cache, module, func, ret);
         Ok(plan)
