@@ -53,14 +53,13 @@
 
 use adze_ir::cfg::{reverse_postorder, successors, DominatorTree, Loop, LoopForest};
 use adze_ir::{Block, BlockCall, Function, Inst, InstData, Opcode, Type, Value};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Splits every accumulation of `func` that qualifies (module docs) into two
 /// interleaved partial sums, except in the loops headed by `ordered` (the
 /// `#[ordered]` loops); returns how many were split.
 pub fn split_sums(func: &mut Function, ordered: &[Block]) -> usize {
-    let mut plans = find(func);
-    plans.retain(|p| !ordered.contains(&p.header));
+    let plans = find(func, ordered);
     let n = plans.iter().map(|p| p.params.len()).sum();
     for plan in plans {
         apply(func, plan);
@@ -84,7 +83,7 @@ struct Plan {
 /// Where each value is read: one entry per read.
 type Uses = HashMap<Value, Vec<Inst>>;
 
-fn find(func: &Function) -> Vec<Plan> {
+fn find(func: &Function, ordered: &[Block]) -> Vec<Plan> {
     let Some(entry) = func.entry_block() else {
         return Vec::new();
     };
@@ -102,7 +101,8 @@ fn find(func: &Function) -> Vec<Plan> {
     if forest.is_empty() {
         return Vec::new();
     }
-    let headers: Vec<Block> = forest.loops().map(|l| forest.header(l)).collect();
+    let is_header = |b: Block| forest.innermost(b).is_some_and(|m| forest.header(m) == b);
+    let ordered: HashSet<Block> = ordered.iter().copied().collect();
     let mut uses: Uses = HashMap::new();
     for &b in &order {
         for &inst in func.layout.block_insts(b) {
@@ -114,6 +114,9 @@ fn find(func: &Function) -> Vec<Plan> {
     let mut plans = Vec::new();
     for l in forest.loops() {
         let header = forest.header(l);
+        if ordered.contains(&header) {
+            continue;
+        }
         let [latch] = forest.latches(l) else { continue };
         let latch = *latch;
         let entries: Vec<Block> = {
@@ -137,7 +140,7 @@ fn find(func: &Function) -> Vec<Plan> {
             .into_iter()
             .filter(|d| !forest.contains(l, d.block))
             .collect();
-        if exits.len() > 1 || exits.iter().any(|d| headers.contains(&d.block)) {
+        if exits.len() > 1 || exits.iter().any(|d| is_header(d.block)) {
             continue;
         }
         let exit = exits.first().map(|d| d.block);
