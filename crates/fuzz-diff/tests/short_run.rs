@@ -263,15 +263,17 @@ fn without_array_results_the_programs_are_those_of_before() {
     assert_eq!(h, 0xe2df_f437_3ce9_a165, "{h:#018x}");
 }
 
-/// `--checkpoint-percent` adds `#[checkpoint]` lines before loops and
-/// changes nothing else: the same seed without those lines is the
-/// program without the option. A short run with them agrees everywhere.
-#[test]
-fn checkpoint_hints_only_add_attribute_lines() {
-    let with = GenConfig {
-        checkpoint_percent: 100,
-        ..GenConfig::default()
-    };
+/// With `with`, the generator adds lines that `is_hint` recognises before
+/// loops and changes nothing else: the same seed without those lines is
+/// the program without the option, and at least 20 are added over 40
+/// seeds. A short run under `run` (six programs from `first`) agrees
+/// everywhere.
+fn hints_only_add_attribute_lines(
+    with: GenConfig,
+    is_hint: fn(&str) -> bool,
+    run: GenConfig,
+    first: u64,
+) {
     let mut hinted = 0;
     for seed in 0..40 {
         let plain = gen::generate(seed, &GenConfig::default());
@@ -279,25 +281,40 @@ fn checkpoint_hints_only_add_attribute_lines() {
         let stripped: String = p
             .source
             .lines()
-            .filter(|l| !l.trim_start().starts_with("#[checkpoint"))
+            .filter(|l| !is_hint(l.trim_start()))
             .map(|l| format!("{l}\n"))
             .collect();
         assert_eq!(stripped, plain.source, "seed {seed}");
-        hinted += p.source.matches("#[checkpoint").count();
+        hinted += p.source.lines().filter(|l| is_hint(l.trim_start())).count();
     }
     assert!(hinted > 20, "only {hinted} hints");
     let config = Config {
-        gen: GenConfig {
-            checkpoint_percent: 50,
-            ..GenConfig::default()
-        },
+        gen: run,
         ..Config::default()
     };
-    let stats = adze_fuzz_diff::fuzz(2_700_000, 6, &config, |_| {});
+    let stats = adze_fuzz_diff::fuzz(first, 6, &config, |_| {});
     assert!(
         stats.findings_count() == 0 && stats.rejected == 0,
         "{}",
         report(&stats)
+    );
+}
+
+/// `--checkpoint-percent` adds `#[checkpoint]` lines before loops and
+/// changes nothing else; a short run with them agrees everywhere.
+#[test]
+fn checkpoint_hints_only_add_attribute_lines() {
+    hints_only_add_attribute_lines(
+        GenConfig {
+            checkpoint_percent: 100,
+            ..GenConfig::default()
+        },
+        |l| l.starts_with("#[checkpoint"),
+        GenConfig {
+            checkpoint_percent: 50,
+            ..GenConfig::default()
+        },
+        2_700_000,
     );
 }
 
@@ -307,36 +324,17 @@ fn checkpoint_hints_only_add_attribute_lines() {
 /// every setting.
 #[test]
 fn ordered_hints_only_add_attribute_lines() {
-    let with = GenConfig {
-        ordered_percent: 100,
-        ..GenConfig::default()
-    };
-    let mut hinted = 0;
-    for seed in 0..40 {
-        let plain = gen::generate(seed, &GenConfig::default());
-        let p = gen::generate(seed, &with);
-        let stripped: String = p
-            .source
-            .lines()
-            .filter(|l| l.trim_start() != "#[ordered]")
-            .map(|l| format!("{l}\n"))
-            .collect();
-        assert_eq!(stripped, plain.source, "seed {seed}");
-        hinted += p.source.matches("#[ordered]").count();
-    }
-    assert!(hinted > 20, "only {hinted} hints");
-    let config = Config {
-        gen: GenConfig {
+    hints_only_add_attribute_lines(
+        GenConfig {
+            ordered_percent: 100,
+            ..GenConfig::default()
+        },
+        |l| l == "#[ordered]",
+        GenConfig {
             ordered_percent: 50,
             checkpoint_percent: 30,
             ..GenConfig::default()
         },
-        ..Config::default()
-    };
-    let stats = adze_fuzz_diff::fuzz(2_900_000, 6, &config, |_| {});
-    assert!(
-        stats.findings_count() == 0 && stats.rejected == 0,
-        "{}",
-        report(&stats)
+        2_900_000,
     );
 }
