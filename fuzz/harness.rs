@@ -81,7 +81,8 @@ pub fn arguments(params: &[adze_ir::Type], variant: usize) -> Vec<Val> {
         .iter()
         .enumerate()
         .map(|(i, ty)| match ty {
-            Type::F64 => Val::F64(F[(variant + i) % F.len()]),
+            // No parameter is an f64x2 (the verifier's rule).
+            Type::F64 | Type::F64x2 => Val::F64(F[(variant + i) % F.len()]),
             Type::I64 => Val::I64(I[(variant + i) % I.len()]),
             Type::Bool => Val::Bool((variant + i).is_multiple_of(2)),
             // Different lengths for neighbouring arrays exercise the shadow

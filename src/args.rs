@@ -212,6 +212,7 @@ pub fn parse_value(text: &str, ty: Type) -> Result<Val, String> {
                 .map_err(|_| format!("expected an integer, got `{}`", abbreviate(x)))
         })
         .map(Val::IArray),
+        Type::F64x2 => Err("no parameter is an f64x2".into()),
     }
 }
 

@@ -194,7 +194,8 @@ impl Sample {
         };
         for (p, pin) in sig.params.iter().zip(pinned) {
             let x = match p.ty {
-                Type::F64 => Val::F64(rng.scalar()),
+                // The verifier allows no f64x2 parameter.
+                Type::F64 | Type::F64x2 => Val::F64(rng.scalar()),
                 Type::I64 => Val::I64(rng.below(n as u64 + 4) as i64 - 1),
                 Type::Bool => Val::Bool(rng.below(2) == 1),
                 Type::Array => Val::Array((0..n).map(|_| rng.scalar()).collect()),

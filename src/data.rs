@@ -392,6 +392,7 @@ fn type_phrase(ty: Type) -> &'static str {
         Type::Bool => "`true` or `false`",
         Type::Array => "an array",
         Type::IArray => "an array of integers",
+        Type::F64x2 => "two f64 lanes",
     }
 }
 
@@ -724,6 +725,7 @@ fn npy_to_val(a: npy::Array, ty: Type) -> Result<Val, String> {
             .collect::<Result<Vec<i64>, String>>()
             .map(Val::IArray),
         (Type::Bool, _) => Err("a .npy file holds numbers, not a bool".into()),
+        (Type::F64x2, _) => Err("no parameter is an f64x2".into()),
     }
 }
 

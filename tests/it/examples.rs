@@ -17,9 +17,9 @@ fn there_are_at_least_ten_examples() {
     assert!(examples().len() >= 10, "{:?}", examples());
 }
 
-/// Opcodes that only passes emit (AD tapes, optimizer selects); the front end
-/// never does, so no example can show them.
-const PASS_ONLY: [Opcode; 10] = [
+/// Opcodes that only passes emit (AD tapes, optimizer selects, two-lane
+/// loops); the front end never does, so no example can show them.
+const PASS_ONLY: [Opcode; 24] = [
     Opcode::View,
     Opcode::Select,
     Opcode::Push,
@@ -30,6 +30,20 @@ const PASS_ONLY: [Opcode; 10] = [
     Opcode::SameLen,
     Opcode::Tobits,
     Opcode::Frombits,
+    Opcode::Vsplat,
+    Opcode::Vpack,
+    Opcode::Vlane0,
+    Opcode::Vlane1,
+    Opcode::Vfadd,
+    Opcode::Vfsub,
+    Opcode::Vfmul,
+    Opcode::Vfdiv,
+    Opcode::Vfneg,
+    Opcode::Vpowi,
+    Opcode::Vsqrt,
+    Opcode::Vload,
+    Opcode::Vstore,
+    Opcode::Apart,
 ];
 
 #[test]

@@ -126,7 +126,7 @@ fn derivative_args(module: &Module, derived: FuncId, primal: &[(String, Val)]) -
                 Val::Array((0..a.len()).map(|j| 0.25 * (j + k) as f64 - 0.5).collect())
             }
             _ => match p.ty {
-                Type::F64 => Val::F64(0.75),
+                Type::F64 | Type::F64x2 => Val::F64(0.75),
                 Type::I64 => Val::I64(1),
                 Type::Bool => Val::Bool(true),
                 Type::Array => Val::Array(vec![0.5; 3]),

@@ -180,7 +180,8 @@ pub fn inputs(params: &[Type], count: usize) -> Vec<Vec<Val>> {
                 .iter()
                 .enumerate()
                 .map(|(i, ty)| match ty {
-                    Type::F64 => Val::F64(F64S[(k + i) % F64S.len()]),
+                    // No parameter is an f64x2 (the verifier's rule).
+                    Type::F64 | Type::F64x2 => Val::F64(F64S[(k + i) % F64S.len()]),
                     Type::I64 => Val::I64(I64S[(k + 2 * i) % I64S.len()]),
                     Type::Bool => Val::Bool((k + i) % 2 == 0),
                     Type::Array => Val::Array(arrays()[(k + i) % 4].clone()),

@@ -377,7 +377,7 @@ fn fdiv(b: &mut FuncBuilder, data: &InstData, r: Value, wanted: &[bool]) -> Opti
 }
 
 fn powi(b: &mut FuncBuilder, data: &InstData, _: Value, wanted: &[bool]) -> Option<Local> {
-    let InstData::Powi { arg: x, exp } = *data else {
+    let InstData::Powi { arg: x, exp, .. } = *data else {
         return None;
     };
     let p = match exp {

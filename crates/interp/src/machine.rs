@@ -29,6 +29,8 @@ enum Slot {
     F64(f64),
     I64(i64),
     Bool(bool),
+    /// Two f64 lanes (`f64x2`).
+    F64x2([f64; 2]),
     /// A view of an array of [`Machine::heap`].
     Array(View),
     /// A view of an i64 array of [`Machine::heap`], whose cells hold the
@@ -40,7 +42,8 @@ enum Slot {
 /// Elements `lo..lo + len` of the array `heap` of [`Machine::heap`]: a whole
 /// array (a parameter, a `zeros`) or a `slice` of one. (`u32`s keep a
 /// [`Slot`] at two words; arrays are at most `MAX_ARRAY_LEN` long and
-/// arguments are checked on entry.)
+/// arguments are checked on entry; an `f64x2`'s two lanes make a slot
+/// three words.)
 #[derive(Clone, Copy, Debug, PartialEq)]
 struct View {
     heap: u32,
@@ -68,6 +71,7 @@ impl Slot {
         match self {
             Slot::Undef => None,
             Slot::F64(_) => Some(Type::F64),
+            Slot::F64x2(_) => Some(Type::F64x2),
             Slot::I64(_) => Some(Type::I64),
             Slot::Bool(_) => Some(Type::Bool),
             Slot::Array(_) => Some(Type::Array),
@@ -79,6 +83,7 @@ impl Slot {
         match self {
             Slot::Undef => "undefined",
             Slot::F64(_) => "an f64",
+            Slot::F64x2(_) => "an f64x2",
             Slot::I64(_) => "an i64",
             Slot::Bool(_) => "a bool",
             Slot::Array(_) => "an array",
@@ -168,6 +173,14 @@ impl Frame<'_> {
         match self.get(v)? {
             Slot::F64(x) => Ok(x),
             s => Err(self.wrong_kind(v, "an f64", s)),
+        }
+    }
+
+    #[inline]
+    fn f64x2(&self, v: Value) -> Result<[f64; 2], Fault> {
+        match self.get(v)? {
+            Slot::F64x2(x) => Ok(x),
+            s => Err(self.wrong_kind(v, "an f64x2", s)),
         }
     }
 
@@ -622,7 +635,15 @@ impl<'m> Machine<'m> {
                     InstData::Unary { op, arg } => self.unary(frame, inst, *op, *arg)?,
                     InstData::Binary { op, args } => self.binary(frame, inst, *op, *args)?,
                     InstData::Ternary { op, args } => self.ternary(frame, inst, *op, *args)?,
-                    InstData::Powi { arg, exp } => {
+                    InstData::Powi {
+                        op: Opcode::Vpowi,
+                        arg,
+                        exp,
+                    } => {
+                        let r = semantics::lanes_powi(frame.f64x2(*arg)?, *exp);
+                        frame.set(inst, Slot::F64x2(r))?;
+                    }
+                    InstData::Powi { arg, exp, .. } => {
                         frame.set(inst, Slot::F64(semantics::powi(frame.f64(*arg)?, *exp)))?;
                     }
                     InstData::Cmp {
@@ -740,6 +761,13 @@ impl<'m> Machine<'m> {
             Tobits => Slot::I64(semantics::tobits(frame.f64(arg)?)),
             Frombits => Slot::F64(semantics::frombits(frame.i64(arg)?)),
             Len | Ilen => Slot::I64(i64::from(frame.heap_slot(arg, &self.heap)?.len)),
+            Vsplat => Slot::F64x2([frame.f64(arg)?; 2]),
+            Vlane0 => Slot::F64(frame.f64x2(arg)?[0]),
+            Vlane1 => Slot::F64(frame.f64x2(arg)?[1]),
+            op if op.lane_op().is_some() => match semantics::lanes_unary(op, frame.f64x2(arg)?) {
+                Some(r) => Slot::F64x2(r),
+                None => return Err(bad_format(func, op, "one operand")),
+            },
             op => return Err(bad_format(func, op, "one operand")),
         };
         frame.set(inst, r)
@@ -765,6 +793,28 @@ impl<'m> Machine<'m> {
                 let r = semantics::binary_i64(op, frame.i64(a)?, frame.i64(b)?)
                     .map_err(|k| trap(func, k))?;
                 frame.set(inst, Slot::I64(r))?;
+            }
+            Vpack => frame.set(inst, Slot::F64x2([frame.f64(a)?, frame.f64(b)?]))?,
+            Apart => {
+                let x = frame.heap_slot(a, &self.heap)?;
+                let y = frame.heap_slot(b, &self.heap)?;
+                let (rx, ry) = (x.range(), y.range());
+                let meet = x.heap == y.heap && rx.start < ry.end && ry.start < rx.end;
+                frame.set(inst, Slot::Bool(!meet || rx.start == ry.start))?;
+            }
+            op if op.lane_op().is_some() => {
+                match semantics::lanes_binary(op, frame.f64x2(a)?, frame.f64x2(b)?) {
+                    Some(r) => frame.set(inst, Slot::F64x2(r))?,
+                    None => return Err(bad_format(func, op, "two operands")),
+                }
+            }
+            Vload => {
+                let arr = frame.heap_slot(a, &self.heap)?;
+                let data = &self.heap[arr.heap as usize][arr.range()];
+                let i = frame.i64(b)?;
+                let lo = frame.index(a, i, data.len())?;
+                let hi = frame.index(a, i.wrapping_add(1), data.len())?;
+                frame.set(inst, Slot::F64x2([data[lo], data[hi]]))?;
             }
             Load | Iload => {
                 let arr = frame.heap_slot(a, &self.heap)?;
@@ -840,6 +890,16 @@ impl<'m> Machine<'m> {
                     ));
                 }
                 frame.set(inst, if cond { x } else { y })?;
+            }
+            Opcode::Vstore => {
+                let arr = frame.heap_slot(a, &self.heap)?;
+                let x = frame.f64x2(c)?;
+                let data = &mut self.heap[arr.heap as usize][arr.range()];
+                let i = frame.i64(b)?;
+                let lo = frame.index(a, i, data.len())?;
+                let hi = frame.index(a, i.wrapping_add(1), data.len())?;
+                data[lo] = x[0];
+                data[hi] = x[1];
             }
             Opcode::Store | Opcode::Istore => {
                 let arr = frame.heap_slot(a, &self.heap)?;

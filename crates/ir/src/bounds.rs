@@ -158,6 +158,14 @@ fn offset_form(func: &Function, v: Value) -> (Value, i64) {
     (v, 0)
 }
 
+/// May a counter below `hi` step by 2 without wrapping? When `hi` is
+/// `len a + k` with `k <= -1` (a two-lane loop's bound, `vectorize`):
+/// then `i < hi <= i64::MAX - 1`, so `i + 2 <= i64::MAX`.
+fn two_steps(func: &Function, hi: Value) -> bool {
+    let (base, k) = offset_form(func, hi);
+    k <= -1 && len_of(func, base).is_some()
+}
+
 /// `a` when `v` is `len a`.
 fn len_of(func: &Function, v: Value) -> Option<Value> {
     match inst_of(func, v)? {
@@ -169,9 +177,10 @@ fn len_of(func: &Function, v: Value) -> Option<Value> {
     }
 }
 
-/// `(array, index)` of a bounds-checked access: `load`, `store`, and
-/// their i64-array forms `iload`, `istore`.
-fn indexed(data: &InstData) -> Option<(Value, Value)> {
+/// `(array, index, width)` of a bounds-checked access of elements `index
+/// .. index + width`: `load`, `store`, their i64-array forms `iload`,
+/// `istore` (width 1), and the two-lane `vload`, `vstore` (width 2).
+fn indexed(data: &InstData) -> Option<(Value, Value, i64)> {
     match *data {
         InstData::Binary {
             op: Opcode::Iload,
@@ -180,8 +189,16 @@ fn indexed(data: &InstData) -> Option<(Value, Value)> {
         | InstData::Ternary {
             op: Opcode::Istore,
             args: [a, i, _],
-        } => Some((a, i)),
-        _ => data.array_access(),
+        } => Some((a, i, 1)),
+        InstData::Binary {
+            op: Opcode::Vload,
+            args: [a, i],
+        }
+        | InstData::Ternary {
+            op: Opcode::Vstore,
+            args: [a, i, _],
+        } => Some((a, i, 2)),
+        _ => data.array_access().map(|(a, i)| (a, i, 1)),
     }
 }
 
@@ -286,7 +303,7 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
     let mut settled = false;
     for _ in 0..cap {
         let mut changed = false;
-        for &(i, k, _, body, h) in &cands {
+        for &(i, k, hi, body, h) in &cands {
             if !ivs.contains_key(&i) {
                 continue;
             }
@@ -326,7 +343,9 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                         return true;
                     }
                     let (x, c) = offset_form(func, a);
-                    x == i && (c == 0 || c == 1) && doms.dominates(body, *from)
+                    x == i
+                        && (c == 0 || c == 1 || (c == 2 && two_steps(func, hi)))
+                        && doms.dominates(body, *from)
                 })
             });
             if !all_ok {
@@ -407,13 +426,15 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
     // Accesses in their bodies.
     for &b in &order {
         for (pos, &inst) in func.layout.block_insts(b).iter().enumerate() {
-            let Some((arr, idx)) = indexed(func.dfg.inst(inst)) else {
+            let Some((arr, idx, width)) = indexed(func.dfg.inst(inst)) else {
                 continue;
             };
-            if countdowns.iter().any(|cd| {
-                doms.dominates(cd.body, b)
-                    && count_down_proves(func, &doms, cd, idx, &same_length_as(arr, b, pos))
-            }) {
+            if width == 1
+                && countdowns.iter().any(|cd| {
+                    doms.dominates(cd.body, b)
+                        && count_down_proves(func, &doms, cd, idx, &same_length_as(arr, b, pos))
+                })
+            {
                 safe.insert(inst);
                 continue;
             }
@@ -422,10 +443,14 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
             if c.checked_add(iv.lo).is_none_or(|m| m < 0) || !doms.dominates(iv.body, b) {
                 continue;
             }
-            // hi + c <= len(arr)?
+            // hi + c + (width - 1) <= len(arr)?
             let (base, k) = offset_form(func, iv.hi);
             // `k <= 0` as well: `base + k` does not wrap.
-            if k > 0 || k.checked_add(c).is_none_or(|s| s > 0) {
+            if k > 0
+                || k.checked_add(c)
+                    .and_then(|s| s.checked_add(width - 1))
+                    .is_none_or(|s| s > 0)
+            {
                 continue;
             }
             let is_length = |x: Value| len_of(func, base) == Some(x) || is_zeros_of(func, x, base);
@@ -989,9 +1014,30 @@ block3:
 
     #[test]
     fn unprovable_loops_keep_their_checks() {
-        // A negative start, or a step other than 1.
+        // A negative start, a step of 2 to a bound that could be
+        // `i64::MAX` (`len` itself), or a step of 3.
         assert!(proven(&loop_src(-1, 1, 1)).is_empty());
-        assert!(proven(&loop_src(0, 1, 2)).is_empty());
+        assert!(proven(&loop_src(0, 0, 2)).is_empty());
+        assert!(proven(&loop_src(0, 1, 3)).is_empty());
+    }
+
+    /// A two-lane loop (`vectorize`) counts by 2 below `len - 1`: the
+    /// counter cannot wrap, and `vload x, i` reads `x[i]` and `x[i + 1]`.
+    #[test]
+    fn a_two_lane_counter_steps_by_two() {
+        assert_eq!(
+            proven(&loop_src(0, 1, 2)),
+            vec![at("block2", 0), at("block2", 3)]
+        );
+        let lanes = loop_src(0, 1, 2)
+            .replace("v10 = load v0, v6", "v10 = vload v0, v6")
+            .replace("v14 = load v0, v13", "v14 = vload v0, v13")
+            .replace("v15 = fadd v10, v14", "v15 = vfadd v10, v14")
+            .replace("v16 = fadd v7, v15", "v16 = vlane0 v15");
+        // `x[i + 1 .. i + 3]` needs `i < len - 2`.
+        assert_eq!(proven(&lanes), vec![at("block2", 0)]);
+        let further = lanes.replace("v4 = iconst 1", "v4 = iconst 2");
+        assert_eq!(proven(&further), vec![at("block2", 0), at("block2", 3)]);
     }
 
     #[test]

@@ -205,7 +205,14 @@ impl<'f> FuncBuilder<'f> {
 
     /// `powi arg, exp`: `arg ^ exp` for an immediate `exp`.
     pub fn powi(&mut self, arg: Value, exp: i32) -> Value {
-        self.build1(InstData::Powi { arg, exp }, Type::F64)
+        let op = Opcode::Powi;
+        self.build1(InstData::Powi { op, arg, exp }, Type::F64)
+    }
+
+    /// `vpowi arg, exp`: `powi` on both lanes of the f64x2 `arg`.
+    pub fn vpowi(&mut self, arg: Value, exp: i32) -> Value {
+        let op = Opcode::Vpowi;
+        self.build1(InstData::Powi { op, arg, exp }, Type::F64x2)
     }
 
     /// `fcmp cond a, b`: the bool `a cond b` (ordered).

@@ -195,6 +195,44 @@ macro_rules! for_each_opcode {
             /// IEEE 754-2019 `maximum`: NaN if either operand is NaN, -0 < +0.
             Max      = "max",        Binary,   [F64, F64]         -> F64,    [],                        Cheap, "max",    -;
 
+            /// Two lanes (`f64x2`, made only by the optimizer's `vectorize`):
+            /// each `v*` computation is its scalar opcode on each lane
+            /// ([`Opcode::lane_op`]), bit for bit.
+            /// `v = vsplat x`: `x` in both lanes.
+            Vsplat   = "vsplat",     Unary,    [F64]              -> F64x2,  [],                        Cheap, -,        -;
+            /// `v = vpack a, b`: `a` in lane 0, `b` in lane 1.
+            Vpack    = "vpack",      Binary,   [F64, F64]         -> F64x2,  [],                        Cheap, -,        -;
+            /// `x = vlane0 v`: lane 0 of `v`.
+            Vlane0   = "vlane0",     Unary,    [F64x2]            -> F64,    [],                        Cheap, -,        -;
+            /// `x = vlane1 v`: lane 1 of `v`.
+            Vlane1   = "vlane1",     Unary,    [F64x2]            -> F64,    [],                        Cheap, -,        -;
+            /// `fadd` on each lane.
+            Vfadd    = "vfadd",      Binary,   [F64x2, F64x2]     -> F64x2,  [],                        Cheap, -,        -;
+            /// `fsub` on each lane.
+            Vfsub    = "vfsub",      Binary,   [F64x2, F64x2]     -> F64x2,  [],                        Cheap, -,        -;
+            /// `fmul` on each lane.
+            Vfmul    = "vfmul",      Binary,   [F64x2, F64x2]     -> F64x2,  [],                        Cheap, -,        -;
+            /// `fdiv` on each lane.
+            Vfdiv    = "vfdiv",      Binary,   [F64x2, F64x2]     -> F64x2,  [],                        Slow,  -,        -;
+            /// `fneg` on each lane.
+            Vfneg    = "vfneg",      Unary,    [F64x2]            -> F64x2,  [],                        Cheap, -,        -;
+            /// `powi` on each lane (the same exact binary powering).
+            Vpowi    = "vpowi",      Powi,     [F64x2]            -> F64x2,  [],                        Cheap, -,        -;
+            /// `sqrt` on each lane.
+            Vsqrt    = "vsqrt",      Unary,    [F64x2]            -> F64x2,  [],                        Slow,  -,        -;
+            /// `v = vload a, i`: elements `i` (lane 0) and `i + 1` (lane 1)
+            /// of `a`; traps as `load a, i`, then as `load a, i + 1`.
+            Vload    = "vload",      Binary,   [Array, I64]       -> F64x2,  [read trap],               -,     -,        -;
+            /// `c = apart a, b`: whether the f64 arrays (views) `a` and `b`
+            /// share no element or start at the same one, so that
+            /// `a[i]` and `b[j]` are one element only if `i = j`: the guard
+            /// of a two-lane loop that writes one and reads the other.
+            Apart    = "apart",      Binary,   [Array, Array]     -> Bool,   [],                        Cheap, -,        -;
+            /// `vstore a, i, v`: sets elements `i` and `i + 1` of the
+            /// writable array `a` to lanes 0 and 1 of `v`; traps as `store
+            /// a, i`, then as `store a, i + 1`, before writing either.
+            Vstore   = "vstore",     Ternary,  [Array, I64, F64x2] -> none,  [write trap],              -,     -,        -;
+
             /// Ordered comparison of f64 (false when either is NaN, except `ne`).
             Fcmp     = "fcmp",       Cmp,      [F64, F64]         -> Bool,   [],                        Cheap, -,        -;
             /// Signed comparison of i64.
@@ -529,6 +567,30 @@ impl Opcode {
             .find(|op| op.intrinsic_name() == Some(name))
     }
 
+    /// The scalar opcode a two-lane computation runs on each lane
+    /// (`vfadd` -> `fadd`); `None` for every other opcode.
+    pub fn lane_op(self) -> Option<Opcode> {
+        Some(match self {
+            Opcode::Vfadd => Opcode::Fadd,
+            Opcode::Vfsub => Opcode::Fsub,
+            Opcode::Vfmul => Opcode::Fmul,
+            Opcode::Vfdiv => Opcode::Fdiv,
+            Opcode::Vfneg => Opcode::Fneg,
+            Opcode::Vpowi => Opcode::Powi,
+            Opcode::Vsqrt => Opcode::Sqrt,
+            _ => return None,
+        })
+    }
+
+    /// The two-lane opcode of a scalar computation (`fadd` -> `vfadd`),
+    /// the inverse of [`Opcode::lane_op`].
+    pub fn two_lanes(self) -> Option<Opcode> {
+        Opcode::ALL
+            .iter()
+            .copied()
+            .find(|v| v.lane_op() == Some(self))
+    }
+
     /// Does this opcode touch memory or control flow, or may it trap? Such
     /// instructions are never removed or reordered as pure computations.
     pub fn has_side_effects(self) -> bool {
@@ -791,9 +853,11 @@ pub enum InstData {
         /// The operands, in text order (`store a, i, x` is `[a, i, x]`).
         args: [Value; 3],
     },
-    /// `powi arg, exp`.
+    /// `powi arg, exp` (and `vpowi`, on two lanes).
     Powi {
-        /// The base, an f64.
+        /// `powi` or `vpowi`.
+        op: Opcode,
+        /// The base, an f64 (an f64x2 for `vpowi`).
         arg: Value,
         /// The integer exponent, an immediate.
         exp: i32,
@@ -918,7 +982,7 @@ impl InstData {
             | InstData::Cmp { op, .. }
             | InstData::Zeros { op, .. }
             | InstData::Tape { op, .. } => *op,
-            InstData::Powi { .. } => Opcode::Powi,
+            InstData::Powi { op, .. } => *op,
             InstData::Push { .. } => Opcode::Push,
             InstData::Pop { .. } => Opcode::Pop,
             InstData::Call { .. } => Opcode::Call,
@@ -1111,9 +1175,9 @@ mod tests {
         assert_eq!(
             impure,
             [
-                Idiv, Irem, Ishl, Sshr, Ftosi, Load, Store, Zeros, Fill, Iload, Istore, Izeros,
-                Ifill, SameLen, Slice, Disjoint, Push, Pop, Tapelen, Tapecut, Tapeover, Call,
-                Autodiff, Jump, Brif, Return
+                Idiv, Irem, Ishl, Sshr, Ftosi, Vload, Vstore, Load, Store, Zeros, Fill, Iload,
+                Istore, Izeros, Ifill, SameLen, Slice, Disjoint, Push, Pop, Tapelen, Tapecut,
+                Tapeover, Call, Autodiff, Jump, Brif, Return
             ]
         );
         let terminators: Vec<Opcode> = Opcode::ALL

@@ -1029,14 +1029,19 @@ impl<'m> Body<'m> {
                 };
                 (InstData::BConst { imm }, Known(vec![Type::Bool]))
             }
-            Opcode::Powi => {
+            Opcode::Powi | Opcode::Vpowi => {
                 let arg = self.value(c)?;
                 c.expect(',')?;
                 let (w, pos) = c.word("an i32 exponent")?;
                 let exp = w
                     .parse()
                     .map_err(|_| err(pos, format!("invalid i32 exponent `{w}`")))?;
-                (InstData::Powi { arg, exp }, Known(vec![Type::F64]))
+                let ty = if op == Opcode::Powi {
+                    Type::F64
+                } else {
+                    Type::F64x2
+                };
+                (InstData::Powi { op, arg, exp }, Known(vec![ty]))
             }
             Opcode::Fcmp | Opcode::Icmp => {
                 let (w, pos) = c.word("a condition")?;
@@ -1050,7 +1055,12 @@ impl<'m> Body<'m> {
                 };
                 (data, Known(vec![Type::Bool]))
             }
-            Opcode::Select | Opcode::Store | Opcode::Istore | Opcode::Slice | Opcode::View => {
+            Opcode::Select
+            | Opcode::Store
+            | Opcode::Istore
+            | Opcode::Vstore
+            | Opcode::Slice
+            | Opcode::View => {
                 let a = self.operands(c, 3)?;
                 let types = match op {
                     Opcode::Select => ResultTypes::SameAs(a[1]),

@@ -130,6 +130,26 @@ pub fn binary_f64(op: Opcode, a: f64, b: f64) -> f64 {
     }
 }
 
+/// A two-lane computation of one operand (`vfneg`, `vsqrt`): its scalar
+/// opcode ([`Opcode::lane_op`]) on each lane, by [`unary_f64`]. `None` for
+/// any other opcode.
+pub fn lanes_unary(op: Opcode, x: [f64; 2]) -> Option<[f64; 2]> {
+    let s = op.lane_op().filter(|&s| is_unary_f64(s))?;
+    Some(x.map(|x| unary_f64(s, x)))
+}
+
+/// A two-lane computation of two operands (`vfadd`, ..): its scalar
+/// opcode on each lane, by [`binary_f64`]. `None` for any other opcode.
+pub fn lanes_binary(op: Opcode, a: [f64; 2], b: [f64; 2]) -> Option<[f64; 2]> {
+    let s = op.lane_op().filter(|&s| is_binary_f64(s))?;
+    Some([binary_f64(s, a[0], b[0]), binary_f64(s, a[1], b[1])])
+}
+
+/// `vpowi`: [`powi`] on each lane.
+pub fn lanes_powi(x: [f64; 2], n: i32) -> [f64; 2] {
+    x.map(|x| powi(x, n))
+}
+
 /// `sign(x)`: -1.0 or 1.0 for nonzero `x`; `x` itself for ±0 and NaN.
 pub fn sign(x: f64) -> f64 {
     if x > 0.0 {

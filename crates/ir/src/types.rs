@@ -23,6 +23,12 @@ pub enum Type {
     /// An `i64` array, passed by reference (`iarr`): indices and other
     /// integer data. Never differentiated (no shadow, never active).
     IArray,
+    /// Two `f64` lanes (`f64x2`): the values of the optimizer's two-lane
+    /// loops (`adze_opt`'s `vectorize`), lane 0 and lane 1. Only inside a
+    /// function's body: never a parameter, a result, an argument or a
+    /// tape entry, and never seen by the AD passes (which run before the
+    /// optimizer makes them).
+    F64x2,
 }
 
 impl Type {
@@ -34,6 +40,7 @@ impl Type {
             Type::Bool => "bool",
             Type::Array => "arr",
             Type::IArray => "iarr",
+            Type::F64x2 => "f64x2",
         }
     }
 
@@ -45,6 +52,7 @@ impl Type {
             "bool" => Type::Bool,
             "arr" => Type::Array,
             "iarr" => Type::IArray,
+            "f64x2" => Type::F64x2,
             _ => return None,
         })
     }
@@ -63,6 +71,7 @@ impl Type {
             Type::Bool => "a bool",
             Type::Array => "an array",
             Type::IArray => "an i64 array",
+            Type::F64x2 => "an f64x2",
         }
     }
 

@@ -585,6 +585,17 @@ impl Verifier<'_> {
     }
 
     fn check_entry(&mut self) {
+        // Two lanes live only inside a body: no signature holds them, so
+        // that calls, executors' arguments and AD see scalars and arrays.
+        let sig = &self.func.sig;
+        if sig
+            .param_types()
+            .chain(sig.results.iter().copied())
+            .any(|t| t == Type::F64x2)
+        {
+            let msg = "no parameter or result can be an f64x2".to_string();
+            self.report(AnyEntity::Function, msg);
+        }
         let Some(entry) = self.func.entry_block() else {
             return;
         };
@@ -709,6 +720,8 @@ impl Verifier<'_> {
                 let (ta, tb) = (self.ty(*a), self.ty(*b));
                 if ta.is_some_and(Type::is_array) || tb.is_some_and(Type::is_array) {
                     self.report(at, "arrays cannot flow through `select`".to_string());
+                } else if ta == Some(Type::F64x2) || tb == Some(Type::F64x2) {
+                    self.report(at, "f64x2 values cannot flow through `select`".to_string());
                 } else if let (Some(ta), Some(tb)) = (ta, tb) {
                     if ta != tb {
                         let msg =
@@ -751,6 +764,8 @@ impl Verifier<'_> {
                 }
                 if self.ty(*arg).is_some_and(Type::is_array) {
                     self.report(at, "arrays cannot be pushed on the tape".to_string());
+                } else if self.ty(*arg) == Some(Type::F64x2) {
+                    self.report(at, "f64x2 values cannot be pushed on the tape".to_string());
                 }
                 self.expect_results(inst, &[]);
             }
@@ -760,6 +775,11 @@ impl Verifier<'_> {
                 }
                 if !ty.is_scalar() {
                     self.report(at, "arrays cannot be popped from the tape".to_string());
+                } else if *ty == Type::F64x2 {
+                    self.report(
+                        at,
+                        "f64x2 values cannot be popped from the tape".to_string(),
+                    );
                 }
                 self.expect_results(inst, &[*ty]);
             }
@@ -827,7 +847,7 @@ impl Verifier<'_> {
                 }
                 if matches!(
                     op,
-                    Opcode::Store | Opcode::Fill | Opcode::Istore | Opcode::Ifill
+                    Opcode::Store | Opcode::Fill | Opcode::Istore | Opcode::Ifill | Opcode::Vstore
                 ) {
                     self.expect_writable(at, format_args!("`{op}` target"), data.args()[0]);
                 }

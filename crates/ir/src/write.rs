@@ -234,7 +234,7 @@ pub fn write_inst(
         InstData::Ternary { args, .. } => {
             write!(w, "{op} {}, {}, {}", args[0], args[1], args[2])
         }
-        InstData::Powi { arg, exp } => write!(w, "{op} {arg}, {exp}"),
+        InstData::Powi { arg, exp, .. } => write!(w, "{op} {arg}, {exp}"),
         InstData::Cmp { cond, args, .. } => write!(w, "{op} {cond} {}, {}", args[0], args[1]),
         InstData::Zeros { len, name, .. } => write!(w, "{op} {len}, {name:?}"),
         InstData::Push { tape, arg } => write!(w, "{op} {tape}, {arg}"),

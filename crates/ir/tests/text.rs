@@ -148,6 +148,27 @@ block0(v0: iarr, v1: i64):
     disjoint v5, v0
     return v4
 }
+
+function @lanes(a: arr, out: mut arr, x: f64) -> f64 {
+block0(v0: arr, v1: arr, v2: f64):
+    v3 = iconst 0
+    v4 = vsplat v2
+    v5 = vpack v2, v2
+    v6 = vload v0, v3
+    v7 = vfadd v4, v5
+    v8 = vfsub v7, v6
+    v9 = vfmul v8, v8
+    v10 = vfdiv v9, v4
+    v11 = vfneg v10
+    v12 = vpowi v11, -2
+    v13 = vsqrt v12
+    vstore v1, v3, v13
+    v14 = vlane0 v13
+    v15 = vlane1 v13
+    v16 = fadd v14, v15
+    v17 = apart v0, v1
+    return v16
+}
 "#;
 
 fn roundtrip(text: &str) -> Module {
@@ -879,6 +900,7 @@ struct Pools {
     arrs: Vec<Value>,
     warrs: Vec<Value>,
     iarrs: Vec<Value>,
+    lanes: Vec<Value>,
 }
 
 impl Pools {
@@ -889,6 +911,7 @@ impl Pools {
             Type::Bool => &self.b,
             Type::Array => &self.arrs,
             Type::IArray => &self.iarrs,
+            Type::F64x2 => &self.lanes,
         }
     }
 
@@ -904,6 +927,7 @@ impl Pools {
             Type::Bool => self.b.push(v),
             Type::Array => self.arrs.push(v),
             Type::IArray => self.iarrs.push(v),
+            Type::F64x2 => self.lanes.push(v),
         }
     }
 }
@@ -920,6 +944,7 @@ fn scalar_ops(n: usize) -> Vec<(Opcode, &'static [Type], Type)> {
                     && !matches!(
                         op,
                         Opcode::Powi
+                            | Opcode::Vpowi
                             | Opcode::Fcmp
                             | Opcode::Icmp
                             | Opcode::Tapecut
@@ -957,6 +982,7 @@ fn build_random(steps: &[Step]) -> Module {
         arrs: vec![ps[2], ps[3]],
         warrs: vec![ps[3]],
         iarrs: Vec::new(),
+        lanes: vec![b.unary(Opcode::Vsplat, ps[0])],
     };
     for s in steps {
         match s.clone() {

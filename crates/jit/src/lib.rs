@@ -492,6 +492,19 @@ fn declare_functions(
                 what: "a function that is declared but has no body".into(),
             });
         }
+        // Two-lane values live only inside a body (the verifier says so
+        // too); every signature below is of scalars and arrays.
+        let params = f.sig.param_types().collect::<Vec<_>>();
+        if params
+            .iter()
+            .chain(&f.sig.results)
+            .any(|&t| t == Type::F64x2)
+        {
+            return Err(JitError::Unsupported {
+                func: f.name.clone(),
+                what: "an f64x2 parameter or result".into(),
+            });
+        }
         let sig = codegen::clif_signature(jm, ptr, f.sig.param_types());
         funcs[id] = Some(jm.declare_anonymous_function(&sig).map_err(link_error)?);
     }
@@ -949,7 +962,8 @@ impl Runner<'_> {
             .iter()
             .zip(&results)
             .map(|(ty, &bits)| match ty {
-                Type::F64 => Val::F64(f64::from_bits(bits)),
+                // No result is an f64x2 (`declare_functions`).
+                Type::F64 | Type::F64x2 => Val::F64(f64::from_bits(bits)),
                 Type::I64 => Val::I64(bits as i64),
                 Type::Bool => Val::Bool(bits != 0),
                 Type::Array => Val::Array(returned.next().unwrap_or_default()),

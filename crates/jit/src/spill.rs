@@ -125,7 +125,8 @@ fn file(func: &Function, v: Value) -> Option<File> {
     match func.dfg.value_type(v) {
         Type::F64 => Some(File::Xmm),
         Type::I64 | Type::Array | Type::IArray => Some(File::Gpr),
-        Type::Bool => None,
+        // Left to Cranelift's allocator: the plan's slots are 8 bytes.
+        Type::Bool | Type::F64x2 => None,
     }
 }
 

@@ -35,7 +35,10 @@ pub enum Ty {
 impl Ty {
     pub fn scalar(t: Type) -> Ty {
         match t {
-            Type::F64 => Ty::F64,
+            // The language has no two-lane type; only the optimizer, after
+            // the front end, makes `f64x2` values, and no signature holds
+            // one. Named as the f64 lanes it holds.
+            Type::F64 | Type::F64x2 => Ty::F64,
             Type::I64 => Ty::I64,
             Type::Bool => Ty::Bool,
             Type::Array => Ty::Array {

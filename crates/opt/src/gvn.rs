@@ -410,7 +410,7 @@ fn simplify(func: &Function, quiet: &EntitySet<Value>, data: &InstData) -> Simpl
             None if a == b => Simplified::Value(a),
             None => Simplified::Keep,
         },
-        InstData::Powi { arg, exp } => match (f(arg), exp) {
+        InstData::Powi { op: Powi, arg, exp } => match (f(arg), exp) {
             (Some(x), _) => fconst(semantics::powi(f64::from_bits(x), exp)),
             (None, 1) => Simplified::Value(arg),
             (None, 0) => fconst(1.0),

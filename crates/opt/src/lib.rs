@@ -55,6 +55,7 @@ pub mod mem;
 mod phis;
 pub mod promote;
 pub mod unroll;
+pub mod vectorize;
 pub mod version;
 
 pub use carry::{carry_loads, CarryStats};
@@ -69,6 +70,7 @@ pub use licm::{licm, LicmStats};
 pub use loopdel::{delete_loops, LoopDelStats};
 pub use mem::{forward_memory, Callees, MemStats};
 pub use unroll::{unroll_loops, UnrollStats};
+pub use vectorize::{vectorize_loops, VectorizeStats};
 pub use version::{version_loops, VersionStats};
 
 use adze_ir::verify::{verify_function, VerifierErrors};
@@ -102,6 +104,10 @@ pub enum Pass {
     /// [`version_loops`]: a count-down loop with unproven indices gets a
     /// copy behind one guard that checks their whole range.
     Version,
+    /// [`vectorize_loops`]: a counting loop whose iterations are
+    /// independent but for a split sum runs two iterations at a time in
+    /// the lanes of `f64x2` values.
+    Vectorize,
     /// [`unroll_loops`]: a counting loop whose back edge rotates values
     /// runs two iterations per trip.
     Unroll,
@@ -120,6 +126,7 @@ impl Pass {
             Pass::LoopDel => "opt-loopdel",
             Pass::Carry => "opt-carry",
             Pass::Version => "opt-version",
+            Pass::Vectorize => "opt-vectorize",
             Pass::Unroll => "opt-unroll",
         }
     }
@@ -149,10 +156,14 @@ impl Pass {
 ///     analysis bounds a copy behind one guard on their whole range;
 /// 11. `gvn` merges the hoisted code with the preheader's;
 /// 12. `dce` sweeps once more;
-/// 13. `unroll` runs two iterations per trip of the counting loops whose
-///     back edge rotates values (a split sum's partial sums), last, so that
-///     no pass before it sees a loop twice.
-pub const PIPELINE: [Pass; 13] = [
+/// 13. `vectorize` runs two iterations at a time, in the lanes of `f64x2`
+///     values, of the innermost counting loops whose iterations are
+///     independent but for a split sum's partial sums (the loop finishes
+///     what is left);
+/// 14. `unroll` runs two iterations per trip of the other counting loops
+///     whose back edge rotates values (a split sum's partial sums), last,
+///     so that no pass before it sees a loop twice.
+pub const PIPELINE: [Pass; 14] = [
     Pass::Gvn,
     Pass::Promote,
     Pass::Mem,
@@ -165,6 +176,7 @@ pub const PIPELINE: [Pass; 13] = [
     Pass::Version,
     Pass::Gvn,
     Pass::Dce,
+    Pass::Vectorize,
     Pass::Unroll,
 ];
 
@@ -184,6 +196,7 @@ pub struct OptStats {
     pub loopdel: LoopDelStats,
     pub carry: CarryStats,
     pub version: VersionStats,
+    pub vectorize: VectorizeStats,
     pub unroll: UnrollStats,
 }
 
@@ -207,7 +220,8 @@ add_assign! {
     CarryStats { loops, loads }
     VersionStats { loops, ranges }
     UnrollStats { loops }
-    OptStats { insts_before, insts_after, gvn, mem, dce, licm, promoted, indvars, loopdel, carry, version, unroll }
+    VectorizeStats { loops }
+    OptStats { insts_before, insts_after, gvn, mem, dce, licm, promoted, indvars, loopdel, carry, version, vectorize, unroll }
 }
 
 /// Optimizes every function of `module` with [`PIPELINE`]. In debug builds
@@ -274,6 +288,7 @@ fn run(
         Pass::LoopDel => stats.loopdel = delete_loops(func),
         Pass::Carry => stats.carry = carry_loads(func),
         Pass::Version => stats.version = version_loops(func),
+        Pass::Vectorize => stats.vectorize = vectorize_loops(func),
         Pass::Unroll => stats.unroll = unroll_loops(func),
     }
     if cfg!(debug_assertions) {

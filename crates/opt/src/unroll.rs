@@ -104,8 +104,21 @@ fn plan(
     header: Block,
     body: &[Block],
 ) -> Option<Plan> {
-    let LoopShape { latch, exit, .. } =
-        loop_shape(func, cfg, scopes, header, body, MAX_UNROLL_INSTS)?;
+    let LoopShape {
+        latch,
+        exit,
+        preheader,
+    } = loop_shape(func, cfg, scopes, header, body, MAX_UNROLL_INSTS)?;
+    // The loop after a two-lane copy (`vectorize`), entered from its
+    // lanes, runs one iteration at most.
+    let after_lanes = func
+        .layout
+        .block_insts(preheader)
+        .iter()
+        .any(|&i| matches!(func.dfg.inst(i).opcode(), Opcode::Vlane0 | Opcode::Vlane1));
+    if after_lanes {
+        return None;
+    }
     // A counting loop: `brif (icmp lt i, n)` on a header parameter `i`.
     let params = func.dfg.block_params(header);
     let branch = func.dfg.inst(func.layout.last_inst(header)?);

@@ -100,6 +100,7 @@ pub fn take<'py>(obj: &Bound<'py, PyAny>, p: &Param, what: &str) -> PyResult<Hel
         (Type::Array, true) => Held::Rw(readwrite(obj, p, what)?),
         (Type::IArray, false) => Held::IRo(readonly(obj, p, what, "iub")?),
         (Type::IArray, true) => Held::IRw(readwrite(obj, p, what)?),
+        (Type::F64x2, _) => return Err(error(format!("{what}: no parameter is an f64x2"))),
     })
 }
 

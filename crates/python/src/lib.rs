@@ -524,6 +524,7 @@ fn type_text_plain(ty: Type) -> &'static str {
         Type::Bool => "bool",
         Type::Array => "[f64]",
         Type::IArray => "[i64]",
+        Type::F64x2 => "f64x2",
     }
 }
 

@@ -212,6 +212,7 @@ pub fn describe(p: &Param) -> String {
         Type::Bool => "bool",
         Type::Array => "[f64]",
         Type::IArray => "[i64]",
+        Type::F64x2 => "f64x2",
     };
     match (p.mutable, p.ty) {
         (true, _) => format!("a mut {ty}"),

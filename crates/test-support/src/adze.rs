@@ -171,6 +171,7 @@ pub fn parse_val(text: &str, ty: Type) -> Result<Val, String> {
         Type::Bool => Val::Bool(read(text)?),
         Type::Array => Val::Array(list(text, read)?),
         Type::IArray => Val::IArray(list(text, read)?),
+        Type::F64x2 => return Err(format!("`{text}`: no argument is an f64x2")),
     })
 }
 

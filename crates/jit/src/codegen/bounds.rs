@@ -141,6 +141,32 @@ impl Translator<'_, '_> {
         Ok(self.b.ins().iadd(ptr, off))
     }
 
+    /// The address of elements `idx` and `idx + 1` of `arr` (`vload`,
+    /// `vstore`): checks `idx` as [`Translator::element_addr`] does, then
+    /// `idx + 1`, each with the error of a scalar access there (the
+    /// interpreter's order); neither when the bounds of the loop prove
+    /// both (`adze_ir::bounds` proves a two-lane access only whole).
+    pub(super) fn pair_addr(&mut self, arr: IrValue, idx: IrValue) -> Result<cl::Value, JitError> {
+        let addr = self.element_addr(arr, idx)?;
+        if !self.cur.is_some_and(|i| self.bounds.loop_safe.contains(i)) {
+            let i = self.scalar(idx)?;
+            let next = self.b.ins().iadd_imm_s(i, 1);
+            let len = self.array_len(arr)?;
+            let oob = self
+                .b
+                .ins()
+                .icmp(IntCC::UnsignedGreaterThanOrEqual, next, len);
+            let array = self.func.array_name(arr);
+            self.trap_if(
+                oob,
+                SiteKind::IndexOutOfBounds { array },
+                Some(next),
+                Some(len),
+            );
+        }
+        Ok(addr)
+    }
+
     /// `samelen a, b`: traps unless the arrays have one length, then
     /// records that they do. Nothing when an earlier `samelen` proved it.
     pub(super) fn same_len(&mut self, a: IrValue, b: IrValue) -> Result<(), JitError> {

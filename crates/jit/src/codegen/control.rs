@@ -229,6 +229,7 @@ impl Translator<'_, '_> {
         for (k, &r) in results.iter().enumerate() {
             let off = (8 * k) as i32;
             let x = match self.func.dfg.value_type(r) {
+                Type::F64x2 => return Err(self.err("a call with an f64x2 result".into())),
                 Type::F64 => self.slot_load(cl::types::F64, out, off),
                 Type::I64 => self.slot_load(cl::types::I64, out, off),
                 Type::Bool => {

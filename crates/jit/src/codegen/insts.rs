@@ -32,7 +32,7 @@ impl Translator<'_, '_> {
             InstData::Unary { op, arg } => self.unary(inst, *op, *arg)?,
             InstData::Binary { op, args } => self.binary(inst, *op, *args)?,
             InstData::Ternary { op, args } => self.ternary(inst, *op, *args)?,
-            InstData::Powi { arg, exp } => {
+            InstData::Powi { arg, exp, .. } => {
                 let x = self.scalar(*arg)?;
                 let r = self.powi(x, *exp);
                 self.define(inst, r);
@@ -94,7 +94,11 @@ impl Translator<'_, '_> {
             Opcode::Sitof => ins.fcvt_from_sint(f64t, x),
             Opcode::Tobits => ins.bitcast(cl::types::I64, MemFlagsData::new(), x),
             Opcode::Frombits => ins.bitcast(f64t, MemFlagsData::new(), x),
-            Opcode::Sqrt => ins.sqrt(x),
+            Opcode::Sqrt | Opcode::Vsqrt => ins.sqrt(x),
+            Opcode::Vfneg => ins.fneg(x),
+            Opcode::Vsplat => ins.splat(cl::types::F64X2, x),
+            Opcode::Vlane0 => ins.extractlane(x, 0),
+            Opcode::Vlane1 => ins.extractlane(x, 1),
             Opcode::Abs => ins.fabs(x),
             Opcode::Floor => ins.floor(x),
             Opcode::Ceil => ins.ceil(x),
@@ -113,6 +117,12 @@ impl Translator<'_, '_> {
     /// opcode's libcall).
     fn binary(&mut self, inst: Inst, op: Opcode, args: [IrValue; 2]) -> Result<(), JitError> {
         match op {
+            Opcode::Vload => {
+                let addr = self.pair_addr(args[0], args[1])?;
+                let x = self.b.ins().load(cl::types::F64X2, flags(), addr, 0);
+                self.define(inst, x);
+                return Ok(());
+            }
             Opcode::Load | Opcode::Iload => {
                 let addr = self.element_addr(args[0], args[1])?;
                 let ty = if op == Opcode::Load {
@@ -127,6 +137,11 @@ impl Translator<'_, '_> {
             Opcode::Fill | Opcode::Ifill => return self.fill(args[0], args[1]),
             Opcode::SameLen => return self.same_len(args[0], args[1]),
             Opcode::Disjoint => return self.disjoint(args[0], args[1]),
+            Opcode::Apart => {
+                let r = self.apart(args[0], args[1])?;
+                self.define(inst, r);
+                return Ok(());
+            }
             Opcode::Idiv | Opcode::Irem => {
                 let r = self.idiv(op, args[0], args[1])?;
                 self.define(inst, r);
@@ -146,9 +161,14 @@ impl Translator<'_, '_> {
         };
         let ins = self.b.ins();
         let r = match op {
-            Opcode::Fadd => ins.fadd(x, y),
-            Opcode::Fsub => ins.fsub(x, y),
-            Opcode::Fmul => ins.fmul(x, y),
+            Opcode::Fadd | Opcode::Vfadd => ins.fadd(x, y),
+            Opcode::Fsub | Opcode::Vfsub => ins.fsub(x, y),
+            Opcode::Fmul | Opcode::Vfmul => ins.fmul(x, y),
+            Opcode::Vfdiv => ins.fdiv(x, y),
+            Opcode::Vpack => {
+                let v = ins.scalar_to_vector(cl::types::F64X2, x);
+                self.b.ins().insertlane(v, y, 1)
+            }
             Opcode::Fdiv => match reciprocal {
                 Some(r) => {
                     let r = ins.f64const(r);
@@ -199,6 +219,11 @@ impl Translator<'_, '_> {
     /// `store`, `select` and `slice`.
     fn ternary(&mut self, inst: Inst, op: Opcode, args: [IrValue; 3]) -> Result<(), JitError> {
         match op {
+            Opcode::Vstore => {
+                let x = self.scalar(args[2])?;
+                let addr = self.pair_addr(args[0], args[1])?;
+                self.b.ins().store(flags(), x, addr, 0);
+            }
             Opcode::Store | Opcode::Istore => {
                 let x = self.scalar(args[2])?;
                 let addr = self.element_addr(args[0], args[1])?;
@@ -319,6 +344,16 @@ impl Translator<'_, '_> {
 
     /// `x ^ n` as the same square-and-multiply sequence as
     /// `semantics::powi`, unrolled for the immediate `n`.
+    /// `1.0` of `x`'s type: an f64, or both lanes of an f64x2.
+    fn one_like(&mut self, x: cl::Value) -> cl::Value {
+        let one = self.b.ins().f64const(1.0);
+        if self.b.func.dfg.value_type(x) == cl::types::F64X2 {
+            self.b.ins().splat(cl::types::F64X2, one)
+        } else {
+            one
+        }
+    }
+
     fn powi(&mut self, x: cl::Value, n: i32) -> cl::Value {
         let mut e = n.unsigned_abs();
         let mut base = x;
@@ -337,10 +372,10 @@ impl Translator<'_, '_> {
         }
         let p = match acc {
             Some(p) => p,
-            None => self.b.ins().f64const(1.0),
+            None => self.one_like(x),
         };
         if n < 0 {
-            let one = self.b.ins().f64const(1.0);
+            let one = self.one_like(x);
             self.b.ins().fdiv(one, p)
         } else {
             p
@@ -415,6 +450,23 @@ impl Translator<'_, '_> {
         };
         self.trap_if(overlap, kind, None, None);
         Ok(())
+    }
+
+    /// `apart a, b`: the views share no element (as `disjoint` decides)
+    /// or start at the same one.
+    fn apart(&mut self, a: IrValue, b: IrValue) -> Result<cl::Value, JitError> {
+        let (pa, la) = self.array(a)?;
+        let (pb, lb) = self.array(b)?;
+        let ba = self.b.ins().ishl_imm_u(la, 3);
+        let ea = self.b.ins().iadd(pa, ba);
+        let bb = self.b.ins().ishl_imm_u(lb, 3);
+        let eb = self.b.ins().iadd(pb, bb);
+        let a_before_eb = self.b.ins().icmp(IntCC::UnsignedLessThan, pa, eb);
+        let b_before_ea = self.b.ins().icmp(IntCC::UnsignedLessThan, pb, ea);
+        let meet = self.b.ins().band(a_before_eb, b_before_ea);
+        let same = self.b.ins().icmp(IntCC::Equal, pa, pb);
+        let apart = self.b.ins().bxor_imm_u(meet, 1);
+        Ok(self.b.ins().bor(apart, same))
     }
 
     /// `fill a, x` as an inline loop.

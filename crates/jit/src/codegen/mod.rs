@@ -85,6 +85,7 @@ pub(crate) fn scalar_type(ty: Type) -> Option<cl::Type> {
         Type::F64 => Some(cl::types::F64),
         Type::I64 => Some(cl::types::I64),
         Type::Bool => Some(cl::types::I8),
+        Type::F64x2 => Some(cl::types::F64X2),
         Type::Array | Type::IArray => None,
     }
 }

@@ -24,6 +24,7 @@ fn type_code(ty: Type) -> i64 {
         Type::Bool => 2,
         Type::Array => 3,
         Type::IArray => 4,
+        Type::F64x2 => 5,
     }
 }
 

@@ -82,7 +82,10 @@ pub(crate) fn translate_trampoline(
     let mut off = 0i32;
     for ty in rootf.sig.param_types() {
         match ty {
-            Type::F64 => call_args.push(b.ins().load(cl::types::F64, flags(), args, off)),
+            // No parameter is an f64x2 (`declare_functions`).
+            Type::F64 | Type::F64x2 => {
+                call_args.push(b.ins().load(cl::types::F64, flags(), args, off))
+            }
             Type::I64 => call_args.push(b.ins().load(cl::types::I64, flags(), args, off)),
             Type::Bool => {
                 let w = b.ins().load(cl::types::I64, flags(), args, off);

@@ -240,7 +240,7 @@ pub fn special_inputs(module: &Module, id: FuncId) -> Vec<Vec<Val>> {
                 .iter()
                 .enumerate()
                 .map(|(i, p)| match p.ty {
-                    Type::F64 => Val::F64(special_f64s()[(k >> (3 * (i % 2))) % 8]),
+                    Type::F64 | Type::F64x2 => Val::F64(special_f64s()[(k >> (3 * (i % 2))) % 8]),
                     Type::I64 => Val::I64(SPECIAL_I64S[(k + i) % SPECIAL_I64S.len()]),
                     Type::Bool => Val::Bool((k + i) % 2 == 0),
                     Type::Array => Val::Array(special_arrays()[(k + i) % 4].clone()),

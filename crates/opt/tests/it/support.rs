@@ -81,7 +81,7 @@ pub fn inputs(module: &Module, func: FuncId) -> Vec<Vec<Val>> {
                 .iter()
                 .enumerate()
                 .map(|(i, p)| match p.ty {
-                    Type::F64 => Val::F64(floats[k][i % 4]),
+                    Type::F64 | Type::F64x2 => Val::F64(floats[k][i % 4]),
                     Type::I64 => Val::I64(ints[k][i % 4]),
                     Type::Bool => Val::Bool((k + i) % 2 == 0),
                     Type::Array => Val::Array(arrays[(k + i / 2) % 4].to_vec()),

@@ -1,0 +1,900 @@
+//! Two-lane loops: a counting loop whose iterations are independent apart
+//! from a split sum's partial sums runs two iterations at a time in the
+//! lanes of `f64x2` values, then the loop as it was finishes the last one.
+//!
+//! ```text
+//! block1(i, p, q):                        block9:                          ; the guard, `hi' = hi - 1`
+//!     brif (i < n), block2, block3            jump block10(i0, vpack p0, q0)
+//! block2:                                 block10(vi, V):                  ; lanes: iterations i, i + 1
+//!     t = fadd p, x[i]                        brif (vi < hi'), block11, block12
+//!     jump block1(i + 1, q, t)            block11:
+//!                                             T = vfadd V, vload x, vi     ; x[vi], x[vi + 1]
+//!                                             jump block10(vi + 2, T)
+//!                                         block12:
+//!                                             jump block1(vi, vlane0 V, vlane1 V)
+//! ```
+//!
+//! **Exact.** Lane 0 runs iteration `i`, lane 1 iteration `i + 1`, each
+//! operation on each lane the scalar operation it replaces
+//! (`semantics::lanes_binary`): every value of every iteration is the
+//! same bits. The two iterations' instructions interleave, which changes
+//! nothing because nothing flows between them but the rotated partial
+//! sums: the language puts a sum's even and odd terms in two partial sums
+//! (docs/language.md, "The order of a sum"), and the back edge `(q, t)`
+//! makes `p` lane 0's and `q` lane 1's. The vector loop runs while `i + 1
+//! < n`, so both lanes are iterations the loop runs; the loop itself, the
+//! remainder, then runs what is left (at most one iteration) and leaves
+//! as it did. No pass reassociates anything.
+//!
+//! **Which loops.** Innermost counting loops (`brif (icmp lt i, n)` on a
+//! header parameter, `copy::loop_shape`) whose header holds only that test
+//! and whose body is one straight path of blocks. The header's parameters
+//! are the counter (`i + 1` on the back edge), values passed round
+//! unchanged, and rotated pairs `(p, q)` with back-edge values `(q, t)`,
+//! `t` computed in the body, `q` read nowhere else. The body computes:
+//!
+//! - `load`s and `store`s at `i + c` (`c` a constant), every one proven in
+//!   bounds by `adze_ir::bounds` (so neither lane can trap, and neither
+//!   can trap earlier than the scalar loop would);
+//! - `fadd fsub fmul fdiv fneg sqrt powi` of those and of loop-invariant
+//!   values (which become both lanes, `vsplat`);
+//! - pure computations of loop-invariant values, kept as they are.
+//!
+//! **Memory.** Lane 1's loads run before lane 0's stores, so no iteration
+//! may read what the one before wrote. Within one array value every
+//! access of a loop that stores is at the same `i + c`: each iteration
+//! touches its own element. Two array values that may alias (`mem::may_alias`:
+//! parameters, views) may be views at different offsets, so the vector
+//! loop runs only when `apart a, b` holds for each such pair of a written
+//! array and another it accesses (they share no element or start at the
+//! same one), with the same `c`; else the scalar loop runs.
+//!
+//! Measured in docs/performance.md (session 17).
+
+use crate::analysis::{def_inst, iconst_of, Cfg, Scopes};
+use crate::copy::{loop_shape, LoopShape};
+use crate::mem::may_alias;
+use adze_ir::{Block, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Type, Value};
+use std::collections::HashMap;
+
+/// The largest loop (in instructions) that is vectorized.
+pub const MAX_VECTOR_INSTS: usize = 200;
+
+/// Functions above this many instructions are left alone (as `unroll`).
+const MAX_FUNCTION_INSTS: usize = 20_000;
+
+/// What the pass did to one function.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct VectorizeStats {
+    /// Loops given a two-lane copy.
+    pub loops: usize,
+}
+
+/// What a value of the loop is in the two-lane copy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    /// The same in both lanes: defined before the loop, a constant, or a
+    /// pure computation of such values. Kept a scalar.
+    Uniform,
+    /// The counter plus a constant: an index, `vi + c` in the copy.
+    Index(i64),
+    /// An f64 that differs per iteration: an `f64x2` in the copy.
+    Lane,
+    /// The second of a rotated pair: read only by the back edge.
+    Passed,
+}
+
+/// The role of a header parameter.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Role {
+    Counter,
+    Invariant,
+    /// `p` of a pair `(p, q)`: lane 0; the back edge passes `q` here.
+    First,
+    /// `q` of a pair: lane 1; the back edge passes the new value here.
+    Second,
+}
+
+struct Plan {
+    header: Block,
+    preheader: Block,
+    latch: Block,
+    /// The body's blocks, in the order they run (the header excluded).
+    path: Vec<Block>,
+    roles: Vec<Role>,
+    /// `(p, q)` positions of the rotated pairs.
+    pairs: Vec<(usize, usize)>,
+    /// `len a` and `k` of the bound `hi = len a + k`.
+    base: Value,
+    k: i64,
+    kinds: HashMap<Value, Kind>,
+    /// Pairs of arrays that must be `apart` for the copy to run.
+    guards: Vec<(Value, Value)>,
+}
+
+/// Gives the loops it can a two-lane copy (see the module documentation).
+pub fn vectorize_loops(func: &mut Function) -> VectorizeStats {
+    let mut stats = VectorizeStats::default();
+    if func.num_placed_insts() > MAX_FUNCTION_INSTS {
+        return stats;
+    }
+    let cfg = Cfg::new(func);
+    let doms = cfg.dominators();
+    let scopes = Scopes::new(func);
+    let forest = cfg.loops(&doms);
+    let safe = adze_ir::bounds::safe_accesses(func);
+    let plans: Vec<Plan> = forest
+        .loops()
+        .filter(|&l| forest.children(l).is_empty())
+        .filter_map(|l| {
+            plan(
+                func,
+                &cfg,
+                &scopes,
+                &safe,
+                forest.header(l),
+                forest.own_blocks(l),
+            )
+        })
+        .collect();
+    for p in plans {
+        stats.loops += 1;
+        rewrite(func, &p);
+    }
+    stats
+}
+
+/// `(x, c)` when `v` is `x + c` for a constant `c`, or `(v, 0)`.
+fn offset_form(func: &Function, v: Value) -> (Value, i64) {
+    if let Some(InstData::Binary { op, args }) = def_inst(func, v) {
+        match op {
+            Opcode::Iadd => {
+                if let Some(c) = iconst_of(func, args[1]) {
+                    return (args[0], c);
+                }
+                if let Some(c) = iconst_of(func, args[0]) {
+                    return (args[1], c);
+                }
+            }
+            Opcode::Isub => {
+                if let Some(c) = iconst_of(func, args[1]).and_then(i64::checked_neg) {
+                    return (args[0], c);
+                }
+            }
+            _ => {}
+        }
+    }
+    (v, 0)
+}
+
+fn plan(
+    func: &Function,
+    cfg: &Cfg,
+    scopes: &Scopes,
+    safe: &cranelift_entity::EntitySet<Inst>,
+    header: Block,
+    blocks: &[Block],
+) -> Option<Plan> {
+    let LoopShape {
+        latch, preheader, ..
+    } = loop_shape(func, cfg, scopes, header, blocks, MAX_VECTOR_INSTS)?;
+    let in_loop = |b: Block| blocks.contains(&b);
+    // The header: `c = icmp lt i, hi; brif c, body, exit`.
+    let [test, branch] = func.layout.block_insts(header) else {
+        return None;
+    };
+    let params = func.dfg.block_params(header);
+    let InstData::Cmp {
+        op: Opcode::Icmp,
+        cond: CmpCond::Lt,
+        args: [i, hi],
+    } = *func.dfg.inst(*test)
+    else {
+        return None;
+    };
+    let InstData::Brif {
+        cond,
+        then_dest,
+        else_dest,
+    } = func.dfg.inst(*branch)
+    else {
+        return None;
+    };
+    let counter = params.iter().position(|&p| p == i)?;
+    if *cond != func.dfg.inst_results(*test)[0]
+        || !then_dest.args.is_empty()
+        || !in_loop(then_dest.block)
+        || in_loop(else_dest.block)
+        || func.def_block(hi).is_none_or(in_loop)
+    {
+        return None;
+    }
+    // `hi = len a + k`, `k <= 0`: then `hi - 1` cannot wrap.
+    let (base, k) = offset_form(func, hi);
+    if k > 0
+        || !matches!(
+            def_inst(func, base),
+            Some(InstData::Unary {
+                op: Opcode::Len,
+                ..
+            })
+        )
+    {
+        return None;
+    }
+    // One straight path from the header's body to the latch.
+    let mut path = Vec::new();
+    let mut at = then_dest.block;
+    let back = loop {
+        if path.contains(&at) || at == header || !func.dfg.block_params(at).is_empty() {
+            return None;
+        }
+        path.push(at);
+        let InstData::Jump { dest } = func.dfg.inst(func.layout.last_inst(at)?) else {
+            return None;
+        };
+        if dest.block == header {
+            break dest;
+        }
+        if !dest.args.is_empty() || !in_loop(dest.block) {
+            return None;
+        }
+        at = dest.block;
+    };
+    if at != latch || path.len() + 1 != blocks.len() {
+        return None;
+    }
+    // The header's parameters.
+    let mut roles = vec![Role::Invariant; params.len()];
+    let mut pairs = Vec::new();
+    let defined_in_body = |v: Value| func.def_block(v).is_some_and(|b| path.contains(&b));
+    for (k, (&p, &a)) in params.iter().zip(&back.args).enumerate() {
+        if k == counter {
+            if offset_form(func, a) != (i, 1) || !defined_in_body(a) {
+                return None;
+            }
+            roles[k] = Role::Counter;
+        } else if a == p {
+            roles[k] = Role::Invariant;
+        } else if let Some(j) = params.iter().position(|&q| q == a) {
+            // `p` receives `q`, and `q` a value the body computes.
+            let t = back.args[j];
+            if roles[k] != Role::Invariant
+                || roles[j] != Role::Invariant
+                || j == counter
+                || !defined_in_body(t)
+                || func.dfg.value_type(p) != Type::F64
+                || func.dfg.value_type(a) != Type::F64
+            {
+                return None;
+            }
+            roles[k] = Role::First;
+            roles[j] = Role::Second;
+            pairs.push((k, j));
+        } else if !params.contains(&a) && defined_in_body(a) {
+            // Checked below: the second of a pair.
+        } else {
+            return None;
+        }
+    }
+    for (k, &a) in back.args.iter().enumerate() {
+        let ok = match roles[k] {
+            Role::Counter | Role::Invariant | Role::First => true,
+            Role::Second => !params.contains(&a),
+        };
+        // A parameter whose value the body computes but no pair claims.
+        let claimed = roles[k] != Role::Invariant || a == params[k];
+        if !ok || !claimed {
+            return None;
+        }
+    }
+    // What each value is.
+    let mut kinds: HashMap<Value, Kind> = HashMap::new();
+    for (k, &p) in params.iter().enumerate() {
+        let kind = match roles[k] {
+            Role::Counter => Kind::Index(0),
+            Role::Invariant => Kind::Uniform,
+            Role::First => Kind::Lane,
+            Role::Second => Kind::Passed,
+        };
+        kinds.insert(p, kind);
+    }
+    let kind_of = |kinds: &HashMap<Value, Kind>, v: Value| -> Kind {
+        kinds.get(&v).copied().unwrap_or(Kind::Uniform)
+    };
+    // Accesses: (array, offset, is a store).
+    let mut accesses: Vec<(Value, i64, bool)> = Vec::new();
+    for &b in &path {
+        let insts = func.layout.block_insts(b);
+        for &inst in &insts[..insts.len() - 1] {
+            let data = func.dfg.inst(inst);
+            let args = data.args();
+            let ks: Vec<Kind> = args.iter().map(|&a| kind_of(&kinds, a)).collect();
+            if ks.contains(&Kind::Passed) {
+                return None;
+            }
+            let all_uniform = ks.iter().all(|&k| k == Kind::Uniform);
+            let f64_operands = args.iter().zip(&ks).all(|(&a, &k)| {
+                k == Kind::Lane || (k == Kind::Uniform && func.dfg.value_type(a) == Type::F64)
+            });
+            let kind = match *data {
+                InstData::Binary {
+                    op: Opcode::Load,
+                    args: [arr, idx],
+                } => {
+                    let (Kind::Uniform, Kind::Index(c)) = (ks[0], kind_of(&kinds, idx)) else {
+                        return None;
+                    };
+                    if !safe.contains(inst) {
+                        return None;
+                    }
+                    accesses.push((arr, c, false));
+                    Some(Kind::Lane)
+                }
+                InstData::Ternary {
+                    op: Opcode::Store,
+                    args: [arr, idx, x],
+                } => {
+                    let (Kind::Uniform, Kind::Index(c)) = (ks[0], kind_of(&kinds, idx)) else {
+                        return None;
+                    };
+                    if !safe.contains(inst)
+                        || !matches!(kind_of(&kinds, x), Kind::Lane | Kind::Uniform)
+                    {
+                        return None;
+                    }
+                    accesses.push((arr, c, true));
+                    None
+                }
+                InstData::Binary {
+                    op: op @ (Opcode::Iadd | Opcode::Isub),
+                    args: [x, y],
+                } if !all_uniform => {
+                    match (kind_of(&kinds, x), iconst_of(func, y), iconst_of(func, x)) {
+                        (Kind::Index(c), Some(d), _) => {
+                            let d = if op == Opcode::Iadd {
+                                Some(d)
+                            } else {
+                                d.checked_neg()
+                            };
+                            Some(Kind::Index(c.checked_add(d?)?))
+                        }
+                        (_, _, Some(d)) if op == Opcode::Iadd => match kind_of(&kinds, y) {
+                            Kind::Index(c) => Some(Kind::Index(c.checked_add(d)?)),
+                            _ => return None,
+                        },
+                        _ => return None,
+                    }
+                }
+                _ if all_uniform => {
+                    if !data.opcode().effects().is_pure() {
+                        return None;
+                    }
+                    Some(Kind::Uniform)
+                }
+                InstData::Binary { op, .. } | InstData::Unary { op, .. }
+                    if f64_operands && op.two_lanes().is_some() =>
+                {
+                    Some(Kind::Lane)
+                }
+                InstData::Powi {
+                    op: Opcode::Powi, ..
+                } if f64_operands => Some(Kind::Lane),
+                _ => return None,
+            };
+            if let Some(kind) = kind {
+                for &r in func.dfg.inst_results(inst) {
+                    kinds.insert(r, kind);
+                }
+            }
+        }
+    }
+    // The back edge: the counter's `i + 1`, lanes for the pairs.
+    for (k, &a) in back.args.iter().enumerate() {
+        let ok = match roles[k] {
+            Role::Counter => kind_of(&kinds, a) == Kind::Index(1),
+            Role::Second => kind_of(&kinds, a) == Kind::Lane,
+            Role::First | Role::Invariant => true,
+        };
+        if !ok {
+            return None;
+        }
+    }
+    // Indices may only index, and only the counter's `+ 1` leaves.
+    for &b in &path {
+        for &inst in func.layout.block_insts(b) {
+            let data = func.dfg.inst(inst);
+            let index_at = match *data {
+                InstData::Binary {
+                    op: Opcode::Load, ..
+                }
+                | InstData::Ternary {
+                    op: Opcode::Store, ..
+                } => Some(1),
+                _ => None,
+            };
+            let derived_index = matches!(data.opcode(), Opcode::Iadd | Opcode::Isub)
+                && func
+                    .dfg
+                    .inst_results(inst)
+                    .first()
+                    .is_some_and(|&r| matches!(kind_of(&kinds, r), Kind::Index(_)));
+            for (n, &a) in data.args().iter().enumerate() {
+                if matches!(kind_of(&kinds, a), Kind::Index(_))
+                    && index_at != Some(n)
+                    && !derived_index
+                {
+                    return None;
+                }
+            }
+            for dest in data.destinations() {
+                for (k, &a) in dest.args.iter().enumerate() {
+                    if matches!(kind_of(&kinds, a), Kind::Index(_)) && k != counter {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+    // Memory: see the module documentation.
+    let mut guards = Vec::new();
+    for &(s, cs, store) in &accesses {
+        if !store {
+            continue;
+        }
+        for &(a, ca, _) in &accesses {
+            if a == s {
+                if ca != cs {
+                    return None;
+                }
+            } else if may_alias(func, s, a) {
+                if ca != cs {
+                    return None;
+                }
+                if !guards.contains(&(s, a)) && !guards.contains(&(a, s)) {
+                    guards.push((s, a));
+                }
+            }
+        }
+    }
+    Some(Plan {
+        header,
+        preheader,
+        latch,
+        path,
+        roles,
+        pairs,
+        base,
+        k,
+        kinds,
+        guards,
+    })
+}
+
+/// Appends `data` to `block`, with the source location of `like`; its
+/// result, if it has one of type `ty`.
+fn emit(
+    func: &mut Function,
+    block: Block,
+    data: InstData,
+    ty: Option<Type>,
+    like: Option<Inst>,
+) -> Option<Value> {
+    let types: Vec<Type> = ty.into_iter().collect();
+    let inst = func.dfg.make_inst(data, &types);
+    if let Some(like) = like {
+        func.dfg.copy_srcloc(like, inst);
+    }
+    func.layout.append_inst(inst, block);
+    func.dfg.inst_results(inst).first().copied()
+}
+
+fn iconst(func: &mut Function, block: Block, imm: i64) -> Value {
+    emit(func, block, InstData::IConst { imm }, Some(Type::I64), None).expect("a result")
+}
+
+/// The two-lane copy's values as it is built.
+struct Lanes {
+    /// Body value → its value in the copy (scalar or `f64x2`).
+    map: HashMap<Value, Value>,
+    /// Uniform f64 → its `vsplat`.
+    splats: HashMap<Value, Value>,
+    /// Offset `c` → `vi + c`.
+    indices: HashMap<i64, Value>,
+}
+
+impl Lanes {
+    fn scalar(&self, v: Value) -> Value {
+        self.map.get(&v).copied().unwrap_or(v)
+    }
+}
+
+fn rewrite(func: &mut Function, p: &Plan) {
+    let kind = |v: Value| p.kinds.get(&v).copied().unwrap_or(Kind::Uniform);
+    // New blocks, laid out just before the loop's header.
+    let pos = func
+        .layout
+        .blocks()
+        .iter()
+        .position(|&b| b == p.header)
+        .expect("the header is placed");
+    let before = func.layout.blocks()[pos.saturating_sub(1)];
+    let [vp, vh, vb, vx] = [(); 4].map(|_| func.dfg.make_block());
+    let mut prev = before;
+    for b in [vp, vh, vb, vx] {
+        func.layout.insert_block_after(b, prev);
+        prev = b;
+    }
+    for data in func.inlined.values_mut() {
+        if data.blocks.contains(&p.header) {
+            data.blocks.extend([vp, vh, vb, vx]);
+        }
+    }
+    // The preheader enters the guard instead of the loop.
+    let pre_jump = func.layout.last_inst(p.preheader).expect("a terminator");
+    let InstData::Jump { dest: entry } = func.dfg.inst(pre_jump).clone() else {
+        unreachable!("loop_shape: entered by a jump");
+    };
+    *func.dfg.inst_mut(pre_jump) = InstData::Jump {
+        dest: BlockCall {
+            block: vp,
+            args: Vec::new(),
+        },
+    };
+    let like = Some(pre_jump);
+
+    // The guard: `hi' = len a + (k - 1)`, the `apart` tests, the first
+    // lanes.
+    let km1 = iconst(func, vp, p.k - 1);
+    let hi2 = emit(
+        func,
+        vp,
+        InstData::Binary {
+            op: Opcode::Iadd,
+            args: [p.base, km1],
+        },
+        Some(Type::I64),
+        like,
+    )
+    .expect("a result");
+    let mut ok: Option<Value> = None;
+    for &(a, b) in &p.guards {
+        let t = emit(
+            func,
+            vp,
+            InstData::Binary {
+                op: Opcode::Apart,
+                args: [a, b],
+            },
+            Some(Type::Bool),
+            like,
+        )
+        .expect("a result");
+        ok = Some(match ok {
+            None => t,
+            Some(o) => {
+                let f = emit(
+                    func,
+                    vp,
+                    InstData::BConst { imm: false },
+                    Some(Type::Bool),
+                    None,
+                )
+                .expect("a result");
+                emit(
+                    func,
+                    vp,
+                    InstData::Ternary {
+                        op: Opcode::Select,
+                        args: [o, t, f],
+                    },
+                    Some(Type::Bool),
+                    None,
+                )
+                .expect("a result")
+            }
+        });
+    }
+    let params = func.dfg.block_params(p.header).to_vec();
+    let mut firsts = Vec::new();
+    for &(a, b) in &p.pairs {
+        let v = emit(
+            func,
+            vp,
+            InstData::Binary {
+                op: Opcode::Vpack,
+                args: [entry.args[a], entry.args[b]],
+            },
+            Some(Type::F64x2),
+            like,
+        )
+        .expect("a result");
+        firsts.push(v);
+    }
+    let counter = p
+        .roles
+        .iter()
+        .position(|&r| r == Role::Counter)
+        .expect("a counter");
+    let vi = func.dfg.append_block_param(vh, Type::I64);
+    let vs: Vec<Value> = p
+        .pairs
+        .iter()
+        .map(|_| func.dfg.append_block_param(vh, Type::F64x2))
+        .collect();
+    let mut into_vh = vec![entry.args[counter]];
+    into_vh.extend(&firsts);
+    let enter = BlockCall {
+        block: vh,
+        args: into_vh,
+    };
+    let data = match ok {
+        Some(c) => InstData::Brif {
+            cond: c,
+            then_dest: enter,
+            else_dest: entry.clone(),
+        },
+        None => InstData::Jump { dest: enter },
+    };
+    emit(func, vp, data, None, like);
+
+    // The vector header: `vi < hi'`.
+    let test = func.layout.block_insts(p.header)[0];
+    let c = emit(
+        func,
+        vh,
+        InstData::Cmp {
+            op: Opcode::Icmp,
+            cond: CmpCond::Lt,
+            args: [vi, hi2],
+        },
+        Some(Type::Bool),
+        Some(test),
+    )
+    .expect("a result");
+    let to = |block| BlockCall {
+        block,
+        args: Vec::new(),
+    };
+    emit(
+        func,
+        vh,
+        InstData::Brif {
+            cond: c,
+            then_dest: to(vb),
+            else_dest: to(vx),
+        },
+        None,
+        Some(test),
+    );
+
+    // The body, two iterations in lanes.
+    let mut lanes = Lanes {
+        map: HashMap::new(),
+        splats: HashMap::new(),
+        indices: HashMap::new(),
+    };
+    lanes.indices.insert(0, vi);
+    for (&(a, _), &v) in p.pairs.iter().zip(&vs) {
+        lanes.map.insert(params[a], v);
+    }
+    for (k, &r) in p.roles.iter().enumerate() {
+        if r == Role::Invariant {
+            lanes.map.insert(params[k], entry.args[k]);
+        }
+    }
+    let back_args = match func
+        .dfg
+        .inst(func.layout.last_inst(p.latch).expect("a latch"))
+    {
+        InstData::Jump { dest } => dest.args.clone(),
+        _ => unreachable!("the latch jumps"),
+    };
+    // Both lanes of `v`: a lane value's copy, or a splat of a uniform one
+    // (in the guard block unless computed in the body).
+    let vector = |func: &mut Function, lanes: &mut Lanes, v: Value| -> Value {
+        if kind(v) == Kind::Lane {
+            return lanes.map[&v];
+        }
+        if let Some(&s) = lanes.splats.get(&v) {
+            return s;
+        }
+        let x = lanes.scalar(v);
+        let at = if func.def_block(x) == Some(vb) {
+            vb
+        } else {
+            vp
+        };
+        let data = InstData::Unary {
+            op: Opcode::Vsplat,
+            arg: x,
+        };
+        let s = if at == vp {
+            // Before the guard's terminator.
+            let types = [Type::F64x2];
+            let inst = func.dfg.make_inst(data, &types);
+            let n = func.layout.block_insts(vp).len();
+            func.layout.insert_inst(inst, vp, n - 1);
+            func.dfg.inst_results(inst)[0]
+        } else {
+            emit(func, vb, data, Some(Type::F64x2), None).expect("a result")
+        };
+        lanes.splats.insert(v, s);
+        s
+    };
+    let index = |func: &mut Function, lanes: &mut Lanes, c: i64| -> Value {
+        if let Some(&x) = lanes.indices.get(&c) {
+            return x;
+        }
+        let k = iconst(func, vb, c);
+        let x = emit(
+            func,
+            vb,
+            InstData::Binary {
+                op: Opcode::Iadd,
+                args: [vi, k],
+            },
+            Some(Type::I64),
+            None,
+        )
+        .expect("a result");
+        lanes.indices.insert(c, x);
+        x
+    };
+    for &b in &p.path {
+        let insts = func.layout.block_insts(b).to_vec();
+        for &inst in &insts[..insts.len() - 1] {
+            let data = func.dfg.inst(inst).clone();
+            let results = func.dfg.inst_results(inst).to_vec();
+            let result_kind = results.first().map(|&r| kind(r));
+            match data {
+                InstData::Binary {
+                    op: Opcode::Load,
+                    args: [arr, idx],
+                } => {
+                    let Kind::Index(c) = kind(idx) else {
+                        unreachable!("planned")
+                    };
+                    let at = index(func, &mut lanes, c);
+                    let v = emit(
+                        func,
+                        vb,
+                        InstData::Binary {
+                            op: Opcode::Vload,
+                            args: [arr, at],
+                        },
+                        Some(Type::F64x2),
+                        Some(inst),
+                    )
+                    .expect("a result");
+                    lanes.map.insert(results[0], v);
+                }
+                InstData::Ternary {
+                    op: Opcode::Store,
+                    args: [arr, idx, x],
+                } => {
+                    let Kind::Index(c) = kind(idx) else {
+                        unreachable!("planned")
+                    };
+                    let at = index(func, &mut lanes, c);
+                    let xv = vector(func, &mut lanes, x);
+                    emit(
+                        func,
+                        vb,
+                        InstData::Ternary {
+                            op: Opcode::Vstore,
+                            args: [arr, at, xv],
+                        },
+                        None,
+                        Some(inst),
+                    );
+                }
+                _ if matches!(result_kind, Some(Kind::Index(_))) => {}
+                _ if result_kind == Some(Kind::Lane) => {
+                    let op = data.opcode();
+                    let new = match data {
+                        InstData::Unary { arg, .. } => InstData::Unary {
+                            op: op.two_lanes().expect("planned"),
+                            arg: vector(func, &mut lanes, arg),
+                        },
+                        InstData::Binary { args: [x, y], .. } => {
+                            let x = vector(func, &mut lanes, x);
+                            let y = vector(func, &mut lanes, y);
+                            InstData::Binary {
+                                op: op.two_lanes().expect("planned"),
+                                args: [x, y],
+                            }
+                        }
+                        InstData::Powi { arg, exp, .. } => InstData::Powi {
+                            op: Opcode::Vpowi,
+                            arg: vector(func, &mut lanes, arg),
+                            exp,
+                        },
+                        _ => unreachable!("planned"),
+                    };
+                    let v = emit(func, vb, new, Some(Type::F64x2), Some(inst)).expect("a result");
+                    lanes.map.insert(results[0], v);
+                }
+                mut data => {
+                    // Uniform: the computation itself, once per trip.
+                    data.map_uses(|u| lanes.scalar(u));
+                    let types: Vec<Type> =
+                        results.iter().map(|&r| func.dfg.value_type(r)).collect();
+                    let copy = func.dfg.make_inst(data, &types);
+                    func.dfg.copy_srcloc(inst, copy);
+                    func.layout.append_inst(copy, vb);
+                    for (&r, &n) in results.iter().zip(func.dfg.inst_results(copy)) {
+                        lanes.map.insert(r, n);
+                    }
+                }
+            }
+        }
+    }
+    // The back edge: `vi + 2`, the pairs' new lanes.
+    let two = iconst(func, vb, 2);
+    let next = emit(
+        func,
+        vb,
+        InstData::Binary {
+            op: Opcode::Iadd,
+            args: [vi, two],
+        },
+        Some(Type::I64),
+        None,
+    )
+    .expect("a result");
+    let mut args = vec![next];
+    for &(_, b) in &p.pairs {
+        args.push(lanes.map[&back_args[b]]);
+    }
+    let latch_jump = func.layout.last_inst(p.latch);
+    emit(
+        func,
+        vb,
+        InstData::Jump {
+            dest: BlockCall { block: vh, args },
+        },
+        None,
+        latch_jump,
+    );
+
+    // The way out: the loop runs what is left, from the lanes.
+    let mut rest = entry.args.clone();
+    rest[counter] = vi;
+    for (&(a, b), &v) in p.pairs.iter().zip(&vs) {
+        rest[a] = emit(
+            func,
+            vx,
+            InstData::Unary {
+                op: Opcode::Vlane0,
+                arg: v,
+            },
+            Some(Type::F64),
+            None,
+        )
+        .expect("a result");
+        rest[b] = emit(
+            func,
+            vx,
+            InstData::Unary {
+                op: Opcode::Vlane1,
+                arg: v,
+            },
+            Some(Type::F64),
+            None,
+        )
+        .expect("a result");
+    }
+    emit(
+        func,
+        vx,
+        InstData::Jump {
+            dest: BlockCall {
+                block: p.header,
+                args: rest,
+            },
+        },
+        None,
+        like,
+    );
+}
