@@ -116,6 +116,9 @@ struct CountDown {
     c: Value,
     body: Block,
     c0: Value,
+    /// 1, or 2 for a two-lane loop (`brif (icmp gt c, 1), body, exit`,
+    /// back edges `c - 2`): `step <= c` in the body.
+    step: i64,
     /// `icmp` atoms of the guard: (condition, left, right).
     facts: Vec<(CmpCond, Value, Value)>,
 }
@@ -429,12 +432,10 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
             let Some((arr, idx, width)) = indexed(func.dfg.inst(inst)) else {
                 continue;
             };
-            if width == 1
-                && countdowns.iter().any(|cd| {
-                    doms.dominates(cd.body, b)
-                        && count_down_proves(func, &doms, cd, idx, &same_length_as(arr, b, pos))
-                })
-            {
+            if countdowns.iter().any(|cd| {
+                doms.dominates(cd.body, b)
+                    && count_down_proves(func, &doms, cd, idx, width, &same_length_as(arr, b, pos))
+            }) {
                 safe.insert(inst);
                 continue;
             }
@@ -472,12 +473,17 @@ fn count_down_loops(
 ) -> Vec<CountDown> {
     let mut out = Vec::new();
     for &h in order {
-        let Some(CountDownHeader {
-            counter: c,
-            position: k,
-            exit,
-            body,
-        }) = count_down_header(func, h)
+        let Some((
+            CountDownHeader {
+                counter: c,
+                position: k,
+                exit,
+                body,
+            },
+            step,
+        )) = count_down_header(func, h)
+            .map(|cd| (cd, 1))
+            .or_else(|| two_step_header(func, h).map(|cd| (cd, 2)))
         else {
             continue;
         };
@@ -494,7 +500,7 @@ fn count_down_loops(
                 break;
             };
             if doms.dominates(body, *from) {
-                ok &= is_minus_one(func, a, c);
+                ok &= minus_form(func, a, c) == Some((None, step));
             } else if entry.is_none() {
                 entry = Some((*from, a));
             } else {
@@ -531,6 +537,7 @@ fn count_down_loops(
                 c,
                 body,
                 c0,
+                step,
                 facts,
             });
         }
@@ -599,6 +606,48 @@ pub fn count_down_header(func: &Function, header: Block) -> Option<CountDownHead
     })
 }
 
+/// The test of a two-lane count-down loop (`adze_opt`'s `vectorize`):
+/// `brif (icmp gt c, 1), body, exit`, `c` a parameter of the header.
+fn two_step_header(func: &Function, header: Block) -> Option<CountDownHeader> {
+    let ([c, one], body, exit) = branch_on_icmp(func, header, CmpCond::Gt)?;
+    if const_of(func, one) != Some(1) {
+        return None;
+    }
+    let position = func.dfg.block_params(header).iter().position(|&p| p == c)?;
+    Some(CountDownHeader {
+        counter: c,
+        position,
+        exit,
+        body,
+    })
+}
+
+/// `(base, k)` when `v` is `c - k` (`isub c, k`, `k` a constant > 0,
+/// `base` `None`) or `base + (c - k)` (`iadd` either way round).
+fn minus_form(func: &Function, v: Value, c: Value) -> Option<(Option<Value>, i64)> {
+    let minus = |v: Value| match inst_of(func, v)? {
+        InstData::Binary {
+            op: Opcode::Isub,
+            args: [x, k],
+        } if *x == c => const_of(func, *k).filter(|&k| k > 0),
+        _ => None,
+    };
+    if let Some(k) = minus(v) {
+        return Some((None, k));
+    }
+    match inst_of(func, v)? {
+        InstData::Binary {
+            op: Opcode::Iadd,
+            args: [x, y],
+        } => match (minus(*x), minus(*y)) {
+            (Some(k), _) => Some((Some(*y), k)),
+            (_, Some(k)) => Some((Some(*x), k)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
 /// Is `v` `c - 1` (`isub c, 1`): a count-down loop's step and index?
 pub fn is_minus_one(func: &Function, v: Value, c: Value) -> bool {
     matches!(inst_of(func, v), Some(InstData::Binary { op: Opcode::Isub, args: [x, one] })
@@ -665,6 +714,7 @@ fn count_down_proves(
     doms: &DominatorTree,
     cd: &CountDown,
     idx: Value,
+    width: i64,
     class: &[Value],
 ) -> bool {
     // Defined before the loop, so the same in every iteration as when the
@@ -675,9 +725,14 @@ fn count_down_proves(
                 .def_block(v)
                 .is_some_and(|d| d != cd.header && doms.dominates(d, cd.header))
     };
-    let Some(base) = count_down_index(func, idx, cd.c) else {
+    // `c - k .. c - k + width` within `0 .. c0` when `width <= k <= step`:
+    // `step <= c <= c0` in the body.
+    let Some((base, k)) = minus_form(func, idx, cd.c) else {
         return false;
     };
+    if width > k || k > cd.step {
+        return false;
+    }
     let same = |a: Value, b: Value| {
         a == b || matches!((const_of(func, a), const_of(func, b)), (Some(p), Some(q)) if p == q)
     };

@@ -52,7 +52,6 @@
 //! Measured in docs/performance.md (session 17).
 
 use crate::analysis::{def_inst, iconst_of, Cfg, Scopes};
-use crate::copy::{loop_shape, LoopShape};
 use crate::mem::may_alias;
 use adze_ir::{Block, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Type, Value};
 use std::collections::HashMap;
@@ -76,8 +75,9 @@ enum Kind {
     /// The same in both lanes: defined before the loop, a constant, or a
     /// pure computation of such values. Kept a scalar.
     Uniform,
-    /// The counter plus a constant: an index, `vi + c` in the copy.
-    Index(i64),
+    /// `base + (i + c)`: the counter plus a constant, plus a uniform
+    /// value or not; an index.
+    Index(Option<Value>, i64),
     /// An f64 that differs per iteration: an `f64x2` in the copy.
     Lane,
     /// The second of a rotated pair: read only by the back edge.
@@ -104,9 +104,7 @@ struct Plan {
     roles: Vec<Role>,
     /// `(p, q)` positions of the rotated pairs.
     pairs: Vec<(usize, usize)>,
-    /// `len a` and `k` of the bound `hi = len a + k`.
-    base: Value,
-    k: i64,
+    dir: Dir,
     kinds: HashMap<Value, Kind>,
     /// Pairs of arrays that must be `apart` for the copy to run.
     guards: Vec<(Value, Value)>,
@@ -125,7 +123,10 @@ pub fn vectorize_loops(func: &mut Function) -> VectorizeStats {
     let safe = adze_ir::bounds::safe_accesses(func);
     let plans: Vec<Plan> = forest
         .loops()
-        .filter(|&l| forest.children(l).is_empty())
+        // Outermost loops only, as `unroll`, until code placement is under
+        // control: copying a short sum inside GMM's second style's
+        // component loop (1 % of its work) moved its primal by 5-7 %.
+        .filter(|&l| forest.children(l).is_empty() && forest.depth(l) == 1)
         .filter_map(|l| {
             plan(
                 func,
@@ -167,6 +168,126 @@ fn offset_form(func: &Function, v: Value) -> (Value, i64) {
     (v, 0)
 }
 
+/// The latch and the preheader of a loop of at most [`MAX_VECTOR_INSTS`]
+/// instructions outside rule regions, with one latch, entered from one
+/// preheader by a `jump`, left only from its header (to a block that may
+/// have other predecessors: the lanes leave through the loop itself).
+fn shape(
+    func: &Function,
+    cfg: &Cfg,
+    scopes: &Scopes,
+    header: Block,
+    blocks: &[Block],
+) -> Option<(Block, Block)> {
+    let in_loop = |b: Block| blocks.contains(&b);
+    if blocks.iter().any(|&b| scopes.block_scope(b).is_some()) {
+        return None;
+    }
+    let size: usize = blocks
+        .iter()
+        .map(|&b| func.layout.block_insts(b).len())
+        .sum();
+    if size > MAX_VECTOR_INSTS {
+        return None;
+    }
+    let (inside, outside): (Vec<Block>, Vec<Block>) =
+        cfg.preds(header).iter().partition(|&&p| in_loop(p));
+    let (&[latch], &[preheader]) = (&inside[..], &outside[..]) else {
+        return None;
+    };
+    let enters_by_jump = func.layout.last_inst(preheader).is_some_and(
+        |i| matches!(func.dfg.inst(i), InstData::Jump { dest } if dest.block == header),
+    );
+    let leaves_from_header = blocks
+        .iter()
+        .all(|&b| b == header || cfg.succs(b).iter().all(|&s| in_loop(s)));
+    (enters_by_jump && leaves_from_header).then_some((latch, preheader))
+}
+
+/// Which way a loop counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Dir {
+    /// `for i in lo..hi`: `brif (icmp lt i, hi), body, exit`, `i + 1`; the
+    /// bound `hi = len a + k`, `k <= 0`.
+    Up { base: Value, k: i64 },
+    /// Reverse mode's: `brif (icmp eq c, 0), exit, body`, `c - 1`,
+    /// entered from the true side of `version`'s guard `ok`.
+    Down { ok: Value },
+}
+
+/// The header's test: the counter, where the body starts, the direction.
+fn header_test(
+    func: &Function,
+    header: Block,
+    preheader: Block,
+    cfg: &Cfg,
+) -> Option<(Value, Block, Dir)> {
+    let insts = func.layout.block_insts(header);
+    let (&branch, rest) = insts.split_last()?;
+    let (&test, consts) = rest.split_last()?;
+    if consts
+        .iter()
+        .any(|&i| !matches!(func.dfg.inst(i), InstData::IConst { .. }))
+    {
+        return None;
+    }
+    let InstData::Brif {
+        cond,
+        then_dest,
+        else_dest,
+    } = func.dfg.inst(branch)
+    else {
+        return None;
+    };
+    if *cond != *func.dfg.inst_results(test).first()? {
+        return None;
+    }
+    match *func.dfg.inst(test) {
+        InstData::Cmp {
+            op: Opcode::Icmp,
+            cond: CmpCond::Lt,
+            args: [i, hi],
+        } => {
+            // `hi = len a + k`, `k <= 0`: then `hi - 1` cannot wrap.
+            let (base, k) = offset_form(func, hi);
+            let is_len = matches!(
+                def_inst(func, base),
+                Some(InstData::Unary {
+                    op: Opcode::Len,
+                    ..
+                })
+            );
+            (k <= 0 && is_len && then_dest.args.is_empty()).then_some((
+                i,
+                then_dest.block,
+                Dir::Up { base, k },
+            ))
+        }
+        InstData::Cmp {
+            op: Opcode::Icmp,
+            cond: CmpCond::Eq,
+            args: [c, zero],
+        } if iconst_of(func, zero) == Some(0) && else_dest.args.is_empty() => {
+            // The guard: the preheader's only predecessor branches to it
+            // on its true side.
+            let [g] = cfg.preds(preheader) else {
+                return None;
+            };
+            match func.dfg.inst(func.layout.last_inst(*g)?) {
+                InstData::Brif {
+                    cond: ok,
+                    then_dest: yes,
+                    else_dest: no,
+                } if yes.block == preheader && no.block != preheader => {
+                    Some((c, else_dest.block, Dir::Down { ok: *ok }))
+                }
+                _ => None,
+            }
+        }
+        _ => None,
+    }
+}
+
 fn plan(
     func: &Function,
     cfg: &Cfg,
@@ -175,56 +296,17 @@ fn plan(
     header: Block,
     blocks: &[Block],
 ) -> Option<Plan> {
-    let LoopShape {
-        latch, preheader, ..
-    } = loop_shape(func, cfg, scopes, header, blocks, MAX_VECTOR_INSTS)?;
+    let (latch, preheader) = shape(func, cfg, scopes, header, blocks)?;
     let in_loop = |b: Block| blocks.contains(&b);
-    // The header: `c = icmp lt i, hi; brif c, body, exit`.
-    let [test, branch] = func.layout.block_insts(header) else {
-        return None;
-    };
     let params = func.dfg.block_params(header);
-    let InstData::Cmp {
-        op: Opcode::Icmp,
-        cond: CmpCond::Lt,
-        args: [i, hi],
-    } = *func.dfg.inst(*test)
-    else {
-        return None;
-    };
-    let InstData::Brif {
-        cond,
-        then_dest,
-        else_dest,
-    } = func.dfg.inst(*branch)
-    else {
-        return None;
-    };
+    let (i, first, dir) = header_test(func, header, preheader, cfg)?;
     let counter = params.iter().position(|&p| p == i)?;
-    if *cond != func.dfg.inst_results(*test)[0]
-        || !then_dest.args.is_empty()
-        || !in_loop(then_dest.block)
-        || in_loop(else_dest.block)
-        || func.def_block(hi).is_none_or(in_loop)
-    {
-        return None;
-    }
-    // `hi = len a + k`, `k <= 0`: then `hi - 1` cannot wrap.
-    let (base, k) = offset_form(func, hi);
-    if k > 0
-        || !matches!(
-            def_inst(func, base),
-            Some(InstData::Unary {
-                op: Opcode::Len,
-                ..
-            })
-        )
-    {
+    if !in_loop(first) {
         return None;
     }
     // One straight path from the header's body to the latch.
     let mut path = Vec::new();
-    let mut at = then_dest.block;
+    let mut at = first;
     let back = loop {
         if path.contains(&at) || at == header || !func.dfg.block_params(at).is_empty() {
             return None;
@@ -250,7 +332,7 @@ fn plan(
     let defined_in_body = |v: Value| func.def_block(v).is_some_and(|b| path.contains(&b));
     for (k, (&p, &a)) in params.iter().zip(&back.args).enumerate() {
         if k == counter {
-            if offset_form(func, a) != (i, 1) || !defined_in_body(a) {
+            if !defined_in_body(a) {
                 return None;
             }
             roles[k] = Role::Counter;
@@ -292,7 +374,7 @@ fn plan(
     let mut kinds: HashMap<Value, Kind> = HashMap::new();
     for (k, &p) in params.iter().enumerate() {
         let kind = match roles[k] {
-            Role::Counter => Kind::Index(0),
+            Role::Counter => Kind::Index(None, 0),
             Role::Invariant => Kind::Uniform,
             Role::First => Kind::Lane,
             Role::Second => Kind::Passed,
@@ -302,8 +384,12 @@ fn plan(
     let kind_of = |kinds: &HashMap<Value, Kind>, v: Value| -> Kind {
         kinds.get(&v).copied().unwrap_or(Kind::Uniform)
     };
-    // Accesses: (array, offset, is a store).
-    let mut accesses: Vec<(Value, i64, bool)> = Vec::new();
+    // Accesses: (array, index, is a store).
+    let mut accesses: Vec<(Value, (Option<Value>, i64), bool)> = Vec::new();
+    let step = match dir {
+        Dir::Up { .. } => 1,
+        Dir::Down { .. } => -1,
+    };
     for &b in &path {
         let insts = func.layout.block_insts(b);
         for &inst in &insts[..insts.len() - 1] {
@@ -322,20 +408,20 @@ fn plan(
                     op: Opcode::Load,
                     args: [arr, idx],
                 } => {
-                    let (Kind::Uniform, Kind::Index(c)) = (ks[0], kind_of(&kinds, idx)) else {
+                    let (Kind::Uniform, Kind::Index(b, c)) = (ks[0], kind_of(&kinds, idx)) else {
                         return None;
                     };
                     if !safe.contains(inst) {
                         return None;
                     }
-                    accesses.push((arr, c, false));
+                    accesses.push((arr, (b, c), false));
                     Some(Kind::Lane)
                 }
                 InstData::Ternary {
                     op: Opcode::Store,
                     args: [arr, idx, x],
                 } => {
-                    let (Kind::Uniform, Kind::Index(c)) = (ks[0], kind_of(&kinds, idx)) else {
+                    let (Kind::Uniform, Kind::Index(b, c)) = (ks[0], kind_of(&kinds, idx)) else {
                         return None;
                     };
                     if !safe.contains(inst)
@@ -343,26 +429,34 @@ fn plan(
                     {
                         return None;
                     }
-                    accesses.push((arr, c, true));
+                    accesses.push((arr, (b, c), true));
                     None
                 }
                 InstData::Binary {
                     op: op @ (Opcode::Iadd | Opcode::Isub),
                     args: [x, y],
                 } if !all_uniform => {
-                    match (kind_of(&kinds, x), iconst_of(func, y), iconst_of(func, x)) {
-                        (Kind::Index(c), Some(d), _) => {
+                    let (kx, ky) = (kind_of(&kinds, x), kind_of(&kinds, y));
+                    match (kx, ky, iconst_of(func, x), iconst_of(func, y)) {
+                        // `x + d`, `x - d`, `d + y`.
+                        (Kind::Index(b, c), _, _, Some(d)) => {
                             let d = if op == Opcode::Iadd {
                                 Some(d)
                             } else {
                                 d.checked_neg()
                             };
-                            Some(Kind::Index(c.checked_add(d?)?))
+                            Some(Kind::Index(b, c.checked_add(d?)?))
                         }
-                        (_, _, Some(d)) if op == Opcode::Iadd => match kind_of(&kinds, y) {
-                            Kind::Index(c) => Some(Kind::Index(c.checked_add(d)?)),
-                            _ => return None,
-                        },
+                        (_, Kind::Index(b, c), Some(d), _) if op == Opcode::Iadd => {
+                            Some(Kind::Index(b, c.checked_add(d)?))
+                        }
+                        // `base + (i + c)` either way round.
+                        (Kind::Index(None, c), Kind::Uniform, _, None) if op == Opcode::Iadd => {
+                            Some(Kind::Index(Some(y), c))
+                        }
+                        (Kind::Uniform, Kind::Index(None, c), None, _) if op == Opcode::Iadd => {
+                            Some(Kind::Index(Some(x), c))
+                        }
                         _ => return None,
                     }
                 }
@@ -392,7 +486,7 @@ fn plan(
     // The back edge: the counter's `i + 1`, lanes for the pairs.
     for (k, &a) in back.args.iter().enumerate() {
         let ok = match roles[k] {
-            Role::Counter => kind_of(&kinds, a) == Kind::Index(1),
+            Role::Counter => kind_of(&kinds, a) == Kind::Index(None, step),
             Role::Second => kind_of(&kinds, a) == Kind::Lane,
             Role::First | Role::Invariant => true,
         };
@@ -418,9 +512,9 @@ fn plan(
                     .dfg
                     .inst_results(inst)
                     .first()
-                    .is_some_and(|&r| matches!(kind_of(&kinds, r), Kind::Index(_)));
+                    .is_some_and(|&r| matches!(kind_of(&kinds, r), Kind::Index(..)));
             for (n, &a) in data.args().iter().enumerate() {
-                if matches!(kind_of(&kinds, a), Kind::Index(_))
+                if matches!(kind_of(&kinds, a), Kind::Index(..))
                     && index_at != Some(n)
                     && !derived_index
                 {
@@ -429,7 +523,7 @@ fn plan(
             }
             for dest in data.destinations() {
                 for (k, &a) in dest.args.iter().enumerate() {
-                    if matches!(kind_of(&kinds, a), Kind::Index(_)) && k != counter {
+                    if matches!(kind_of(&kinds, a), Kind::Index(..)) && k != counter {
                         return None;
                     }
                 }
@@ -464,8 +558,7 @@ fn plan(
         path,
         roles,
         pairs,
-        base,
-        k,
+        dir,
         kinds,
         guards,
     })
@@ -511,7 +604,10 @@ impl Lanes {
 
 fn rewrite(func: &mut Function, p: &Plan) {
     let kind = |v: Value| p.kinds.get(&v).copied().unwrap_or(Kind::Uniform);
-    // New blocks, laid out just before the loop's header.
+    let down = matches!(p.dir, Dir::Down { .. });
+    // New blocks, laid out just before the loop's header: the guard
+    // (count-up loops; a count-down loop's is `version`'s, and its
+    // preheader enters the lanes), the lanes' header, body and exit.
     let pos = func
         .layout
         .blocks()
@@ -519,49 +615,56 @@ fn rewrite(func: &mut Function, p: &Plan) {
         .position(|&b| b == p.header)
         .expect("the header is placed");
     let before = func.layout.blocks()[pos.saturating_sub(1)];
-    let [vp, vh, vb, vx] = [(); 4].map(|_| func.dfg.make_block());
+    let needs_entry = !down || !p.guards.is_empty();
+    let mut new_blocks = Vec::new();
     let mut prev = before;
-    for b in [vp, vh, vb, vx] {
+    for _ in 0..(if needs_entry { 4 } else { 3 }) {
+        let b = func.dfg.make_block();
         func.layout.insert_block_after(b, prev);
+        new_blocks.push(b);
         prev = b;
     }
     for data in func.inlined.values_mut() {
         if data.blocks.contains(&p.header) {
-            data.blocks.extend([vp, vh, vb, vx]);
+            data.blocks.extend(new_blocks.iter().copied());
         }
     }
-    // The preheader enters the guard instead of the loop.
+    let (vh, vb, vx) = {
+        let n = new_blocks.len();
+        (new_blocks[n - 3], new_blocks[n - 2], new_blocks[n - 1])
+    };
     let pre_jump = func.layout.last_inst(p.preheader).expect("a terminator");
     let InstData::Jump { dest: entry } = func.dfg.inst(pre_jump).clone() else {
         unreachable!("loop_shape: entered by a jump");
     };
-    *func.dfg.inst_mut(pre_jump) = InstData::Jump {
-        dest: BlockCall {
-            block: vp,
-            args: Vec::new(),
-        },
-    };
     let like = Some(pre_jump);
-
-    // The guard: `hi' = len a + (k - 1)`, the `apart` tests, the first
-    // lanes.
-    let km1 = iconst(func, vp, p.k - 1);
-    let hi2 = emit(
-        func,
-        vp,
-        InstData::Binary {
-            op: Opcode::Iadd,
-            args: [p.base, km1],
-        },
-        Some(Type::I64),
-        like,
-    )
-    .expect("a result");
-    let mut ok: Option<Value> = None;
+    // `ve`: where the lanes start (the first lanes, splats); `gate`: where
+    // the `apart` tests go, and what they are joined to.
+    let (gate, ve, mut ok) = match p.dir {
+        Dir::Up { .. } => {
+            let vp = new_blocks[0];
+            *func.dfg.inst_mut(pre_jump) = InstData::Jump {
+                dest: BlockCall {
+                    block: vp,
+                    args: Vec::new(),
+                },
+            };
+            (vp, vp, None)
+        }
+        Dir::Down { ok } => {
+            func.layout.remove_inst(pre_jump);
+            let ve = if needs_entry {
+                new_blocks[0]
+            } else {
+                p.preheader
+            };
+            (p.preheader, ve, Some(ok))
+        }
+    };
     for &(a, b) in &p.guards {
         let t = emit(
             func,
-            vp,
+            gate,
             InstData::Binary {
                 op: Opcode::Apart,
                 args: [a, b],
@@ -575,7 +678,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
             Some(o) => {
                 let f = emit(
                     func,
-                    vp,
+                    gate,
                     InstData::BConst { imm: false },
                     Some(Type::Bool),
                     None,
@@ -583,7 +686,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
                 .expect("a result");
                 emit(
                     func,
-                    vp,
+                    gate,
                     InstData::Ternary {
                         op: Opcode::Select,
                         args: [o, t, f],
@@ -595,15 +698,51 @@ fn rewrite(func: &mut Function, p: &Plan) {
             }
         });
     }
+    if gate != ve {
+        // A count-down loop's `apart` tests, joined to `version`'s guard
+        // (whose facts prove the lanes' indices).
+        let data = InstData::Brif {
+            cond: ok.expect("a guard"),
+            then_dest: BlockCall {
+                block: ve,
+                args: Vec::new(),
+            },
+            else_dest: entry.clone(),
+        };
+        emit(func, gate, data, None, like);
+        ok = None;
+    } else if down {
+        ok = None;
+    }
+    // The bound of a count-up loop's lanes: `hi' = len a + (k - 1)`.
+    let hi2 = match p.dir {
+        Dir::Up { base, k } => {
+            let km1 = iconst(func, ve, k - 1);
+            emit(
+                func,
+                ve,
+                InstData::Binary {
+                    op: Opcode::Iadd,
+                    args: [base, km1],
+                },
+                Some(Type::I64),
+                like,
+            )
+        }
+        Dir::Down { .. } => None,
+    };
+    // The first lanes: `[p, q]` counting up; counting down the lanes hold
+    // the later iteration in lane 0 (the lower index), so `[q, p]`.
     let params = func.dfg.block_params(p.header).to_vec();
     let mut firsts = Vec::new();
     for &(a, b) in &p.pairs {
+        let (l0, l1) = if down { (b, a) } else { (a, b) };
         let v = emit(
             func,
-            vp,
+            ve,
             InstData::Binary {
                 op: Opcode::Vpack,
-                args: [entry.args[a], entry.args[b]],
+                args: [entry.args[l0], entry.args[l1]],
             },
             Some(Type::F64x2),
             like,
@@ -636,17 +775,27 @@ fn rewrite(func: &mut Function, p: &Plan) {
         },
         None => InstData::Jump { dest: enter },
     };
-    emit(func, vp, data, None, like);
+    emit(func, ve, data, None, like);
 
-    // The vector header: `vi < hi'`.
-    let test = func.layout.block_insts(p.header)[0];
+    // The lanes' header: `vi < hi'`, or `vc > 1`.
+    let test = *func
+        .layout
+        .block_insts(p.header)
+        .iter()
+        .rev()
+        .nth(1)
+        .expect("a test");
+    let (cond, bound) = match hi2 {
+        Some(h) => (CmpCond::Lt, h),
+        None => (CmpCond::Gt, iconst(func, vh, 1)),
+    };
     let c = emit(
         func,
         vh,
         InstData::Cmp {
             op: Opcode::Icmp,
-            cond: CmpCond::Lt,
-            args: [vi, hi2],
+            cond,
+            args: [vi, bound],
         },
         Some(Type::Bool),
         Some(test),
@@ -674,7 +823,6 @@ fn rewrite(func: &mut Function, p: &Plan) {
         splats: HashMap::new(),
         indices: HashMap::new(),
     };
-    lanes.indices.insert(0, vi);
     for (&(a, _), &v) in p.pairs.iter().zip(&vs) {
         lanes.map.insert(params[a], v);
     }
@@ -682,6 +830,16 @@ fn rewrite(func: &mut Function, p: &Plan) {
         if r == Role::Invariant {
             lanes.map.insert(params[k], entry.args[k]);
         }
+    }
+    // The header's constants (which do not dominate the lanes' body).
+    let header_insts = func.layout.block_insts(p.header).to_vec();
+    for &inst in &header_insts[..header_insts.len() - 2] {
+        let data = func.dfg.inst(inst).clone();
+        let copy = func.dfg.make_inst(data, &[Type::I64]);
+        let n = func.layout.block_insts(ve).len();
+        func.layout.insert_inst(copy, ve, n - 1);
+        let r = func.dfg.inst_results(copy)[0];
+        lanes.map.insert(func.dfg.inst_results(inst)[0], r);
     }
     let back_args = match func
         .dfg
@@ -691,7 +849,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
         _ => unreachable!("the latch jumps"),
     };
     // Both lanes of `v`: a lane value's copy, or a splat of a uniform one
-    // (in the guard block unless computed in the body).
+    // (where the lanes start unless computed in the body).
     let vector = |func: &mut Function, lanes: &mut Lanes, v: Value| -> Value {
         if kind(v) == Kind::Lane {
             return lanes.map[&v];
@@ -700,46 +858,64 @@ fn rewrite(func: &mut Function, p: &Plan) {
             return s;
         }
         let x = lanes.scalar(v);
-        let at = if func.def_block(x) == Some(vb) {
-            vb
-        } else {
-            vp
-        };
         let data = InstData::Unary {
             op: Opcode::Vsplat,
             arg: x,
         };
-        let s = if at == vp {
-            // Before the guard's terminator.
-            let types = [Type::F64x2];
-            let inst = func.dfg.make_inst(data, &types);
-            let n = func.layout.block_insts(vp).len();
-            func.layout.insert_inst(inst, vp, n - 1);
-            func.dfg.inst_results(inst)[0]
-        } else {
+        let s = if func.def_block(x) == Some(vb) {
             emit(func, vb, data, Some(Type::F64x2), None).expect("a result")
+        } else {
+            // Before the terminator of the block where the lanes start.
+            let inst = func.dfg.make_inst(data, &[Type::F64x2]);
+            let n = func.layout.block_insts(ve).len();
+            func.layout.insert_inst(inst, ve, n - 1);
+            func.dfg.inst_results(inst)[0]
         };
         lanes.splats.insert(v, s);
         s
     };
-    let index = |func: &mut Function, lanes: &mut Lanes, c: i64| -> Value {
-        if let Some(&x) = lanes.indices.get(&c) {
-            return x;
+    // The index of lane 0 of an access at `base + (i + c)`: `vi + c`
+    // counting up; counting down lane 0 is the later iteration, whose
+    // counter is `vc - 1`: `vc - (1 - c)` (the form `adze_ir::bounds`
+    // proves).
+    let index = |func: &mut Function, lanes: &mut Lanes, base: Option<Value>, c: i64| -> Value {
+        let off = if down { c - 1 } else { c };
+        let at = match lanes.indices.get(&off) {
+            Some(&x) => x,
+            None if off == 0 => vi,
+            None => {
+                let (op, k) = if off < 0 {
+                    (Opcode::Isub, -off)
+                } else {
+                    (Opcode::Iadd, off)
+                };
+                let k = iconst(func, vb, k);
+                let x = emit(
+                    func,
+                    vb,
+                    InstData::Binary { op, args: [vi, k] },
+                    Some(Type::I64),
+                    None,
+                )
+                .expect("a result");
+                lanes.indices.insert(off, x);
+                x
+            }
+        };
+        match base {
+            None => at,
+            Some(b) => emit(
+                func,
+                vb,
+                InstData::Binary {
+                    op: Opcode::Iadd,
+                    args: [lanes.scalar(b), at],
+                },
+                Some(Type::I64),
+                None,
+            )
+            .expect("a result"),
         }
-        let k = iconst(func, vb, c);
-        let x = emit(
-            func,
-            vb,
-            InstData::Binary {
-                op: Opcode::Iadd,
-                args: [vi, k],
-            },
-            Some(Type::I64),
-            None,
-        )
-        .expect("a result");
-        lanes.indices.insert(c, x);
-        x
     };
     for &b in &p.path {
         let insts = func.layout.block_insts(b).to_vec();
@@ -752,10 +928,10 @@ fn rewrite(func: &mut Function, p: &Plan) {
                     op: Opcode::Load,
                     args: [arr, idx],
                 } => {
-                    let Kind::Index(c) = kind(idx) else {
+                    let Kind::Index(base, c) = kind(idx) else {
                         unreachable!("planned")
                     };
-                    let at = index(func, &mut lanes, c);
+                    let at = index(func, &mut lanes, base, c);
                     let v = emit(
                         func,
                         vb,
@@ -773,10 +949,10 @@ fn rewrite(func: &mut Function, p: &Plan) {
                     op: Opcode::Store,
                     args: [arr, idx, x],
                 } => {
-                    let Kind::Index(c) = kind(idx) else {
+                    let Kind::Index(base, c) = kind(idx) else {
                         unreachable!("planned")
                     };
-                    let at = index(func, &mut lanes, c);
+                    let at = index(func, &mut lanes, base, c);
                     let xv = vector(func, &mut lanes, x);
                     emit(
                         func,
@@ -789,7 +965,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
                         Some(inst),
                     );
                 }
-                _ if matches!(result_kind, Some(Kind::Index(_))) => {}
+                _ if matches!(result_kind, Some(Kind::Index(..))) => {}
                 _ if result_kind == Some(Kind::Lane) => {
                     let op = data.opcode();
                     let new = match data {
@@ -830,13 +1006,14 @@ fn rewrite(func: &mut Function, p: &Plan) {
             }
         }
     }
-    // The back edge: `vi + 2`, the pairs' new lanes.
+    // The back edge: `vi + 2` or `vc - 2`, the pairs' new lanes.
     let two = iconst(func, vb, 2);
+    let op = if down { Opcode::Isub } else { Opcode::Iadd };
     let next = emit(
         func,
         vb,
         InstData::Binary {
-            op: Opcode::Iadd,
+            op,
             args: [vi, two],
         },
         Some(Type::I64),
@@ -862,28 +1039,17 @@ fn rewrite(func: &mut Function, p: &Plan) {
     let mut rest = entry.args.clone();
     rest[counter] = vi;
     for (&(a, b), &v) in p.pairs.iter().zip(&vs) {
-        rest[a] = emit(
-            func,
-            vx,
-            InstData::Unary {
-                op: Opcode::Vlane0,
-                arg: v,
-            },
-            Some(Type::F64),
-            None,
-        )
-        .expect("a result");
-        rest[b] = emit(
-            func,
-            vx,
-            InstData::Unary {
-                op: Opcode::Vlane1,
-                arg: v,
-            },
-            Some(Type::F64),
-            None,
-        )
-        .expect("a result");
+        let (l0, l1) = if down { (b, a) } else { (a, b) };
+        for (pos, op) in [(l0, Opcode::Vlane0), (l1, Opcode::Vlane1)] {
+            rest[pos] = emit(
+                func,
+                vx,
+                InstData::Unary { op, arg: v },
+                Some(Type::F64),
+                None,
+            )
+            .expect("a result");
+        }
     }
     emit(
         func,
