@@ -455,13 +455,14 @@ fn declare_imports(
             imports.insert(name, id);
         }
     }
-    let helper_sigs: [(&'static str, &[_], &[_]); 6] = [
+    let helper_sigs: [(&'static str, &[_], &[_]); 7] = [
         ("adze_trap", &[ptr, i64t, i64t, i64t], &[]),
         ("adze_alloc", &[ptr, i64t, ptr], &[ptr]),
         ("adze_give", &[ptr, i64t], &[]),
         ("adze_adopt", &[ptr, ptr], &[ptr]),
         ("adze_free_to", &[ptr, i64t], &[]),
         ("adze_reserve", &[ptr, i64t, i64t], &[]),
+        ("adze_fill", &[ptr, i64t, i64t], &[]),
     ];
     for (name, params, returns) in helper_sigs {
         let mut sig = jm.make_signature();

@@ -539,6 +539,30 @@ pub(crate) extern "C" fn adze_reserve(ctx: *mut Ctx<'_>, tape: i64, additional: 
     }
 }
 
+/// `fill a, x` of a long array: the `len` 8-byte cells at `ptr` all get
+/// the bits `bits` (an f64's or an i64's). Zeros go to `memset`, which
+/// the C library writes with the widest stores the CPU has; other values
+/// to `slice::fill`. Short arrays are filled inline (`codegen::insts`).
+pub(crate) extern "C" fn adze_fill(ptr: *mut u64, len: i64, bits: i64) {
+    let Ok(len) = usize::try_from(len) else {
+        return;
+    };
+    if len == 0 {
+        return;
+    }
+    // SAFETY: generated code passes the (pointer, length) pair of one
+    // live, writable array (`Translator::fill`): `len` initialized,
+    // aligned `u64`-sized cells that nothing else reads or writes during
+    // the call.
+    let cells = unsafe { std::slice::from_raw_parts_mut(ptr, len) };
+    if bits == 0 {
+        // SAFETY: as above; all-zero bits are a valid u64.
+        unsafe { std::ptr::write_bytes(cells.as_mut_ptr(), 0, len) };
+    } else {
+        cells.fill(bits as u64);
+    }
+}
+
 /// Moves the array `allocs[k]` (an array the returning function owns:
 /// its index comes from the slot of the `zeros` or call that made it) to
 /// `Ctx::returned`, before the function frees its arrays: the caller
@@ -685,6 +709,10 @@ pub(crate) fn helper_symbols() -> Vec<(&'static str, *const u8)> {
         (
             "adze_reserve",
             adze_reserve as extern "C" fn(*mut Ctx<'_>, i64, i64) as *const u8,
+        ),
+        (
+            "adze_fill",
+            adze_fill as extern "C" fn(*mut u64, i64, i64) as *const u8,
         ),
     ]
 }

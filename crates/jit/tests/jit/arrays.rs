@@ -90,6 +90,39 @@ fn len_and_fill_on_arguments() {
     assert_eq!(out.args[0], Val::Array(vec![]));
 }
 
+/// Long arrays are filled by the run-time routine (`memset` for zeros),
+/// short ones inline: the same bits either way, around the threshold, for
+/// zeros of both signs, a NaN with a payload, and i64 arrays.
+#[test]
+fn long_and_short_fills_write_the_same_bits() {
+    let mut mb = Mb::new();
+    let f = mb.func("@fl(a: mut arr, x: f64)", |b, p| {
+        b.fill(p[0], p[1]);
+        b.ret(&[]);
+    });
+    let g = mb.func("@il(a: mut iarr, x: i64)", |b, p| {
+        b.fill(p[0], p[1]);
+        b.ret(&[]);
+    });
+    let nan = f64::from_bits(0x7ff8_0000_dead_beef);
+    for n in [0, 1, 63, 64, 65, 1000] {
+        for x in [0.0, -0.0, 2.5, nan] {
+            let out = run(&mb.m, f, &[Val::Array(vec![7.0; n]), Val::F64(x)]).unwrap();
+            match &out.args[0] {
+                Val::Array(xs) => {
+                    assert_eq!(xs.len(), n);
+                    assert!(xs.iter().all(|y| y.to_bits() == x.to_bits()), "{n} {x:?}");
+                }
+                v => panic!("{v:?}"),
+            }
+        }
+        for k in [0, -1, i64::MIN] {
+            let out = run(&mb.m, g, &[Val::IArray(vec![3; n]), Val::I64(k)]).unwrap();
+            assert_eq!(out.args[0], Val::IArray(vec![k; n]));
+        }
+    }
+}
+
 /// Sum of the elements of `a`, as a loop.
 fn sum(mb: &mut Mb) -> FuncId {
     mb.func("@sum(a: arr) -> f64", |b, p| {
