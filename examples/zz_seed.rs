@@ -39,13 +39,27 @@ fn main() -> Result<(), adze::Error> {
     for name in ["f_plain", "fill0", "adj", "dg_plain"] {
         let f = p.function(name)?;
         match name {
-            "f_plain" => time(name, || { f.call(&mut [Arg::Array(&x)]).unwrap(); }),
-            "fill0" => time(name, || { f.call(&mut [Arg::ArrayMut(&mut dx)]).unwrap(); }),
-            "adj" => time(name, || { f.call(&mut [Arg::Array(&x), Arg::ArrayMut(&mut dx), Arg::F64(0.5)]).unwrap(); }),
-            _ => time(name, || { f.call(&mut [Arg::Array(&x), Arg::ArrayMut(&mut dx)]).unwrap(); }),
+            "f_plain" => time(name, || {
+                f.call(&mut [Arg::Array(&x)]).unwrap();
+            }),
+            "fill0" => time(name, || {
+                f.call(&mut [Arg::ArrayMut(&mut dx)]).unwrap();
+            }),
+            "adj" => time(name, || {
+                f.call(&mut [Arg::Array(&x), Arg::ArrayMut(&mut dx), Arg::F64(0.5)])
+                    .unwrap();
+            }),
+            _ => time(name, || {
+                f.call(&mut [Arg::Array(&x), Arg::ArrayMut(&mut dx)])
+                    .unwrap();
+            }),
         }
     }
     time("rust fill", || dx.iter_mut().for_each(|d| *d = 0.0));
-    time("rust adj", || for i in 0..n { dx[i] += 2.0 * x[i] * 0.5; });
+    time("rust adj", || {
+        for i in 0..n {
+            dx[i] += 2.0 * x[i] * 0.5;
+        }
+    });
     Ok(())
 }

@@ -492,9 +492,7 @@ impl Translator<'_, '_> {
         self.b.ins().brif(big, long, &[], short, &[]);
         self.b.switch_to_block(long);
         let bits = if self.b.func.dfg.value_type(x) == cl::types::F64 {
-            self.b
-                .ins()
-                .bitcast(cl::types::I64, MemFlagsData::new(), x)
+            self.b.ins().bitcast(cl::types::I64, MemFlagsData::new(), x)
         } else {
             x
         };

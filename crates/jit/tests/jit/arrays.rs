@@ -493,3 +493,114 @@ fn samelen_proves_the_shadow_in_bounds() {
         }
     }
 }
+
+/// The two-lane instructions (made by the optimizer's `vectorize`) and
+/// `apart`: the JIT computes what the interpreter does, bit for bit, and
+/// an access past the end reports the lane's index as a scalar access
+/// would (lane 0 first, then lane 1, before anything is written).
+#[test]
+fn two_lanes_and_apart_agree_with_the_interpreter() {
+    use adze_ir::{InstData, Opcode};
+    let mut mb = Mb::new();
+    // out[i], out[i + 1] = sqrt((a[i..i+2] * x - [x, y])^-2 / -splat(y)),
+    // and lanes' sum, `apart a, out` as 1.0 or 0.0.
+    let id = mb.func(
+        "@lanes(a: arr, out: mut arr, i: i64, x: f64, y: f64) -> (f64, f64)",
+        |b, p| {
+            let (a, out, i, x, y) = (p[0], p[1], p[2], p[3], p[4]);
+            let v = b.binary(Opcode::Vload, a, i);
+            let sx = b.unary(Opcode::Vsplat, x);
+            let m = b.binary(Opcode::Vfmul, v, sx);
+            let xy = b.binary(Opcode::Vpack, x, y);
+            let d = b.binary(Opcode::Vfsub, m, xy);
+            let pw = b.vpowi(d, -2);
+            let sy = b.unary(Opcode::Vsplat, y);
+            let q = b.binary(Opcode::Vfdiv, pw, sy);
+            let n = b.unary(Opcode::Vfneg, q);
+            let r = b.unary(Opcode::Vsqrt, n);
+            let s = b.binary(Opcode::Vfadd, r, n);
+            b.build(
+                InstData::Ternary {
+                    op: Opcode::Vstore,
+                    args: [out, i, s],
+                },
+                &[],
+            );
+            let l0 = b.unary(Opcode::Vlane0, s);
+            let l1 = b.unary(Opcode::Vlane1, s);
+            let t = b.fadd(l0, l1);
+            let ap = b.binary(Opcode::Apart, a, out);
+            let one = b.fconst(1.0);
+            let zero = b.fconst(0.0);
+            let f = b.select(ap, one, zero);
+            b.ret(&[t, f]);
+        },
+    );
+    let nan = f64::from_bits(0x7ff8_0000_0000_0042);
+    for (i, x, y) in [
+        (0, 1.5, -2.0),
+        (1, -0.0, 0.25),
+        (2, nan, 3.0),
+        (3, 1.0, 1.0),
+        (-1, 1.0, 1.0),
+    ] {
+        let args = [
+            Val::Array(vec![1.0, -2.0, 0.5, 4.0]),
+            Val::Array(vec![9.0; 4]),
+            Val::I64(i),
+            Val::F64(x),
+            Val::F64(y),
+        ];
+        let out = run(&mb.m, id, &args);
+        match i {
+            0..=2 => assert!(out.is_ok(), "{i}: {out:?}"),
+            3 => {
+                let e = out.unwrap_err().to_string();
+                assert!(e.contains("index 4 is out of bounds"), "{e}");
+            }
+            _ => {
+                let e = out.unwrap_err().to_string();
+                assert!(e.contains("index -1 is out of bounds"), "{e}");
+            }
+        }
+    }
+}
+
+/// `apart a, b`: views of one array that overlap at an offset are not
+/// apart; disjoint views, the same view, views of different arrays are.
+#[test]
+fn apart_tells_views_at_an_offset() {
+    use adze_ir::Opcode;
+    let mut mb = Mb::new();
+    let id = mb.func(
+        "@ap(a: arr, lo: i64, hi: i64, lo2: i64, hi2: i64) -> bool",
+        |b, p| {
+            let v = b.slice(p[0], p[1], p[2]);
+            let w = b.slice(p[0], p[3], p[4]);
+            let r = b.binary(Opcode::Apart, v, w);
+            b.ret(&[r]);
+        },
+    );
+    let a = Val::Array(vec![0.0; 6]);
+    for ((lo, hi, lo2, hi2), want) in [
+        ((0, 3, 3, 6), true),
+        ((0, 3, 1, 4), false),
+        ((1, 4, 1, 5), true),
+        ((0, 6, 0, 6), true),
+        ((2, 2, 0, 6), false),
+    ] {
+        let args = [
+            a.clone(),
+            Val::I64(lo),
+            Val::I64(hi),
+            Val::I64(lo2),
+            Val::I64(hi2),
+        ];
+        let out = run(&mb.m, id, &args).unwrap();
+        assert_eq!(
+            out.results,
+            vec![Val::Bool(want)],
+            "{lo}..{hi} {lo2}..{hi2}"
+        );
+    }
+}
