@@ -297,3 +297,132 @@ fn versioned_count_down_loops_agree_on_both_engines() {
     }
     assert_eq!(agree("versioned", &before, &after, id, &all), 45);
 }
+
+/// A loop of the shapes `vectorize` takes (and some it must refuse), from
+/// a seed: a split sum, a map into `y`, or an accumulation into `y`, of a
+/// random expression of `x[i + a]` (`a` in 0..=2, the bound `len(x) - 2`
+/// keeping every access proven), `y[i]`, the parameter `c` and constants.
+fn lanes_program(seed: u64) -> String {
+    let mut s = seed;
+    let mut next = |n: u64| {
+        s = s
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (s >> 33) % n
+    };
+    fn expr(next: &mut dyn FnMut(u64) -> u64, depth: u32, map: bool) -> String {
+        if depth == 0 || next(4) == 0 {
+            return match next(if map { 6 } else { 5 }) {
+                0..=1 => format!("x[i + {}]", next(3)),
+                2 => "c".into(),
+                3 => ["0.5", "-0.0", "3.0", "1e308"][next(4) as usize].into(),
+                4 => "x[i]".into(),
+                _ => "y[i]".into(),
+            };
+        }
+        let a = expr(next, depth - 1, map);
+        match next(10) {
+            0 => format!("({a} + {})", expr(next, depth - 1, map)),
+            1 => format!("({a} - {})", expr(next, depth - 1, map)),
+            2 | 3 => format!("({a} * {})", expr(next, depth - 1, map)),
+            4 => format!("({a} / {})", expr(next, depth - 1, map)),
+            5 => format!("(-{a})"),
+            6 => format!("sqrt({a})"),
+            7 => format!("({a} ^ {})", [2, 3, -1, 0][next(4) as usize]),
+            // Out-of-line: the loop stays scalar.
+            8 if next(3) == 0 => format!("exp({a})"),
+            _ => format!("({a} * {a})"),
+        }
+    }
+    let e = expr(&mut next, 3, true);
+    let body = match next(3) {
+        0 => format!("s = s + {};", expr(&mut next, 3, false)),
+        1 => format!("y[i] = {e};"),
+        _ => format!("y[i] = y[i] + {e};"),
+    };
+    format!(
+        "fn f(x: [f64], y: mut [f64], c: f64) -> f64 {{
+    var s = 0.0;
+    for i in 0..len(x) - 2 {{ {body} }}
+    s
+}}
+
+fn g(x: [f64], y: mut [f64], c: f64) -> f64 {{
+    let n = len(y);
+    var s = 0.0;
+    if len(x) >= n + 2 {{
+        for i in 0..n {{ {body} }}
+    }}
+    s * c
+}}
+"
+    )
+}
+
+/// `x` and `y` of length `n + 2` and `n`, with special values among them.
+fn lanes_inputs(n: usize, k: usize) -> Vec<Val> {
+    const V: [f64; 9] = [0.5, -1.25, 2.0, -0.0, 0.0, 3.5, f64::INFINITY, -7.0, 0.125];
+    let nan = f64::from_bits(0x7ff8_0000_0000_0bad);
+    let x: Vec<f64> = (0..n + 2)
+        .map(|j| {
+            if (j + k) % 11 == 10 {
+                nan
+            } else {
+                V[(j * 7 + k) % V.len()]
+            }
+        })
+        .collect();
+    let y: Vec<f64> = (0..n).map(|j| V[(j * 5 + k + 3) % V.len()]).collect();
+    vec![Val::Array(x), Val::Array(y), Val::F64(V[(k + 1) % V.len()])]
+}
+
+/// Generated loops of the shapes `vectorize` takes: the primal, its
+/// reverse derivative (whose adjoint loops count down behind `version`'s
+/// guard) and its forward derivative, optimized and not, on both engines,
+/// bit for bit, on lengths that leave 0, 1 and several pairs and an odd
+/// iteration; and some loops are in fact given lanes.
+#[test]
+fn generated_two_lane_loops_agree_after_optimization() {
+    let mut lanes = 0;
+    for seed in 0..96u64 {
+        let src = lanes_program(seed);
+        let session =
+            Session::from_source("lanes.adz", &src).unwrap_or_else(|e| panic!("{e}\n{src}"));
+        let all: Vec<Vec<Val>> = (0..7).map(|n| lanes_inputs(n, seed as usize + n)).collect();
+        let module = &session.module;
+        let after = optimized(module);
+        let mut probe = module.clone();
+        lanes += adze_opt::optimize_module(&mut probe)
+            .unwrap()
+            .vectorize
+            .loops;
+        for name in ["f", "g"] {
+            let id = module.get(name).unwrap();
+            agree(&src, module, &after, id, &all);
+            for mode in [Mode::Reverse, Mode::Forward] {
+                let (m, d) = session
+                    .derive_unoptimized(name, mode, 1, &["c".to_string()])
+                    .unwrap_or_else(|e| panic!("{e}\n{src}"));
+                let d = m.get(&d).unwrap();
+                let mut probe = m.clone();
+                lanes += adze_opt::optimize_module(&mut probe)
+                    .unwrap()
+                    .vectorize
+                    .loops;
+                let dargs: Vec<Vec<Val>> = all
+                    .iter()
+                    .map(|args| {
+                        let primal: Vec<(String, Val)> = ["x", "y", "c"]
+                            .map(String::from)
+                            .into_iter()
+                            .zip(args.clone())
+                            .collect();
+                        derivative_args(&m, d, &primal)
+                    })
+                    .collect();
+                agree(&src, &m, &optimized(&m), d, &dargs);
+            }
+        }
+    }
+    assert!(lanes >= 96, "only {lanes} loops given lanes");
+}

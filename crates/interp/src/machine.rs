@@ -51,6 +51,14 @@ struct View {
     len: u32,
 }
 
+/// Do the views share an element: both of one array, both non-empty, and
+/// their ranges meet? (An empty view shares nothing, wherever it starts:
+/// the JIT compares pointers and lengths the same way.)
+fn share_an_element(x: View, y: View) -> bool {
+    let (rx, ry) = (x.range(), y.range());
+    x.heap == y.heap && !rx.is_empty() && !ry.is_empty() && rx.start < ry.end && ry.start < rx.end
+}
+
 impl View {
     /// The whole array number `heap`, `len` elements long.
     fn whole(heap: usize, len: usize) -> View {
@@ -798,9 +806,8 @@ impl<'m> Machine<'m> {
             Apart => {
                 let x = frame.heap_slot(a, &self.heap)?;
                 let y = frame.heap_slot(b, &self.heap)?;
-                let (rx, ry) = (x.range(), y.range());
-                let meet = x.heap == y.heap && rx.start < ry.end && ry.start < rx.end;
-                frame.set(inst, Slot::Bool(!meet || rx.start == ry.start))?;
+                // As `disjoint`, without the trap.
+                frame.set(inst, Slot::Bool(!share_an_element(x, y)))?;
             }
             op if op.lane_op().is_some() => {
                 match semantics::lanes_binary(op, frame.f64x2(a)?, frame.f64x2(b)?) {
@@ -851,8 +858,7 @@ impl<'m> Machine<'m> {
             Disjoint => {
                 let x = frame.heap_slot(a, &self.heap)?;
                 let y = frame.heap_slot(b, &self.heap)?;
-                let (rx, ry) = (x.range(), y.range());
-                if x.heap == y.heap && rx.start < ry.end && ry.start < rx.end {
+                if share_an_element(x, y) {
                     let kind = TrapKind::OverlappingArrays {
                         first: func.array_name(a),
                         second: func.array_name(b),

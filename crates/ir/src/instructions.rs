@@ -224,13 +224,9 @@ macro_rules! for_each_opcode {
             /// of `a`; traps as `load a, i`, then as `load a, i + 1`.
             Vload    = "vload",      Binary,   [Array, I64]       -> F64x2,  [read trap],               -,     -,        -;
             /// `c = apart a, b`: whether the f64 arrays (views) `a` and `b`
-            /// share no element or start at the same one, so that `a[i]`
-            /// and `b[j]` are one element only if `i = j`: the guard of a
-            /// two-lane loop that writes one and reads the other. Exactly:
-            /// false when both are views of one array whose element ranges
-            /// `lo .. lo + len` meet (`lo_a < lo_b + len_b` and `lo_b < lo_a
-            /// + len_a`, so an empty view strictly inside the other meets
-            /// it) and `lo_a != lo_b`; true otherwise.
+            /// share no element (what `disjoint` checks, as a value): the
+            /// guard of a two-lane loop that writes one and reads the
+            /// other. An empty view shares nothing.
             Apart    = "apart",      Binary,   [Array, Array]     -> Bool,   [],                        Cheap, -,        -;
             /// `vstore a, i, v`: sets elements `i` and `i + 1` of the
             /// writable array `a` to lanes 0 and 1 of `v`; traps as `store

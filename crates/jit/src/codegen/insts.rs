@@ -455,8 +455,8 @@ impl Translator<'_, '_> {
         Ok(())
     }
 
-    /// `apart a, b`: the views share no element (as `disjoint` decides)
-    /// or start at the same one.
+    /// `apart a, b`: the views share no element, as `disjoint` decides
+    /// (the interpreter: both of one array, their ranges meet).
     fn apart(&mut self, a: IrValue, b: IrValue) -> Result<cl::Value, JitError> {
         let (pa, la) = self.array(a)?;
         let (pb, lb) = self.array(b)?;
@@ -467,9 +467,11 @@ impl Translator<'_, '_> {
         let a_before_eb = self.b.ins().icmp(IntCC::UnsignedLessThan, pa, eb);
         let b_before_ea = self.b.ins().icmp(IntCC::UnsignedLessThan, pb, ea);
         let meet = self.b.ins().band(a_before_eb, b_before_ea);
-        let same = self.b.ins().icmp(IntCC::Equal, pa, pb);
-        let apart = self.b.ins().bxor_imm_u(meet, 1);
-        Ok(self.b.ins().bor(apart, same))
+        let a_full = self.b.ins().icmp_imm_s(IntCC::NotEqual, la, 0);
+        let b_full = self.b.ins().icmp_imm_s(IntCC::NotEqual, lb, 0);
+        let full = self.b.ins().band(a_full, b_full);
+        let overlap = self.b.ins().band(meet, full);
+        Ok(self.b.ins().bxor_imm_u(overlap, 1))
     }
 
     /// `fill a, x`: an inline loop for a short array; from
