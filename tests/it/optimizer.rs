@@ -310,22 +310,22 @@ fn lanes_program(seed: u64) -> String {
             .wrapping_add(1442695040888963407);
         (s >> 33) % n
     };
-    fn expr(next: &mut dyn FnMut(u64) -> u64, depth: u32, map: bool) -> String {
+    fn expr(next: &mut dyn FnMut(u64) -> u64, depth: u32, map: bool, reach: u64) -> String {
         if depth == 0 || next(4) == 0 {
             return match next(if map { 6 } else { 5 }) {
-                0..=1 => format!("x[i + {}]", next(3)),
+                0..=1 => format!("x[i + {}]", next(reach)),
                 2 => "c".into(),
                 3 => ["0.5", "-0.0", "3.0", "1e308"][next(4) as usize].into(),
                 4 => "x[i]".into(),
                 _ => "y[i]".into(),
             };
         }
-        let a = expr(next, depth - 1, map);
+        let a = expr(next, depth - 1, map, reach);
         match next(10) {
-            0 => format!("({a} + {})", expr(next, depth - 1, map)),
-            1 => format!("({a} - {})", expr(next, depth - 1, map)),
-            2 | 3 => format!("({a} * {})", expr(next, depth - 1, map)),
-            4 => format!("({a} / {})", expr(next, depth - 1, map)),
+            0 => format!("({a} + {})", expr(next, depth - 1, map, reach)),
+            1 => format!("({a} - {})", expr(next, depth - 1, map, reach)),
+            2 | 3 => format!("({a} * {})", expr(next, depth - 1, map, reach)),
+            4 => format!("({a} / {})", expr(next, depth - 1, map, reach)),
             5 => format!("(-{a})"),
             6 => format!("sqrt({a})"),
             7 => format!("({a} ^ {})", [2, 3, -1, 0][next(4) as usize]),
@@ -334,9 +334,15 @@ fn lanes_program(seed: u64) -> String {
             _ => format!("({a} * {a})"),
         }
     }
-    let e = expr(&mut next, 3, true);
+    let e = expr(&mut next, 3, true, 3);
+    // Rosenbrock's shape: the adjoint updates `x.d[i]` and `x.d[i + 1]`.
+    let near = format!(
+        "s = s + x[i + 1] * {} + x[i] * {};",
+        expr(&mut next, 2, false, 2),
+        expr(&mut next, 2, false, 2)
+    );
     let body = match next(3) {
-        0 => format!("s = s + {};", expr(&mut next, 3, false)),
+        0 => format!("s = s + {};", expr(&mut next, 3, false, 3)),
         1 => format!("y[i] = {e};"),
         _ => format!("y[i] = y[i] + {e};"),
     };
@@ -354,6 +360,12 @@ fn g(x: [f64], y: mut [f64], c: f64) -> f64 {{
         for i in 0..n {{ {body} }}
     }}
     s * c
+}}
+
+fn h(x: [f64], y: mut [f64], c: f64) -> f64 {{
+    var s = 0.0;
+    for i in 0..len(x) - 1 {{ {near} }}
+    s
 }}
 "
     )
@@ -383,7 +395,7 @@ fn lanes_inputs(n: usize, k: usize) -> Vec<Val> {
 /// iteration; and some loops are in fact given lanes.
 #[test]
 fn generated_two_lane_loops_agree_after_optimization() {
-    let mut lanes = 0;
+    let (mut lanes, mut neighbours) = (0, 0);
     for seed in 0..96u64 {
         let src = lanes_program(seed);
         let session =
@@ -396,7 +408,7 @@ fn generated_two_lane_loops_agree_after_optimization() {
             .unwrap()
             .vectorize
             .loops;
-        for name in ["f", "g"] {
+        for name in ["f", "g", "h"] {
             let id = module.get(name).unwrap();
             agree(&src, module, &after, id, &all);
             for mode in [Mode::Reverse, Mode::Forward] {
@@ -405,10 +417,9 @@ fn generated_two_lane_loops_agree_after_optimization() {
                     .unwrap_or_else(|e| panic!("{e}\n{src}"));
                 let d = m.get(&d).unwrap();
                 let mut probe = m.clone();
-                lanes += adze_opt::optimize_module(&mut probe)
-                    .unwrap()
-                    .vectorize
-                    .loops;
+                let stats = adze_opt::optimize_module(&mut probe).unwrap().vectorize;
+                lanes += stats.loops;
+                neighbours += stats.neighbours;
                 let dargs: Vec<Vec<Val>> = all
                     .iter()
                     .map(|args| {
@@ -425,4 +436,5 @@ fn generated_two_lane_loops_agree_after_optimization() {
         }
     }
     assert!(lanes >= 96, "only {lanes} loops given lanes");
+    assert!(neighbours >= 20, "only {neighbours} neighbour loops");
 }

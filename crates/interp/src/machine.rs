@@ -803,6 +803,10 @@ impl<'m> Machine<'m> {
                 frame.set(inst, Slot::I64(r))?;
             }
             Vpack => frame.set(inst, Slot::F64x2([frame.f64(a)?, frame.f64(b)?]))?,
+            Vshift => {
+                let (x, y) = (frame.f64x2(a)?, frame.f64x2(b)?);
+                frame.set(inst, Slot::F64x2([x[1], y[0]]))?;
+            }
             Apart => {
                 let x = frame.heap_slot(a, &self.heap)?;
                 let y = frame.heap_slot(b, &self.heap)?;

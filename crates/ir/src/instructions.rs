@@ -202,6 +202,10 @@ macro_rules! for_each_opcode {
             Vsplat   = "vsplat",     Unary,    [F64]              -> F64x2,  [],                        Cheap, -,        -;
             /// `v = vpack a, b`: `a` in lane 0, `b` in lane 1.
             Vpack    = "vpack",      Binary,   [F64, F64]         -> F64x2,  [],                        Cheap, -,        -;
+            /// `v = vshift a, b`: lane 1 of `a` in lane 0, lane 0 of `b` in
+            /// lane 1: two neighbouring iterations' values, one lane along
+            /// (a count-down loop's element carried to the next iteration).
+            Vshift   = "vshift",     Binary,   [F64x2, F64x2]     -> F64x2,  [],                        Cheap, -,        -;
             /// `x = vlane0 v`: lane 0 of `v`.
             Vlane0   = "vlane0",     Unary,    [F64x2]            -> F64,    [],                        Cheap, -,        -;
             /// `x = vlane1 v`: lane 1 of `v`.

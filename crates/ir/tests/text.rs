@@ -165,6 +165,7 @@ block0(v0: arr, v1: arr, v2: f64):
     vstore v1, v3, v13
     v14 = vlane0 v13
     v15 = vlane1 v13
+    v18 = vshift v13, v12
     v16 = fadd v14, v15
     v17 = apart v0, v1
     return v16

@@ -220,7 +220,7 @@ add_assign! {
     CarryStats { loops, loads }
     VersionStats { loops, ranges }
     UnrollStats { loops }
-    VectorizeStats { loops }
+    VectorizeStats { loops, neighbours }
     OptStats { insts_before, insts_after, gvn, mem, dce, licm, promoted, indvars, loopdel, carry, version, vectorize, unroll }
 }
 

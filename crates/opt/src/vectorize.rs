@@ -67,6 +67,18 @@ const MAX_FUNCTION_INSTS: usize = 20_000;
 pub struct VectorizeStats {
     /// Loops given a two-lane copy.
     pub loops: usize,
+    /// Of those, loops that update an array at neighbouring elements
+    /// (one element carried from lane to lane, `vshift`).
+    pub neighbours: usize,
+}
+
+/// A `load` or `store` of the loop: its array, its index `base + (i + c)`
+/// as `(base, c)`, which it is.
+struct Access {
+    array: Value,
+    index: (Option<Value>, i64),
+    store: bool,
+    inst: Inst,
 }
 
 /// What a value of the loop is in the two-lane copy.
@@ -108,6 +120,8 @@ struct Plan {
     kinds: HashMap<Value, Kind>,
     /// Pairs of arrays that must be `apart` for the copy to run.
     guards: Vec<(Value, Value)>,
+    /// An array updated at neighbouring elements (count-down loops).
+    neighbour: Option<Neighbour>,
 }
 
 /// Gives the loops it can a two-lane copy (see the module documentation).
@@ -140,6 +154,7 @@ pub fn vectorize_loops(func: &mut Function) -> VectorizeStats {
         .collect();
     for p in plans {
         stats.loops += 1;
+        stats.neighbours += usize::from(p.neighbour.is_some());
         rewrite(func, &p);
     }
     stats
@@ -384,8 +399,7 @@ fn plan(
     let kind_of = |kinds: &HashMap<Value, Kind>, v: Value| -> Kind {
         kinds.get(&v).copied().unwrap_or(Kind::Uniform)
     };
-    // Accesses: (array, index, is a store).
-    let mut accesses: Vec<(Value, (Option<Value>, i64), bool)> = Vec::new();
+    let mut accesses: Vec<Access> = Vec::new();
     let step = match dir {
         Dir::Up { .. } => 1,
         Dir::Down { .. } => -1,
@@ -414,7 +428,12 @@ fn plan(
                     if !safe.contains(inst) {
                         return None;
                     }
-                    accesses.push((arr, (b, c), false));
+                    accesses.push(Access {
+                        array: arr,
+                        index: (b, c),
+                        store: false,
+                        inst,
+                    });
                     Some(Kind::Lane)
                 }
                 InstData::Ternary {
@@ -429,7 +448,12 @@ fn plan(
                     {
                         return None;
                     }
-                    accesses.push((arr, (b, c), true));
+                    accesses.push(Access {
+                        array: arr,
+                        index: (b, c),
+                        store: true,
+                        inst,
+                    });
                     None
                 }
                 InstData::Binary {
@@ -531,14 +555,21 @@ fn plan(
         }
     }
     // Memory: see the module documentation.
+    let neighbour = match dir {
+        Dir::Down { .. } => neighbours(func, &path, &accesses),
+        Dir::Up { .. } => None,
+    };
     let mut guards = Vec::new();
-    for &(s, cs, store) in &accesses {
-        if !store {
-            continue;
-        }
-        for &(a, ca, _) in &accesses {
+    for w in accesses.iter().filter(|a| a.store) {
+        let (s, cs) = (w.array, w.index);
+        for &Access {
+            array: a,
+            index: ca,
+            ..
+        } in &accesses
+        {
             if a == s {
-                if ca != cs {
+                if ca != cs && neighbour.as_ref().is_none_or(|n| n.array != s) {
                     return None;
                 }
             } else if may_alias(func, s, a)
@@ -559,7 +590,102 @@ fn plan(
         dir,
         kinds,
         guards,
+        neighbour,
     })
+}
+
+/// An array a count-down loop updates at two neighbouring elements
+/// (Rosenbrock's adjoint: iteration `j` adds to `x.d[j + 1]` and to
+/// `x.d[j]`, and iteration `j - 1` reads `x.d[j]` back as its high
+/// element `x.d[(j - 1) + 1]`). In lanes the low element's value (`low`'s store, a partial
+/// sum) is not stored: the other lane, or the next trip, reads it as the
+/// high element's load (`vshift`), and only the high store writes memory,
+/// each element once, with the value the scalar loop leaves there.
+struct Neighbour {
+    array: Value,
+    base: Option<Value>,
+    /// The low element's offset `o` (`base + (c + o)`); the high one is
+    /// `o + 1`.
+    low: i64,
+    /// The high element's load, the value it reads.
+    load_high: Value,
+    /// The low element's store, and the value it stores.
+    store_low: Inst,
+    low_value: Value,
+}
+
+/// The array that a count-down loop updates as [`Neighbour`] says, if
+/// there is one: the only array the loop stores to, accessed exactly by a
+/// load and a later store at `o + 1`, a load and a later store at `o`
+/// (one base), where the low store's value does not depend on the high
+/// load (else the lanes would depend on each other).
+fn neighbours(func: &Function, path: &[Block], accesses: &[Access]) -> Option<Neighbour> {
+    let stored: Vec<Value> = accesses
+        .iter()
+        .filter(|a| a.store)
+        .map(|a| a.array)
+        .collect();
+    let s = *stored.first()?;
+    if stored.iter().any(|&a| a != s) {
+        return None;
+    }
+    let mine: Vec<&Access> = accesses.iter().filter(|a| a.array == s).collect();
+    let base = mine.first()?.index.0;
+    let o = mine.iter().map(|a| a.index.1).min()?;
+    let find = |off: i64, store: bool| -> Option<Inst> {
+        let hits: Vec<Inst> = mine
+            .iter()
+            .filter(|a| a.index.1 == off && a.store == store)
+            .map(|a| a.inst)
+            .collect();
+        match hits[..] {
+            [i] => Some(i),
+            _ => None,
+        }
+    };
+    if mine.len() != 4 || mine.iter().any(|a| a.index.0 != base) {
+        return None;
+    }
+    let (lh, sh, ll, sl) = (
+        find(o + 1, false)?,
+        find(o + 1, true)?,
+        find(o, false)?,
+        find(o, true)?,
+    );
+    // Program order: each element loaded before it is stored.
+    let order: Vec<Inst> = path
+        .iter()
+        .flat_map(|&b| func.layout.block_insts(b).iter().copied())
+        .collect();
+    let pos = |i: Inst| order.iter().position(|&x| x == i);
+    if pos(lh)? > pos(sh)? || pos(ll)? > pos(sl)? {
+        return None;
+    }
+    let load_high = func.dfg.inst_results(lh)[0];
+    let low_value = func.dfg.inst(sl).args()[2];
+    if depends_on(func, &order, low_value, load_high) {
+        return None;
+    }
+    Some(Neighbour {
+        array: s,
+        base,
+        low: o,
+        load_high,
+        store_low: sl,
+        low_value,
+    })
+}
+
+/// Does `v` depend on `on` through the instructions `body` (in order)?
+fn depends_on(func: &Function, body: &[Inst], v: Value, on: Value) -> bool {
+    let mut tainted = std::collections::HashSet::from([on]);
+    for &i in body {
+        let data = func.dfg.inst(i);
+        if data.args().iter().any(|a| tainted.contains(a)) {
+            tainted.extend(func.dfg.inst_results(i).iter().copied());
+        }
+    }
+    tainted.contains(&v)
 }
 
 /// Appends `data` to `block`, with the source location of `like`; its
@@ -582,6 +708,31 @@ fn emit(
 
 fn iconst(func: &mut Function, block: Block, imm: i64) -> Value {
     emit(func, block, InstData::IConst { imm }, Some(Type::I64), None).expect("a result")
+}
+
+/// `base + (c + off)`, appended to `block`: the element a scalar access
+/// reaches for the counter `c` (a neighbour array's, before and after the
+/// lanes; bounds-checked by the JIT, in bounds by `version`'s guard).
+fn element(func: &mut Function, block: Block, c: Value, off: i64, base: Option<Value>) -> Value {
+    let mut at = c;
+    if off != 0 {
+        let k = iconst(func, block, off);
+        let add = InstData::Binary {
+            op: Opcode::Iadd,
+            args: [c, k],
+        };
+        at = emit(func, block, add, Some(Type::I64), None).expect("a result");
+    }
+    match base {
+        None => at,
+        Some(b) => {
+            let add = InstData::Binary {
+                op: Opcode::Iadd,
+                args: [b, at],
+            };
+            emit(func, block, add, Some(Type::I64), None).expect("a result")
+        }
+    }
 }
 
 /// The two-lane copy's values as it is built.
@@ -761,6 +912,23 @@ fn rewrite(func: &mut Function, p: &Plan) {
         .collect();
     let mut into_vh = vec![entry.args[counter]];
     into_vh.extend(&firsts);
+    // A neighbour array: the high element of the first iteration, as
+    // memory holds it, is what the first trip's lane 1 reads.
+    let pending = p.neighbour.as_ref().map(|n| {
+        let at = element(func, ve, entry.args[counter], n.low + 1, n.base);
+        let load = InstData::Binary {
+            op: Opcode::Load,
+            args: [n.array, at],
+        };
+        let x = emit(func, ve, load, Some(Type::F64), like).expect("a result");
+        let splat = InstData::Unary {
+            op: Opcode::Vsplat,
+            arg: x,
+        };
+        let first = emit(func, ve, splat, Some(Type::F64x2), like).expect("a result");
+        into_vh.push(first);
+        func.dfg.append_block_param(vh, Type::F64x2)
+    });
     let enter = BlockCall {
         block: vh,
         args: into_vh,
@@ -876,9 +1044,9 @@ fn rewrite(func: &mut Function, p: &Plan) {
     // counting up; counting down lane 0 is the later iteration, whose
     // counter is `vc - 1`: `vc - (1 - c)` (the form `adze_ir::bounds`
     // proves).
-    let index = |func: &mut Function, lanes: &mut Lanes, base: Option<Value>, c: i64| -> Value {
-        let off = if down { c - 1 } else { c };
-        let at = match lanes.indices.get(&off) {
+    // `vi + off`.
+    let index_of = |func: &mut Function, lanes: &mut Lanes, off: i64| -> Value {
+        match lanes.indices.get(&off) {
             Some(&x) => x,
             None if off == 0 => vi,
             None => {
@@ -899,7 +1067,27 @@ fn rewrite(func: &mut Function, p: &Plan) {
                 lanes.indices.insert(off, x);
                 x
             }
-        };
+        }
+    };
+    let index = |func: &mut Function, lanes: &mut Lanes, base: Option<Value>, c: i64| -> Value {
+        if down && c == 0 && base.is_none() {
+            // `(vc - 2) + 1`: the form whose two elements `adze_ir::bounds`
+            // proves from a guard on `base + (c - 1)` with `base = 1`.
+            if let Some(&x) = lanes.indices.get(&i64::MIN) {
+                return x;
+            }
+            let t = index_of(func, lanes, -2);
+            let one = iconst(func, vb, 1);
+            let add = InstData::Binary {
+                op: Opcode::Iadd,
+                args: [t, one],
+            };
+            let x = emit(func, vb, add, Some(Type::I64), None).expect("a result");
+            lanes.indices.insert(i64::MIN, x);
+            return x;
+        }
+        let off = if down { c - 1 } else { c };
+        let at = index_of(func, lanes, off);
         match base {
             None => at,
             Some(b) => emit(
@@ -915,9 +1103,60 @@ fn rewrite(func: &mut Function, p: &Plan) {
             .expect("a result"),
         }
     };
+    // The body's instructions in order; with a neighbour array, first
+    // those that do not depend on its high load, then (after the load's
+    // lanes are made from the low store's) those that do.
+    let mut body: Vec<Inst> = Vec::new();
     for &b in &p.path {
-        let insts = func.layout.block_insts(b).to_vec();
-        for &inst in &insts[..insts.len() - 1] {
+        let insts = func.layout.block_insts(b);
+        body.extend_from_slice(&insts[..insts.len() - 1]);
+    }
+    let split = match &p.neighbour {
+        None => body.len(),
+        Some(n) => {
+            let mut tainted = std::collections::HashSet::from([n.load_high]);
+            let (mut first, mut then) = (Vec::new(), Vec::new());
+            for &i in &body {
+                let data = func.dfg.inst(i);
+                if data.args().iter().any(|a| tainted.contains(a)) {
+                    tainted.extend(func.dfg.inst_results(i).iter().copied());
+                    then.push(i);
+                } else {
+                    first.push(i);
+                }
+            }
+            let k = first.len();
+            first.extend(then);
+            body = first;
+            k
+        }
+    };
+    let mut carried = None;
+    for k in 0..=body.len() {
+        if k == split {
+            if let (Some(n), Some(prev)) = (&p.neighbour, pending) {
+                // The high element's lanes: lane 0 reads what lane 1
+                // stored low, lane 1 what the last trip's lane 0 did.
+                let e = vector(func, &mut lanes, n.low_value);
+                let shift = InstData::Binary {
+                    op: Opcode::Vshift,
+                    args: [e, prev],
+                };
+                let a = emit(func, vb, shift, Some(Type::F64x2), None).expect("a result");
+                lanes.map.insert(n.load_high, a);
+                carried = Some(e);
+            }
+        }
+        let Some(&inst) = body.get(k) else {
+            break;
+        };
+        if let Some(n) = &p.neighbour {
+            let is_high_load = func.dfg.inst_results(inst).first() == Some(&n.load_high);
+            if is_high_load || inst == n.store_low {
+                continue;
+            }
+        }
+        {
             let data = func.dfg.inst(inst).clone();
             let results = func.dfg.inst_results(inst).to_vec();
             let result_kind = results.first().map(|&r| kind(r));
@@ -1022,6 +1261,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
     for &(_, b) in &p.pairs {
         args.push(lanes.map[&back_args[b]]);
     }
+    args.extend(carried);
     let latch_jump = func.layout.last_inst(p.latch);
     emit(
         func,
@@ -1033,7 +1273,28 @@ fn rewrite(func: &mut Function, p: &Plan) {
         latch_jump,
     );
 
-    // The way out: the loop runs what is left, from the lanes.
+    // The way out: the loop runs what is left, from the lanes; a
+    // neighbour array's pending low element goes to memory, where the
+    // loop's next iteration reads it as its high one.
+    if let (Some(n), Some(prev)) = (&p.neighbour, pending) {
+        let at = element(func, vx, vi, n.low + 1, n.base);
+        let x = emit(
+            func,
+            vx,
+            InstData::Unary {
+                op: Opcode::Vlane0,
+                arg: prev,
+            },
+            Some(Type::F64),
+            None,
+        )
+        .expect("a result");
+        let store = InstData::Ternary {
+            op: Opcode::Store,
+            args: [n.array, at, x],
+        };
+        emit(func, vx, store, None, Some(n.store_low));
+    }
     let mut rest = entry.args.clone();
     rest[counter] = vi;
     for (&(a, b), &v) in p.pairs.iter().zip(&vs) {

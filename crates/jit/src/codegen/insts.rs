@@ -172,6 +172,12 @@ impl Translator<'_, '_> {
                 let v = ins.scalar_to_vector(cl::types::F64X2, x);
                 self.b.ins().insertlane(v, y, 1)
             }
+            Opcode::Vshift => {
+                let hi = ins.extractlane(x, 1);
+                let lo = self.b.ins().extractlane(y, 0);
+                let v = self.b.ins().scalar_to_vector(cl::types::F64X2, hi);
+                self.b.ins().insertlane(v, lo, 1)
+            }
             Opcode::Fdiv => match reciprocal {
                 Some(r) => {
                     let r = ins.f64const(r);

@@ -526,8 +526,9 @@ fn two_lanes_and_apart_agree_with_the_interpreter() {
                 },
                 &[],
             );
-            let l0 = b.unary(Opcode::Vlane0, s);
-            let l1 = b.unary(Opcode::Vlane1, s);
+            let sh = b.binary(Opcode::Vshift, s, v);
+            let l0 = b.unary(Opcode::Vlane0, sh);
+            let l1 = b.unary(Opcode::Vlane1, sh);
             let t = b.fadd(l0, l1);
             let ap = b.binary(Opcode::Apart, a, out);
             let one = b.fconst(1.0);
