@@ -367,6 +367,12 @@ fn h(x: [f64], y: mut [f64], c: f64) -> f64 {{
     for i in 0..len(x) - 1 {{ {near} }}
     s
 }}
+
+fn k(x: [f64], y: mut [f64], c: f64) -> f64 {{
+    var s = 0.0;
+    for j in 1..len(x) {{ let i = j - 1; {near} }}
+    s
+}}
 "
     )
 }
@@ -408,7 +414,7 @@ fn generated_two_lane_loops_agree_after_optimization() {
             .unwrap()
             .vectorize
             .loops;
-        for name in ["f", "g", "h"] {
+        for name in ["f", "g", "h", "k"] {
             let id = module.get(name).unwrap();
             agree(&src, module, &after, id, &all);
             for mode in [Mode::Reverse, Mode::Forward] {

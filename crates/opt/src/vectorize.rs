@@ -134,7 +134,9 @@ pub fn vectorize_loops(func: &mut Function) -> VectorizeStats {
     let doms = cfg.dominators();
     let scopes = Scopes::new(func);
     let forest = cfg.loops(&doms);
-    let safe = adze_ir::bounds::safe_accesses(func);
+    // What the JIT proves too (`a[i - 1]` in a loop from 1 included): the
+    // pass runs after AD, so what it proves shapes no tape.
+    let safe = adze_ir::bounds::safe_accesses_below_start(func);
     let plans: Vec<Plan> = forest
         .loops()
         // Outermost loops only, as `unroll`, until code placement is under
