@@ -373,6 +373,10 @@ fn k(x: [f64], y: mut [f64], c: f64) -> f64 {{
     for j in 1..len(x) {{ let i = j - 1; {near} }}
     s
 }}
+
+fn gh(x: [f64], dx: mut [f64], y: mut [f64], c: f64) {{
+    autodiff(reverse, h, active, dup(x, dx), const(y), const(c));
+}}
 "
     )
 }
@@ -401,7 +405,7 @@ fn lanes_inputs(n: usize, k: usize) -> Vec<Val> {
 /// iteration; and some loops are in fact given lanes.
 #[test]
 fn generated_two_lane_loops_agree_after_optimization() {
-    let (mut lanes, mut neighbours) = (0, 0);
+    let (mut lanes, mut neighbours, mut hvp_neighbours) = (0, 0, 0);
     for seed in 0..96u64 {
         let src = lanes_program(seed);
         let session =
@@ -417,6 +421,35 @@ fn generated_two_lane_loops_agree_after_optimization() {
         for name in ["f", "g", "h", "k"] {
             let id = module.get(name).unwrap();
             agree(&src, module, &after, id, &all);
+            // And forward over reverse (a Hessian-vector product), whose
+            // adjoint loops update two arrays at neighbouring elements.
+            if name == "h" {
+                let (m, d) = session
+                    .derive_unoptimized("gh", Mode::Forward, 1, &["c".to_string(), "y".to_string()])
+                    .unwrap_or_else(|e| panic!("{e}\n{src}"));
+                let d = m.get(&d).unwrap();
+                let mut probe = m.clone();
+                let stats = adze_opt::optimize_module(&mut probe).unwrap().vectorize;
+                lanes += stats.loops;
+                hvp_neighbours += stats.neighbours;
+                let dargs: Vec<Vec<Val>> = all
+                    .iter()
+                    .map(|args| {
+                        let n = match &args[0] {
+                            Val::Array(x) => x.len(),
+                            _ => 0,
+                        };
+                        let primal = vec![
+                            ("x".to_string(), args[0].clone()),
+                            ("dx".to_string(), Val::Array(vec![0.25; n])),
+                            ("y".to_string(), args[1].clone()),
+                            ("c".to_string(), args[2].clone()),
+                        ];
+                        derivative_args(&m, d, &primal)
+                    })
+                    .collect();
+                agree(&src, &m, &optimized(&m), d, &dargs);
+            }
             for mode in [Mode::Reverse, Mode::Forward] {
                 let (m, d) = session
                     .derive_unoptimized(name, mode, 1, &["c".to_string()])
@@ -443,4 +476,8 @@ fn generated_two_lane_loops_agree_after_optimization() {
     }
     assert!(lanes >= 96, "only {lanes} loops given lanes");
     assert!(neighbours >= 20, "only {neighbours} neighbour loops");
+    assert!(
+        hvp_neighbours >= 20,
+        "only {hvp_neighbours} in Hessian-vector products"
+    );
 }

@@ -120,8 +120,9 @@ struct Plan {
     kinds: HashMap<Value, Kind>,
     /// Pairs of arrays that must be `apart` for the copy to run.
     guards: Vec<(Value, Value)>,
-    /// An array updated at neighbouring elements (count-down loops).
-    neighbour: Option<Neighbour>,
+    /// Arrays updated at neighbouring elements (count-down loops), and
+    /// what that does to the loop's other loads and stores.
+    memory: Option<Memory>,
 }
 
 /// Gives the loops it can a two-lane copy (see the module documentation).
@@ -156,7 +157,7 @@ pub fn vectorize_loops(func: &mut Function) -> VectorizeStats {
         .collect();
     for p in plans {
         stats.loops += 1;
-        stats.neighbours += usize::from(p.neighbour.is_some());
+        stats.neighbours += usize::from(p.memory.is_some());
         rewrite(func, &p);
     }
     stats
@@ -557,8 +558,8 @@ fn plan(
         }
     }
     // Memory: see the module documentation.
-    let neighbour = match dir {
-        Dir::Down { .. } => neighbours(func, &path, &accesses),
+    let memory = match dir {
+        Dir::Down { .. } => memory_plan(func, &path, &accesses),
         Dir::Up { .. } => None,
     };
     let mut guards = Vec::new();
@@ -571,7 +572,10 @@ fn plan(
         } in &accesses
         {
             if a == s {
-                if ca != cs && neighbour.as_ref().is_none_or(|n| n.array != s) {
+                let neighbouring = memory
+                    .as_ref()
+                    .is_some_and(|m| m.neighbours.iter().any(|n| n.array == s));
+                if ca != cs && !neighbouring {
                     return None;
                 }
             } else if may_alias(func, s, a)
@@ -592,102 +596,162 @@ fn plan(
         dir,
         kinds,
         guards,
-        neighbour,
+        memory,
     })
 }
 
 /// An array a count-down loop updates at two neighbouring elements
 /// (Rosenbrock's adjoint: iteration `j` adds to `x.d[j + 1]` and to
-/// `x.d[j]`, and iteration `j - 1` reads `x.d[j]` back as its high
-/// element `x.d[(j - 1) + 1]`). In lanes the low element's value (`low`'s store, a partial
+/// `x.d[j]`, and iteration `j - 1` reads `x.d[j]` back as its high element
+/// `x.d[(j - 1) + 1]`). In lanes the low element's last value (a partial
 /// sum) is not stored: the other lane, or the next trip, reads it as the
-/// high element's load (`vshift`), and only the high store writes memory,
-/// each element once, with the value the scalar loop leaves there.
+/// high element's first load (`vshift`), and only the high element's last
+/// store writes memory, each element once, with the value the scalar loop
+/// leaves there.
 struct Neighbour {
     array: Value,
     base: Option<Value>,
     /// The low element's offset `o` (`base + (c + o)`); the high one is
     /// `o + 1`.
     low: i64,
-    /// The high element's load, the value it reads.
+    /// The high element's first load, the value it reads.
     load_high: Value,
-    /// The low element's store, and the value it stores.
+    /// The low element's last store, and the value it stores.
     store_low: Inst,
     low_value: Value,
 }
 
-/// The array that a count-down loop updates as [`Neighbour`] says, if
-/// there is one: the only array the loop stores to, accessed exactly by a
-/// load and a later store at `o + 1`, a load and a later store at `o`
-/// (one base), where the low store's value does not depend on the high
-/// load (else the lanes would depend on each other).
-fn neighbours(func: &Function, path: &[Block], accesses: &[Access]) -> Option<Neighbour> {
-    let stored: Vec<Value> = accesses
-        .iter()
-        .filter(|a| a.store)
-        .map(|a| a.array)
-        .collect();
-    let s = *stored.first()?;
-    if stored.iter().any(|&a| a != s) {
-        return None;
-    }
-    let mine: Vec<&Access> = accesses.iter().filter(|a| a.array == s).collect();
-    let base = mine.first()?.index.0;
-    let o = mine.iter().map(|a| a.index.1).min()?;
-    let find = |off: i64, store: bool| -> Option<Inst> {
-        let hits: Vec<Inst> = mine
-            .iter()
-            .filter(|a| a.index.1 == off && a.store == store)
-            .map(|a| a.inst)
-            .collect();
-        match hits[..] {
-            [i] => Some(i),
-            _ => None,
-        }
-    };
-    if mine.len() != 4 || mine.iter().any(|a| a.index.0 != base) {
-        return None;
-    }
-    let (lh, sh, ll, sl) = (
-        find(o + 1, false)?,
-        find(o + 1, true)?,
-        find(o, false)?,
-        find(o, true)?,
-    );
-    // Program order: each element loaded before it is stored.
+/// How the lanes treat a count-down loop's memory when some array is
+/// updated at neighbouring elements. Every array the loop stores to is
+/// `apart` from every other array it accesses (the guard), so within one
+/// iteration an element is read and written only through its own array
+/// value and index: a load after a store of the same element reads the
+/// stored value (`forward`), and a store followed by another of the same
+/// element is dead (`drop`). What is left, per element, is a first load
+/// and a last store.
+struct Memory {
+    neighbours: Vec<Neighbour>,
+    /// A load's result → the value stored last before it, same element.
+    forward: HashMap<Value, Value>,
+    /// Stores a later store of the same element overwrites, and the
+    /// forwarded loads.
+    drop: Vec<Inst>,
+}
+
+/// The [`Memory`] plan of a count-down loop, if some array it stores to is
+/// accessed at two neighbouring offsets `o`, `o + 1` of one base, each
+/// element first loaded and last stored, where no low element's last value
+/// depends on a high element's first load (else the lanes would depend on
+/// each other). `None` when no array is, or when one is accessed otherwise.
+fn memory_plan(func: &Function, path: &[Block], accesses: &[Access]) -> Option<Memory> {
     let order: Vec<Inst> = path
         .iter()
         .flat_map(|&b| func.layout.block_insts(b).iter().copied())
         .collect();
-    let pos = |i: Inst| order.iter().position(|&x| x == i);
-    if pos(lh)? > pos(sh)? || pos(ll)? > pos(sl)? {
+    let mut stored: Vec<Value> = accesses
+        .iter()
+        .filter(|a| a.store)
+        .map(|a| a.array)
+        .collect();
+    stored.dedup();
+    stored.sort();
+    stored.dedup();
+    let mut memory = Memory {
+        neighbours: Vec::new(),
+        forward: HashMap::new(),
+        drop: Vec::new(),
+    };
+    for &s in &stored {
+        // In program order (`accesses` is).
+        let mine: Vec<&Access> = accesses.iter().filter(|a| a.array == s).collect();
+        let base = mine.first()?.index.0;
+        if mine.iter().any(|a| a.index.0 != base) {
+            return None;
+        }
+        let mut offsets: Vec<i64> = mine.iter().map(|a| a.index.1).collect();
+        offsets.sort();
+        offsets.dedup();
+        // Per element: forward loads after stores, drop all but the last
+        // store; remember the first load and the last store.
+        let mut ends = Vec::new();
+        for &off in &offsets {
+            let (mut first_load, mut last_store): (Option<Inst>, Option<Inst>) = (None, None);
+            for a in mine.iter().filter(|a| a.index.1 == off) {
+                if a.store {
+                    if let Some(prev) = last_store {
+                        memory.drop.push(prev);
+                    }
+                    last_store = Some(a.inst);
+                } else if let Some(st) = last_store {
+                    let stored_value = func.dfg.inst(st).args()[2];
+                    let r = func.dfg.inst_results(a.inst)[0];
+                    memory.forward.insert(r, stored_value);
+                    memory.drop.push(a.inst);
+                } else if let Some(first) = first_load {
+                    // A second load before any store: the same value.
+                    let r = func.dfg.inst_results(a.inst)[0];
+                    memory.forward.insert(r, func.dfg.inst_results(first)[0]);
+                    memory.drop.push(a.inst);
+                } else {
+                    first_load = Some(a.inst);
+                }
+            }
+            ends.push((off, first_load, last_store));
+        }
+        match ends[..] {
+            [_] => {}
+            [(o, Some(_), Some(sl)), (o1, Some(lh), Some(_))] if o1 == o + 1 => {
+                memory.neighbours.push(Neighbour {
+                    array: s,
+                    base,
+                    low: o,
+                    load_high: func.dfg.inst_results(lh)[0],
+                    store_low: sl,
+                    low_value: func.dfg.inst(sl).args()[2],
+                });
+            }
+            _ => return None,
+        }
+    }
+    if memory.neighbours.is_empty() {
         return None;
     }
-    let load_high = func.dfg.inst_results(lh)[0];
-    let low_value = func.dfg.inst(sl).args()[2];
-    if depends_on(func, &order, low_value, load_high) {
+    // No low value may depend on any high load (forwarded loads pass the
+    // dependence of the value they stand for).
+    let highs: Vec<Value> = memory.neighbours.iter().map(|n| n.load_high).collect();
+    let tainted = taint(func, &order, &highs, &memory.forward);
+    if memory
+        .neighbours
+        .iter()
+        .any(|n| tainted.contains(&n.low_value))
+    {
         return None;
     }
-    Some(Neighbour {
-        array: s,
-        base,
-        low: o,
-        load_high,
-        store_low: sl,
-        low_value,
-    })
+    Some(memory)
 }
 
-/// Does `v` depend on `on` through the instructions `body` (in order)?
-fn depends_on(func: &Function, body: &[Inst], v: Value, on: Value) -> bool {
-    let mut tainted = std::collections::HashSet::from([on]);
+/// The values that depend on `roots` through the instructions `body` (in
+/// order), a forwarded load depending on what it stands for.
+fn taint(
+    func: &Function,
+    body: &[Inst],
+    roots: &[Value],
+    forward: &HashMap<Value, Value>,
+) -> std::collections::HashSet<Value> {
+    let mut tainted: std::collections::HashSet<Value> = roots.iter().copied().collect();
     for &i in body {
         let data = func.dfg.inst(i);
-        if data.args().iter().any(|a| tainted.contains(a)) {
+        let via_forward = func
+            .dfg
+            .inst_results(i)
+            .first()
+            .and_then(|r| forward.get(r))
+            .is_some_and(|v| tainted.contains(v));
+        if via_forward || data.args().iter().any(|a| tainted.contains(a)) {
             tainted.extend(func.dfg.inst_results(i).iter().copied());
         }
     }
-    tainted.contains(&v)
+    tainted
 }
 
 /// Appends `data` to `block`, with the source location of `like`; its
@@ -916,21 +980,25 @@ fn rewrite(func: &mut Function, p: &Plan) {
     into_vh.extend(&firsts);
     // A neighbour array: the high element of the first iteration, as
     // memory holds it, is what the first trip's lane 1 reads.
-    let pending = p.neighbour.as_ref().map(|n| {
-        let at = element(func, ve, entry.args[counter], n.low + 1, n.base);
-        let load = InstData::Binary {
-            op: Opcode::Load,
-            args: [n.array, at],
-        };
-        let x = emit(func, ve, load, Some(Type::F64), like).expect("a result");
-        let splat = InstData::Unary {
-            op: Opcode::Vsplat,
-            arg: x,
-        };
-        let first = emit(func, ve, splat, Some(Type::F64x2), like).expect("a result");
-        into_vh.push(first);
-        func.dfg.append_block_param(vh, Type::F64x2)
-    });
+    let neighbours: &[Neighbour] = p.memory.as_ref().map_or(&[], |m| &m.neighbours);
+    let pending: Vec<Value> = neighbours
+        .iter()
+        .map(|n| {
+            let at = element(func, ve, entry.args[counter], n.low + 1, n.base);
+            let load = InstData::Binary {
+                op: Opcode::Load,
+                args: [n.array, at],
+            };
+            let x = emit(func, ve, load, Some(Type::F64), like).expect("a result");
+            let splat = InstData::Unary {
+                op: Opcode::Vsplat,
+                arg: x,
+            };
+            let first = emit(func, ve, splat, Some(Type::F64x2), like).expect("a result");
+            into_vh.push(first);
+            func.dfg.append_block_param(vh, Type::F64x2)
+        })
+        .collect();
     let enter = BlockCall {
         block: vh,
         args: into_vh,
@@ -1113,30 +1181,28 @@ fn rewrite(func: &mut Function, p: &Plan) {
         let insts = func.layout.block_insts(b);
         body.extend_from_slice(&insts[..insts.len() - 1]);
     }
-    let split = match &p.neighbour {
+    let split = match &p.memory {
         None => body.len(),
-        Some(n) => {
-            let mut tainted = std::collections::HashSet::from([n.load_high]);
-            let (mut first, mut then) = (Vec::new(), Vec::new());
-            for &i in &body {
-                let data = func.dfg.inst(i);
-                if data.args().iter().any(|a| tainted.contains(a)) {
-                    tainted.extend(func.dfg.inst_results(i).iter().copied());
-                    then.push(i);
-                } else {
-                    first.push(i);
-                }
-            }
+        Some(m) => {
+            let highs: Vec<Value> = m.neighbours.iter().map(|n| n.load_high).collect();
+            let tainted = taint(func, &body, &highs, &m.forward);
+            let (mut first, then): (Vec<Inst>, Vec<Inst>) = body.iter().partition(|&&i| {
+                func.dfg
+                    .inst_results(i)
+                    .first()
+                    .is_none_or(|r| !tainted.contains(r))
+                    && !func.dfg.inst(i).args().iter().any(|a| tainted.contains(a))
+            });
             let k = first.len();
             first.extend(then);
             body = first;
             k
         }
     };
-    let mut carried = None;
+    let mut carried = Vec::new();
     for k in 0..=body.len() {
         if k == split {
-            if let (Some(n), Some(prev)) = (&p.neighbour, pending) {
+            for (n, &prev) in neighbours.iter().zip(&pending) {
                 // The high element's lanes: lane 0 reads what lane 1
                 // stored low, lane 1 what the last trip's lane 0 did.
                 let e = vector(func, &mut lanes, n.low_value);
@@ -1146,15 +1212,23 @@ fn rewrite(func: &mut Function, p: &Plan) {
                 };
                 let a = emit(func, vb, shift, Some(Type::F64x2), None).expect("a result");
                 lanes.map.insert(n.load_high, a);
-                carried = Some(e);
+                carried.push(e);
             }
         }
         let Some(&inst) = body.get(k) else {
             break;
         };
-        if let Some(n) = &p.neighbour {
-            let is_high_load = func.dfg.inst_results(inst).first() == Some(&n.load_high);
-            if is_high_load || inst == n.store_low {
+        if let Some(m) = &p.memory {
+            let first_result = func.dfg.inst_results(inst).first().copied();
+            if let Some(v) = first_result.and_then(|r| m.forward.get(&r)) {
+                // A load of what this iteration stored: the stored lanes.
+                let lanes_of = vector(func, &mut lanes, *v);
+                lanes.map.insert(first_result.expect("a load"), lanes_of);
+                continue;
+            }
+            let high_load = neighbours.iter().any(|n| first_result == Some(n.load_high));
+            let low_store = neighbours.iter().any(|n| inst == n.store_low);
+            if high_load || low_store || m.drop.contains(&inst) {
                 continue;
             }
         }
@@ -1278,7 +1352,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
     // The way out: the loop runs what is left, from the lanes; a
     // neighbour array's pending low element goes to memory, where the
     // loop's next iteration reads it as its high one.
-    if let (Some(n), Some(prev)) = (&p.neighbour, pending) {
+    for (n, &prev) in neighbours.iter().zip(&pending) {
         let at = element(func, vx, vi, n.low + 1, n.base);
         let x = emit(
             func,
