@@ -447,7 +447,47 @@ fn simplify_f64(
     if keep_b && is_quiet(func, quiet, b) {
         return Simplified::Value(b);
     }
+    // `0.0 + y` is `y` when `y` is itself `0.0 + z` (either way round):
+    // such a `y` is never -0.0 (`-0.0 + 0.0` is +0.0) and never a
+    // signaling NaN, and adding +0.0 to anything else gives it back.
+    // Forward over reverse makes these chains of an adjoint's tangent.
+    if op == Fadd {
+        if cb == Some(POS_ZERO) && plus_zero(func, a) {
+            return Simplified::Value(a);
+        }
+        if ca == Some(POS_ZERO) && plus_zero(func, b) {
+            return Simplified::Value(b);
+        }
+    }
     Simplified::Keep
+}
+
+/// Is `v` an `fadd` with a +0.0 operand?
+pub(crate) fn plus_zero(func: &Function, v: Value) -> bool {
+    matches!(
+        crate::analysis::def_inst(func, v),
+        Some(InstData::Binary { op: Opcode::Fadd, args: [p, q] })
+            if fconst_of(func, *p) == Some(POS_ZERO) || fconst_of(func, *q) == Some(POS_ZERO)
+    )
+}
+
+/// `w` when `v` is `0.0 + w` or `w + 0.0` (+0.0).
+pub(crate) fn plus_zero_of(func: &Function, v: Value) -> Option<Value> {
+    match crate::analysis::def_inst(func, v)? {
+        InstData::Binary {
+            op: Opcode::Fadd,
+            args: [p, q],
+        } => {
+            if fconst_of(func, *p) == Some(POS_ZERO) {
+                Some(*q)
+            } else if fconst_of(func, *q) == Some(POS_ZERO) {
+                Some(*p)
+            } else {
+                None
+            }
+        }
+        _ => None,
+    }
 }
 
 /// A simpler form of a `brif`, if any.

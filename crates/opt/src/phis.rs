@@ -154,6 +154,13 @@ pub(crate) fn simplify_params(func: &mut Function, cfg: &Cfg, scopes: &Scopes) -
 /// front end, `docs/language.md`) make such a web in reverse mode: both
 /// adjoints of the rotated pair are the sum's adjoint, swapped every
 /// iteration.
+///
+/// An argument `0.0 + w` (+0.0, through any chain of such additions) of a
+/// member `w` joins the web as `w` does when the outside value `x` is itself
+/// such an addition: then `0.0 + x` is `x` bit for bit (`gvn`'s
+/// `plus_zero`), so the members still only hold `x`. Forward over reverse
+/// makes these: the tangents of the rotated adjoints, normalized by `0.0
+/// +` every iteration.
 fn webs(
     func: &Function,
     blocks: &[Block],
@@ -175,6 +182,17 @@ fn webs(
             }
         }
     }
+    // The member an argument is, through `0.0 +` chains (bounded).
+    let member = |a: Value| -> Option<(u32, bool)> {
+        let mut v = a;
+        for step in 0..8 {
+            if index[v] != u32::MAX {
+                return Some((index[v], step > 0));
+            }
+            v = crate::gvn::plus_zero_of(func, v)?;
+        }
+        None
+    };
     // Union-find over the candidates, joined along the edges between them.
     let mut parent: Vec<u32> = (0..cands.len() as u32).collect();
     fn root(parent: &mut [u32], mut i: u32) -> u32 {
@@ -186,8 +204,8 @@ fn webs(
     }
     for (i, &(p, _)) in cands.iter().enumerate() {
         for &a in &inc[p] {
-            if index[a] != u32::MAX {
-                let (x, y) = (root(&mut parent, i as u32), root(&mut parent, index[a]));
+            if let Some((j, _)) = member(a) {
+                let (x, y) = (root(&mut parent, i as u32), root(&mut parent, j));
                 parent[x as usize] = y;
             }
         }
@@ -196,12 +214,16 @@ fn webs(
     // two differ.
     let mut outside: Vec<Option<Option<Value>>> = vec![None; cands.len()];
     let mut size = vec![0usize; cands.len()];
+    let mut normalized = vec![false; cands.len()];
     for (i, &(p, _)) in cands.iter().enumerate() {
         let r = root(&mut parent, i as u32) as usize;
         size[r] += 1;
         for &a in &inc[p] {
-            if index[a] != u32::MAX && root(&mut parent, index[a]) as usize == r {
-                continue;
+            if let Some((j, through)) = member(a) {
+                if root(&mut parent, j) as usize == r {
+                    normalized[r] |= through;
+                    continue;
+                }
             }
             outside[r] = match outside[r] {
                 None => Some(Some(a)),
@@ -216,6 +238,7 @@ fn webs(
         let r = root(&mut parent, i as u32) as usize;
         if let Some(Some(x)) = outside[r] {
             ok[r] &= scopes.can_replace(func, p, x);
+            ok[r] &= !normalized[r] || crate::gvn::plus_zero(func, x);
         }
     }
     for (i, &(p, b)) in cands.iter().enumerate() {
