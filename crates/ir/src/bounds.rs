@@ -139,7 +139,7 @@ fn const_of(func: &Function, v: Value) -> Option<i64> {
 
 /// `(x, c)` when `v` is `x + c` for a constant `c` (`iadd` either way
 /// round, or `isub` of a constant), or `(v, 0)`.
-fn offset_form(func: &Function, v: Value) -> (Value, i64) {
+pub fn offset_form(func: &Function, v: Value) -> (Value, i64) {
     if let Some(InstData::Binary { op, args }) = inst_of(func, v) {
         match op {
             Opcode::Iadd => {

@@ -37,24 +37,7 @@ pub(crate) fn loop_shape(
     max_insts: usize,
 ) -> Option<LoopShape> {
     let in_loop = |b: Block| body.contains(&b);
-    if body.iter().any(|&b| scopes.block_scope(b).is_some()) {
-        return None;
-    }
-    let size: usize = body.iter().map(|&b| func.layout.block_insts(b).len()).sum();
-    if size > max_insts {
-        return None;
-    }
-    let (inside, outside): (Vec<Block>, Vec<Block>) =
-        cfg.preds(header).iter().partition(|&&p| in_loop(p));
-    let (&[latch], &[preheader]) = (&inside[..], &outside[..]) else {
-        return None;
-    };
-    let enters_by_jump = func.layout.last_inst(preheader).is_some_and(
-        |i| matches!(func.dfg.inst(i), InstData::Jump { dest } if dest.block == header),
-    );
-    if !enters_by_jump {
-        return None;
-    }
+    let (latch, preheader) = entered_once(func, cfg, scopes, header, body, max_insts)?;
     let mut exits = Vec::new();
     for &b in body {
         let last = func.layout.last_inst(b)?;
@@ -79,6 +62,36 @@ pub(crate) fn loop_shape(
         preheader,
         exit,
     })
+}
+
+/// `(latch, preheader)` of a loop of at most `max_insts` instructions,
+/// outside rule regions, with one latch, entered from one preheader by a
+/// `jump` (what `loop_shape` and `vectorize` ask first).
+pub(crate) fn entered_once(
+    func: &Function,
+    cfg: &Cfg,
+    scopes: &Scopes,
+    header: Block,
+    body: &[Block],
+    max_insts: usize,
+) -> Option<(Block, Block)> {
+    let in_loop = |b: Block| body.contains(&b);
+    if body.iter().any(|&b| scopes.block_scope(b).is_some()) {
+        return None;
+    }
+    let size: usize = body.iter().map(|&b| func.layout.block_insts(b).len()).sum();
+    if size > max_insts {
+        return None;
+    }
+    let (inside, outside): (Vec<Block>, Vec<Block>) =
+        cfg.preds(header).iter().partition(|&&p| in_loop(p));
+    let (&[latch], &[preheader]) = (&inside[..], &outside[..]) else {
+        return None;
+    };
+    let enters_by_jump = func.layout.last_inst(preheader).is_some_and(
+        |i| matches!(func.dfg.inst(i), InstData::Jump { dest } if dest.block == header),
+    );
+    enters_by_jump.then_some((latch, preheader))
 }
 
 /// Where the copy's edges to the loop's header go.

@@ -52,7 +52,9 @@
 //! Measured in docs/performance.md (session 17).
 
 use crate::analysis::{def_inst, iconst_of, Cfg, Scopes};
+use crate::copy::entered_once;
 use crate::mem::may_alias;
+use adze_ir::bounds::offset_form;
 use adze_ir::{Block, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Type, Value};
 use std::collections::HashMap;
 
@@ -163,33 +165,9 @@ pub fn vectorize_loops(func: &mut Function) -> VectorizeStats {
     stats
 }
 
-/// `(x, c)` when `v` is `x + c` for a constant `c`, or `(v, 0)`.
-fn offset_form(func: &Function, v: Value) -> (Value, i64) {
-    if let Some(InstData::Binary { op, args }) = def_inst(func, v) {
-        match op {
-            Opcode::Iadd => {
-                if let Some(c) = iconst_of(func, args[1]) {
-                    return (args[0], c);
-                }
-                if let Some(c) = iconst_of(func, args[0]) {
-                    return (args[1], c);
-                }
-            }
-            Opcode::Isub => {
-                if let Some(c) = iconst_of(func, args[1]).and_then(i64::checked_neg) {
-                    return (args[0], c);
-                }
-            }
-            _ => {}
-        }
-    }
-    (v, 0)
-}
-
-/// The latch and the preheader of a loop of at most [`MAX_VECTOR_INSTS`]
-/// instructions outside rule regions, with one latch, entered from one
-/// preheader by a `jump`, left only from its header (to a block that may
-/// have other predecessors: the lanes leave through the loop itself).
+/// The latch and the preheader of a loop `copy::entered_once` takes,
+/// left only from its header (to a block that may have other
+/// predecessors: the lanes leave through the loop itself).
 fn shape(
     func: &Function,
     cfg: &Cfg,
@@ -198,28 +176,11 @@ fn shape(
     blocks: &[Block],
 ) -> Option<(Block, Block)> {
     let in_loop = |b: Block| blocks.contains(&b);
-    if blocks.iter().any(|&b| scopes.block_scope(b).is_some()) {
-        return None;
-    }
-    let size: usize = blocks
-        .iter()
-        .map(|&b| func.layout.block_insts(b).len())
-        .sum();
-    if size > MAX_VECTOR_INSTS {
-        return None;
-    }
-    let (inside, outside): (Vec<Block>, Vec<Block>) =
-        cfg.preds(header).iter().partition(|&&p| in_loop(p));
-    let (&[latch], &[preheader]) = (&inside[..], &outside[..]) else {
-        return None;
-    };
-    let enters_by_jump = func.layout.last_inst(preheader).is_some_and(
-        |i| matches!(func.dfg.inst(i), InstData::Jump { dest } if dest.block == header),
-    );
+    let found = entered_once(func, cfg, scopes, header, blocks, MAX_VECTOR_INSTS)?;
     let leaves_from_header = blocks
         .iter()
         .all(|&b| b == header || cfg.succs(b).iter().all(|&s| in_loop(s)));
-    (enters_by_jump && leaves_from_header).then_some((latch, preheader))
+    leaves_from_header.then_some(found)
 }
 
 /// Which way a loop counts.

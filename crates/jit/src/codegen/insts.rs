@@ -437,9 +437,10 @@ impl Translator<'_, '_> {
         Ok(())
     }
 
-    /// `disjoint a, b`: traps when both views are non-empty and their
-    /// element ranges meet.
-    fn disjoint(&mut self, a: IrValue, b: IrValue) -> Result<(), JitError> {
+    /// Whether the views `a` and `b` share an element: both non-empty and
+    /// their byte ranges meet (the interpreter: both of one array, both
+    /// non-empty, their element ranges meet).
+    fn overlap(&mut self, a: IrValue, b: IrValue) -> Result<cl::Value, JitError> {
         let (pa, la) = self.array(a)?;
         let (pb, lb) = self.array(b)?;
         let ba = self.b.ins().ishl_imm_u(la, 3);
@@ -452,7 +453,12 @@ impl Translator<'_, '_> {
         let a_full = self.b.ins().icmp_imm_s(IntCC::NotEqual, la, 0);
         let b_full = self.b.ins().icmp_imm_s(IntCC::NotEqual, lb, 0);
         let full = self.b.ins().band(a_full, b_full);
-        let overlap = self.b.ins().band(meet, full);
+        Ok(self.b.ins().band(meet, full))
+    }
+
+    /// `disjoint a, b`: traps when the views share an element.
+    fn disjoint(&mut self, a: IrValue, b: IrValue) -> Result<(), JitError> {
+        let overlap = self.overlap(a, b)?;
         let kind = SiteKind::OverlappingArrays {
             first: self.func.array_name(a),
             second: self.func.array_name(b),
@@ -461,22 +467,9 @@ impl Translator<'_, '_> {
         Ok(())
     }
 
-    /// `apart a, b`: the views share no element, as `disjoint` decides
-    /// (the interpreter: both of one array, their ranges meet).
+    /// `apart a, b`: the views share no element, as `disjoint` decides.
     fn apart(&mut self, a: IrValue, b: IrValue) -> Result<cl::Value, JitError> {
-        let (pa, la) = self.array(a)?;
-        let (pb, lb) = self.array(b)?;
-        let ba = self.b.ins().ishl_imm_u(la, 3);
-        let ea = self.b.ins().iadd(pa, ba);
-        let bb = self.b.ins().ishl_imm_u(lb, 3);
-        let eb = self.b.ins().iadd(pb, bb);
-        let a_before_eb = self.b.ins().icmp(IntCC::UnsignedLessThan, pa, eb);
-        let b_before_ea = self.b.ins().icmp(IntCC::UnsignedLessThan, pb, ea);
-        let meet = self.b.ins().band(a_before_eb, b_before_ea);
-        let a_full = self.b.ins().icmp_imm_s(IntCC::NotEqual, la, 0);
-        let b_full = self.b.ins().icmp_imm_s(IntCC::NotEqual, lb, 0);
-        let full = self.b.ins().band(a_full, b_full);
-        let overlap = self.b.ins().band(meet, full);
+        let overlap = self.overlap(a, b)?;
         Ok(self.b.ins().bxor_imm_u(overlap, 1))
     }
 
