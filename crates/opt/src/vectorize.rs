@@ -733,6 +733,14 @@ fn emit(
     func.dfg.inst_results(inst).first().copied()
 }
 
+/// The position of the counter among the header's parameters.
+fn counter_of(p: &Plan) -> usize {
+    p.roles
+        .iter()
+        .position(|&r| r == Role::Counter)
+        .expect("a counter")
+}
+
 fn iconst(func: &mut Function, block: Block, imm: i64) -> Value {
     emit(func, block, InstData::IConst { imm }, Some(Type::I64), None).expect("a result")
 }
@@ -791,7 +799,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
         .position(|&b| b == p.header)
         .expect("the header is placed");
     let before = func.layout.blocks()[pos.saturating_sub(1)];
-    let needs_entry = !down || !p.guards.is_empty();
+    let needs_entry = !down || !p.guards.is_empty() || p.memory.is_some();
     let mut new_blocks = Vec::new();
     let mut prev = before;
     for _ in 0..(if needs_entry { 4 } else { 3 }) {
@@ -837,18 +845,29 @@ fn rewrite(func: &mut Function, p: &Plan) {
             (p.preheader, ve, Some(ok))
         }
     };
-    for &(a, b) in &p.guards {
-        let t = emit(
-            func,
-            gate,
-            InstData::Binary {
-                op: Opcode::Apart,
-                args: [a, b],
-            },
-            Some(Type::Bool),
-            like,
-        )
-        .expect("a result");
+    // A neighbour array's first high element is read before the lanes and
+    // its last low one written after them, at the elements of counters
+    // `c0` and `c0 - 1`: in bounds when the loop runs at least one trip
+    // (`c0 > 1`), maybe not when it runs no iteration at all (`c0 = 0`,
+    // `x.d[c - 2]`). So such lanes start only from `c0 > 1`.
+    let mut tests: Vec<InstData> = p
+        .guards
+        .iter()
+        .map(|&(a, b)| InstData::Binary {
+            op: Opcode::Apart,
+            args: [a, b],
+        })
+        .collect();
+    if p.memory.is_some() {
+        let one = iconst(func, gate, 1);
+        tests.push(InstData::Cmp {
+            op: Opcode::Icmp,
+            cond: CmpCond::Gt,
+            args: [entry.args[counter_of(p)], one],
+        });
+    }
+    for test in tests {
+        let t = emit(func, gate, test, Some(Type::Bool), like).expect("a result");
         ok = Some(match ok {
             None => t,
             Some(o) => {
@@ -926,11 +945,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
         .expect("a result");
         firsts.push(v);
     }
-    let counter = p
-        .roles
-        .iter()
-        .position(|&r| r == Role::Counter)
-        .expect("a counter");
+    let counter = counter_of(p);
     let vi = func.dfg.append_block_param(vh, Type::I64);
     let vs: Vec<Value> = p
         .pairs
