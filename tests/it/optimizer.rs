@@ -481,3 +481,62 @@ fn generated_two_lane_loops_agree_after_optimization() {
         "only {hvp_neighbours} in Hessian-vector products"
     );
 }
+
+/// A neighbour array whose high element is reset before the low one is
+/// read (the adjoint of `t[i + 1] = ..` after `o[i] = t[i] * 1.5`: it reads
+/// `t.d[i + 1]`, stores 0.0 there, then updates `t.d[i]`). In lanes lane 0's
+/// high element is lane 1's low one, so every high store must come after
+/// the low loads (the review of session 17 found the gradient wrong: `x.d
+/// = [5, 6, 6, 0]` for `[5, 10, 6, 0]`). The gradient and the HVP,
+/// optimized and not, on both engines, and the loop is given lanes.
+#[test]
+fn a_neighbour_reset_before_the_low_load_keeps_its_order() {
+    let src = "
+fn f(x: [f64]) -> f64 {
+    let n = len(x);
+    let t = zeros(n);
+    let o = zeros(n);
+    for i in 0..n - 1 {
+        o[i] = t[i] * 1.5;
+        t[i + 1] = x[i] * x[i];
+    }
+    var q = 0.0;
+    for i in 0..n { q = q + t[i] + o[i]; }
+    q
+}
+fn g(x: [f64], dx: mut [f64]) { autodiff(reverse, f, active, dup(x, dx)); }
+";
+    let session = Session::from_source("reset.adz", src).unwrap();
+    let stages = session.stages(None).unwrap();
+    let (_, module) = stages.iter().find(|(s, _)| *s == Stage::Ad).unwrap();
+    let mut probe = module.clone();
+    let stats = adze_opt::optimize_module(&mut probe).unwrap().vectorize;
+    assert!(stats.neighbours > 0, "{stats:?}");
+    let g = module.get("g").unwrap();
+    let all: Vec<Vec<Val>> = (0..7)
+        .map(|n| {
+            let x: Vec<f64> = (0..n).map(|j| 1.0 + j as f64).collect();
+            vec![Val::Array(x), Val::Array(vec![0.0; n])]
+        })
+        .collect();
+    agree(src, module, &optimized(module), g, &all);
+    let out = adze_interp::Interpreter::new(&probe)
+        .call(g, &all[4])
+        .unwrap();
+    assert_eq!(out.args[1], Val::Array(vec![5.0, 10.0, 6.0, 0.0]));
+    let (m, d) = session
+        .derive_unoptimized("g", Mode::Forward, 1, &[])
+        .unwrap();
+    let d = m.get(&d).unwrap();
+    let dargs: Vec<Vec<Val>> = all
+        .iter()
+        .map(|args| {
+            let primal = vec![
+                ("x".to_string(), args[0].clone()),
+                ("dx".to_string(), args[1].clone()),
+            ];
+            derivative_args(&m, d, &primal)
+        })
+        .collect();
+    agree(src, &m, &optimized(&m), d, &dargs);
+}

@@ -41,7 +41,9 @@
 //! - pure computations of loop-invariant values, kept as they are.
 //!
 //! **Memory.** Lane 1's loads run before lane 0's stores, so no iteration
-//! may read what the one before wrote. Within one array value every
+//! may read what the one before wrote (but for an array updated at
+//! neighbouring elements, `Neighbour`, whose high stores go after every
+//! low load). Within one array value every
 //! access of a loop that stores is at the same `i + c`: each iteration
 //! touches its own element. Two array values that may alias (`mem::may_alias`:
 //! parameters, views) may be views at different offsets, so the vector
@@ -236,7 +238,8 @@ fn header_test(
                     ..
                 })
             );
-            (k <= 0 && is_len && then_dest.args.is_empty()).then_some((
+            // `k > i64::MIN`: `k - 1` is the lanes' bound's offset.
+            (k <= 0 && k > i64::MIN && is_len && then_dest.args.is_empty()).then_some((
                 i,
                 then_dest.block,
                 Dir::Up { base, k },
@@ -360,6 +363,10 @@ fn plan(
         };
         kinds.insert(p, kind);
     }
+    let before_loop = |v: Value| {
+        func.def_block(v)
+            .is_some_and(|b| b != header && !path.contains(&b))
+    };
     let kind_of = |kinds: &HashMap<Value, Kind>, v: Value| -> Kind {
         kinds.get(&v).copied().unwrap_or(Kind::Uniform)
     };
@@ -389,6 +396,10 @@ fn plan(
                     let (Kind::Uniform, Kind::Index(b, c)) = (ks[0], kind_of(&kinds, idx)) else {
                         return None;
                     };
+                    // The guards before the lanes test the array itself.
+                    if !before_loop(arr) {
+                        return None;
+                    }
                     if !safe.contains(inst) {
                         return None;
                     }
@@ -407,6 +418,10 @@ fn plan(
                     let (Kind::Uniform, Kind::Index(b, c)) = (ks[0], kind_of(&kinds, idx)) else {
                         return None;
                     };
+                    // The guards before the lanes test the array itself.
+                    if !before_loop(arr) {
+                        return None;
+                    }
                     if !safe.contains(inst)
                         || !matches!(kind_of(&kinds, x), Kind::Lane | Kind::Uniform)
                     {
@@ -577,6 +592,9 @@ struct Neighbour {
     low: i64,
     /// The high element's first load, the value it reads.
     load_high: Value,
+    /// The high element's last store: after every low load in lanes
+    /// (lane 0's high element is lane 1's low one).
+    store_high: Inst,
     /// The low element's last store, and the value it stores.
     store_low: Inst,
     low_value: Value,
@@ -661,12 +679,13 @@ fn memory_plan(func: &Function, path: &[Block], accesses: &[Access]) -> Option<M
         }
         match ends[..] {
             [_] => {}
-            [(o, Some(_), Some(sl)), (o1, Some(lh), Some(_))] if o1 == o + 1 => {
+            [(o, Some(_), Some(sl)), (o1, Some(lh), Some(sh))] if o1 == o + 1 => {
                 memory.neighbours.push(Neighbour {
                     array: s,
                     base,
                     low: o,
                     load_high: func.dfg.inst_results(lh)[0],
+                    store_high: sh,
                     store_low: sl,
                     low_value: func.dfg.inst(sl).args()[2],
                 });
@@ -1162,12 +1181,17 @@ fn rewrite(func: &mut Function, p: &Plan) {
         Some(m) => {
             let highs: Vec<Value> = m.neighbours.iter().map(|n| n.load_high).collect();
             let tainted = taint(func, &body, &highs, &m.forward);
+            // The high stores go after the split whatever they store:
+            // lane 0's high element is lane 1's low one, which lane 1
+            // loads first (in the scalar loop, the iteration before).
+            let high_stores: Vec<Inst> = m.neighbours.iter().map(|n| n.store_high).collect();
             let (mut first, then): (Vec<Inst>, Vec<Inst>) = body.iter().partition(|&&i| {
                 func.dfg
                     .inst_results(i)
                     .first()
                     .is_none_or(|r| !tainted.contains(r))
                     && !func.dfg.inst(i).args().iter().any(|a| tainted.contains(a))
+                    && !high_stores.contains(&i)
             });
             let k = first.len();
             first.extend(then);
