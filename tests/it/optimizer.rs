@@ -341,6 +341,16 @@ fn lanes_program(seed: u64) -> String {
         expr(&mut next, 2, false, 2),
         expr(&mut next, 2, false, 2)
     );
+    // A local array written one element ahead and read at its own: its
+    // adjoint reads, resets and updates `t.d` at neighbouring elements,
+    // in either order of the two statements.
+    let (a1, a2) = (expr(&mut next, 2, false, 2), expr(&mut next, 2, false, 2));
+    let (w1, w2) = (format!("o[i] = t[i] * {a1};"), format!("t[i + 1] = {a2};"));
+    let ahead = if next(2) == 0 {
+        format!("{w1} {w2}")
+    } else {
+        format!("{w2} {w1}")
+    };
     let body = match next(3) {
         0 => format!("s = s + {};", expr(&mut next, 3, false, 3)),
         1 => format!("y[i] = {e};"),
@@ -376,6 +386,16 @@ fn k(x: [f64], y: mut [f64], c: f64) -> f64 {{
 
 fn gh(x: [f64], dx: mut [f64], y: mut [f64], c: f64) {{
     autodiff(reverse, h, active, dup(x, dx), const(y), const(c));
+}}
+
+fn r(x: [f64], y: mut [f64], c: f64) -> f64 {{
+    let n = len(x);
+    let t = zeros(n);
+    let o = zeros(n);
+    for i in 0..n - 1 {{ {ahead} }}
+    var q = 0.0;
+    for i in 0..n {{ q = q + t[i] + o[i]; }}
+    q
 }}
 "
     )
@@ -418,7 +438,7 @@ fn generated_two_lane_loops_agree_after_optimization() {
             .unwrap()
             .vectorize
             .loops;
-        for name in ["f", "g", "h", "k"] {
+        for name in ["f", "g", "h", "k", "r"] {
             let id = module.get(name).unwrap();
             agree(&src, module, &after, id, &all);
             // And forward over reverse (a Hessian-vector product), whose
