@@ -535,7 +535,7 @@ fn plan(
     }
     // Memory: see the module documentation.
     let memory = match dir {
-        Dir::Down { .. } => memory_plan(func, &path, &accesses),
+        Dir::Down { .. } => memory_plan(func, &path, &accesses, &before_loop),
         Dir::Up { .. } => None,
     };
     let mut guards = Vec::new();
@@ -622,7 +622,12 @@ struct Memory {
 /// element first loaded and last stored, where no low element's last value
 /// depends on a high element's first load (else the lanes would depend on
 /// each other). `None` when no array is, or when one is accessed otherwise.
-fn memory_plan(func: &Function, path: &[Block], accesses: &[Access]) -> Option<Memory> {
+fn memory_plan(
+    func: &Function,
+    path: &[Block],
+    accesses: &[Access],
+    before_loop: &dyn Fn(Value) -> bool,
+) -> Option<Memory> {
     let order: Vec<Inst> = path
         .iter()
         .flat_map(|&b| func.layout.block_insts(b).iter().copied())
@@ -644,7 +649,9 @@ fn memory_plan(func: &Function, path: &[Block], accesses: &[Access]) -> Option<M
         // In program order (`accesses` is).
         let mine: Vec<&Access> = accesses.iter().filter(|a| a.array == s).collect();
         let base = mine.first()?.index.0;
-        if mine.iter().any(|a| a.index.0 != base) {
+        // One base, and (for the elements read before the lanes and
+        // written after them) one computed before the loop.
+        if mine.iter().any(|a| a.index.0 != base) || base.is_some_and(|b| !before_loop(b)) {
             return None;
         }
         let mut offsets: Vec<i64> = mine.iter().map(|a| a.index.1).collect();
