@@ -804,6 +804,8 @@ struct Lanes {
     splats: HashMap<Value, Value>,
     /// Offset `c` → `vi + c`.
     indices: HashMap<i64, Value>,
+    /// `(vc - 2) + 1`, a count-down loop's index of offset 0 once made.
+    plus_one: Option<Value>,
 }
 
 impl Lanes {
@@ -1060,6 +1062,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
         map: HashMap::new(),
         splats: HashMap::new(),
         indices: HashMap::new(),
+        plus_one: None,
     };
     for (&(a, _), &v) in p.pairs.iter().zip(&vs) {
         lanes.map.insert(params[a], v);
@@ -1145,7 +1148,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
         if down && c == 0 && base.is_none() {
             // `(vc - 2) + 1`: the form whose two elements `adze_ir::bounds`
             // proves from a guard on `base + (c - 1)` with `base = 1`.
-            if let Some(&x) = lanes.indices.get(&i64::MIN) {
+            if let Some(x) = lanes.plus_one {
                 return x;
             }
             let t = index_of(func, lanes, -2);
@@ -1155,7 +1158,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
                 args: [t, one],
             };
             let x = emit(func, vb, add, Some(Type::I64), None).expect("a result");
-            lanes.indices.insert(i64::MIN, x);
+            lanes.plus_one = Some(x);
             return x;
         }
         let off = if down { c - 1 } else { c };
