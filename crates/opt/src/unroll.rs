@@ -84,11 +84,10 @@ pub fn unroll_loops(func: &mut Function) -> UnrollStats {
     let cfg = Cfg::new(func);
     let doms = cfg.dominators();
     let scopes = Scopes::new(func);
-    let forest = cfg.loops(&doms);
-    let plans: Vec<Plan> = forest
-        .loops()
-        .filter(|&l| forest.children(l).is_empty() && forest.depth(l) == 1)
-        .filter_map(|l| plan(func, &cfg, &scopes, forest.header(l), forest.own_blocks(l)))
+    let plans: Vec<Plan> = cfg
+        .lone_loops(&doms)
+        .iter()
+        .filter_map(|l| plan(func, &cfg, &scopes, l.header, &l.blocks))
         .collect();
     for p in plans {
         stats.loops += 1;

@@ -138,26 +138,16 @@ pub fn vectorize_loops(func: &mut Function) -> VectorizeStats {
     let cfg = Cfg::new(func);
     let doms = cfg.dominators();
     let scopes = Scopes::new(func);
-    let forest = cfg.loops(&doms);
     // What the JIT proves too (`a[i - 1]` in a loop from 1 included): the
     // pass runs after AD, so what it proves shapes no tape.
     let safe = adze_ir::bounds::safe_accesses_below_start(func);
-    let plans: Vec<Plan> = forest
-        .loops()
-        // Outermost loops only, as `unroll`, until code placement is under
-        // control: copying a short sum inside GMM's second style's
-        // component loop (1 % of its work) moved its primal by 5-7 %.
-        .filter(|&l| forest.children(l).is_empty() && forest.depth(l) == 1)
-        .filter_map(|l| {
-            plan(
-                func,
-                &cfg,
-                &scopes,
-                &safe,
-                forest.header(l),
-                forest.own_blocks(l),
-            )
-        })
+    // Outermost loops only, as `unroll`, until code placement is under
+    // control: copying a short sum inside GMM's second style's component
+    // loop (1 % of its work) moved its primal by 5-7 %.
+    let plans: Vec<Plan> = cfg
+        .lone_loops(&doms)
+        .iter()
+        .filter_map(|l| plan(func, &cfg, &scopes, &safe, l.header, &l.blocks))
         .collect();
     for p in plans {
         stats.loops += 1;
@@ -341,16 +331,9 @@ fn plan(
             return None;
         }
     }
-    for (k, &a) in back.args.iter().enumerate() {
-        let ok = match roles[k] {
-            Role::Counter | Role::Invariant | Role::First => true,
-            Role::Second => !params.contains(&a),
-        };
-        // A parameter whose value the body computes but no pair claims.
-        let claimed = roles[k] != Role::Invariant || a == params[k];
-        if !ok || !claimed {
-            return None;
-        }
+    // A parameter whose value the body computes but no pair claims.
+    if (0..params.len()).any(|k| roles[k] == Role::Invariant && back.args[k] != params[k]) {
+        return None;
     }
     // What each value is.
     let mut kinds: HashMap<Value, Kind> = HashMap::new();
@@ -388,96 +371,79 @@ fn plan(
             let f64_operands = args.iter().zip(&ks).all(|(&a, &k)| {
                 k == Kind::Lane || (k == Kind::Uniform && func.dfg.value_type(a) == Type::F64)
             });
-            let kind = match *data {
-                InstData::Binary {
-                    op: Opcode::Load,
-                    args: [arr, idx],
-                } => {
-                    let (Kind::Uniform, Kind::Index(b, c)) = (ks[0], kind_of(&kinds, idx)) else {
-                        return None;
-                    };
-                    // The guards before the lanes test the array itself.
-                    if !before_loop(arr) {
-                        return None;
-                    }
-                    if !safe.contains(inst) {
-                        return None;
-                    }
-                    accesses.push(Access {
-                        array: arr,
-                        index: (b, c),
-                        store: false,
-                        inst,
-                    });
-                    Some(Kind::Lane)
-                }
-                InstData::Ternary {
-                    op: Opcode::Store,
-                    args: [arr, idx, x],
-                } => {
-                    let (Kind::Uniform, Kind::Index(b, c)) = (ks[0], kind_of(&kinds, idx)) else {
-                        return None;
-                    };
-                    // The guards before the lanes test the array itself.
-                    if !before_loop(arr) {
-                        return None;
-                    }
-                    if !safe.contains(inst)
-                        || !matches!(kind_of(&kinds, x), Kind::Lane | Kind::Uniform)
-                    {
-                        return None;
-                    }
-                    accesses.push(Access {
-                        array: arr,
-                        index: (b, c),
-                        store: true,
-                        inst,
-                    });
-                    None
-                }
-                InstData::Binary {
-                    op: op @ (Opcode::Iadd | Opcode::Isub),
-                    args: [x, y],
-                } if !all_uniform => {
-                    let (kx, ky) = (kind_of(&kinds, x), kind_of(&kinds, y));
-                    match (kx, ky, iconst_of(func, x), iconst_of(func, y)) {
-                        // `x + d`, `x - d`, `d + y`.
-                        (Kind::Index(b, c), _, _, Some(d)) => {
-                            let d = if op == Opcode::Iadd {
-                                Some(d)
-                            } else {
-                                d.checked_neg()
-                            };
-                            Some(Kind::Index(b, c.checked_add(d?)?))
-                        }
-                        (_, Kind::Index(b, c), Some(d), _) if op == Opcode::Iadd => {
-                            Some(Kind::Index(b, c.checked_add(d)?))
-                        }
-                        // `base + (i + c)` either way round.
-                        (Kind::Index(None, c), Kind::Uniform, _, None) if op == Opcode::Iadd => {
-                            Some(Kind::Index(Some(y), c))
-                        }
-                        (Kind::Uniform, Kind::Index(None, c), None, _) if op == Opcode::Iadd => {
-                            Some(Kind::Index(Some(x), c))
-                        }
-                        _ => return None,
-                    }
-                }
-                _ if all_uniform => {
-                    if !data.opcode().effects().is_pure() {
-                        return None;
-                    }
-                    Some(Kind::Uniform)
-                }
-                InstData::Binary { op, .. } | InstData::Unary { op, .. }
-                    if f64_operands && op.two_lanes().is_some() =>
+            let kind = if let Some((arr, idx)) = data.array_access() {
+                // `load` and `store`: proven, at `base + (i + c)`, of an
+                // array defined before the loop (the guards before the
+                // lanes test the array itself), storing a lane or a
+                // uniform value.
+                let store = data.opcode() == Opcode::Store;
+                let Kind::Index(b, c) = kind_of(&kinds, idx) else {
+                    return None;
+                };
+                if ks[0] != Kind::Uniform
+                    || !before_loop(arr)
+                    || !safe.contains(inst)
+                    || (store && !matches!(ks[2], Kind::Lane | Kind::Uniform))
                 {
-                    Some(Kind::Lane)
+                    return None;
                 }
-                InstData::Powi {
-                    op: Opcode::Powi, ..
-                } if f64_operands => Some(Kind::Lane),
-                _ => return None,
+                accesses.push(Access {
+                    array: arr,
+                    index: (b, c),
+                    store,
+                    inst,
+                });
+                (!store).then_some(Kind::Lane)
+            } else {
+                match *data {
+                    InstData::Binary {
+                        op: op @ (Opcode::Iadd | Opcode::Isub),
+                        args: [x, y],
+                    } if !all_uniform => {
+                        let (kx, ky) = (kind_of(&kinds, x), kind_of(&kinds, y));
+                        match (kx, ky, iconst_of(func, x), iconst_of(func, y)) {
+                            // `x + d`, `x - d`, `d + y`.
+                            (Kind::Index(b, c), _, _, Some(d)) => {
+                                let d = if op == Opcode::Iadd {
+                                    Some(d)
+                                } else {
+                                    d.checked_neg()
+                                };
+                                Some(Kind::Index(b, c.checked_add(d?)?))
+                            }
+                            (_, Kind::Index(b, c), Some(d), _) if op == Opcode::Iadd => {
+                                Some(Kind::Index(b, c.checked_add(d)?))
+                            }
+                            // `base + (i + c)` either way round.
+                            (Kind::Index(None, c), Kind::Uniform, _, None)
+                                if op == Opcode::Iadd =>
+                            {
+                                Some(Kind::Index(Some(y), c))
+                            }
+                            (Kind::Uniform, Kind::Index(None, c), None, _)
+                                if op == Opcode::Iadd =>
+                            {
+                                Some(Kind::Index(Some(x), c))
+                            }
+                            _ => return None,
+                        }
+                    }
+                    _ if all_uniform => {
+                        if !data.opcode().effects().is_pure() {
+                            return None;
+                        }
+                        Some(Kind::Uniform)
+                    }
+                    InstData::Binary { op, .. } | InstData::Unary { op, .. }
+                        if f64_operands && op.two_lanes().is_some() =>
+                    {
+                        Some(Kind::Lane)
+                    }
+                    InstData::Powi {
+                        op: Opcode::Powi, ..
+                    } if f64_operands => Some(Kind::Lane),
+                    _ => return None,
+                }
             };
             if let Some(kind) = kind {
                 for &r in func.dfg.inst_results(inst) {
@@ -501,15 +467,7 @@ fn plan(
     for &b in &path {
         for &inst in func.layout.block_insts(b) {
             let data = func.dfg.inst(inst);
-            let index_at = match *data {
-                InstData::Binary {
-                    op: Opcode::Load, ..
-                }
-                | InstData::Ternary {
-                    op: Opcode::Store, ..
-                } => Some(1),
-                _ => None,
-            };
+            let index_at = data.array_access().map(|_| 1);
             let derived_index = matches!(data.opcode(), Opcode::Iadd | Opcode::Isub)
                 && func
                     .dfg
@@ -741,22 +699,42 @@ fn taint(
     tainted
 }
 
-/// Appends `data` to `block`, with the source location of `like`; its
-/// result, if it has one of type `ty`.
-fn emit(
+/// Appends `data`, an instruction of the result types `types`, to
+/// `block`, with the source location of `like`.
+fn append(
     func: &mut Function,
     block: Block,
     data: InstData,
-    ty: Option<Type>,
+    types: &[Type],
     like: Option<Inst>,
-) -> Option<Value> {
-    let types: Vec<Type> = ty.into_iter().collect();
-    let inst = func.dfg.make_inst(data, &types);
+) -> Inst {
+    let inst = func.dfg.make_inst(data, types);
     if let Some(like) = like {
         func.dfg.copy_srcloc(like, inst);
     }
     func.layout.append_inst(inst, block);
-    func.dfg.inst_results(inst).first().copied()
+    inst
+}
+
+/// Appends `data` (a store or a branch) to `block`.
+fn emit(func: &mut Function, block: Block, data: InstData, like: Option<Inst>) {
+    append(func, block, data, &[], like);
+}
+
+/// Appends `data`, with one result of type `ty`, to `block`: the result.
+fn value(func: &mut Function, block: Block, data: InstData, ty: Type, like: Option<Inst>) -> Value {
+    let inst = append(func, block, data, &[ty], like);
+    func.dfg.inst_results(inst)[0]
+}
+
+/// Inserts `data`, with one result of type `ty`, before the terminator
+/// of `block` (where the lanes start, whose branch is already made): the
+/// result.
+fn before_end(func: &mut Function, block: Block, data: InstData, ty: Type) -> Value {
+    let inst = func.dfg.make_inst(data, &[ty]);
+    let n = func.layout.block_insts(block).len();
+    func.layout.insert_inst(inst, block, n - 1);
+    func.dfg.inst_results(inst)[0]
 }
 
 /// The position of the counter among the header's parameters.
@@ -768,7 +746,7 @@ fn counter_of(p: &Plan) -> usize {
 }
 
 fn iconst(func: &mut Function, block: Block, imm: i64) -> Value {
-    emit(func, block, InstData::IConst { imm }, Some(Type::I64), None).expect("a result")
+    value(func, block, InstData::IConst { imm }, Type::I64, None)
 }
 
 /// `base + (c + off)`, appended to `block`: the element a scalar access
@@ -782,7 +760,7 @@ fn element(func: &mut Function, block: Block, c: Value, off: i64, base: Option<V
             op: Opcode::Iadd,
             args: [c, k],
         };
-        at = emit(func, block, add, Some(Type::I64), None).expect("a result");
+        at = value(func, block, add, Type::I64, None);
     }
     match base {
         None => at,
@@ -791,7 +769,7 @@ fn element(func: &mut Function, block: Block, c: Value, off: i64, base: Option<V
                 op: Opcode::Iadd,
                 args: [b, at],
             };
-            emit(func, block, add, Some(Type::I64), None).expect("a result")
+            value(func, block, add, Type::I64, None)
         }
     }
 }
@@ -895,29 +873,27 @@ fn rewrite(func: &mut Function, p: &Plan) {
         });
     }
     for test in tests {
-        let t = emit(func, gate, test, Some(Type::Bool), like).expect("a result");
+        let t = value(func, gate, test, Type::Bool, like);
         ok = Some(match ok {
             None => t,
             Some(o) => {
-                let f = emit(
+                let f = value(
                     func,
                     gate,
                     InstData::BConst { imm: false },
-                    Some(Type::Bool),
+                    Type::Bool,
                     None,
-                )
-                .expect("a result");
-                emit(
+                );
+                value(
                     func,
                     gate,
                     InstData::Ternary {
                         op: Opcode::Select,
                         args: [o, t, f],
                     },
-                    Some(Type::Bool),
+                    Type::Bool,
                     None,
                 )
-                .expect("a result")
             }
         });
     }
@@ -932,7 +908,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
             },
             else_dest: entry.clone(),
         };
-        emit(func, gate, data, None, like);
+        emit(func, gate, data, like);
         ok = None;
     } else if down {
         ok = None;
@@ -941,16 +917,16 @@ fn rewrite(func: &mut Function, p: &Plan) {
     let hi2 = match p.dir {
         Dir::Up { base, k } => {
             let km1 = iconst(func, ve, k - 1);
-            emit(
+            Some(value(
                 func,
                 ve,
                 InstData::Binary {
                     op: Opcode::Iadd,
                     args: [base, km1],
                 },
-                Some(Type::I64),
+                Type::I64,
                 like,
-            )
+            ))
         }
         Dir::Down { .. } => None,
     };
@@ -960,17 +936,16 @@ fn rewrite(func: &mut Function, p: &Plan) {
     let mut firsts = Vec::new();
     for &(a, b) in &p.pairs {
         let (l0, l1) = if down { (b, a) } else { (a, b) };
-        let v = emit(
+        let v = value(
             func,
             ve,
             InstData::Binary {
                 op: Opcode::Vpack,
                 args: [entry.args[l0], entry.args[l1]],
             },
-            Some(Type::F64x2),
+            Type::F64x2,
             like,
-        )
-        .expect("a result");
+        );
         firsts.push(v);
     }
     let counter = counter_of(p);
@@ -993,12 +968,12 @@ fn rewrite(func: &mut Function, p: &Plan) {
                 op: Opcode::Load,
                 args: [n.array, at],
             };
-            let x = emit(func, ve, load, Some(Type::F64), like).expect("a result");
+            let x = value(func, ve, load, Type::F64, like);
             let splat = InstData::Unary {
                 op: Opcode::Vsplat,
                 arg: x,
             };
-            let first = emit(func, ve, splat, Some(Type::F64x2), like).expect("a result");
+            let first = value(func, ve, splat, Type::F64x2, like);
             into_vh.push(first);
             func.dfg.append_block_param(vh, Type::F64x2)
         })
@@ -1015,7 +990,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
         },
         None => InstData::Jump { dest: enter },
     };
-    emit(func, ve, data, None, like);
+    emit(func, ve, data, like);
 
     // The lanes' header: `vi < hi'`, or `vc > 1`.
     let test = *func
@@ -1029,7 +1004,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
         Some(h) => (CmpCond::Lt, h),
         None => (CmpCond::Gt, iconst(func, vh, 1)),
     };
-    let c = emit(
+    let c = value(
         func,
         vh,
         InstData::Cmp {
@@ -1037,10 +1012,9 @@ fn rewrite(func: &mut Function, p: &Plan) {
             cond,
             args: [vi, bound],
         },
-        Some(Type::Bool),
+        Type::Bool,
         Some(test),
-    )
-    .expect("a result");
+    );
     let to = |block| BlockCall {
         block,
         args: Vec::new(),
@@ -1053,7 +1027,6 @@ fn rewrite(func: &mut Function, p: &Plan) {
             then_dest: to(vb),
             else_dest: to(vx),
         },
-        None,
         Some(test),
     );
 
@@ -1076,10 +1049,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
     let header_insts = func.layout.block_insts(p.header).to_vec();
     for &inst in &header_insts[..header_insts.len() - 2] {
         let data = func.dfg.inst(inst).clone();
-        let copy = func.dfg.make_inst(data, &[Type::I64]);
-        let n = func.layout.block_insts(ve).len();
-        func.layout.insert_inst(copy, ve, n - 1);
-        let r = func.dfg.inst_results(copy)[0];
+        let r = before_end(func, ve, data, Type::I64);
         lanes.map.insert(func.dfg.inst_results(inst)[0], r);
     }
     let back_args = match func
@@ -1104,22 +1074,14 @@ fn rewrite(func: &mut Function, p: &Plan) {
             arg: x,
         };
         let s = if func.def_block(x) == Some(vb) {
-            emit(func, vb, data, Some(Type::F64x2), None).expect("a result")
+            value(func, vb, data, Type::F64x2, None)
         } else {
-            // Before the terminator of the block where the lanes start.
-            let inst = func.dfg.make_inst(data, &[Type::F64x2]);
-            let n = func.layout.block_insts(ve).len();
-            func.layout.insert_inst(inst, ve, n - 1);
-            func.dfg.inst_results(inst)[0]
+            before_end(func, ve, data, Type::F64x2)
         };
         lanes.splats.insert(v, s);
         s
     };
-    // The index of lane 0 of an access at `base + (i + c)`: `vi + c`
-    // counting up; counting down lane 0 is the later iteration, whose
-    // counter is `vc - 1`: `vc - (1 - c)` (the form `adze_ir::bounds`
-    // proves).
-    // `vi + off`.
+    // `vi + off`, made once.
     let index_of = |func: &mut Function, lanes: &mut Lanes, off: i64| -> Value {
         match lanes.indices.get(&off) {
             Some(&x) => x,
@@ -1131,19 +1093,22 @@ fn rewrite(func: &mut Function, p: &Plan) {
                     (Opcode::Iadd, off)
                 };
                 let k = iconst(func, vb, k);
-                let x = emit(
+                let x = value(
                     func,
                     vb,
                     InstData::Binary { op, args: [vi, k] },
-                    Some(Type::I64),
+                    Type::I64,
                     None,
-                )
-                .expect("a result");
+                );
                 lanes.indices.insert(off, x);
                 x
             }
         }
     };
+    // The index of lane 0 of an access at `base + (i + c)`: `vi + c`
+    // counting up; counting down lane 0 is the later iteration, whose
+    // counter is `vc - 1`: `vc - (1 - c)` (the form `adze_ir::bounds`
+    // proves).
     let index = |func: &mut Function, lanes: &mut Lanes, base: Option<Value>, c: i64| -> Value {
         if down && c == 0 && base.is_none() {
             // `(vc - 2) + 1`: the form whose two elements `adze_ir::bounds`
@@ -1157,7 +1122,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
                 op: Opcode::Iadd,
                 args: [t, one],
             };
-            let x = emit(func, vb, add, Some(Type::I64), None).expect("a result");
+            let x = value(func, vb, add, Type::I64, None);
             lanes.plus_one = Some(x);
             return x;
         }
@@ -1165,17 +1130,16 @@ fn rewrite(func: &mut Function, p: &Plan) {
         let at = index_of(func, lanes, off);
         match base {
             None => at,
-            Some(b) => emit(
+            Some(b) => value(
                 func,
                 vb,
                 InstData::Binary {
                     op: Opcode::Iadd,
                     args: [lanes.scalar(b), at],
                 },
-                Some(Type::I64),
+                Type::I64,
                 None,
-            )
-            .expect("a result"),
+            ),
         }
     };
     // The body's instructions in order; with a neighbour array, first
@@ -1220,7 +1184,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
                     op: Opcode::Vshift,
                     args: [e, prev],
                 };
-                let a = emit(func, vb, shift, Some(Type::F64x2), None).expect("a result");
+                let a = value(func, vb, shift, Type::F64x2, None);
                 lanes.map.insert(n.load_high, a);
                 carried.push(e);
             }
@@ -1255,17 +1219,16 @@ fn rewrite(func: &mut Function, p: &Plan) {
                         unreachable!("planned")
                     };
                     let at = index(func, &mut lanes, base, c);
-                    let v = emit(
+                    let v = value(
                         func,
                         vb,
                         InstData::Binary {
                             op: Opcode::Vload,
                             args: [arr, at],
                         },
-                        Some(Type::F64x2),
+                        Type::F64x2,
                         Some(inst),
-                    )
-                    .expect("a result");
+                    );
                     lanes.map.insert(results[0], v);
                 }
                 InstData::Ternary {
@@ -1284,7 +1247,6 @@ fn rewrite(func: &mut Function, p: &Plan) {
                             op: Opcode::Vstore,
                             args: [arr, at, xv],
                         },
-                        None,
                         Some(inst),
                     );
                 }
@@ -1311,7 +1273,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
                         },
                         _ => unreachable!("planned"),
                     };
-                    let v = emit(func, vb, new, Some(Type::F64x2), Some(inst)).expect("a result");
+                    let v = value(func, vb, new, Type::F64x2, Some(inst));
                     lanes.map.insert(results[0], v);
                 }
                 mut data => {
@@ -1319,9 +1281,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
                     data.map_uses(|u| lanes.scalar(u));
                     let types: Vec<Type> =
                         results.iter().map(|&r| func.dfg.value_type(r)).collect();
-                    let copy = func.dfg.make_inst(data, &types);
-                    func.dfg.copy_srcloc(inst, copy);
-                    func.layout.append_inst(copy, vb);
+                    let copy = append(func, vb, data, &types, Some(inst));
                     for (&r, &n) in results.iter().zip(func.dfg.inst_results(copy)) {
                         lanes.map.insert(r, n);
                     }
@@ -1329,20 +1289,9 @@ fn rewrite(func: &mut Function, p: &Plan) {
             }
         }
     }
-    // The back edge: `vi + 2` or `vc - 2`, the pairs' new lanes.
-    let two = iconst(func, vb, 2);
-    let op = if down { Opcode::Isub } else { Opcode::Iadd };
-    let next = emit(
-        func,
-        vb,
-        InstData::Binary {
-            op,
-            args: [vi, two],
-        },
-        Some(Type::I64),
-        None,
-    )
-    .expect("a result");
+    // The back edge: `vi + 2` or `vc - 2` (counting down, the index of
+    // lane 0 at offset -1 is that value already), the pairs' new lanes.
+    let next = index_of(func, &mut lanes, if down { -2 } else { 2 });
     let mut args = vec![next];
     for &(_, b) in &p.pairs {
         args.push(lanes.map[&back_args[b]]);
@@ -1355,7 +1304,6 @@ fn rewrite(func: &mut Function, p: &Plan) {
         InstData::Jump {
             dest: BlockCall { block: vh, args },
         },
-        None,
         latch_jump,
     );
 
@@ -1364,36 +1312,28 @@ fn rewrite(func: &mut Function, p: &Plan) {
     // loop's next iteration reads it as its high one.
     for (n, &prev) in neighbours.iter().zip(&pending) {
         let at = element(func, vx, vi, n.low + 1, n.base);
-        let x = emit(
+        let x = value(
             func,
             vx,
             InstData::Unary {
                 op: Opcode::Vlane0,
                 arg: prev,
             },
-            Some(Type::F64),
+            Type::F64,
             None,
-        )
-        .expect("a result");
+        );
         let store = InstData::Ternary {
             op: Opcode::Store,
             args: [n.array, at, x],
         };
-        emit(func, vx, store, None, Some(n.store_low));
+        emit(func, vx, store, Some(n.store_low));
     }
     let mut rest = entry.args.clone();
     rest[counter] = vi;
     for (&(a, b), &v) in p.pairs.iter().zip(&vs) {
         let (l0, l1) = if down { (b, a) } else { (a, b) };
         for (pos, op) in [(l0, Opcode::Vlane0), (l1, Opcode::Vlane1)] {
-            rest[pos] = emit(
-                func,
-                vx,
-                InstData::Unary { op, arg: v },
-                Some(Type::F64),
-                None,
-            )
-            .expect("a result");
+            rest[pos] = value(func, vx, InstData::Unary { op, arg: v }, Type::F64, None);
         }
     }
     emit(
@@ -1405,7 +1345,6 @@ fn rewrite(func: &mut Function, p: &Plan) {
                 args: rest,
             },
         },
-        None,
         like,
     );
 }
