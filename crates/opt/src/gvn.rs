@@ -464,11 +464,7 @@ fn simplify_f64(
 
 /// Is `v` an `fadd` with a +0.0 operand?
 pub(crate) fn plus_zero(func: &Function, v: Value) -> bool {
-    matches!(
-        crate::analysis::def_inst(func, v),
-        Some(InstData::Binary { op: Opcode::Fadd, args: [p, q] })
-            if fconst_of(func, *p) == Some(POS_ZERO) || fconst_of(func, *q) == Some(POS_ZERO)
-    )
+    plus_zero_of(func, v).is_some()
 }
 
 /// `w` when `v` is `0.0 + w` or `w + 0.0` (+0.0).

@@ -121,15 +121,7 @@ impl Translator<'_, '_> {
         } || bounds.proven_pairs.contains(&(bounds.len_class(arr), idx))
             || self.cur.is_some_and(|i| bounds.loop_safe.contains(i));
         if !safe {
-            let len = self.array_len(arr)?;
-            let oob = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
-            let array = self.func.array_name(arr);
-            self.trap_if(
-                oob,
-                SiteKind::IndexOutOfBounds { array },
-                Some(i),
-                Some(len),
-            );
+            self.check_index(arr, i)?;
             let class = self.bounds.len_class(arr);
             self.bounds.proven_pairs.insert((class, idx));
             if let Some(k) = k {
@@ -151,20 +143,23 @@ impl Translator<'_, '_> {
         if !self.cur.is_some_and(|i| self.bounds.loop_safe.contains(i)) {
             let i = self.scalar(idx)?;
             let next = self.b.ins().iadd_imm_s(i, 1);
-            let len = self.array_len(arr)?;
-            let oob = self
-                .b
-                .ins()
-                .icmp(IntCC::UnsignedGreaterThanOrEqual, next, len);
-            let array = self.func.array_name(arr);
-            self.trap_if(
-                oob,
-                SiteKind::IndexOutOfBounds { array },
-                Some(next),
-                Some(len),
-            );
+            self.check_index(arr, next)?;
         }
         Ok(addr)
+    }
+
+    /// Traps with `IndexOutOfBounds` unless `0 <= i < len(arr)`.
+    fn check_index(&mut self, arr: IrValue, i: cl::Value) -> Result<(), JitError> {
+        let len = self.array_len(arr)?;
+        let oob = self.b.ins().icmp(IntCC::UnsignedGreaterThanOrEqual, i, len);
+        let array = self.func.array_name(arr);
+        self.trap_if(
+            oob,
+            SiteKind::IndexOutOfBounds { array },
+            Some(i),
+            Some(len),
+        );
+        Ok(())
     }
 
     /// `samelen a, b`: traps unless the arrays have one length, then
