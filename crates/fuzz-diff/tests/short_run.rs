@@ -320,7 +320,7 @@ fn checkpoint_hints_only_add_attribute_lines() {
 
 /// `--ordered-percent` adds `#[ordered]` lines before loops and changes
 /// nothing else; a short run with them agrees everywhere, so a loop's sum
-/// in the written order and in two partial sums are each the same under
+/// in the written order and in four partial sums are each the same under
 /// every setting.
 #[test]
 fn ordered_hints_only_add_attribute_lines() {

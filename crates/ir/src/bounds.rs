@@ -39,7 +39,9 @@
 //! set of candidate headers in which every entry value is a constant `>=
 //! 0`, a length, the counter itself (or `+ 1`) from its own body, or `j`
 //! or `j + 1` for a counter `j` of the set read where `j`'s body dominates
-//! (so `0 <= j < hi_j`); and each one's least entry value is the least of
+//! (so `0 <= j < hi_j`), or `j + 2` when `hi_j` is `len a + k` with `k <=
+//! -1` (an unrolled two-lane loop: `j + 2` cannot wrap); and each one's
+//! least entry value is the least of
 //! those (`j`'s plus one), found by relaxation. By induction over the
 //! order of assignments, each counter of the set holds a value `>=` its
 //! least entry at every header test.
@@ -102,6 +104,7 @@ use std::collections::{HashMap, HashSet};
 /// dominated by `body`.
 struct Induction {
     hi: Value,
+    header: Block,
     body: Block,
     /// `lo <= i` too: the least value the loop is entered with (a
     /// constant; 0 for a length or an outer induction variable).
@@ -162,11 +165,34 @@ pub fn offset_form(func: &Function, v: Value) -> (Value, i64) {
 }
 
 /// May a counter below `hi` step by 2 without wrapping? When `hi` is
-/// `len a + k` with `k <= -1` (a two-lane loop's bound, `vectorize`):
-/// then `i < hi <= i64::MAX - 1`, so `i + 2 <= i64::MAX`.
-fn two_steps(func: &Function, hi: Value) -> bool {
+/// `base + k` with `k <= -1` (a two-lane loop's bound, `vectorize`) and
+/// `base >= 0`: then `i < hi <= i64::MAX - 1`, so `i + 2 <= i64::MAX`.
+/// `base` is `len a`, or the length of a `zeros base` that `is_length`
+/// says has run (it traps on a negative length).
+fn two_steps(func: &Function, hi: Value, is_length: impl Fn(Value) -> bool) -> bool {
     let (base, k) = offset_form(func, hi);
-    k <= -1 && len_of(func, base).is_some()
+    k <= -1 && (len_of(func, base).is_some() || is_length(base))
+}
+
+/// The lengths of `func`'s `zeros` and `izeros`, with their blocks: after
+/// one of them has run, its length is `>= 0` (a negative one traps).
+pub fn zeros_lengths(func: &Function) -> Vec<(Value, Block)> {
+    let mut lens = Vec::new();
+    for &b in func.layout.blocks() {
+        for &i in func.layout.block_insts(b) {
+            if let InstData::Zeros { len, .. } = *func.dfg.inst(i) {
+                lens.push((len, b));
+            }
+        }
+    }
+    lens
+}
+
+/// Is `n` the length of one of `lens` (`zeros_lengths`) in a block that
+/// strictly dominates `at` (so `n >= 0` there)?
+pub fn zeros_before(lens: &[(Value, Block)], doms: &DominatorTree, n: Value, at: Block) -> bool {
+    lens.iter()
+        .any(|&(len, b)| len == n && b != at && doms.dominates(b, at))
 }
 
 /// `a` when `v` is `len a`.
@@ -262,6 +288,7 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
         }
     }
     let doms = DominatorTree::new(&order, |b| preds.get(&b).cloned().unwrap_or_default());
+    let lens = zeros_lengths(func);
 
     // Induction variables: the headers of the shape, then the greatest set
     // of them whose every entry value is accounted for (see "Unrolled
@@ -287,11 +314,12 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
     }
     let mut ivs: HashMap<Value, Induction> = cands
         .iter()
-        .map(|&(i, _, hi, body, _)| {
+        .map(|&(i, _, hi, body, header)| {
             (
                 i,
                 Induction {
                     hi,
+                    header,
                     body,
                     lo: i64::MAX,
                 },
@@ -314,7 +342,8 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
             // length, or `j` or `j + 1` for another induction variable `j`,
             // computed where `0 <= j < hi_j <= i64::MAX` (so `j + 1` does
             // not wrap): the `for j in i + 1..n` of a triangular loop nest,
-            // and the counters of an unrolled loop.
+            // and the counters of an unrolled loop; or `j + 2` where `j`
+            // may step by 2 (`two_steps`: an unrolled two-lane loop).
             let entry_lo = |a: Value, from: Block| -> Option<i64> {
                 if let Some(c) = const_of(func, a).filter(|&c| c >= 0) {
                     return Some(c);
@@ -334,7 +363,11 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                     return None;
                 }
                 let j = ivs.get(&x)?;
-                ((c == 0 || c == 1) && at.is_some_and(|d| doms.dominates(j.body, d)))
+                let step = c == 0
+                    || c == 1
+                    || (c == 2
+                        && two_steps(func, j.hi, |n| zeros_before(&lens, &doms, n, j.header)));
+                (step && at.is_some_and(|d| doms.dominates(j.body, d)))
                     .then(|| j.lo.saturating_add(c))
             };
             let mut lo = i64::MAX;
@@ -347,7 +380,10 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                     }
                     let (x, c) = offset_form(func, a);
                     x == i
-                        && (c == 0 || c == 1 || (c == 2 && two_steps(func, hi)))
+                        && (c == 0
+                            || c == 1
+                            || (c == 2
+                                && two_steps(func, hi, |n| zeros_before(&lens, &doms, n, h))))
                         && doms.dominates(body, *from)
                 })
             });
@@ -1032,6 +1068,29 @@ block3:
         // `n` may be negative: nothing in the copy, and then nothing in
         // the loop either (its counter comes from the copy's).
         assert!(proven(&src(0, "block4(v1)")).is_empty());
+        // Two lanes unrolled: each counter entered from the other's `+ 2`
+        // below `len - 1` (`x[i + 1]` proven in both copies); below `len`
+        // itself `j + 2` might wrap, and nothing is proven.
+        let lanes = |k: i64| {
+            src(0, "block4(v2)")
+                .replace(
+                    "v3 = len v0",
+                    &format!("v40 = len v0\n    v41 = iconst {k}\n    v3 = iadd v40, v41\n    v42 = iconst 1"),
+                )
+                .replace("v7 = iconst 1", "v7 = iconst 2")
+                .replace("v8 = isub v4, v7", "v8 = iadd v4, v42")
+                .replace("v14 = isub v11, v7", "v14 = iadd v11, v42")
+        };
+        assert_eq!(
+            proven(&lanes(-1)),
+            vec![
+                at("block2", 0),
+                at("block2", 3),
+                at("block5", 0),
+                at("block5", 2)
+            ]
+        );
+        assert!(proven(&lanes(0)).is_empty());
     }
 
     /// The same for an i64 array (`ilen`, `iload`, `istore`, `izeros`).

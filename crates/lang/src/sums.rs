@@ -1,19 +1,22 @@
-//! Sums in two interleaved partial sums: the order in which a loop's `f64`
+//! Sums in four interleaved partial sums: the order in which a loop's `f64`
 //! accumulation adds its terms (`docs/language.md`, "The order of a sum").
 //!
 //! A loop that only adds terms to an `f64` variable — `s = s + e`, `s = s
 //! - e`, `s = s + a + b`, with no other read of `s` in the loop
-//! — adds the terms of its even iterations (0, 2, 4, ..) to one partial
-//! sum, which starts at `s`'s value before the loop, and those of its odd
-//! iterations to a second one, which starts at `-0.0`; after the loop `s`
-//! is the first plus the second. The two additions chains are independent,
-//! so consecutive iterations overlap on the CPU (a chain of dependent `f64`
-//! additions runs at one addition per 3-4 cycles), and a vectorizer can
-//! later carry the two partial sums in the lanes of one register without
-//! changing a bit. When each iteration adds one term, up to two iterations
-//! give the written order's bits (`s + e0 + e1`); with several terms the
-//! second iteration's are summed on their own first (`(-0.0 + a1) - b1`,
-//! then added: `X + (a1 - b1)`, not `(X + a1) - b1`).
+//! — adds the terms of iterations 0, 4, 8, .. to one partial sum `P0`,
+//! which starts at `s`'s value before the loop, those of iterations 1, 5,
+//! 9, .. to `P1`, and so on to `P3`; `P1`, `P2` and `P3` start at `-0.0`.
+//! After the loop `s` is `(P0 + P2) + (P1 + P3)`: the even iterations' two
+//! partial sums plus the odd ones'. The four addition chains are
+//! independent, so consecutive iterations overlap on the CPU (a chain of
+//! dependent `f64` additions runs at one addition per 2-4 cycles), and a
+//! vectorizer can later carry `(P0, P1)` and `(P2, P3)` in the lanes of
+//! two registers without changing a bit (the exit's grouping is what adding
+//! the two registers, then their lanes, computes). When each iteration
+//! adds one term, up to two iterations give the written order's bits
+//! (`(s + e0) + e1`), three `((s + e0) + e2) + e1`; with several terms an
+//! iteration's terms after the first are summed on its own partial sum
+//! (`(-0.0 + a1) - b1`, then added: `X + (a1 - b1)`, not `(X + a1) - b1`).
 //!
 //! **This is the language's meaning of such a loop, fixed at lowering**:
 //! the pass runs on each function as the front end lowers it, before the
@@ -22,23 +25,25 @@
 //! same way, by the same loop) and both engines compute the same bits. The
 //! IR itself stays sequential: no pass after lowering reassociates.
 //!
-//! In the IR the loop's header gets a second parameter `q` beside the
+//! In the IR the loop's header gets three parameters `q1 q2 q3` beside the
 //! accumulator `p`, and the back edge rotates them:
 //!
 //! ```text
-//! block1(i, p):                          block1(i, p, q):
+//! block1(i, p):                          block1(i, p, q1, q2, q3):
 //!     brif c, block2, block3(p)              brif c, block2, block4
 //! block2:                                block2:
 //!     t = fadd p, e                          t = fadd p, e
-//!     jump block1(i + 1, t)                  jump block1(i + 1, q, t)
+//!     jump block1(i + 1, t)                  jump block1(i + 1, q1, q2, q3, t)
 //!                                        block4:
-//!                                            r = fadd p, q
+//!                                            a = fadd p, q2
+//!                                            b = fadd q1, q3
+//!                                            r = fadd a, b
 //!                                            jump block3(r)
 //! ```
 //!
-//! after iteration `k` the most recent partial sum is in `q`; the even
-//! iterations' sum and the odd ones' swap places every iteration, and the
-//! exit adds the two (`fadd` is commutative, bit for bit).
+//! After `n` iterations the header holds the partial sums rotated by `n mod
+//! 4` (`p` is `P(n mod 4)`), and `(p + q2) + (q1 + q3)` is the same bits
+//! under every rotation, `fadd` being commutative bit for bit.
 //!
 //! **Which accumulators.** A parameter `p: f64` of the header of a natural
 //! loop with one latch, whose value on the back edge is the end of a chain
@@ -272,11 +277,12 @@ fn apply(func: &mut Function, plan: Plan) {
         .iter()
         .map(|&k| func.dfg.block_params(header)[k])
         .collect();
-    let qs: Vec<Value> = params
+    // Three more partial sums beside each accumulator `p`: `[q1, q2, q3]`.
+    let qs: Vec<[Value; 3]> = params
         .iter()
-        .map(|_| func.dfg.append_block_param(header, Type::F64))
+        .map(|_| [(); 3].map(|()| func.dfg.append_block_param(header, Type::F64)))
         .collect();
-    // Every way in starts the second partial sum at -0.0, which adds
+    // Every way in starts the other partial sums at -0.0, which adds
     // nothing to any sum (`x + -0.0` is `x`, -0.0 and NaN included).
     for entry in entries {
         let term = func.layout.last_inst(entry).expect("an entry branches");
@@ -287,18 +293,18 @@ fn apply(func: &mut Function, plan: Plan) {
         let z = func.dfg.first_result(z);
         for dest in func.dfg.inst_mut(term).destinations_mut() {
             if dest.block == header {
-                dest.args.extend(qs.iter().map(|_| z));
+                dest.args.extend(qs.iter().flatten().map(|_| z));
             }
         }
     }
-    // The back edge rotates: the older partial sum moves to `p`, the one
-    // this iteration added to goes to `q`.
+    // The back edge rotates: each partial sum moves one place towards `p`,
+    // and the one this iteration added to goes to `q3`.
     let term = func.layout.last_inst(latch).expect("a latch branches");
     for dest in func.dfg.inst_mut(term).destinations_mut() {
         if dest.block == header {
-            for (&k, &q) in params.iter().zip(&qs) {
-                let end = std::mem::replace(&mut dest.args[k], q);
-                dest.args.push(end);
+            for (&k, &[q1, q2, q3]) in params.iter().zip(&qs) {
+                let end = std::mem::replace(&mut dest.args[k], q1);
+                dest.args.extend([q2, q3, end]);
             }
         }
     }
@@ -324,17 +330,25 @@ fn apply(func: &mut Function, plan: Plan) {
         .unwrap_or(header);
     func.layout.insert_block_after(split, anchor);
     let mut sums = HashMap::new();
-    for (&p, &q) in ps.iter().zip(&qs) {
-        let add = func.dfg.make_inst(
-            InstData::Binary {
-                op: Opcode::Fadd,
-                args: [p, q],
-            },
-            &[Type::F64],
-        );
-        func.dfg.set_srcloc(add, loc);
-        func.layout.append_inst(add, split);
-        sums.insert(p, func.dfg.first_result(add));
+    for (&p, &[q1, q2, q3]) in ps.iter().zip(&qs) {
+        // `(p + q2) + (q1 + q3)`: after `n` iterations the header holds
+        // the partial sums rotated by `n mod 4`, and this grouping is the
+        // same bits under every rotation (`fadd` is commutative).
+        let mut add = |a: Value, b: Value| {
+            let add = func.dfg.make_inst(
+                InstData::Binary {
+                    op: Opcode::Fadd,
+                    args: [a, b],
+                },
+                &[Type::F64],
+            );
+            func.dfg.set_srcloc(add, loc);
+            func.layout.append_inst(add, split);
+            func.dfg.first_result(add)
+        };
+        let a = add(p, q2);
+        let b = add(q1, q3);
+        sums.insert(p, add(a, b));
     }
     let mut args = Vec::new();
     for dest in func.dfg.inst_mut(branch).destinations_mut() {

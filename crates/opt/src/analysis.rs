@@ -171,21 +171,10 @@ impl Cfg {
     /// The loops that contain no other loop, in reverse postorder of their
     /// headers.
     pub(crate) fn innermost_loops(&self, doms: &DominatorTree) -> Vec<InnerLoop> {
-        self.leaf_loops(doms, false)
-    }
-
-    /// The innermost loops that are inside no loop either: what `unroll`
-    /// and `vectorize` take until code placement is under control
-    /// (docs/optimizer.md, `unroll`).
-    pub(crate) fn lone_loops(&self, doms: &DominatorTree) -> Vec<InnerLoop> {
-        self.leaf_loops(doms, true)
-    }
-
-    fn leaf_loops(&self, doms: &DominatorTree, outermost: bool) -> Vec<InnerLoop> {
         let forest = self.loops(doms);
         forest
             .loops()
-            .filter(|&l| forest.children(l).is_empty() && (!outermost || forest.depth(l) == 1))
+            .filter(|&l| forest.children(l).is_empty())
             .map(|l| InnerLoop {
                 header: forest.header(l),
                 blocks: forest.own_blocks(l).to_vec(),

@@ -160,9 +160,10 @@ impl Pass {
 ///     values, of the innermost counting loops whose iterations are
 ///     independent but for a split sum's partial sums (the loop finishes
 ///     what is left);
-/// 14. `unroll` runs two iterations per trip of the other counting loops
-///     whose back edge rotates values (a split sum's partial sums), last,
-///     so that no pass before it sees a loop twice.
+/// 14. `unroll` runs two iterations per trip of the innermost counting
+///     loops whose back edge rotates values (a split sum's partial sums,
+///     or the lanes' two vectors of them), last, so that no pass before it
+///     sees a loop twice.
 pub const PIPELINE: [Pass; 14] = [
     Pass::Gvn,
     Pass::Promote,

@@ -152,8 +152,8 @@ pub(crate) fn simplify_params(func: &mut Function, cfg: &Cfg, scopes: &Scopes) -
 /// member's block, since every way to it passed an edge carrying `x` into
 /// the web. The partial sums of a loop's accumulation (`crate::sums` in the
 /// front end, `docs/language.md`) make such a web in reverse mode: both
-/// adjoints of the rotated pair are the sum's adjoint, swapped every
-/// iteration.
+/// adjoints of the rotated partial sums are the sum's adjoint, rotated
+/// every iteration.
 ///
 /// An argument `0.0 + w` (+0.0, through any chain of such additions) of a
 /// member `w` joins the web as `w` does when the outside value `x` is itself

@@ -1,6 +1,8 @@
 //! Loops that rotate values unrolled by two: a counting loop whose back edge
 //! passes one header parameter into another's place runs two iterations per
-//! trip around, so the rotation is gone.
+//! trip around, so a rotation of two places is gone, and one of four (the
+//! language's four partial sums, in a loop `vectorize` did not take) moves
+//! every second iteration instead of every one.
 //!
 //! ```text
 //! block1(i, p, q):                        block1(i, p, q):
@@ -15,14 +17,13 @@
 //!                                             jump block1(i' + 1, q', t')
 //! ```
 //!
-//! The front end splits a loop's sum into two partial sums that swap places
-//! on every back edge (docs/language.md, "The order of a sum"); forward
-//! mode's tangents and reverse mode's adjoints of them swap too. In the
-//! loop as written each swap is a register move on every iteration (two, for
-//! a value and its tangent), which cost GMM's second style 10-25 % where
-//! the loops are short; unrolled, each partial sum stays in its register
-//! (`t` goes where `q` came from), and the two chains of additions are
-//! independent, as two lanes of a vector will be.
+//! The front end splits a loop's sum into four partial sums that rotate on
+//! every back edge (docs/language.md, "The order of a sum"); forward
+//! mode's tangents and reverse mode's adjoints of them rotate too, and so
+//! do the two vectors of `vectorize`'s lanes (`(P0, P1)`, `(P2, P3)`). In
+//! the loop as written each rotation is register moves on every iteration;
+//! unrolled, a vector loop's two vectors each keep their register (`T` goes
+//! where `B` came from), and the chains of additions are independent.
 //!
 //! **Exact.** The unrolled loop runs the same iterations in the same order:
 //! the copy is the loop's next iteration, with its own test of the same
@@ -31,22 +32,21 @@
 //!
 //! **Which loops.** Counting loops (the header's branch is `brif (icmp lt
 //! i, n)` on a header parameter `i`, `copy::loop_shape`: one preheader, one
-//! latch, one exit from the header) that contain no loop and are in none,
+//! latch, one exit from the header) that contain no loop, at any depth,
 //! of at most [`MAX_UNROLL_INSTS`] instructions, with no call, `autodiff`
 //! or out-of-line intrinsic (`exp`: a call costs more than the move),
 //! whose back edge passes a header parameter to another position. Reverse
 //! mode's count-down loops are left alone: their bounds proofs come from
 //! `version`'s guard on the loop's own counter.
 //!
-//! Measured (docs/performance.md, session 16): unrolled, the seed's and
-//! Rosenbrock's sums run 2× and 1.75× faster than in the written order,
-//! and GMM's second style (short sums in nested loops) lost its 10-25 %.
-//! But unrolling the nested sum of GMM's first style made its primal at
-//! D = 64 25 % slower: code placement, not the unrolled loop (docs/
-//! optimizer.md, `unroll`: an unrelated loop in front of the same code
-//! does the same). Loops inside loops wait until placement is under
-//! control, so that the benchmarks measure the code and not where it
-//! lands.
+//! Measured (docs/performance.md, sessions 16 and 18): unrolled, the
+//! seed's and Rosenbrock's sums ran 2× and 1.75× faster than in the written
+//! order. Until session 18 only outermost loops were unrolled: unrolling
+//! the nested sum of GMM's first style had made its primal at D = 64 25 %
+//! slower, through code placement (docs/optimizer.md, `unroll`). With four
+//! partial sums a nested sum left rolled costs more than placement does:
+//! GMM's primal at D = 64 took 3.5 ms rolled, 2.65 ms unrolled and in
+//! lanes (2.7 ms before the four partial sums).
 //!
 //! Bounds: `adze_ir::bounds` proves the copy's accesses as the loop's, the
 //! two counters being each other's successors (see its "Unrolled loops").
@@ -85,7 +85,7 @@ pub fn unroll_loops(func: &mut Function) -> UnrollStats {
     let doms = cfg.dominators();
     let scopes = Scopes::new(func);
     let plans: Vec<Plan> = cfg
-        .lone_loops(&doms)
+        .innermost_loops(&doms)
         .iter()
         .filter_map(|l| plan(func, &cfg, &scopes, l.header, &l.blocks))
         .collect();

@@ -3,15 +3,15 @@
 //! lanes of `f64x2` values, then the loop as it was finishes the last one.
 //!
 //! ```text
-//! block1(i, p, q):                        block9:                          ; the guard, `hi' = hi - 1`
-//!     brif (i < n), block2, block3            jump block10(i0, vpack p0, q0)
-//! block2:                                 block10(vi, V):                  ; lanes: iterations i, i + 1
+//! block1(i, p, q1, q2, q3):               block9:                          ; the guard, `hi' = hi - 1`
+//!     brif (i < n), block2, block3            jump block10(i0, vpack p0 q1_0, vpack q2_0 q3_0)
+//! block2:                                 block10(vi, A, B):               ; lanes: iterations i, i + 1
 //!     t = fadd p, x[i]                        brif (vi < hi'), block11, block12
-//!     jump block1(i + 1, q, t)            block11:
-//!                                             T = vfadd V, vload x, vi     ; x[vi], x[vi + 1]
-//!                                             jump block10(vi + 2, T)
+//!     jump block1(i + 1, q1, q2, q3, t)   block11:
+//!                                             T = vfadd A, vload x, vi     ; x[vi], x[vi + 1]
+//!                                             jump block10(vi + 2, B, T)
 //!                                         block12:
-//!                                             jump block1(vi, vlane0 V, vlane1 V)
+//!                                             jump block1(vi, vlane0 A, vlane1 A, vlane0 B, vlane1 B)
 //! ```
 //!
 //! **Exact.** Lane 0 runs iteration `i`, lane 1 iteration `i + 1`, each
@@ -19,10 +19,14 @@
 //! (`semantics::lanes_binary`): every value of every iteration is the
 //! same bits. The two iterations' instructions interleave, which changes
 //! nothing because nothing flows between them but the rotated partial
-//! sums: the language puts a sum's even and odd terms in two partial sums
-//! (docs/language.md, "The order of a sum"), and the back edge `(q, t)`
-//! makes `p` lane 0's and `q` lane 1's. The vector loop runs while `i + 1
-//! < n`, so both lanes are iterations the loop runs; the loop itself, the
+//! sums: the language puts the terms of iterations `n`, `n + 1`, `n + 2`,
+//! `n + 3` in four partial sums (docs/language.md, "The order of a sum"),
+//! which the back edge rotates (`p` receives `q1`, .., `q3` the new
+//! value), so iterations `i` and `i + 1` add to `p` and `q1`: lanes 0 and
+//! 1 of the vector `A`, and the vector `B` of `q2` and `q3` takes `A`'s
+//! place on the back edge (`unroll` then unrolls the lanes' loop, and
+//! each vector keeps its register). The vector loop runs while `i + 1 <
+//! n`, so both lanes are iterations the loop runs; the loop itself, the
 //! remainder, then runs what is left (at most one iteration) and leaves
 //! as it did. No pass reassociates anything.
 //!
@@ -30,8 +34,10 @@
 //! header parameter, `copy::loop_shape`) whose header holds only that test
 //! and whose body is one straight path of blocks. The header's parameters
 //! are the counter (`i + 1` on the back edge), values passed round
-//! unchanged, and rotated pairs `(p, q)` with back-edge values `(q, t)`,
-//! `t` computed in the body, `q` read nowhere else. The body computes:
+//! unchanged, and rotations `[h0, h1, .., h(2m - 1)]` of an even number of
+//! `f64` places, the back edge passing `h(j + 1)` to `h(j)` and to the last
+//! a value `t` the body computes, `h1` onwards read nowhere else. The body
+//! computes:
 //!
 //! - `load`s and `store`s at `i + c` (`c` a constant), every one proven in
 //!   bounds by `adze_ir::bounds` (so neither lane can trap, and neither
@@ -56,7 +62,8 @@
 use crate::analysis::{def_inst, iconst_of, Cfg, Scopes};
 use crate::copy::entered_once;
 use crate::mem::may_alias;
-use adze_ir::bounds::offset_form;
+use adze_ir::bounds::{offset_form, zeros_before, zeros_lengths};
+use adze_ir::cfg::DominatorTree;
 use adze_ir::{Block, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Type, Value};
 use std::collections::HashMap;
 
@@ -105,10 +112,14 @@ enum Kind {
 enum Role {
     Counter,
     Invariant,
-    /// `p` of a pair `(p, q)`: lane 0; the back edge passes `q` here.
+    /// `h0` of a rotation `[h0, h1, ..]`: the partial sum this iteration
+    /// adds to; the back edge passes `h1` here.
     First,
-    /// `q` of a pair: lane 1; the back edge passes the new value here.
-    Second,
+    /// A later place of a rotation: the back edge passes the next here.
+    Passed,
+    /// The last place of a rotation: the back edge passes the new value
+    /// here.
+    Last,
 }
 
 struct Plan {
@@ -118,8 +129,11 @@ struct Plan {
     /// The body's blocks, in the order they run (the header excluded).
     path: Vec<Block>,
     roles: Vec<Role>,
-    /// `(p, q)` positions of the rotated pairs.
-    pairs: Vec<(usize, usize)>,
+    /// The rotations: header positions `[h0, h1, .., h(2m - 1)]`, `h(j)`
+    /// receiving `h(j + 1)` on the back edge and the last the value the
+    /// body computes. Iteration `n` adds to `h0`, `n + 1` to `h1`, ..:
+    /// the lanes' vector `j` holds `h(2j)` and `h(2j + 1)`.
+    rotations: Vec<Vec<usize>>,
     dir: Dir,
     kinds: HashMap<Value, Kind>,
     /// Pairs of arrays that must be `apart` for the copy to run.
@@ -141,13 +155,17 @@ pub fn vectorize_loops(func: &mut Function) -> VectorizeStats {
     // What the JIT proves too (`a[i - 1]` in a loop from 1 included): the
     // pass runs after AD, so what it proves shapes no tape.
     let safe = adze_ir::bounds::safe_accesses_below_start(func);
-    // Outermost loops only, as `unroll`, until code placement is under
-    // control: copying a short sum inside GMM's second style's component
-    // loop (1 % of its work) moved its primal by 5-7 %.
+    let facts = Facts {
+        cfg: &cfg,
+        doms: &doms,
+        scopes: &scopes,
+        safe: &safe,
+        zeros: &zeros_lengths(func),
+    };
     let plans: Vec<Plan> = cfg
-        .lone_loops(&doms)
+        .innermost_loops(&doms)
         .iter()
-        .filter_map(|l| plan(func, &cfg, &scopes, &safe, l.header, &l.blocks))
+        .filter_map(|l| plan(func, &facts, l.header, &l.blocks))
         .collect();
     for p in plans {
         stats.loops += 1;
@@ -155,6 +173,17 @@ pub fn vectorize_loops(func: &mut Function) -> VectorizeStats {
         rewrite(func, &p);
     }
     stats
+}
+
+/// What `plan` knows of the function.
+struct Facts<'a> {
+    cfg: &'a Cfg,
+    doms: &'a DominatorTree,
+    scopes: &'a Scopes,
+    /// The accesses `adze_ir::bounds` proves.
+    safe: &'a cranelift_entity::EntitySet<Inst>,
+    /// `adze_ir::bounds::zeros_lengths`.
+    zeros: &'a [(Value, Block)],
 }
 
 /// The latch and the preheader of a loop `copy::entered_once` takes,
@@ -191,8 +220,9 @@ fn header_test(
     func: &Function,
     header: Block,
     preheader: Block,
-    cfg: &Cfg,
+    facts: &Facts,
 ) -> Option<(Value, Block, Dir)> {
+    let cfg = facts.cfg;
     let insts = func.layout.block_insts(header);
     let (&branch, rest) = insts.split_last()?;
     let (&test, consts) = rest.split_last()?;
@@ -219,7 +249,8 @@ fn header_test(
             cond: CmpCond::Lt,
             args: [i, hi],
         } => {
-            // `hi = len a + k`, `k <= 0`: then `hi - 1` cannot wrap.
+            // `hi = n + k`, `k <= 0`, `n >= 0`: then `hi - 1` cannot wrap.
+            // `n` is `len a`, or the length of a `zeros n` that has run.
             let (base, k) = offset_form(func, hi);
             let is_len = matches!(
                 def_inst(func, base),
@@ -227,7 +258,7 @@ fn header_test(
                     op: Opcode::Len,
                     ..
                 })
-            );
+            ) || zeros_before(facts.zeros, facts.doms, base, header);
             // `k > i64::MIN`: `k - 1` is the lanes' bound's offset.
             (k <= 0 && k > i64::MIN && is_len && then_dest.args.is_empty()).then_some((
                 i,
@@ -260,18 +291,14 @@ fn header_test(
     }
 }
 
-fn plan(
-    func: &Function,
-    cfg: &Cfg,
-    scopes: &Scopes,
-    safe: &cranelift_entity::EntitySet<Inst>,
-    header: Block,
-    blocks: &[Block],
-) -> Option<Plan> {
+fn plan(func: &Function, facts: &Facts, header: Block, blocks: &[Block]) -> Option<Plan> {
+    let Facts {
+        cfg, scopes, safe, ..
+    } = *facts;
     let (latch, preheader) = shape(func, cfg, scopes, header, blocks)?;
     let in_loop = |b: Block| blocks.contains(&b);
     let params = func.dfg.block_params(header);
-    let (i, first, dir) = header_test(func, header, preheader, cfg)?;
+    let (i, first, dir) = header_test(func, header, preheader, facts)?;
     let counter = params.iter().position(|&p| p == i)?;
     if !in_loop(first) {
         return None;
@@ -300,36 +327,51 @@ fn plan(
     }
     // The header's parameters.
     let mut roles = vec![Role::Invariant; params.len()];
-    let mut pairs = Vec::new();
     let defined_in_body = |v: Value| func.def_block(v).is_some_and(|b| path.contains(&b));
-    for (k, (&p, &a)) in params.iter().zip(&back.args).enumerate() {
-        if k == counter {
-            if !defined_in_body(a) {
+    if !defined_in_body(back.args[counter]) {
+        return None;
+    }
+    roles[counter] = Role::Counter;
+    // Where the back edge passes another parameter of the header.
+    let receives = |k: usize| {
+        params
+            .iter()
+            .position(|&q| q == back.args[k])
+            .filter(|&j| j != k)
+    };
+    let mut rotations = Vec::new();
+    for k in 0..params.len() {
+        // A rotation starts at a place no other place receives.
+        if k == counter || receives(k).is_none() || back.args.contains(&params[k]) {
+            continue;
+        }
+        let mut places = vec![k];
+        let mut at = k;
+        while let Some(j) = receives(at) {
+            if places.contains(&j) || j == counter || roles[j] != Role::Invariant {
                 return None;
             }
-            roles[k] = Role::Counter;
-        } else if a == p {
-            roles[k] = Role::Invariant;
-        } else if let Some(j) = params.iter().position(|&q| q == a) {
-            // `p` receives `q`, and `q` a value the body computes.
-            let t = back.args[j];
-            if roles[k] != Role::Invariant
-                || roles[j] != Role::Invariant
-                || j == counter
-                || !defined_in_body(t)
-                || func.dfg.value_type(p) != Type::F64
-                || func.dfg.value_type(a) != Type::F64
-            {
-                return None;
-            }
-            roles[k] = Role::First;
-            roles[j] = Role::Second;
-            pairs.push((k, j));
-        } else if !params.contains(&a) && defined_in_body(a) {
-            // Checked below: the second of a pair.
-        } else {
+            places.push(j);
+            at = j;
+        }
+        // An even number of places, all `f64`, the last receiving a value
+        // the body computes.
+        if places.len() % 2 != 0
+            || !defined_in_body(back.args[at])
+            || places
+                .iter()
+                .any(|&j| func.dfg.value_type(params[j]) != Type::F64)
+        {
             return None;
         }
+        for (n, &j) in places.iter().enumerate() {
+            roles[j] = match n {
+                0 => Role::First,
+                n if n + 1 == places.len() => Role::Last,
+                _ => Role::Passed,
+            };
+        }
+        rotations.push(places);
     }
     // A parameter whose value the body computes but no pair claims.
     if (0..params.len()).any(|k| roles[k] == Role::Invariant && back.args[k] != params[k]) {
@@ -342,7 +384,7 @@ fn plan(
             Role::Counter => Kind::Index(None, 0),
             Role::Invariant => Kind::Uniform,
             Role::First => Kind::Lane,
-            Role::Second => Kind::Passed,
+            Role::Passed | Role::Last => Kind::Passed,
         };
         kinds.insert(p, kind);
     }
@@ -456,8 +498,8 @@ fn plan(
     for (k, &a) in back.args.iter().enumerate() {
         let ok = match roles[k] {
             Role::Counter => kind_of(&kinds, a) == Kind::Index(None, step),
-            Role::Second => kind_of(&kinds, a) == Kind::Lane,
-            Role::First | Role::Invariant => true,
+            Role::Last => kind_of(&kinds, a) == Kind::Lane,
+            Role::First | Role::Passed | Role::Invariant => true,
         };
         if !ok {
             return None;
@@ -526,7 +568,7 @@ fn plan(
         latch,
         path,
         roles,
-        pairs,
+        rotations,
         dir,
         kinds,
         guards,
@@ -738,6 +780,24 @@ fn before_end(func: &mut Function, block: Block, data: InstData, ty: Type) -> Va
 }
 
 /// The position of the counter among the header's parameters.
+/// The header positions each vector's lanes 0 and 1 hold, rotation by
+/// rotation: `(h(2j), h(2j + 1))` counting up; counting down lane 0 holds
+/// the later iteration (the lower index), so `(h(2j + 1), h(2j))`.
+fn lane_places(p: &Plan) -> Vec<(usize, usize)> {
+    let down = matches!(p.dir, Dir::Down { .. });
+    p.rotations
+        .iter()
+        .flat_map(|places| places.chunks(2))
+        .map(|two| {
+            if down {
+                (two[1], two[0])
+            } else {
+                (two[0], two[1])
+            }
+        })
+        .collect()
+}
+
 fn counter_of(p: &Plan) -> usize {
     p.roles
         .iter()
@@ -930,12 +990,10 @@ fn rewrite(func: &mut Function, p: &Plan) {
         }
         Dir::Down { .. } => None,
     };
-    // The first lanes: `[p, q]` counting up; counting down the lanes hold
-    // the later iteration in lane 0 (the lower index), so `[q, p]`.
+    // The first lanes (`lane_places`).
     let params = func.dfg.block_params(p.header).to_vec();
     let mut firsts = Vec::new();
-    for &(a, b) in &p.pairs {
-        let (l0, l1) = if down { (b, a) } else { (a, b) };
+    for (l0, l1) in lane_places(p) {
         let v = value(
             func,
             ve,
@@ -950,8 +1008,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
     }
     let counter = counter_of(p);
     let vi = func.dfg.append_block_param(vh, Type::I64);
-    let vs: Vec<Value> = p
-        .pairs
+    let vs: Vec<Value> = firsts
         .iter()
         .map(|_| func.dfg.append_block_param(vh, Type::F64x2))
         .collect();
@@ -1037,8 +1094,12 @@ fn rewrite(func: &mut Function, p: &Plan) {
         indices: HashMap::new(),
         plus_one: None,
     };
-    for (&(a, _), &v) in p.pairs.iter().zip(&vs) {
-        lanes.map.insert(params[a], v);
+    // Each rotation's first vector holds `h0`, the partial sum this
+    // iteration adds to.
+    let mut at = 0;
+    for places in &p.rotations {
+        lanes.map.insert(params[places[0]], vs[at]);
+        at += places.len() / 2;
     }
     for (k, &r) in p.roles.iter().enumerate() {
         if r == Role::Invariant {
@@ -1292,9 +1353,15 @@ fn rewrite(func: &mut Function, p: &Plan) {
     // The back edge: `vi + 2` or `vc - 2` (counting down, the index of
     // lane 0 at offset -1 is that value already), the pairs' new lanes.
     let next = index_of(func, &mut lanes, if down { -2 } else { 2 });
+    // A rotation's vectors move one place towards the first; the last
+    // receives the new lanes.
     let mut args = vec![next];
-    for &(_, b) in &p.pairs {
-        args.push(lanes.map[&back_args[b]]);
+    let mut at = 0;
+    for places in &p.rotations {
+        let m = places.len() / 2;
+        args.extend(&vs[at + 1..at + m]);
+        args.push(lanes.map[&back_args[places[places.len() - 1]]]);
+        at += m;
     }
     args.extend(carried);
     let latch_jump = func.layout.last_inst(p.latch);
@@ -1330,8 +1397,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
     }
     let mut rest = entry.args.clone();
     rest[counter] = vi;
-    for (&(a, b), &v) in p.pairs.iter().zip(&vs) {
-        let (l0, l1) = if down { (b, a) } else { (a, b) };
+    for ((l0, l1), &v) in lane_places(p).into_iter().zip(&vs) {
         for (pos, op) in [(l0, Opcode::Vlane0), (l1, Opcode::Vlane1)] {
             rest[pos] = value(func, vx, InstData::Unary { op, arg: v }, Type::F64, None);
         }
