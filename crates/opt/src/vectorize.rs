@@ -169,7 +169,7 @@ pub fn vectorize_loops(func: &mut Function) -> VectorizeStats {
         .collect();
     for p in plans {
         stats.loops += 1;
-        stats.neighbours += usize::from(p.memory.is_some());
+        stats.neighbours += usize::from(has_neighbours(&p));
         rewrite(func, &p);
     }
     stats
@@ -534,10 +534,8 @@ fn plan(func: &Function, facts: &Facts, header: Block, blocks: &[Block]) -> Opti
         }
     }
     // Memory: see the module documentation.
-    let memory = match dir {
-        Dir::Down { .. } => memory_plan(func, &path, &accesses, &before_loop),
-        Dir::Up { .. } => None,
-    };
+    let down = matches!(dir, Dir::Down { .. });
+    let memory = memory_plan(func, &path, &accesses, &before_loop, down);
     let mut guards = Vec::new();
     for w in accesses.iter().filter(|a| a.store) {
         let (s, cs) = (w.array, w.index);
@@ -600,14 +598,16 @@ struct Neighbour {
     low_value: Value,
 }
 
-/// How the lanes treat a count-down loop's memory when some array is
-/// updated at neighbouring elements. Every array the loop stores to is
-/// `apart` from every other array it accesses (the guard), so within one
-/// iteration an element is read and written only through its own array
-/// value and index: a load after a store of the same element reads the
-/// stored value (`forward`), and a store followed by another of the same
-/// element is dead (`drop`). What is left, per element, is a first load
-/// and a last store.
+/// How the lanes treat a loop's memory. Every array the loop stores to is
+/// `apart` from every other array it accesses (the guard) or cannot alias
+/// it, so within one iteration an element is read and written only
+/// through its own array value and index: a load after a store of the same
+/// element reads the stored value (`forward`), and a store followed by
+/// another of the same element is dead (`drop`). What is left, per
+/// element, is a first load and a last store. Forward over reverse's
+/// adjoints store a shadow and its tangent, then load and store both again
+/// (`x.d[i] += t` twice for `x[i] * x[i]`); a count-down loop may also
+/// update an array at neighbouring elements (`neighbours`).
 struct Memory {
     neighbours: Vec<Neighbour>,
     /// A load's result → the value stored last before it, same element.
@@ -617,16 +617,21 @@ struct Memory {
     drop: Vec<Inst>,
 }
 
-/// The [`Memory`] plan of a count-down loop, if some array it stores to is
+/// The [`Memory`] plan of a loop: loads to forward and stores to drop,
+/// and for a count-down loop (`down`) the arrays it stores to that are
 /// accessed at two neighbouring offsets `o`, `o + 1` of one base, each
 /// element first loaded and last stored, where no low element's last value
 /// depends on a high element's first load (else the lanes would depend on
-/// each other). `None` when no array is, or when one is accessed otherwise.
+/// each other). `None` when there is nothing to forward, drop or carry, or
+/// when a stored array is accessed otherwise (at two bases; at two offsets
+/// counting up, or not neighbouring ones: then `plan`'s same-index rule
+/// refuses the loop).
 fn memory_plan(
     func: &Function,
     path: &[Block],
     accesses: &[Access],
     before_loop: &dyn Fn(Value) -> bool,
+    down: bool,
 ) -> Option<Memory> {
     let order: Vec<Inst> = path
         .iter()
@@ -686,7 +691,7 @@ fn memory_plan(
         }
         match ends[..] {
             [_] => {}
-            [(o, Some(_), Some(sl)), (o1, Some(lh), Some(sh))] if o1 == o + 1 => {
+            [(o, Some(_), Some(sl)), (o1, Some(lh), Some(sh))] if down && o1 == o + 1 => {
                 memory.neighbours.push(Neighbour {
                     array: s,
                     base,
@@ -701,7 +706,7 @@ fn memory_plan(
         }
     }
     if memory.neighbours.is_empty() {
-        return None;
+        return (!memory.drop.is_empty()).then_some(memory);
     }
     // No low value may depend on any high load (forwarded loads pass the
     // dependence of the value they stand for).
@@ -798,6 +803,11 @@ fn lane_places(p: &Plan) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// Does the loop update an array at neighbouring elements (`Memory`)?
+fn has_neighbours(p: &Plan) -> bool {
+    p.memory.as_ref().is_some_and(|m| !m.neighbours.is_empty())
+}
+
 fn counter_of(p: &Plan) -> usize {
     p.roles
         .iter()
@@ -865,7 +875,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
         .position(|&b| b == p.header)
         .expect("the header is placed");
     let before = func.layout.blocks()[pos.saturating_sub(1)];
-    let needs_entry = !down || !p.guards.is_empty() || p.memory.is_some();
+    let needs_entry = !down || !p.guards.is_empty() || has_neighbours(p);
     let mut new_blocks = Vec::new();
     let mut prev = before;
     for _ in 0..(if needs_entry { 4 } else { 3 }) {
@@ -924,7 +934,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
             args: [a, b],
         })
         .collect();
-    if p.memory.is_some() {
+    if has_neighbours(p) {
         let one = iconst(func, gate, 1);
         tests.push(InstData::Cmp {
             op: Opcode::Icmp,
