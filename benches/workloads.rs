@@ -158,7 +158,12 @@ fn session(name: &str) -> adze::Session {
     src.push_str(
         &std::fs::read_to_string(root.join(format!("benches/workloads/{name}.adz"))).unwrap(),
     );
-    let mut s = adze::Session::from_source(&format!("{name}.adz+bench"), &src).unwrap();
+    configure(adze::Session::from_source(&format!("{name}.adz+bench"), &src).unwrap())
+}
+
+/// The session settings every workload is measured with (the `ADZE_BENCH_*`
+/// switches).
+fn configure(mut s: adze::Session) -> adze::Session {
     // `ADZE_BENCH_NO_OPT=1`: without the IR optimizer (to measure it).
     s.optimize = std::env::var("ADZE_BENCH_NO_OPT").map_or(true, |v| v != "1");
     // `ADZE_BENCH_CHECKPOINT=0|1`: reverse loops checkpointed or taped
@@ -763,6 +768,64 @@ fn recurrence(c: &mut Criterion, rec: &Record) {
     }
 }
 
+/// GradBench's kernels as the GradBench tool compiles them
+/// (`crates/gradbench/evals/*.adz`, issue #19): ode (`n = 10^4`, `s =
+/// 100`), kmeans (`k = 100`, `n = 10^4`, `d = 16`: `cost`, its gradient,
+/// and `dir`, forward over reverse, in the HVP column) and det (`ℓ = 9`),
+/// on pseudo-random inputs. docs/performance.md compares them with
+/// GradBench's tools.
+fn gradbench(c: &mut Criterion, rec: &Record) {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let eval = |name: &str| {
+        let path = root.join(format!("crates/gradbench/evals/{name}.adz"));
+        let src = std::fs::read_to_string(&path).unwrap();
+        Program::new(configure(
+            adze::Session::from_source(&format!("{name}.adz"), &src).unwrap(),
+        ))
+    };
+    let ode_x = data(31, 10_000, 0.0, 1.0);
+    let points = data(32, 10_000 * 16, 0.0, 1.0);
+    let centroids = data(33, 100 * 16, 0.0, 1.0);
+    let det_a = data(34, 81, -1.0, 1.0);
+    let cases: [(&str, &str, Vec<Val>, Vec<(&str, &str)>); 3] = [
+        (
+            "ode",
+            "ode n=1e4 s=100",
+            vec![arr(&ode_x), Val::I64(100)],
+            vec![("primal", "primal"), ("gradient", "gradient")],
+        ),
+        (
+            "kmeans",
+            "kmeans k=100 n=1e4 d=16",
+            vec![arr(&points), arr(&centroids), Val::I64(16)],
+            vec![
+                ("primal", "cost"),
+                ("gradient", "cost_gradient"),
+                ("hvp", "dir"),
+            ],
+        ),
+        (
+            "det",
+            "det l=9",
+            vec![arr(&det_a), Val::I64(9)],
+            vec![("primal", "primal"), ("gradient", "gradient")],
+        ),
+    ];
+    for (name, label, args, columns) in cases {
+        let prog = eval(name);
+        let mut g = group(c, label);
+        for (column, fname) in columns {
+            let f = prog.function(fname).unwrap();
+            let mut a = args.clone();
+            let mut slots = borrowed(&mut a);
+            measure(&mut g, rec, label, column, || {
+                black_box(f.call(&mut slots).unwrap());
+            });
+        }
+        g.finish();
+    }
+}
+
 fn fmt_ratio(x: Option<f64>, target: Option<f64>) -> String {
     match x {
         None => "—".to_string(),
@@ -968,6 +1031,9 @@ fn main() {
         }
         if on("recurrence") {
             recurrence(&mut c, &rec);
+        }
+        if on("gradbench") {
+            gradbench(&mut c, &rec);
         }
     }
     c.final_summary();
