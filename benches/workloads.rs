@@ -787,7 +787,9 @@ fn gradbench(c: &mut Criterion, rec: &Record) {
     let points = data(32, 10_000 * 16, 0.0, 1.0);
     let centroids = data(33, 100 * 16, 0.0, 1.0);
     let det_a = data(34, 81, -1.0, 1.0);
-    let cases: [(&str, &str, Vec<Val>, Vec<(&str, &str)>); 3] = [
+    // (eval, label, arguments, [(column, function)])
+    type Case<'a> = (&'a str, &'a str, Vec<Val>, Vec<(&'a str, &'a str)>);
+    let cases: [Case; 3] = [
         (
             "ode",
             "ode n=1e4 s=100",

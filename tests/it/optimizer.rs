@@ -502,6 +502,125 @@ fn generated_two_lane_loops_agree_after_optimization() {
     );
 }
 
+/// Programs of kmeans' and GMM's shape: an inner loop `for l in 0..d` over
+/// rows `a[i * d + l]` of arrays whose length the loop cannot relate to
+/// `d`, which `version` puts behind a guard over the whole row (and
+/// `vectorize` then gives lanes). Sums and maps, offsets into the next row,
+/// rows past the end, `d` zero or negative, arrays passed twice: optimized
+/// and not, both engines, bit for bit and trap for trap, the primal and its
+/// gradient; and some loops are in fact versioned counting up.
+#[test]
+fn generated_strided_loops_agree_after_optimization() {
+    let (mut up, mut lanes) = (0, 0);
+    for seed in 0..40u64 {
+        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let off = ["", " + 1", " + 2"][next(3) as usize];
+        let coff = ["", " + 1"][next(2) as usize];
+        let rows = ["len(p) / d", "len(p) / d + 1", "m"][next(3) as usize];
+        let term = match next(4) {
+            0 => "(a - b) * (a - b)".to_string(),
+            1 => "a * b + 0.5".to_string(),
+            2 => "(a - b) ^ 2 - a".to_string(),
+            _ => "sqrt(a * a + b * b)".to_string(),
+        };
+        let crow = ["l", "j * d + l"][next(2) as usize];
+        let src = format!(
+            "fn f(p: [f64], c: [f64], d: i64, m: i64) -> f64 {{
+    var s = 0.0;
+    if d > 0 {{
+        for i in 0..{rows} {{
+            for j in 0..2 {{
+                var t = 0.0;
+                for l in 0..d {{
+                    let a = p[i * d + l{off}];
+                    let b = c[{crow}{coff}];
+                    t = t + {term};
+                }}
+                s = s + t * f64(j + 1);
+            }}
+        }}
+    }}
+    s
+}}
+
+fn g(p: [f64], c: mut [f64], d: i64, m: i64) -> f64 {{
+    if d > 0 {{
+        for i in 0..{rows} {{
+            for l in 0..d {{
+                let a = p[i * d + l{off}];
+                let b = c[l{coff}];
+                c[l{coff}] = {term};
+            }}
+        }}
+    }}
+    c[0]
+}}
+"
+        );
+        let session =
+            Session::from_source("strided.adz", &src).unwrap_or_else(|e| panic!("{e}\n{src}"));
+        let module = &session.module;
+        let mut probe = module.clone();
+        let stats = adze_opt::optimize_module(&mut probe).unwrap();
+        up += stats.version.up;
+        lanes += stats.vectorize.loops;
+        const V: [f64; 7] = [0.5, -1.25, 2.0, -0.0, 3.5, f64::INFINITY, -7.0];
+        let arr =
+            |n: usize, k: usize| Val::Array((0..n).map(|j| V[(j * 3 + k) % V.len()]).collect());
+        let mut all = Vec::new();
+        for (k, (np, nc, d, m)) in [
+            (12, 8, 3, 4),
+            (12, 8, 4, 3),
+            (13, 9, 4, 3),
+            (9, 9, 3, 3),
+            (9, 4, 3, 2),
+            (8, 8, 2, 5),
+            (0, 3, 2, 0),
+            (7, 7, 0, 1),
+            (7, 7, -2, 1),
+            (16, 16, 5, 3),
+            (16, 2, 1, 16),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            all.push(vec![arr(np, k), arr(nc, k + 1), Val::I64(d), Val::I64(m)]);
+        }
+        for name in ["f", "g"] {
+            let id = module.get(name).unwrap();
+            agree(&src, module, &optimized(module), id, &all);
+        }
+        let (m, d) = session
+            .derive_unoptimized("f", Mode::Reverse, 1, &["p".to_string(), "c".to_string()])
+            .unwrap_or_else(|e| panic!("{e}\n{src}"));
+        let d = m.get(&d).unwrap();
+        let mut probe = m.clone();
+        let stats = adze_opt::optimize_module(&mut probe).unwrap();
+        up += stats.version.up;
+        lanes += stats.vectorize.loops;
+        let dargs: Vec<Vec<Val>> = all
+            .iter()
+            .map(|args| {
+                let primal: Vec<(String, Val)> = ["p", "c", "d", "m"]
+                    .map(String::from)
+                    .into_iter()
+                    .zip(args.clone())
+                    .collect();
+                derivative_args(&m, d, &primal)
+            })
+            .collect();
+        agree(&src, &m, &optimized(&m), d, &dargs);
+    }
+    assert!(up >= 40, "only {up} loops versioned counting up");
+    assert!(lanes >= 40, "only {lanes} loops given lanes");
+}
+
 /// A neighbour array whose high element is reset before the low one is
 /// read (the adjoint of `t[i + 1] = ..` after `o[i] = t[i] * 1.5`: it reads
 /// `t.d[i + 1]`, stores 0.0 there, then updates `t.d[i]`). In lanes lane 0's

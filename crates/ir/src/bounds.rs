@@ -289,6 +289,10 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
     }
     let doms = DominatorTree::new(&order, |b| preds.get(&b).cloned().unwrap_or_default());
     let lens = zeros_lengths(func);
+    let single_pred = |b: Block| match preds.get(&b).map(Vec::as_slice) {
+        Some(&[p]) => Some(p),
+        _ => None,
+    };
 
     // Induction variables: the headers of the shape, then the greatest set
     // of them whose every entry value is accounted for (see "Unrolled
@@ -312,6 +316,13 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
         }
         cands.push((i, k, hi, body, h));
     }
+    // The guards above each candidate's header (`guard_facts`).
+    let facts: HashMap<Block, Vec<(CmpCond, Value, Value)>> = cands
+        .iter()
+        .map(|&(.., h)| (h, guard_facts(func, &doms, h, single_pred)))
+        .collect();
+    let no_facts = Vec::new();
+    let facts_at = |h: Block| facts.get(&h).unwrap_or(&no_facts);
     let mut ivs: HashMap<Value, Induction> = cands
         .iter()
         .map(|&(i, _, hi, body, header)| {
@@ -366,7 +377,10 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                 let step = c == 0
                     || c == 1
                     || (c == 2
-                        && two_steps(func, j.hi, |n| zeros_before(&lens, &doms, n, j.header)));
+                        && two_steps(func, j.hi, |n| {
+                            zeros_before(&lens, &doms, n, j.header)
+                                || nonneg_fact(func, facts_at(j.header), n)
+                        }));
                 (step && at.is_some_and(|d| doms.dominates(j.body, d)))
                     .then(|| j.lo.saturating_add(c))
             };
@@ -383,7 +397,10 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                         && (c == 0
                             || c == 1
                             || (c == 2
-                                && two_steps(func, hi, |n| zeros_before(&lens, &doms, n, h))))
+                                && two_steps(func, hi, |n| {
+                                    zeros_before(&lens, &doms, n, h)
+                                        || nonneg_fact(func, facts_at(h), n)
+                                })))
                         && doms.dominates(body, *from)
                 })
             });
@@ -472,6 +489,40 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                 doms.dominates(cd.body, b)
                     && count_down_proves(func, &doms, cd, idx, width, &same_length_as(arr, b, pos))
             }) {
+                safe.insert(inst);
+                continue;
+            }
+            // A guarded count-up loop (`version`): `base + (i + c)`, `i`
+            // the counter itself or an operand of the `iadd`.
+            let counters = {
+                let (x, _) = offset_form(func, idx);
+                let mut cs = vec![x];
+                if let Some(&InstData::Binary {
+                    op: Opcode::Iadd,
+                    args: [p, q],
+                }) = inst_of(func, x)
+                {
+                    cs.extend([offset_form(func, p).0, offset_form(func, q).0]);
+                }
+                cs
+            };
+            let guarded = counters.into_iter().any(|i| {
+                ivs.get(&i).is_some_and(|iv| {
+                    doms.dominates(iv.body, b)
+                        && !facts_at(iv.header).is_empty()
+                        && up_guard_proves(
+                            func,
+                            facts_at(iv.header),
+                            i,
+                            iv.lo,
+                            iv.hi,
+                            idx,
+                            width,
+                            &same_length_as(arr, b, pos),
+                        )
+                })
+            });
+            if guarded {
                 safe.insert(inst);
                 continue;
             }
@@ -738,6 +789,155 @@ fn guard_atoms(func: &Function, ok: Value) -> Vec<(CmpCond, Value, Value)> {
         }
     }
     atoms
+}
+
+/// The index `idx` as `base + (i + c)` for the counter `i`: `(None, c)`
+/// for `i + c`, `(Some(base), c)` for `base + (i + c)` or `(base + i) + c`,
+/// the `iadd` either way round (`base` may be any value; callers ask that
+/// it be defined before the loop).
+pub fn up_index(func: &Function, idx: Value, i: Value) -> Option<(Option<Value>, i64)> {
+    let (x, c) = offset_form(func, idx);
+    if x == i {
+        return Some((None, c));
+    }
+    if let Some(&InstData::Binary {
+        op: Opcode::Iadd,
+        args: [p, q],
+    }) = inst_of(func, x)
+    {
+        for (a, b) in [(p, q), (q, p)] {
+            let (y, d) = offset_form(func, a);
+            if y == i && b != i {
+                return Some((Some(b), c.checked_add(d)?));
+            }
+        }
+    }
+    None
+}
+
+/// The atoms of the guards whose true side dominates block `h`: for each
+/// block `t` on `h`'s dominator chain (`h` included) whose one predecessor
+/// (`single_pred`) ends in `brif ok, t, f` with `f != t`, the atoms of
+/// `ok` (`guard_atoms`). Every time `h` runs, each of them held when its
+/// guard last ran, and no operand of one has been redefined since: an
+/// operand is defined in a block `D` that dominates the guard, so a path
+/// from `D` to `h` passes `t` (`t` dominates `h`, and a path from the
+/// entry to `D` need not pass `t`). The walk stops after
+/// [`GUARD_STEPS`] blocks (fewer facts prove less, never wrongly), so that
+/// a function with many loops in a row costs linear time.
+pub fn guard_facts(
+    func: &Function,
+    doms: &DominatorTree,
+    h: Block,
+    single_pred: impl Fn(Block) -> Option<Block>,
+) -> Vec<(CmpCond, Value, Value)> {
+    let mut facts = Vec::new();
+    let mut at = Some(h);
+    for _ in 0..GUARD_STEPS {
+        let Some(t) = at else { break };
+        if let Some(g) = single_pred(t) {
+            if let Some(&InstData::Brif {
+                cond,
+                ref then_dest,
+                ref else_dest,
+            }) = func.layout.last_inst(g).map(|i| func.dfg.inst(i))
+            {
+                if then_dest.block == t && else_dest.block != t {
+                    facts.extend(guard_atoms(func, cond));
+                }
+            }
+        }
+        at = doms.idom(t);
+    }
+    facts
+}
+
+/// Do the guard atoms `facts` (`guard_facts` of the loop's header) prove
+/// the count-up access `arr[idx]` of `width` elements, in a loop whose
+/// counter `i >= lo` runs below `hi`? `hi` is `x + k` (`k <= 0`), `idx` is
+/// `base + (i + c)` (`up_index`), and the atoms are those `version` writes
+/// for a count-up loop (its module documentation): `x <= (L - base) - c0`
+/// (`L - c0` without a base; `c0 >= 0` a constant, left out when 0) with
+/// `k + c + width - 1 <= c0`, and `base >= 0`, `base <= L`, `L` a length
+/// of `arr` (`class`: the arrays known to have its length there). Then
+/// every index lies in `base + c + lo ..= base + c + (x + k - 1) + (width
+/// - 1) <= L - 1`, and nothing wraps: `0 <= base <= L` makes `L - base`
+/// exact, and the counter stays below `x + k <= L`.
+#[allow(clippy::too_many_arguments)]
+fn up_guard_proves(
+    func: &Function,
+    facts: &[(CmpCond, Value, Value)],
+    i: Value,
+    lo: i64,
+    hi: Value,
+    idx: Value,
+    width: i64,
+    class: &[Value],
+) -> bool {
+    let (x, k) = offset_form(func, hi);
+    let Some((mut base, mut c)) = up_index(func, idx, i) else {
+        return false;
+    };
+    // A constant base is part of the offset.
+    if let Some(kb) = base.and_then(|b| const_of(func, b)) {
+        if kb < 0 {
+            return false;
+        }
+        let Some(sum) = c.checked_add(kb) else {
+            return false;
+        };
+        (base, c) = (None, sum);
+    }
+    if k > 0 || c < 0 || lo < 0 {
+        return false;
+    }
+    let Some(need) = k.checked_add(c).and_then(|s| s.checked_add(width - 1)) else {
+        return false;
+    };
+    let is_length = |l: Value| {
+        class
+            .iter()
+            .any(|&b| len_of(func, l) == Some(b) || is_zeros_of(func, b, l))
+    };
+    // `c0` when `v` is `(L - base) - c0` (`L - c0` without a base).
+    let lim_offset = |v: Value| -> Option<i64> {
+        let (w, off) = offset_form(func, v);
+        let c0 = off.checked_neg().filter(|&c0| c0 >= 0)?;
+        match base {
+            None => is_length(w).then_some(c0),
+            Some(b) => match inst_of(func, w)? {
+                &InstData::Binary {
+                    op: Opcode::Isub,
+                    args: [l, bb],
+                } if is_length(l) && bb == b => Some(c0),
+                _ => None,
+            },
+        }
+    };
+    let fits = facts.iter().any(|&(cc, a, b)| {
+        cc == CmpCond::Le && a == x && lim_offset(b).is_some_and(|c0| need <= c0)
+    });
+    let base_ok = base.is_none_or(|b| {
+        let nonneg = facts
+            .iter()
+            .any(|&(cc, a, z)| cc == CmpCond::Ge && a == b && const_of(func, z) == Some(0));
+        let below = facts
+            .iter()
+            .any(|&(cc, a, l)| cc == CmpCond::Le && a == b && is_length(l));
+        nonneg && below
+    });
+    fits && base_ok
+}
+
+/// How far up the dominator tree [`guard_facts`] looks for guards: a
+/// guard `version` writes is a few blocks above its loop.
+pub const GUARD_STEPS: usize = 16;
+
+/// Does a fact say `n >= 0` (`icmp ge n, 0`)?
+fn nonneg_fact(func: &Function, facts: &[(CmpCond, Value, Value)], n: Value) -> bool {
+    facts
+        .iter()
+        .any(|&(cc, a, z)| cc == CmpCond::Ge && a == n && const_of(func, z) == Some(0))
 }
 
 /// Does the count-down loop `cd` prove `arr[idx]` in bounds? `idx` is
@@ -1364,6 +1564,96 @@ block3:
     v30 = select v29, v27, v21";
 
     const STEP: &str = "v15 = isub v5, v9";
+
+    /// A count-up loop `for i in 0..hi` reading `x[base + i]` and `x[base +
+    /// i + 1]`, on the true or false side (`targets`) of `guard`, whose
+    /// result is `v30`.
+    fn countup_src(guard: &str, targets: (&str, &str)) -> String {
+        format!(
+            "function @f(x: arr, hi: i64, base: i64) -> f64 {{
+block0(v0: arr, v2: i64, v3: i64):
+    v4 = fconst 0.0
+    v20 = iconst 0
+    v21 = bconst false
+    v24 = len v0
+    v25 = isub v24, v3
+    v31 = iconst 1
+    v32 = isub v25, v31
+{guard}
+    brif v30, {t}, {f}
+block5:
+    jump block1(v20, v4)
+block6:
+    v40 = fconst 1.0
+    return v40
+block1(v5: i64, v6: f64):
+    v8 = icmp lt v5, v2
+    brif v8, block2, block3
+block2:
+    v11 = iadd v3, v5
+    v12 = load v0, v11
+    v13 = fadd v6, v12
+    v14 = iadd v11, v31
+    v15 = load v0, v14
+    v16 = fadd v13, v15
+    v17 = iadd v5, v31
+    jump block1(v17, v16)
+block3:
+    return v6
+}}
+",
+            t = targets.0,
+            f = targets.1,
+        )
+    }
+
+    /// `version`'s guard of a count-up loop (its "Counting up"): `hi >=
+    /// 0`, `base >= 0`, `base <= len(x)`, and `hi <= (len(x) - base) - 1`
+    /// for the largest offset, 1; with `hi <= len(x) - base` only the
+    /// offset 0 is proven. Each atom is needed, and the loop must be on the
+    /// guard's true side.
+    #[test]
+    fn a_guarded_count_up_loop_is_proven() {
+        let atoms = |fits: &str, skip: &str| {
+            let all = [
+                "v22 = icmp ge v2, v20",
+                "v23 = icmp ge v3, v20",
+                "v26 = icmp le v3, v24",
+                fits,
+            ];
+            let kept: Vec<&str> = all.into_iter().filter(|a| !a.starts_with(skip)).collect();
+            let mut g: Vec<String> = kept.iter().map(|a| format!("    {a}")).collect();
+            let names: Vec<&str> = kept.iter().map(|a| &a[..3]).collect();
+            let mut acc = names[0].to_string();
+            for (k, n) in names.iter().enumerate().skip(1) {
+                let v = if k + 1 == names.len() {
+                    "v30".to_string()
+                } else {
+                    format!("v5{k}")
+                };
+                g.push(format!("    {v} = select {acc}, {n}, v21"));
+                acc = v;
+            }
+            g.join("\n")
+        };
+        let tight = "v27 = icmp le v2, v32";
+        let loose = "v27 = icmp le v2, v25";
+        let both = vec![at("block2", 1), at("block2", 4)];
+        assert_eq!(
+            proven(&countup_src(&atoms(tight, "-"), ("block5", "block6"))),
+            both
+        );
+        assert_eq!(
+            proven(&countup_src(&atoms(loose, "-"), ("block5", "block6"))),
+            vec![at("block2", 1)]
+        );
+        // Without `base >= 0` or `base <= len`, or on the false side.
+        for skip in ["v23", "v26"] {
+            let src = countup_src(&atoms(tight, skip), ("block5", "block6"));
+            assert!(proven(&src).is_empty(), "without {skip}");
+        }
+        assert!(proven(&countup_src(&atoms(tight, "-"), ("block6", "block5"))).is_empty());
+    }
 
     #[test]
     fn a_guarded_count_down_loop_is_proven() {

@@ -219,7 +219,7 @@ add_assign! {
     IndvarsStats { replaced }
     LoopDelStats { deleted, exit_values }
     CarryStats { loops, loads }
-    VersionStats { loops, ranges }
+    VersionStats { loops, ranges, up }
     UnrollStats { loops }
     VectorizeStats { loops, neighbours }
     OptStats { insts_before, insts_after, gvn, mem, dce, licm, promoted, indvars, loopdel, carry, version, vectorize, unroll }

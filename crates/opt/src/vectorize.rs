@@ -62,7 +62,7 @@
 use crate::analysis::{def_inst, iconst_of, Cfg, Scopes};
 use crate::copy::entered_once;
 use crate::mem::may_alias;
-use adze_ir::bounds::{offset_form, zeros_before, zeros_lengths};
+use adze_ir::bounds::{guard_facts, offset_form, zeros_before, zeros_lengths};
 use adze_ir::cfg::DominatorTree;
 use adze_ir::{Block, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Type, Value};
 use std::collections::HashMap;
@@ -250,7 +250,8 @@ fn header_test(
             args: [i, hi],
         } => {
             // `hi = n + k`, `k <= 0`, `n >= 0`: then `hi - 1` cannot wrap.
-            // `n` is `len a`, or the length of a `zeros n` that has run.
+            // `n` is `len a`, the length of a `zeros n` that has run, or
+            // a value a guard above says is `>= 0` (`version`'s).
             let (base, k) = offset_form(func, hi);
             let is_len = matches!(
                 def_inst(func, base),
@@ -258,7 +259,13 @@ fn header_test(
                     op: Opcode::Len,
                     ..
                 })
-            ) || zeros_before(facts.zeros, facts.doms, base, header);
+            ) || zeros_before(facts.zeros, facts.doms, base, header)
+                || guard_facts(func, facts.doms, header, |b| match cfg.preds(b) {
+                    &[p] => Some(p),
+                    _ => None,
+                })
+                .iter()
+                .any(|&(cc, a, z)| cc == CmpCond::Ge && a == base && iconst_of(func, z) == Some(0));
             // `k > i64::MIN`: `k - 1` is the lanes' bound's offset.
             (k <= 0 && k > i64::MIN && is_len && then_dest.args.is_empty()).then_some((
                 i,
