@@ -504,11 +504,10 @@ fn generated_two_lane_loops_agree_after_optimization() {
 
 /// Programs of kmeans' and GMM's shape: an inner loop `for l in 0..d` over
 /// rows `a[i * d + l]` of arrays whose length the loop cannot relate to
-/// `d`, which `version` puts behind a guard over the whole row (and
-/// `vectorize` then gives lanes). Sums and maps, offsets into the next row,
+/// `d`, which `vectorize` gives lanes behind a guard over the whole row. Sums and maps, offsets into the next row,
 /// rows past the end, `d` zero or negative, arrays passed twice: optimized
 /// and not, both engines, bit for bit and trap for trap, the primal and its
-/// gradient; and some loops are in fact versioned counting up.
+/// gradient; and some loops are in fact given lanes behind such a guard.
 #[test]
 fn generated_strided_loops_agree_after_optimization() {
     let (mut up, mut lanes) = (0, 0);
@@ -568,7 +567,7 @@ fn g(p: [f64], c: mut [f64], d: i64, m: i64) -> f64 {{
         let module = &session.module;
         let mut probe = module.clone();
         let stats = adze_opt::optimize_module(&mut probe).unwrap();
-        up += stats.version.up;
+        up += stats.vectorize.ranged;
         lanes += stats.vectorize.loops;
         const V: [f64; 7] = [0.5, -1.25, 2.0, -0.0, 3.5, f64::INFINITY, -7.0];
         let arr =
@@ -602,7 +601,7 @@ fn g(p: [f64], c: mut [f64], d: i64, m: i64) -> f64 {{
         let d = m.get(&d).unwrap();
         let mut probe = m.clone();
         let stats = adze_opt::optimize_module(&mut probe).unwrap();
-        up += stats.version.up;
+        up += stats.vectorize.ranged;
         lanes += stats.vectorize.loops;
         let dargs: Vec<Vec<Val>> = all
             .iter()
@@ -617,7 +616,7 @@ fn g(p: [f64], c: mut [f64], d: i64, m: i64) -> f64 {{
             .collect();
         agree(&src, &m, &optimized(&m), d, &dargs);
     }
-    assert!(up >= 40, "only {up} loops versioned counting up");
+    assert!(up >= 40, "only {up} loops given lanes behind a range guard");
     assert!(lanes >= 40, "only {lanes} loops given lanes");
 }
 

@@ -89,6 +89,16 @@
 //! `base` and `L` are the values the guard compared, since their
 //! definitions strictly dominate `H` and so are not re-run inside the loop.
 //!
+//! **Guarded count-up loops** ([`guard_facts`], `up_guard_proves`). An
+//! access `a[base + (i + c)]` (`up_index`) of a counting loop whose counter
+//! `i >= lo >= 0` runs below `hi = x + k` (`k <= 0`), where a guard whose
+//! true side dominates the loop's header says `x <= (L - base) - c0` with
+//! `k + c + width - 1 <= c0`, `base >= 0` and `base <= L` (`L` a length of
+//! `a`'s class): every index lies in `base + c + lo ..= L - 1`. The guard
+//! is the one `adze_opt`'s `vectorize` puts before a count-up loop's lanes
+//! (kmeans' rows `points[i * d + l]`), and its `x >= 0` lets the lanes'
+//! counter step by 2.
+//!
 //! Every other access may be out of bounds (as far as this analysis knows):
 //! the JIT keeps its check, so errors are exactly the interpreter's.
 

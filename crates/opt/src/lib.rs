@@ -219,9 +219,9 @@ add_assign! {
     IndvarsStats { replaced }
     LoopDelStats { deleted, exit_values }
     CarryStats { loops, loads }
-    VersionStats { loops, ranges, up }
+    VersionStats { loops, ranges }
     UnrollStats { loops }
-    VectorizeStats { loops, neighbours }
+    VectorizeStats { loops, neighbours, ranged }
     OptStats { insts_before, insts_after, gvn, mem, dce, licm, promoted, indvars, loopdel, carry, version, vectorize, unroll }
 }
 

@@ -39,9 +39,11 @@
 //! a value `t` the body computes, `h1` onwards read nowhere else. The body
 //! computes:
 //!
-//! - `load`s and `store`s at `i + c` (`c` a constant), every one proven in
-//!   bounds by `adze_ir::bounds` (so neither lane can trap, and neither
-//!   can trap earlier than the scalar loop would);
+//! - `load`s and `store`s at `base + (i + c)` (`c` a constant), every one
+//!   proven in bounds by `adze_ir::bounds` or, counting up from a constant
+//!   `>= 0`, checked over its whole range by the lanes' guard (`Ranges`),
+//!   so that neither lane can trap, and neither can trap earlier than the
+//!   scalar loop would;
 //! - `fadd fsub fmul fdiv fneg sqrt powi` of those and of loop-invariant
 //!   values (which become both lanes, `vsplat`);
 //! - pure computations of loop-invariant values, kept as they are.
@@ -81,6 +83,9 @@ pub struct VectorizeStats {
     /// Of those, loops that update an array at neighbouring elements
     /// (one element carried from lane to lane, `vshift`).
     pub neighbours: usize,
+    /// Of those, count-up loops whose lanes' guard checks index ranges or
+    /// the bound (`Ranges`).
+    pub ranged: usize,
 }
 
 /// A `load` or `store` of the loop: its array, its index `base + (i + c)`
@@ -141,6 +146,24 @@ struct Plan {
     /// Arrays updated at neighbouring elements (count-down loops), and
     /// what that does to the loop's other loads and stores.
     memory: Option<Memory>,
+    /// Counting up: the index ranges the lanes' guard checks.
+    ranges: Ranges,
+}
+
+/// What the lanes' guard of a count-up loop checks besides `apart`: that
+/// the bound `n` of `hi = n + k` is `>= 0` when nothing else says so, and
+/// that the accesses the bounds analysis does not prove, `a[base + (i +
+/// c)]`, stay in `a` for every `i` from the constant `i0 >= 0` below `hi`:
+/// `base >= 0`, `base <= len(a)`, `n <= (len(a) - base) - max(c + k, 0)`
+/// (the atoms `adze_ir::bounds` reads back to prove the lanes' accesses,
+/// "guard_facts"). When the guard fails the loop runs as written, with its
+/// checks, and traps where it did.
+#[derive(Default)]
+struct Ranges {
+    /// `n`, when the guard must test `n >= 0`.
+    nonneg: Option<Value>,
+    /// `(array, base, largest c)`, with a constant base folded into `c`.
+    rows: Vec<(Value, Option<Value>, i64)>,
 }
 
 /// Gives the loops it can a two-lane copy (see the module documentation).
@@ -170,6 +193,7 @@ pub fn vectorize_loops(func: &mut Function) -> VectorizeStats {
     for p in plans {
         stats.loops += 1;
         stats.neighbours += usize::from(has_neighbours(&p));
+        stats.ranged += usize::from(p.ranges.nonneg.is_some() || !p.ranges.rows.is_empty());
         rewrite(func, &p);
     }
     stats
@@ -208,8 +232,9 @@ fn shape(
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Dir {
     /// `for i in lo..hi`: `brif (icmp lt i, hi), body, exit`, `i + 1`; the
-    /// bound `hi = len a + k`, `k <= 0`.
-    Up { base: Value, k: i64 },
+    /// bound `hi = n + k` (`base` is `n`), `k <= 0`, with `n >= 0` known
+    /// (`nonneg`) or tested before the lanes (then `k = 0`, `Ranges`).
+    Up { base: Value, k: i64, nonneg: bool },
     /// Reverse mode's: `brif (icmp eq c, 0), exit, body`, `c - 1`,
     /// entered from the true side of `version`'s guard `ok`.
     Down { ok: Value },
@@ -251,7 +276,8 @@ fn header_test(
         } => {
             // `hi = n + k`, `k <= 0`, `n >= 0`: then `hi - 1` cannot wrap.
             // `n` is `len a`, the length of a `zeros n` that has run, or
-            // a value a guard above says is `>= 0` (`version`'s).
+            // a value a guard above says is `>= 0`; else (`k = 0`) the
+            // lanes' guard tests `hi >= 0` (`Ranges`).
             let (base, k) = offset_form(func, hi);
             let is_len = matches!(
                 def_inst(func, base),
@@ -267,10 +293,15 @@ fn header_test(
                 .iter()
                 .any(|&(cc, a, z)| cc == CmpCond::Ge && a == base && iconst_of(func, z) == Some(0));
             // `k > i64::MIN`: `k - 1` is the lanes' bound's offset.
-            (k <= 0 && k > i64::MIN && is_len && then_dest.args.is_empty()).then_some((
+            let fine = k <= 0 && k > i64::MIN && (is_len || k == 0);
+            (fine && then_dest.args.is_empty()).then_some((
                 i,
                 then_dest.block,
-                Dir::Up { base, k },
+                Dir::Up {
+                    base,
+                    k,
+                    nonneg: is_len,
+                },
             ))
         }
         InstData::Cmp {
@@ -403,6 +434,17 @@ fn plan(func: &Function, facts: &Facts, header: Block, blocks: &[Block]) -> Opti
         kinds.get(&v).copied().unwrap_or(Kind::Uniform)
     };
     let mut accesses: Vec<Access> = Vec::new();
+    let mut rows: Vec<(Value, Option<Value>, i64)> = Vec::new();
+    let from_nonneg_const = {
+        let entry = func.layout.last_inst(preheader)?;
+        func.dfg.inst(entry).destinations().iter().all(|d| {
+            d.block != header
+                || d.args
+                    .get(counter)
+                    .and_then(|&a| iconst_of(func, a))
+                    .is_some_and(|k| k >= 0)
+        })
+    };
     let step = match dir {
         Dir::Up { .. } => 1,
         Dir::Down { .. } => -1,
@@ -431,10 +473,29 @@ fn plan(func: &Function, facts: &Facts, header: Block, blocks: &[Block]) -> Opti
                 };
                 if ks[0] != Kind::Uniform
                     || !before_loop(arr)
-                    || !safe.contains(inst)
                     || (store && !matches!(ks[2], Kind::Lane | Kind::Uniform))
                 {
                     return None;
+                }
+                if !safe.contains(inst) {
+                    // Counting up from a constant `>= 0`, the guard checks
+                    // the range (`Ranges`).
+                    let (base, c) = match b.map(|b| (b, iconst_of(func, b))) {
+                        None => (None, c),
+                        Some((_, Some(kb))) => (None, c.checked_add(kb)?),
+                        Some((b, None)) if before_loop(b) => (Some(b), c),
+                        Some(_) => return None,
+                    };
+                    if !matches!(dir, Dir::Up { .. })
+                        || !from_nonneg_const
+                        || !(0..=i64::from(i32::MAX)).contains(&c)
+                    {
+                        return None;
+                    }
+                    match rows.iter_mut().find(|r| r.0 == arr && r.1 == base) {
+                        Some(r) => r.2 = r.2.max(c),
+                        None => rows.push((arr, base, c)),
+                    }
                 }
                 accesses.push(Access {
                     array: arr,
@@ -567,6 +628,20 @@ fn plan(func: &Function, facts: &Facts, header: Block, blocks: &[Block]) -> Opti
             }
         }
     }
+    // The guard reads the bound before the loop.
+    let nonneg = match dir {
+        Dir::Up {
+            base,
+            nonneg: false,
+            ..
+        } => Some(base),
+        _ => None,
+    };
+    if let Dir::Up { base, .. } = dir {
+        if (nonneg.is_some() || !rows.is_empty()) && !before_loop(base) {
+            return None;
+        }
+    }
     Some(Plan {
         header,
         preheader,
@@ -578,6 +653,7 @@ fn plan(func: &Function, facts: &Facts, header: Block, blocks: &[Block]) -> Opti
         kinds,
         guards,
         memory,
+        ranges: Ranges { nonneg, rows },
     })
 }
 
@@ -941,6 +1017,43 @@ fn rewrite(func: &mut Function, p: &Plan) {
             args: [a, b],
         })
         .collect();
+    // A count-up loop's ranges (`Ranges`).
+    let ranged = p.ranges.nonneg.is_some() || !p.ranges.rows.is_empty();
+    if let (Dir::Up { base: n, k, .. }, true) = (p.dir, ranged) {
+        let zero = iconst(func, gate, 0);
+        let cmp = |cond, a, b| InstData::Cmp {
+            op: Opcode::Icmp,
+            cond,
+            args: [a, b],
+        };
+        let isub = |a, b| InstData::Binary {
+            op: Opcode::Isub,
+            args: [a, b],
+        };
+        if let Some(n) = p.ranges.nonneg {
+            tests.push(cmp(CmpCond::Ge, n, zero));
+        }
+        for &(arr, base, c) in &p.ranges.rows {
+            let len = InstData::Unary {
+                op: Opcode::Len,
+                arg: arr,
+            };
+            let len = value(func, gate, len, Type::I64, like);
+            let mut lim = len;
+            if let Some(b) = base {
+                tests.push(cmp(CmpCond::Ge, b, zero));
+                tests.push(cmp(CmpCond::Le, b, len));
+                lim = value(func, gate, isub(len, b), Type::I64, like);
+            }
+            // `0 <= c < 2^31` and `k <= 0`: no overflow.
+            let c0 = (c + k).max(0);
+            if c0 != 0 {
+                let c0 = iconst(func, gate, c0);
+                lim = value(func, gate, isub(lim, c0), Type::I64, like);
+            }
+            tests.push(cmp(CmpCond::Le, n, lim));
+        }
+    }
     if has_neighbours(p) {
         let one = iconst(func, gate, 1);
         tests.push(InstData::Cmp {
@@ -992,7 +1105,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
     }
     // The bound of a count-up loop's lanes: `hi' = len a + (k - 1)`.
     let hi2 = match p.dir {
-        Dir::Up { base, k } => {
+        Dir::Up { base, k, .. } => {
             let km1 = iconst(func, ve, k - 1);
             Some(value(
                 func,
@@ -1052,10 +1165,27 @@ fn rewrite(func: &mut Function, p: &Plan) {
             func.dfg.append_block_param(vh, Type::F64x2)
         })
         .collect();
-    let enter = BlockCall {
+    let mut enter = BlockCall {
         block: vh,
         args: into_vh,
     };
+    if ranged {
+        // The guard's true side, a block of its own: `adze_ir::bounds`
+        // proves the lanes' accesses from the guards whose true side
+        // dominates the loop (`guard_facts`).
+        let vt = func.dfg.make_block();
+        func.layout.insert_block_after(vt, ve);
+        for data in func.inlined.values_mut() {
+            if data.blocks.contains(&p.header) {
+                data.blocks.push(vt);
+            }
+        }
+        emit(func, vt, InstData::Jump { dest: enter }, like);
+        enter = BlockCall {
+            block: vt,
+            args: Vec::new(),
+        };
+    }
     let data = match ok {
         Some(c) => InstData::Brif {
             cond: c,

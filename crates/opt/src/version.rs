@@ -1,8 +1,8 @@
-//! Loop versioning: a counting loop whose array indices cannot be proven
+//! Loop versioning: a count-down loop whose array indices cannot be proven
 //! in bounds statically gets a second copy, run behind one guard that checks
 //! the whole range of every such index before the loop; the JIT compiles the
 //! copy's accesses without bounds checks (`adze_ir::bounds` proves them
-//! from the guard), and `vectorize` may give the copy lanes.
+//! from the guard).
 //!
 //! ```text
 //! block0:                                  block0:
@@ -36,21 +36,6 @@
 //! wrap once `base >= 0`. The guard computes with wrapping integer
 //! arithmetic and comparisons only: it cannot trap.
 //!
-//! **Counting up** (session 18). For a loop `brif (icmp lt i, hi), body,
-//! exit` entered with a constant `i0 >= 0`, stepping by `i + 1`, `hi`
-//! defined before it (not `x + k`: its offset is 0), and accesses
-//! `a[base + (i + c)]` (`a[i + c]`; `c` a constant, `0 <= c <= 2^31 - 1`;
-//! a constant base joins `c`), the guard is `hi >= 0` and, per array and
-//! base, `base >= 0`, `base <= len(a)` and `hi <= (len(a) - base) - c` with
-//! the largest `c` of the array's accesses at that base (`hi <= len(a) -
-//! c` without a base). Then every index lies in `base + c + i0 ..= base +
-//! c + hi - 1 <= len(a) - 1`, and nothing wraps (`0 <= base <= len(a)`).
-//! kmeans' and GMM's inner loops read rows `points[i * d + l]` for `l` in
-//! `0..d`, which no length relates to `d`: behind the guard the copy's
-//! accesses are proven, and the copy can run in lanes (`hi >= 0` is what
-//! `vectorize` needs of its bound). kmeans' cost 9.9 → 5.6 ms
-//! (docs/performance.md, session 18).
-//!
 //! **Exact.** Both copies are the loop, instruction for instruction; the
 //! guard only chooses which one runs, and computes nothing the program
 //! reads. When it fails (a negative trip count, an index out of bounds
@@ -63,15 +48,14 @@
 //! preheader entering by a `jump`, one latch, one exit from the header to a
 //! block only the header reaches, outside rule regions, at most
 //! [`MAX_VERSION_INSTS`] instructions, no `call`), whose header ends in
-//! `brif (icmp eq c, 0), exit, body` or `brif (icmp lt i, hi), body, exit`
-//! and which have at least two ranges (`MIN_RANGES`) of the forms above that
-//! the bounds analysis does not already prove. It runs
+//! `brif (icmp eq c, 0), exit, body` and which have at least one access of
+//! the form above that the bounds analysis does not already prove. It runs
 //! after `carry`, so that a loop's first iteration is peeled once, and the
 //! original (cold) copy is not peeled again.
 
-use crate::analysis::{def_inst, iconst_of, Cfg, Scopes};
+use crate::analysis::{iconst_of, Cfg, Scopes};
 use crate::copy::{copy_loop, loop_shape, merge_at_exit, BackEdges, LoopCopy, LoopShape};
-use adze_ir::bounds::{count_down_index, is_minus_one, offset_form, up_index};
+use adze_ir::bounds::{count_down_index, is_minus_one};
 use adze_ir::{Block, BlockCall, CmpCond, Function, InstData, Opcode, Type, Value};
 
 /// The largest loop (in instructions) that is versioned.
@@ -92,27 +76,13 @@ pub struct VersionStats {
     pub loops: usize,
     /// Distinct (array, base) ranges their guards check.
     pub ranges: usize,
-    /// Of the loops, those that count up.
-    pub up: usize,
 }
 
-/// An index range the guard checks: `array[base + (c - 1)]` counting down,
-/// `array[base + (i + offset)]` counting up.
+/// An index range the guard checks: `array[base + (c - 1)]`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 struct Range {
     array: Value,
     base: Base,
-    /// Counting up: the largest constant `offset` of the accesses.
-    offset: i64,
-}
-
-/// Which way the loop counts.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Dir {
-    /// `brif (icmp eq c, 0), exit, body`, `c - 1`.
-    Down,
-    /// `brif (icmp lt i, hi), body, exit`, `i + 1`, from a constant `>= 0`.
-    Up { hi: Value },
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -128,7 +98,6 @@ struct Plan {
     shape: LoopShape,
     /// The counter's position among the header's parameters.
     counter: usize,
-    dir: Dir,
     ranges: Vec<Range>,
 }
 
@@ -151,7 +120,6 @@ pub fn version_loops(func: &mut Function) -> VersionStats {
     for p in plans {
         stats.loops += 1;
         stats.ranges += p.ranges.len();
-        stats.up += usize::from(matches!(p.dir, Dir::Up { .. }));
         version(func, &p);
     }
     stats
@@ -166,45 +134,6 @@ fn plan(
     body: &[Block],
 ) -> Option<Plan> {
     let shape = loop_shape(func, cfg, scopes, header, body, MAX_VERSION_INSTS)?;
-    if body.iter().any(|&b| {
-        func.layout.block_insts(b).iter().any(|&i| {
-            matches!(
-                func.dfg.inst(i),
-                InstData::Call { .. } | InstData::Autodiff { .. }
-            )
-        })
-    }) {
-        return None;
-    }
-    let (counter, dir, ranges) = match adze_ir::bounds::count_down_header(func, header) {
-        Some(cd) => {
-            let ranges = down_ranges(func, &shape, safe, header, body, cd)?;
-            (cd.position, Dir::Down, ranges)
-        }
-        None => up_ranges(func, &shape, safe, header, body)?,
-    };
-    if ranges.len() < MIN_RANGES {
-        return None;
-    }
-    Some(Plan {
-        header,
-        body: body.to_vec(),
-        shape,
-        counter,
-        dir,
-        ranges,
-    })
-}
-
-/// The ranges of a count-down loop (module documentation).
-fn down_ranges(
-    func: &Function,
-    shape: &LoopShape,
-    safe: &cranelift_entity::EntitySet<adze_ir::Inst>,
-    header: Block,
-    body: &[Block],
-    cd: adze_ir::bounds::CountDownHeader,
-) -> Option<Vec<Range>> {
     let in_loop = |b: Block| body.contains(&b);
     let outside = |v: Value| func.def_block(v).is_some_and(|d| !in_loop(d));
     // brif (icmp eq c, 0), exit, body
@@ -213,7 +142,7 @@ fn down_ranges(
         position: counter,
         exit,
         body: first,
-    } = cd;
+    } = adze_ir::bounds::count_down_header(func, header)?;
     if exit != shape.exit || !in_loop(first) {
         return None;
     }
@@ -233,6 +162,9 @@ fn down_ranges(
     for &b in body {
         for &inst in func.layout.block_insts(b) {
             let data = func.dfg.inst(inst);
+            if matches!(data, InstData::Call { .. } | InstData::Autodiff { .. }) {
+                return None;
+            }
             let Some((array, idx)) = data.array_access() else {
                 continue;
             };
@@ -251,118 +183,22 @@ fn down_ranges(
             if matches!(base, Base::Const(k) if k < 0) {
                 continue;
             }
-            let r = Range {
-                array,
-                base,
-                offset: 0,
-            };
+            let r = Range { array, base };
             if !ranges.contains(&r) {
                 ranges.push(r);
             }
         }
     }
-    Some(ranges)
-}
-
-/// The counter's position, the direction and the ranges of a count-up loop
-/// (module documentation, "Counting up").
-fn up_ranges(
-    func: &Function,
-    shape: &LoopShape,
-    safe: &cranelift_entity::EntitySet<adze_ir::Inst>,
-    header: Block,
-    body: &[Block],
-) -> Option<(usize, Dir, Vec<Range>)> {
-    let in_loop = |b: Block| body.contains(&b);
-    let outside = |v: Value| func.def_block(v).is_some_and(|d| !in_loop(d));
-    // brif (icmp lt i, hi), first, exit
-    let InstData::Brif {
-        cond,
-        then_dest,
-        else_dest,
-    } = func.dfg.inst(func.layout.last_inst(header)?)
-    else {
-        return None;
-    };
-    let InstData::Cmp {
-        op: Opcode::Icmp,
-        cond: CmpCond::Lt,
-        args: [i, hi],
-    } = *def_inst(func, *cond)?
-    else {
-        return None;
-    };
-    let counter = func.dfg.block_params(header).iter().position(|&p| p == i)?;
-    if !in_loop(then_dest.block)
-        || else_dest.block != shape.exit
-        || !outside(hi)
-        || offset_form(func, hi).1 != 0
-    {
+    if ranges.len() < MIN_RANGES {
         return None;
     }
-    // Entered with a constant `>= 0`; the latch passes `i + 1`.
-    let pre = func.layout.last_inst(shape.preheader)?;
-    let entered = func.dfg.inst(pre).destinations().iter().all(|d| {
-        d.block != header
-            || d.args
-                .get(counter)
-                .and_then(|&a| iconst_of(func, a))
-                .is_some_and(|k| k >= 0)
-    });
-    let latch = func.layout.last_inst(shape.latch)?;
-    let steps_by_one = func.dfg.inst(latch).destinations().iter().all(|d| {
-        d.block != header
-            || d.args
-                .get(counter)
-                .is_some_and(|&a| offset_form(func, a) == (i, 1))
-    });
-    if !entered || !steps_by_one {
-        return None;
-    }
-    let mut ranges: Vec<Range> = Vec::new();
-    for &b in body {
-        for &inst in func.layout.block_insts(b) {
-            let data = func.dfg.inst(inst);
-            let Some((array, idx)) = data.array_access() else {
-                continue;
-            };
-            if safe.contains(inst) || !outside(array) {
-                continue;
-            }
-            let Some((base, offset)) = up_index(func, idx, i) else {
-                continue;
-            };
-            let base = match base {
-                None => Base::None,
-                Some(other) => match iconst_of(func, other) {
-                    Some(k) => Base::Const(k),
-                    None if outside(other) => Base::Value(other),
-                    None => continue,
-                },
-            };
-            // A constant base joins the offset; both `>= 0`, and small
-            // enough that `len - offset` cannot wrap.
-            let (base, offset) = match base {
-                Base::Const(k) => (Base::None, k.checked_add(offset).unwrap_or(-1)),
-                other => (other, offset),
-            };
-            if !(0..=i64::from(i32::MAX)).contains(&offset) {
-                continue;
-            }
-            match ranges
-                .iter_mut()
-                .find(|r| r.array == array && r.base == base)
-            {
-                Some(r) => r.offset = r.offset.max(offset),
-                None => ranges.push(Range {
-                    array,
-                    base,
-                    offset,
-                }),
-            }
-        }
-    }
-    Some((counter, Dir::Up { hi }, ranges))
+    Some(Plan {
+        header,
+        body: body.to_vec(),
+        shape,
+        counter,
+        ranges,
+    })
 }
 
 fn version(func: &mut Function, p: &Plan) {
@@ -402,10 +238,7 @@ fn version(func: &mut Function, p: &Plan) {
     let g = Guard { block: pre };
     let zero = g.value(func, InstData::IConst { imm: 0 }, Type::I64);
     let no = g.value(func, InstData::BConst { imm: false }, Type::Bool);
-    let mut ok = match p.dir {
-        Dir::Down => g.icmp(func, CmpCond::Ge, c0, zero),
-        Dir::Up { hi } => g.icmp(func, CmpCond::Ge, hi, zero),
-    };
+    let mut ok = g.icmp(func, CmpCond::Ge, c0, zero);
     for r in &p.ranges {
         let len = g.value(
             func,
@@ -421,15 +254,10 @@ fn version(func: &mut Function, p: &Plan) {
             Base::Value(b) => {
                 let nonneg = g.icmp(func, CmpCond::Ge, b, zero);
                 ok = g.and(func, ok, nonneg, no);
-                if matches!(p.dir, Dir::Up { .. }) {
-                    // `len - base` exact.
-                    let below = g.icmp(func, CmpCond::Le, b, len);
-                    ok = g.and(func, ok, below, no);
-                }
                 Some(b)
             }
         };
-        let mut lim = match base {
+        let lim = match base {
             None => len,
             Some(b) => g.value(
                 func,
@@ -440,20 +268,7 @@ fn version(func: &mut Function, p: &Plan) {
                 Type::I64,
             ),
         };
-        let fits = match p.dir {
-            Dir::Down => g.icmp(func, CmpCond::Le, c0, lim),
-            Dir::Up { hi } => {
-                if r.offset != 0 {
-                    let k = g.value(func, InstData::IConst { imm: r.offset }, Type::I64);
-                    let sub = InstData::Binary {
-                        op: Opcode::Isub,
-                        args: [lim, k],
-                    };
-                    lim = g.value(func, sub, Type::I64);
-                }
-                g.icmp(func, CmpCond::Le, hi, lim)
-            }
-        };
+        let fits = g.icmp(func, CmpCond::Le, c0, lim);
         ok = g.and(func, ok, fits, no);
     }
     let brif = func.dfg.make_inst(
