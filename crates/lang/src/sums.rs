@@ -43,7 +43,9 @@
 //!
 //! After `n` iterations the header holds the partial sums rotated by `n mod
 //! 4` (`p` is `P(n mod 4)`), and `(p + q2) + (q1 + q3)` is the same bits
-//! under every rotation, `fadd` being commutative bit for bit.
+//! under every rotation, `fadd` being commutative (NaN payloads aside:
+//! with two NaN partial sums the payload can follow the rotation; both
+//! engines agree, and payloads are not part of the semantics).
 //!
 //! **Which accumulators.** A parameter `p: f64` of the header of a natural
 //! loop with one latch, whose value on the back edge is the end of a chain
@@ -53,7 +55,8 @@
 //! of the loop. Anything else — a compare of `s`, `s * x`, a `break` that
 //! passes `s`, an `if` that adds conditionally (a join's parameter), an
 //! inner loop that adds (its own accumulator is split instead), a
-//! compensated (Kahan) sum, which reads `s` twice — keeps the written order,
+//! compensated (Kahan) sum, which reads `s` twice, a `continue` (a second
+//! latch) — keeps the written order,
 //! and so does every sum of a loop marked `#[ordered]`.
 
 use adze_ir::cfg::{reverse_postorder, successors, DominatorTree, Loop, LoopForest};
@@ -333,7 +336,8 @@ fn apply(func: &mut Function, plan: Plan) {
     for (&p, &[q1, q2, q3]) in ps.iter().zip(&qs) {
         // `(p + q2) + (q1 + q3)`: after `n` iterations the header holds
         // the partial sums rotated by `n mod 4`, and this grouping is the
-        // same bits under every rotation (`fadd` is commutative).
+        // same bits under every rotation (`fadd` is commutative; NaN
+        // payloads aside).
         let mut add = |a: Value, b: Value| {
             let add = func.dfg.make_inst(
                 InstData::Binary {
