@@ -112,6 +112,26 @@ fn every_example_agrees_after_optimization() {
     assert!(runs >= 400, "only {runs} runs");
 }
 
+/// `derivative_args` for each of `all`, the primal's arguments named
+/// `names` in order.
+fn derivative_inputs(
+    module: &Module,
+    derived: FuncId,
+    names: &[&str],
+    all: &[Vec<Val>],
+) -> Vec<Vec<Val>> {
+    all.iter()
+        .map(|args| {
+            let primal: Vec<(String, Val)> = names
+                .iter()
+                .map(|n| n.to_string())
+                .zip(args.clone())
+                .collect();
+            derivative_args(module, derived, &primal)
+        })
+        .collect()
+}
+
 /// Arguments for `derived`, a derivative of the function whose arguments are
 /// `args`: a parameter `p.t`/`p.d` (tangent or shadow) gets a value shaped
 /// like `p`'s, every other parameter `p`'s own value.
@@ -479,17 +499,7 @@ fn generated_two_lane_loops_agree_after_optimization() {
                 let stats = adze_opt::optimize_module(&mut probe).unwrap().vectorize;
                 lanes += stats.loops;
                 neighbours += stats.neighbours;
-                let dargs: Vec<Vec<Val>> = all
-                    .iter()
-                    .map(|args| {
-                        let primal: Vec<(String, Val)> = ["x", "y", "c"]
-                            .map(String::from)
-                            .into_iter()
-                            .zip(args.clone())
-                            .collect();
-                        derivative_args(&m, d, &primal)
-                    })
-                    .collect();
+                let dargs = derivative_inputs(&m, d, &["x", "y", "c"], &all);
                 agree(&src, &m, &optimized(&m), d, &dargs);
             }
         }
@@ -603,17 +613,7 @@ fn g(p: [f64], c: mut [f64], d: i64, m: i64) -> f64 {{
         let stats = adze_opt::optimize_module(&mut probe).unwrap();
         up += stats.vectorize.ranged;
         lanes += stats.vectorize.loops;
-        let dargs: Vec<Vec<Val>> = all
-            .iter()
-            .map(|args| {
-                let primal: Vec<(String, Val)> = ["p", "c", "d", "m"]
-                    .map(String::from)
-                    .into_iter()
-                    .zip(args.clone())
-                    .collect();
-                derivative_args(&m, d, &primal)
-            })
-            .collect();
+        let dargs = derivative_inputs(&m, d, &["p", "c", "d", "m"], &all);
         agree(&src, &m, &optimized(&m), d, &dargs);
     }
     assert!(up >= 40, "only {up} loops given lanes behind a range guard");
