@@ -620,6 +620,51 @@ fn g(p: [f64], c: mut [f64], d: i64, m: i64) -> f64 {{
     assert!(lanes >= 40, "only {lanes} loops given lanes");
 }
 
+/// A user's guard over a loop whose bound wraps: `if n <= len(a)` over
+/// `for l in 0..n - 1` says nothing at `n = i64::MIN`, where `n - 1` is
+/// `i64::MAX`. The bounds proof used to accept it (the review of session
+/// 18: the JIT read past the end, returned 3.0 where the interpreter
+/// trapped, and a store corrupted the heap); it now asks `n >= 0` of a
+/// bound with an offset. Both engines, optimized and not, trap alike.
+#[test]
+fn a_guard_over_a_wrapping_bound_proves_nothing() {
+    let src = "
+fn f(a: [f64], n: i64) -> f64 {
+    var s = 0.0;
+    if n <= len(a) {
+        for l in 0..n - 1 { if l == 4 { break; } s = s + a[l]; }
+    }
+    s
+}
+fn g(y: mut [f64], n: i64) -> f64 {
+    if n <= len(y) { for l in 0..n - 1 { if l == 6 { break; } y[l] = 7.0; } }
+    y[0]
+}
+fn h(a: [f64], n: i64) -> f64 {
+    var s = 0.0;
+    if n <= len(a) {
+        for i in 0..n - 1 { s = s + a[i] * 2.0; }
+    }
+    s
+}
+";
+    let session = Session::from_source("wrap.adz", src).unwrap();
+    let module = &session.module;
+    let all: Vec<Vec<Val>> = [i64::MIN, i64::MIN + 1, -1, 0, 1, 2, 3]
+        .into_iter()
+        .map(|n| vec![Val::Array(vec![1.0, 2.0]), Val::I64(n)])
+        .collect();
+    for name in ["f", "g", "h"] {
+        agree(
+            src,
+            module,
+            &optimized(module),
+            module.get(name).unwrap(),
+            &all,
+        );
+    }
+}
+
 /// A neighbour array whose high element is reset before the low one is
 /// read (the adjoint of `t[i + 1] = ..` after `o[i] = t[i] * 1.5`: it reads
 /// `t.d[i + 1]`, stores 0.0 there, then updates `t.d[i]`). In lanes lane 0's

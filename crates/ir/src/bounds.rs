@@ -529,6 +529,11 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                             idx,
                             width,
                             &same_length_as(arr, b, pos),
+                            &|x| {
+                                len_of(func, x).is_some()
+                                    || zeros_before(&lens, &doms, x, iv.header)
+                                    || nonneg_fact(func, facts_at(iv.header), x)
+                            },
                         )
                 })
             });
@@ -864,9 +869,13 @@ pub fn guard_facts(
 
 /// Do the guard atoms `facts` (`guard_facts` of the loop's header) prove
 /// the count-up access `arr[idx]` of `width` elements, in a loop whose
-/// counter `i >= lo` runs below `hi`? `hi` is `x + k` (`k <= 0`), `idx` is
-/// `base + (i + c)` (`up_index`), and the atoms are those `version` writes
-/// for a count-up loop (its module documentation): `x <= (L - base) - c0`
+/// counter `i >= lo` runs below `hi`? `hi` is `x + k` (`k <= 0`; when `k <
+/// 0`, `x >= 0` must be known, `x_nonneg`, else `x + k` may wrap to a large
+/// bound: the review of session 18 found a user's `if n <= len(a)` over
+/// `for l in 0..n - 1` read and wrote past the end at `n = i64::MIN`),
+/// `idx` is `base + (i + c)` (`up_index`), and the atoms are those the
+/// lanes' guard of a count-up loop writes (`adze_opt`'s `vectorize`,
+/// "Ranges"), or a user's `if` that says as much: `x <= (L - base) - c0`
 /// (`L - c0` without a base; `c0 >= 0` a constant, left out when 0) with
 /// `k + c + width - 1 <= c0`, and `base >= 0`, `base <= L`, `L` a length
 /// of `arr` (`class`: the arrays known to have its length there). Then
@@ -883,8 +892,12 @@ fn up_guard_proves(
     idx: Value,
     width: i64,
     class: &[Value],
+    x_nonneg: &dyn Fn(Value) -> bool,
 ) -> bool {
     let (x, k) = offset_form(func, hi);
+    if k < 0 && !x_nonneg(x) {
+        return false;
+    }
     let Some((mut base, mut c)) = up_index(func, idx, i) else {
         return false;
     };
@@ -1663,6 +1676,19 @@ block3:
             assert!(proven(&src).is_empty(), "without {skip}");
         }
         assert!(proven(&countup_src(&atoms(tight, "-"), ("block6", "block5"))).is_empty());
+        // A bound `hi - 1` below the guarded `hi`: only with `hi >= 0`
+        // (else `hi - 1` may wrap to `i64::MAX`; the review's
+        // `if n <= len(a) { for l in 0..n - 1 { .. } }`).
+        let minus_one = |atoms: &str| {
+            countup_src(atoms, ("block5", "block6"))
+                .replace(
+                    "    v32 = isub v25, v31\n",
+                    "    v32 = isub v25, v31\n    v33 = isub v2, v31\n",
+                )
+                .replace("v8 = icmp lt v5, v2", "v8 = icmp lt v5, v33")
+        };
+        assert_eq!(proven(&minus_one(&atoms(tight, "-"))), both);
+        assert!(proven(&minus_one(&atoms(tight, "v22"))).is_empty());
     }
 
     #[test]
