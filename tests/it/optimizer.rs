@@ -112,6 +112,25 @@ fn every_example_agrees_after_optimization() {
     assert!(runs >= 400, "only {runs} runs");
 }
 
+/// The first-order derivative of `name` in `mode` (with `consts` passed
+/// through), unoptimized, and what the optimizer does to its module.
+fn derived(
+    session: &Session,
+    src: &str,
+    name: &str,
+    mode: Mode,
+    consts: &[&str],
+) -> (Module, FuncId, adze_opt::OptStats) {
+    let consts: Vec<String> = consts.iter().map(|c| c.to_string()).collect();
+    let (m, d) = session
+        .derive_unoptimized(name, mode, 1, &consts)
+        .unwrap_or_else(|e| panic!("{e}\n{src}"));
+    let d = m.get(&d).unwrap();
+    let mut probe = m.clone();
+    let stats = adze_opt::optimize_module(&mut probe).unwrap();
+    (m, d, stats)
+}
+
 /// `derivative_args` for each of `all`, the primal's arguments named
 /// `names` in order.
 fn derivative_inputs(
@@ -464,12 +483,8 @@ fn generated_two_lane_loops_agree_after_optimization() {
             // And forward over reverse (a Hessian-vector product), whose
             // adjoint loops update two arrays at neighbouring elements.
             if name == "h" {
-                let (m, d) = session
-                    .derive_unoptimized("gh", Mode::Forward, 1, &["c".to_string(), "y".to_string()])
-                    .unwrap_or_else(|e| panic!("{e}\n{src}"));
-                let d = m.get(&d).unwrap();
-                let mut probe = m.clone();
-                let stats = adze_opt::optimize_module(&mut probe).unwrap().vectorize;
+                let (m, d, stats) = derived(&session, &src, "gh", Mode::Forward, &["c", "y"]);
+                let stats = stats.vectorize;
                 lanes += stats.loops;
                 hvp_neighbours += stats.neighbours;
                 let dargs: Vec<Vec<Val>> = all
@@ -491,12 +506,8 @@ fn generated_two_lane_loops_agree_after_optimization() {
                 agree(&src, &m, &optimized(&m), d, &dargs);
             }
             for mode in [Mode::Reverse, Mode::Forward] {
-                let (m, d) = session
-                    .derive_unoptimized(name, mode, 1, &["c".to_string()])
-                    .unwrap_or_else(|e| panic!("{e}\n{src}"));
-                let d = m.get(&d).unwrap();
-                let mut probe = m.clone();
-                let stats = adze_opt::optimize_module(&mut probe).unwrap().vectorize;
+                let (m, d, stats) = derived(&session, &src, name, mode, &["c"]);
+                let stats = stats.vectorize;
                 lanes += stats.loops;
                 neighbours += stats.neighbours;
                 let dargs = derivative_inputs(&m, d, &["x", "y", "c"], &all);
@@ -605,12 +616,7 @@ fn g(p: [f64], c: mut [f64], d: i64, m: i64) -> f64 {{
             let id = module.get(name).unwrap();
             agree(&src, module, &optimized(module), id, &all);
         }
-        let (m, d) = session
-            .derive_unoptimized("f", Mode::Reverse, 1, &["p".to_string(), "c".to_string()])
-            .unwrap_or_else(|e| panic!("{e}\n{src}"));
-        let d = m.get(&d).unwrap();
-        let mut probe = m.clone();
-        let stats = adze_opt::optimize_module(&mut probe).unwrap();
+        let (m, d, stats) = derived(&session, &src, "f", Mode::Reverse, &["p", "c"]);
         up += stats.vectorize.ranged;
         lanes += stats.vectorize.loops;
         let dargs = derivative_inputs(&m, d, &["p", "c", "d", "m"], &all);

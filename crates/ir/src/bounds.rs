@@ -39,8 +39,9 @@
 //! set of candidate headers in which every entry value is a constant `>=
 //! 0`, a length, the counter itself (or `+ 1`) from its own body, or `j`
 //! or `j + 1` for a counter `j` of the set read where `j`'s body dominates
-//! (so `0 <= j < hi_j`), or `j + 2` when `hi_j` is `len a + k` with `k <=
-//! -1` (an unrolled two-lane loop: `j + 2` cannot wrap); and each one's
+//! (so `0 <= j < hi_j`), or `j + 2` when `hi_j` is `n + k` with `k <= -1`
+//! and `n >= 0` known (a length, a `zeros` length, a guard's fact: an
+//! unrolled two-lane loop, where `j + 2` cannot wrap); and each one's
 //! least entry value is the least of
 //! those (`j`'s plus one), found by relaxation. By induction over the
 //! order of assignments, each counter of the set holds a value `>=` its
@@ -176,12 +177,11 @@ pub fn offset_form(func: &Function, v: Value) -> (Value, i64) {
 
 /// May a counter below `hi` step by 2 without wrapping? When `hi` is
 /// `base + k` with `k <= -1` (a two-lane loop's bound, `vectorize`) and
-/// `base >= 0`: then `i < hi <= i64::MAX - 1`, so `i + 2 <= i64::MAX`.
-/// `base` is `len a`, or the length of a `zeros base` that `is_length`
-/// says has run (it traps on a negative length).
-fn two_steps(func: &Function, hi: Value, is_length: impl Fn(Value) -> bool) -> bool {
+/// `base >= 0` (`nonneg`): then `i < hi <= i64::MAX - 1`, so `i + 2 <=
+/// i64::MAX`.
+fn two_steps(func: &Function, hi: Value, nonneg: impl Fn(Value) -> bool) -> bool {
     let (base, k) = offset_form(func, hi);
-    k <= -1 && (len_of(func, base).is_some() || is_length(base))
+    k <= -1 && nonneg(base)
 }
 
 /// The lengths of `func`'s `zeros` and `izeros`, with their blocks: after
@@ -333,6 +333,13 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
         .collect();
     let no_facts = Vec::new();
     let facts_at = |h: Block| facts.get(&h).unwrap_or(&no_facts);
+    // Is `n >= 0` known in the loop headed by `h`: a length, the length of
+    // a `zeros` that has run (a negative one traps), or a guard's fact?
+    let nonneg_at = |n: Value, h: Block| {
+        len_of(func, n).is_some()
+            || zeros_before(&lens, &doms, n, h)
+            || nonneg_fact(func, facts_at(h), n)
+    };
     let mut ivs: HashMap<Value, Induction> = cands
         .iter()
         .map(|&(i, _, hi, body, header)| {
@@ -386,11 +393,7 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                 let j = ivs.get(&x)?;
                 let step = c == 0
                     || c == 1
-                    || (c == 2
-                        && two_steps(func, j.hi, |n| {
-                            zeros_before(&lens, &doms, n, j.header)
-                                || nonneg_fact(func, facts_at(j.header), n)
-                        }));
+                    || (c == 2 && two_steps(func, j.hi, |n| nonneg_at(n, j.header)));
                 (step && at.is_some_and(|d| doms.dominates(j.body, d)))
                     .then(|| j.lo.saturating_add(c))
             };
@@ -406,11 +409,7 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                     x == i
                         && (c == 0
                             || c == 1
-                            || (c == 2
-                                && two_steps(func, hi, |n| {
-                                    zeros_before(&lens, &doms, n, h)
-                                        || nonneg_fact(func, facts_at(h), n)
-                                })))
+                            || (c == 2 && two_steps(func, hi, |n| nonneg_at(n, h))))
                         && doms.dominates(body, *from)
                 })
             });
@@ -502,8 +501,9 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                 safe.insert(inst);
                 continue;
             }
-            // A guarded count-up loop (`version`): `base + (i + c)`, `i`
-            // the counter itself or an operand of the `iadd`.
+            // A guarded count-up loop (`vectorize`'s lanes, or a user's
+            // `if`): `base + (i + c)`, `i` the counter itself or an operand
+            // of the `iadd`.
             let counters = {
                 let (x, _) = offset_form(func, idx);
                 let mut cs = vec![x];
@@ -529,11 +529,7 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                             idx,
                             width,
                             &same_length_as(arr, b, pos),
-                            &|x| {
-                                len_of(func, x).is_some()
-                                    || zeros_before(&lens, &doms, x, iv.header)
-                                    || nonneg_fact(func, facts_at(iv.header), x)
-                            },
+                            &|x| nonneg_at(x, iv.header),
                         )
                 })
             });
@@ -941,23 +937,20 @@ fn up_guard_proves(
         cc == CmpCond::Le && a == x && lim_offset(b).is_some_and(|c0| need <= c0)
     });
     let base_ok = base.is_none_or(|b| {
-        let nonneg = facts
-            .iter()
-            .any(|&(cc, a, z)| cc == CmpCond::Ge && a == b && const_of(func, z) == Some(0));
         let below = facts
             .iter()
             .any(|&(cc, a, l)| cc == CmpCond::Le && a == b && is_length(l));
-        nonneg && below
+        nonneg_fact(func, facts, b) && below
     });
     fits && base_ok
 }
 
-/// How far up the dominator tree [`guard_facts`] looks for guards: a
-/// guard `version` writes is a few blocks above its loop.
+/// How far up the dominator tree [`guard_facts`] looks for guards: the
+/// lanes' guard `vectorize` writes is a few blocks above its loop.
 pub const GUARD_STEPS: usize = 16;
 
 /// Does a fact say `n >= 0` (`icmp ge n, 0`)?
-fn nonneg_fact(func: &Function, facts: &[(CmpCond, Value, Value)], n: Value) -> bool {
+pub fn nonneg_fact(func: &Function, facts: &[(CmpCond, Value, Value)], n: Value) -> bool {
     facts
         .iter()
         .any(|&(cc, a, z)| cc == CmpCond::Ge && a == n && const_of(func, z) == Some(0))
@@ -1630,7 +1623,7 @@ block3:
         )
     }
 
-    /// `version`'s guard of a count-up loop (its "Counting up"): `hi >=
+    /// The lanes' guard of a count-up loop (`vectorize`'s "Ranges"): `hi >=
     /// 0`, `base >= 0`, `base <= len(x)`, and `hi <= (len(x) - base) - 1`
     /// for the largest offset, 1; with `hi <= len(x) - base` only the
     /// offset 0 is proven. Each atom is needed, and the loop must be on the

@@ -64,7 +64,7 @@
 use crate::analysis::{def_inst, iconst_of, Cfg, Scopes};
 use crate::copy::entered_once;
 use crate::mem::may_alias;
-use adze_ir::bounds::{guard_facts, offset_form, zeros_before, zeros_lengths};
+use adze_ir::bounds::{guard_facts, nonneg_fact, offset_form, zeros_before, zeros_lengths};
 use adze_ir::cfg::DominatorTree;
 use adze_ir::{Block, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Type, Value};
 use std::collections::HashMap;
@@ -166,6 +166,13 @@ struct Ranges {
     rows: Vec<(Value, Option<Value>, i64)>,
 }
 
+impl Ranges {
+    /// Does the guard check nothing of these?
+    fn is_empty(&self) -> bool {
+        self.nonneg.is_none() && self.rows.is_empty()
+    }
+}
+
 /// Gives the loops it can a two-lane copy (see the module documentation).
 pub fn vectorize_loops(func: &mut Function) -> VectorizeStats {
     let mut stats = VectorizeStats::default();
@@ -193,7 +200,7 @@ pub fn vectorize_loops(func: &mut Function) -> VectorizeStats {
     for p in plans {
         stats.loops += 1;
         stats.neighbours += usize::from(has_neighbours(&p));
-        stats.ranged += usize::from(p.ranges.nonneg.is_some() || !p.ranges.rows.is_empty());
+        stats.ranged += usize::from(!p.ranges.is_empty());
         rewrite(func, &p);
     }
     stats
@@ -286,12 +293,14 @@ fn header_test(
                     ..
                 })
             ) || zeros_before(facts.zeros, facts.doms, base, header)
-                || guard_facts(func, facts.doms, header, |b| match cfg.preds(b) {
-                    &[p] => Some(p),
-                    _ => None,
-                })
-                .iter()
-                .any(|&(cc, a, z)| cc == CmpCond::Ge && a == base && iconst_of(func, z) == Some(0));
+                || nonneg_fact(
+                    func,
+                    &guard_facts(func, facts.doms, header, |b| match cfg.preds(b) {
+                        &[p] => Some(p),
+                        _ => None,
+                    }),
+                    base,
+                );
             // `k > i64::MIN`: `k - 1` is the lanes' bound's offset.
             let fine = k <= 0 && k > i64::MIN && (is_len || k == 0);
             (fine && then_dest.args.is_empty()).then_some((
@@ -637,8 +646,9 @@ fn plan(func: &Function, facts: &Facts, header: Block, blocks: &[Block]) -> Opti
         } => Some(base),
         _ => None,
     };
+    let ranges = Ranges { nonneg, rows };
     if let Dir::Up { base, .. } = dir {
-        if (nonneg.is_some() || !rows.is_empty()) && !before_loop(base) {
+        if !ranges.is_empty() && !before_loop(base) {
             return None;
         }
     }
@@ -653,7 +663,7 @@ fn plan(func: &Function, facts: &Facts, header: Block, blocks: &[Block]) -> Opti
         kinds,
         guards,
         memory,
-        ranges: Ranges { nonneg, rows },
+        ranges,
     })
 }
 
@@ -725,7 +735,6 @@ fn memory_plan(
         .filter(|a| a.store)
         .map(|a| a.array)
         .collect();
-    stored.dedup();
     stored.sort();
     stored.dedup();
     let mut memory = Memory {
@@ -867,7 +876,6 @@ fn before_end(func: &mut Function, block: Block, data: InstData, ty: Type) -> Va
     func.dfg.inst_results(inst)[0]
 }
 
-/// The position of the counter among the header's parameters.
 /// The header positions each vector's lanes 0 and 1 hold, rotation by
 /// rotation: `(h(2j), h(2j + 1))` counting up; counting down lane 0 holds
 /// the later iteration (the lower index), so `(h(2j + 1), h(2j))`.
@@ -891,6 +899,7 @@ fn has_neighbours(p: &Plan) -> bool {
     p.memory.as_ref().is_some_and(|m| !m.neighbours.is_empty())
 }
 
+/// The position of the counter among the header's parameters.
 fn counter_of(p: &Plan) -> usize {
     p.roles
         .iter()
@@ -1018,7 +1027,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
         })
         .collect();
     // A count-up loop's ranges (`Ranges`).
-    let ranged = p.ranges.nonneg.is_some() || !p.ranges.rows.is_empty();
+    let ranged = !p.ranges.is_empty();
     if let (Dir::Up { base: n, k, .. }, true) = (p.dir, ranged) {
         let zero = iconst(func, gate, 0);
         let cmp = |cond, a, b| InstData::Cmp {
