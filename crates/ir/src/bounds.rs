@@ -92,13 +92,15 @@
 //!
 //! **Guarded count-up loops** ([`guard_facts`], `up_guard_proves`). An
 //! access `a[base + (i + c)]` (`up_index`) of a counting loop whose counter
-//! `i >= lo >= 0` runs below `hi = x + k` (`k <= 0`), where a guard whose
+//! `i >= lo >= 0` runs below `hi = x + k` (any constant `k`; `x >= 0`
+//! known when `k < 0`), where a guard whose
 //! true side dominates the loop's header says `x <= (L - base) - c0` with
 //! `k + c + width - 1 <= c0`, `base >= 0` and `base <= L` (`L` a length of
-//! `a`'s class): every index lies in `base + c + lo ..= L - 1`. The guard
+//! `a`'s class): every index lies in `base + c + lo ..= L - 1`, and `x + k
+//! <= L` does not wrap. The guard
 //! is the one `adze_opt`'s `vectorize` puts before a count-up loop's lanes
-//! (kmeans' rows `points[i * d + l]`), and its `x >= 0` lets the lanes'
-//! counter step by 2.
+//! (kmeans' rows `points[i * d + l]`, GMM's triangle `for col in 0..row +
+//! 1`), and its `x >= 0` lets the lanes' counter step by 2.
 //!
 //! Every other access may be out of bounds (as far as this analysis knows):
 //! the JIT keeps its check, so errors are exactly the interpreter's.
@@ -865,7 +867,7 @@ pub fn guard_facts(
 
 /// Do the guard atoms `facts` (`guard_facts` of the loop's header) prove
 /// the count-up access `arr[idx]` of `width` elements, in a loop whose
-/// counter `i >= lo` runs below `hi`? `hi` is `x + k` (`k <= 0`; when `k <
+/// counter `i >= lo` runs below `hi`? `hi` is `x + k` (when `k <
 /// 0`, `x >= 0` must be known, `x_nonneg`, else `x + k` may wrap to a large
 /// bound: the review of session 18 found a user's `if n <= len(a)` over
 /// `for l in 0..n - 1` read and wrote past the end at `n = i64::MIN`),
@@ -877,7 +879,8 @@ pub fn guard_facts(
 /// of `arr` (`class`: the arrays known to have its length there). Then
 /// every index lies in `base + c + lo ..= base + c + (x + k - 1) + (width
 /// - 1) <= L - 1`, and nothing wraps: `0 <= base <= L` makes `L - base`
-/// exact, and the counter stays below `x + k <= L`.
+/// exact, and the counter stays below `x + k <= L` (for `k > 0` too: `x <=
+/// L - base - c0` and `k <= c0`).
 #[allow(clippy::too_many_arguments)]
 fn up_guard_proves(
     func: &Function,
@@ -907,7 +910,7 @@ fn up_guard_proves(
         };
         (base, c) = (None, sum);
     }
-    if k > 0 || c < 0 || lo < 0 {
+    if c < 0 || lo < 0 {
         return false;
     }
     let Some(need) = k.checked_add(c).and_then(|s| s.checked_add(width - 1)) else {
@@ -1682,6 +1685,22 @@ block3:
         };
         assert_eq!(proven(&minus_one(&atoms(tight, "-"))), both);
         assert!(proven(&minus_one(&atoms(tight, "v22"))).is_empty());
+        // A bound `hi + 1` (GMM's `for col in 0..row + 1`): the guard must
+        // leave room for one more element, `hi <= (len - base) - 2` for
+        // both offsets; `hi >= 0` is not needed (`hi + 1` cannot wrap below
+        // a length).
+        let plus_one = |atoms: &str| {
+            countup_src(atoms, ("block5", "block6"))
+                .replace(
+                    "    v32 = isub v25, v31\n",
+                    "    v32 = isub v25, v31\n    v33 = iadd v2, v31\n    v34 = iconst 2\n    v35 = isub v25, v34\n",
+                )
+                .replace("v8 = icmp lt v5, v2", "v8 = icmp lt v5, v33")
+        };
+        let roomy = "v27 = icmp le v2, v35";
+        assert_eq!(proven(&plus_one(&atoms(roomy, "v22"))), both);
+        assert_eq!(proven(&plus_one(&atoms(tight, "-"))), vec![at("block2", 1)]);
+        assert!(proven(&plus_one(&atoms(loose, "-"))).is_empty());
     }
 
     #[test]

@@ -301,8 +301,12 @@ fn header_test(
                     }),
                     base,
                 );
-            // `k > i64::MIN`: `k - 1` is the lanes' bound's offset.
-            let fine = k <= 0 && k > i64::MIN && (is_len || k == 0);
+            // `k > i64::MIN`: `k - 1` is the lanes' bound's offset. A
+            // positive `k` (`for col in 0..row + 1`) needs the ranges'
+            // guard (`plan`): `n <= (len - base) - (c + k)` keeps `n + k`
+            // from wrapping.
+            let fine = (k <= 0 && k > i64::MIN && (is_len || k == 0))
+                || (k > 0 && k <= i64::from(i32::MAX));
             (fine && then_dest.args.is_empty()).then_some((
                 i,
                 then_dest.block,
@@ -647,8 +651,8 @@ fn plan(func: &Function, facts: &Facts, header: Block, blocks: &[Block]) -> Opti
         _ => None,
     };
     let ranges = Ranges { nonneg, rows };
-    if let Dir::Up { base, .. } = dir {
-        if !ranges.is_empty() && !before_loop(base) {
+    if let Dir::Up { base, k, .. } = dir {
+        if (!ranges.is_empty() && !before_loop(base)) || (k > 0 && ranges.rows.is_empty()) {
             return None;
         }
     }
@@ -1054,7 +1058,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
                 tests.push(cmp(CmpCond::Le, b, len));
                 lim = value(func, gate, isub(len, b), Type::I64, like);
             }
-            // `0 <= c < 2^31` and `k <= 0`: no overflow.
+            // `0 <= c < 2^31` and `k < 2^31`: no overflow.
             let c0 = (c + k).max(0);
             if c0 != 0 {
                 let c0 = iconst(func, gate, c0);
