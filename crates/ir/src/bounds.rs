@@ -180,10 +180,41 @@ pub fn offset_form(func: &Function, v: Value) -> (Value, i64) {
 /// May a counter below `hi` step by 2 without wrapping? When `hi` is
 /// `base + k` with `k <= -1` (a two-lane loop's bound, `vectorize`) and
 /// `base >= 0` (`nonneg`): then `i < hi <= i64::MAX - 1`, so `i + 2 <=
-/// i64::MAX`.
-fn two_steps(func: &Function, hi: Value, nonneg: impl Fn(Value) -> bool) -> bool {
+/// i64::MAX`. Or, for any `k`, when a guard's atom (`facts`) says `base <=
+/// w - c0` with `c0 >= k + 1` and `w` a length `L`, or `L - b` with `0 <=
+/// b <= L` (the lanes' guard of `for col in 0..row + 1`, whose lanes' bound
+/// is `row + 0`): then `hi <= w - 1 <= i64::MAX - 1`, and `w - c0` did not
+/// wrap (`w >= 0`).
+fn two_steps(
+    func: &Function,
+    hi: Value,
+    nonneg: impl Fn(Value) -> bool,
+    facts: &[(CmpCond, Value, Value)],
+) -> bool {
     let (base, k) = offset_form(func, hi);
-    k <= -1 && nonneg(base)
+    if k <= -1 && nonneg(base) {
+        return true;
+    }
+    let Some(need) = k.checked_add(1) else {
+        return false;
+    };
+    let is_len = |w: Value| len_of(func, w).is_some();
+    let below_length = |w: Value| {
+        is_len(w)
+            || matches!(inst_of(func, w), Some(&InstData::Binary {
+                op: Opcode::Isub,
+                args: [l, b],
+            }) if is_len(l)
+                && nonneg_fact(func, facts, b)
+                && facts.iter().any(|&(cc, x, y)| cc == CmpCond::Le && x == b && y == l))
+    };
+    facts.iter().any(|&(cc, a, lim)| {
+        let (w, off) = offset_form(func, lim);
+        cc == CmpCond::Le
+            && a == base
+            && off.checked_neg().is_some_and(|c0| c0 >= need)
+            && below_length(w)
+    })
 }
 
 /// The lengths of `func`'s `zeros` and `izeros`, with their blocks: after
@@ -378,7 +409,9 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                 if let Some(c) = const_of(func, a).filter(|&c| c >= 0) {
                     return Some(c);
                 }
-                if len_of(func, a).is_some() {
+                // A length, or a start the lanes' guard tests `>= 0`
+                // (`for j in d..m`).
+                if len_of(func, a).is_some() || nonneg_fact(func, facts_at(h), a) {
                     return Some(0);
                 }
                 let (x, c) = offset_form(func, a);
@@ -395,7 +428,8 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                 let j = ivs.get(&x)?;
                 let step = c == 0
                     || c == 1
-                    || (c == 2 && two_steps(func, j.hi, |n| nonneg_at(n, j.header)));
+                    || (c == 2
+                        && two_steps(func, j.hi, |n| nonneg_at(n, j.header), facts_at(j.header)));
                 (step && at.is_some_and(|d| doms.dominates(j.body, d)))
                     .then(|| j.lo.saturating_add(c))
             };
@@ -411,7 +445,7 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                     x == i
                         && (c == 0
                             || c == 1
-                            || (c == 2 && two_steps(func, hi, |n| nonneg_at(n, h))))
+                            || (c == 2 && two_steps(func, hi, |n| nonneg_at(n, h), facts_at(h))))
                         && doms.dominates(body, *from)
                 })
             });
@@ -879,8 +913,8 @@ pub fn guard_facts(
 /// of `arr` (`class`: the arrays known to have its length there). Then
 /// every index lies in `base + c + lo ..= base + c + (x + k - 1) + (width
 /// - 1) <= L - 1`, and nothing wraps: `0 <= base <= L` makes `L - base`
-/// exact, and the counter stays below `x + k <= L` (for `k > 0` too: `x <=
-/// L - base - c0` and `k <= c0`).
+/// exact, and the counter stays below `x + k <= L` (for `k > 0` too:
+/// `x <= L - base - c0` and `k <= c0`).
 #[allow(clippy::too_many_arguments)]
 fn up_guard_proves(
     func: &Function,
@@ -1701,6 +1735,21 @@ block3:
         assert_eq!(proven(&plus_one(&atoms(roomy, "v22"))), both);
         assert_eq!(proven(&plus_one(&atoms(tight, "-"))), vec![at("block2", 1)]);
         assert!(proven(&plus_one(&atoms(loose, "-"))).is_empty());
+        // Its lanes: the counter steps by 2 below `hi + 0` (`two_steps`
+        // from the guard's `hi <= (len - base) - 1`), `vload` at `base + i`.
+        let lanes = |atoms: &str| {
+            countup_src(atoms, ("block5", "block6"))
+                .replace(
+                    "    v32 = isub v25, v31\n",
+                    "    v32 = isub v25, v31\n    v36 = iconst 0\n    v33 = iadd v2, v36\n    v34 = iconst 2\n",
+                )
+                .replace("v8 = icmp lt v5, v2", "v8 = icmp lt v5, v33")
+                .replace("v12 = load v0, v11", "v12 = vload v0, v11")
+                .replace("v13 = fadd v6, v12", "v13 = vlane0 v12")
+                .replace("v17 = iadd v5, v31", "v17 = iadd v5, v34")
+        };
+        assert_eq!(proven(&lanes(&atoms(tight, "v22"))), both);
+        assert!(proven(&lanes(&atoms(loose, "-"))).is_empty());
     }
 
     #[test]

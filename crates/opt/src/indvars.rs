@@ -44,15 +44,17 @@
 //! allows it (two parameters of one block have the same scope; a region's
 //! argument or result is never replaced).
 
-use crate::analysis::{def_inst, iconst_of, table, Replacements, Scopes};
+use crate::analysis::{def_inst, iconst_of, table, Cfg, Replacements, Scopes};
 use adze_ir::{Block, Function, Inst, InstData, Opcode, Type, Value};
-use cranelift_entity::SecondaryMap;
+use cranelift_entity::{EntitySet, SecondaryMap};
 
 /// What the pass did to one function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct IndvarsStats {
     /// Block parameters replaced by a congruent one.
     pub replaced: usize,
+    /// Block parameters rewritten as another plus an offset.
+    pub offset: usize,
 }
 
 /// Replaces every block parameter that is congruent to an earlier parameter
@@ -122,7 +124,121 @@ pub fn indvars(func: &mut Function) -> IndvarsStats {
         }
     }
     reps.apply(func);
+    stats.offset = offsets(func, &scopes, &incoming);
     stats
+}
+
+/// `x ± c` with `x` one of `p`, `q` (or `x` itself, step 0): `(x, step)`.
+fn step_of(func: &Function, v: Value) -> (Value, i64) {
+    match def_inst(func, v) {
+        Some(&InstData::Binary {
+            op: Opcode::Iadd,
+            args: [x, y],
+        }) => match (iconst_of(func, x), iconst_of(func, y)) {
+            (_, Some(c)) => (x, c),
+            (Some(c), None) => (y, c),
+            _ => (v, 0),
+        },
+        Some(&InstData::Binary {
+            op: Opcode::Isub,
+            args: [x, y],
+        }) => match iconst_of(func, y).and_then(i64::checked_neg) {
+            Some(c) => (x, c),
+            None => (v, 0),
+        },
+        _ => (v, 0),
+    }
+}
+
+/// Offset induction variables (see the module documentation): a parameter
+/// `q` of a loop header that steps with an earlier one, `p`, becomes `p +
+/// (q0 - p0)`. Returns how many were rewritten.
+fn offsets(
+    func: &mut Function,
+    scopes: &Scopes,
+    incoming: &SecondaryMap<Block, Vec<Inst>>,
+) -> usize {
+    let cfg = Cfg::new(func);
+    let doms = cfg.dominators();
+    let mut done = 0;
+    let read = read_values(func);
+    let blocks: Vec<Block> = func.layout.blocks().to_vec();
+    for header in blocks {
+        if !cfg.is_reachable(header) {
+            continue;
+        }
+        // One edge from outside (its block dominates the header), the
+        // others from inside (back edges).
+        let dests: Vec<(Inst, Vec<Value>)> = incoming[header]
+            .iter()
+            .flat_map(|&inst| {
+                func.dfg
+                    .inst(inst)
+                    .destinations()
+                    .iter()
+                    .filter(|d| d.block == header)
+                    .map(move |d| (inst, d.args.clone()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let from = |inst: Inst| func.layout.inst_block(inst);
+        let (outside, inside): (Vec<_>, Vec<_>) = dests
+            .iter()
+            .partition(|(inst, _)| from(*inst).is_some_and(|b| !doms.dominates(header, b)));
+        let [(enter, entry_args)] = outside.as_slice() else {
+            continue;
+        };
+        let Some(pre) = from(*enter) else { continue };
+        if inside.is_empty()
+            || !cfg.is_reachable(pre)
+            || scopes.block_scope(pre) != scopes.block_scope(header)
+            || func.dfg.inst(*enter).destinations().len() != 1
+        {
+            continue;
+        }
+        let params: Vec<(usize, Value)> = func
+            .dfg
+            .block_params(header)
+            .iter()
+            .copied()
+            .enumerate()
+            .filter(|&(_, v)| func.dfg.value_type(v) == Type::I64)
+            .collect();
+        let mut replaced: Vec<Value> = Vec::new();
+        for (x, &(a, p)) in params.iter().enumerate() {
+            if replaced.contains(&p) {
+                continue;
+            }
+            for &(b, q) in &params[x + 1..] {
+                if replaced.contains(&q)
+                    || !scopes.can_replace(func, q, p)
+                    || used_in(func, &read, header, q)
+                {
+                    continue;
+                }
+                let steps = inside.iter().all(|(_, args)| {
+                    let (u, su) = step_of(func, args[a]);
+                    let (v, sv) = step_of(func, args[b]);
+                    u == p && v == q && su == sv
+                });
+                if !steps {
+                    continue;
+                }
+                rewrite(
+                    func,
+                    &read,
+                    pre,
+                    *enter,
+                    p,
+                    (q, entry_args[b]),
+                    entry_args[a],
+                );
+                replaced.push(q);
+                done += 1;
+            }
+        }
+    }
+    done
 }
 
 /// Equality of values under the hypothesis `p = q`.
@@ -163,6 +279,120 @@ impl Congruence<'_> {
                 _ => false,
             },
             _ => false,
+        }
+    }
+}
+
+/// The values some instruction reads, but as an argument for a block
+/// parameter nothing reads (a trivial parameter `gvn` replaced; DCE removes
+/// it and the argument).
+fn read_values(func: &Function) -> EntitySet<Value> {
+    let mut read = EntitySet::with_capacity(func.dfg.num_values());
+    for (_, inst) in func.layout.insts() {
+        for &a in func.dfg.inst(inst).args() {
+            read.insert(a);
+        }
+    }
+    // Branch arguments, to a fixed point: an argument is read when its
+    // parameter is.
+    loop {
+        let mut changed = false;
+        for (_, inst) in func.layout.insts() {
+            for d in func.dfg.inst(inst).destinations() {
+                for (&a, &param) in d.args.iter().zip(func.dfg.block_params(d.block)) {
+                    if read.contains(param) && !read.contains(a) {
+                        read.insert(a);
+                        changed = true;
+                    }
+                }
+            }
+        }
+        if !changed {
+            return read;
+        }
+    }
+}
+
+/// Does an instruction of `block` read `v` (as an operand, or as the
+/// argument for a parameter that is read)?
+fn used_in(func: &Function, read: &EntitySet<Value>, block: Block, v: Value) -> bool {
+    func.layout
+        .block_insts(block)
+        .iter()
+        .any(|&i| reads(func, read, i, v))
+}
+
+fn reads(func: &Function, read: &EntitySet<Value>, inst: Inst, v: Value) -> bool {
+    let data = func.dfg.inst(inst);
+    data.args().contains(&v)
+        || data.destinations().iter().any(|d| {
+            d.args
+                .iter()
+                .zip(func.dfg.block_params(d.block))
+                .any(|(&a, &param)| a == v && read.contains(param))
+        })
+}
+
+/// Every use of `q` (entered as `q0`, with `p` entered as `p0`) reads `p +
+/// off` instead, `off = q0 - p0` computed before `enter`, the one branch
+/// to the loop from outside; the `iadd` is made once per block that reads
+/// `q`, just before the first instruction there that does.
+fn rewrite(
+    func: &mut Function,
+    read: &EntitySet<Value>,
+    pre: Block,
+    enter: Inst,
+    p: Value,
+    (q, q0): (Value, Value),
+    p0: Value,
+) {
+    let loc = func.dfg.srcloc(enter);
+    let at = func
+        .layout
+        .block_insts(pre)
+        .iter()
+        .position(|&i| i == enter)
+        .expect("the branch is in its block");
+    let sub = func.dfg.make_inst(
+        InstData::Binary {
+            op: Opcode::Isub,
+            args: [q0, p0],
+        },
+        &[Type::I64],
+    );
+    func.dfg.set_srcloc(sub, loc);
+    func.layout.insert_inst(sub, pre, at);
+    let off = func.dfg.first_result(sub);
+    let blocks: Vec<Block> = func.layout.blocks().to_vec();
+    for b in blocks {
+        let mut made: Option<Value> = None;
+        let mut k = 0;
+        while k < func.layout.block_insts(b).len() {
+            let inst = func.layout.block_insts(b)[k];
+            if reads(func, read, inst, q) {
+                let v = match made {
+                    Some(v) => v,
+                    None => {
+                        let add = func.dfg.make_inst(
+                            InstData::Binary {
+                                op: Opcode::Iadd,
+                                args: [p, off],
+                            },
+                            &[Type::I64],
+                        );
+                        func.dfg.set_srcloc(add, func.dfg.srcloc(inst));
+                        func.layout.insert_inst(add, b, k);
+                        k += 1;
+                        let v = func.dfg.first_result(add);
+                        made = Some(v);
+                        v
+                    }
+                };
+                func.dfg
+                    .inst_mut(inst)
+                    .map_uses(|u| if u == q { v } else { u });
+            }
+            k += 1;
         }
     }
 }

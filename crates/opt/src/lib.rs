@@ -216,7 +216,7 @@ add_assign! {
     MemStats { forwarded, reused, uniform, dead_stores }
     DceStats { blocks, insts, params }
     LicmStats { loops, with_preheader, hoisted }
-    IndvarsStats { replaced }
+    IndvarsStats { replaced, offset }
     LoopDelStats { deleted, exit_values }
     CarryStats { loops, loads }
     VersionStats { loops, ranges }

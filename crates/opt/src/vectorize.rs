@@ -162,6 +162,9 @@ struct Plan {
 struct Ranges {
     /// `n`, when the guard must test `n >= 0`.
     nonneg: Option<Value>,
+    /// Where the counter starts, when not a constant: tested `>= 0` with
+    /// the rows (`for j in i + 1..d`).
+    start: Option<Value>,
     /// `(array, base, largest c)`, with a constant base folded into `c`.
     rows: Vec<(Value, Option<Value>, i64)>,
 }
@@ -448,16 +451,27 @@ fn plan(func: &Function, facts: &Facts, header: Block, blocks: &[Block]) -> Opti
     };
     let mut accesses: Vec<Access> = Vec::new();
     let mut rows: Vec<(Value, Option<Value>, i64)> = Vec::new();
-    let from_nonneg_const = {
+    // Where the counter starts: a constant `>= 0`, or a value before the
+    // loop that the lanes' guard tests `>= 0` when it tests ranges.
+    let (from_nonneg, start) = {
         let entry = func.layout.last_inst(preheader)?;
-        func.dfg.inst(entry).destinations().iter().all(|d| {
-            d.block != header
-                || d.args
-                    .get(counter)
-                    .and_then(|&a| iconst_of(func, a))
-                    .is_some_and(|k| k >= 0)
-        })
+        let starts: Vec<Value> = func
+            .dfg
+            .inst(entry)
+            .destinations()
+            .iter()
+            .filter(|d| d.block == header)
+            .filter_map(|d| d.args.get(counter).copied())
+            .collect();
+        match starts.as_slice() {
+            [a] if iconst_of(func, *a).is_some_and(|k| k >= 0) => (true, None),
+            [a] if before_loop(*a) => (true, Some(*a)),
+            _ => (false, None),
+        }
     };
+    // Arrays read at an index the same in both lanes (`xc[i]` in GMM's
+    // triangle): the load runs once per trip.
+    let mut uniform_loads: Vec<Value> = Vec::new();
     let step = match dir {
         Dir::Up { .. } => 1,
         Dir::Down { .. } => -1,
@@ -479,8 +493,22 @@ fn plan(func: &Function, facts: &Facts, header: Block, blocks: &[Block]) -> Opti
                 // `load` and `store`: proven, at `base + (i + c)`, of an
                 // array defined before the loop (the guards before the
                 // lanes test the array itself), storing a lane or a
-                // uniform value.
+                // uniform value; or a proven load at a uniform index of an
+                // array the loop does not store (below), whose value is
+                // the same in every iteration.
                 let store = data.opcode() == Opcode::Store;
+                if !store
+                    && all_uniform
+                    && before_loop(arr)
+                    && safe.contains(inst)
+                    && func.dfg.value_type(func.dfg.inst_results(inst)[0]) == Type::F64
+                {
+                    uniform_loads.push(arr);
+                    for &r in func.dfg.inst_results(inst) {
+                        kinds.insert(r, Kind::Uniform);
+                    }
+                    continue;
+                }
                 let Kind::Index(b, c) = kind_of(&kinds, idx) else {
                     return None;
                 };
@@ -500,7 +528,7 @@ fn plan(func: &Function, facts: &Facts, header: Block, blocks: &[Block]) -> Opti
                         Some(_) => return None,
                     };
                     if !matches!(dir, Dir::Up { .. })
-                        || !from_nonneg_const
+                        || !from_nonneg
                         || !(0..=i64::from(i32::MAX)).contains(&c)
                     {
                         return None;
@@ -640,6 +668,15 @@ fn plan(func: &Function, facts: &Facts, header: Block, blocks: &[Block]) -> Opti
                 guards.push((s, a));
             }
         }
+        // A uniform load's array: not this one, nor one that overlaps it.
+        for &a in &uniform_loads {
+            if a == s {
+                return None;
+            }
+            if may_alias(func, s, a) && !guards.contains(&(s, a)) && !guards.contains(&(a, s)) {
+                guards.push((s, a));
+            }
+        }
     }
     // The guard reads the bound before the loop.
     let nonneg = match dir {
@@ -650,7 +687,12 @@ fn plan(func: &Function, facts: &Facts, header: Block, blocks: &[Block]) -> Opti
         } => Some(base),
         _ => None,
     };
-    let ranges = Ranges { nonneg, rows };
+    let start = start.filter(|_| !rows.is_empty());
+    let ranges = Ranges {
+        nonneg,
+        start,
+        rows,
+    };
     if let Dir::Up { base, k, .. } = dir {
         if (!ranges.is_empty() && !before_loop(base)) || (k > 0 && ranges.rows.is_empty()) {
             return None;
@@ -1046,6 +1088,9 @@ fn rewrite(func: &mut Function, p: &Plan) {
         if let Some(n) = p.ranges.nonneg {
             tests.push(cmp(CmpCond::Ge, n, zero));
         }
+        if let Some(i0) = p.ranges.start {
+            tests.push(cmp(CmpCond::Ge, i0, zero));
+        }
         for &(arr, base, c) in &p.ranges.rows {
             let len = InstData::Unary {
                 op: Opcode::Len,
@@ -1435,7 +1480,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
                 InstData::Binary {
                     op: Opcode::Load,
                     args: [arr, idx],
-                } => {
+                } if kind(idx) != Kind::Uniform => {
                     let Kind::Index(base, c) = kind(idx) else {
                         unreachable!("planned")
                     };
