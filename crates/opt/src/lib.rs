@@ -160,11 +160,16 @@ impl Pass {
 ///     values, of the innermost counting loops whose iterations are
 ///     independent but for a split sum's partial sums (the loop finishes
 ///     what is left);
-/// 14. `unroll` runs two iterations per trip of the innermost counting
+/// 14. `licm` again: the lanes' guard of an inner loop tests ranges whose
+///     atoms mostly depend on the outer loops only (kmeans' `i * d <=
+///     len(points)` inside the loop over `j`); they move out, and the
+///     guard keeps its `select` chain (`adze_ir::bounds` reads atoms
+///     through it wherever they are defined);
+/// 15. `unroll` runs two iterations per trip of the innermost counting
 ///     loops whose back edge rotates values (a split sum's partial sums,
 ///     or the lanes' two vectors of them), last, so that no pass before it
 ///     sees a loop twice.
-pub const PIPELINE: [Pass; 14] = [
+pub const PIPELINE: [Pass; 15] = [
     Pass::Gvn,
     Pass::Promote,
     Pass::Mem,
@@ -178,6 +183,7 @@ pub const PIPELINE: [Pass; 14] = [
     Pass::Gvn,
     Pass::Dce,
     Pass::Vectorize,
+    Pass::Licm,
     Pass::Unroll,
 ];
 
