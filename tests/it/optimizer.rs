@@ -653,6 +653,20 @@ fn h(a: [f64], n: i64) -> f64 {
     }
     s
 }
+// Session 19's review: a counter stepping by 2 below `n - 1` under `n <=
+// len(a)`, from a start near `i64::MAX`; at `n = i64::MIN` the bound wraps
+// to `i64::MAX`, the counter wraps, and `a[k]` must still be checked.
+fn k(a: [f64], n: i64) -> f64 {
+    var s = 0.0;
+    if n <= len(a) {
+        var j = 9223372036854775802;
+        while j < n - 1 {
+            for m in j..len(a) { s = s + a[m]; }
+            j = j + 2;
+        }
+    }
+    s
+}
 ";
     let session = Session::from_source("wrap.adz", src).unwrap();
     let module = &session.module;
@@ -660,7 +674,7 @@ fn h(a: [f64], n: i64) -> f64 {
         .into_iter()
         .map(|n| vec![Val::Array(vec![1.0, 2.0]), Val::I64(n)])
         .collect();
-    for name in ["f", "g", "h"] {
+    for name in ["f", "g", "h", "k"] {
         agree(
             src,
             module,

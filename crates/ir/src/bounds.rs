@@ -180,11 +180,14 @@ pub fn offset_form(func: &Function, v: Value) -> (Value, i64) {
 /// May a counter below `hi` step by 2 without wrapping? When `hi` is
 /// `base + k` with `k <= -1` (a two-lane loop's bound, `vectorize`) and
 /// `base >= 0` (`nonneg`): then `i < hi <= i64::MAX - 1`, so `i + 2 <=
-/// i64::MAX`. Or, for any `k`, when a guard's atom (`facts`) says `base <=
-/// w - c0` with `c0 >= k + 1` and `w` a length `L`, or `L - b` with `0 <=
-/// b <= L` (the lanes' guard of `for col in 0..row + 1`, whose lanes' bound
-/// is `row + 0`): then `hi <= w - 1 <= i64::MAX - 1`, and `w - c0` did not
-/// wrap (`w >= 0`).
+/// i64::MAX`. Or, for `k >= 0`, when a guard's atom (`facts`) says `base
+/// <= w - c0` with `c0 >= k + 1` and `w` a length `L`, or `L - b` with `0
+/// <= b <= L` (the lanes' guard of `for col in 0..row + 1`, whose lanes'
+/// bound is `row + 0`): then `hi <= w - 1 <= i64::MAX - 1`, and `w - c0`
+/// did not wrap (`w >= 0`). Not for `k < 0` without `base >= 0`: `base +
+/// k` wraps to a large bound when `base` is near `i64::MIN` (the review of
+/// session 19: a user's `while j < n - 1 { .. j = j + 2 }` under `if n <=
+/// len(a)` at `n = i64::MIN`).
 fn two_steps(
     func: &Function,
     hi: Value,
@@ -194,6 +197,9 @@ fn two_steps(
     let (base, k) = offset_form(func, hi);
     if k <= -1 && nonneg(base) {
         return true;
+    }
+    if k < 0 {
+        return false;
     }
     let Some(need) = k.checked_add(1) else {
         return false;
@@ -1750,6 +1756,11 @@ block3:
         };
         assert_eq!(proven(&lanes(&atoms(tight, "v22"))), both);
         assert!(proven(&lanes(&atoms(loose, "-"))).is_empty());
+        // Below `hi - 1` it needs `hi >= 0` as well: at `hi = i64::MIN`,
+        // `hi - 1` is `i64::MAX` (the review's `while j < n - 1`).
+        let below = |atoms: &str| lanes(atoms).replace("v36 = iconst 0", "v36 = iconst -1");
+        assert!(proven(&below(&atoms(tight, "v22"))).is_empty());
+        assert_eq!(proven(&below(&atoms(tight, "-"))), both);
     }
 
     #[test]
