@@ -43,6 +43,19 @@
 //! Regions: `q` is replaced only where `analysis::Scopes::can_replace`
 //! allows it (two parameters of one block have the same scope; a region's
 //! argument or result is never replaced).
+//!
+//! **Offsets.** A loop header's parameter `q` that steps like an earlier
+//! one, `p` (every back edge passes `q + s` where it passes `p + s`, one
+//! constant `s`), and is entered from outside by one `jump` from a block
+//! `P` (which then dominates the header), becomes `p + off`: `off = isub
+//! q0, p0` of the entry's arguments goes before `P`'s jump, and each block
+//! that reads `q` gets `iadd p, off` before its first read (GMM's running
+//! index `li` next to `j`, which `vectorize` then takes as the index `off +
+//! j`). Exact: `q - p` is `q0 - p0` on entry and every step keeps it, in
+//! wrapping arithmetic, so `p + off` has `q`'s bits wherever `q` is read.
+//! A `q` the header itself reads is left alone (`vectorize` wants a
+//! header that holds only its test); an argument for a parameter nothing
+//! reads (a trivial one `gvn` replaced) is no read. DCE then removes `q`.
 
 use crate::analysis::{def_inst, iconst_of, table, Cfg, Replacements, Scopes};
 use adze_ir::{Block, Function, Inst, InstData, Opcode, Type, Value};
@@ -80,14 +93,7 @@ pub fn indvars(func: &mut Function) -> IndvarsStats {
         if Some(block) == entry {
             continue;
         }
-        let params: Vec<(usize, Value)> = func
-            .dfg
-            .block_params(block)
-            .iter()
-            .copied()
-            .enumerate()
-            .filter(|&(_, v)| func.dfg.value_type(v) == Type::I64)
-            .collect();
+        let params = int_params(func, block);
         if params.len() < 2 {
             continue;
         }
@@ -126,6 +132,17 @@ pub fn indvars(func: &mut Function) -> IndvarsStats {
     reps.apply(func);
     stats.offset = offsets(func, &scopes, &incoming);
     stats
+}
+
+/// The `i64` parameters of `block`, with their positions.
+fn int_params(func: &Function, block: Block) -> Vec<(usize, Value)> {
+    func.dfg
+        .block_params(block)
+        .iter()
+        .copied()
+        .enumerate()
+        .filter(|&(_, v)| func.dfg.value_type(v) == Type::I64)
+        .collect()
 }
 
 /// `x ± c` with `x` one of `p`, `q` (or `x` itself, step 0): `(x, step)`.
@@ -196,14 +213,7 @@ fn offsets(
         {
             continue;
         }
-        let params: Vec<(usize, Value)> = func
-            .dfg
-            .block_params(header)
-            .iter()
-            .copied()
-            .enumerate()
-            .filter(|&(_, v)| func.dfg.value_type(v) == Type::I64)
-            .collect();
+        let params = int_params(func, header);
         let mut replaced: Vec<Value> = Vec::new();
         for (x, &(a, p)) in params.iter().enumerate() {
             if replaced.contains(&p) {
