@@ -431,6 +431,26 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                 if x == i {
                     return None;
                 }
+                // `x + 1` on an edge whose guards say `0 <= x <= y + yk`
+                // with `yk <= -1` and `y >= 0` (so `x + 1` does not wrap):
+                // a loop's first iteration run alone before its lanes
+                // (`vectorize`, an odd start), which then start at `x + 1`.
+                if c == 1 {
+                    let ff = guard_facts(func, &doms, from, single_pred);
+                    let nonneg = |v: Value| {
+                        const_of(func, v).is_some_and(|k| k >= 0)
+                            || len_of(func, v).is_some()
+                            || zeros_before(&lens, &doms, v, from)
+                            || nonneg_fact(func, &ff, v)
+                    };
+                    let below_max = ff.iter().any(|&(cc, a, y)| {
+                        let (yb, yk) = offset_form(func, y);
+                        cc == CmpCond::Le && a == x && yk <= -1 && nonneg(yb)
+                    });
+                    if nonneg(x) && below_max {
+                        return Some(1);
+                    }
+                }
                 let j = ivs.get(&x)?;
                 let step = c == 0
                     || c == 1

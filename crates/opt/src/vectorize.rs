@@ -176,6 +176,148 @@ impl Ranges {
     }
 }
 
+/// Do the lanes of `p` start at an even counter (see `peel_odd_start`)?
+/// A count-up loop that stores, with no partial sums to pair and no
+/// neighbour array: its two-element stores then fall on the same pairs of
+/// elements whatever the start, so a loop that runs again from the next
+/// start (GMM's triangle, row after row from `i + 1`) loads pairs its last
+/// run stored, which the CPU forwards from its store buffer, instead of
+/// straddling two of them, which it cannot (docs/performance.md, session
+/// 19).
+fn aligns(func: &Function, p: &Plan) -> bool {
+    matches!(p.dir, Dir::Up { .. })
+        && p.rotations.is_empty()
+        && !has_neighbours(p)
+        && p.path.iter().any(|&b| {
+            func.layout
+                .block_insts(b)
+                .iter()
+                .any(|&i| func.dfg.inst(i).opcode() == Opcode::Store)
+        })
+}
+
+/// Where the lanes are entered (`enter`, the lanes' header with the first
+/// counter `i0`), a test first: when `i0` is odd and the loop runs
+/// iteration `i0` (`i0 <= hi'`, the lanes' bound `hi - 1`), that
+/// iteration runs alone, a copy of the body in a block of its own (its
+/// loads and stores keep their checks and locations), and the lanes start
+/// from `i0 + 1`. The same iterations run in the same order: iteration
+/// `i0`, then the lanes' pairs, then the scalar loop's last one.
+#[allow(clippy::too_many_arguments)]
+fn peel_odd_start(
+    func: &mut Function,
+    p: &Plan,
+    after: Block,
+    entry: &BlockCall,
+    hi2: Value,
+    enter: BlockCall,
+    like: Option<Inst>,
+) -> BlockCall {
+    let counter = counter_of(p);
+    let i0 = entry.args[counter];
+    let test = func.dfg.make_block();
+    let single = func.dfg.make_block();
+    func.layout.insert_block_after(test, after);
+    func.layout.insert_block_after(single, test);
+    for data in func.inlined.values_mut() {
+        if data.blocks.contains(&p.header) {
+            data.blocks.extend([test, single]);
+        }
+    }
+    // The test: `i0 % 2 != 0` (a remainder by 2 cannot trap; a constant
+    // start is odd here) and `i0 <= hi'`.
+    let cmp = |cond, a, b| InstData::Cmp {
+        op: Opcode::Icmp,
+        cond,
+        args: [a, b],
+    };
+    let runs = value(func, test, cmp(CmpCond::Le, i0, hi2), Type::Bool, like);
+    let both = if iconst_of(func, i0).is_some() {
+        runs
+    } else {
+        let two = iconst(func, test, 2);
+        let rem = InstData::Binary {
+            op: Opcode::Irem,
+            args: [i0, two],
+        };
+        let rem = value(func, test, rem, Type::I64, like);
+        let zero = iconst(func, test, 0);
+        let odd = value(func, test, cmp(CmpCond::Ne, rem, zero), Type::Bool, like);
+        let no = value(
+            func,
+            test,
+            InstData::BConst { imm: false },
+            Type::Bool,
+            None,
+        );
+        let both = InstData::Ternary {
+            op: Opcode::Select,
+            args: [odd, runs, no],
+        };
+        value(func, test, both, Type::Bool, None)
+    };
+    let br = InstData::Brif {
+        cond: both,
+        then_dest: BlockCall {
+            block: single,
+            args: Vec::new(),
+        },
+        else_dest: enter.clone(),
+    };
+    emit(func, test, br, like);
+    // The single iteration: the header's constants, then the body, with
+    // the header's parameters read from the entry's arguments.
+    let params = func.dfg.block_params(p.header).to_vec();
+    let mut map: HashMap<Value, Value> = params
+        .iter()
+        .zip(&entry.args)
+        .map(|(&q, &a)| (q, a))
+        .collect();
+    let header_insts = func.layout.block_insts(p.header).to_vec();
+    let mut body: Vec<Inst> = header_insts[..header_insts.len() - 2].to_vec();
+    for &b in &p.path {
+        let insts = func.layout.block_insts(b);
+        body.extend_from_slice(&insts[..insts.len() - 1]);
+    }
+    for inst in body {
+        let mut data = func.dfg.inst(inst).clone();
+        data.map_uses(|u| map.get(&u).copied().unwrap_or(u));
+        let results = func.dfg.inst_results(inst).to_vec();
+        let types: Vec<Type> = results.iter().map(|&r| func.dfg.value_type(r)).collect();
+        let copy = append(func, single, data, &types, Some(inst));
+        for (&r, &n) in results.iter().zip(func.dfg.inst_results(copy)) {
+            map.insert(r, n);
+        }
+    }
+    let latch = func.layout.last_inst(p.latch).expect("a latch");
+    let InstData::Jump { dest: back } = func.dfg.inst(latch) else {
+        unreachable!("the latch jumps")
+    };
+    // `i0 + 1`: the copy of the back edge's, or a constant (which the
+    // bounds proof reads as the lanes' least start).
+    let next = match iconst_of(func, i0).and_then(|c| c.checked_add(1)) {
+        Some(c) => iconst(func, single, c),
+        None => map[&back.args[counter]],
+    };
+    let mut args = enter.args.clone();
+    args[0] = next;
+    emit(
+        func,
+        single,
+        InstData::Jump {
+            dest: BlockCall {
+                block: enter.block,
+                args,
+            },
+        },
+        like,
+    );
+    BlockCall {
+        block: test,
+        args: Vec::new(),
+    }
+}
+
 /// Gives the loops it can a two-lane copy (see the module documentation).
 pub fn vectorize_loops(func: &mut Function) -> VectorizeStats {
     let mut stats = VectorizeStats::default();
@@ -1227,6 +1369,11 @@ fn rewrite(func: &mut Function, p: &Plan) {
         block: vh,
         args: into_vh,
     };
+    // A constant even start needs no test.
+    let even = iconst_of(func, entry.args[counter]).is_some_and(|c| c % 2 == 0);
+    if let (Some(h), true, false) = (hi2, aligns(func, p), even) {
+        enter = peel_odd_start(func, p, ve, &entry, h, enter, like);
+    }
     if ranged {
         // The guard's true side, a block of its own: `adze_ir::bounds`
         // proves the lanes' accesses from the guards whose true side
