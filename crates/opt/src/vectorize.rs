@@ -1262,18 +1262,22 @@ fn rewrite(func: &mut Function, p: &Plan) {
             args: [entry.args[counter_of(p)], one],
         });
     }
+    // `a && b` is `select a, b, false`: one `false` for all of them.
+    let mut no = None;
     for test in tests {
         let t = value(func, gate, test, Type::Bool, like);
         ok = Some(match ok {
             None => t,
             Some(o) => {
-                let f = value(
-                    func,
-                    gate,
-                    InstData::BConst { imm: false },
-                    Type::Bool,
-                    None,
-                );
+                let f = *no.get_or_insert_with(|| {
+                    value(
+                        func,
+                        gate,
+                        InstData::BConst { imm: false },
+                        Type::Bool,
+                        None,
+                    )
+                });
                 value(
                     func,
                     gate,
