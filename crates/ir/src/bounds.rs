@@ -431,10 +431,12 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                 if x == i {
                     return None;
                 }
-                // `x + 1` on an edge whose guards say `0 <= x <= y + yk`
-                // with `yk <= -1` and `y >= 0` (so `x + 1` does not wrap):
-                // a loop's first iteration run alone before its lanes
-                // (`vectorize`, an odd start), which then start at `x + 1`.
+                // `x + 1` on an edge whose guards say `0 <= x <= y` with
+                // `y <= i64::MAX - 1` (`two_steps`' test: `y = yb + yk`
+                // with `yk <= -1` and `yb >= 0`, or a guard below a
+                // length), so `x + 1` does not wrap: a loop's first
+                // iteration run alone before its lanes (`vectorize`, an
+                // odd start), which then start at `x + 1`.
                 if c == 1 {
                     let ff = guard_facts(func, &doms, from, single_pred);
                     let nonneg = |v: Value| {
@@ -444,8 +446,7 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                             || nonneg_fact(func, &ff, v)
                     };
                     let below_max = ff.iter().any(|&(cc, a, y)| {
-                        let (yb, yk) = offset_form(func, y);
-                        cc == CmpCond::Le && a == x && yk <= -1 && nonneg(yb)
+                        cc == CmpCond::Le && a == x && two_steps(func, y, nonneg, &ff)
                     });
                     if nonneg(x) && below_max {
                         return Some(1);
