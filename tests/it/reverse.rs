@@ -156,3 +156,52 @@ fn reverse_gradients_pass_the_dot_product_test_on_every_example() {
         tally.checks
     );
 }
+
+/// Two loads of one element with nothing written between them are taped
+/// once (`Recipe::Same`): `y[k] * y[k]` of a local `y` pushes `y[k]` once,
+/// and its gradient is still `2 y[k]`; with a store between the two loads
+/// (`twice`) each is taped, and the gradient is the product rule's. Hand
+/// values: `d/dx[k] (x[k]²) = 2 x[k] = 4`, `d/dx[k] (x[k] · 3 x[k]) = 6
+/// x[k] = 12` at `x[k] = 2`.
+#[test]
+fn a_load_of_the_same_element_is_taped_once() {
+    let src = "
+fn sq(x: [f64]) -> f64 {
+    let k = len(x) - 1;
+    let y = zeros(len(x));
+    y[k] = x[k];
+    y[k] * y[k]
+}
+fn twice(x: [f64]) -> f64 {
+    let k = len(x) - 1;
+    let y = zeros(len(x));
+    y[k] = x[k];
+    let a = y[k];
+    y[k] = 3.0 * x[k];
+    let b = y[k];
+    a * b
+}
+fn dsq(x: [f64], dx: mut [f64]) { autodiff(reverse, sq, active, dup(x, dx)); }
+fn dtwice(x: [f64], dx: mut [f64]) { autodiff(reverse, twice, active, dup(x, dx)); }
+";
+    let program = adze::Program::from_source("same.adz", src).unwrap();
+    // Pushes: the loads' values, and `y`'s length (for its shadow).
+    for (name, want, pushes) in [("dsq", 4.0, 2), ("dtwice", 12.0, 3)] {
+        let x = [1.5, 2.0];
+        let mut dx = [0.0, 0.0];
+        program
+            .function(name)
+            .unwrap()
+            .call(&mut [adze::Arg::Array(&x), adze::Arg::ArrayMut(&mut dx)])
+            .unwrap();
+        assert_eq!(dx, [0.0, want], "{name}");
+        let session = adze::Session::from_source("same.adz", src).unwrap();
+        let module = session.prepare(name).unwrap();
+        let text = module.to_string();
+        let aug = text
+            .split("function @")
+            .find(|f| f.starts_with(&format!("{}.aug.", &name[1..])))
+            .unwrap_or_else(|| panic!("{name}: no augmented primal in\n{text}"));
+        assert_eq!(aug.matches("push ").count(), pushes, "{name}:\n{aug}");
+    }
+}

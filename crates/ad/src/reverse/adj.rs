@@ -583,6 +583,10 @@ impl Adj<'_> {
             Recipe::Iv { lp, step, .. } => {
                 format!("{v} = start + {step}·iteration of loop {lp}")
             }
+            Recipe::Same { of, .. } => {
+                let of = super::aug::describe(self.primal, of);
+                format!("{v} = {of}, a load of the same element")
+            }
         }
     }
 
@@ -615,6 +619,10 @@ impl Adj<'_> {
                 self.out.layout.append_inst(new, block);
                 self.out.dfg.first_result(new)
             }
+            Recipe::Same { of, .. } => *self
+                .map
+                .get(&of)
+                .ok_or_else(|| self.internal(format!("{of} is not known yet")))?,
             Recipe::Invariant { value, lp } => {
                 let trips = self.trips.ok_or_else(|| self.internal("no trip array"))?;
                 let slot = self

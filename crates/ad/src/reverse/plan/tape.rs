@@ -45,6 +45,12 @@ pub(crate) enum Recipe {
     /// iterations), pushed once where the loop is left and kept by the
     /// adjoint in its trip array (see [`Plan::invariants`]).
     Invariant { value: Value, lp: usize },
+    /// A `load` of the element another load of the same block reads, `of`
+    /// (the same array value and index value, nothing that writes memory
+    /// or calls between them): the same bits, taped or recomputed once
+    /// (`x[i] * x[i]`, GMM's `qx[id] * qx[id]`). Both loads keep their own
+    /// adjoints; only the tape has one entry less.
+    Same { value: Value, of: Value },
 }
 
 impl Recipe {
@@ -53,7 +59,8 @@ impl Recipe {
             Recipe::Param(v)
             | Recipe::Inst(v)
             | Recipe::Iv { value: v, .. }
-            | Recipe::Invariant { value: v, .. } => v,
+            | Recipe::Invariant { value: v, .. }
+            | Recipe::Same { value: v, .. } => v,
         }
     }
 }
@@ -118,6 +125,11 @@ impl Resolver<'_> {
         if self.is_known(v) {
             return Ok(());
         }
+        if let Some(of) = self.same_load(v) {
+            self.recomputed.insert(v);
+            self.recipes.push((self.segment, Recipe::Same { value: v, of }));
+            return Ok(());
+        }
         let mut t = Attempt {
             budget: RECOMPUTE_BUDGET,
             ..Attempt::default()
@@ -150,6 +162,47 @@ impl Resolver<'_> {
 
     fn is_known(&self, v: Value) -> bool {
         self.popped.contains(&v) || self.recomputed.contains(&v)
+    }
+
+    /// A known load in this block of the element `v` loads (see
+    /// [`Recipe::Same`]): `v` and it are `load a, i` with the same `a` and
+    /// `i`, and no instruction between them writes memory or calls. The
+    /// block's instructions are the same inlined or called, so both give
+    /// the same answer.
+    fn same_load(&self, v: Value) -> Option<Value> {
+        let func = self.func;
+        let ValueDef::Result { inst, .. } = *func.dfg.value_def(v) else {
+            return None;
+        };
+        let InstData::Binary {
+            op: Opcode::Load,
+            args,
+        } = *func.dfg.inst(inst)
+        else {
+            return None;
+        };
+        if func.layout.inst_block(inst) != Some(self.block) {
+            return None;
+        }
+        let insts = func.layout.block_insts(self.block);
+        let at = insts.iter().position(|&i| i == inst)?;
+        let quiet = |range: &[Inst]| {
+            range.iter().all(|&i| {
+                let e = func.dfg.inst(i).opcode().effects();
+                !e.writes && !e.control
+            })
+        };
+        insts.iter().enumerate().find_map(|(k, &other)| {
+            if k == at || *func.dfg.inst(other) != (InstData::Binary {
+                op: Opcode::Load,
+                args,
+            }) {
+                return None;
+            }
+            let of = *func.dfg.inst_results(other).first()?;
+            let between = if k < at { &insts[k + 1..at] } else { &insts[at + 1..k] };
+            (self.is_known(of) && quiet(between)).then_some(of)
+        })
     }
 
     /// Can `v` be obtained from known values, recipes and popped leaves?
