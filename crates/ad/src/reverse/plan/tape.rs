@@ -127,7 +127,8 @@ impl Resolver<'_> {
         }
         if let Some(of) = self.same_load(v) {
             self.recomputed.insert(v);
-            self.recipes.push((self.segment, Recipe::Same { value: v, of }));
+            self.recipes
+                .push((self.segment, Recipe::Same { value: v, of }));
             return Ok(());
         }
         let mut t = Attempt {
@@ -193,14 +194,21 @@ impl Resolver<'_> {
             })
         };
         insts.iter().enumerate().find_map(|(k, &other)| {
-            if k == at || *func.dfg.inst(other) != (InstData::Binary {
-                op: Opcode::Load,
-                args,
-            }) {
+            if k == at
+                || *func.dfg.inst(other)
+                    != (InstData::Binary {
+                        op: Opcode::Load,
+                        args,
+                    })
+            {
                 return None;
             }
             let of = *func.dfg.inst_results(other).first()?;
-            let between = if k < at { &insts[k + 1..at] } else { &insts[at + 1..k] };
+            let between = if k < at {
+                &insts[k + 1..at]
+            } else {
+                &insts[at + 1..k]
+            };
             (self.is_known(of) && quiet(between)).then_some(of)
         })
     }
