@@ -1736,14 +1736,16 @@ block3:
         // A bound `hi - 1` below the guarded `hi`: only with `hi >= 0`
         // (else `hi - 1` may wrap to `i64::MAX`; the review's
         // `if n <= len(a) { for l in 0..n - 1 { .. } }`).
-        let minus_one = |atoms: &str| {
+        // The loop below `v33`, defined by `extra` after the guard's `v32`.
+        let with_bound = |atoms: &str, extra: &str| {
             countup_src(atoms, ("block5", "block6"))
                 .replace(
                     "    v32 = isub v25, v31\n",
-                    "    v32 = isub v25, v31\n    v33 = isub v2, v31\n",
+                    &format!("    v32 = isub v25, v31\n{extra}"),
                 )
                 .replace("v8 = icmp lt v5, v2", "v8 = icmp lt v5, v33")
         };
+        let minus_one = |atoms: &str| with_bound(atoms, "    v33 = isub v2, v31\n");
         assert_eq!(proven(&minus_one(&atoms(tight, "-"))), both);
         assert!(proven(&minus_one(&atoms(tight, "v22"))).is_empty());
         // A bound `hi + 1` (GMM's `for col in 0..row + 1`): the guard must
@@ -1751,12 +1753,10 @@ block3:
         // both offsets; `hi >= 0` is not needed (`hi + 1` cannot wrap below
         // a length).
         let plus_one = |atoms: &str| {
-            countup_src(atoms, ("block5", "block6"))
-                .replace(
-                    "    v32 = isub v25, v31\n",
-                    "    v32 = isub v25, v31\n    v33 = iadd v2, v31\n    v34 = iconst 2\n    v35 = isub v25, v34\n",
-                )
-                .replace("v8 = icmp lt v5, v2", "v8 = icmp lt v5, v33")
+            with_bound(
+                atoms,
+                "    v33 = iadd v2, v31\n    v34 = iconst 2\n    v35 = isub v25, v34\n",
+            )
         };
         let roomy = "v27 = icmp le v2, v35";
         assert_eq!(proven(&plus_one(&atoms(roomy, "v22"))), both);
@@ -1765,15 +1765,13 @@ block3:
         // Its lanes: the counter steps by 2 below `hi + 0` (`two_steps`
         // from the guard's `hi <= (len - base) - 1`), `vload` at `base + i`.
         let lanes = |atoms: &str| {
-            countup_src(atoms, ("block5", "block6"))
-                .replace(
-                    "    v32 = isub v25, v31\n",
-                    "    v32 = isub v25, v31\n    v36 = iconst 0\n    v33 = iadd v2, v36\n    v34 = iconst 2\n",
-                )
-                .replace("v8 = icmp lt v5, v2", "v8 = icmp lt v5, v33")
-                .replace("v12 = load v0, v11", "v12 = vload v0, v11")
-                .replace("v13 = fadd v6, v12", "v13 = vlane0 v12")
-                .replace("v17 = iadd v5, v31", "v17 = iadd v5, v34")
+            with_bound(
+                atoms,
+                "    v36 = iconst 0\n    v33 = iadd v2, v36\n    v34 = iconst 2\n",
+            )
+            .replace("v12 = load v0, v11", "v12 = vload v0, v11")
+            .replace("v13 = fadd v6, v12", "v13 = vlane0 v12")
+            .replace("v17 = iadd v5, v31", "v17 = iadd v5, v34")
         };
         assert_eq!(proven(&lanes(&atoms(tight, "v22"))), both);
         assert!(proven(&lanes(&atoms(loose, "-"))).is_empty());
