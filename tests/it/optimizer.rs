@@ -626,6 +626,106 @@ fn g(p: [f64], c: mut [f64], d: i64, m: i64) -> f64 {{
     assert!(lanes >= 40, "only {lanes} loops given lanes");
 }
 
+/// Generated triangles, session 19's shapes: `for j in s..n + k` from a
+/// start `i + c` of an outer loop or a parameter (odd, even, negative,
+/// past the end), a running index `li` stepping with `j` (`indvars`'
+/// offsets), a load the same in both lanes (`xc[i]`), a store at `j` (the
+/// aligned pairs' peel) or a sum: optimized and not, both engines, bit for
+/// bit and trap for trap (errors in the peeled iteration included), the
+/// primal and its gradient.
+#[test]
+fn generated_triangles_agree_after_optimization() {
+    let (mut lanes, mut offsets) = (0, 0);
+    for seed in 0..32u64 {
+        let mut state = seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1;
+        let mut next = |n: u64| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state % n
+        };
+        let start = ["i + 1", "i", "i + 2", "s", "s + i"][next(5) as usize];
+        let bound = ["n", "n + 1", "n - 1", "d"][next(4) as usize];
+        let step = ["li + 1", "li + 1", "li + 2"][next(3) as usize];
+        let term = ["a[li] * xc[i]", "a[li] + xc[j]", "a[li] * a[li] - xc[i]"][next(3) as usize];
+        let src = format!(
+            "fn f(a: [f64], xc: [f64], s: i64, n: i64, d: i64) -> f64 {{
+    let q = zeros(len(xc));
+    var li = d;
+    for i in 0..len(xc) {{
+        for j in {start}..{bound} {{
+            q[j] = q[j] + {term};
+            li = {step};
+        }}
+    }}
+    var t = 0.0;
+    for j in 0..len(q) {{ t = t + q[j] * q[j]; }}
+    t
+}}
+
+fn g(a: [f64], xc: [f64], s: i64, n: i64, d: i64) -> f64 {{
+    var t = 0.0;
+    var li = d;
+    for i in 0..len(xc) {{
+        var u = 0.0;
+        for j in {start}..{bound} {{
+            u = u + {term};
+            li = {step};
+        }}
+        t = t + u * u;
+    }}
+    t
+}}
+"
+        );
+        let session =
+            Session::from_source("triangles.adz", &src).unwrap_or_else(|e| panic!("{e}\n{src}"));
+        let module = &session.module;
+        let mut probe = module.clone();
+        let stats = adze_opt::optimize_module(&mut probe).unwrap();
+        lanes += stats.vectorize.loops;
+        offsets += stats.indvars.offset;
+        const V: [f64; 7] = [0.5, -1.25, 2.0, -0.0, 3.5, f64::INFINITY, -7.0];
+        let arr =
+            |n: usize, k: usize| Val::Array((0..n).map(|j| V[(j * 3 + k) % V.len()]).collect());
+        let mut all = Vec::new();
+        for (k, (na, nx, s, n, d)) in [
+            (40, 6, 1, 6, 6),
+            (40, 6, 0, 6, 0),
+            (40, 7, 3, 7, 2),
+            (12, 6, 1, 6, 6),
+            (40, 6, -1, 6, 1),
+            (40, 6, 5, 4, 1),
+            (40, 8, 2, 9, 0),
+            (40, 6, i64::MAX, 6, 0),
+            (40, 6, 1, i64::MIN, 0),
+            (40, 6, 1, i64::MAX, 0),
+            (40, 0, 0, 3, 0),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            all.push(vec![
+                arr(na, k),
+                arr(nx, k + 1),
+                Val::I64(s),
+                Val::I64(n),
+                Val::I64(d),
+            ]);
+        }
+        for name in ["f", "g"] {
+            let id = module.get(name).unwrap();
+            agree(&src, module, &optimized(module), id, &all);
+            let (m, did, stats) = derived(&session, &src, name, Mode::Reverse, &["a", "xc"]);
+            lanes += stats.vectorize.loops;
+            let dargs = derivative_inputs(&m, did, &["a", "xc", "s", "n", "d"], &all);
+            agree(&src, &m, &optimized(&m), did, &dargs);
+        }
+    }
+    assert!(lanes >= 100, "only {lanes} loops given lanes");
+    assert!(offsets >= 20, "only {offsets} offset counters");
+}
+
 /// A user's guard over a loop whose bound wraps: `if n <= len(a)` over
 /// `for l in 0..n - 1` says nothing at `n = i64::MIN`, where `n - 1` is
 /// `i64::MAX`. The bounds proof used to accept it (the review of session
