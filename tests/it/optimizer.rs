@@ -632,7 +632,9 @@ fn g(p: [f64], c: mut [f64], d: i64, m: i64) -> f64 {{
 /// offsets), a load the same in both lanes (`xc[i]`), a store at `j` (the
 /// aligned pairs' peel) or a sum: optimized and not, both engines, bit for
 /// bit and trap for trap (errors in the peeled iteration included), the
-/// primal and its gradient.
+/// primal and its gradient. Mutations caught when this was written: the
+/// peel's next counter `i0` instead of `i0 + 1`, a constant start's `+ 2`,
+/// `indvars`' offset `p0 - q0`.
 #[test]
 fn generated_triangles_agree_after_optimization() {
     let (mut lanes, mut offsets) = (0, 0);
@@ -644,7 +646,7 @@ fn generated_triangles_agree_after_optimization() {
             state ^= state << 17;
             state % n
         };
-        let start = ["i + 1", "i", "i + 2", "s", "s + i"][next(5) as usize];
+        let start = ["i + 1", "i", "i + 2", "s", "s + i", "1"][next(6) as usize];
         let bound = ["n", "n + 1", "n - 1", "d"][next(4) as usize];
         let step = ["li + 1", "li + 1", "li + 2"][next(3) as usize];
         let term = ["a[li] * xc[i]", "a[li] + xc[j]", "a[li] * a[li] - xc[i]"][next(3) as usize];
@@ -685,7 +687,9 @@ fn g(a: [f64], xc: [f64], s: i64, n: i64, d: i64) -> f64 {{
         let stats = adze_opt::optimize_module(&mut probe).unwrap();
         lanes += stats.vectorize.loops;
         offsets += stats.indvars.offset;
-        const V: [f64; 7] = [0.5, -1.25, 2.0, -0.0, 3.5, f64::INFINITY, -7.0];
+        // Finite values, so that a wrong element shows in the sum (an infinity
+        // would make every result NaN); the last input has one.
+        const V: [f64; 7] = [0.5, -1.25, 2.0, -0.0, 3.5, 1.75, -7.0];
         let arr =
             |n: usize, k: usize| Val::Array((0..n).map(|j| V[(j * 3 + k) % V.len()]).collect());
         let mut all = Vec::new();
@@ -713,6 +717,11 @@ fn g(a: [f64], xc: [f64], s: i64, n: i64, d: i64) -> f64 {{
                 Val::I64(d),
             ]);
         }
+        let mut inf = arr(40, 3);
+        if let Val::Array(v) = &mut inf {
+            v[9] = f64::INFINITY;
+        }
+        all.push(vec![inf, arr(6, 1), Val::I64(1), Val::I64(6), Val::I64(0)]);
         for name in ["f", "g"] {
             let id = module.get(name).unwrap();
             agree(&src, module, &optimized(module), id, &all);
