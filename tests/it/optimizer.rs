@@ -590,7 +590,9 @@ fn g(p: [f64], c: mut [f64], d: i64, m: i64) -> f64 {{
         let stats = adze_opt::optimize_module(&mut probe).unwrap();
         up += stats.vectorize.ranged;
         lanes += stats.vectorize.loops;
-        const V: [f64; 7] = [0.5, -1.25, 2.0, -0.0, 3.5, f64::INFINITY, -7.0];
+        // Finite values but in one input (an infinity in every input made
+        // most sums NaN, which would hide a wrong element).
+        const V: [f64; 7] = [0.5, -1.25, 2.0, -0.0, 3.5, 1.75, -7.0];
         let arr =
             |n: usize, k: usize| Val::Array((0..n).map(|j| V[(j * 3 + k) % V.len()]).collect());
         let mut all = Vec::new();
@@ -612,6 +614,11 @@ fn g(p: [f64], c: mut [f64], d: i64, m: i64) -> f64 {{
         {
             all.push(vec![arr(np, k), arr(nc, k + 1), Val::I64(d), Val::I64(m)]);
         }
+        let mut inf = arr(12, 2);
+        if let Val::Array(v) = &mut inf {
+            v[5] = f64::INFINITY;
+        }
+        all.push(vec![inf, arr(8, 3), Val::I64(3), Val::I64(4)]);
         for name in ["f", "g"] {
             let id = module.get(name).unwrap();
             agree(&src, module, &optimized(module), id, &all);
