@@ -9,7 +9,7 @@ use adze_ir::{
     ValueDef,
 };
 use cranelift_entity::{EntitySet, SecondaryMap};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 /// One entry of a block's tape record.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -107,6 +107,12 @@ struct Resolver<'a> {
     /// The segment being resolved, and what it recomputes.
     segment: u32,
     recomputed: HashSet<Value>,
+    /// Each load of the block by what it reads: `(epoch, array, index)`,
+    /// the epoch counting the instructions before it that write memory or
+    /// transfer control (see [`Recipe::Same`]); made once per block.
+    loads: HashMap<Value, (u32, Value, Value)>,
+    /// Per such key, the load of it the segment already knows.
+    known_loads: HashMap<(u32, Value, Value), Value>,
 }
 
 /// A recomputation being tried: its recipes, and the values it would pop.
@@ -125,7 +131,8 @@ impl Resolver<'_> {
         if self.is_known(v) {
             return Ok(());
         }
-        if let Some(of) = self.same_load(v) {
+        let key = self.loads.get(&v).copied();
+        if let Some(&of) = key.and_then(|k| self.known_loads.get(&k)) {
             self.recomputed.insert(v);
             self.recipes
                 .push((self.segment, Recipe::Same { value: v, of }));
@@ -141,6 +148,7 @@ impl Resolver<'_> {
             }
             for r in t.recipes {
                 self.recomputed.insert(r.value());
+                self.note_load(r.value());
                 self.recipes.push((self.segment, r));
             }
             Ok(())
@@ -157,60 +165,21 @@ impl Resolver<'_> {
             });
         }
         self.popped.insert(v);
+        self.note_load(v);
         self.items.push((self.segment, TapeItem::Value(v)));
         Ok(())
     }
 
-    fn is_known(&self, v: Value) -> bool {
-        self.popped.contains(&v) || self.recomputed.contains(&v)
+    /// `v` is known: if it is a load of the block, the first known one of
+    /// its element (see [`block_loads`]).
+    fn note_load(&mut self, v: Value) {
+        if let Some(&k) = self.loads.get(&v) {
+            self.known_loads.entry(k).or_insert(v);
+        }
     }
 
-    /// A known load in this block of the element `v` loads (see
-    /// [`Recipe::Same`]): `v` and it are `load a, i` with the same `a` and
-    /// `i`, and no instruction between them writes memory or calls. The
-    /// block's instructions are the same inlined or called, so both give
-    /// the same answer.
-    fn same_load(&self, v: Value) -> Option<Value> {
-        let func = self.func;
-        let ValueDef::Result { inst, .. } = *func.dfg.value_def(v) else {
-            return None;
-        };
-        let InstData::Binary {
-            op: Opcode::Load,
-            args,
-        } = *func.dfg.inst(inst)
-        else {
-            return None;
-        };
-        if func.layout.inst_block(inst) != Some(self.block) {
-            return None;
-        }
-        let insts = func.layout.block_insts(self.block);
-        let at = insts.iter().position(|&i| i == inst)?;
-        let quiet = |range: &[Inst]| {
-            range.iter().all(|&i| {
-                let e = func.dfg.inst(i).opcode().effects();
-                !e.writes && !e.control
-            })
-        };
-        insts.iter().enumerate().find_map(|(k, &other)| {
-            if k == at
-                || *func.dfg.inst(other)
-                    != (InstData::Binary {
-                        op: Opcode::Load,
-                        args,
-                    })
-            {
-                return None;
-            }
-            let of = *func.dfg.inst_results(other).first()?;
-            let between = if k < at {
-                &insts[k + 1..at]
-            } else {
-                &insts[at + 1..k]
-            };
-            (self.is_known(of) && quiet(between)).then_some(of)
-        })
+    fn is_known(&self, v: Value) -> bool {
+        self.popped.contains(&v) || self.recomputed.contains(&v)
     }
 
     /// Can `v` be obtained from known values, recipes and popped leaves?
@@ -301,6 +270,34 @@ impl Resolver<'_> {
     }
 }
 
+/// The loads of `block`, each with `(epoch, array, index)`: two loads with
+/// one key read the same element with nothing between them that writes
+/// memory or transfers control (the epoch counts those), so they give the
+/// same bits ([`Recipe::Same`]). One pass over the block keeps the tape
+/// plan linear in its size (a search per load was cubic: the review of
+/// session 19 measured 87 s for a block of 4000 loads around a store).
+fn block_loads(func: &Function, block: Block) -> HashMap<Value, (u32, Value, Value)> {
+    let mut epoch = 0u32;
+    let mut out = HashMap::new();
+    for &inst in func.layout.block_insts(block) {
+        let data = func.dfg.inst(inst);
+        if let InstData::Binary {
+            op: Opcode::Load,
+            args: [a, i],
+        } = *data
+        {
+            if let Some(&r) = func.dfg.inst_results(inst).first() {
+                out.insert(r, (epoch, a, i));
+            }
+        }
+        let e = data.opcode().effects();
+        if e.writes || e.control {
+            epoch += 1;
+        }
+    }
+    out
+}
+
 /// Is `v` defined by `fconst`, `iconst` or `bconst`?
 pub(crate) fn is_constant(func: &Function, v: Value) -> bool {
     match *func.dfg.value_def(v) {
@@ -383,6 +380,8 @@ impl Plan {
                 popped: HashSet::new(),
                 segment: 0,
                 recomputed: HashSet::new(),
+                loads: block_loads(func, b),
+                known_loads: HashMap::new(),
             };
             if self.has_edge_item(b) {
                 r.items.push((0, TapeItem::Edge));
@@ -465,6 +464,7 @@ impl Plan {
                     r.segment = segment;
                     r.popped.clear();
                     r.recomputed.clear();
+                    r.known_loads.clear();
                 }
                 r.resolve(v)?;
             }
