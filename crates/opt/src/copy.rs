@@ -10,7 +10,8 @@
 //! can replace it there.
 
 use crate::analysis::{Cfg, Scopes};
-use adze_ir::{Block, Function, InstData, Type, Value};
+use adze_ir::{Block, Function, Inst, InstData, Type, Value};
+use cranelift_entity::{EntitySet, SecondaryMap};
 use std::collections::{HashMap, HashSet};
 
 /// The blocks around a loop that both passes need.
@@ -204,23 +205,40 @@ pub(crate) fn merge_at_exit(
         .copied()
         .filter(|b| !inside.contains(b))
         .collect();
+    // One pass over the outside blocks for all of `defined` (a pass per
+    // value made a function of many loops quadratic with a large factor).
+    let mut wanted: EntitySet<Value> = EntitySet::with_capacity(func.dfg.num_values());
+    for &v in &defined {
+        wanted.insert(v);
+    }
+    let mut used: EntitySet<Value> = EntitySet::with_capacity(func.dfg.num_values());
+    let mut readers: Vec<Inst> = Vec::new();
+    for &b in &outside {
+        for &i in func.layout.block_insts(b) {
+            let mut reads = false;
+            func.dfg.inst(i).for_each_use(|u| {
+                if wanted.contains(u) {
+                    used.insert(u);
+                    reads = true;
+                }
+            });
+            if reads {
+                readers.push(i);
+            }
+        }
+    }
+    let mut merged: SecondaryMap<Value, Option<Value>> = SecondaryMap::new();
     for v in defined {
-        let used_after = outside.iter().any(|&b| {
-            func.layout.block_insts(b).iter().any(|&i| {
-                let mut hit = false;
-                func.dfg.inst(i).for_each_use(|u| hit |= u == v);
-                hit
-            })
-        });
-        if !used_after {
+        if !used.contains(v) {
             continue;
         }
-        let merged = func.dfg.append_block_param(exit, func.dfg.value_type(v));
-        for &b in &outside {
-            replace_in_block(func, b, v, merged);
-        }
+        let m = func.dfg.append_block_param(exit, func.dfg.value_type(v));
+        merged[v] = Some(m);
         add_arg(func, header, exit, v);
         add_arg(func, blocks[&header], exit, values[&v]);
+    }
+    for inst in readers {
+        func.dfg.inst_mut(inst).map_uses(|u| merged[u].unwrap_or(u));
     }
 }
 

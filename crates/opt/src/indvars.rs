@@ -58,8 +58,9 @@
 //! reads (a trivial one `gvn` replaced) is no read. DCE then removes `q`.
 
 use crate::analysis::{def_inst, iconst_of, table, Cfg, Replacements, Scopes};
-use adze_ir::{Block, Function, Inst, InstData, Opcode, Type, Value};
+use adze_ir::{Block, Function, Inst, InstData, Opcode, Type, Value, ValueDef};
 use cranelift_entity::{EntitySet, SecondaryMap};
+use std::collections::{HashMap, HashSet};
 
 /// What the pass did to one function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -179,6 +180,7 @@ fn offsets(
     let doms = cfg.dominators();
     let mut done = 0;
     let read = read_values(func);
+    let users = param_users(func, &read);
     let blocks: Vec<Block> = func.layout.blocks().to_vec();
     for header in blocks {
         if !cfg.is_reachable(header) {
@@ -234,9 +236,10 @@ fn offsets(
                 if !steps {
                     continue;
                 }
+                let of_q = users.get(&q).map_or(&[][..], Vec::as_slice);
                 rewrite(
                     func,
-                    &read,
+                    of_q,
                     pre,
                     *enter,
                     p,
@@ -349,7 +352,7 @@ fn reads(func: &Function, read: &EntitySet<Value>, inst: Inst, v: Value) -> bool
 /// `q`, just before the first instruction there that does.
 fn rewrite(
     func: &mut Function,
-    read: &EntitySet<Value>,
+    users: &[Inst],
     pre: Block,
     enter: Inst,
     p: Value,
@@ -373,36 +376,77 @@ fn rewrite(
     func.dfg.set_srcloc(sub, loc);
     func.layout.insert_inst(sub, pre, at);
     let off = func.dfg.first_result(sub);
-    let blocks: Vec<Block> = func.layout.blocks().to_vec();
-    for b in blocks {
-        let mut made: Option<Value> = None;
-        let mut k = 0;
-        while k < func.layout.block_insts(b).len() {
-            let inst = func.layout.block_insts(b)[k];
-            if reads(func, read, inst, q) {
-                let v = match made {
-                    Some(v) => v,
-                    None => {
-                        let add = func.dfg.make_inst(
-                            InstData::Binary {
-                                op: Opcode::Iadd,
-                                args: [p, off],
-                            },
-                            &[Type::I64],
-                        );
-                        func.dfg.set_srcloc(add, func.dfg.srcloc(inst));
-                        func.layout.insert_inst(add, b, k);
-                        k += 1;
-                        let v = func.dfg.first_result(add);
-                        made = Some(v);
-                        v
-                    }
-                };
-                func.dfg
-                    .inst_mut(inst)
-                    .map_uses(|u| if u == q { v } else { u });
+    // The blocks that read `q`, in the order their first reader comes.
+    let mut blocks: Vec<Block> = Vec::new();
+    for &u in users {
+        if let Some(b) = func.layout.inst_block(u) {
+            if !blocks.contains(&b) {
+                blocks.push(b);
             }
-            k += 1;
         }
     }
+    for b in blocks {
+        let here: HashSet<Inst> = users
+            .iter()
+            .copied()
+            .filter(|&u| func.layout.inst_block(u) == Some(b))
+            .collect();
+        let Some(k) = func
+            .layout
+            .block_insts(b)
+            .iter()
+            .position(|i| here.contains(i))
+        else {
+            continue;
+        };
+        let first = func.layout.block_insts(b)[k];
+        let add = func.dfg.make_inst(
+            InstData::Binary {
+                op: Opcode::Iadd,
+                args: [p, off],
+            },
+            &[Type::I64],
+        );
+        func.dfg.set_srcloc(add, func.dfg.srcloc(first));
+        func.layout.insert_inst(add, b, k);
+        let v = func.dfg.first_result(add);
+        for &u in &here {
+            func.dfg
+                .inst_mut(u)
+                .map_uses(|x| if x == q { v } else { x });
+        }
+    }
+}
+
+/// The instructions that read each `i64` block parameter (as [`reads`]
+/// says), in layout order: one pass, so that rewriting the counters of
+/// many loops stays linear in the function's size.
+fn param_users(func: &Function, read: &EntitySet<Value>) -> HashMap<Value, Vec<Inst>> {
+    let mut users: HashMap<Value, Vec<Inst>> = HashMap::new();
+    let is_param = |v: Value| {
+        matches!(func.dfg.value_def(v), ValueDef::Param { .. })
+            && func.dfg.value_type(v) == Type::I64
+    };
+    for (_, inst) in func.layout.insts() {
+        let data = func.dfg.inst(inst);
+        let mut note = |v: Value| {
+            if is_param(v) {
+                let list = users.entry(v).or_default();
+                if list.last() != Some(&inst) {
+                    list.push(inst);
+                }
+            }
+        };
+        for &a in data.args() {
+            note(a);
+        }
+        for d in data.destinations() {
+            for (&a, &param) in d.args.iter().zip(func.dfg.block_params(d.block)) {
+                if read.contains(param) {
+                    note(a);
+                }
+            }
+        }
+    }
+    users
 }
