@@ -523,6 +523,33 @@ fn generated_two_lane_loops_agree_after_optimization() {
     );
 }
 
+/// A xorshift generator from `state` (odd): `next(n)` draws from `0..n`.
+fn xorshift(mut state: u64) -> impl FnMut(u64) -> u64 {
+    move |n| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        state % n
+    }
+}
+
+/// `n` finite values, from the `k`th on, so that a wrong element shows in
+/// a sum (an infinity in every input made most sums NaN, which hid wrong
+/// elements in the generated tests below).
+fn finite(n: usize, k: usize) -> Val {
+    const V: [f64; 7] = [0.5, -1.25, 2.0, -0.0, 3.5, 1.75, -7.0];
+    Val::Array((0..n).map(|j| V[(j * 3 + k) % V.len()]).collect())
+}
+
+/// `finite(n, k)` with an infinity at `at`.
+fn infinite(n: usize, k: usize, at: usize) -> Val {
+    let Val::Array(mut v) = finite(n, k) else {
+        unreachable!("an array")
+    };
+    v[at] = f64::INFINITY;
+    Val::Array(v)
+}
+
 /// Programs of kmeans' and GMM's shape: an inner loop `for l in 0..d` over
 /// rows `a[i * d + l]` of arrays whose length the loop cannot relate to
 /// `d`, which `vectorize` gives lanes behind a guard over the whole row. Sums and maps, offsets into the next row,
@@ -533,13 +560,7 @@ fn generated_two_lane_loops_agree_after_optimization() {
 fn generated_strided_loops_agree_after_optimization() {
     let (mut up, mut lanes) = (0, 0);
     for seed in 0..40u64 {
-        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        let mut next = |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % n
-        };
+        let mut next = xorshift(seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1);
         let off = ["", " + 1", " + 2"][next(3) as usize];
         let coff = ["", " + 1"][next(2) as usize];
         let rows = ["len(p) / d", "len(p) / d + 1", "m"][next(3) as usize];
@@ -590,11 +611,6 @@ fn g(p: [f64], c: mut [f64], d: i64, m: i64) -> f64 {{
         let stats = adze_opt::optimize_module(&mut probe).unwrap();
         up += stats.vectorize.ranged;
         lanes += stats.vectorize.loops;
-        // Finite values but in one input (an infinity in every input made
-        // most sums NaN, which would hide a wrong element).
-        const V: [f64; 7] = [0.5, -1.25, 2.0, -0.0, 3.5, 1.75, -7.0];
-        let arr =
-            |n: usize, k: usize| Val::Array((0..n).map(|j| V[(j * 3 + k) % V.len()]).collect());
         let mut all = Vec::new();
         for (k, (np, nc, d, m)) in [
             (12, 8, 3, 4),
@@ -612,13 +628,19 @@ fn g(p: [f64], c: mut [f64], d: i64, m: i64) -> f64 {{
         .into_iter()
         .enumerate()
         {
-            all.push(vec![arr(np, k), arr(nc, k + 1), Val::I64(d), Val::I64(m)]);
+            all.push(vec![
+                finite(np, k),
+                finite(nc, k + 1),
+                Val::I64(d),
+                Val::I64(m),
+            ]);
         }
-        let mut inf = arr(12, 2);
-        if let Val::Array(v) = &mut inf {
-            v[5] = f64::INFINITY;
-        }
-        all.push(vec![inf, arr(8, 3), Val::I64(3), Val::I64(4)]);
+        all.push(vec![
+            infinite(12, 2, 5),
+            finite(8, 3),
+            Val::I64(3),
+            Val::I64(4),
+        ]);
         for name in ["f", "g"] {
             let id = module.get(name).unwrap();
             agree(&src, module, &optimized(module), id, &all);
@@ -646,13 +668,7 @@ fn g(p: [f64], c: mut [f64], d: i64, m: i64) -> f64 {{
 fn generated_triangles_agree_after_optimization() {
     let (mut lanes, mut offsets) = (0, 0);
     for seed in 0..32u64 {
-        let mut state = seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1;
-        let mut next = |n: u64| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state % n
-        };
+        let mut next = xorshift(seed.wrapping_mul(0x2545_f491_4f6c_dd1d) | 1);
         let start = ["i + 1", "i", "i + 2", "s", "s + i", "1"][next(6) as usize];
         let bound = ["n", "n + 1", "n - 1", "d"][next(4) as usize];
         let step = ["li + 1", "li + 1", "li + 2"][next(3) as usize];
@@ -694,11 +710,6 @@ fn g(a: [f64], xc: [f64], s: i64, n: i64, d: i64) -> f64 {{
         let stats = adze_opt::optimize_module(&mut probe).unwrap();
         lanes += stats.vectorize.loops;
         offsets += stats.indvars.offset;
-        // Finite values, so that a wrong element shows in the sum (an infinity
-        // would make every result NaN); the last input has one.
-        const V: [f64; 7] = [0.5, -1.25, 2.0, -0.0, 3.5, 1.75, -7.0];
-        let arr =
-            |n: usize, k: usize| Val::Array((0..n).map(|j| V[(j * 3 + k) % V.len()]).collect());
         let mut all = Vec::new();
         for (k, (na, nx, s, n, d)) in [
             (40, 6, 1, 6, 6),
@@ -717,18 +728,20 @@ fn g(a: [f64], xc: [f64], s: i64, n: i64, d: i64) -> f64 {{
         .enumerate()
         {
             all.push(vec![
-                arr(na, k),
-                arr(nx, k + 1),
+                finite(na, k),
+                finite(nx, k + 1),
                 Val::I64(s),
                 Val::I64(n),
                 Val::I64(d),
             ]);
         }
-        let mut inf = arr(40, 3);
-        if let Val::Array(v) = &mut inf {
-            v[9] = f64::INFINITY;
-        }
-        all.push(vec![inf, arr(6, 1), Val::I64(1), Val::I64(6), Val::I64(0)]);
+        all.push(vec![
+            infinite(40, 3, 9),
+            finite(6, 1),
+            Val::I64(1),
+            Val::I64(6),
+            Val::I64(0),
+        ]);
         for name in ["f", "g"] {
             let id = module.get(name).unwrap();
             agree(&src, module, &optimized(module), id, &all);
