@@ -226,12 +226,7 @@ fn peel_odd_start(
     }
     // The test: `i0 % 2 != 0` (a remainder by 2 cannot trap; a constant
     // start is odd here) and `i0 <= hi'`.
-    let cmp = |cond, a, b| InstData::Cmp {
-        op: Opcode::Icmp,
-        cond,
-        args: [a, b],
-    };
-    let runs = value(func, test, cmp(CmpCond::Le, i0, hi2), Type::Bool, like);
+    let runs = value(func, test, icmp(CmpCond::Le, i0, hi2), Type::Bool, like);
     let both = if iconst_of(func, i0).is_some() {
         runs
     } else {
@@ -242,7 +237,7 @@ fn peel_odd_start(
         };
         let rem = value(func, test, rem, Type::I64, like);
         let zero = iconst(func, test, 0);
-        let odd = value(func, test, cmp(CmpCond::Ne, rem, zero), Type::Bool, like);
+        let odd = value(func, test, icmp(CmpCond::Ne, rem, zero), Type::Bool, like);
         let no = value(
             func,
             test,
@@ -273,12 +268,9 @@ fn peel_odd_start(
         .zip(&entry.args)
         .map(|(&q, &a)| (q, a))
         .collect();
-    let header_insts = func.layout.block_insts(p.header).to_vec();
+    let header_insts = func.layout.block_insts(p.header);
     let mut body: Vec<Inst> = header_insts[..header_insts.len() - 2].to_vec();
-    for &b in &p.path {
-        let insts = func.layout.block_insts(b);
-        body.extend_from_slice(&insts[..insts.len() - 1]);
-    }
+    body.extend(body_insts(func, p));
     for inst in body {
         let mut data = func.dfg.inst(inst).clone();
         data.map_uses(|u| map.get(&u).copied().unwrap_or(u));
@@ -803,11 +795,8 @@ fn plan(func: &Function, facts: &Facts, header: Block, blocks: &[Block]) -> Opti
                 if ca != cs && !neighbouring {
                     return None;
                 }
-            } else if may_alias(func, s, a)
-                && !guards.contains(&(s, a))
-                && !guards.contains(&(a, s))
-            {
-                guards.push((s, a));
+            } else {
+                need_apart(func, &mut guards, s, a);
             }
         }
         // A uniform load's array: not this one, nor one that overlaps it.
@@ -815,9 +804,7 @@ fn plan(func: &Function, facts: &Facts, header: Block, blocks: &[Block]) -> Opti
             if a == s {
                 return None;
             }
-            if may_alias(func, s, a) && !guards.contains(&(s, a)) && !guards.contains(&(a, s)) {
-                guards.push((s, a));
-            }
+            need_apart(func, &mut guards, s, a);
         }
     }
     // The guard reads the bound before the loop.
@@ -1082,6 +1069,34 @@ fn lane_places(p: &Plan) -> Vec<(usize, usize)> {
         .collect()
 }
 
+/// The body's instructions in the order they run, without the path's
+/// jumps.
+fn body_insts(func: &Function, p: &Plan) -> Vec<Inst> {
+    let mut body = Vec::new();
+    for &b in &p.path {
+        let insts = func.layout.block_insts(b);
+        body.extend_from_slice(&insts[..insts.len() - 1]);
+    }
+    body
+}
+
+/// `icmp cond, a, b`.
+fn icmp(cond: CmpCond, a: Value, b: Value) -> InstData {
+    InstData::Cmp {
+        op: Opcode::Icmp,
+        cond,
+        args: [a, b],
+    }
+}
+
+/// The stored array `s` and another the loop accesses, `a`, must be
+/// `apart` for the lanes to run, unless they cannot alias (once per pair).
+fn need_apart(func: &Function, guards: &mut Vec<(Value, Value)>, s: Value, a: Value) {
+    if may_alias(func, s, a) && !guards.contains(&(s, a)) && !guards.contains(&(a, s)) {
+        guards.push((s, a));
+    }
+}
+
 /// Does the loop update an array at neighbouring elements (`Memory`)?
 fn has_neighbours(p: &Plan) -> bool {
     p.memory.as_ref().is_some_and(|m| !m.neighbours.is_empty())
@@ -1218,20 +1233,15 @@ fn rewrite(func: &mut Function, p: &Plan) {
     let ranged = !p.ranges.is_empty();
     if let (Dir::Up { base: n, k, .. }, true) = (p.dir, ranged) {
         let zero = iconst(func, gate, 0);
-        let cmp = |cond, a, b| InstData::Cmp {
-            op: Opcode::Icmp,
-            cond,
-            args: [a, b],
-        };
         let isub = |a, b| InstData::Binary {
             op: Opcode::Isub,
             args: [a, b],
         };
         if let Some(n) = p.ranges.nonneg {
-            tests.push(cmp(CmpCond::Ge, n, zero));
+            tests.push(icmp(CmpCond::Ge, n, zero));
         }
         if let Some(i0) = p.ranges.start {
-            tests.push(cmp(CmpCond::Ge, i0, zero));
+            tests.push(icmp(CmpCond::Ge, i0, zero));
         }
         for &(arr, base, c) in &p.ranges.rows {
             let len = InstData::Unary {
@@ -1241,8 +1251,8 @@ fn rewrite(func: &mut Function, p: &Plan) {
             let len = value(func, gate, len, Type::I64, like);
             let mut lim = len;
             if let Some(b) = base {
-                tests.push(cmp(CmpCond::Ge, b, zero));
-                tests.push(cmp(CmpCond::Le, b, len));
+                tests.push(icmp(CmpCond::Ge, b, zero));
+                tests.push(icmp(CmpCond::Le, b, len));
                 lim = value(func, gate, isub(len, b), Type::I64, like);
             }
             // `0 <= c < 2^31` and `k < 2^31`: no overflow.
@@ -1251,16 +1261,12 @@ fn rewrite(func: &mut Function, p: &Plan) {
                 let c0 = iconst(func, gate, c0);
                 lim = value(func, gate, isub(lim, c0), Type::I64, like);
             }
-            tests.push(cmp(CmpCond::Le, n, lim));
+            tests.push(icmp(CmpCond::Le, n, lim));
         }
     }
     if has_neighbours(p) {
         let one = iconst(func, gate, 1);
-        tests.push(InstData::Cmp {
-            op: Opcode::Icmp,
-            cond: CmpCond::Gt,
-            args: [entry.args[counter_of(p)], one],
-        });
+        tests.push(icmp(CmpCond::Gt, entry.args[counter_of(p)], one));
     }
     // `a && b` is `select a, b, false`: one `false` for all of them.
     let mut no = None;
@@ -1417,17 +1423,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
         Some(h) => (CmpCond::Lt, h),
         None => (CmpCond::Gt, iconst(func, vh, 1)),
     };
-    let c = value(
-        func,
-        vh,
-        InstData::Cmp {
-            op: Opcode::Icmp,
-            cond,
-            args: [vi, bound],
-        },
-        Type::Bool,
-        Some(test),
-    );
+    let c = value(func, vh, icmp(cond, vi, bound), Type::Bool, Some(test));
     let to = |block| BlockCall {
         block,
         args: Vec::new(),
@@ -1562,11 +1558,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
     // The body's instructions in order; with a neighbour array, first
     // those that do not depend on its high load, then (after the load's
     // lanes are made from the low store's) those that do.
-    let mut body: Vec<Inst> = Vec::new();
-    for &b in &p.path {
-        let insts = func.layout.block_insts(b);
-        body.extend_from_slice(&insts[..insts.len() - 1]);
-    }
+    let mut body = body_insts(func, p);
     let split = match &p.memory {
         None => body.len(),
         Some(m) => {
