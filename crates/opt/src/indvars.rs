@@ -366,16 +366,7 @@ fn rewrite(
         .iter()
         .position(|&i| i == enter)
         .expect("the branch is in its block");
-    let sub = func.dfg.make_inst(
-        InstData::Binary {
-            op: Opcode::Isub,
-            args: [q0, p0],
-        },
-        &[Type::I64],
-    );
-    func.dfg.set_srcloc(sub, loc);
-    func.layout.insert_inst(sub, pre, at);
-    let off = func.dfg.first_result(sub);
+    let off = insert_int(func, pre, at, Opcode::Isub, [q0, p0], loc);
     // The blocks that read `q`, in the order their first reader comes.
     let mut blocks: Vec<Block> = Vec::new();
     for &u in users {
@@ -400,22 +391,32 @@ fn rewrite(
             continue;
         };
         let first = func.layout.block_insts(b)[k];
-        let add = func.dfg.make_inst(
-            InstData::Binary {
-                op: Opcode::Iadd,
-                args: [p, off],
-            },
-            &[Type::I64],
-        );
-        func.dfg.set_srcloc(add, func.dfg.srcloc(first));
-        func.layout.insert_inst(add, b, k);
-        let v = func.dfg.first_result(add);
+        let loc = func.dfg.srcloc(first);
+        let v = insert_int(func, b, k, Opcode::Iadd, [p, off], loc);
         for &u in &here {
             func.dfg
                 .inst_mut(u)
                 .map_uses(|x| if x == q { v } else { x });
         }
     }
+}
+
+/// `op args` (an `i64` result) inserted at position `at` of `block`, at
+/// the source location `loc`.
+fn insert_int(
+    func: &mut Function,
+    block: Block,
+    at: usize,
+    op: Opcode,
+    args: [Value; 2],
+    loc: adze_ir::SourceLoc,
+) -> Value {
+    let inst = func
+        .dfg
+        .make_inst(InstData::Binary { op, args }, &[Type::I64]);
+    func.dfg.set_srcloc(inst, loc);
+    func.layout.insert_inst(inst, block, at);
+    func.dfg.first_result(inst)
 }
 
 /// The instructions that read each `i64` block parameter (as [`reads`]
