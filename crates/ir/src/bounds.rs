@@ -365,11 +365,17 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
         }
         cands.push((i, k, hi, body, h));
     }
-    // The guards above each candidate's header (`guard_facts`).
-    let facts: HashMap<Block, Vec<(CmpCond, Value, Value)>> = cands
-        .iter()
-        .map(|&(.., h)| (h, guard_facts(func, &doms, h, single_pred)))
-        .collect();
+    // The guards above each candidate's header and above the blocks that
+    // enter it (`guard_facts`; an entry `x + 1`, below).
+    let mut facts: HashMap<Block, Vec<(CmpCond, Value, Value)>> = HashMap::new();
+    for &(.., h) in &cands {
+        let froms = edges.get(&h).into_iter().flatten().map(|&(from, _)| from);
+        for b in std::iter::once(h).chain(froms) {
+            facts
+                .entry(b)
+                .or_insert_with(|| guard_facts(func, &doms, b, single_pred));
+        }
+    }
     let no_facts = Vec::new();
     let facts_at = |h: Block| facts.get(&h).unwrap_or(&no_facts);
     // Is `n >= 0` known in the loop headed by `h`: a length, the length of
@@ -438,15 +444,11 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                 // iteration run alone before its lanes (`vectorize`, an
                 // odd start), which then start at `x + 1`.
                 if c == 1 {
-                    let ff = guard_facts(func, &doms, from, single_pred);
-                    let nonneg = |v: Value| {
-                        const_of(func, v).is_some_and(|k| k >= 0)
-                            || len_of(func, v).is_some()
-                            || zeros_before(&lens, &doms, v, from)
-                            || nonneg_fact(func, &ff, v)
-                    };
+                    let ff = facts_at(from);
+                    let nonneg =
+                        |v: Value| const_of(func, v).is_some_and(|k| k >= 0) || nonneg_at(v, from);
                     let below_max = ff.iter().any(|&(cc, a, y)| {
-                        cc == CmpCond::Le && a == x && two_steps(func, y, nonneg, &ff)
+                        cc == CmpCond::Le && a == x && two_steps(func, y, nonneg, ff)
                     });
                     if nonneg(x) && below_max {
                         return Some(1);
