@@ -222,10 +222,11 @@ fn offsets(
                 continue;
             }
             for &(b, q) in &params[x + 1..] {
-                if replaced.contains(&q)
-                    || !scopes.can_replace(func, q, p)
-                    || used_in(func, &read, header, q)
-                {
+                let of_q = users.get(&q).map_or(&[][..], Vec::as_slice);
+                let in_header = of_q
+                    .iter()
+                    .any(|&u| func.layout.inst_block(u) == Some(header));
+                if replaced.contains(&q) || !scopes.can_replace(func, q, p) || in_header {
                     continue;
                 }
                 let steps = inside.iter().all(|(_, args)| {
@@ -236,7 +237,6 @@ fn offsets(
                 if !steps {
                     continue;
                 }
-                let of_q = users.get(&q).map_or(&[][..], Vec::as_slice);
                 rewrite(
                     func,
                     of_q,
@@ -326,26 +326,6 @@ fn read_values(func: &Function) -> EntitySet<Value> {
     }
 }
 
-/// Does an instruction of `block` read `v` (as an operand, or as the
-/// argument for a parameter that is read)?
-fn used_in(func: &Function, read: &EntitySet<Value>, block: Block, v: Value) -> bool {
-    func.layout
-        .block_insts(block)
-        .iter()
-        .any(|&i| reads(func, read, i, v))
-}
-
-fn reads(func: &Function, read: &EntitySet<Value>, inst: Inst, v: Value) -> bool {
-    let data = func.dfg.inst(inst);
-    data.args().contains(&v)
-        || data.destinations().iter().any(|d| {
-            d.args
-                .iter()
-                .zip(func.dfg.block_params(d.block))
-                .any(|(&a, &param)| a == v && read.contains(param))
-        })
-}
-
 /// Every use of `q` (entered as `q0`, with `p` entered as `p0`) reads `p +
 /// off` instead, `off = q0 - p0` computed before `enter`, the one branch
 /// to the loop from outside; the `iadd` is made once per block that reads
@@ -419,8 +399,8 @@ fn insert_int(
     func.dfg.first_result(inst)
 }
 
-/// The instructions that read each `i64` block parameter (as [`reads`]
-/// says), in layout order: one pass, so that rewriting the counters of
+/// The instructions that read each `i64` block parameter (as an operand,
+/// or as the argument for a parameter that is read), in layout order: one pass, so that rewriting the counters of
 /// many loops stays linear in the function's size.
 fn param_users(func: &Function, read: &EntitySet<Value>) -> HashMap<Value, Vec<Inst>> {
     let mut users: HashMap<Value, Vec<Inst>> = HashMap::new();
