@@ -185,6 +185,7 @@ fn dsq(x: [f64], dx: mut [f64]) { autodiff(reverse, sq, active, dup(x, dx)); }
 fn dtwice(x: [f64], dx: mut [f64]) { autodiff(reverse, twice, active, dup(x, dx)); }
 ";
     let program = adze::Program::from_source("same.adz", src).unwrap();
+    let session = adze::Session::from_source("same.adz", src).unwrap();
     // Pushes: the loads' values, and `y`'s length (for its shadow).
     for (name, want, pushes) in [("dsq", 4.0, 2), ("dtwice", 12.0, 3)] {
         let x = [1.5, 2.0];
@@ -195,7 +196,6 @@ fn dtwice(x: [f64], dx: mut [f64]) { autodiff(reverse, twice, active, dup(x, dx)
             .call(&mut [adze::Arg::Array(&x), adze::Arg::ArrayMut(&mut dx)])
             .unwrap();
         assert_eq!(dx, [0.0, want], "{name}");
-        let session = adze::Session::from_source("same.adz", src).unwrap();
         let module = session.prepare(name).unwrap();
         let text = module.to_string();
         let aug = text
