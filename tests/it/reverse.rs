@@ -205,3 +205,144 @@ fn dtwice(x: [f64], dx: mut [f64]) { autodiff(reverse, twice, active, dup(x, dx)
         assert_eq!(aug.matches("push ").count(), pushes, "{name}:\n{aug}");
     }
 }
+
+/// A `min` whose operands would both be popped (a running minimum and a
+/// sum, k-means' `min(closest, dist)`) tapes which operand it chose, one
+/// bool, and nothing else; forward mode over the pair tapes no tangent for
+/// it. A `max` of loads from read-only arrays tapes nothing: its adjoint
+/// loads them again. Derivatives by hand, on ties too, and the same bits
+/// with the helper inlined or called, to the third order.
+#[test]
+fn a_min_of_taped_values_tapes_its_choice() {
+    let src = "
+fn closer(best: f64, d: f64) -> f64 { min(best, d) }
+fn nearest(x: [f64], c: [f64]) -> f64 {
+    var total = 0.0;
+    for i in 0..len(x) {
+        var best = inf;
+        for j in 0..len(c) {
+            let d = (x[i] - c[j]) * (x[i] - c[j]);
+            best = closer(best, d);
+        }
+        total = total + best;
+    }
+    total
+}
+fn top(x: [f64], y: [f64]) -> f64 {
+    var s = 0.0;
+    for i in 0..len(x) { s = s + max(x[i], y[i]); }
+    s
+}
+fn dn(x: [f64], dx: mut [f64], c: [f64], dc: mut [f64]) {
+    autodiff(reverse, nearest, active, dup(x, dx), dup(c, dc));
+}
+fn hn(x: [f64], v: [f64], dx: mut [f64], hx: mut [f64], c: [f64], dc: mut [f64], hc: mut [f64]) {
+    autodiff(forward, dn, const, dup(x, v), dup(dx, hx), const(c), dup(dc, hc));
+}
+fn third(x: [f64], v: [f64], dx: mut [f64], hx: mut [f64], c: [f64], dc: mut [f64], hc: mut [f64],
+         hcb: mut [f64]) {
+    let bx = zeros(len(x));
+    let bv = zeros(len(v));
+    let bdx = zeros(len(dx));
+    let bhx = zeros(len(hx));
+    let bdc = zeros(len(dc));
+    fill(hcb, 1.0);
+    autodiff(reverse, hn, const, dup(x, bx), dup(v, bv), dup(dx, bdx), dup(hx, bhx), const(c),
+             dup(dc, bdc), dup(hc, hcb));
+}
+fn dt(x: [f64], dx: mut [f64], y: [f64], dy: mut [f64]) {
+    autodiff(reverse, top, active, dup(x, dx), dup(y, dy));
+}
+";
+    let session = adze::Session::from_source("choice.adz", src).unwrap();
+    let program = adze::Program::from_source("choice.adz", src).unwrap();
+    let module = session.prepare("hn").unwrap().to_string();
+    let func = |prefix: &str| {
+        module
+            .split("function @")
+            .find(|f| f.starts_with(prefix))
+            .unwrap_or_else(|| panic!("no {prefix} in\n{module}"))
+            .to_string()
+    };
+    // Called, `closer` recomputes its choice from its parameters; inlined
+    // (`prepare` inlines), `nearest` tapes it.
+    let aug = func("nearest.aug.");
+    assert_eq!(aug.matches("push ").count(), 1, "{aug}");
+    let adj = func("nearest.adj.");
+    assert!(
+        adj.contains("pop 0, bool") && !adj.contains(", f64"),
+        "{adj}"
+    );
+    let fwd = func("nearest.rev.dup_dup.fwd.");
+    assert_eq!(fwd.matches("push ").count(), 1, "{fwd}");
+    let fwd = func("nearest.adj.dup_dup.fwd.");
+    assert!(
+        fwd.contains("pop 0, bool") && !fwd.contains("pop 0, f64"),
+        "{fwd}"
+    );
+    let top = session.prepare("dt").unwrap().to_string();
+    assert!(!top.contains("push "), "{top}");
+
+    // x = 1.75 is as far from 1.0 as from 2.5: `min` keeps its first
+    // operand, the running minimum, so c[0] takes the derivative.
+    let x = [0.0, 3.0, -1.0, 1.75];
+    let c = [1.0, 2.5, -0.5];
+    let (mut dx, mut dc) = ([0.0; 4], [0.0; 3]);
+    program
+        .function("dn")
+        .unwrap()
+        .call(&mut [
+            adze::Arg::Array(&x),
+            adze::Arg::ArrayMut(&mut dx),
+            adze::Arg::Array(&c),
+            adze::Arg::ArrayMut(&mut dc),
+        ])
+        .unwrap();
+    assert_eq!(dx, [1.0, 1.0, -1.0, 1.5]);
+    assert_eq!(dc, [-1.5, -1.0, 0.0]);
+    // The Hessian is 2 on the diagonal pairs (x_i, its c): H·v for v = 1.
+    let v = [1.0; 4];
+    let (mut dx, mut hx, mut dc, mut hc) = ([0.0; 4], [0.0; 4], [0.0; 3], [0.0; 3]);
+    program
+        .function("hn")
+        .unwrap()
+        .call(&mut [
+            adze::Arg::Array(&x),
+            adze::Arg::Array(&v),
+            adze::Arg::ArrayMut(&mut dx),
+            adze::Arg::ArrayMut(&mut hx),
+            adze::Arg::Array(&c),
+            adze::Arg::ArrayMut(&mut dc),
+            adze::Arg::ArrayMut(&mut hc),
+        ])
+        .unwrap();
+    assert_eq!(hx, [2.0; 4]);
+    assert_eq!(hc, [-2.0, -2.0, -4.0]);
+    let (mut dy, y) = ([0.0; 3], [0.5, -2.0, 0.0]);
+    let mut dx = [0.0; 3];
+    program
+        .function("dt")
+        .unwrap()
+        .call(&mut [
+            adze::Arg::Array(&[1.0, -3.0, -0.0]),
+            adze::Arg::ArrayMut(&mut dx),
+            adze::Arg::Array(&y),
+            adze::Arg::ArrayMut(&mut dy),
+        ])
+        .unwrap();
+    // max(-0, +0) is +0: y's.
+    assert_eq!((dx, dy), ([1.0, 0.0, 0.0], [0.0, 1.0, 1.0]));
+
+    let path = crate::support::root().join("choice.adz");
+    let options = adze::check_inline::InlineCheckOptions {
+        samples: 3,
+        ..Default::default()
+    };
+    let report = adze::check_inline::check_inline(&session, &path, &options).unwrap();
+    assert!(
+        report.differences.is_empty(),
+        "{}",
+        adze::check_inline::render(&report)
+    );
+    assert!(report.runs >= 4 * 3, "{} runs", report.runs);
+}

@@ -75,6 +75,7 @@ pub(crate) fn build(
         handed: SecondaryMap::new(),
         dummies: HashMap::new(),
         edge_index: None,
+        choices: HashMap::new(),
         params: SecondaryMap::new(),
         witnesses: SecondaryMap::new(),
         trips: None,
@@ -129,6 +130,10 @@ struct Adj<'a> {
     dummies: HashMap<Type, Value>,
     /// Within the current R(B): the popped incoming-edge number.
     edge_index: Option<Value>,
+    /// Within the current R(B): the popped conditions of `min`/`max`
+    /// ([`TapeItem::Choice`]) by the primal result, with the operands
+    /// they select.
+    choices: HashMap<Value, (Value, usize, usize)>,
     /// Primal parameter -> the adjoint's parameter for it.
     params: SecondaryMap<Value, Option<Value>>,
     /// The primal parameters the adjoint takes as witnesses
@@ -535,6 +540,16 @@ impl Adj<'_> {
                     self.edge_index = Some(p);
                     (p, format!("the edge {block} was entered by"))
                 }
+                TapeItem::Choice {
+                    of,
+                    on_true,
+                    on_false,
+                } => {
+                    let p = self.b().pop(tape, Type::Bool);
+                    self.choices.insert(of, (p, on_true, on_false));
+                    let what = super::aug::describe(self.primal, of);
+                    (p, format!("the choice of {what}"))
+                }
             };
             if let adze_ir::ValueDef::Result { inst, .. } = *self.out.dfg.value_def(p) {
                 self.out
@@ -676,6 +691,7 @@ impl Adj<'_> {
     fn rev_block(&mut self, block: Block) -> Result<(), AdError> {
         self.block = Some(self.rev_of(block));
         self.map.clear();
+        self.choices.clear();
         self.acc = std::mem::take(&mut self.carried[block]);
         // What a later reverse block handed on is pending here from the
         // start (nothing of this block's chain after it adds to it).
@@ -1249,7 +1265,14 @@ impl Adj<'_> {
             Some(&m) => m,
             None => self.dummy(Type::F64),
         };
-        let local = partials::local_derivative(&mut self.b(), &d, rv, &wanted);
+        let local = match self.choices.get(&r) {
+            Some(&(cond, on_true, on_false)) => Some(Local::Choose {
+                cond,
+                on_true,
+                on_false,
+            }),
+            None => partials::local_derivative(&mut self.b(), &d, rv, &wanted),
+        };
         match local {
             Some(Local::Partials(ps)) => {
                 for (k, p) in ps.iter().enumerate() {

@@ -26,6 +26,7 @@
 
 use super::plan::{Plan, TapeItem};
 use super::{CallTarget, Calls};
+use crate::partials::{self, Local};
 use crate::regions::Collapse;
 use crate::AdError;
 use adze_ir::{Block, CmpCond, FuncBuilder, Function, Inst, InstData, Signature, Type, Value};
@@ -163,6 +164,13 @@ impl Aug<'_> {
                     self.edge_param[block].ok_or_else(|| internal(primal))?,
                     format!("saves the edge {block} was entered by"),
                 ),
+                TapeItem::Choice { of, .. } => {
+                    let cond = choice_cond(&mut b, primal, *of).ok_or_else(|| internal(primal))?;
+                    (
+                        cond,
+                        format!("saves the choice of {}", describe(primal, *of)),
+                    )
+                }
             };
             let push = b.push(tape, v);
             b.func.notes.inst(push, format!("tape {tape}: {note}"));
@@ -610,6 +618,21 @@ fn threaded(plan: &Plan, a: Value) -> Option<usize> {
 fn longest(b: &mut FuncBuilder, len: Value, max: Value) -> Value {
     let gt = b.icmp(CmpCond::Gt, len, max);
     b.select(gt, len, max)
+}
+
+/// The condition of the [`Local::Choose`] derivative of the operation that
+/// defines `of` (a [`TapeItem::Choice`]), emitted by the rule itself from
+/// its operands, which the augmented primal has under their own numbers.
+fn choice_cond(b: &mut FuncBuilder, primal: &Function, of: Value) -> Option<Value> {
+    let adze_ir::ValueDef::Result { inst, .. } = *primal.dfg.value_def(of) else {
+        return None;
+    };
+    let data = primal.dfg.inst(inst).clone();
+    let wanted = vec![true; data.args().len()];
+    match partials::local_derivative(b, &data, of, &wanted)? {
+        Local::Choose { cond, .. } => Some(cond),
+        Local::Partials(_) => None,
+    }
 }
 
 /// A primal value as a note names it: `v12 (fmul at 3:14)`, `v3

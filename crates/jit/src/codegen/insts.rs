@@ -89,16 +89,34 @@ impl Translator<'_, '_> {
         }
         let f64t = cl::types::F64;
         let x = self.scalar(arg)?;
+        if matches!(op, Opcode::Fneg | Opcode::Vfneg) {
+            let mask = (1u128 << 63) | (1u128 << 127);
+            let c = self
+                .b
+                .func
+                .dfg
+                .constants
+                .insert(cl::ConstantData::from(mask.to_le_bytes().as_slice()));
+            let m = self.b.ins().vconst(cl::types::F64X2, c);
+            let r = if op == Opcode::Vfneg {
+                self.b.ins().bxor(x, m)
+            } else {
+                let v = self.b.ins().splat(cl::types::F64X2, x);
+                let n = self.b.ins().bxor(v, m);
+                self.b.ins().extractlane(n, 0)
+            };
+            self.define(inst, r);
+            return Ok(());
+        }
         let ins = self.b.ins();
         let r = match op {
-            Opcode::Fneg => ins.fneg(x),
             Opcode::Ineg => ins.ineg(x),
             Opcode::Not => ins.bxor_imm_u(x, 1),
             Opcode::Sitof => ins.fcvt_from_sint(f64t, x),
             Opcode::Tobits => ins.bitcast(cl::types::I64, MemFlagsData::new(), x),
             Opcode::Frombits => ins.bitcast(f64t, MemFlagsData::new(), x),
             Opcode::Sqrt | Opcode::Vsqrt => ins.sqrt(x),
-            Opcode::Vfneg => ins.fneg(x),
+            Opcode::Vfneg => unreachable!("negated above"),
             Opcode::Vsplat => ins.splat(cl::types::F64X2, x),
             Opcode::Vlane0 => ins.extractlane(x, 0),
             Opcode::Vlane1 => ins.extractlane(x, 1),
@@ -157,7 +175,18 @@ impl Translator<'_, '_> {
             }
             _ => {}
         }
-        let (x, y) = (self.scalar(args[0])?, self.scalar(args[1])?);
+        let (mut x, mut y) = (self.scalar(args[0])?, self.scalar(args[1])?);
+        if matches!(op, Opcode::Fadd | Opcode::Fmul)
+            && self.number_const(args[0])
+            && !self.number_const(args[1])
+        {
+            // `c + x` as `x + c`: Cranelift reads a constant second operand
+            // from the constant pool (`vmulsd (%rip), ..`) but builds a
+            // first one in a general register (`movabs`, `vmovq`). Exact:
+            // the sum or product is the same number, and with `c` not a
+            // NaN, a NaN result can only be `x`'s, whichever side it is on.
+            std::mem::swap(&mut x, &mut y);
+        }
         let reciprocal = match op {
             Opcode::Fdiv => self.exact_reciprocal(args[1]),
             _ => None,
@@ -173,10 +202,19 @@ impl Translator<'_, '_> {
                 self.b.ins().insertlane(v, y, 1)
             }
             Opcode::Vshift => {
-                let hi = ins.extractlane(x, 1);
-                let lo = self.b.ins().extractlane(y, 0);
-                let v = self.b.ins().scalar_to_vector(cl::types::F64X2, hi);
-                self.b.ins().insertlane(v, lo, 1)
+                // `[x.1, y.0]`: bytes 8..24 of `x ++ y`, one `palignr`.
+                let le = MemFlagsData::new().with_endianness(cl::Endianness::Little);
+                let bx = ins.bitcast(cl::types::I8X16, le, x);
+                let by = self.b.ins().bitcast(cl::types::I8X16, le, y);
+                let lanes: Vec<u8> = (8..24).collect();
+                let mask = self
+                    .b
+                    .func
+                    .dfg
+                    .immediates
+                    .push(cl::ConstantData::from(lanes.as_slice()));
+                let v = self.b.ins().shuffle(bx, by, mask);
+                self.b.ins().bitcast(cl::types::F64X2, le, v)
             }
             Opcode::Fdiv => match reciprocal {
                 Some(r) => {
@@ -223,6 +261,17 @@ impl Translator<'_, '_> {
         let exponent = (bits >> 52) & 0x7ff;
         let fraction = bits & ((1 << 52) - 1);
         (fraction == 0 && (1..0x7ff).contains(&exponent)).then(|| 1.0 / f64::from_bits(*bits))
+    }
+
+    /// Is `v` an `fconst` that is not a NaN?
+    fn number_const(&self, v: IrValue) -> bool {
+        match self.func.dfg.value_def(v) {
+            adze_ir::ValueDef::Result { inst, .. } => matches!(
+                self.func.dfg.inst(*inst),
+                InstData::FConst { bits } if !f64::from_bits(*bits).is_nan()
+            ),
+            _ => false,
+        }
     }
 
     /// `store`, `select` and `slice`.

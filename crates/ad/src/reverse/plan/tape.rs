@@ -19,6 +19,18 @@ pub(crate) enum TapeItem {
     /// The number of the incoming edge the block was entered by (an i64);
     /// only for blocks with more than one incoming edge.
     Edge,
+    /// Which operand an active `min`/`max` (any operation whose derivative
+    /// is a [`Local::Choose`]) chose, a bool: the condition of its local
+    /// derivative, computed by the augmented primal where the record is
+    /// pushed, instead of the operands it is computed from, when those
+    /// would be popped (`closest` and `dist` of k-means' `min(closest,
+    /// dist)`). The adjoint pops it and adds the cotangent to operand
+    /// `on_true` or `on_false`, as the rule's own condition would have.
+    Choice {
+        of: Value,
+        on_true: usize,
+        on_false: usize,
+    },
 }
 
 /// How the adjoint obtains a primal scalar (or array) that a reverse block
@@ -69,16 +81,32 @@ impl Recipe {
 /// instructions in the reverse block; beyond, the value is taped.
 const RECOMPUTE_BUDGET: usize = 8;
 
+/// What the reverse of one block reads from the primal.
+#[derive(Clone, Copy)]
+enum Need {
+    /// A primal value.
+    Value(Value),
+    /// The condition of the [`Local::Choose`] derivative of the operation
+    /// that defines `of`, whose two operands it is computed from: either
+    /// both operands, or the condition itself ([`TapeItem::Choice`]).
+    Choice {
+        of: Value,
+        args: [Value; 2],
+        on_true: usize,
+        on_false: usize,
+    },
+}
+
 /// The values the reverse of one block reads, each with the segment of the
 /// instruction that reads it (see [`Plan::recipes`]).
 struct Needs<'a> {
-    list: &'a mut Vec<(u32, Value)>,
+    list: &'a mut Vec<(u32, Need)>,
     segment: u32,
 }
 
 impl Needs<'_> {
     fn push(&mut self, v: Value) {
-        self.list.push((self.segment, v));
+        self.list.push((self.segment, Need::Value(v)));
     }
 
     /// The bounds of `a` if it is a view, and of the views it is made of:
@@ -155,6 +183,39 @@ impl Resolver<'_> {
         } else {
             self.tape(v)
         }
+    }
+
+    /// The condition of a [`Need::Choice`]: computed again from its
+    /// operands when both are known or can be recomputed without popping
+    /// anything, taped as one bool otherwise (one entry instead of one or
+    /// two values, and nothing for forward mode to tape beside it).
+    fn resolve_choice(
+        &mut self,
+        of: Value,
+        args: [Value; 2],
+        on_true: usize,
+        on_false: usize,
+    ) -> Result<(), AdError> {
+        let free = |v: Value| {
+            let mut t = Attempt {
+                budget: RECOMPUTE_BUDGET,
+                ..Attempt::default()
+            };
+            self.attempt(v, &mut t, true) && t.leaves.is_empty()
+        };
+        if free(args[0]) && free(args[1]) {
+            self.resolve(args[0])?;
+            return self.resolve(args[1]);
+        }
+        self.items.push((
+            self.segment,
+            TapeItem::Choice {
+                of,
+                on_true,
+                on_false,
+            },
+        ));
+        Ok(())
     }
 
     fn tape(&mut self, v: Value) -> Result<(), AdError> {
@@ -319,7 +380,7 @@ pub(crate) fn partial_needs(
     data: &InstData,
     result: Value,
     wanted: &[bool],
-) -> (Vec<bool>, bool) {
+) -> (Vec<bool>, bool, Option<(usize, usize)>) {
     let mut scratch = Function::new("scratch", Signature::default());
     let mut b = FuncBuilder::new(&mut scratch);
     let block = b.create_block();
@@ -339,6 +400,7 @@ pub(crate) fn partial_needs(
             used.insert(v);
         });
     }
+    let mut choose = None;
     match local {
         Some(Local::Partials(ps)) => {
             for (k, p) in ps.iter().enumerate() {
@@ -347,14 +409,20 @@ pub(crate) fn partial_needs(
                 }
             }
         }
-        Some(Local::Choose { cond, .. }) => {
+        Some(Local::Choose {
+            cond,
+            on_true,
+            on_false,
+        }) => {
             used.insert(cond);
+            choose = Some((on_true, on_false));
         }
         None => {}
     }
     (
         ops.iter().map(|&v| used.contains(v)).collect(),
         used.contains(res),
+        choose,
     )
 }
 
@@ -386,7 +454,7 @@ impl Plan {
             if self.has_edge_item(b) {
                 r.items.push((0, TapeItem::Edge));
             }
-            let mut needs: Vec<(u32, Value)> = Vec::new();
+            let mut needs: Vec<(u32, Need)> = Vec::new();
             let mut segment = 0;
             for &inst in func.layout.block_insts(b) {
                 let data = func.dfg.inst(inst);
@@ -447,7 +515,23 @@ impl Plan {
                             .iter()
                             .map(|&a| self.is_active(func, a))
                             .collect();
-                        let (ops, res_needed) = partial_needs(func, data, *res, &wanted);
+                        let (ops, res_needed, choose) = partial_needs(func, data, *res, &wanted);
+                        if let (Some((on_true, on_false)), &[a0, a1], false) =
+                            (choose, data.args(), res_needed)
+                        {
+                            if ops == [true, true] {
+                                needs.list.push((
+                                    segment,
+                                    Need::Choice {
+                                        of: *res,
+                                        args: [a0, a1],
+                                        on_true,
+                                        on_false,
+                                    },
+                                ));
+                                continue;
+                            }
+                        }
                         for (k, &a) in data.args().iter().enumerate() {
                             if ops[k] {
                                 needs.push(a);
@@ -459,14 +543,25 @@ impl Plan {
                     }
                 }
             }
-            for (segment, v) in needs {
+            // A segment's choices last: an operand another partial needs
+            // is then known, and the condition is computed from it.
+            needs.sort_by_key(|&(segment, need)| (segment, matches!(need, Need::Choice { .. })));
+            for (segment, need) in needs {
                 if segment != r.segment {
                     r.segment = segment;
                     r.popped.clear();
                     r.recomputed.clear();
                     r.known_loads.clear();
                 }
-                r.resolve(v)?;
+                match need {
+                    Need::Value(v) => r.resolve(v)?,
+                    Need::Choice {
+                        of,
+                        args,
+                        on_true,
+                        on_false,
+                    } => r.resolve_choice(of, args, on_true, on_false)?,
+                }
             }
             let (items, recipes) = (r.items, r.recipes);
             for (_, r) in &recipes {
