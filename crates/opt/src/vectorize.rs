@@ -1268,35 +1268,46 @@ fn rewrite(func: &mut Function, p: &Plan) {
         let one = iconst(func, gate, 1);
         tests.push(icmp(CmpCond::Gt, entry.args[counter_of(p)], one));
     }
-    // `a && b` is `select a, b, false`: one `false` for all of them.
+    // `a && b` is `select a, b, false`: one `false` for all of them. The
+    // tests first, joined to a count-down loop's guard last: the `apart`
+    // tests of a loop inside another depend only on the arrays, so their
+    // conjunction leaves the outer loops (`licm`) when it is not joined
+    // to the guard of this trip (kmeans' `dir`: seven pairs per point and
+    // centroid).
     let mut no = None;
+    let mut and = |func: &mut Function, o: Value, t: Value| {
+        let f = *no.get_or_insert_with(|| {
+            value(
+                func,
+                gate,
+                InstData::BConst { imm: false },
+                Type::Bool,
+                None,
+            )
+        });
+        value(
+            func,
+            gate,
+            InstData::Ternary {
+                op: Opcode::Select,
+                args: [o, t, f],
+            },
+            Type::Bool,
+            None,
+        )
+    };
+    let guard = ok.take();
     for test in tests {
         let t = value(func, gate, test, Type::Bool, like);
         ok = Some(match ok {
             None => t,
-            Some(o) => {
-                let f = *no.get_or_insert_with(|| {
-                    value(
-                        func,
-                        gate,
-                        InstData::BConst { imm: false },
-                        Type::Bool,
-                        None,
-                    )
-                });
-                value(
-                    func,
-                    gate,
-                    InstData::Ternary {
-                        op: Opcode::Select,
-                        args: [o, t, f],
-                    },
-                    Type::Bool,
-                    None,
-                )
-            }
+            Some(o) => and(func, o, t),
         });
     }
+    ok = match (guard, ok) {
+        (Some(g), Some(t)) => Some(and(func, g, t)),
+        (g, t) => g.or(t),
+    };
     if gate != ve {
         // A count-down loop's `apart` tests, joined to `version`'s guard
         // (whose facts prove the lanes' indices).
