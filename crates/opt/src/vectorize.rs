@@ -64,7 +64,9 @@
 use crate::analysis::{def_inst, iconst_of, Cfg, Scopes};
 use crate::copy::entered_once;
 use crate::mem::may_alias;
-use adze_ir::bounds::{guard_facts, nonneg_fact, offset_form, zeros_before, zeros_lengths};
+use adze_ir::bounds::{
+    guard_facts, nonneg_fact, offset_form, zeros_before, zeros_lengths, LengthClasses,
+};
 use adze_ir::cfg::DominatorTree;
 use adze_ir::{Block, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Type, Value};
 use std::collections::HashMap;
@@ -1243,7 +1245,23 @@ fn rewrite(func: &mut Function, p: &Plan) {
         if let Some(i0) = p.ranges.start {
             tests.push(icmp(CmpCond::Ge, i0, zero));
         }
+        // Rows of arrays of one length (`samelen`s of the entry block)
+        // with one base are one test, with the largest `c`; a base is
+        // tested `>= 0` once. `adze_ir::bounds` proves each array's
+        // accesses by the same classes.
+        let classes = LengthClasses::of_entry_block(func);
+        let mut rows: Vec<(Value, Option<Value>, i64)> = Vec::new();
         for &(arr, base, c) in &p.ranges.rows {
+            match rows
+                .iter_mut()
+                .find(|r| classes.rep(r.0) == classes.rep(arr) && r.1 == base)
+            {
+                Some(r) => r.2 = r.2.max(c),
+                None => rows.push((arr, base, c)),
+            }
+        }
+        let mut nonneg: Vec<Value> = Vec::new();
+        for (arr, base, c) in rows {
             let len = InstData::Unary {
                 op: Opcode::Len,
                 arg: arr,
@@ -1251,7 +1269,10 @@ fn rewrite(func: &mut Function, p: &Plan) {
             let len = value(func, gate, len, Type::I64, like);
             let mut lim = len;
             if let Some(b) = base {
-                tests.push(icmp(CmpCond::Ge, b, zero));
+                if !nonneg.contains(&b) {
+                    nonneg.push(b);
+                    tests.push(icmp(CmpCond::Ge, b, zero));
+                }
                 tests.push(icmp(CmpCond::Le, b, len));
                 lim = value(func, gate, isub(len, b), Type::I64, like);
             }

@@ -55,7 +55,7 @@
 
 use crate::analysis::{iconst_of, Cfg, Scopes};
 use crate::copy::{copy_loop, loop_shape, merge_at_exit, BackEdges, LoopCopy, LoopShape};
-use adze_ir::bounds::{count_down_index, is_minus_one};
+use adze_ir::bounds::{count_down_index, is_minus_one, LengthClasses};
 use adze_ir::{Block, BlockCall, CmpCond, Function, InstData, Opcode, Type, Value};
 
 /// The largest loop (in instructions) that is versioned.
@@ -239,7 +239,19 @@ fn version(func: &mut Function, p: &Plan) {
     let zero = g.value(func, InstData::IConst { imm: 0 }, Type::I64);
     let no = g.value(func, InstData::BConst { imm: false }, Type::Bool);
     let mut ok = g.icmp(func, CmpCond::Ge, c0, zero);
+    // Arrays of one length (`samelen`s of the entry block, which have run)
+    // with one base need one test, and a base one `>= 0` (kmeans' `dir`
+    // reads four arrays of one length per centroid: 16 tests became 3).
+    // `adze_ir::bounds` proves each of them from it, by the same classes.
+    let classes = LengthClasses::of_entry_block(func);
+    let mut tested: Vec<(Value, Base)> = Vec::new();
+    let mut nonneg: Vec<Value> = Vec::new();
     for r in &p.ranges {
+        let key = (classes.rep(r.array), r.base);
+        if tested.contains(&key) {
+            continue;
+        }
+        tested.push(key);
         let len = g.value(
             func,
             InstData::Unary {
@@ -252,8 +264,11 @@ fn version(func: &mut Function, p: &Plan) {
             Base::None => None,
             Base::Const(k) => Some(g.value(func, InstData::IConst { imm: k }, Type::I64)),
             Base::Value(b) => {
-                let nonneg = g.icmp(func, CmpCond::Ge, b, zero);
-                ok = g.and(func, ok, nonneg, no);
+                if !nonneg.contains(&b) {
+                    nonneg.push(b);
+                    let t = g.icmp(func, CmpCond::Ge, b, zero);
+                    ok = g.and(func, ok, t, no);
+                }
                 Some(b)
             }
         };

@@ -103,3 +103,45 @@ fn version_leaves_alone() {
         assert_eq!(stats.loops, 0, "{after}");
     }
 }
+
+/// Arrays of one length (a `samelen` of the entry block) read at one base
+/// are tested once, and the base `>= 0` once: kmeans' adjoint reads four
+/// such arrays per centroid. The copy's accesses to both are still
+/// proven (`adze_ir::bounds` relates them by the same classes), and the
+/// two agree with the interpreter, a `samelen` that traps included.
+#[test]
+fn version_tests_arrays_of_one_length_once() {
+    let text = COUNT_DOWN
+        .replace(
+            "    v4 = fconst 0.0\n",
+            "    samelen v0, v1\n    v4 = fconst 0.0\n",
+        )
+        .replace("store v1, v10, v13", "store v1, v11, v13");
+    let mut inputs = Vec::new();
+    for ylen in [3, 4] {
+        for c0 in [-1, 0, 1, 3, 4, 5] {
+            for base in [-1, 0, 1, 2] {
+                inputs.push(vec![
+                    Val::Array(vec![0.5, -1.25, 3.0, 2.0]),
+                    Val::Array(vec![0.0; ylen]),
+                    Val::I64(c0),
+                    Val::I64(base),
+                ]);
+            }
+        }
+    }
+    let after = transform_and_compare(&text, "f", &inputs, |f| {
+        assert_eq!(version_loops(f).loops, 1);
+    });
+    // x[base + c - 1] and y[base + c - 1] are one range; x[c - 1] another.
+    assert_eq!(after.matches(" = len ").count(), 2, "{after}");
+    assert_eq!(after.matches("icmp ge v3,").count(), 1, "{after}");
+    let parsed = parse(&after);
+    let f = parsed.func(parsed.get("f").unwrap());
+    let safe = adze_ir::bounds::safe_accesses(f);
+    assert_eq!(
+        safe.keys().filter(|&i| safe.contains(i)).count(),
+        3,
+        "{after}"
+    );
+}
