@@ -1317,18 +1317,40 @@ fn rewrite(func: &mut Function, p: &Plan) {
             None,
         )
     };
+    // The other tests (ranges, a neighbour's trip) as a balanced tree: a
+    // chain makes each `and` wait for the one before (GMM's second style
+    // tests six atoms per row of its triangle).
     let guard = ok.take();
-    for test in tests {
+    let n_apart = p.guards.len();
+    let mut rest = Vec::new();
+    for (k, test) in tests.into_iter().enumerate() {
         let t = value(func, gate, test, Type::Bool, like);
+        if k < n_apart {
+            ok = Some(match ok {
+                None => t,
+                Some(o) => and(func, o, t),
+            });
+        } else {
+            rest.push(t);
+        }
+    }
+    while rest.len() > 1 {
+        let mut level = Vec::with_capacity(rest.len().div_ceil(2));
+        for pair in rest.chunks(2) {
+            level.push(match *pair {
+                [a, b] => and(func, a, b),
+                [a] => a,
+                _ => unreachable!("chunks of two"),
+            });
+        }
+        rest = level;
+    }
+    for t in [rest.pop(), guard].into_iter().flatten() {
         ok = Some(match ok {
             None => t,
             Some(o) => and(func, o, t),
         });
     }
-    ok = match (guard, ok) {
-        (Some(g), Some(t)) => Some(and(func, g, t)),
-        (g, t) => g.or(t),
-    };
     if gate != ve {
         // A count-down loop's `apart` tests, joined to `version`'s guard
         // (whose facts prove the lanes' indices).

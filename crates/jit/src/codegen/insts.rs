@@ -292,7 +292,24 @@ impl Translator<'_, '_> {
             Opcode::Select => {
                 let c = self.scalar(args[0])?;
                 let (x, y) = (self.scalar(args[1])?, self.scalar(args[2])?);
-                let r = self.b.ins().select(c, x, y);
+                // Bools are 0 or 1 in an `i8`: `c && x` (`select c, x,
+                // false`, the guards' conjunctions) is `band`, one `and`
+                // instead of a `test` and a `cmov`; `c || y` is `bor`.
+                let is_bconst = |v: IrValue, b: bool| {
+                    matches!(self.func.dfg.value_def(v), adze_ir::ValueDef::Result { inst, .. }
+                        if matches!(self.func.dfg.inst(*inst), InstData::BConst { imm } if *imm == b))
+                };
+                let r = if self.func.dfg.value_type(args[1]) == adze_ir::Type::Bool
+                    && is_bconst(args[2], false)
+                {
+                    self.b.ins().band(c, x)
+                } else if self.func.dfg.value_type(args[1]) == adze_ir::Type::Bool
+                    && is_bconst(args[1], true)
+                {
+                    self.b.ins().bor(c, y)
+                } else {
+                    self.b.ins().select(c, x, y)
+                };
                 self.define(inst, r);
             }
             _ => return Err(self.err(format!("unexpected three-operand opcode {op}"))),

@@ -303,6 +303,35 @@ fn booleans_and_select() {
     }
 }
 
+/// `select c, x, false` and `select c, true, y` of bools are compiled as
+/// `band` and `bor` (bools are 0 or 1); with the constant on the other
+/// side, or of another type, they stay `select`s. Every combination, on
+/// both engines.
+#[test]
+fn selects_of_bools_with_a_constant() {
+    let mut mb = Mb::new();
+    let id = mb.func(
+        "@sel(c: bool, x: bool) -> (bool, bool, bool, bool)",
+        |b, p| {
+            let f = b.bconst(false);
+            let t = b.bconst(true);
+            let and = b.select(p[0], p[1], f);
+            let or = b.select(p[0], t, p[1]);
+            let other = b.select(p[0], f, p[1]);
+            let chain = b.select(and, or, f);
+            b.ret(&[and, or, other, chain]);
+        },
+    );
+    for c in [false, true] {
+        for x in [false, true] {
+            let out = run(&mb.m, id, &[Val::Bool(c), Val::Bool(x)]).unwrap();
+            let want = [c && x, c || x, !c && x, c && x];
+            let want: Vec<Val> = want.into_iter().map(Val::Bool).collect();
+            assert_eq!(out.results, want, "{c} {x}");
+        }
+    }
+}
+
 /// Defines `{prefix}_{cond}(a, b) = cmp(cond, a, b)` for every condition.
 fn cmp_funcs(
     mb: &mut Mb,
