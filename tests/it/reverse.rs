@@ -346,3 +346,82 @@ fn dt(x: [f64], dx: mut [f64], y: [f64], dy: mut [f64]) {
     );
     assert!(report.runs >= 4 * 3, "{} runs", report.runs);
 }
+
+/// Forward mode over a gradient: the gradient drops its function's value,
+/// so the forward derivative of the augmented primal is asked for without
+/// its result (`.noret`): it returns nothing and computes no tangent of the
+/// value (the optimizer removes what fed it), while a call whose value is
+/// used keeps both. The Hessian-vector product is the one worked out by
+/// hand, with the helper inlined or called, to the third order.
+#[test]
+fn forward_over_a_gradient_skips_the_tangent_of_the_dropped_value() {
+    let src = "
+fn cube_sum(x: [f64]) -> f64 {
+    var s = 0.0;
+    for i in 0..len(x) { s = s + x[i] * x[i] * x[i]; }
+    s
+}
+fn grad(x: [f64], dx: mut [f64]) { autodiff(reverse, cube_sum, active, dup(x, dx)); }
+fn hvp(x: [f64], v: [f64], dx: mut [f64], hv: mut [f64]) {
+    autodiff(forward, grad, const, dup(x, v), dup(dx, hv));
+}
+fn value_and_slope(x: [f64], v: [f64]) -> (f64, f64) {
+    autodiff(forward, cube_sum, dual, dup(x, v))
+}
+fn third(x: [f64], v: [f64], dx: mut [f64], hv: mut [f64], w: mut [f64]) {
+    let bx = zeros(len(x));
+    let bv = zeros(len(v));
+    let bdx = zeros(len(dx));
+    fill(w, 1.0);
+    autodiff(reverse, hvp, const, dup(x, bx), dup(v, bv), dup(dx, bdx), dup(hv, w));
+}
+";
+    let mut session = adze::Session::from_source("noret.adz", src).unwrap();
+    // Not inlined, the augmented primal stays a call.
+    session.inline = adze::InlineSetting::None;
+    let text = session.prepare("hvp").unwrap().to_string();
+    let aug = text
+        .split("function @")
+        .find(|f| f.starts_with("cube_sum.aug.dup.fwd.dup.noret("))
+        .unwrap_or_else(|| panic!("no value-free forward derivative in\n{text}"));
+    let header = aug.lines().next().unwrap();
+    assert!(header.ends_with(") {"), "{header}");
+    assert!(
+        !text.contains("function @cube_sum.aug.dup.fwd.dup("),
+        "{text}"
+    );
+    // Asked for its value, forward mode returns it and its tangent.
+    let text = session.prepare("value_and_slope").unwrap().to_string();
+    assert!(
+        text.contains("function @cube_sum.fwd.dup(x: arr, x.d: arr) -> (f64, f64)"),
+        "{text}"
+    );
+
+    // H = diag(6 x_i): H·v.
+    let program = adze::Program::from_source("noret.adz", src).unwrap();
+    let (x, v) = ([1.5, -2.0, 0.25], [1.0, 0.5, -4.0]);
+    let (mut dx, mut hv) = ([0.0; 3], [0.0; 3]);
+    program
+        .function("hvp")
+        .unwrap()
+        .call(&mut [
+            adze::Arg::Array(&x),
+            adze::Arg::Array(&v),
+            adze::Arg::ArrayMut(&mut dx),
+            adze::Arg::ArrayMut(&mut hv),
+        ])
+        .unwrap();
+    assert_eq!(dx, [6.75, 12.0, 0.1875]);
+    assert_eq!(hv, [9.0, -6.0, -6.0]);
+    let path = crate::support::root().join("noret.adz");
+    let options = adze::check_inline::InlineCheckOptions {
+        samples: 3,
+        ..Default::default()
+    };
+    let report = adze::check_inline::check_inline(&session, &path, &options).unwrap();
+    assert!(
+        report.differences.is_empty(),
+        "{}",
+        adze::check_inline::render(&report)
+    );
+}

@@ -321,10 +321,10 @@ fn derived_fault_cases(
         (
             None,
             "hvp_shifted",
-            "shifted.aug.dup_const.fwd.dup_const",
+            "shifted.aug.dup_const.fwd.dup_const.noret",
             derived(
                 "the forward derivative of the augmented primal of the reverse derivative of `shifted`",
-                "shifted.aug.dup_const.fwd.dup_const",
+                "shifted.aug.dup_const.fwd.dup_const.noret",
                 &at_shifted,
                 OOB_A,
             ),

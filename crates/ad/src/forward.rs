@@ -414,6 +414,7 @@ fn build(
         consts: Vec::new(),
         region_rules,
         leaving_opaque: EntitySet::new(),
+        used: None,
     };
     t.run()?;
     let mut out = t.out;
@@ -480,6 +481,8 @@ struct Transform<'a, 'h> {
     /// exit to the region's continuation, whose results' tangents come from
     /// the call placed before the region, the same on every exit.
     leaving_opaque: EntitySet<Block>,
+    /// The primal's values that some instruction uses (made on first need).
+    used: Option<EntitySet<Value>>,
 }
 
 impl Transform<'_, '_> {
@@ -1123,13 +1126,18 @@ impl Transform<'_, '_> {
             return Ok(());
         }
         let acts = self.call_acts(args);
-        let ret = if callee_sig.results.is_empty() {
+        let results = self.primal.dfg.inst_results(inst).to_vec();
+        let seeded = self.seeds(callee, &acts, &results);
+        // A call whose results nothing reads (an augmented primal's value,
+        // which a gradient drops) asks for the derivative without them
+        // (`ret const`): no tangent of the result is computed, and the
+        // optimizer then removes what only fed it.
+        let unread = !results.is_empty() && seeded.is_empty() && !self.any_used(&results);
+        let ret = if callee_sig.results.is_empty() || unread {
             RetActivity::Const
         } else {
             RetActivity::Dual
         };
-        let results = self.primal.dfg.inst_results(inst).to_vec();
-        let seeded = self.seeds(callee, &acts, &results);
         let req = ForwardRequest {
             func: callee,
             args: acts.clone(),
@@ -1145,18 +1153,33 @@ impl Transform<'_, '_> {
                 new_args.extend_from_slice(tangents(&self.tan, v).unwrap_or_default());
             }
         }
-        let results = self.primal.dfg.inst_results(inst).to_vec();
+        let call = InstData::Call {
+            func: d,
+            args: new_args,
+        };
+        if unread {
+            let new = self.out.dfg.make_inst_with_results(call, &[]);
+            self.out.layout.append_inst(new, block);
+            return Ok(());
+        }
         let extra = self.tangent_results(&results);
-        self.copy(
-            block,
-            inst,
-            InstData::Call {
-                func: d,
-                args: new_args,
-            },
-            &extra,
-        );
+        self.copy(block, inst, call, &extra);
         Ok(())
+    }
+
+    /// Does an instruction of the primal use one of `values`?
+    fn any_used(&mut self, values: &[Value]) -> bool {
+        let primal = self.primal;
+        let used = self.used.get_or_insert_with(|| {
+            let mut used = EntitySet::new();
+            for (_, inst) in primal.layout.insts() {
+                primal.dfg.inst(inst).for_each_use(|v| {
+                    used.insert(v);
+                });
+            }
+            used
+        });
+        values.iter().any(|&v| used.contains(v))
     }
 
     /// Fresh values for the tangents of a call's differentiable (f64 and
