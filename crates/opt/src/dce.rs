@@ -51,8 +51,10 @@
 //! empty list (entries are numbered, and parents refer to them).
 
 use crate::analysis::{def_inst, iconst_of, is_pure, table, Cfg, Scopes};
+use adze_ir::bounds::LengthClasses;
 use adze_ir::{Block, Function, Inst, InstData, Opcode, Value, ValueDef};
 use cranelift_entity::{EntitySet, SecondaryMap};
+use std::collections::HashSet;
 
 /// What DCE did to one function.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -151,8 +153,43 @@ fn remove_unreachable_blocks(func: &mut Function) -> usize {
     removed
 }
 
+/// The loads that cannot trap because an access earlier in their block
+/// checked the same index of an array of the same length (`samelen`s of
+/// the entry block: `LengthClasses`): the earlier one trapped, or the
+/// index is in bounds. Forward mode over an augmented primal loads a
+/// tangent `c.t[i]` beside `c[i]`; when the tangent is dead (`.noret`),
+/// its load goes too. Only for this pass: `safe_accesses`, which reverse
+/// mode's tapes follow, is left as it is.
+fn covered_loads(func: &Function) -> EntitySet<Inst> {
+    let classes = LengthClasses::of_entry_block(func);
+    let mut covered = EntitySet::new();
+    for &b in func.layout.blocks() {
+        let mut checked: HashSet<(Value, Value)> = HashSet::new();
+        for &inst in func.layout.block_insts(b) {
+            let (arr, idx) = match *func.dfg.inst(inst) {
+                InstData::Binary {
+                    op: Opcode::Load | Opcode::Iload,
+                    args: [a, i],
+                } => (a, i),
+                InstData::Ternary {
+                    op: Opcode::Store | Opcode::Istore,
+                    args: [a, i, _],
+                } => (a, i),
+                _ => continue,
+            };
+            if !checked.insert((classes.rep(arr), idx)) {
+                covered.insert(inst);
+            }
+        }
+    }
+    covered
+}
+
 fn remove_dead_insts(func: &mut Function) -> (usize, usize) {
-    let safe = adze_ir::bounds::safe_accesses(func);
+    let mut safe = adze_ir::bounds::safe_accesses(func);
+    for inst in covered_loads(func).iter() {
+        safe.insert(inst);
+    }
     // The instructions that branch to each block.
     let mut incoming: SecondaryMap<Block, Vec<Inst>> = table(func.dfg.num_blocks(), Vec::new());
     for (_, inst) in func.layout.insts() {
