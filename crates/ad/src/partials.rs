@@ -486,6 +486,31 @@ fn min_max(b: &mut FuncBuilder, data: &InstData, _: Value, _: &[bool]) -> Option
     })
 }
 
+/// The condition of [`min_max`]'s `Choose` ("the result is `a`") from the
+/// operation's own result `r`, where the result is at hand (reverse mode's
+/// augmented primal tapes this bool, `TapeItem::Choice`): `a == a` (not a
+/// NaN) and `r` has `a`'s bits. Five instructions instead of eleven, and
+/// the same bool for every pair, as `semantics::minimum`/`maximum` decide:
+/// a strict winner is returned itself, and a loser has other bits (equal
+/// values other than zeros have one encoding); on a tie of zeros `min`
+/// returns the negative one, which is `a` exactly when `a` is `-0` or both
+/// are `+0` (the rule's "unless a is +0 and b is -0"), and `max` the
+/// positive one likewise; a NaN `a` fails `a == a`, and with a NaN `b` the
+/// result is a NaN, whose bits no number has. `None` for other opcodes.
+/// Tested against the rule on every pair of special values
+/// (`crates/ad/tests/it/intrinsics.rs`).
+pub fn choice_from_result(b: &mut FuncBuilder, data: &InstData, r: Value) -> Option<Value> {
+    if !matches!(data.opcode(), Opcode::Min | Opcode::Max) {
+        return None;
+    }
+    let (a, _) = two(data)?;
+    let number = b.fcmp(CmpCond::Eq, a, a);
+    let (ra, aa) = (b.tobits(r), b.tobits(a));
+    let same = b.icmp(CmpCond::Eq, ra, aa);
+    let no = b.bconst(false);
+    Some(b.select(number, same, no))
+}
+
 /// A partial that is computed only when wanted.
 fn lazy(b: &mut FuncBuilder, wanted: bool, f: impl FnOnce(&mut FuncBuilder) -> Value) -> Partial {
     if wanted {

@@ -621,13 +621,18 @@ fn longest(b: &mut FuncBuilder, len: Value, max: Value) -> Value {
 }
 
 /// The condition of the [`Local::Choose`] derivative of the operation that
-/// defines `of` (a [`TapeItem::Choice`]), emitted by the rule itself from
-/// its operands, which the augmented primal has under their own numbers.
+/// defines `of` (a [`TapeItem::Choice`]): for `min`/`max` from the result
+/// itself (`partials::choice_from_result`), otherwise emitted by the rule
+/// from the operands, which the augmented primal has under their own
+/// numbers.
 fn choice_cond(b: &mut FuncBuilder, primal: &Function, of: Value) -> Option<Value> {
     let adze_ir::ValueDef::Result { inst, .. } = *primal.dfg.value_def(of) else {
         return None;
     };
     let data = primal.dfg.inst(inst).clone();
+    if let Some(cond) = partials::choice_from_result(b, &data, of) {
+        return Some(cond);
+    }
     let wanted = vec![true; data.args().len()];
     match partials::local_derivative(b, &data, of, &wanted)? {
         Local::Choose { cond, .. } => Some(cond),

@@ -466,3 +466,64 @@ fn the_table_in_docs_ad_md_is_the_one_in_partials_rs() {
     adze_test_support::expect_in_file(std::path::Path::new(&path), start..start + len, &table)
         .unwrap_or_else(|e| panic!("{e}"));
 }
+
+/// `partials::choice_from_result` (reverse mode's augmented primal tapes
+/// it for `min`/`max`) gives the same bool as the rule's own `Choose`
+/// condition on every pair of special values: zeros of both signs,
+/// infinities, NaNs with payloads and signs, subnormals, ties.
+#[test]
+fn the_choice_from_the_result_is_the_rules_choice() {
+    use adze_ad::partials::{choice_from_result, local_derivative, Local};
+    use adze_ir::{FuncBuilder, Function, InstData, Param, Signature, Type};
+    let values = [
+        0.0,
+        -0.0,
+        1.0,
+        -1.0,
+        1.5,
+        f64::INFINITY,
+        f64::NEG_INFINITY,
+        f64::NAN,
+        f64::from_bits(0xfff8_0000_0000_0001),
+        f64::from_bits(0x7ff8_0000_dead_beef),
+        f64::from_bits(1),
+        -f64::from_bits(1),
+        f64::MAX,
+        f64::MIN,
+    ];
+    for op in [Opcode::Min, Opcode::Max] {
+        let p = |name: &str| Param {
+            name: name.into(),
+            ty: Type::F64,
+            mutable: false,
+        };
+        let sig = Signature {
+            params: vec![p("a"), p("b")],
+            results: vec![Type::Bool, Type::Bool],
+        };
+        let mut f = Function::new("f", sig);
+        let mut b = FuncBuilder::new(&mut f);
+        let entry = b.create_block();
+        b.switch_to_block(entry);
+        let a = b.append_block_param(entry, Type::F64);
+        let c = b.append_block_param(entry, Type::F64);
+        let data = InstData::Binary { op, args: [a, c] };
+        let r = b.binary(op, a, c);
+        let Some(Local::Choose { cond: rule, .. }) =
+            local_derivative(&mut b, &data, r, &[true, true])
+        else {
+            panic!("{op}: not a choice");
+        };
+        let from_result = choice_from_result(&mut b, &data, r).unwrap();
+        b.ret(&[rule, from_result]);
+        let mut m = Module::new();
+        let id = m.push(f).unwrap();
+        verify(&m);
+        for &x in &values {
+            for &y in &values {
+                let out = run(&m, id, &[Val::F64(x), Val::F64(y)]);
+                assert_eq!(out[0], out[1], "{op}({x:e}, {y:e}): {out:?}");
+            }
+        }
+    }
+}

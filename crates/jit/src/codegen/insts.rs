@@ -302,7 +302,15 @@ impl Translator<'_, '_> {
                 let r = if self.func.dfg.value_type(args[1]) == adze_ir::Type::Bool
                     && is_bconst(args[2], false)
                 {
-                    self.b.ins().band(c, x)
+                    let r = self.b.ins().band(c, x);
+                    if self.pinned.contains(args[0]) && self.pinned.contains(args[1]) {
+                        // A conjunction of `apart`s (the lanes' guards
+                        // join them before the loops): kept too, or
+                        // Cranelift computes it again inside the loops.
+                        self.pin(inst, r);
+                        return Ok(());
+                    }
+                    r
                 } else if self.func.dfg.value_type(args[1]) == adze_ir::Type::Bool
                     && is_bconst(args[1], true)
                 {
@@ -553,6 +561,7 @@ impl Translator<'_, '_> {
         self.b.ins().stack_store(self.env.ptr, x, ss, 0);
         let l = self.slot_load(cl::types::I8, ss, 0);
         self.define(inst, l);
+        self.pinned.insert(self.func.dfg.first_result(inst));
     }
 
     /// `apart a, b`: the views share no element, as `disjoint` decides.

@@ -148,6 +148,9 @@ struct Translator<'a, 'b> {
     inlined_owner: SecondaryMap<IrBlock, Option<Inlined>>,
     /// The translation of each IR value defined so far.
     vals: SecondaryMap<IrValue, Option<Slot>>,
+    /// The bools kept in stack slots (`Translator::pin`): `apart`s, and
+    /// conjunctions of them.
+    pinned: cranelift_codegen::entity::EntitySet<IrValue>,
     /// The Cranelift block of each reachable IR block.
     blocks: SecondaryMap<IrBlock, Option<cl::Block>>,
     /// The references to other functions imported into this one so far. A
@@ -268,6 +271,7 @@ pub(crate) fn translate_function(
         cur: None,
         inlined_owner: SecondaryMap::from(func.innermost_inlined_by_block()),
         vals: SecondaryMap::with_capacity(func.dfg.num_values()),
+        pinned: cranelift_codegen::entity::EntitySet::new(),
         blocks: SecondaryMap::with_capacity(func.dfg.num_blocks()),
         refs: HashMap::new(),
         frame,
