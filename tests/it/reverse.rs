@@ -425,3 +425,45 @@ fn third(x: [f64], v: [f64], dx: mut [f64], hv: mut [f64], w: mut [f64]) {
         adze::check_inline::render(&report)
     );
 }
+
+/// A rule region's argument that its body ignores is still read, by the
+/// call that stands for the region: the call computing it keeps its
+/// results under forward mode (found by the review of session 20: `g(x)`
+/// was asked for without them, and the region's call read an undefined
+/// value).
+#[test]
+fn an_argument_a_rule_region_ignores_is_still_computed() {
+    let src = "
+#[inline(never)]
+fn g(x: f64) -> f64 { x * x }
+fn h(x: f64, y: f64) -> f64 { x * 3.0 }
+rule reverse h(x: f64, y: f64, dret: f64) -> (f64, f64) { (3.0 * dret, 5.0 * dret) }
+fn c(x: f64) -> f64 { h(x, g(x)) }
+fn fc(x: f64) -> (f64, f64) { autodiff(forward, c, dual, dual(x, 1.0)) }
+fn rc(x: f64) -> f64 { autodiff(reverse, c, active, active(x)) }
+fn frc(x: f64) -> (f64, f64) { autodiff(forward, rc, dual, dual(x, 1.0)) }
+";
+    let session = adze::Session::from_source("region_arg.adz", src).unwrap();
+    let path = crate::support::root().join("region_arg.adz");
+    let options = adze::check_inline::InlineCheckOptions {
+        samples: 3,
+        ..Default::default()
+    };
+    let report = adze::check_inline::check_inline(&session, &path, &options).unwrap();
+    assert!(
+        report.differences.is_empty(),
+        "{}",
+        adze::check_inline::render(&report)
+    );
+    // c = 3x: forward mode differentiates the body, 3.
+    let program = adze::Program::from_source("region_arg.adz", src).unwrap();
+    let out = program
+        .function("fc")
+        .unwrap()
+        .call(&mut [adze::Arg::F64(2.0)])
+        .unwrap();
+    assert_eq!(
+        out,
+        [adze::adze_ir::Val::F64(6.0), adze::adze_ir::Val::F64(3.0)]
+    );
+}

@@ -1167,7 +1167,8 @@ impl Transform<'_, '_> {
         Ok(())
     }
 
-    /// Does an instruction of the primal use one of `values`?
+    /// Does an instruction of the primal, or a rule region (its call),
+    /// use one of `values`?
     fn any_used(&mut self, values: &[Value]) -> bool {
         let primal = self.primal;
         let used = self.used.get_or_insert_with(|| {
@@ -1176,6 +1177,14 @@ impl Transform<'_, '_> {
                 primal.dfg.inst(inst).for_each_use(|v| {
                     used.insert(v);
                 });
+            }
+            // A rule region's arguments are read by the call that stands
+            // for it, even when its body ignores one (the review of
+            // session 20: `h(x, g(x))` with `h` ignoring `y`).
+            for data in primal.regions.values() {
+                for &v in data.args.iter().chain(&data.results) {
+                    used.insert(v);
+                }
             }
             used
         });
