@@ -161,12 +161,27 @@ fn remove_unreachable_blocks(func: &mut Function) -> usize {
 /// its load goes too. Only for this pass: `safe_accesses`, which reverse
 /// mode's tapes follow, is left as it is.
 fn covered_loads(func: &Function) -> EntitySet<Inst> {
-    let classes = LengthClasses::of_entry_block(func);
+    let all = LengthClasses::of_entry_block(func);
+    let entry = func.entry_block();
     let mut covered = EntitySet::new();
     for &b in func.layout.blocks() {
+        // In the entry block a `samelen` holds only after it has run (the
+        // review of session 20: `x[i]; y[i]; samelen x, y`).
+        let mut classes = if Some(b) == entry {
+            LengthClasses::default()
+        } else {
+            all.clone()
+        };
         let mut checked: HashSet<(Value, Value)> = HashSet::new();
         for &inst in func.layout.block_insts(b) {
             let (arr, idx) = match *func.dfg.inst(inst) {
+                InstData::Binary {
+                    op: Opcode::SameLen,
+                    args: [x, y],
+                } if Some(b) == entry => {
+                    classes.join(x, y);
+                    continue;
+                }
                 InstData::Binary {
                     op: Opcode::Load | Opcode::Iload,
                     args: [a, i],
