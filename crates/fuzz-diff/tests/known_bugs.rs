@@ -1101,3 +1101,34 @@ fn d2(x: f64, y: f64) -> f64 {
         &["d2"],
     );
 }
+
+/// Found by the review of session 20 (present before it): `d3` (forward
+/// over reverse over forward, through a nested reverse `autodiff` in
+/// `f1`) gives 0.0 with the helpers called (`--inline none`/`late`) and
+/// NaN inlined (`early`/`all`), on both engines. Not fixed yet
+/// (docs/performance.md, "Next"); `cargo test -p adze-fuzz-diff --test
+/// known_bugs -- --ignored` shows it.
+#[test]
+#[ignore = "open: a derivative that changes with inlining (session 20 review)"]
+fn seed73_third_order_nan_under_inlining() {
+    let source = include_str!("data/inline_nan_seed73.adz");
+    let module = run::compile(source).unwrap_or_else(|e| panic!("{e}"));
+    let (x, y) = (-138.37556086754006, -321.7274695683099);
+    let args = vec![vec![adze::adze_ir::Val::F64(x), adze::adze_ir::Val::F64(y)]];
+    let mut stats = Stats::default();
+    check_function_args(
+        &module,
+        source,
+        None,
+        "d3",
+        &[(x, y)],
+        &args,
+        &Config::default(),
+        &mut stats,
+    );
+    let mut msg = String::new();
+    for f in &stats.findings {
+        msg.push_str(&f.report());
+    }
+    assert_eq!(stats.findings_count(), 0, "{msg}");
+}
