@@ -333,18 +333,8 @@ fn dt(x: [f64], dx: mut [f64], y: [f64], dy: mut [f64]) {
     // max(-0, +0) is +0: y's.
     assert_eq!((dx, dy), ([1.0, 0.0, 0.0], [0.0, 1.0, 1.0]));
 
-    let path = crate::support::root().join("choice.adz");
-    let options = adze::check_inline::InlineCheckOptions {
-        samples: 3,
-        ..Default::default()
-    };
-    let report = adze::check_inline::check_inline(&session, &path, &options).unwrap();
-    assert!(
-        report.differences.is_empty(),
-        "{}",
-        adze::check_inline::render(&report)
-    );
-    assert!(report.runs >= 4 * 3, "{} runs", report.runs);
+    let runs = agree_under_every_inline_setting(&session, "choice.adz");
+    assert!(runs >= 4 * 3, "{runs} runs");
 }
 
 /// Forward mode over a gradient: the gradient drops its function's value,
@@ -413,17 +403,7 @@ fn third(x: [f64], v: [f64], dx: mut [f64], hv: mut [f64], w: mut [f64]) {
         .unwrap();
     assert_eq!(dx, [6.75, 12.0, 0.1875]);
     assert_eq!(hv, [9.0, -6.0, -6.0]);
-    let path = crate::support::root().join("noret.adz");
-    let options = adze::check_inline::InlineCheckOptions {
-        samples: 3,
-        ..Default::default()
-    };
-    let report = adze::check_inline::check_inline(&session, &path, &options).unwrap();
-    assert!(
-        report.differences.is_empty(),
-        "{}",
-        adze::check_inline::render(&report)
-    );
+    agree_under_every_inline_setting(&session, "noret.adz");
 }
 
 /// A rule region's argument that its body ignores is still read, by the
@@ -444,17 +424,7 @@ fn rc(x: f64) -> f64 { autodiff(reverse, c, active, active(x)) }
 fn frc(x: f64) -> (f64, f64) { autodiff(forward, rc, dual, dual(x, 1.0)) }
 ";
     let session = adze::Session::from_source("region_arg.adz", src).unwrap();
-    let path = crate::support::root().join("region_arg.adz");
-    let options = adze::check_inline::InlineCheckOptions {
-        samples: 3,
-        ..Default::default()
-    };
-    let report = adze::check_inline::check_inline(&session, &path, &options).unwrap();
-    assert!(
-        report.differences.is_empty(),
-        "{}",
-        adze::check_inline::render(&report)
-    );
+    agree_under_every_inline_setting(&session, "region_arg.adz");
     // c = 3x: forward mode differentiates the body, 3.
     let program = adze::Program::from_source("region_arg.adz", src).unwrap();
     let out = program
@@ -466,4 +436,22 @@ fn frc(x: f64) -> (f64, f64) { autodiff(forward, rc, dual, dual(x, 1.0)) }
         out,
         [adze::adze_ir::Val::F64(6.0), adze::adze_ir::Val::F64(3.0)]
     );
+}
+
+/// `adze check-inline` on every derivative of `session` (three samples):
+/// no difference between inline settings, optimizer on or off and the two
+/// engines. The number of runs.
+fn agree_under_every_inline_setting(session: &adze::Session, file: &str) -> usize {
+    let path = crate::support::root().join(file);
+    let options = adze::check_inline::InlineCheckOptions {
+        samples: 3,
+        ..Default::default()
+    };
+    let report = adze::check_inline::check_inline(session, &path, &options).unwrap();
+    assert!(
+        report.differences.is_empty(),
+        "{}",
+        adze::check_inline::render(&report)
+    );
+    report.runs
 }
