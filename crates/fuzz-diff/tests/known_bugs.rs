@@ -1104,12 +1104,14 @@ fn d2(x: f64, y: f64) -> f64 {
 
 /// Found by the review of session 20 (present before it): `d3` (forward
 /// over reverse over forward, through a nested reverse `autodiff` in
-/// `f1`) gives 0.0 with the helpers called (`--inline none`/`late`) and
-/// NaN inlined (`early`/`all`), on both engines. Not fixed yet
-/// (docs/performance.md, "Next"); `cargo test -p adze-fuzz-diff --test
-/// known_bugs -- --ignored` shows it.
+/// `f1`) gave 0.0 with the helpers called (`--inline none`/`late`) and
+/// NaN inlined (`early`/`all`), on both engines. Inlined, `f1`'s scratch
+/// array `t4`, made in `top`'s loop, was stored to at the end of one
+/// iteration and read in the next: usefulness took the read for one of
+/// the same array, and the store's adjoint multiplied a zero by an
+/// infinite partial. A `zeros` that runs again makes a new array
+/// (`reverse::plan::useful`, `read_after`).
 #[test]
-#[ignore = "open: a derivative that changes with inlining (session 20 review)"]
 fn seed73_third_order_nan_under_inlining() {
     let source = include_str!("data/inline_nan_seed73.adz");
     let module = run::compile(source).unwrap_or_else(|e| panic!("{e}"));

@@ -264,6 +264,28 @@ impl Useful<'_> {
         {
             return true;
         }
+        // A `zeros` that runs again makes a new array: a read that only a
+        // path through the root's own definition reaches reads another
+        // array (a scratch array made in a loop, written at the end of one
+        // iteration and read in the next one's fresh copy: the review of
+        // session 20, `0 · inf` under `--inline early`). Arrays never pass
+        // through block parameters, so nothing carries the old one over.
+        if let ValueDef::Result { inst: made, .. } = *func.dfg.value_def(root) {
+            if let Some(z) = func.layout.inst_block(made) {
+                let mut seen: EntitySet<Block> = EntitySet::new();
+                let mut work: Vec<Block> = adze_ir::cfg::successors(func, b);
+                while let Some(c) = work.pop() {
+                    if c != z && seen.insert(c) {
+                        work.extend(adze_ir::cfg::successors(func, c));
+                    }
+                }
+                return self.reads[root].iter().any(|&r| {
+                    func.layout
+                        .inst_block(r)
+                        .is_some_and(|rb| seen.contains(rb))
+                });
+            }
+        }
         if self.after[b].is_none() {
             let mut seen: EntitySet<Block> = EntitySet::new();
             let mut work: Vec<Block> = adze_ir::cfg::successors(func, b);
