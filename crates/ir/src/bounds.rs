@@ -106,7 +106,6 @@
 //! the JIT keeps its check, so errors are exactly the interpreter's.
 
 use crate::cfg::{reverse_postorder, DominatorTree};
-use crate::dfg::ValueDef;
 use crate::entities::{Block, Inst, Value};
 use crate::function::Function;
 use crate::instructions::{CmpCond, InstData, Opcode};
@@ -140,13 +139,7 @@ struct CountDown {
 }
 
 fn inst_of(func: &Function, v: Value) -> Option<&InstData> {
-    if !func.dfg.value_is_valid(v) {
-        return None;
-    }
-    match func.dfg.value_def(v) {
-        ValueDef::Result { inst, .. } => Some(func.dfg.inst(*inst)),
-        _ => None,
-    }
+    func.def_inst(v)
 }
 
 fn const_of(func: &Function, v: Value) -> Option<i64> {

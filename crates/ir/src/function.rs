@@ -320,14 +320,20 @@ impl Function {
 
     /// The value of `v` if it is the result of an `iconst`.
     pub fn iconst_value(&self, v: Value) -> Option<i64> {
+        match self.def_inst(v)? {
+            InstData::IConst { imm } => Some(*imm),
+            _ => None,
+        }
+    }
+
+    /// The instruction that defines `v`, if `v` is an instruction's result
+    /// (not a block parameter, detached or invalid).
+    pub fn def_inst(&self, v: Value) -> Option<&InstData> {
         if !self.dfg.value_is_valid(v) {
             return None;
         }
         match *self.dfg.value_def(v) {
-            ValueDef::Result { inst, .. } => match self.dfg.inst(inst) {
-                InstData::IConst { imm } => Some(*imm),
-                _ => None,
-            },
+            ValueDef::Result { inst, .. } => Some(self.dfg.inst(inst)),
             _ => None,
         }
     }

@@ -20,7 +20,7 @@
 //! region stays exactly the call it stands for.
 
 use adze_ir::cfg::{self, DominatorTree, LoopForest};
-use adze_ir::{Block, Function, Inst, InstData, Opcode, Region, Value, ValueDef};
+use adze_ir::{Block, Function, Inst, InstData, Opcode, Region, Value};
 use cranelift_entity::{EntityRef, EntitySet, SecondaryMap};
 
 /// A side table indexed by an entity, sized for the entities `func` has
@@ -34,13 +34,7 @@ pub(crate) fn table<K: EntityRef, T: Clone>(len: usize, default: T) -> Secondary
 
 /// The instruction that defines `v`, if any.
 pub(crate) fn def_inst(func: &Function, v: Value) -> Option<&InstData> {
-    if !func.dfg.value_is_valid(v) {
-        return None;
-    }
-    match *func.dfg.value_def(v) {
-        ValueDef::Result { inst, .. } => Some(func.dfg.inst(inst)),
-        _ => None,
-    }
+    func.def_inst(v)
 }
 
 /// The value of `v` if it is an `iconst`.

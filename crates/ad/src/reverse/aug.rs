@@ -626,10 +626,7 @@ fn longest(b: &mut FuncBuilder, len: Value, max: Value) -> Value {
 /// from the operands, which the augmented primal has under their own
 /// numbers.
 fn choice_cond(b: &mut FuncBuilder, primal: &Function, of: Value) -> Option<Value> {
-    let adze_ir::ValueDef::Result { inst, .. } = *primal.dfg.value_def(of) else {
-        return None;
-    };
-    let data = primal.dfg.inst(inst).clone();
+    let data = primal.def_inst(of)?.clone();
     if let Some(cond) = partials::choice_from_result(b, &data, of) {
         return Some(cond);
     }

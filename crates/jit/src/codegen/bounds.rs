@@ -8,7 +8,7 @@ use super::Translator;
 use crate::rt::SiteKind;
 use crate::JitError;
 use adze_ir::bounds::LengthClasses;
-use adze_ir::{Function, Inst, InstData, Value as IrValue, ValueDef};
+use adze_ir::{Function, Inst, InstData, Value as IrValue};
 use cranelift_codegen::entity::EntitySet;
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::{self as cl, InstBuilder};
@@ -72,22 +72,13 @@ impl Bounds {
 impl Translator<'_, '_> {
     /// The immediate of `v` if it is an `iconst`.
     fn const_of(&self, v: IrValue) -> Option<i64> {
-        match self.func.dfg.value_def(v) {
-            ValueDef::Result { inst, .. } => match self.func.dfg.inst(*inst) {
-                InstData::IConst { imm } => Some(*imm),
-                _ => None,
-            },
-            _ => None,
-        }
+        self.func.iconst_value(v)
     }
 
     /// The length of `arr` if it is a `zeros` of a constant length.
     fn const_len(&self, arr: IrValue) -> Option<i64> {
-        match self.func.dfg.value_def(arr) {
-            ValueDef::Result { inst, .. } => match self.func.dfg.inst(*inst) {
-                InstData::Zeros { len, .. } => self.const_of(*len),
-                _ => None,
-            },
+        match self.func.def_inst(arr)? {
+            InstData::Zeros { len, .. } => self.const_of(*len),
             _ => None,
         }
     }

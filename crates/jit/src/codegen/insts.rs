@@ -252,10 +252,7 @@ impl Translator<'_, '_> {
     /// one NaN operand). A multiplication costs a fraction of a division
     /// (`x / 2.0` in a loop is bound by the divider).
     fn exact_reciprocal(&self, v: IrValue) -> Option<f64> {
-        let adze_ir::ValueDef::Result { inst, .. } = self.func.dfg.value_def(v) else {
-            return None;
-        };
-        let InstData::FConst { bits } = self.func.dfg.inst(*inst) else {
+        let InstData::FConst { bits } = self.func.def_inst(v)? else {
             return None;
         };
         let exponent = (bits >> 52) & 0x7ff;
@@ -265,13 +262,10 @@ impl Translator<'_, '_> {
 
     /// Is `v` an `fconst` that is not a NaN?
     fn number_const(&self, v: IrValue) -> bool {
-        match self.func.dfg.value_def(v) {
-            adze_ir::ValueDef::Result { inst, .. } => matches!(
-                self.func.dfg.inst(*inst),
-                InstData::FConst { bits } if !f64::from_bits(*bits).is_nan()
-            ),
-            _ => false,
-        }
+        matches!(
+            self.func.def_inst(v),
+            Some(InstData::FConst { bits }) if !f64::from_bits(*bits).is_nan()
+        )
     }
 
     /// `store`, `select` and `slice`.
@@ -295,10 +289,7 @@ impl Translator<'_, '_> {
                 // Bools are 0 or 1 in an `i8`: `c && x` (`select c, x,
                 // false`, the guards' conjunctions) is `band`, one `and`
                 // instead of a `test` and a `cmov`; `c || y` is `bor`.
-                let is_bconst = |v: IrValue, b: bool| {
-                    matches!(self.func.dfg.value_def(v), adze_ir::ValueDef::Result { inst, .. }
-                        if matches!(self.func.dfg.inst(*inst), InstData::BConst { imm } if *imm == b))
-                };
+                let is_bconst = |v: IrValue, b: bool| matches!(self.func.def_inst(v), Some(InstData::BConst { imm }) if *imm == b);
                 let r = if self.func.dfg.value_type(args[1]) == adze_ir::Type::Bool
                     && is_bconst(args[2], false)
                 {
