@@ -163,23 +163,21 @@ fn remove_unreachable_blocks(func: &mut Function) -> usize {
 fn covered_loads(func: &Function) -> EntitySet<Inst> {
     let all = LengthClasses::of_entry_block(func);
     let entry = func.entry_block();
+    // In the entry block a `samelen` holds only after it has run (the
+    // review of session 20: `x[i]; y[i]; samelen x, y`): there the classes
+    // grow as the block goes; every other block has them all.
+    let mut so_far = LengthClasses::default();
     let mut covered = EntitySet::new();
     for &b in func.layout.blocks() {
-        // In the entry block a `samelen` holds only after it has run (the
-        // review of session 20: `x[i]; y[i]; samelen x, y`).
-        let mut classes = if Some(b) == entry {
-            LengthClasses::default()
-        } else {
-            all.clone()
-        };
+        let in_entry = Some(b) == entry;
         let mut checked: HashSet<(Value, Value)> = HashSet::new();
         for &inst in func.layout.block_insts(b) {
             let (arr, idx) = match *func.dfg.inst(inst) {
                 InstData::Binary {
                     op: Opcode::SameLen,
                     args: [x, y],
-                } if Some(b) == entry => {
-                    classes.join(x, y);
+                } if in_entry => {
+                    so_far.join(x, y);
                     continue;
                 }
                 InstData::Binary {
@@ -192,6 +190,7 @@ fn covered_loads(func: &Function) -> EntitySet<Inst> {
                 } => (a, i),
                 _ => continue,
             };
+            let classes = if in_entry { &so_far } else { &all };
             if !checked.insert((classes.rep(arr), idx)) {
                 covered.insert(inst);
             }

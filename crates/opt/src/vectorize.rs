@@ -1320,20 +1320,12 @@ fn rewrite(func: &mut Function, p: &Plan) {
     // The other tests (ranges, a neighbour's trip) as a balanced tree: a
     // chain makes each `and` wait for the one before (GMM's second style
     // tests six atoms per row of its triangle).
-    let guard = ok.take();
-    let n_apart = p.guards.len();
-    let mut rest = Vec::new();
-    for (k, test) in tests.into_iter().enumerate() {
-        let t = value(func, gate, test, Type::Bool, like);
-        if k < n_apart {
-            ok = Some(match ok {
-                None => t,
-                Some(o) => and(func, o, t),
-            });
-        } else {
-            rest.push(t);
-        }
-    }
+    let tests: Vec<Value> = tests
+        .into_iter()
+        .map(|test| value(func, gate, test, Type::Bool, like))
+        .collect();
+    let (aparts, rest) = tests.split_at(p.guards.len());
+    let mut rest = rest.to_vec();
     while rest.len() > 1 {
         let mut level = Vec::with_capacity(rest.len().div_ceil(2));
         for pair in rest.chunks(2) {
@@ -1345,12 +1337,10 @@ fn rewrite(func: &mut Function, p: &Plan) {
         }
         rest = level;
     }
-    for t in [rest.pop(), guard].into_iter().flatten() {
-        ok = Some(match ok {
-            None => t,
-            Some(o) => and(func, o, t),
-        });
-    }
+    ok = (aparts.iter().copied())
+        .chain(rest.pop())
+        .chain(ok)
+        .reduce(|o, t| and(func, o, t));
     if gate != ve {
         // A count-down loop's `apart` tests, joined to `version`'s guard
         // (whose facts prove the lanes' indices).

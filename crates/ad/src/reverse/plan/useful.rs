@@ -56,7 +56,7 @@ pub(super) fn usefulness(
         reachable: EntitySet::new(),
         tape_use: activity::TapeUse::default(),
         reads: SecondaryMap::new(),
-        after: SecondaryMap::new(),
+        after: HashMap::new(),
         param_reads: ParamReads::default(),
     };
     for (num, &p) in func.params().iter().enumerate() {
@@ -95,8 +95,10 @@ struct Useful<'a> {
     /// root (`Function::array_root`): loads, calls and returns taking it or
     /// a view of it (see [`Useful::read_after`]).
     reads: SecondaryMap<Value, Vec<Inst>>,
-    /// The blocks reachable from each block's successors (computed on use).
-    after: SecondaryMap<Block, Option<EntitySet<Block>>>,
+    /// The blocks reachable from a block's successors without entering a
+    /// barrier block (the block that makes the array asked about, if it
+    /// is made by an instruction), computed on use.
+    after: HashMap<(Block, Option<Block>), EntitySet<Block>>,
     /// The `mut` array parameters (by number) whose contents the caller
     /// does not read after the call, and the array results (numbered after
     /// the parameters) it does not read (`ReverseRequest::dead`).
@@ -234,7 +236,8 @@ impl Useful<'_> {
     /// them, or passes `a` to a `mut` parameter)? Always for a parameter
     /// that the caller may read after the call (not `dead`); else when a
     /// read of `a`'s root follows `inst` in its block or lies in a block
-    /// reachable from there. A store no read follows is dead to the
+    /// reachable from there without passing the root's definition again.
+    /// A store no read follows is dead to the
     /// derivative: called, the store after a call that read the array is in
     /// the caller, which never reads that result again, and gets no
     /// adjoint; inlined, the same store must get none either (fuzzer seed
@@ -270,37 +273,24 @@ impl Useful<'_> {
         // iteration and read in the next one's fresh copy: the review of
         // session 20, `0 · inf` under `--inline early`). Arrays never pass
         // through block parameters, so nothing carries the old one over.
-        if let ValueDef::Result { inst: made, .. } = *func.dfg.value_def(root) {
-            if let Some(z) = func.layout.inst_block(made) {
-                let mut seen: EntitySet<Block> = EntitySet::new();
-                let mut work: Vec<Block> = adze_ir::cfg::successors(func, b);
-                while let Some(c) = work.pop() {
-                    if c != z && seen.insert(c) {
-                        work.extend(adze_ir::cfg::successors(func, c));
-                    }
-                }
-                return self.reads[root].iter().any(|&r| {
-                    func.layout
-                        .inst_block(r)
-                        .is_some_and(|rb| seen.contains(rb))
-                });
-            }
-        }
-        if self.after[b].is_none() {
+        let barrier = match *func.dfg.value_def(root) {
+            ValueDef::Result { inst: made, .. } => func.layout.inst_block(made),
+            _ => None,
+        };
+        let after = self.after.entry((b, barrier)).or_insert_with(|| {
             let mut seen: EntitySet<Block> = EntitySet::new();
             let mut work: Vec<Block> = adze_ir::cfg::successors(func, b);
             while let Some(c) = work.pop() {
-                if seen.insert(c) {
+                if Some(c) != barrier && seen.insert(c) {
                     work.extend(adze_ir::cfg::successors(func, c));
                 }
             }
-            self.after[b] = Some(seen);
-        }
-        let after = self.after[b].as_ref();
+            seen
+        });
         self.reads[root].iter().any(|&r| {
             func.layout
                 .inst_block(r)
-                .is_some_and(|rb| after.is_some_and(|s| s.contains(rb)))
+                .is_some_and(|rb| after.contains(rb))
         })
     }
 
