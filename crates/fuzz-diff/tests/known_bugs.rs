@@ -27,7 +27,30 @@ fn check(source: &str, funcs: &[&str]) -> Stats {
 }
 
 fn assert_agree(source: &str, funcs: &[&str]) {
-    let stats = check(source, funcs);
+    assert_no_findings(&check(source, funcs));
+}
+
+/// Checks `func` of `source` under every setting at one point: its f64
+/// arguments `args`, reported as `point`.
+fn assert_agree_at(source: &str, func: &str, point: (f64, f64), args: &[f64]) {
+    let module = run::compile(source).unwrap_or_else(|e| panic!("{e}\n{source}"));
+    let args = vec![args.iter().map(|&v| adze::adze_ir::Val::F64(v)).collect()];
+    let mut stats = Stats::default();
+    check_function_args(
+        &module,
+        source,
+        None,
+        func,
+        &[point],
+        &args,
+        &Config::default(),
+        &mut stats,
+    );
+    assert_no_findings(&stats);
+}
+
+#[track_caller]
+fn assert_no_findings(stats: &Stats) {
     let mut msg = String::new();
     for f in &stats.findings {
         msg.push_str(&f.report());
@@ -703,24 +726,8 @@ fn top(y: f64) -> f64 {
 }
 ",
     );
-    let module = run::compile(src).unwrap();
     let y = 1.1642857142857144;
-    let mut stats = Stats::default();
-    check_function_args(
-        &module,
-        src,
-        None,
-        "d3",
-        &[(y, y)],
-        &[vec![adze::adze_ir::Val::F64(y)]],
-        &Config::default(),
-        &mut stats,
-    );
-    let mut msg = String::new();
-    for f in &stats.findings {
-        msg.push_str(&f.report());
-    }
-    assert_eq!(stats.findings_count(), 0, "{msg}");
+    assert_agree_at(src, "d3", (y, y), &[y]);
 }
 
 /// Found while fixing the test above, already on the main where that fix
@@ -1114,23 +1121,6 @@ fn d2(x: f64, y: f64) -> f64 {
 #[test]
 fn seed73_third_order_nan_under_inlining() {
     let source = include_str!("data/inline_nan_seed73.adz");
-    let module = run::compile(source).unwrap_or_else(|e| panic!("{e}"));
     let (x, y) = (-138.37556086754006, -321.7274695683099);
-    let args = vec![vec![adze::adze_ir::Val::F64(x), adze::adze_ir::Val::F64(y)]];
-    let mut stats = Stats::default();
-    check_function_args(
-        &module,
-        source,
-        None,
-        "d3",
-        &[(x, y)],
-        &args,
-        &Config::default(),
-        &mut stats,
-    );
-    let mut msg = String::new();
-    for f in &stats.findings {
-        msg.push_str(&f.report());
-    }
-    assert_eq!(stats.findings_count(), 0, "{msg}");
+    assert_agree_at(source, "d3", (x, y), &[x, y]);
 }

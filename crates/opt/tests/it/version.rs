@@ -14,20 +14,26 @@ use adze_opt::version::{version_loops, VersionStats};
 /// workspace's `tests/it/optimizer.rs`).
 const COUNT_DOWN: &str = include_str!("../data/count_down.ir");
 
-fn inputs() -> Vec<Vec<Val>> {
+/// `(x, y, c0, base)` for counts -1 to 5 and bases -1 to 2, `x` of length
+/// 4 and `y` of length `ylen`.
+fn inputs_with(ylen: usize) -> Vec<Vec<Val>> {
     let x = vec![0.5, -1.25, 3.0, 2.0];
     let mut out = Vec::new();
     for c0 in [-1, 0, 1, 3, 4, 5] {
         for base in [-1, 0, 1, 2] {
             out.push(vec![
                 Val::Array(x.clone()),
-                Val::Array(vec![0.0; 3]),
+                Val::Array(vec![0.0; ylen]),
                 Val::I64(c0),
                 Val::I64(base),
             ]);
         }
     }
     out
+}
+
+fn inputs() -> Vec<Vec<Val>> {
+    inputs_with(3)
 }
 
 /// The accesses the bounds analysis proves in `text`'s function, by block.
@@ -117,19 +123,7 @@ fn version_tests_arrays_of_one_length_once() {
             "    samelen v0, v1\n    v4 = fconst 0.0\n",
         )
         .replace("store v1, v10, v13", "store v1, v11, v13");
-    let mut inputs = Vec::new();
-    for ylen in [3, 4] {
-        for c0 in [-1, 0, 1, 3, 4, 5] {
-            for base in [-1, 0, 1, 2] {
-                inputs.push(vec![
-                    Val::Array(vec![0.5, -1.25, 3.0, 2.0]),
-                    Val::Array(vec![0.0; ylen]),
-                    Val::I64(c0),
-                    Val::I64(base),
-                ]);
-            }
-        }
-    }
+    let inputs = [inputs_with(3), inputs_with(4)].concat();
     let after = transform_and_compare(&text, "f", &inputs, |f| {
         assert_eq!(version_loops(f).loops, 1);
     });
