@@ -283,6 +283,19 @@ impl Session {
         &self,
         root: Option<&str>,
         last: Stage,
+        record: impl FnMut(Stage, &Module),
+    ) -> Result<Module, Error> {
+        let final_derivatives = self.final_derivatives(root, false);
+        self.run_stages_with(root, last, final_derivatives, record)
+    }
+
+    /// [`Session::run_stages_here`], the AD passes promising final
+    /// derivatives or not ([`Session::final_derivatives`]).
+    fn run_stages_with(
+        &self,
+        root: Option<&str>,
+        last: Stage,
+        final_derivatives: bool,
         mut record: impl FnMut(Stage, &Module),
     ) -> Result<Module, Error> {
         let mut module = self.module.clone();
@@ -302,7 +315,7 @@ impl Session {
                     }
                 }
                 Stage::Ad => {
-                    module = self.lowered(module, root)?;
+                    module = self.lowered(module, root, final_derivatives)?;
                     if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
                         let ids = scope(&module, root);
                         self.inline(&mut module, &ids, "inline (late)")?;
@@ -318,8 +331,13 @@ impl Session {
         Ok(module)
     }
 
-    fn lowered(&self, mut module: Module, root: Option<&str>) -> Result<Module, Error> {
-        self.with_ad_context(|cx| -> Result<(), Error> {
+    fn lowered(
+        &self,
+        mut module: Module,
+        root: Option<&str>,
+        final_derivatives: bool,
+    ) -> Result<Module, Error> {
+        self.with_ad_context(final_derivatives, |cx| -> Result<(), Error> {
             match root {
                 Some(name) => {
                     let id = function_by_name(&module, name)?;
@@ -337,15 +355,37 @@ impl Session {
     /// `--inline late` and `all`, the inliner as the pass between nested
     /// lowerings (on the derivatives an inner request created, before an
     /// outer pass differentiates the code that calls them).
-    fn with_ad_context<R>(&self, f: impl FnOnce(&mut adze_ad::AdContext<'_>) -> R) -> R {
+    fn with_ad_context<R>(
+        &self,
+        final_derivatives: bool,
+        f: impl FnOnce(&mut adze_ad::AdContext<'_>) -> R,
+    ) -> R {
         let mut late_inliner = |m: &mut Module, created: &[FuncId]| {
             adze_opt::inline_functions(m, created, &adze_opt::DefaultPolicy::default());
         };
         let mut cx = adze_ad::AdContext::new(self.ad_limits);
+        if final_derivatives {
+            cx = cx.with_final_derivatives();
+        }
         if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
             cx = cx.with_between(&mut late_inliner);
         }
         f(&mut cx)
+    }
+
+    /// Whether the derivatives built for `root` (the whole module without
+    /// one) are final: no reverse derivative is taken of them, neither by
+    /// a request in what `root` reaches nor, with `reverse_root`, by a
+    /// reverse derivative of `root` itself
+    /// ([`adze_ad::reverse_over_derivatives`], on the source module, so
+    /// that every inline setting decides alike).
+    fn final_derivatives(&self, root: Option<&str>, reverse_root: bool) -> bool {
+        let roots: Vec<FuncId> = match root {
+            Some(name) => self.module.get(name).into_iter().collect(),
+            None => self.module.ids().collect(),
+        };
+        let reverse_roots: &[FuncId] = if reverse_root { &roots } else { &[] };
+        !adze_ad::reverse_over_derivatives(&self.module, &roots, reverse_roots)
     }
 
     /// The inliner on the functions `ids` (then [`Session::after_inline`]).
@@ -407,7 +447,8 @@ impl Session {
         consts: &[String],
     ) -> Result<(Module, String), Error> {
         use adze_ir::{Mode, RetActivity, Type};
-        let (mut module, sig, args) = self.derive_request(name, mode, width, consts)?;
+        let (mut module, sig, args, final_derivatives) =
+            self.derive_request(name, mode, width, consts)?;
         // The results, when they are all f64 or f64 arrays: `dual`, or in
         // reverse mode `active` when they are all f64 (each cotangent
         // seeded with 1.0; for a tuple: the gradient of the sum of its
@@ -425,7 +466,7 @@ impl Session {
             (Mode::Reverse, true) if arrays => RetActivity::Dup,
             (Mode::Reverse, true) => RetActivity::Active,
         };
-        let derived = self.with_ad_context(|cx| -> Result<FuncId, Error> {
+        let derived = self.with_ad_context(final_derivatives, |cx| -> Result<FuncId, Error> {
             Ok(match mode {
                 Mode::Forward => cx.derive_forward(&mut module, name, &args, ret, width)?,
                 Mode::Reverse => cx.derive_reverse(&mut module, name, &args, ret)?,
@@ -445,8 +486,9 @@ impl Session {
         mode: adze_ir::Mode,
         width: usize,
         consts: &[String],
-    ) -> Result<(Module, adze_ir::Signature, Vec<adze_ir::ArgActivity>), Error> {
+    ) -> Result<(Module, adze_ir::Signature, Vec<adze_ir::ArgActivity>, bool), Error> {
         use adze_ir::{ArgActivity, Mode, Type};
+        let final_derivatives = self.final_derivatives(Some(name), mode == Mode::Reverse);
         if mode == Mode::Reverse && width != 1 {
             return Err(Error::Argument(
                 "vector mode (`--width`) is for forward derivatives".to_string(),
@@ -460,9 +502,9 @@ impl Session {
         let module = if self.ad_limits.checkpoint && mode == Mode::Reverse {
             let mut taped = self.clone();
             taped.ad_limits.checkpoint = false;
-            taped.run_stages_here(Some(name), Stage::Ad, |_, _| {})?
+            taped.run_stages_with(Some(name), Stage::Ad, final_derivatives, |_, _| {})?
         } else {
-            self.run_stages_here(Some(name), Stage::Ad, |_, _| {})?
+            self.run_stages_with(Some(name), Stage::Ad, final_derivatives, |_, _| {})?
         };
         let id = function_by_name(&module, name)?;
         let sig = module.func(id).sig.clone();
@@ -483,7 +525,7 @@ impl Session {
                 _ => ArgActivity::Const,
             })
             .collect();
-        Ok((module, sig, args))
+        Ok((module, sig, args, final_derivatives))
     }
 
     /// Verifies a derivative just added to `module`, runs the late inliner
@@ -534,7 +576,8 @@ impl Session {
         consts: &[String],
     ) -> Result<Derivative, Error> {
         use adze_ir::{ArgActivity, Mode, RetActivity, Type};
-        let (mut module, sig, args) = self.derive_request(name, mode, width, consts)?;
+        let (mut module, sig, args, final_derivatives) =
+            self.derive_request(name, mode, width, consts)?;
         // The results with a tangent and a cotangent: f64 and f64 arrays.
         let diff_results = sig
             .results
@@ -560,7 +603,7 @@ impl Session {
             let width = if mode == Mode::Forward { width } else { 1 };
             roles.extend(std::iter::repeat_n(lanes, width));
         }
-        let derived = self.with_ad_context(|cx| -> Result<FuncId, Error> {
+        let derived = self.with_ad_context(final_derivatives, |cx| -> Result<FuncId, Error> {
             Ok(match mode {
                 Mode::Forward => cx.derive_forward(&mut module, name, &args, ret, width)?,
                 Mode::Reverse => {

@@ -455,3 +455,86 @@ fn agree_under_every_inline_setting(session: &adze::Session, file: &str) -> usiz
     );
     report.runs
 }
+
+/// A final derivative (no reverse derivative of it is taken in the run)
+/// recomputes an inlined callee's arguments, loads of a read-only array,
+/// instead of popping them: Rosenbrock written with a helper tapes no f64
+/// (only the loop's trip count), in its gradient and its Hessian-vector
+/// product. A module that
+/// also takes a reverse derivative of the gradient pops them as the called
+/// helper does, so that reverse over reverse keeps its bits under every
+/// inline setting (docs/ad-reverse.md, "Final derivatives").
+#[test]
+fn a_final_derivative_recomputes_an_inlined_callees_arguments() {
+    let src = "
+fn term(a: f64, b: f64) -> f64 {
+    let u = 1.0 - a;
+    let v = b - a ^ 2;
+    u ^ 2 + 100.0 * v ^ 2
+}
+fn pairs(x: [f64]) -> f64 {
+    var total = 0.0;
+    var i = 1;
+    while i < len(x) {
+        total = total + term(x[i - 1], x[i]);
+        i = i + 1;
+    }
+    total
+}
+fn grad(x: [f64], dx: mut [f64]) {
+    fill(dx, 0.0);
+    autodiff(reverse, pairs, active, dup(x, dx));
+}
+fn hvp(x: [f64], v: [f64], dx: mut [f64], hv: mut [f64]) {
+    autodiff(forward, grad, const, dup(x, v), dup(dx, hv));
+}
+";
+    let nested = format!(
+        "{src}
+fn norm2(x: [f64]) -> f64 {{
+    let dx = zeros(len(x));
+    grad(x, dx);
+    var s = 0.0;
+    for i in 0..len(dx) {{ s = s + dx[i] * dx[i]; }}
+    s
+}}
+fn second(x: [f64], gx: mut [f64]) {{
+    autodiff(reverse, norm2, active, dup(x, gx));
+}}
+"
+    );
+    let session = adze::Session::from_source("final.adz", src).unwrap();
+    for f in ["grad", "hvp"] {
+        let module = session.prepare(f).unwrap().to_string();
+        assert!(!module.contains("pop 0, f64"), "{f}:\n{module}");
+    }
+    let x = [0.5, 2.0, -1.0];
+    let (mut dx, mut hv) = ([0.0; 3], [0.0; 3]);
+    let program = adze::Program::from_source("final.adz", src).unwrap();
+    program
+        .function("hvp")
+        .unwrap()
+        .call(&mut [
+            adze::Arg::Array(&x),
+            adze::Arg::Array(&[1.0, 0.0, 0.0]),
+            adze::Arg::ArrayMut(&mut dx),
+            adze::Arg::ArrayMut(&mut hv),
+        ])
+        .unwrap();
+    // By hand: the pairs (0.5, 2) and (2, -1); ∂/∂a = -2(1 - a) - 400a(b - a²),
+    // ∂/∂b = 200(b - a²); ∂²/∂a² = 2 - 400(b - a²) + 800a², ∂²/∂a∂b = -400a.
+    assert_eq!(dx, [-351.0, 350.0 + 4002.0, -1000.0]);
+    assert_eq!(hv, [-498.0, -200.0, 0.0]);
+    let runs = agree_under_every_inline_setting(&session, "final.adz");
+    assert!(runs >= 2 * 3, "{runs} runs");
+
+    // With a reverse derivative of `grad` in the module, the arguments are
+    // popped (the called `term` pops its parameters), and reverse over
+    // reverse agrees under every inline setting; before the decision was
+    // per module, it differed in the last bit.
+    let session = adze::Session::from_source("nested.adz", &nested).unwrap();
+    let module = session.prepare("second").unwrap().to_string();
+    assert!(module.contains("pop 0, f64"), "{module}");
+    let runs = agree_under_every_inline_setting(&session, "nested.adz");
+    assert!(runs >= 3 * 3, "{runs} runs");
+}

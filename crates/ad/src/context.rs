@@ -102,6 +102,9 @@ pub struct AdContext<'h> {
     pub(crate) under_derivation: usize,
     /// How many of those are reverse derivations.
     pub(crate) under_reverse: usize,
+    /// No derivative built with this context is differentiated again by
+    /// reverse mode ([`AdContext::with_final_derivatives`]).
+    final_derivatives: bool,
 }
 
 impl Default for AdContext<'_> {
@@ -198,6 +201,7 @@ impl<'h> AdContext<'h> {
             cache: Cache::default(),
             under_derivation: 0,
             under_reverse: 0,
+            final_derivatives: false,
         }
     }
 
@@ -207,6 +211,25 @@ impl<'h> AdContext<'h> {
     pub fn with_between(mut self, hook: BetweenHook<'h>) -> Self {
         self.between = Some(hook);
         self
+    }
+
+    /// The same context, promising that no reverse derivative will be taken
+    /// of the derivatives it builds (nor of code they are inlined into):
+    /// reverse derivatives may then recompute a value instead of taping it
+    /// where a reverse pass over them would sum adjoints in another order
+    /// if they did (docs/ad-reverse.md, "Final derivatives"). Their values,
+    /// and those of forward derivatives of them, keep every bit. What
+    /// needs the promise can be asked with
+    /// [`crate::reverse_over_derivatives`]; a reverse derivative of a
+    /// function that calls one built under it is an error.
+    pub fn with_final_derivatives(mut self) -> Self {
+        self.final_derivatives = true;
+        self
+    }
+
+    /// See [`AdContext::with_final_derivatives`].
+    pub fn final_derivatives(&self) -> bool {
+        self.final_derivatives
     }
 
     /// The limits the passes are held to.

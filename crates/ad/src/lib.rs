@@ -57,7 +57,7 @@ pub mod rules;
 
 pub use context::{AdContext, BetweenHook};
 pub use forward::{forward_derivative, ForwardRequest};
-pub use lower::{lower_autodiff, lower_autodiff_from};
+pub use lower::{lower_autodiff, lower_autodiff_from, reverse_over_derivatives};
 pub use partials::{Local, Partial};
 pub use reverse::{
     derive_reverse, lower_reverse_autodiff, reverse_derivative, split_derivative, vjp_derivative,

@@ -417,3 +417,64 @@ pub(crate) fn check_shadows(func: &mut Function, acts: &[ArgActivity], width: us
         func.layout.insert_inst(inst, entry, n);
     }
 }
+
+/// Would a reverse derivative differentiate derivative code: does a
+/// reverse request in what `roots` reach, or a reverse derivative of one of
+/// `reverse_roots`, differentiate a function that reaches (by calls,
+/// requests, rules and rule regions) a request or a derivative? When not,
+/// the derivatives built for `roots` may be final
+/// ([`AdContext::with_final_derivatives`]). Decided on the module's
+/// structure, which inlining keeps: a request stays reachable when its
+/// function is inlined.
+pub fn reverse_over_derivatives(
+    module: &Module,
+    roots: &[FuncId],
+    reverse_roots: &[FuncId],
+) -> bool {
+    // The functions that reach derivative code, by propagation to callers.
+    let mut callers: SecondaryMap<FuncId, Vec<FuncId>> = SecondaryMap::new();
+    let mut holds = EntitySet::new();
+    let mut work = Vec::new();
+    for id in module.ids() {
+        let func = module.func(id);
+        for callee in func.referenced_functions() {
+            if module.is_valid(callee) {
+                callers[callee].push(id);
+            }
+        }
+        let request = func
+            .layout
+            .insts()
+            .any(|(_, i)| matches!(func.dfg.inst(i), InstData::Autodiff { .. }));
+        if (request || module.derivation(id).is_some()) && holds.insert(id) {
+            work.push(id);
+        }
+    }
+    while let Some(id) = work.pop() {
+        for &c in &callers[id] {
+            if holds.insert(c) {
+                work.push(c);
+            }
+        }
+    }
+    if reverse_roots.iter().any(|&r| holds.contains(r)) {
+        return true;
+    }
+    let mut seen = EntitySet::new();
+    let mut stack: Vec<FuncId> = roots.to_vec();
+    while let Some(id) = stack.pop() {
+        if !module.is_valid(id) || !seen.insert(id) {
+            continue;
+        }
+        let func = module.func(id);
+        for (_, i) in func.layout.insts() {
+            if let InstData::Autodiff { spec, .. } = func.dfg.inst(i) {
+                if spec.mode == adze_ir::Mode::Reverse && holds.contains(spec.func) {
+                    return true;
+                }
+            }
+        }
+        stack.extend(func.referenced_functions());
+    }
+    false
+}

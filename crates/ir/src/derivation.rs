@@ -84,6 +84,11 @@ pub struct ReverseSpec {
     /// loops whose activity its runners can know from their arguments, and
     /// runners that take the parameters that decide it.
     pub for_forward: bool,
+    /// Built where no reverse derivative of it is taken (see the AD
+    /// crate's `AdContext::with_final_derivatives`): its tape plan may
+    /// recompute a value that a reverse pass over it would need popped.
+    /// The same derivative; not in the name (a module never holds both).
+    pub no_reverse_over: bool,
 }
 
 /// What a pass made of a function.
@@ -274,6 +279,7 @@ mod tests {
             dead: vec![],
             checkpoint: false,
             for_forward: false,
+            no_reverse_over: false,
         }
     }
 

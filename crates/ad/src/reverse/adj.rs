@@ -602,6 +602,10 @@ impl Adj<'_> {
                 let of = super::aug::describe(self.primal, of);
                 format!("{v} = {of}, a load of the same element")
             }
+            Recipe::Arg { of, .. } => {
+                let of = super::aug::describe(self.primal, of);
+                format!("{v} = {of}, the one value its block receives")
+            }
         }
     }
 
@@ -634,7 +638,7 @@ impl Adj<'_> {
                 self.out.layout.append_inst(new, block);
                 self.out.dfg.first_result(new)
             }
-            Recipe::Same { of, .. } => *self
+            Recipe::Same { of, .. } | Recipe::Arg { of, .. } => *self
                 .map
                 .get(&of)
                 .ok_or_else(|| self.internal(format!("{of} is not known yet")))?,

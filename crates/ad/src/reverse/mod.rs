@@ -138,6 +138,11 @@ pub struct ReverseRequest {
     /// [`AdContext::checkpoint_scope`]): only loops whose activity its
     /// runners know from their arguments (`checkpoint::choose`); `.ckptf`.
     pub for_forward: bool,
+    /// No reverse derivative of it is taken (set by the pass from its
+    /// [`AdContext`], [`AdContext::with_final_derivatives`]): the tape plan
+    /// may recompute a block parameter from the one argument it receives
+    /// ([`plan::tape::Recipe::Arg`]).
+    pub no_reverse_over: bool,
 }
 
 impl ReverseRequest {
@@ -151,6 +156,7 @@ impl ReverseRequest {
             dead: Vec::new(),
             checkpoint: false,
             for_forward: false,
+            no_reverse_over: false,
         }
     }
 
@@ -171,6 +177,7 @@ impl ReverseRequest {
         ReverseRequest {
             checkpoint,
             for_forward,
+            no_reverse_over: cx.final_derivatives() && cx.under_reverse == 0,
             ..self.clone()
         }
     }
@@ -190,6 +197,7 @@ impl ReverseRequest {
             dead: self.dead.clone(),
             checkpoint: self.checkpoint,
             for_forward: self.for_forward,
+            no_reverse_over: self.no_reverse_over,
         }
     }
 
@@ -702,7 +710,7 @@ fn derive_whole(
 ) -> Result<FuncId, AdError> {
     req.validate(module)?;
     let Whole { name, key, sig } = whole;
-    if let Some(id) = module.find_derived(&key) {
+    if let Some(id) = find_reusable(cx, module, &key) {
         if module.func(id).sig != sig {
             return Err(AdError::NameTaken { name });
         }
@@ -875,7 +883,10 @@ pub(crate) fn derive_split(
     // The augmented primal has the primal's signature.
     let aug_sig = module.func(req.func).sig.clone();
     let adj_sig = req.adj_signature(module);
-    match (module.find_derived(&aug_key), module.find_derived(&adj_key)) {
+    match (
+        find_reusable(cx, module, &aug_key),
+        find_reusable(cx, module, &adj_key),
+    ) {
         (Some(a), Some(d)) => {
             if module.func(a).sig != aug_sig {
                 return Err(AdError::NameTaken { name: aug_name });
@@ -957,6 +968,7 @@ pub(crate) fn derive_split(
             }
         }
     }
+    plan.args_recomputed = req.no_reverse_over;
     plan.plan_tape(&primal, &call_args)?;
     let mut refused = Vec::new();
     if req.checkpoint {
@@ -1111,6 +1123,7 @@ fn twin_in_context(
         dead: spec.dead.clone(),
         checkpoint: false,
         for_forward: false,
+        no_reverse_over: false,
     };
     let twin = match step {
         Step::Augmented { spec, tape } | Step::Adjoint { spec, tape } if spec.checkpoint => {
@@ -1197,11 +1210,73 @@ fn prepare(
     cx.under_derivation -= 1;
     lowered?;
     for (_, inst) in primal.layout.insts() {
-        if let InstData::Autodiff { .. } = primal.dfg.inst(inst) {
-            return Err(unsupported(primal, "an `autodiff` request left unlowered"));
+        match primal.dfg.inst(inst) {
+            InstData::Autodiff { .. } => {
+                return Err(unsupported(primal, "an `autodiff` request left unlowered"));
+            }
+            // A final derivative may recompute what this derivation needs
+            // popped: its bits could then depend on inlining.
+            InstData::Call { func, .. } if built_final(module, *func) => {
+                let callee = &module.func(*func).name;
+                return Err(unsupported(
+                    primal,
+                    format!(
+                        "a reverse derivative of `{callee}`, built where no reverse derivative \
+                         of it was to be taken (AdContext::with_final_derivatives)"
+                    ),
+                ));
+            }
+            _ => {}
         }
     }
     Ok(())
+}
+
+/// Is `id` a reverse derivative built final, or derived from one
+/// ([`ReverseRequest::no_reverse_over`])?
+fn built_final(module: &Module, mut id: FuncId) -> bool {
+    while let Some(Derivation {
+        from: Some(from),
+        step,
+    }) = module.derivation(id)
+    {
+        if let Step::Augmented { spec, .. }
+        | Step::Adjoint { spec, .. }
+        | Step::Reverse(spec)
+        | Step::Vjp(spec) = step
+        {
+            if spec.no_reverse_over {
+                return true;
+            }
+        }
+        id = *from;
+    }
+    false
+}
+
+/// The derivative recorded with `key`; or, for a request that is not final
+/// while no reverse derivation is lowering (`under_reverse == 0`), the
+/// final one: the same bits, and nothing reverse-differentiates it
+/// ([`prepare`] refuses to).
+fn find_reusable(cx: &AdContext<'_>, module: &Module, key: &Derivation) -> Option<FuncId> {
+    module.find_derived(key).or_else(|| {
+        if cx.under_reverse > 0 {
+            return None;
+        }
+        let mut key = key.clone();
+        match &mut key.step {
+            Step::Augmented { spec, .. }
+            | Step::Adjoint { spec, .. }
+            | Step::Reverse(spec)
+            | Step::Vjp(spec)
+                if !spec.no_reverse_over =>
+            {
+                spec.no_reverse_over = true;
+            }
+            _ => return None,
+        }
+        module.find_derived(&key)
+    })
 }
 
 /// Decides what every differentiated call becomes: a call to a function

@@ -41,7 +41,7 @@ use crate::activity::{self, Activity};
 use crate::context::Cache;
 use crate::AdError;
 use adze_ir::cfg::LoopForest;
-use adze_ir::{ArgActivity, Block, Function, Inst, Module, RetActivity, Type, Value};
+use adze_ir::{ArgActivity, Block, Function, Inst, Module, RetActivity, Type, Value, ValueDef};
 use cranelift_entity::{EntitySet, SecondaryMap};
 use std::collections::HashMap;
 
@@ -149,6 +149,10 @@ pub(crate) struct Plan {
     /// reads after the call (`useful.rs`, `Useful::read_after`): the callee
     /// is requested with them `dead` ([`Plan::dead_after`]).
     dead_after: std::collections::HashMap<Inst, Vec<usize>>,
+    /// The tape plan may obtain a block parameter from the one argument
+    /// its block receives ([`tape::Recipe::Arg`]): only where no reverse
+    /// derivative of this one is taken (`ReverseRequest::no_reverse_over`).
+    pub args_recomputed: bool,
 }
 
 /// Does the adjoint of a function take its parameter number `k` too? Each
@@ -220,6 +224,26 @@ impl Plan {
     /// Is the primal value `v` a parameter the adjoint receives?
     pub fn is_available(&self, v: Value) -> bool {
         self.available.contains(v)
+    }
+
+    /// What a scalar parameter of a block with one incoming edge (not from
+    /// itself) receives on that edge: the parameter has its bits whenever
+    /// the block runs (see [`Recipe::Arg`](tape::Recipe::Arg)).
+    pub fn single_arg(&self, func: &Function, v: Value) -> Option<Value> {
+        if !self.args_recomputed {
+            return None;
+        }
+        let ValueDef::Param { block, num } = *func.dfg.value_def(v) else {
+            return None;
+        };
+        let [e] = self.preds[block][..] else {
+            return None;
+        };
+        if e.from == block || !self.is_reachable(block) || !func.dfg.value_type(v).is_scalar() {
+            return None;
+        }
+        let dests = func.dfg.inst(e.inst).destinations();
+        dests.get(e.dest)?.args.get(num).copied()
     }
 
     /// Can the adjoint have the array `a`: a parameter it receives, or a
@@ -326,6 +350,7 @@ impl Plan {
             slot: SecondaryMap::new(),
             num_slots: 0,
             carry: EntitySet::new(),
+            args_recomputed: false,
             hand_on: Default::default(),
             tape: SecondaryMap::new(),
             recipes: SecondaryMap::new(),

@@ -63,6 +63,11 @@ pub(crate) enum Recipe {
     /// (`x[i] * x[i]`, GMM's `qx[id] * qx[id]`). Both loads keep their own
     /// adjoints; only the tape has one entry less.
     Same { value: Value, of: Value },
+    /// A parameter of a block with one incoming edge, which passes it
+    /// `of`: the same bits, obtained as `of` is. An inlined callee's
+    /// parameters are such (`term(x[i - 1], x[i])` inlined: its `a` and
+    /// `b` are loads again instead of two pops per iteration).
+    Arg { value: Value, of: Value },
 }
 
 impl Recipe {
@@ -72,7 +77,8 @@ impl Recipe {
             | Recipe::Inst(v)
             | Recipe::Iv { value: v, .. }
             | Recipe::Invariant { value: v, .. }
-            | Recipe::Same { value: v, .. } => v,
+            | Recipe::Same { value: v, .. }
+            | Recipe::Arg { value: v, .. } => v,
         }
     }
 }
@@ -144,7 +150,7 @@ struct Resolver<'a> {
 }
 
 /// A recomputation being tried: its recipes, and the values it would pop.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Attempt {
     recipes: Vec<Recipe>,
     leaves: Vec<Value>,
@@ -267,6 +273,26 @@ impl Resolver<'_> {
             }
         } else if is_constant(func, v) {
             t.recipes.push(Recipe::Inst(v));
+            true
+        } else if let Some(of) = plan.single_arg(func, v) {
+            // Only when `of` pops nothing more, and keeps nothing more per
+            // loop than `v` would: else `v` is the cheaper leaf.
+            let mut trial = t.clone();
+            let kept = |a: &Attempt| {
+                let invariants = a.recipes.iter();
+                invariants
+                    .filter(|r| matches!(r, Recipe::Invariant { .. }))
+                    .count()
+            };
+            let v_kept = self.plan.invariant_loop(func, v, self.block).is_some();
+            if !self.attempt(of, &mut trial, root)
+                || trial.leaves.len() > t.leaves.len()
+                || (v_kept && kept(&trial) > kept(t))
+            {
+                return self.leaf(v, t, root);
+            }
+            *t = trial;
+            t.recipes.push(Recipe::Arg { value: v, of });
             true
         } else {
             match *func.dfg.value_def(v) {
