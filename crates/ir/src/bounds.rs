@@ -67,7 +67,9 @@
 //! count popped from the tape: a header `H(c, ..)` ending in `brif (icmp eq
 //! c, 0), E, T` (`T`'s only predecessor `H`), re-entered from blocks
 //! dominated by `T` with `c - 1` (`isub c, 1`), and indices `c - 1` or
-//! `base + (c - 1)`. Nothing relates such a count to an array's length, so
+//! `base + (c - 1)` (or what the optimizer's GVN folds them to: `c + m`,
+//! read as `(m + 1) + (c - 1)`, [`count_down_index`]). Nothing relates
+//! such a count to an array's length, so
 //! the optimizer's `version` pass puts a copy of the loop behind a guard,
 //! and this analysis proves the copy's accesses from it. The rule: `H` has
 //! one other entry edge, passing `c0`, from a block `P` whose only
@@ -656,7 +658,7 @@ fn count_down_loops(
                 break;
             };
             if doms.dominates(body, *from) {
-                ok &= minus_form(func, a, c) == Some((None, step));
+                ok &= minus_const(func, a, c) == Some(step);
             } else if entry.is_none() {
                 entry = Some((*from, a));
             } else {
@@ -778,28 +780,13 @@ fn two_step_header(func: &Function, header: Block) -> Option<CountDownHeader> {
     })
 }
 
-/// `(base, k)` when `v` is `c - k` (`isub c, k`, `k` a constant > 0,
-/// `base` `None`) or `base + (c - k)` (`iadd` either way round).
-fn minus_form(func: &Function, v: Value, c: Value) -> Option<(Option<Value>, i64)> {
-    let minus = |v: Value| match inst_of(func, v)? {
+/// `k` when `v` is `c - k` (`isub c, k`, `k` a constant > 0).
+fn minus_const(func: &Function, v: Value, c: Value) -> Option<i64> {
+    match inst_of(func, v)? {
         InstData::Binary {
             op: Opcode::Isub,
             args: [x, k],
         } if *x == c => const_of(func, *k).filter(|&k| k > 0),
-        _ => None,
-    };
-    if let Some(k) = minus(v) {
-        return Some((None, k));
-    }
-    match inst_of(func, v)? {
-        InstData::Binary {
-            op: Opcode::Iadd,
-            args: [x, y],
-        } => match (minus(*x), minus(*y)) {
-            (Some(k), _) => Some((Some(*y), k)),
-            (_, Some(k)) => Some((Some(*x), k)),
-            _ => None,
-        },
         _ => None,
     }
 }
@@ -810,25 +797,37 @@ pub fn is_minus_one(func: &Function, v: Value, c: Value) -> bool {
         if *x == c && const_of(func, *one) == Some(1))
 }
 
-/// The forms of a count-down loop's index that [`safe_accesses`] proves
-/// from a guard: `Some(None)` when `idx` is `c - 1`, `Some(Some(base))` when
-/// it is `base + (c - 1)` (`iadd` either way round), `None` otherwise. The
-/// optimizer's `version` pass builds its guards from the same forms.
-pub fn count_down_index(func: &Function, idx: Value, c: Value) -> Option<Option<Value>> {
-    if is_minus_one(func, idx, c) {
-        return Some(None);
+/// A count-down loop's index as `(base, m)`: `idx` is `c + m` (`base`
+/// `None`: `c - 1`, `c`, `c + 1`, each with the constant folded the way the
+/// optimizer's GVN folds `(1 + (c - 1)) + 1`), or `base + (c + m)` (`iadd`
+/// either way round; a constant `base` is folded into `m`), `m` a
+/// constant; `None` otherwise. [`safe_accesses`] proves such an access
+/// from a guard on `L - (base + m + k)` for a `k` the loop's step allows
+/// (module doc, "Count-down loops"); the optimizer's `version` pass builds
+/// its guards from the same forms (with `k = 1`).
+pub fn count_down_index(func: &Function, idx: Value, c: Value) -> Option<(Option<Value>, i64)> {
+    let (x, m) = offset_form(func, idx);
+    if x == c {
+        return Some((None, m));
     }
-    match inst_of(func, idx)? {
-        InstData::Binary {
-            op: Opcode::Iadd,
-            args: [x, y],
-        } if is_minus_one(func, *x, c) => Some(Some(*y)),
-        InstData::Binary {
-            op: Opcode::Iadd,
-            args: [x, y],
-        } if is_minus_one(func, *y, c) => Some(Some(*x)),
-        _ => None,
+    let InstData::Binary {
+        op: Opcode::Iadd,
+        args: [p, q],
+    } = inst_of(func, x)?
+    else {
+        return None;
+    };
+    for (a, base) in [(*p, *q), (*q, *p)] {
+        let (y, m2) = offset_form(func, a);
+        if y == c && base != c {
+            let m = m.checked_add(m2)?;
+            return Some(match const_of(func, base) {
+                Some(kb) => (None, m.checked_add(kb)?),
+                None => (Some(base), m),
+            });
+        }
     }
+    None
 }
 
 /// The `icmp` atoms of a guard: the guard itself, or the atoms of both
@@ -1036,14 +1035,14 @@ fn count_down_proves(
                 .def_block(v)
                 .is_some_and(|d| d != cd.header && doms.dominates(d, cd.header))
     };
-    // `c - k .. c - k + width` within `0 .. c0` when `width <= k <= step`:
-    // `step <= c <= c0` in the body.
-    let Some((base, k)) = minus_form(func, idx, cd.c) else {
+    // The index is `base + (c - k)` for a `k` with `width <= k <= step`
+    // (`count_down_index`: `base + (c + m)`, `k = -m`; or `c + m`, the
+    // constant base `m + k >= 0`), and `c - k .. c - k + width` lies within
+    // `0 .. c0` because `step <= c <= c0` in the body.
+    let Some((base, m)) = count_down_index(func, idx, cd.c) else {
         return false;
     };
-    if width > k || k > cd.step {
-        return false;
-    }
+    let ks = width..=cd.step;
     let same = |a: Value, b: Value| {
         a == b || matches!((const_of(func, a), const_of(func, b)), (Some(p), Some(q)) if p == q)
     };
@@ -1059,9 +1058,20 @@ fn count_down_proves(
     };
     let is_c0 = |v: Value| v == cd.c0;
     match base {
-        None => fact(CmpCond::Le, &is_c0, &is_length),
+        // The constant base `b = m + k`: `c0 <= L` for 0, else `c0 <= L - b`.
+        None => ks.filter_map(|k| m.checked_add(k)).any(|b| {
+            let lim = |v: Value| match inst_of(func, v) {
+                Some(InstData::Binary {
+                    op: Opcode::Isub,
+                    args: [l, kb],
+                }) => is_length(*l) && const_of(func, *kb) == Some(b),
+                _ => false,
+            };
+            b == 0 && fact(CmpCond::Le, &is_c0, &is_length)
+                || b > 0 && fact(CmpCond::Le, &is_c0, &lim)
+        }),
         Some(base) => {
-            if !before_loop(base) {
+            if !before_loop(base) || !ks.contains(&m.saturating_neg()) {
                 return false;
             }
             let base_nonneg = const_of(func, base).is_some_and(|k| k >= 0)
@@ -1839,6 +1849,59 @@ block3:
         // A back edge that steps by 2 (c would skip 0 and go negative).
         let two = "v16 = iconst 2\n    v15 = isub v5, v16";
         assert!(prove(FULL.to_string(), two, t).is_empty());
+    }
+
+    /// Indices the optimizer's GVN folds: `x[c]` (was `1 + (c - 1)`) and
+    /// `x[c + 1]`, read as `b + (c - 1)` with the constant base `b`: `c`
+    /// needs `c0 <= len - 1`, `c + 1` needs `c0 <= len - 2`; with only `c0
+    /// <= len`, neither (at `c = c0 = len`, `x[c]` is out of bounds).
+    #[test]
+    fn count_down_indices_with_folded_offsets_are_proven() {
+        let src = |fits: &str| {
+            countdown_src(FULL, STEP, ("block5", "block6"))
+                .replace(
+                    "    v14 = load v0, v10
+",
+                    "    v14 = load v0, v10
+    v16 = load v0, v5
+    v17 = iadd v5, v9
+    v18 = load v0, v17
+",
+                )
+                .replace(
+                    "    v30 = select v29, v27, v21",
+                    &format!(
+                        "    v31 = iconst 1
+    v32 = iconst 2
+    v33 = isub v24, v31
+    v34 = isub v24, v32
+{fits}
+    v30 = select v29, v37, v21"
+                    ),
+                )
+        };
+        // c0 <= len and c0 <= len - base only: x[c - 1] and x[base + c - 1].
+        let none = "    v37 = select v27, v27, v21";
+        assert_eq!(proven(&src(none)), vec![at("block2", 3), at("block2", 5)]);
+        let one = "    v35 = icmp le v2, v33
+    v37 = select v27, v35, v21";
+        assert_eq!(
+            proven(&src(one)),
+            vec![at("block2", 3), at("block2", 5), at("block2", 6)]
+        );
+        let two = "    v35 = icmp le v2, v33
+    v36 = icmp le v2, v34
+    v38 = select v27, v35, v21
+    v37 = select v38, v36, v21";
+        assert_eq!(
+            proven(&src(two)),
+            vec![
+                at("block2", 3),
+                at("block2", 5),
+                at("block2", 6),
+                at("block2", 8)
+            ]
+        );
     }
 
     /// The guard's facts hold only where its true side was the way in: a

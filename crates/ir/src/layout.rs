@@ -108,6 +108,31 @@ impl Layout {
         self.inst_block[inst] = block.into();
     }
 
+    /// Places each `(new, before)` of `pairs` just before `before`, all in
+    /// `block`, in one pass over the block (one [`Layout::insert_inst`] per
+    /// instruction is quadratic in a large block). Several before one
+    /// instruction keep their order. Panics if a `new` is placed already.
+    pub fn insert_insts_before(&mut self, block: Block, pairs: &[(Inst, Inst)]) {
+        if pairs.is_empty() {
+            return;
+        }
+        let mut at: std::collections::HashMap<Inst, Vec<Inst>> = std::collections::HashMap::new();
+        for &(new, before) in pairs {
+            assert!(self.inst_block[new].is_none(), "{new} is already placed");
+            self.inst_block[new] = block.into();
+            at.entry(before).or_default().push(new);
+        }
+        let old = std::mem::take(&mut self.insts[block]);
+        let mut out = Vec::with_capacity(old.len() + pairs.len());
+        for inst in old {
+            if let Some(news) = at.remove(&inst) {
+                out.extend(news);
+            }
+            out.push(inst);
+        }
+        self.insts[block] = out;
+    }
+
     /// Removes every instruction of `insts` from its block: one pass over
     /// each block concerned, however many are removed (removing them one by
     /// one with [`Layout::remove_inst`] is quadratic in a large block).

@@ -17,7 +17,7 @@
 //! effect, no trap) — or it is a `load` that provably cannot trap: a
 //! constant index below the constant length of a `zeros` array, or an
 //! access that the bounds of its counted loop prove
-//! ([`adze_ir::bounds::safe_accesses`]). Everything else is live:
+//! ([`adze_ir::bounds::safe_accesses_below_start`]). Everything else is live:
 //! terminators, `store`, `fill`, `samelen`, `push`, `pop`, `call`,
 //! `autodiff`, `zeros` (allocation may fail), a `load` that may be out of
 //! bounds, an `idiv`/`irem` that may trap.
@@ -200,7 +200,9 @@ fn covered_loads(func: &Function) -> EntitySet<Inst> {
 }
 
 fn remove_dead_insts(func: &mut Function) -> (usize, usize) {
-    let mut safe = adze_ir::bounds::safe_accesses(func);
+    // What the JIT proves too (`a[i - 1]` in a loop from 1 included): the
+    // optimizer runs after AD, so what it proves shapes no tape.
+    let mut safe = adze_ir::bounds::safe_accesses_below_start(func);
     for inst in covered_loads(func).iter() {
         safe.insert(inst);
     }

@@ -68,7 +68,7 @@ use crate::analysis::{
     bconst_of, def_inst, fconst_of, iconst_of, is_pure, Cfg, Replacements, Scopes,
 };
 use adze_ir::{
-    semantics, BlockCall, CmpCond, Cost, Function, Inst, InstData, Opcode, Region, Value,
+    semantics, BlockCall, CmpCond, Cost, Function, Inst, InstData, Opcode, Region, Type, Value,
 };
 use cranelift_entity::{EntitySet, SecondaryMap};
 use rustc_hash::FxHashMap;
@@ -158,6 +158,8 @@ pub fn gvn(func: &mut Function) -> GvnStats {
         // Removed at the end of the block, in one pass (one by one is
         // quadratic in a block of 30 000 instructions).
         let mut removed: Vec<Inst> = Vec::new();
+        // New constants, each placed before the instruction that reads it.
+        let mut inserted: Vec<(Inst, Inst)> = Vec::new();
         for inst in insts {
             repl.rewrite_inst(func, inst);
             if func.dfg.inst(inst).opcode() == Opcode::Brif {
@@ -190,6 +192,38 @@ pub fn gvn(func: &mut Function) -> GvnStats {
                     }
                     *func.dfg.inst_mut(inst) = data;
                 }
+                // Reading `x` instead of the operand: the scopes of a
+                // region allow it as they allow replacing by it.
+                Simplified::Offset(x, _) if !scopes.can_replace(func, result, x) => {}
+                Simplified::Offset(x, k) => {
+                    let c = func
+                        .dfg
+                        .make_inst(InstData::IConst { imm: k }, &[Type::I64]);
+                    let cv = func.dfg.first_result(c);
+                    // Numbered as an equal constant in scope, if any; else
+                    // the one the next equal constant is numbered as.
+                    let key = (InstData::IConst { imm: k }, scope);
+                    let here = (cv, depth as u32, path[depth]);
+                    match table.entry(key) {
+                        Entry::Occupied(mut o) => {
+                            let (v, d, visit) = *o.get();
+                            if path.get(d as usize) == Some(&visit) {
+                                number[cv] = Some(v);
+                            } else {
+                                o.insert(here);
+                            }
+                        }
+                        Entry::Vacant(e) => {
+                            e.insert(here);
+                        }
+                    }
+                    inserted.push((c, inst));
+                    *func.dfg.inst_mut(inst) = InstData::Binary {
+                        op: Opcode::Iadd,
+                        args: [x, cv],
+                    };
+                    stats.simplified += 1;
+                }
             }
             let data = func.dfg.inst(inst);
             if !is_pure(func, data) {
@@ -220,6 +254,7 @@ pub fn gvn(func: &mut Function) -> GvnStats {
                 }
             }
         }
+        func.layout.insert_insts_before(block, &inserted);
         func.layout.remove_insts(&removed);
     }
     repl.apply(func);
@@ -240,6 +275,9 @@ enum Simplified {
     Value(Value),
     /// The instruction can be replaced by this one (same result type).
     Data(InstData),
+    /// The result is `x + k` (integers, wrapping): the instruction becomes
+    /// `iadd x, k` with a new constant `k` (`(i + 1) + 1`, `(1 + j) - 2`).
+    Offset(Value, i64),
 }
 
 const ONE: u64 = 0x3ff0_0000_0000_0000; // 1.0
@@ -283,6 +321,49 @@ fn is_quiet_depth(func: &Function, quiet: &EntitySet<Value>, v: Value, depth: us
                 && is_quiet_depth(func, quiet, *b, depth - 1)
         }
         _ => false,
+    }
+}
+
+/// `iadd`/`isub` of a constant and a value that is itself a value plus a
+/// constant: one addition of the summed constant, or the value itself when
+/// they cancel (`(1 + j) - 1` is `j`: the adjoint's `i = 1 + j` indexing
+/// `x[i - 1]`, which the bounds analysis and `vectorize` read as offsets
+/// of `j`). And `iadd c, x` becomes `iadd x, c`. Exact: wrapping addition
+/// is associative and commutative, every bit.
+fn integer_offset(func: &Function, op: Opcode, a: Value, b: Value) -> Option<Simplified> {
+    let int = |v| iconst_of(func, v);
+    // The operation as `value + constant`.
+    let (x, c) = match (op, int(a), int(b)) {
+        (Opcode::Iadd, None, Some(c)) => (a, c),
+        (Opcode::Iadd, Some(c), None) => (b, c),
+        (Opcode::Isub, None, Some(c)) => (a, c.wrapping_neg()),
+        _ => return None,
+    };
+    let inner = match def_inst(func, x) {
+        Some(InstData::Binary {
+            op: inner @ (Opcode::Iadd | Opcode::Isub),
+            args: [p, q],
+        }) => match (*inner, int(*p), int(*q)) {
+            (Opcode::Iadd, None, Some(d)) => Some((*p, d)),
+            (Opcode::Iadd, Some(d), None) => Some((*q, d)),
+            (Opcode::Isub, None, Some(d)) => Some((*p, d.wrapping_neg())),
+            _ => None,
+        },
+        _ => None,
+    };
+    match inner {
+        Some((y, d)) => match c.wrapping_add(d) {
+            0 => Some(Simplified::Value(y)),
+            k => Some(Simplified::Offset(y, k)),
+        },
+        // Constant first: swapped.
+        None if op == Opcode::Iadd && int(a).is_some() => {
+            Some(Simplified::Data(InstData::Binary {
+                op: Opcode::Iadd,
+                args: [b, a],
+            }))
+        }
+        None => None,
     }
 }
 
@@ -371,6 +452,9 @@ fn simplify(func: &Function, quiet: &EntitySet<Value>, data: &InstData) -> Simpl
                     Ok(r) => iconst(r),
                     Err(_) => Simplified::Keep,
                 };
+            }
+            if let Some(s) = integer_offset(func, op, a, b) {
+                return s;
             }
             match (op, i(a), i(b)) {
                 (Iadd, _, Some(0))

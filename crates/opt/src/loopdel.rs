@@ -36,7 +36,7 @@
 //!   it, and the loop has no cycle that avoids `H` (no inner loop);
 //! - every instruction of the loop is a branch, pure (`analysis::is_pure`),
 //!   or a `load` that the loop's bounds prove in bounds
-//!   ([`adze_ir::bounds::safe_accesses`]) — no `store`, `fill`, `samelen`,
+//!   ([`adze_ir::bounds::safe_accesses_below_start`]) — no `store`, `fill`, `samelen`,
 //!   `push`, `pop`, `call`, `zeros`, `autodiff` or trapping operation;
 //! - no value defined in the loop is used outside it, nor passed on the
 //!   exit edge, nor listed by a region — except `i` itself;
@@ -112,7 +112,7 @@ pub fn delete_loops(func: &mut Function) -> LoopDelStats {
         }
         leaves.sort_by_key(|&l| (forest.size(l), cfg.rpo_num(forest.header(l))));
         let scopes = Scopes::new(func);
-        let safe = adze_ir::bounds::safe_accesses(func);
+        let safe = adze_ir::bounds::safe_accesses_below_start(func);
         let plan = leaves.iter().find_map(|&l| {
             let lp = Leaf {
                 forest: &forest,

@@ -53,7 +53,7 @@
 //! after `carry`, so that a loop's first iteration is peeled once, and the
 //! original (cold) copy is not peeled again.
 
-use crate::analysis::{iconst_of, Cfg, Scopes};
+use crate::analysis::{Cfg, Scopes};
 use crate::copy::{copy_loop, loop_shape, merge_at_exit, BackEdges, LoopCopy, LoopShape};
 use adze_ir::bounds::{count_down_index, is_minus_one, LengthClasses};
 use adze_ir::{Block, BlockCall, CmpCond, Function, InstData, Opcode, Type, Value};
@@ -171,14 +171,16 @@ fn plan(
             if safe.contains(inst) || !outside(array) {
                 continue;
             }
+            // `base + (c - 1)`, or `c + m` as `(m + 1) + (c - 1)`.
             let base = match count_down_index(func, idx, c) {
                 None => continue,
-                Some(None) => Base::None,
-                Some(Some(other)) => match iconst_of(func, other) {
-                    Some(k) => Base::Const(k),
-                    None if outside(other) => Base::Value(other),
+                Some((None, -1)) => Base::None,
+                Some((None, m)) => match m.checked_add(1) {
+                    Some(b) => Base::Const(b),
                     None => continue,
                 },
+                Some((Some(other), -1)) if outside(other) => Base::Value(other),
+                Some(_) => continue,
             };
             if matches!(base, Base::Const(k) if k < 0) {
                 continue;
