@@ -538,3 +538,107 @@ fn second(x: [f64], gx: mut [f64]) {{
     let runs = agree_under_every_inline_setting(&session, "nested.adz");
     assert!(runs >= 3 * 3, "{runs} runs");
 }
+
+/// A final derivative snapshots a local array that nothing writes once it
+/// is read: pushed whole where the primal returns, popped into the
+/// adjoint's own copy, whose loads stand for the popped ones. An array
+/// rewritten after it is read (each iteration's scratch row) is taped
+/// load by load as before. Gradients by hand; both under every inline
+/// setting, and a reverse derivative of the gradient (no snapshot then).
+#[test]
+fn a_final_derivative_snapshots_an_array_built_once() {
+    let src = "
+fn build(p: [f64], q: mut [f64]) {
+    for i in 0..len(q) { q[i] = p[i] * p[i]; }
+}
+fn once(p: [f64], x: [f64]) -> f64 {
+    let q = zeros(len(p));
+    build(p, q);
+    var s = 0.0;
+    for i in 0..len(x) {
+        for j in 0..len(q) { s = s + q[j] * x[i] * x[i]; }
+    }
+    s
+}
+fn rewritten(p: [f64], x: [f64]) -> f64 {
+    let q = zeros(len(p));
+    var s = 0.0;
+    for i in 0..len(x) {
+        for j in 0..len(q) { q[j] = p[j] * x[i]; }
+        for j in 0..len(q) { s = s + q[j] * q[j]; }
+    }
+    s
+}
+fn d_once(p: [f64], dp: mut [f64], x: [f64], dx: mut [f64]) {
+    autodiff(reverse, once, active, dup(p, dp), dup(x, dx));
+}
+fn d_rewritten(p: [f64], dp: mut [f64], x: [f64], dx: mut [f64]) {
+    autodiff(reverse, rewritten, active, dup(p, dp), dup(x, dx));
+}
+fn h_once(p: [f64], v: [f64], dp: mut [f64], hp: mut [f64], x: [f64], dx: mut [f64], hx: mut [f64]) {
+    autodiff(forward, d_once, const, dup(p, v), dup(dp, hp), const(x), dup(dx, hx));
+}
+";
+    let nested = format!(
+        "{src}
+fn norm(p: [f64], x: [f64]) -> f64 {{
+    let dp = zeros(len(p));
+    let dx = zeros(len(x));
+    d_once(p, dp, x, dx);
+    dp[0] * dp[0] + dx[1] * dp[1]
+}}
+fn second(p: [f64], gp: mut [f64], x: [f64], gx: mut [f64]) {{
+    autodiff(reverse, norm, active, dup(p, gp), dup(x, gx));
+}}
+"
+    );
+    let session = adze::Session::from_source("snapshot.adz", src).unwrap();
+    for (f, snapshot) in [("d_once", true), ("h_once", true), ("d_rewritten", false)] {
+        let module = session.prepare(f).unwrap().to_string();
+        assert_eq!(module.contains("q.snapshot"), snapshot, "{f}:\n{module}");
+    }
+    let program = adze::Program::from_source("snapshot.adz", src).unwrap();
+    let (p, x) = ([1.0, -2.0, 3.0], [0.5, 2.0]);
+    // Both are Σ_i x_i² Σ_j p_j²: ∂/∂p_j = 2 p_j Σ x², ∂/∂x_i = 2 x_i Σ p².
+    let (sx, sp) = (0.25 + 4.0, 1.0 + 4.0 + 9.0);
+    for f in ["d_once", "d_rewritten"] {
+        let (mut dp, mut dx) = ([0.0; 3], [0.0; 2]);
+        program
+            .function(f)
+            .unwrap()
+            .call(&mut [
+                adze::Arg::Array(&p),
+                adze::Arg::ArrayMut(&mut dp),
+                adze::Arg::Array(&x),
+                adze::Arg::ArrayMut(&mut dx),
+            ])
+            .unwrap();
+        assert_eq!(dp, p.map(|pj| 2.0 * pj * sx), "{f}");
+        assert_eq!(dx, x.map(|xi| 2.0 * xi * sp), "{f}");
+    }
+    // H·v with v = e_0: ∂²/∂p_0² = 2 Σ x²; ∂²/∂x_i∂p_0 = 4 x_i p_0.
+    let (mut dp, mut hp, mut dx, mut hx) = ([0.0; 3], [0.0; 3], [0.0; 2], [0.0; 2]);
+    program
+        .function("h_once")
+        .unwrap()
+        .call(&mut [
+            adze::Arg::Array(&p),
+            adze::Arg::Array(&[1.0, 0.0, 0.0]),
+            adze::Arg::ArrayMut(&mut dp),
+            adze::Arg::ArrayMut(&mut hp),
+            adze::Arg::Array(&x),
+            adze::Arg::ArrayMut(&mut dx),
+            adze::Arg::ArrayMut(&mut hx),
+        ])
+        .unwrap();
+    assert_eq!(hp, [2.0 * sx, 0.0, 0.0]);
+    assert_eq!(hx, x.map(|xi| 4.0 * xi * p[0]));
+    let runs = agree_under_every_inline_setting(&session, "snapshot.adz");
+    assert!(runs >= 3 * 3, "{runs} runs");
+
+    let session = adze::Session::from_source("nested.adz", &nested).unwrap();
+    let module = session.prepare("second").unwrap().to_string();
+    assert!(!module.contains("q.snapshot"), "{module}");
+    let runs = agree_under_every_inline_setting(&session, "nested.adz");
+    assert!(runs >= 4 * 3, "{runs} runs");
+}

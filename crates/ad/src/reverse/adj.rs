@@ -233,6 +233,19 @@ impl Adj<'_> {
             let sh = b.zeros(n, name);
             self.shadow[arr] = Some(sh);
         }
+        // The frozen local arrays, whole (pushed at `return` after the
+        // counters and the return's number, before the lengths above).
+        for &a in self.plan.snapshots.iter().rev() {
+            let name = format!("{}.snapshot", self.primal.array_name(a));
+            let tape = self.tape;
+            let mut b = self.b();
+            let n = b.pop(tape, Type::I64);
+            let copy = b.zeros(n, name);
+            pop_elements(&mut b, tape, copy, n);
+            let here = b.current_block();
+            self.params[a] = Some(copy);
+            self.block = here;
+        }
         if self.plan.returns.is_empty() {
             // The primal never returns, so the adjoint is never called.
             let zeros = self.zero_results();
@@ -1440,4 +1453,24 @@ impl Adj<'_> {
         self.block = Some(exit);
         s
     }
+}
+
+/// `a[i] = pop` for `i` from `n - 1` down to 0 (the elements were pushed
+/// in increasing order), as a loop; leaves the builder in the loop's exit
+/// block.
+fn pop_elements(b: &mut FuncBuilder, tape: u8, a: Value, n: Value) {
+    let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
+    b.jump(header, &[n]);
+    b.switch_to_block(header);
+    let i = b.append_block_param(header, Type::I64);
+    let zero = b.iconst(0);
+    let more = b.icmp(adze_ir::CmpCond::Gt, i, zero);
+    b.brif(more, body, &[], exit, &[]);
+    b.switch_to_block(body);
+    let one = b.iconst(1);
+    let j = b.isub(i, one);
+    let x = b.pop(tape, Type::F64);
+    b.store(a, j, x);
+    b.jump(header, &[j]);
+    b.switch_to_block(exit);
 }

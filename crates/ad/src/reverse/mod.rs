@@ -958,6 +958,11 @@ pub(crate) fn derive_split(
         .witnessed(&primal.sig)
         .map(|(k, _)| primal.params()[k])
         .collect();
+    // A final derivative's frozen local arrays go on the tape whole (its
+    // checkpointed loops' runners would need them too: not with those).
+    if req.no_reverse_over && !req.checkpoint {
+        plan.snapshot_arrays(module, &primal);
+    }
     let calls = plan_calls(cx, module, &primal, &plan, &collapse, depth, tape)?;
     let mut call_args: SecondaryMap<Inst, Vec<Value>> = SecondaryMap::new();
     for (inst, t) in calls.iter() {

@@ -26,6 +26,7 @@ mod cfg;
 mod invariants;
 mod order;
 mod slots;
+mod snapshot;
 mod tape;
 mod useful;
 
@@ -153,6 +154,9 @@ pub(crate) struct Plan {
     /// its block receives ([`tape::Recipe::Arg`]): only where no reverse
     /// derivative of this one is taken (`ReverseRequest::no_reverse_over`).
     pub args_recomputed: bool,
+    /// Local arrays pushed whole where the primal returns and popped into
+    /// arrays of the adjoint's own at its entry ([`Plan::snapshot_arrays`]).
+    pub snapshots: Vec<Value>,
 }
 
 /// Does the adjoint of a function take its parameter number `k` too? Each
@@ -351,6 +355,7 @@ impl Plan {
             num_slots: 0,
             carry: EntitySet::new(),
             args_recomputed: false,
+            snapshots: Vec::new(),
             hand_on: Default::default(),
             tape: SecondaryMap::new(),
             recipes: SecondaryMap::new(),
