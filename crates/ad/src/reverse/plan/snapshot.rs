@@ -1,6 +1,7 @@
 //! Snapshots of local arrays that stop changing: in a final derivative
 //! (`ReverseRequest::no_reverse_over`), a local `zeros` array that nothing
-//! writes once something has read it is pushed whole where the primal
+//! writes once something has read it, read where the adjoint needs the
+//! value inside two loops or more, is pushed whole where the primal
 //! returns, and the adjoint pops it into an array of its own at its entry.
 //! Its loads are then recomputed from that copy (a `Recipe::Inst` of a
 //! load of an array the adjoint has) instead of each being popped: GMM's
@@ -54,7 +55,13 @@ impl Plan {
     }
 
     /// Is every write of `a` (or of a view of it) before every read, and
-    /// is some read of it in a loop (where taping each load costs)?
+    /// is some read of it, whose value the adjoint needs, in two loops or
+    /// more? There the loads outnumber the elements as a rule (GMM's
+    /// matrices, read per point and component); pushing the whole array at
+    /// each `return` costs its length on the tape, which a read in one
+    /// loop, or none the adjoint needs, would not repay (the review of
+    /// session 21: a callee called 2000 times reading 2 elements of an
+    /// array of 200 000 outgrew the tape's budget).
     fn frozen_and_read_in_loops(&self, module: &Module, func: &Function, a: Value) -> bool {
         // `a` and its views.
         let mut family = EntitySet::new();
@@ -72,7 +79,8 @@ impl Plan {
                     Access::View => family.insert(func.dfg.first_result(inst)),
                     Access::Read => {
                         reads.push((b, k));
-                        in_loop |= self.forest.innermost(b).is_some();
+                        in_loop |= self.forest.loops_around(b).count() >= 2
+                            && self.differentiated(func, inst);
                         true
                     }
                     Access::Other => true,
@@ -106,6 +114,19 @@ impl Plan {
             work.extend(self.succs(func, b));
         }
         true
+    }
+
+    /// Does the adjoint need what the read `inst` reads: a load of an
+    /// active value, or a differentiated call?
+    fn differentiated(&self, func: &Function, inst: Inst) -> bool {
+        match func.dfg.inst(inst) {
+            InstData::Call { args, .. } => self.call_is_active(func, args),
+            _ => func
+                .dfg
+                .inst_results(inst)
+                .iter()
+                .any(|&r| self.is_active(func, r)),
+        }
     }
 
     fn succs(&self, func: &Function, b: Block) -> Vec<Block> {
