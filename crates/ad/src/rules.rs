@@ -22,7 +22,7 @@
 use crate::AdError;
 use adze_ir::{
     Block, CmpCond, Derivation, FuncBuilder, FuncId, Function, InstData, Mode, Module, Param,
-    Region, Signature, Step, Type,
+    Region, Signature, Step, Type, Value,
 };
 use cranelift_entity::EntitySet;
 
@@ -262,23 +262,51 @@ pub(crate) fn save_helper(module: &mut Module, tape: u8, ty: Type) -> Result<Fun
     helper(module, step, &helper_name(ty, "save", tape), sig, |b| {
         let a = b.func.params()[0];
         let n = b.len(a);
-        let zero = b.iconst(0);
-        let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
-        b.jump(header, &[zero]);
-        b.switch_to_block(header);
-        let i = b.append_block_param(header, Type::I64);
-        let c = b.icmp(CmpCond::Lt, i, n);
-        b.brif(c, body, &[], exit, &[]);
-        b.switch_to_block(body);
-        let x = b.load(a, i);
-        b.push(tape, x);
-        let one = b.iconst(1);
-        let i1 = b.iadd(i, one);
-        b.jump(header, &[i1]);
-        b.switch_to_block(exit);
+        push_elements(b, tape, a, n);
         b.push(tape, n);
         b.ret(&[]);
     })
+}
+
+/// `push a[i]` for `i` in `0..n`, as a loop; leaves the builder in the
+/// loop's exit block. The body of [`save_helper`], and of the snapshots a
+/// final reverse derivative pushes at `return` (`reverse::aug`).
+pub(crate) fn push_elements(b: &mut FuncBuilder, tape: u8, a: Value, n: Value) {
+    let zero = b.iconst(0);
+    let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
+    b.jump(header, &[zero]);
+    b.switch_to_block(header);
+    let i = b.append_block_param(header, Type::I64);
+    let c = b.icmp(CmpCond::Lt, i, n);
+    b.brif(c, body, &[], exit, &[]);
+    b.switch_to_block(body);
+    let x = b.load(a, i);
+    b.push(tape, x);
+    let one = b.iconst(1);
+    let i1 = b.iadd(i, one);
+    b.jump(header, &[i1]);
+    b.switch_to_block(exit);
+}
+
+/// `a[i] = pop` (of type `elem`) for `i` from `n - 1` down to 0, as a
+/// loop; leaves the builder in the loop's exit block. The body of
+/// [`restore_helper`], and of a final reverse derivative's adjoint taking
+/// its snapshots back (`reverse::adj`).
+pub(crate) fn pop_elements(b: &mut FuncBuilder, tape: u8, a: Value, n: Value, elem: Type) {
+    let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
+    b.jump(header, &[n]);
+    b.switch_to_block(header);
+    let i = b.append_block_param(header, Type::I64);
+    let zero = b.iconst(0);
+    let c = b.icmp(CmpCond::Gt, i, zero);
+    b.brif(c, body, &[], exit, &[]);
+    b.switch_to_block(body);
+    let one = b.iconst(1);
+    let j = b.isub(i, one);
+    let x = b.pop(tape, elem);
+    b.store(a, j, x);
+    b.jump(header, &[j]);
+    b.switch_to_block(exit);
 }
 
 /// `@adze.tape.restore.T(a: mut arr)`: pops `a[n-1] .. a[0]` (the caller
@@ -302,20 +330,7 @@ pub(crate) fn restore_helper(module: &mut Module, tape: u8, ty: Type) -> Result<
     helper(module, step, &helper_name(ty, "restore", tape), sig, |b| {
         let a = b.func.params()[0];
         let n = b.len(a);
-        let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
-        b.jump(header, &[n]);
-        b.switch_to_block(header);
-        let i = b.append_block_param(header, Type::I64);
-        let zero = b.iconst(0);
-        let c = b.icmp(CmpCond::Gt, i, zero);
-        b.brif(c, body, &[], exit, &[]);
-        b.switch_to_block(body);
-        let one = b.iconst(1);
-        let j = b.isub(i, one);
-        let x = b.pop(tape, elem);
-        b.store(a, j, x);
-        b.jump(header, &[j]);
-        b.switch_to_block(exit);
+        pop_elements(b, tape, a, n, elem);
         b.ret(&[]);
     })
 }

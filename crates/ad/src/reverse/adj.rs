@@ -241,7 +241,7 @@ impl Adj<'_> {
             let mut b = self.b();
             let n = b.pop(tape, Type::I64);
             let copy = b.zeros(n, name);
-            pop_elements(&mut b, tape, copy, n);
+            crate::rules::pop_elements(&mut b, tape, copy, n, Type::F64);
             let here = b.current_block();
             self.params[a] = Some(copy);
             self.block = here;
@@ -1453,24 +1453,4 @@ impl Adj<'_> {
         self.block = Some(exit);
         s
     }
-}
-
-/// `a[i] = pop` for `i` from `n - 1` down to 0 (the elements were pushed
-/// in increasing order), as a loop; leaves the builder in the loop's exit
-/// block.
-fn pop_elements(b: &mut FuncBuilder, tape: u8, a: Value, n: Value) {
-    let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
-    b.jump(header, &[n]);
-    b.switch_to_block(header);
-    let i = b.append_block_param(header, Type::I64);
-    let zero = b.iconst(0);
-    let more = b.icmp(adze_ir::CmpCond::Gt, i, zero);
-    b.brif(more, body, &[], exit, &[]);
-    b.switch_to_block(body);
-    let one = b.iconst(1);
-    let j = b.isub(i, one);
-    let x = b.pop(tape, Type::F64);
-    b.store(a, j, x);
-    b.jump(header, &[j]);
-    b.switch_to_block(exit);
 }

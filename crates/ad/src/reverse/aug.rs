@@ -277,7 +277,7 @@ impl Aug<'_> {
             // length (the adjoint pops the length first).
             for &a in &plan.snapshots {
                 let n = b.len(a);
-                push_elements(&mut b, tape, a, n);
+                crate::rules::push_elements(&mut b, tape, a, n);
                 let push = b.push(tape, n);
                 let name = primal.array_name(a);
                 b.func.notes.inst(
@@ -548,25 +548,6 @@ fn counter(primal: &Function, counters: &[Option<Value>], l: usize) -> Result<Va
 
 /// Where counted loop `l` is left: its invariants (reloaded ones loaded
 /// again), then its counter.
-/// `push a[i]` for `i` in `0..n`, as a loop; leaves the builder in the
-/// loop's exit block.
-fn push_elements(b: &mut FuncBuilder, tape: u8, a: Value, n: Value) {
-    let zero = b.iconst(0);
-    let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
-    b.jump(header, &[zero]);
-    b.switch_to_block(header);
-    let i = b.append_block_param(header, Type::I64);
-    let more = b.icmp(adze_ir::CmpCond::Lt, i, n);
-    b.brif(more, body, &[], exit, &[]);
-    b.switch_to_block(body);
-    let x = b.load(a, i);
-    b.push(tape, x);
-    let one = b.iconst(1);
-    let next = b.iadd(i, one);
-    b.jump(header, &[next]);
-    b.switch_to_block(exit);
-}
-
 fn push_loop_exit(
     b: &mut FuncBuilder,
     primal: &Function,
