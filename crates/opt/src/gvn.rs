@@ -339,6 +339,10 @@ fn integer_offset(func: &Function, op: Opcode, a: Value, b: Value) -> Option<Sim
         (Opcode::Isub, None, Some(c)) => (a, c.wrapping_neg()),
         _ => return None,
     };
+    // `x + 0` is `x` (below, in `simplify`): not a new `iadd` of `x`'s parts.
+    if c == 0 {
+        return None;
+    }
     let inner = match def_inst(func, x) {
         Some(InstData::Binary {
             op: inner @ (Opcode::Iadd | Opcode::Isub),
