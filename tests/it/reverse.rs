@@ -503,11 +503,17 @@ fn second(x: [f64], gx: mut [f64]) {{
 }}
 "
     );
-    let session = adze::Session::from_source("final.adz", src).unwrap();
-    for f in ["grad", "hvp"] {
-        let module = session.prepare(f).unwrap().to_string();
-        assert!(!module.contains("pop 0, f64"), "{f}:\n{module}");
+    let mut session = adze::Session::from_source("final.adz", src).unwrap();
+    // Called (`term` not inlined), its split pair takes `a` and `b`, which
+    // the caller recomputes: no f64 on the tape either.
+    for inline in [adze::InlineSetting::All, adze::InlineSetting::None] {
+        session.inline = inline;
+        for f in ["grad", "hvp"] {
+            let module = session.prepare(f).unwrap().to_string();
+            assert!(!module.contains("pop 0, f64"), "{f} {inline:?}:\n{module}");
+        }
     }
+    session.inline = adze::InlineSetting::default();
     let x = [0.5, 2.0, -1.0];
     let (mut dx, mut hv) = ([0.0; 3], [0.0; 3]);
     let program = adze::Program::from_source("final.adz", src).unwrap();

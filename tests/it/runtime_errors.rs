@@ -454,16 +454,18 @@ fn derived_fault_cases(
             ),
         ),
     ];
-    // Recursion is never inlined: the same under both settings.
+    // Recursion is never inlined: the same under both settings. The
+    // recursive call's split pair takes its scalar arguments (a final
+    // derivative: nothing untaken, no `.u` suffix).
     for inline in [None, All] {
         cases.extend([
             (
                 inline,
                 "grad_spiral",
-                "spiral.aug.active_const.u0_1",
+                "spiral.aug.active_const",
                 derived(
                     "the augmented primal of the reverse derivative of `spiral`",
-                    "spiral.aug.active_const.u0_1",
+                    "spiral.aug.active_const",
                     &at_spiral,
                     DEPTH,
                 ),

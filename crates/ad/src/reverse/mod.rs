@@ -958,6 +958,7 @@ pub(crate) fn derive_split(
         .witnessed(&primal.sig)
         .map(|(k, _)| primal.params()[k])
         .collect();
+    plan.args_recomputed = req.no_reverse_over;
     // A final derivative's frozen local arrays go on the tape whole (its
     // checkpointed loops' runners would need them too: not with those).
     if req.no_reverse_over && !req.checkpoint {
@@ -973,7 +974,6 @@ pub(crate) fn derive_split(
             }
         }
     }
-    plan.args_recomputed = req.no_reverse_over;
     plan.plan_tape(&primal, &call_args)?;
     let mut refused = Vec::new();
     if req.checkpoint {
@@ -1371,13 +1371,22 @@ fn plan_calls(
             // callee's parameters would be block parameters, which the
             // adjoint pops or recomputes like any value; so the adjoint code,
             // and the order in which an outer reverse pass sums adjoints,
-            // do not depend on inlining.
+            // do not depend on inlining. In a final derivative, where no
+            // outer reverse pass sums anything, it takes the scalars too: the
+            // caller recomputes what it can (`x[i - 1]`) where the callee
+            // would pop it (docs/ad-reverse.md, "Final derivatives").
             let params = &module.func(callee).sig.params;
             let untaken: Vec<usize> = args
                 .iter()
                 .zip(params)
                 .enumerate()
-                .filter(|(_, (&a, p))| p.ty.is_scalar() || !plan.array_available(primal, a))
+                .filter(|(_, (&a, p))| {
+                    if p.ty.is_scalar() {
+                        !plan.args_recomputed
+                    } else {
+                        !plan.array_available(primal, a)
+                    }
+                })
                 .map(|(k, _)| k)
                 .collect();
             let takes: Vec<bool> = params
