@@ -407,7 +407,10 @@ impl Plan {
     /// Both sides of a call decide alike: a callee's scalars are parameters
     /// its adjoint does not have, and inlined they are block parameters,
     /// which no recipe here accepts; an array is a parameter the adjoint has
-    /// in the callee exactly when it is one in the caller (`untaken`).
+    /// in the callee exactly when it is one in the caller (`untaken`). In a
+    /// final derivative a callee's adjoint takes its scalars, and then may
+    /// recompute a count its inlined copy tapes: an integer, which no
+    /// derivative's bits depend on.
     pub(crate) fn trip_recipe(&self, func: &Function, l: usize) -> Option<TripRecipe> {
         if self.checkpointed.contains(&l) || !self.single_exit(func, l) {
             return None;
