@@ -272,20 +272,10 @@ pub(crate) fn save_helper(module: &mut Module, tape: u8, ty: Type) -> Result<Fun
 /// loop's exit block. The body of [`save_helper`], and of the snapshots a
 /// final reverse derivative pushes at `return` (`reverse::aug`).
 pub(crate) fn push_elements(b: &mut FuncBuilder, tape: u8, a: Value, n: Value) {
-    let zero = b.iconst(0);
-    let (header, body, exit) = (b.create_block(), b.create_block(), b.create_block());
-    b.jump(header, &[zero]);
-    b.switch_to_block(header);
-    let i = b.append_block_param(header, Type::I64);
-    let c = b.icmp(CmpCond::Lt, i, n);
-    b.brif(c, body, &[], exit, &[]);
-    b.switch_to_block(body);
-    let x = b.load(a, i);
-    b.push(tape, x);
-    let one = b.iconst(1);
-    let i1 = b.iadd(i, one);
-    b.jump(header, &[i1]);
-    b.switch_to_block(exit);
+    b.count_up(n, |b, i| {
+        let x = b.load(a, i);
+        b.push(tape, x);
+    });
 }
 
 /// `a[i] = pop` (of type `elem`) for `i` from `n - 1` down to 0, as a

@@ -1015,9 +1015,10 @@ pub fn nonneg_fact(func: &Function, facts: &[(CmpCond, Value, Value)], n: Value)
 }
 
 /// Does the count-down loop `cd` prove `arr[idx]` in bounds? `idx` is
-/// `c - 1`, or `base + (c - 1)` either way round, with the guard's atoms
-/// `base >= 0` (or `base` a constant `>= 0`) and `c0 <= L - base` (`c0 <=
-/// L` without a base), `L` a length of `arr` (`len b` or `n` of `b = zeros
+/// `base + (c - k)` with `width <= k <= step` ([`count_down_index`]'s
+/// forms), with the guard's atoms `base >= 0` and `c0 <= L - base` for a
+/// base that is not a constant, `c0 <= L - b` for a constant base `b > 0`,
+/// `c0 <= L` for none, `L` a length of `arr` (`len b` or `n` of `b = zeros
 /// n`, `b` in `class`, the arrays known to have `arr`'s length there).
 fn count_down_proves(
     func: &Function,
@@ -1043,45 +1044,36 @@ fn count_down_proves(
         return false;
     };
     let ks = width..=cd.step;
-    let same = |a: Value, b: Value| {
-        a == b || matches!((const_of(func, a), const_of(func, b)), (Some(p), Some(q)) if p == q)
-    };
     let is_length = |l: Value| {
         before_loop(l)
             && class
                 .iter()
                 .any(|&b| len_of(func, l) == Some(b) || (is_zeros_of(func, b, l) && before_loop(b)))
     };
-    let zero = |v: Value| const_of(func, v) == Some(0);
     let fact = |cc: CmpCond, x: &dyn Fn(Value) -> bool, y: &dyn Fn(Value) -> bool| {
         cd.facts.iter().any(|&(c, a, b)| c == cc && x(a) && y(b))
     };
     let is_c0 = |v: Value| v == cd.c0;
+    // `L - s` for a length `L` and an `s` that `sub` accepts.
+    let length_minus = |v: Value, sub: &dyn Fn(Value) -> bool| {
+        matches!(inst_of(func, v), Some(InstData::Binary { op: Opcode::Isub, args: [l, s] })
+            if is_length(*l) && sub(*s))
+    };
     match base {
         // The constant base `b = m + k`: `c0 <= L` for 0, else `c0 <= L - b`.
         None => ks.filter_map(|k| m.checked_add(k)).any(|b| {
-            let lim = |v: Value| match inst_of(func, v) {
-                Some(InstData::Binary {
-                    op: Opcode::Isub,
-                    args: [l, kb],
-                }) => is_length(*l) && const_of(func, *kb) == Some(b),
-                _ => false,
-            };
+            let lim = |v: Value| length_minus(v, &|s| const_of(func, s) == Some(b));
             b == 0 && fact(CmpCond::Le, &is_c0, &is_length)
                 || b > 0 && fact(CmpCond::Le, &is_c0, &lim)
         }),
+        // A base that is not a constant (`count_down_index` folds those).
         Some(base) => {
             if !before_loop(base) || !ks.contains(&m.saturating_neg()) {
                 return false;
             }
-            let base_nonneg = const_of(func, base).is_some_and(|k| k >= 0)
-                || fact(CmpCond::Ge, &|v| same(v, base), &zero);
             // `L - base`: with `0 <= base` and `0 <= L`, it does not wrap.
-            let lim = |v: Value| {
-                matches!(inst_of(func, v), Some(InstData::Binary { op: Opcode::Isub, args: [l, b] })
-                    if is_length(*l) && same(*b, base))
-            };
-            base_nonneg && fact(CmpCond::Le, &is_c0, &lim)
+            let lim = |v: Value| length_minus(v, &|s| s == base);
+            nonneg_fact(func, &cd.facts, base) && fact(CmpCond::Le, &is_c0, &lim)
         }
     }
 }

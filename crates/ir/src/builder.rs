@@ -313,8 +313,17 @@ impl<'f> FuncBuilder<'f> {
     /// `dst[i] = src[i]` for `i` in `0..n`, as a loop; leaves the builder
     /// in the loop's exit block.
     pub fn copy_loop(&mut self, src: Value, dst: Value, n: Value) {
+        self.count_up(n, |b, i| {
+            let x = b.load(src, i);
+            b.store(dst, i, x);
+        });
+    }
+
+    /// A loop running `body` for `i` in `0..n` (emitted in the loop's body
+    /// block, `i` its counter); leaves the builder in the loop's exit block.
+    pub fn count_up(&mut self, n: Value, body: impl FnOnce(&mut Self, Value)) {
         let zero = self.iconst(0);
-        let (header, body, exit) = (
+        let (header, body_block, exit) = (
             self.create_block(),
             self.create_block(),
             self.create_block(),
@@ -323,10 +332,9 @@ impl<'f> FuncBuilder<'f> {
         self.switch_to_block(header);
         let i = self.append_block_param(header, Type::I64);
         let c = self.icmp(CmpCond::Lt, i, n);
-        self.brif(c, body, &[], exit, &[]);
-        self.switch_to_block(body);
-        let x = self.load(src, i);
-        self.store(dst, i, x);
+        self.brif(c, body_block, &[], exit, &[]);
+        self.switch_to_block(body_block);
+        body(self, i);
         let one = self.iconst(1);
         let i1 = self.iadd(i, one);
         self.jump(header, &[i1]);

@@ -171,6 +171,29 @@ pub enum Step {
 }
 
 impl Step {
+    /// The reverse request of a reverse derivative, a `vjp`, or either half
+    /// of a split pair.
+    pub fn reverse_spec(&self) -> Option<&ReverseSpec> {
+        match self {
+            Step::Augmented { spec, .. }
+            | Step::Adjoint { spec, .. }
+            | Step::Reverse(spec)
+            | Step::Vjp(spec) => Some(spec),
+            _ => None,
+        }
+    }
+
+    /// [`Step::reverse_spec`], to change.
+    pub fn reverse_spec_mut(&mut self) -> Option<&mut ReverseSpec> {
+        match self {
+            Step::Augmented { spec, .. }
+            | Step::Adjoint { spec, .. }
+            | Step::Reverse(spec)
+            | Step::Vjp(spec) => Some(spec),
+            _ => None,
+        }
+    }
+
     /// Is this a helper, made from nothing?
     pub fn is_helper(&self) -> bool {
         matches!(

@@ -196,31 +196,22 @@ pub fn gvn(func: &mut Function) -> GvnStats {
                 // region allow it as they allow replacing by it.
                 Simplified::Offset(x, _) if !scopes.can_replace(func, result, x) => {}
                 Simplified::Offset(x, k) => {
-                    let c = func
-                        .dfg
-                        .make_inst(InstData::IConst { imm: k }, &[Type::I64]);
-                    let cv = func.dfg.first_result(c);
-                    // Numbered as an equal constant in scope, if any; else
-                    // the one the next equal constant is numbered as.
+                    // An equal constant in scope, or a new one placed just
+                    // before, which later equal constants are merged into.
                     let key = (InstData::IConst { imm: k }, scope);
-                    let here = (cv, depth as u32, path[depth]);
-                    match table.entry(key) {
-                        Entry::Occupied(mut o) => {
-                            let (v, d, visit) = *o.get();
-                            if path.get(d as usize) == Some(&visit) {
-                                number[cv] = Some(v);
-                            } else {
-                                o.insert(here);
-                            }
+                    let kv = match table.get(&key) {
+                        Some(&(v, d, visit)) if path.get(d as usize) == Some(&visit) => v,
+                        _ => {
+                            let c = func.dfg.make_inst(key.0.clone(), &[Type::I64]);
+                            let cv = func.dfg.first_result(c);
+                            inserted.push((c, inst));
+                            table.insert(key, (cv, depth as u32, path[depth]));
+                            cv
                         }
-                        Entry::Vacant(e) => {
-                            e.insert(here);
-                        }
-                    }
-                    inserted.push((c, inst));
+                    };
                     *func.dfg.inst_mut(inst) = InstData::Binary {
                         op: Opcode::Iadd,
-                        args: [x, cv],
+                        args: [x, kv],
                     };
                     stats.simplified += 1;
                 }

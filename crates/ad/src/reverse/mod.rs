@@ -1098,16 +1098,8 @@ fn taped_twin(
     else {
         return Ok(None);
     };
-    if cx.checkpoint_scope() == Some(true) {
-        if let Step::Augmented { spec, .. }
-        | Step::Adjoint { spec, .. }
-        | Step::Reverse(spec)
-        | Step::Vjp(spec) = &step
-        {
-            if spec.for_forward {
-                return Ok(None);
-            }
-        }
+    if cx.checkpoint_scope() == Some(true) && step.reverse_spec().is_some_and(|s| s.for_forward) {
+        return Ok(None);
     }
     twin_in_context(cx, module, from, &step, depth)
 }
@@ -1245,14 +1237,8 @@ fn built_final(module: &Module, mut id: FuncId) -> bool {
         step,
     }) = module.derivation(id)
     {
-        if let Step::Augmented { spec, .. }
-        | Step::Adjoint { spec, .. }
-        | Step::Reverse(spec)
-        | Step::Vjp(spec) = step
-        {
-            if spec.no_reverse_over {
-                return true;
-            }
+        if step.reverse_spec().is_some_and(|s| s.no_reverse_over) {
+            return true;
         }
         id = *from;
     }
@@ -1269,17 +1255,8 @@ fn find_reusable(cx: &AdContext<'_>, module: &Module, key: &Derivation) -> Optio
             return None;
         }
         let mut key = key.clone();
-        match &mut key.step {
-            Step::Augmented { spec, .. }
-            | Step::Adjoint { spec, .. }
-            | Step::Reverse(spec)
-            | Step::Vjp(spec)
-                if !spec.no_reverse_over =>
-            {
-                spec.no_reverse_over = true;
-            }
-            _ => return None,
-        }
+        let spec = key.step.reverse_spec_mut().filter(|s| !s.no_reverse_over)?;
+        spec.no_reverse_over = true;
         module.find_derived(&key)
     })
 }

@@ -16,7 +16,7 @@
 //! loop and dominates every `return`).
 
 use super::Plan;
-use adze_ir::cfg::DominatorTree;
+use adze_ir::cfg::{successors, DominatorTree};
 use adze_ir::{Block, Function, Inst, InstData, Module, Opcode, Type, Value};
 use cranelift_entity::EntitySet;
 
@@ -76,42 +76,44 @@ impl Plan {
                     continue;
                 }
                 match access(module, func, inst, &family) {
-                    Access::View => family.insert(func.dfg.first_result(inst)),
+                    Access::View => {
+                        family.insert(func.dfg.first_result(inst));
+                    }
                     Access::Read => {
                         reads.push((b, k));
                         in_loop |= self.forest.loops_around(b).count() >= 2
                             && self.differentiated(func, inst);
-                        true
                     }
-                    Access::Other => true,
-                    Access::Write => {
-                        writes.push((b, k));
-                        true
-                    }
-                };
+                    Access::Other => {}
+                    Access::Write => writes.push((b, k)),
+                }
             }
         }
-        if !in_loop || reads.is_empty() {
+        if !in_loop {
             return false;
         }
         // No write after a read in its block, nor in a block reachable
         // from a read's (through at least one edge).
+        let mut written = EntitySet::new();
+        for &(b, _) in &writes {
+            written.insert(b);
+        }
         let mut seen = EntitySet::new();
         let mut work: Vec<Block> = Vec::new();
         for &(b, k) in &reads {
             if writes.iter().any(|&(wb, wk)| wb == b && wk > k) {
                 return false;
             }
-            work.extend(self.succs(func, b));
+            work.extend(successors(func, b));
         }
         while let Some(b) = work.pop() {
             if !seen.insert(b) {
                 continue;
             }
-            if writes.iter().any(|&(wb, _)| wb == b) {
+            if written.contains(b) {
                 return false;
             }
-            work.extend(self.succs(func, b));
+            work.extend(successors(func, b));
         }
         true
     }
@@ -127,16 +129,6 @@ impl Plan {
                 .iter()
                 .any(|&r| self.is_active(func, r)),
         }
-    }
-
-    fn succs(&self, func: &Function, b: Block) -> Vec<Block> {
-        func.layout
-            .last_inst(b)
-            .map(|t| {
-                let data = func.dfg.inst(t);
-                data.destinations().iter().map(|d| d.block).collect()
-            })
-            .unwrap_or_default()
     }
 }
 

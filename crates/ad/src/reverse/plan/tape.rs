@@ -279,10 +279,8 @@ impl Resolver<'_> {
             // loop than `v` would: else `v` is the cheaper leaf.
             let mut trial = t.clone();
             let kept = |a: &Attempt| {
-                let invariants = a.recipes.iter();
-                invariants
-                    .filter(|r| matches!(r, Recipe::Invariant { .. }))
-                    .count()
+                let invariant = |r: &&Recipe| matches!(r, Recipe::Invariant { .. });
+                a.recipes.iter().filter(invariant).count()
             };
             let v_kept = self.plan.invariant_loop(func, v, self.block).is_some();
             if !self.attempt(of, &mut trial, root)
