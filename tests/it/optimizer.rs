@@ -655,6 +655,103 @@ fn g(p: [f64], c: mut [f64], d: i64, m: i64) -> f64 {{
     assert!(lanes >= 40, "only {lanes} loops given lanes");
 }
 
+/// Generated rows of GMM's second style and kmeans (session 22): an inner
+/// loop over a triangle's row (`for col in 0..row + k`) or a whole row
+/// (`0..s`), reading or writing `q[row * s + col + c]` (the product either
+/// way round, or of `len(x)`), whose lanes' guard checks every row at once
+/// before the rows' loop (`vectorize`, hoisted rows). Strides of zero, one
+/// too short, negative; rows past the end; an outer bound past `len(x)`:
+/// optimized and not, both engines, bit for bit and trap for trap, the
+/// primal and its gradient; and the guards are in fact hoisted.
+#[test]
+fn generated_hoisted_rows_agree_after_optimization() {
+    let (mut hoisted, mut lanes) = (0, 0);
+    for seed in 0..36u64 {
+        let mut next = xorshift(seed.wrapping_mul(0x5851_f42d_4c95_7f2d) | 1);
+        let outer = ["len(x)", "n", "len(x) + 1", "n - 1"][next(4) as usize];
+        let inner = ["row + 1", "row", "row + 2", "s", "len(x)"][next(5) as usize];
+        let base = ["row * s", "s * row", "row * len(x)", "(row + 1) * s"][next(4) as usize];
+        let off = ["", " + 1"][next(2) as usize];
+        let src = format!(
+            "fn f(q: [f64], x: [f64], mu: [f64], s: i64, n: i64) -> f64 {{
+    var total = 0.0;
+    for row in 0..{outer} {{
+        var dot = 0.0;
+        for col in 0..{inner} {{
+            dot = dot + q[{base} + col{off}] * (x[col] - mu[col]);
+        }}
+        total = total + dot * dot;
+    }}
+    total
+}}
+
+fn g(q: mut [f64], x: [f64], mu: [f64], s: i64, n: i64) -> f64 {{
+    for row in 0..{outer} {{
+        for col in 0..{inner} {{
+            q[{base} + col{off}] = q[{base} + col{off}] * 0.5 + x[col] * mu[col];
+        }}
+    }}
+    q[0]
+}}
+"
+        );
+        let session =
+            Session::from_source("rows.adz", &src).unwrap_or_else(|e| panic!("{e}\n{src}"));
+        let module = &session.module;
+        let mut probe = module.clone();
+        let stats = adze_opt::optimize_module(&mut probe).unwrap();
+        hoisted += stats.vectorize.hoisted;
+        lanes += stats.vectorize.loops;
+        let mut all = Vec::new();
+        for (k, (nq, nx, nmu, s, n)) in [
+            (36, 6, 6, 6, 6),
+            (49, 7, 7, 7, 7),
+            (35, 6, 6, 6, 6),
+            (37, 6, 6, 6, 5),
+            (42, 6, 6, 7, 6),
+            (30, 6, 6, 5, 6),
+            (36, 6, 5, 6, 6),
+            (36, 6, 6, 0, 6),
+            (36, 6, 6, -6, 6),
+            (16, 4, 9, 4, 9),
+            (64, 8, 8, 8, 3),
+            (0, 0, 0, 3, 0),
+            (9, 3, 3, 3, i64::MIN),
+            (9, 3, 3, i64::MAX, 3),
+            (40, 6, 6, 1 << 32, 2),
+        ]
+        .into_iter()
+        .enumerate()
+        {
+            all.push(vec![
+                finite(nq, k),
+                finite(nx, k + 1),
+                finite(nmu, k + 2),
+                Val::I64(s),
+                Val::I64(n),
+            ]);
+        }
+        all.push(vec![
+            infinite(36, 2, 11),
+            finite(6, 3),
+            finite(6, 4),
+            Val::I64(6),
+            Val::I64(6),
+        ]);
+        for name in ["f", "g"] {
+            let id = module.get(name).unwrap();
+            agree(&src, module, &optimized(module), id, &all);
+        }
+        let (m, d, stats) = derived(&session, &src, "f", Mode::Reverse, &["x"]);
+        hoisted += stats.vectorize.hoisted;
+        lanes += stats.vectorize.loops;
+        let dargs = derivative_inputs(&m, d, &["q", "x", "mu", "s", "n"], &all);
+        agree(&src, &m, &optimized(&m), d, &dargs);
+    }
+    assert!(hoisted >= 30, "only {hoisted} guards hoisted");
+    assert!(lanes >= 60, "only {lanes} loops given lanes");
+}
+
 /// Generated triangles, session 19's shapes: `for j in s..n + k` from a
 /// start `i + c` of an outer loop or a parameter (odd, even, negative,
 /// past the end), a running index `li` stepping with `j` (`indvars`'
@@ -970,6 +1067,22 @@ fn drows(p: [f64], c: [f64], dc: mut [f64], d: i64) {
                 .iter()
                 .any(|n| n == name || n.starts_with(&format!("{name}."))),
             "no lanes in {name}: {with_lanes:?}"
+        );
+    }
+    // The last element of an odd row runs below the guard, proven too
+    // (session 22): `maha`'s three loads, `rows`' two.
+    for (root, name, loads) in [(1, "maha", 3), (4, "rows", 2)] {
+        let m = &modules[root];
+        let f = m.func(m.get(name).unwrap());
+        let safe = adze_ir::bounds::safe_accesses_below_start(f);
+        let scalar = f
+            .layout
+            .insts()
+            .filter(|&(_, i)| f.dfg.inst(i).opcode() == adze_ir::Opcode::Load && safe.contains(i))
+            .count();
+        assert!(
+            scalar >= loads,
+            "{name}: {scalar} scalar loads proven:\n{f}"
         );
     }
 }

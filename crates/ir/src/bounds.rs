@@ -182,15 +182,23 @@ pub fn offset_form(func: &Function, v: Value) -> (Value, i64) {
 /// did not wrap (`w >= 0`). Not for `k < 0` without `base >= 0`: `base +
 /// k` wraps to a large bound when `base` is near `i64::MIN` (the review of
 /// session 19: a user's `while j < n - 1 { .. j = j + 2 }` under `if n <=
-/// len(a)` at `n = i64::MIN`).
+/// len(a)` at `n = i64::MIN`). Or when `base` is a counter of an enclosing
+/// loop (`counter`, [`safe_accesses_below_start`] only) and `k <= 0`: the
+/// lanes of `for col in 0..row + 1` under a guard hoisted out of the rows.
 fn two_steps(
     func: &Function,
     hi: Value,
     nonneg: impl Fn(Value) -> bool,
+    counter: impl Fn(Value) -> bool,
     facts: &[(CmpCond, Value, Value)],
 ) -> bool {
     let (base, k) = offset_form(func, hi);
     if k <= -1 && nonneg(base) {
+        return true;
+    }
+    // `base` an outer counter (`0 <= base < hi_j <= i64::MAX`): `base + k
+    // <= i64::MAX - 1` for `k <= 0`, and it does not wrap.
+    if k <= 0 && counter(base) {
         return true;
     }
     if k < 0 {
@@ -318,9 +326,50 @@ pub fn safe_accesses_below_start(func: &Function) -> EntitySet<Inst> {
 }
 
 fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
+    analyse(func, below_start).0
+}
+
+/// A counter of a counted loop, as the JIT's analysis knows it
+/// ([`counters_below_start`]): `lo <= i < hi` in every block `body`
+/// dominates, `hi` defined in a block that strictly dominates `header`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counter {
+    /// The bound of `icmp lt i, hi`.
+    pub hi: Value,
+    /// The loop's header, whose parameter the counter is.
+    pub header: Block,
+    /// The header's true side.
+    pub body: Block,
+    /// The least value the counter is entered with.
+    pub lo: i64,
+}
+
+/// [`safe_accesses_below_start`], and the counters of `func`'s counted
+/// loops it found: `vectorize` asks which values are outer counters, as
+/// the JIT will, to write a guard the JIT reads back.
+pub fn counters_below_start(func: &Function) -> (EntitySet<Inst>, HashMap<Value, Counter>) {
+    let (safe, ivs) = analyse(func, true);
+    let counters = ivs
+        .into_iter()
+        .map(|(v, iv)| {
+            (
+                v,
+                Counter {
+                    hi: iv.hi,
+                    header: iv.header,
+                    body: iv.body,
+                    lo: iv.lo,
+                },
+            )
+        })
+        .collect();
+    (safe, counters)
+}
+
+fn analyse(func: &Function, below_start: bool) -> (EntitySet<Inst>, HashMap<Value, Induction>) {
     let mut safe = EntitySet::new();
     let Some(entry) = func.entry_block() else {
-        return safe;
+        return (safe, HashMap::new());
     };
     let order = reverse_postorder(func, entry);
     let mut preds: HashMap<Block, Vec<Block>> = HashMap::new();
@@ -406,6 +455,45 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
             if !ivs.contains_key(&i) {
                 continue;
             }
+            // `v` is another counter of the set whose body dominates `at`
+            // (`0 <= v < hi_v` there): what `two_steps` may assume of an
+            // outer row counter (the JIT's analysis only).
+            let counter_at = |v: Value, at: Block| {
+                below_start && v != i && ivs.get(&v).is_some_and(|iv| doms.dominates(iv.body, at))
+            };
+            // `j` itself read where its header dominates, not its body (the
+            // lanes leaving to their loop's last iteration): `j >= lo_j`
+            // holds there too (the JIT's analysis only).
+            let left = |x: Value, c: i64, at: Option<Block>| {
+                below_start
+                    && c == 0
+                    && x != i
+                    && ivs.contains_key(&x)
+                    && at.is_some_and(|d| doms.dominates(ivs[&x].header, d))
+            };
+            // A block parameter every edge into whose block passes a
+            // constant `>= 0` or a counter `left` accepts (the lanes'
+            // exit after `unroll`, entered from both copies of their
+            // header): the least of those.
+            let merged = |a: Value, c: i64| -> Option<i64> {
+                if !below_start || c != 0 {
+                    return None;
+                }
+                let pb = func.def_block(a)?;
+                let pos = func.dfg.block_params(pb).iter().position(|&q| q == a)?;
+                let mut lo = i64::MAX;
+                for &(from, args) in edges.get(&pb)? {
+                    let v = *args.get(pos)?;
+                    if let Some(k) = const_of(func, v).filter(|&k| k >= 0) {
+                        lo = lo.min(k);
+                    } else if left(v, 0, Some(from)) {
+                        lo = lo.min(ivs[&v].lo);
+                    } else {
+                        return None;
+                    }
+                }
+                (lo != i64::MAX).then_some(lo)
+            };
             // `a` is >= 0 (and >= the returned least value): a constant, a
             // length, or `j` or `j + 1` for another induction variable `j`,
             // computed where `0 <= j < hi_j <= i64::MAX` (so `j + 1` does
@@ -443,18 +531,27 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                     let nonneg =
                         |v: Value| const_of(func, v).is_some_and(|k| k >= 0) || nonneg_at(v, from);
                     let below_max = ff.iter().any(|&(cc, a, y)| {
-                        cc == CmpCond::Le && a == x && two_steps(func, y, nonneg, ff)
+                        cc == CmpCond::Le && a == x && two_steps(func, y, nonneg, |_| false, ff)
                     });
                     if nonneg(x) && below_max {
                         return Some(1);
                     }
                 }
+                if let Some(lo) = merged(a, c) {
+                    return Some(lo);
+                }
                 let j = ivs.get(&x)?;
                 let step = c == 0
                     || c == 1
                     || (c == 2
-                        && two_steps(func, j.hi, |n| nonneg_at(n, j.header), facts_at(j.header)));
-                (step && at.is_some_and(|d| doms.dominates(j.body, d)))
+                        && two_steps(
+                            func,
+                            j.hi,
+                            |n| nonneg_at(n, j.header),
+                            |n| counter_at(n, j.header),
+                            facts_at(j.header),
+                        ));
+                ((step && at.is_some_and(|d| doms.dominates(j.body, d))) || left(x, c, at))
                     .then(|| j.lo.saturating_add(c))
             };
             let mut lo = i64::MAX;
@@ -469,7 +566,14 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                     x == i
                         && (c == 0
                             || c == 1
-                            || (c == 2 && two_steps(func, hi, |n| nonneg_at(n, h), facts_at(h))))
+                            || (c == 2
+                                && two_steps(
+                                    func,
+                                    hi,
+                                    |n| nonneg_at(n, h),
+                                    |n| counter_at(n, h),
+                                    facts_at(h),
+                                )))
                         && doms.dominates(body, *from)
                 })
             });
@@ -502,7 +606,7 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
     }
     let countdowns = count_down_loops(func, &order, &preds, &edges, &doms);
     if ivs.is_empty() && countdowns.is_empty() {
-        return safe;
+        return (safe, ivs);
     }
 
     // Length equalities: the `samelen` instructions, with where they are.
@@ -576,20 +680,35 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
                 }
                 cs
             };
+            // An outer counter `j` at this access (the JIT's analysis only):
+            // its bound and header.
+            let outer = |j: Value| {
+                ivs.get(&j)
+                    .filter(|iv| below_start && doms.dominates(iv.body, b))
+                    .map(|iv| Outer {
+                        hi: iv.hi,
+                        header: iv.header,
+                        body: iv.body,
+                    })
+            };
             let guarded = counters.into_iter().any(|i| {
                 ivs.get(&i).is_some_and(|iv| {
                     doms.dominates(iv.body, b)
                         && !facts_at(iv.header).is_empty()
                         && up_guard_proves(
                             func,
+                            &doms,
                             facts_at(iv.header),
-                            i,
-                            iv.lo,
-                            iv.hi,
+                            Inner {
+                                i,
+                                lo: iv.lo,
+                                hi: iv.hi,
+                            },
                             idx,
                             width,
                             &same_length_as(arr, b, pos),
-                            &|x| nonneg_at(x, iv.header),
+                            &|x| nonneg_at(x, iv.header) || (x != i && outer(x).is_some()),
+                            &|j| outer(j).filter(|_| j != i),
                         )
                 })
             });
@@ -618,7 +737,7 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
             }
         }
     }
-    safe
+    (safe, ivs)
 }
 
 /// The count-down loops of `func` (see the module documentation).
@@ -939,15 +1058,16 @@ pub fn guard_facts(
 #[allow(clippy::too_many_arguments)]
 fn up_guard_proves(
     func: &Function,
+    doms: &DominatorTree,
     facts: &[(CmpCond, Value, Value)],
-    i: Value,
-    lo: i64,
-    hi: Value,
+    inner: Inner,
     idx: Value,
     width: i64,
     class: &[Value],
     x_nonneg: &dyn Fn(Value) -> bool,
+    outer: &dyn Fn(Value) -> Option<Outer>,
 ) -> bool {
+    let Inner { i, lo, hi } = inner;
     let (x, k) = offset_form(func, hi);
     if k < 0 && !x_nonneg(x) {
         return false;
@@ -976,31 +1096,141 @@ fn up_guard_proves(
             .iter()
             .any(|&b| len_of(func, l) == Some(b) || is_zeros_of(func, b, l))
     };
+    let fact = |cc: CmpCond, a: Value, y: &dyn Fn(Value) -> bool| {
+        facts.iter().any(|&(c, p, q)| c == cc && p == a && y(q))
+    };
+    // `c0` when `v` is `w - c0` (`c0 >= 0`).
+    let minus = |v: Value, w: &dyn Fn(Value) -> bool| -> Option<i64> {
+        let (wv, off) = offset_form(func, v);
+        off.checked_neg().filter(|&c0| c0 >= 0 && w(wv))
+    };
     // `c0` when `v` is `(L - base) - c0` (`L - c0` without a base).
     let lim_offset = |v: Value| -> Option<i64> {
-        let (w, off) = offset_form(func, v);
-        let c0 = off.checked_neg().filter(|&c0| c0 >= 0)?;
-        match base {
-            None => is_length(w).then_some(c0),
-            Some(b) => match inst_of(func, w)? {
-                &InstData::Binary {
-                    op: Opcode::Isub,
-                    args: [l, bb],
-                } if is_length(l) && bb == b => Some(c0),
-                _ => None,
-            },
-        }
+        minus(v, &|w| match base {
+            None => is_length(w),
+            Some(b) => matches!(inst_of(func, w), Some(&InstData::Binary {
+                op: Opcode::Isub,
+                args: [l, bb],
+            }) if is_length(l) && bb == b),
+        })
     };
-    let fits = facts.iter().any(|&(cc, a, b)| {
-        cc == CmpCond::Le && a == x && lim_offset(b).is_some_and(|c0| need <= c0)
-    });
-    let base_ok = base.is_none_or(|b| {
-        let below = facts
+    // `x <= lim` with `x + need <= lim + c0`; or, when `x` is an outer
+    // counter `j` (so `x <= hi_j - 1`), `hi_j <= lim` with `need <= c0 +
+    // 1`: a guard hoisted out of the rows of `for col in 0..row + 1`.
+    let bounded_by = |lim: &dyn Fn(Value) -> Option<i64>| {
+        facts
             .iter()
-            .any(|&(cc, a, l)| cc == CmpCond::Le && a == b && is_length(l));
-        nonneg_fact(func, facts, b) && below
-    });
+            .any(|&(cc, a, b)| cc == CmpCond::Le && a == x && lim(b).is_some_and(|c0| need <= c0))
+            || outer(x).is_some_and(|o| {
+                facts.iter().any(|&(cc, a, b)| {
+                    cc == CmpCond::Le
+                        && a == o.hi
+                        && lim(b).is_some_and(|c0| c0.checked_add(1).is_some_and(|m| need <= m))
+                })
+            })
+    };
+    if let Some(b) = base {
+        if row_major(func, doms, facts, b, &is_length, outer, &|s| {
+            bounded_by(&|v| minus(v, &|w| w == s))
+        }) {
+            return true;
+        }
+    }
+    let fits = bounded_by(&lim_offset);
+    let base_ok =
+        base.is_none_or(|b| nonneg_fact(func, facts, b) && fact(CmpCond::Le, b, &is_length));
     fits && base_ok
+}
+
+/// The inner loop of [`up_guard_proves`]: its counter `i >= lo` runs below
+/// `hi`.
+#[derive(Clone, Copy)]
+struct Inner {
+    i: Value,
+    lo: i64,
+    hi: Value,
+}
+
+/// An enclosing counter `j` at an access: `0 <= j < hi` there and in
+/// every block `body` dominates, `hi` defined in a block that strictly
+/// dominates `header`.
+#[derive(Clone, Copy)]
+struct Outer {
+    hi: Value,
+    header: Block,
+    body: Block,
+}
+
+/// The largest row stride and row count [`row_major`] accepts: their
+/// product, and `j * s + t` for `t < s`, stay below `2^62`.
+pub const ROW_MAJOR_MAX: i64 = 1 << 31;
+
+/// Does a guard prove every row of a row-major access `base + t`, `base =
+/// j * s` (`imul` either way round) for an outer counter `j` (`outer`) and
+/// a stride `s` defined before `j`'s loop (or a constant), the product
+/// computed in `j`'s body, given that the
+/// inner offset `t` stays in `0 .. s` (`extent(s)`, the facts `x <= s - c0`
+/// or `hi_j <= s - c0` of `up_guard_proves`)? The facts it needs: `s >=
+/// 0` (or `s` a length, or a constant `>= 0`), `s <= M` and `hi_j <= M`
+/// for constants `M <= 2^31` ([`ROW_MAJOR_MAX`]), and `hi_j * s <= L` for a
+/// length `L` of the array. Then `0 <= j * s` (no wrap: `j < hi_j <=
+/// 2^31`), and `j * s + t <= (j + 1) * s - 1 <= hi_j * s - 1 <= L - 1`,
+/// the guard's `hi_j * s` exact too. Every fact is of values invariant in
+/// `j`'s loop, so the guard may stand before it: `vectorize` writes it
+/// where the rows start and `licm` lifts it out (GMM's second style,
+/// `q[row * d + col]`; kmeans' `points[i * d + l]`).
+#[allow(clippy::too_many_arguments)]
+fn row_major(
+    func: &Function,
+    doms: &DominatorTree,
+    facts: &[(CmpCond, Value, Value)],
+    base: Value,
+    is_length: &dyn Fn(Value) -> bool,
+    outer: &dyn Fn(Value) -> Option<Outer>,
+    extent: &dyn Fn(Value) -> bool,
+) -> bool {
+    let Some(&InstData::Binary {
+        op: Opcode::Imul,
+        args: [p, q],
+    }) = inst_of(func, base)
+    else {
+        return false;
+    };
+    let at_most_max = |v: Value| {
+        const_of(func, v).is_some_and(|m| (0..=ROW_MAJOR_MAX).contains(&m))
+            || facts.iter().any(|&(cc, a, m)| {
+                cc == CmpCond::Le && a == v && const_of(func, m).is_some_and(|m| m <= ROW_MAJOR_MAX)
+            })
+    };
+    [(p, q), (q, p)].into_iter().any(|(j, s)| {
+        let Some(o) = outer(j) else { return false };
+        // `j * s` computed where `0 <= j < hi_j` (not at the header, where
+        // `j` may be `hi_j` on the way out); a later iteration may read an
+        // earlier one's product, still of a `j` in range.
+        if func
+            .def_block(base)
+            .is_none_or(|d| !doms.dominates(o.body, d))
+        {
+            return false;
+        }
+        let invariant = const_of(func, s).is_some()
+            || func
+                .def_block(s)
+                .is_some_and(|d| d != o.header && doms.dominates(d, o.header));
+        let nonneg = const_of(func, s).is_some_and(|v| v >= 0)
+            || len_of(func, s).is_some()
+            || nonneg_fact(func, facts, s);
+        let product = |v: Value| {
+            matches!(inst_of(func, v), Some(&InstData::Binary {
+                op: Opcode::Imul,
+                args: [a, b],
+            }) if (a, b) == (o.hi, s) || (a, b) == (s, o.hi))
+        };
+        let fits = facts
+            .iter()
+            .any(|&(cc, a, l)| cc == CmpCond::Le && product(a) && is_length(l));
+        invariant && nonneg && at_most_max(s) && at_most_max(o.hi) && fits && extent(s)
+    })
 }
 
 /// How far up the dominator tree [`guard_facts`] looks for guards: the
@@ -1682,6 +1912,107 @@ block3:
             t = targets.0,
             f = targets.1,
         )
+    }
+
+    /// `for j in 0..h { for i in 0..j + 1 { x[j * s + i]; y[i] } }` behind
+    /// the guard `guard` (atoms `v40..`, their conjunction `v30`) before
+    /// the rows' loop; `imul` says where `j * s` is computed.
+    fn rows_src(guard: &str, imul_in_header: bool) -> String {
+        let (header, body) = match imul_in_header {
+            true => ("    v8 = imul v5, v3\n", ""),
+            false => ("", "    v8 = imul v5, v3\n"),
+        };
+        format!(
+            "function @f(x: arr, y: arr, h: i64, s: i64) -> f64 {{
+block0(v0: arr, v1: arr, v2: i64, v3: i64):
+    v4 = fconst 0.0
+    v20 = iconst 0
+    v21 = bconst false
+    v22 = iconst 2147483648
+    v24 = len v0
+    v25 = len v1
+    v26 = imul v2, v3
+    v27 = iconst 1
+{guard}
+    brif v30, block5, block6
+block5:
+    jump block1(v20, v4)
+block6:
+    v60 = fconst 1.0
+    return v60
+block1(v5: i64, v6: f64):
+{header}    v7 = icmp lt v5, v2
+    brif v7, block2, block3
+block2:
+{body}    v9 = iadd v5, v27
+    jump block7(v20, v6)
+block7(v10: i64, v11: f64):
+    v12 = icmp lt v10, v9
+    brif v12, block8, block9
+block8:
+    v13 = iadd v8, v10
+    v14 = load v0, v13
+    v15 = load v1, v10
+    v16 = fadd v11, v14
+    v17 = fadd v16, v15
+    v18 = iadd v10, v27
+    jump block7(v18, v17)
+block9:
+    v19 = iadd v5, v27
+    jump block1(v19, v11)
+block3:
+    return v6
+}}
+"
+        )
+    }
+
+    /// Rows checked for every `j` at once (`vectorize`'s hoisted rows,
+    /// `row_major`): `s >= 0`, `s <= 2^31`, `h <= 2^31`, `h * s <= len(x)`
+    /// and `h <= s` prove `x[j * s + i]` for `i <= j < h`; `h <= len(y)`
+    /// proves `y[i]`. Each atom is needed, the product must be computed
+    /// in the rows' body (at the header `j` may be `h`), and only the
+    /// JIT's analysis knows the rule.
+    #[test]
+    fn rows_behind_a_hoisted_guard_are_proven() {
+        let all = [
+            "v40 = icmp ge v3, v20",
+            "v41 = icmp le v3, v22",
+            "v42 = icmp le v2, v22",
+            "v43 = icmp le v26, v24",
+            "v44 = icmp le v2, v3",
+            "v45 = icmp le v2, v25",
+        ];
+        let atoms = |skip: &str| {
+            let kept: Vec<&str> = all.into_iter().filter(|a| !a.starts_with(skip)).collect();
+            let mut g: Vec<String> = kept.iter().map(|a| format!("    {a}")).collect();
+            let mut acc = kept[0][..3].to_string();
+            for (k, a) in kept.iter().enumerate().skip(1) {
+                let v = if k + 1 == kept.len() {
+                    "v30".to_string()
+                } else {
+                    format!("v5{k}")
+                };
+                g.push(format!("    {v} = select {acc}, {}, v21", &a[..3]));
+                acc = v;
+            }
+            g.join("\n")
+        };
+        let both = vec![at("block8", 1), at("block8", 2)];
+        assert_eq!(proven_below_start(&rows_src(&atoms("-"), false)), both);
+        for skip in ["v40", "v41", "v42", "v43", "v44"] {
+            let src = rows_src(&atoms(skip), false);
+            assert_eq!(
+                proven_below_start(&src),
+                vec![at("block8", 2)],
+                "without {skip}"
+            );
+        }
+        let src = rows_src(&atoms("v45"), false);
+        assert_eq!(proven_below_start(&src), vec![at("block8", 1)]);
+        let src = rows_src(&atoms("-"), true);
+        assert_eq!(proven_below_start(&src), vec![at("block8", 2)]);
+        assert!(proven(&rows_src(&atoms("-"), false)).is_empty());
     }
 
     /// The lanes' guard of a count-up loop (`vectorize`'s "Ranges"): `hi >=

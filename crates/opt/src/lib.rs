@@ -227,7 +227,7 @@ add_assign! {
     CarryStats { loops, loads }
     VersionStats { loops, ranges }
     UnrollStats { loops }
-    VectorizeStats { loops, neighbours, ranged }
+    VectorizeStats { loops, neighbours, ranged, hoisted }
     OptStats { insts_before, insts_after, gvn, mem, dce, licm, promoted, indvars, loopdel, carry, version, vectorize, unroll }
 }
 

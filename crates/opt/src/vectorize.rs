@@ -65,7 +65,8 @@ use crate::analysis::{def_inst, iconst_of, Cfg, Scopes};
 use crate::copy::entered_once;
 use crate::mem::may_alias;
 use adze_ir::bounds::{
-    guard_facts, nonneg_fact, offset_form, zeros_before, zeros_lengths, LengthClasses,
+    guard_facts, nonneg_fact, offset_form, zeros_before, zeros_lengths, Counter, LengthClasses,
+    ROW_MAJOR_MAX,
 };
 use adze_ir::cfg::DominatorTree;
 use adze_ir::{Block, BlockCall, CmpCond, Function, Inst, InstData, Opcode, Type, Value};
@@ -88,6 +89,9 @@ pub struct VectorizeStats {
     /// Of those, count-up loops whose lanes' guard checks index ranges or
     /// the bound (`Ranges`).
     pub ranged: usize,
+    /// Of those, loops whose guard checks rows for every trip of an
+    /// enclosing loop at once (`Ranges`, hoisted rows).
+    pub hoisted: usize,
 }
 
 /// A `load` or `store` of the loop: its array, its index `base + (i + c)`
@@ -160,6 +164,19 @@ struct Plan {
 /// (the atoms `adze_ir::bounds` reads back to prove the lanes' accesses,
 /// "guard_facts"). When the guard fails the loop runs as written, with its
 /// checks, and traps where it did.
+///
+/// **Hoisted rows.** When `n` is the counter `j` of an enclosing loop (`for
+/// col in 0..row + 1`, `k <= 1`), a row without a base is checked for
+/// every `j` at once: `hi_j <= len(a) - max(c + k - 1, 0)` (`j <= hi_j -
+/// 1`). A row-major base `j * s` (`q[row * d + col]`, `points[i * d +
+/// l]`: `j` an enclosing counter, `s` defined before `j`'s loop) is
+/// checked as `s >= 0`, `s <= 2^31`, `hi_j <= 2^31`, `hi_j * s <= len(a)`,
+/// and that the row stays within `s`: `hi_j <= s - max(c + k - 1, 0)` when
+/// `n` is `j`, `n <= s - max(c + k, 0)` when `n` is defined before `j`'s
+/// loop (`adze_ir::bounds`, `row_major`). Those atoms do not change with
+/// `j`: `licm` lifts them out of `j`'s loop, and each row's guard is one
+/// branch on a value computed once (GMM's second style tested six atoms
+/// per row of its triangle).
 #[derive(Default)]
 struct Ranges {
     /// `n`, when the guard must test `n >= 0`.
@@ -169,6 +186,21 @@ struct Ranges {
     start: Option<Value>,
     /// `(array, base, largest c)`, with a constant base folded into `c`.
     rows: Vec<(Value, Option<Value>, i64)>,
+    /// `hi_j` when `n` is an enclosing loop's counter `j` (hoisted rows).
+    outer: Option<Value>,
+    /// Row-major bases (hoisted rows).
+    strides: Vec<Stride>,
+}
+
+/// A row-major base `j * s` of an enclosing counter `j < hi`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Stride {
+    base: Value,
+    hi: Value,
+    s: Value,
+    /// The lanes' bound `n` is `j` itself (else `n` is defined before
+    /// `j`'s loop).
+    n_is_j: bool,
 }
 
 impl Ranges {
@@ -262,36 +294,12 @@ fn peel_odd_start(
         else_dest: enter.clone(),
     };
     emit(func, test, br, like);
-    // The single iteration: the header's constants, then the body, with
-    // the header's parameters read from the entry's arguments.
-    let params = func.dfg.block_params(p.header).to_vec();
-    let mut map: HashMap<Value, Value> = params
-        .iter()
-        .zip(&entry.args)
-        .map(|(&q, &a)| (q, a))
-        .collect();
-    let header_insts = func.layout.block_insts(p.header);
-    let mut body: Vec<Inst> = header_insts[..header_insts.len() - 2].to_vec();
-    body.extend(body_insts(func, p));
-    for inst in body {
-        let mut data = func.dfg.inst(inst).clone();
-        data.map_uses(|u| map.get(&u).copied().unwrap_or(u));
-        let results = func.dfg.inst_results(inst).to_vec();
-        let types: Vec<Type> = results.iter().map(|&r| func.dfg.value_type(r)).collect();
-        let copy = append(func, single, data, &types, Some(inst));
-        for (&r, &n) in results.iter().zip(func.dfg.inst_results(copy)) {
-            map.insert(r, n);
-        }
-    }
-    let latch = func.layout.last_inst(p.latch).expect("a latch");
-    let InstData::Jump { dest: back } = func.dfg.inst(latch) else {
-        unreachable!("the latch jumps")
-    };
+    let back = run_once(func, p, single, &entry.args);
     // `i0 + 1`: the copy of the back edge's, or a constant (which the
     // bounds proof reads as the lanes' least start).
     let next = match iconst_of(func, i0).and_then(|c| c.checked_add(1)) {
         Some(c) => iconst(func, single, c),
-        None => map[&back.args[counter]],
+        None => back[counter],
     };
     let mut args = enter.args.clone();
     args[0] = next;
@@ -312,6 +320,35 @@ fn peel_odd_start(
     }
 }
 
+/// Appends to `block` one iteration of `p`'s loop: the header's
+/// constants, then the body, with the header's parameters read from
+/// `args`. Returns the copied back edge's arguments.
+fn run_once(func: &mut Function, p: &Plan, block: Block, args: &[Value]) -> Vec<Value> {
+    let params = func.dfg.block_params(p.header).to_vec();
+    let mut map: HashMap<Value, Value> = params.iter().zip(args).map(|(&q, &a)| (q, a)).collect();
+    let header_insts = func.layout.block_insts(p.header);
+    let mut body: Vec<Inst> = header_insts[..header_insts.len() - 2].to_vec();
+    body.extend(body_insts(func, p));
+    for inst in body {
+        let mut data = func.dfg.inst(inst).clone();
+        data.map_uses(|u| map.get(&u).copied().unwrap_or(u));
+        let results = func.dfg.inst_results(inst).to_vec();
+        let types: Vec<Type> = results.iter().map(|&r| func.dfg.value_type(r)).collect();
+        let copy = append(func, block, data, &types, Some(inst));
+        for (&r, &n) in results.iter().zip(func.dfg.inst_results(copy)) {
+            map.insert(r, n);
+        }
+    }
+    let latch = func.layout.last_inst(p.latch).expect("a latch");
+    let InstData::Jump { dest: back } = func.dfg.inst(latch) else {
+        unreachable!("the latch jumps")
+    };
+    back.args
+        .iter()
+        .map(|a| map.get(a).copied().unwrap_or(*a))
+        .collect()
+}
+
 /// Gives the loops it can a two-lane copy (see the module documentation).
 pub fn vectorize_loops(func: &mut Function) -> VectorizeStats {
     let mut stats = VectorizeStats::default();
@@ -323,13 +360,14 @@ pub fn vectorize_loops(func: &mut Function) -> VectorizeStats {
     let scopes = Scopes::new(func);
     // What the JIT proves too (`a[i - 1]` in a loop from 1 included): the
     // pass runs after AD, so what it proves shapes no tape.
-    let safe = adze_ir::bounds::safe_accesses_below_start(func);
+    let (safe, counters) = adze_ir::bounds::counters_below_start(func);
     let facts = Facts {
         cfg: &cfg,
         doms: &doms,
         scopes: &scopes,
         safe: &safe,
         zeros: &zeros_lengths(func),
+        counters: &counters,
     };
     let plans: Vec<Plan> = cfg
         .innermost_loops(&doms)
@@ -340,6 +378,9 @@ pub fn vectorize_loops(func: &mut Function) -> VectorizeStats {
         stats.loops += 1;
         stats.neighbours += usize::from(has_neighbours(&p));
         stats.ranged += usize::from(!p.ranges.is_empty());
+        stats.hoisted += usize::from(
+            !p.ranges.rows.is_empty() && (p.ranges.outer.is_some() || !p.ranges.strides.is_empty()),
+        );
         rewrite(func, &p);
     }
     stats
@@ -354,6 +395,8 @@ struct Facts<'a> {
     safe: &'a cranelift_entity::EntitySet<Inst>,
     /// `adze_ir::bounds::zeros_lengths`.
     zeros: &'a [(Value, Block)],
+    /// The counters `adze_ir::bounds` knows (`counters_below_start`).
+    counters: &'a HashMap<Value, Counter>,
 }
 
 /// The latch and the preheader of a loop `copy::entered_once` takes,
@@ -819,10 +862,15 @@ fn plan(func: &Function, facts: &Facts, header: Block, blocks: &[Block]) -> Opti
         _ => None,
     };
     let start = start.filter(|_| !rows.is_empty());
+    let (outer, strides) = hoisted_rows(func, facts, dir, preheader, &rows);
+    // An enclosing counter is `>= 0` (`adze_ir::bounds` knows it too).
+    let nonneg = nonneg.filter(|_| outer.is_none());
     let ranges = Ranges {
         nonneg,
         start,
         rows,
+        outer,
+        strides,
     };
     if let Dir::Up { base, k, .. } = dir {
         if (!ranges.is_empty() && !before_loop(base)) || (k > 0 && ranges.rows.is_empty()) {
@@ -842,6 +890,65 @@ fn plan(func: &Function, facts: &Facts, header: Block, blocks: &[Block]) -> Opti
         memory,
         ranges,
     })
+}
+
+/// Which rows of a count-up loop entered from `preheader` the lanes'
+/// guard may check for every trip of an enclosing loop (`Ranges`, hoisted
+/// rows): `hi_j` when the bound `n` is an enclosing counter `j` (`k <=
+/// 1`), and the row-major bases `j * s`.
+fn hoisted_rows(
+    func: &Function,
+    facts: &Facts,
+    dir: Dir,
+    preheader: Block,
+    rows: &[(Value, Option<Value>, i64)],
+) -> (Option<Value>, Vec<Stride>) {
+    let Dir::Up { base: n, k, .. } = dir else {
+        return (None, Vec::new());
+    };
+    // A counter of a loop around this one: its body dominates the lanes.
+    let enclosing = |j: Value| {
+        facts
+            .counters
+            .get(&j)
+            .filter(|c| c.lo >= 0 && facts.doms.dominates(c.body, preheader))
+    };
+    // Defined before `c`'s loop (or a constant): the same in every trip.
+    let before = |v: Value, c: &Counter| {
+        iconst_of(func, v).is_some()
+            || func
+                .def_block(v)
+                .is_some_and(|d| d != c.header && facts.doms.dominates(d, c.header))
+    };
+    let outer = enclosing(n).filter(|_| k <= 1).map(|c| c.hi);
+    let mut strides = Vec::new();
+    for &(_, base, _) in rows {
+        let Some(b) = base else { continue };
+        let Some(InstData::Binary {
+            op: Opcode::Imul,
+            args: [p, q],
+        }) = def_inst(func, b)
+        else {
+            continue;
+        };
+        let found = [(*p, *q), (*q, *p)].into_iter().find_map(|(j, s)| {
+            let c = enclosing(j)?;
+            let in_body = func
+                .def_block(b)
+                .is_some_and(|d| facts.doms.dominates(c.body, d));
+            let n_is_j = n == j && k <= 1;
+            (in_body && before(s, c) && (n_is_j || before(n, c))).then_some(Stride {
+                base: b,
+                hi: c.hi,
+                s,
+                n_is_j,
+            })
+        });
+        if let Some(f) = found.filter(|f| !strides.contains(f)) {
+            strides.push(f);
+        }
+    }
+    (outer, strides)
 }
 
 /// An array a count-down loop updates at two neighbouring elements
@@ -1231,8 +1338,9 @@ fn rewrite(func: &mut Function, p: &Plan) {
             args: [a, b],
         })
         .collect();
-    // A count-up loop's ranges (`Ranges`).
+    // A count-up loop's ranges (`Ranges`); the hoisted rows' atoms apart.
     let ranged = !p.ranges.is_empty();
+    let mut hoisted: Vec<InstData> = Vec::new();
     if let (Dir::Up { base: n, k, .. }, true) = (p.dir, ranged) {
         let zero = iconst(func, gate, 0);
         let isub = |a, b| InstData::Binary {
@@ -1267,6 +1375,56 @@ fn rewrite(func: &mut Function, p: &Plan) {
                 arg: arr,
             };
             let len = value(func, gate, len, Type::I64, like);
+            // Hoisted rows (`Ranges`): `0 <= c < 2^31`, `k <= 1`.
+            let c1 = (c + k - 1).max(0);
+            let stride = base.and_then(|b| p.ranges.strides.iter().find(|r| r.base == b));
+            match (base, p.ranges.outer, stride) {
+                (None, Some(hi_j), _) => {
+                    let mut lim = len;
+                    if c1 != 0 {
+                        let c1 = iconst(func, gate, c1);
+                        lim = value(func, gate, isub(lim, c1), Type::I64, like);
+                    }
+                    hoisted.push(icmp(CmpCond::Le, hi_j, lim));
+                    continue;
+                }
+                (
+                    Some(_),
+                    _,
+                    Some(&Stride {
+                        hi: hi_j,
+                        s,
+                        n_is_j,
+                        ..
+                    }),
+                ) => {
+                    if iconst_of(func, s).is_none() {
+                        hoisted.push(icmp(CmpCond::Ge, s, zero));
+                    }
+                    let max = iconst(func, gate, ROW_MAJOR_MAX);
+                    hoisted.push(icmp(CmpCond::Le, s, max));
+                    hoisted.push(icmp(CmpCond::Le, hi_j, max));
+                    let product = InstData::Binary {
+                        op: Opcode::Imul,
+                        args: [hi_j, s],
+                    };
+                    let product = value(func, gate, product, Type::I64, like);
+                    hoisted.push(icmp(CmpCond::Le, product, len));
+                    let (x, c0) = if n_is_j {
+                        (hi_j, c1)
+                    } else {
+                        (n, (c + k).max(0))
+                    };
+                    let mut lim = s;
+                    if c0 != 0 {
+                        let c0 = iconst(func, gate, c0);
+                        lim = value(func, gate, isub(s, c0), Type::I64, like);
+                    }
+                    hoisted.push(icmp(CmpCond::Le, x, lim));
+                    continue;
+                }
+                _ => {}
+            }
             let mut lim = len;
             if let Some(b) = base {
                 if !nonneg.contains(&b) {
@@ -1325,20 +1483,37 @@ fn rewrite(func: &mut Function, p: &Plan) {
         .map(|test| value(func, gate, test, Type::Bool, like))
         .collect();
     let (aparts, rest) = tests.split_at(p.guards.len());
-    let mut rest = rest.to_vec();
-    while rest.len() > 1 {
-        let mut level = Vec::with_capacity(rest.len().div_ceil(2));
-        for pair in rest.chunks(2) {
-            level.push(match *pair {
-                [a, b] => and(func, a, b),
-                [a] => a,
-                _ => unreachable!("chunks of two"),
-            });
+    let mut tree = |func: &mut Function, mut rest: Vec<Value>| {
+        while rest.len() > 1 {
+            let mut level = Vec::with_capacity(rest.len().div_ceil(2));
+            for pair in rest.chunks(2) {
+                level.push(match *pair {
+                    [a, b] => and(func, a, b),
+                    [a] => a,
+                    _ => unreachable!("chunks of two"),
+                });
+            }
+            rest = level;
         }
-        rest = level;
+        rest.pop()
+    };
+    // The hoisted rows' atoms, each once, joined before this trip's: their
+    // conjunction with the `apart` tests is invariant in the rows' loop.
+    let mut once: Vec<InstData> = Vec::new();
+    for test in hoisted {
+        if !once.contains(&test) {
+            once.push(test);
+        }
     }
+    let once = once
+        .into_iter()
+        .map(|test| value(func, gate, test, Type::Bool, like))
+        .collect();
+    let hoisted = tree(func, once);
+    let rest = tree(func, rest.to_vec());
     ok = (aparts.iter().copied())
-        .chain(rest.pop())
+        .chain(hoisted)
+        .chain(rest)
         .chain(ok)
         .reduce(|o, t| and(func, o, t));
     if gate != ve {
@@ -1794,15 +1969,88 @@ fn rewrite(func: &mut Function, p: &Plan) {
             rest[pos] = value(func, vx, InstData::Unary { op, arg: v }, Type::F64, None);
         }
     }
+    let dest = match (p.dir, ranged) {
+        (Dir::Up { .. }, true) => last_in_range(func, p, vx, rest, like),
+        _ => BlockCall {
+            block: p.header,
+            args: rest,
+        },
+    };
+    emit(func, vx, InstData::Jump { dest }, like);
+}
+
+/// Where the lanes of a guarded count-up loop leave to (`vectorize`, the
+/// ranges' guard): the iteration they leave, if the loop runs it, runs in
+/// a copy of the body below the guard, then the loop's header finds its
+/// counter at the bound and leaves. `rem(i)` tests `i < hi` like the
+/// header, so `adze_ir::bounds` reads it as a counted loop (entered from
+/// the lanes, which leave with `i >= lo`) and proves the copy's accesses
+/// from the guard's atoms, as the lanes': the last element of an odd
+/// row (GMM's triangle) is read without checks. The same iterations run
+/// in the same order.
+fn last_in_range(
+    func: &mut Function,
+    p: &Plan,
+    after: Block,
+    rest: Vec<Value>,
+    like: Option<Inst>,
+) -> BlockCall {
+    let counter = counter_of(p);
+    let rem = func.dfg.make_block();
+    let single = func.dfg.make_block();
+    func.layout.insert_block_after(rem, after);
+    func.layout.insert_block_after(single, rem);
+    for data in func.inlined.values_mut() {
+        if data.blocks.contains(&p.header) {
+            data.blocks.extend([rem, single]);
+        }
+    }
+    let i = func.dfg.append_block_param(rem, Type::I64);
+    let mut args = rest.clone();
+    args[counter] = i;
+    // The header's test, on `i`.
+    let test = *func
+        .layout
+        .block_insts(p.header)
+        .iter()
+        .rev()
+        .nth(1)
+        .expect("a test");
+    let InstData::Cmp { args: [_, hi], .. } = *func.dfg.inst(test) else {
+        unreachable!("a count-up loop's test")
+    };
+    let runs = value(func, rem, icmp(CmpCond::Lt, i, hi), Type::Bool, Some(test));
     emit(
         func,
-        vx,
+        rem,
+        InstData::Brif {
+            cond: runs,
+            then_dest: BlockCall {
+                block: single,
+                args: Vec::new(),
+            },
+            else_dest: BlockCall {
+                block: p.header,
+                args: args.clone(),
+            },
+        },
+        Some(test),
+    );
+    let back = run_once(func, p, single, &args);
+    let latch = func.layout.last_inst(p.latch);
+    emit(
+        func,
+        single,
         InstData::Jump {
             dest: BlockCall {
                 block: p.header,
-                args: rest,
+                args: back,
             },
         },
-        like,
+        latch.or(like),
     );
+    BlockCall {
+        block: rem,
+        args: vec![rest[counter]],
+    }
 }
