@@ -104,6 +104,19 @@
 //! (kmeans' rows `points[i * d + l]`, GMM's triangle `for col in 0..row +
 //! 1`), and its `x >= 0` lets the lanes' counter step by 2.
 //!
+//! **Rows of an enclosing loop** (the JIT's analysis only, session 22).
+//! The guard may instead speak of an enclosing counter `j` (`0 <= j <
+//! hi_j` where its body dominates, `hi_j` defined before its loop): when
+//! the inner bound's base `x` is `j`, a fact `hi_j <= lim` bounds `x <=
+//! hi_j - 1` (one more element of room than `x <= lim`); and a base `j *
+//! s` (`row_major`) is proven from `s >= 0`, `s, hi_j <= 2^31`, `hi_j *
+//! s <= L` and the row's extent within `s`. `vectorize` writes such atoms,
+//! which do not change with `j`, so that `licm` lifts them out of `j`'s
+//! loop. A counter's value is also `>= lo` where only its header dominates
+//! (the lanes' exit, which enters their loop's last iteration), and a
+//! block parameter every edge of which passes such a counter or a constant
+//! `>= 0` is an entry of the least of those.
+//!
 //! Every other access may be out of bounds (as far as this analysis knows):
 //! the JIT keeps its check, so errors are exactly the interpreter's.
 
@@ -1054,7 +1067,9 @@ pub fn guard_facts(
 /// every index lies in `base + c + lo ..= base + c + (x + k - 1) + (width
 /// - 1) <= L - 1`, and nothing wraps: `0 <= base <= L` makes `L - base`
 /// exact, and the counter stays below `x + k <= L` (for `k > 0` too:
-/// `x <= L - base - c0` and `k <= c0`).
+/// `x <= L - base - c0` and `k <= c0`). When `x` is an outer counter `j`
+/// (`outer`), a fact `hi_j <= lim` with `need <= c0 + 1` bounds it too
+/// (`x <= hi_j - 1`); a base `j * s` is proven by `row_major`.
 #[allow(clippy::too_many_arguments)]
 fn up_guard_proves(
     func: &Function,
@@ -1161,7 +1176,7 @@ struct Outer {
     body: Block,
 }
 
-/// The largest row stride and row count [`row_major`] accepts: their
+/// The largest row stride and row count `row_major` accepts: their
 /// product, and `j * s + t` for `t < s`, stay below `2^62`.
 pub const ROW_MAJOR_MAX: i64 = 1 << 31;
 
