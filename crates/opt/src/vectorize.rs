@@ -1347,6 +1347,14 @@ fn rewrite(func: &mut Function, p: &Plan) {
             op: Opcode::Isub,
             args: [a, b],
         };
+        // `v - c`, or `v` for `c = 0`.
+        let minus = |func: &mut Function, v: Value, c: i64| {
+            if c == 0 {
+                return v;
+            }
+            let c = iconst(func, gate, c);
+            value(func, gate, isub(v, c), Type::I64, like)
+        };
         if let Some(n) = p.ranges.nonneg {
             tests.push(icmp(CmpCond::Ge, n, zero));
         }
@@ -1380,11 +1388,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
             let stride = base.and_then(|b| p.ranges.strides.iter().find(|r| r.base == b));
             match (base, p.ranges.outer, stride) {
                 (None, Some(hi_j), _) => {
-                    let mut lim = len;
-                    if c1 != 0 {
-                        let c1 = iconst(func, gate, c1);
-                        lim = value(func, gate, isub(lim, c1), Type::I64, like);
-                    }
+                    let lim = minus(func, len, c1);
                     hoisted.push(icmp(CmpCond::Le, hi_j, lim));
                     continue;
                 }
@@ -1415,11 +1419,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
                     } else {
                         (n, (c + k).max(0))
                     };
-                    let mut lim = s;
-                    if c0 != 0 {
-                        let c0 = iconst(func, gate, c0);
-                        lim = value(func, gate, isub(s, c0), Type::I64, like);
-                    }
+                    let lim = minus(func, s, c0);
                     hoisted.push(icmp(CmpCond::Le, x, lim));
                     continue;
                 }
@@ -1435,11 +1435,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
                 lim = value(func, gate, isub(len, b), Type::I64, like);
             }
             // `0 <= c < 2^31` and `k < 2^31`: no overflow.
-            let c0 = (c + k).max(0);
-            if c0 != 0 {
-                let c0 = iconst(func, gate, c0);
-                lim = value(func, gate, isub(lim, c0), Type::I64, like);
-            }
+            let lim = minus(func, lim, (c + k).max(0));
             tests.push(icmp(CmpCond::Le, n, lim));
         }
     }
