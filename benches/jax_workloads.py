@@ -302,7 +302,13 @@ def main():
             )
         )
 
-    print(f"JAX {jax.__version__}, {jax.devices()[0].platform}, float64, jitted; medians of {SAMPLES}")
+    flags = os.environ.get("XLA_FLAGS", "")
+    isa = [f.split("=", 1)[1] for f in flags.split() if f.startswith("--xla_cpu_max_isa=")]
+    width = f"; max ISA {isa[-1]}" if isa else "; the host's vector width"
+    print(
+        f"JAX {jax.__version__}, {jax.devices()[0].platform}, float64, jitted{width}; "
+        f"medians of {SAMPLES}"
+    )
     print()
     print("| workload | primal | grad/primal | hvp/primal | fwd/primal | gradient | forward | hvp | compile grad (ms) |")
     print("|---|---|---|---|---|---|---|---|---|")

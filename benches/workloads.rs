@@ -24,7 +24,9 @@
 //! At the end, `benches/jax_workloads.py` prints the same workloads in JAX
 //! when a Python with `jax` is found: `ADZE_BENCH_JAX=python3` (`0`: no
 //! JAX), or else the venv that `just jax-venv` makes in the target
-//! directory (`$CARGO_TARGET_DIR/jax-venv`, or `target/jax-venv`).
+//! directory (`$CARGO_TARGET_DIR/jax-venv`, or `target/jax-venv`); then
+//! again with XLA held to two f64 lanes, adze's vector width
+//! (`--xla_cpu_max_isa=SSE4_2`; `ADZE_BENCH_JAX_SSE=0` skips it).
 
 #[path = "workloads/native.rs"]
 mod native;
@@ -978,7 +980,33 @@ fn jax() {
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("benches/jax_workloads.py");
     println!("\n## JAX ({python} {})\n", script.display());
     // The script reads `ADZE_BENCH_ONLY` too (inherited).
-    match std::process::Command::new(&python).arg(&script).status() {
+    run_jax(&python, &script, None);
+    // Then at adze's vector width: XLA's CPU back end vectorizes for the
+    // host (256-bit vectors of four f64 on an AVX2 or AVX-512 machine);
+    // Cranelift 0.135 has two f64 lanes (`f64x2`). `--xla_cpu_max_isa=
+    // SSE4_2` makes XLA use two lanes too (its LLVM IR then holds `<2 x
+    // double>` where it held `<4 x double>`). `ADZE_BENCH_JAX_SSE=0`
+    // skips this second run.
+    if std::env::var("ADZE_BENCH_JAX_SSE").as_deref() != Ok("0") {
+        println!(
+            "\n## JAX at adze's vector width (XLA_FLAGS=--xla_cpu_max_isa=SSE4_2: two f64 lanes)\n"
+        );
+        run_jax(&python, &script, Some("--xla_cpu_max_isa=SSE4_2"));
+    }
+}
+
+/// Runs the JAX script, with `flag` added to `XLA_FLAGS`.
+fn run_jax(python: &str, script: &std::path::Path, flag: Option<&str>) {
+    let mut cmd = std::process::Command::new(python);
+    cmd.arg(script);
+    if let Some(flag) = flag {
+        let flags = match std::env::var("XLA_FLAGS") {
+            Ok(f) if !f.is_empty() => format!("{f} {flag}"),
+            _ => flag.to_string(),
+        };
+        cmd.env("XLA_FLAGS", flags);
+    }
+    match cmd.status() {
         Ok(s) if s.success() => {}
         Ok(s) => println!("JAX script failed: {s}"),
         Err(e) => println!("cannot run {python}: {e}"),
