@@ -660,7 +660,8 @@ fn g(p: [f64], c: mut [f64], d: i64, m: i64) -> f64 {{
 /// (`0..s`), reading or writing `q[row * s + col + c]` (the product either
 /// way round, or of `len(x)`), whose lanes' guard checks every row at once
 /// before the rows' loop (`vectorize`, hoisted rows). Strides of zero, one
-/// too short, negative; rows past the end; an outer bound past `len(x)`:
+/// too short, negative, and `2^32` rows of `2^32` (whose product wraps to
+/// 0); rows past the end; an outer bound past `len(x)`:
 /// optimized and not, both engines, bit for bit and trap for trap, the
 /// primal and its gradient; and the guards are in fact hoisted.
 #[test]
@@ -693,6 +694,14 @@ fn g(q: mut [f64], x: [f64], mu: [f64], s: i64, n: i64) -> f64 {{
     }}
     q[0]
 }}
+
+fn h(q: [f64], x: [f64], mu: [f64], s: i64, n: i64) -> f64 {{
+    var total = 0.0;
+    for row in 0..{outer} {{
+        for col in 0..{inner} {{ total = total + q[{base} + col{off}]; }}
+    }}
+    total
+}}
 "
         );
         let session =
@@ -719,6 +728,8 @@ fn g(q: mut [f64], x: [f64], mu: [f64], s: i64, n: i64) -> f64 {{
             (9, 3, 3, 3, i64::MIN),
             (9, 3, 3, i64::MAX, 3),
             (40, 6, 6, 1 << 32, 2),
+            (40, 6, 6, 1 << 32, 1 << 32),
+            (40, 6, 6, (1 << 31) + 1, 1 << 31),
         ]
         .into_iter()
         .enumerate()
@@ -738,7 +749,7 @@ fn g(q: mut [f64], x: [f64], mu: [f64], s: i64, n: i64) -> f64 {{
             Val::I64(6),
             Val::I64(6),
         ]);
-        for name in ["f", "g"] {
+        for name in ["f", "g", "h"] {
             let id = module.get(name).unwrap();
             agree(&src, module, &optimized(module), id, &all);
         }
