@@ -1015,6 +1015,16 @@ fn maha(q: [f64], x: [f64], mu: [f64]) -> f64 {
     }
     total
 }
+fn maha1(q: [f64], x: [f64], mu: [f64]) -> f64 {
+    let d = len(x);
+    var total = 0.0;
+    for row in 0..d {
+        var dot = 0.0;
+        for col in 0..row + 1 { dot = dot + q[row * d + col + 1] * (x[col] - mu[col]); }
+        total = total + dot * dot;
+    }
+    total
+}
 fn odd(y: mut [f64], x: [f64], s: i64, n: i64) {
     for j in s..n { y[j] = y[j] * 0.5 + x[j]; }
 }
@@ -1045,7 +1055,7 @@ fn drows(p: [f64], c: [f64], dc: mut [f64], d: i64) {
     let session = Session::from_source("lanes.adz", src).unwrap();
     let mut with_lanes = Vec::new();
     let roots = [
-        "tri", "maha", "odd", "past", "rows", "dtri", "dmaha", "drows",
+        "tri", "maha", "odd", "past", "rows", "dtri", "dmaha", "drows", "maha1",
     ];
     let modules: Vec<Module> = roots
         .iter()
@@ -1072,7 +1082,9 @@ fn drows(p: [f64], c: [f64], dc: mut [f64], d: i64) {
     // Each primal's loop got lanes, and so did two gradients' adjoints
     // (the triangle's reverse, a count-down loop with a second counter,
     // has none yet).
-    for name in ["tri", "maha", "odd", "past", "rows", "maha.adj", "rows.adj"] {
+    for name in [
+        "tri", "maha", "odd", "past", "rows", "maha.adj", "rows.adj", "maha1",
+    ] {
         assert!(
             with_lanes
                 .iter()

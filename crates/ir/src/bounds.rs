@@ -2028,6 +2028,84 @@ block3:
         let src = rows_src(&atoms("-"), true);
         assert_eq!(proven_below_start(&src), vec![at("block8", 2)]);
         assert!(proven(&rows_src(&atoms("-"), false)).is_empty());
+        // `h * s` below a value that is not a length proves nothing of `x`.
+        let src = rows_src(&atoms("-"), false).replace("icmp le v26, v24", "icmp le v26, v3");
+        assert_eq!(proven_below_start(&src), vec![at("block8", 2)]);
+        // An inner bound `j + 2` needs one more element of room: `h <= s`
+        // and `h <= len(y)` no longer do (`i` reaches `j + 1 <= h`), `h <=
+        // s - 1` and `h <= len(y) - 1` do.
+        let plus_two = |src: String| {
+            src.replace(
+                "    v9 = iadd v5, v27\n",
+                "    v28 = iconst 2\n    v9 = iadd v5, v28\n",
+            )
+        };
+        assert!(proven_below_start(&plus_two(rows_src(&atoms("-"), false))).is_empty());
+        let roomy = rows_src(&atoms("-"), false)
+            .replace(
+                "    v27 = iconst 1\n",
+                "    v27 = iconst 1\n    v46 = isub v3, v27\n    v47 = isub v25, v27\n",
+            )
+            .replace("icmp le v2, v3", "icmp le v2, v46")
+            .replace("icmp le v2, v25", "icmp le v2, v47");
+        assert_eq!(proven_below_start(&plus_two(roomy)), both);
+    }
+
+    /// The lanes' exit as a loop's entry (`vectorize`'s `last_in_range`
+    /// after `unroll`): a block parameter merging two counters' values
+    /// (`v30`, from `j`'s header and from its copy's) is at least the
+    /// least of their least values, so `a[i]` of the loop it enters is in
+    /// bounds below `len(a)`, and `a[i - 1]` is not (`lo = 0`). A merged
+    /// value that is not a counter (a parameter, `v2`) proves nothing.
+    #[test]
+    fn a_counter_leaving_its_loop_enters_the_next() {
+        let src = |other: &str, off: &str| {
+            format!(
+                "function @f(a: arr, n: i64) -> f64 {{
+block0(v0: arr, v2: i64):
+    v4 = fconst 0.0
+    v20 = iconst 0
+    v21 = iconst 1
+    v22 = len v0
+    jump block1(v20)
+block1(v5: i64):
+    v6 = icmp lt v5, v22
+    brif v6, block2, block5(v5)
+block2:
+    v7 = iadd v5, v21
+    jump block3(v7)
+block3(v8: i64):
+    v9 = icmp lt v8, v22
+    brif v9, block4, block5({other})
+block4:
+    v10 = iadd v8, v21
+    jump block1(v10)
+block5(v30: i64):
+    jump block6(v30, v4)
+block6(v11: i64, v12: f64):
+    v13 = icmp lt v11, v22
+    brif v13, block7, block8
+block7:
+    v14 = iadd v11, v{off}
+    v15 = load v0, v14
+    v16 = fadd v12, v15
+    v17 = iadd v11, v21
+    jump block6(v17, v16)
+block8:
+    return v12
+}}
+"
+            )
+        };
+        assert_eq!(proven_below_start(&src("v8", "20")), vec![at("block7", 1)]);
+        let below = src("v8", "23").replace(
+            "    v22 = len v0\n",
+            "    v22 = len v0\n    v23 = iconst -1\n",
+        );
+        assert!(proven_below_start(&below).is_empty());
+        assert!(proven_below_start(&src("v2", "20")).is_empty());
+        // Only the JIT's analysis reads it.
+        assert!(proven(&src("v8", "20")).is_empty());
     }
 
     /// The lanes' guard of a count-up loop (`vectorize`'s "Ranges"): `hi >=
