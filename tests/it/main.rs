@@ -6,6 +6,7 @@ mod annotate;
 mod array_results;
 mod array_results_cli;
 mod array_results_engines;
+mod bounds_proofs;
 mod check_inline;
 mod checkpoint;
 mod cli;

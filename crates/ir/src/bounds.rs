@@ -697,7 +697,7 @@ fn analyse(func: &Function, below_start: bool) -> (EntitySet<Inst>, HashMap<Valu
             // its bound and header.
             let outer = |j: Value| {
                 ivs.get(&j)
-                    .filter(|iv| below_start && doms.dominates(iv.body, b))
+                    .filter(|iv| below_start && iv.lo >= 0 && doms.dominates(iv.body, b))
                     .map(|iv| Outer {
                         hi: iv.hi,
                         header: iv.header,
@@ -1219,9 +1219,11 @@ fn row_major(
     };
     [(p, q), (q, p)].into_iter().any(|(j, s)| {
         let Some(o) = outer(j) else { return false };
-        // `j * s` computed where `0 <= j < hi_j` (not at the header, where
-        // `j` may be `hi_j` on the way out); a later iteration may read an
-        // earlier one's product, still of a `j` in range.
+        // `j * s` computed in `j`'s body, where `0 <= j < hi_j`. (In SSA a
+        // product computed at the header is recomputed whenever `j`
+        // changes, so this is stricter than soundness needs; the review of
+        // session 22 found it so. `lo >= 0` is asked of `j` in `outer` for
+        // the same kind of insurance: every least entry value is `>= 0`.)
         if func
             .def_block(base)
             .is_none_or(|d| !doms.dominates(o.body, d))
