@@ -10,6 +10,7 @@
 //! unknown merged entry, an outer counter read after its loop, an exit
 //! value's successor, `two_steps` near `i64::MAX`).
 
+use crate::optimizer::derivative_args;
 use crate::support::same_run;
 use adze::Session;
 use adze_ir::{Module, Outcome, RunError, Val};
@@ -740,34 +741,6 @@ block6:
             .any(|s| s.starts_with("block5:")),
         "{src2}"
     );
-}
-
-fn derivative_args(
-    module: &Module,
-    derived: adze_ir::FuncId,
-    primal: &[(String, Val)],
-) -> Vec<Val> {
-    use adze_ir::Type;
-    let mut out: Vec<Val> = Vec::new();
-    for (k, p) in module.func(derived).sig.params.iter().enumerate() {
-        let base = p.name.split('.').next().unwrap_or("");
-        let own = primal.iter().find(|(n, _)| *n == p.name).map(|(_, v)| v);
-        let v = match (own, primal.iter().find(|(n, _)| n == base)) {
-            (Some(v), _) => v.clone(),
-            (None, Some((_, Val::Array(a)))) => {
-                Val::Array((0..a.len()).map(|j| 0.25 * (j + k) as f64 - 0.5).collect())
-            }
-            _ => match p.ty {
-                Type::F64 | Type::F64x2 => Val::F64(0.75),
-                Type::I64 => Val::I64(1),
-                Type::Bool => Val::Bool(true),
-                Type::Array => Val::Array(vec![0.5; 3]),
-                Type::IArray => Val::IArray(vec![0, 2, 1]),
-            },
-        };
-        out.push(v);
-    }
-    out
 }
 
 /// The generated nests' derivatives (forward and reverse) on both engines,

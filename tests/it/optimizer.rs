@@ -154,7 +154,11 @@ fn derivative_inputs(
 /// Arguments for `derived`, a derivative of the function whose arguments are
 /// `args`: a parameter `p.t`/`p.d` (tangent or shadow) gets a value shaped
 /// like `p`'s, every other parameter `p`'s own value.
-fn derivative_args(module: &Module, derived: FuncId, primal: &[(String, Val)]) -> Vec<Val> {
+pub(crate) fn derivative_args(
+    module: &Module,
+    derived: FuncId,
+    primal: &[(String, Val)],
+) -> Vec<Val> {
     let mut out: Vec<Val> = Vec::new();
     for (k, p) in module.func(derived).sig.params.iter().enumerate() {
         let base = p.name.split('.').next().unwrap_or("");

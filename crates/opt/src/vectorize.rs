@@ -249,15 +249,7 @@ fn peel_odd_start(
 ) -> BlockCall {
     let counter = counter_of(p);
     let i0 = entry.args[counter];
-    let test = func.dfg.make_block();
-    let single = func.dfg.make_block();
-    func.layout.insert_block_after(test, after);
-    func.layout.insert_block_after(single, test);
-    for data in func.inlined.values_mut() {
-        if data.blocks.contains(&p.header) {
-            data.blocks.extend([test, single]);
-        }
-    }
+    let (test, single) = two_blocks_after(func, p, after);
     // The test: `i0 % 2 != 0` (a remainder by 2 cannot trap; a constant
     // start is odd here) and `i0 <= hi'`.
     let runs = value(func, test, icmp(CmpCond::Le, i0, hi2), Type::Bool, like);
@@ -318,6 +310,21 @@ fn peel_odd_start(
         block: test,
         args: Vec::new(),
     }
+}
+
+/// Two new blocks laid out after `after`, in the inlined regions that
+/// hold `p`'s loop: a test and the one iteration it guards.
+fn two_blocks_after(func: &mut Function, p: &Plan, after: Block) -> (Block, Block) {
+    let test = func.dfg.make_block();
+    let single = func.dfg.make_block();
+    func.layout.insert_block_after(test, after);
+    func.layout.insert_block_after(single, test);
+    for data in func.inlined.values_mut() {
+        if data.blocks.contains(&p.header) {
+            data.blocks.extend([test, single]);
+        }
+    }
+    (test, single)
 }
 
 /// Appends to `block` one iteration of `p`'s loop: the header's
@@ -1992,15 +1999,7 @@ fn last_in_range(
     like: Option<Inst>,
 ) -> BlockCall {
     let counter = counter_of(p);
-    let rem = func.dfg.make_block();
-    let single = func.dfg.make_block();
-    func.layout.insert_block_after(rem, after);
-    func.layout.insert_block_after(single, rem);
-    for data in func.inlined.values_mut() {
-        if data.blocks.contains(&p.header) {
-            data.blocks.extend([rem, single]);
-        }
-    }
+    let (rem, single) = two_blocks_after(func, p, after);
     let i = func.dfg.append_block_param(rem, Type::I64);
     let mut args = rest.clone();
     args[counter] = i;
