@@ -10,27 +10,14 @@
 //! unknown merged entry, an outer counter read after its loop, an exit
 //! value's successor, `two_steps` near `i64::MAX`).
 
-use crate::optimizer::derivative_args;
+use crate::optimizer::{derivative_args, finite, optimized, show, xorshift};
 use crate::support::same_run;
 use adze::Session;
-use adze_ir::{Module, Outcome, RunError, Val};
-
-fn show(r: &Result<Outcome, RunError>) -> String {
-    match r {
-        Ok(o) => format!("Ok {:?} args {:?}", o.results, o.args),
-        Err(e) => format!("Err {e:?}"),
-    }
-}
-
-fn optimized(module: &Module) -> Module {
-    let mut after = module.clone();
-    adze_opt::optimize_module(&mut after).unwrap_or_else(|e| panic!("{e}"));
-    after
-}
+use adze_ir::{Module, Val};
 
 /// Runs every function named in `names` of `module` (and of its optimized
 /// form when `opt`) on both engines; returns the disagreements.
-pub fn disagreements(
+fn disagreements(
     what: &str,
     module: &Module,
     names: &[&str],
@@ -68,23 +55,18 @@ pub fn disagreements(
     out
 }
 
-pub fn arr(n: usize, k: usize) -> Val {
-    const V: [f64; 7] = [0.5, -1.25, 2.0, -0.0, 3.5, 1.75, -7.0];
-    Val::Array((0..n).map(|j| V[(j * 3 + k) % V.len()]).collect())
-}
-
-pub fn ir_module(src: &str) -> Module {
+fn ir_module(src: &str) -> Module {
     adze_ir::parse::parse_module(src).unwrap_or_else(|e| panic!("{e:?}\n{src}"))
 }
 
-pub fn src_module(src: &str) -> Module {
+fn src_module(src: &str) -> Module {
     Session::from_source("nests.adz", src)
         .unwrap_or_else(|e| panic!("{e}\n{src}"))
         .module
 }
 
 /// Proven accesses (block, position) of the first function.
-pub fn proven(m: &Module) -> Vec<String> {
+fn proven(m: &Module) -> Vec<String> {
     let (_, f) = m.iter().next().unwrap();
     let safe = adze_ir::bounds::safe_accesses_below_start(f);
     let mut out = Vec::new();
@@ -96,15 +78,6 @@ pub fn proven(m: &Module) -> Vec<String> {
         }
     }
     out
-}
-
-fn xorshift(mut state: u64) -> impl FnMut(u64) -> u64 {
-    move |n| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state % n
-    }
 }
 
 fn nest_src(seed: u64) -> String {
@@ -211,8 +184,8 @@ fn nest_inputs() -> Vec<Vec<Val>> {
         (24, 5, 5, 5, 5),
     ] {
         all.push(vec![
-            arr(nq, 1),
-            arr(nx, 2),
+            finite(nq, 1),
+            finite(nx, 2),
             Val::I64(s),
             Val::I64(n),
             Val::I64(m),
@@ -355,7 +328,12 @@ fn row_major_max_is_2_pow_31() {
     ]);
     let src = rows_ir(&atoms, "    jump block1(v20, v5)", "");
     let big = 1i64 << 32;
-    let args = vec![vec![arr(4, 0), Val::I64(big), Val::I64(big), Val::I64(1)]];
+    let args = vec![vec![
+        finite(4, 0),
+        Val::I64(big),
+        Val::I64(big),
+        Val::I64(1),
+    ]];
     // Proof only: running it under a wrong proof reads 32 GiB past x.
     let m = ir_module(&src);
     assert!(
@@ -377,7 +355,7 @@ fn row_major_product_against_a_length() {
     ]);
     let src = rows_ir(&atoms, "    jump block1(v20, v5)", ", lim: i64");
     let args = vec![vec![
-        arr(4, 0),
+        finite(4, 0),
         Val::I64(2),
         Val::I64(4),
         Val::I64(4),
@@ -413,7 +391,7 @@ block14(v82: i64):
         let src = rows_ir(&atoms, &entry, ", sel: i64");
         // sel = -1 takes the first edge: j = -1 (or sel + 0 = -1).
         let args = vec![vec![
-            arr(4, 0),
+            finite(4, 0),
             Val::I64(1),
             Val::I64(2),
             Val::I64(1),
@@ -461,7 +439,7 @@ block9:
     return v19
 }
 ";
-    let args = vec![vec![arr(3, 0), Val::I64(3)]];
+    let args = vec![vec![finite(3, 0), Val::I64(3)]];
     expect_unproven_and_agree("x[i + 1]", src, &args, "block5");
 }
 
@@ -503,7 +481,7 @@ block9:
     return v19
 }
 ";
-    let args = vec![vec![arr(3, 0), Val::I64(3)]];
+    let args = vec![vec![finite(3, 0), Val::I64(3)]];
     expect_unproven_and_agree("j after its loop", src, &args, "block5");
 }
 
@@ -539,7 +517,7 @@ block6:
     return v12
 }
 ";
-    let args = vec![vec![arr(3, 0), Val::I64(0)]];
+    let args = vec![vec![finite(3, 0), Val::I64(0)]];
     expect_unproven_and_agree("left lo", src, &args, "block5");
 }
 
@@ -731,7 +709,7 @@ block6:
     return v12
 }
 ";
-    let args = vec![vec![arr(3, 0), Val::I64(0), Val::I64(-1)]];
+    let args = vec![vec![finite(3, 0), Val::I64(0), Val::I64(-1)]];
     expect_unproven_and_agree("merged lo", src, &args, "block5");
     // The same with 2 for 1: proven (the rule is used).
     let src2 = src.replace("jump block1(v3)", "jump block1(v20)");

@@ -14,7 +14,7 @@ use adze_test_support::adze::same_outcome;
 use proptest::prelude::*;
 
 /// An outcome with the bits of every NaN.
-fn show(r: &Result<Outcome, RunError>) -> String {
+pub(crate) fn show(r: &Result<Outcome, RunError>) -> String {
     let val = |v: &Val| match v {
         Val::F64(x) if x.is_nan() => format!("NaN({:#x})", x.to_bits()),
         Val::Array(xs) => format!(
@@ -39,7 +39,7 @@ fn show(r: &Result<Outcome, RunError>) -> String {
 }
 
 /// The module after `optimize_module` (which verifies after every pass).
-fn optimized(module: &Module) -> Module {
+pub(crate) fn optimized(module: &Module) -> Module {
     let mut after = module.clone();
     adze_opt::optimize_module(&mut after).unwrap_or_else(|e| panic!("{e}"));
     let text = after.to_string();
@@ -528,7 +528,7 @@ fn generated_two_lane_loops_agree_after_optimization() {
 }
 
 /// A xorshift generator from `state` (odd): `next(n)` draws from `0..n`.
-fn xorshift(mut state: u64) -> impl FnMut(u64) -> u64 {
+pub(crate) fn xorshift(mut state: u64) -> impl FnMut(u64) -> u64 {
     move |n| {
         state ^= state << 13;
         state ^= state >> 7;
@@ -540,7 +540,7 @@ fn xorshift(mut state: u64) -> impl FnMut(u64) -> u64 {
 /// `n` finite values, from the `k`th on, so that a wrong element shows in
 /// a sum (an infinity in every input made most sums NaN, which hid wrong
 /// elements in the generated tests below).
-fn finite(n: usize, k: usize) -> Val {
+pub(crate) fn finite(n: usize, k: usize) -> Val {
     const V: [f64; 7] = [0.5, -1.25, 2.0, -0.0, 3.5, 1.75, -7.0];
     Val::Array((0..n).map(|j| V[(j * 3 + k) % V.len()]).collect())
 }
