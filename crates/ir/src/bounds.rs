@@ -127,15 +127,21 @@ use crate::instructions::{CmpCond, InstData, Opcode};
 use cranelift_entity::EntitySet;
 use std::collections::{HashMap, HashSet};
 
-/// An induction variable `i` of a counted loop: `0 <= i < hi` in every block
-/// dominated by `body`.
-struct Induction {
-    hi: Value,
-    header: Block,
-    body: Block,
+/// A counter (induction variable) `i` of a counted loop: `0 <= lo <= i <
+/// hi` in every block dominated by `body`, `hi` defined in a block that
+/// strictly dominates `header`. `vectorize` reads the JIT's
+/// ([`counters_below_start`]) to write a guard the JIT reads back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Counter {
+    /// The bound of `icmp lt i, hi`.
+    pub hi: Value,
+    /// The loop's header, whose parameter the counter is.
+    pub header: Block,
+    /// The header's true side.
+    pub body: Block,
     /// `lo <= i` too: the least value the loop is entered with (a
-    /// constant; 0 for a length or an outer induction variable).
-    lo: i64,
+    /// constant; 0 for a length or an outer counter).
+    pub lo: i64,
 }
 
 /// A count-down loop behind a guard (see the module documentation,
@@ -342,44 +348,14 @@ fn proven_accesses(func: &Function, below_start: bool) -> EntitySet<Inst> {
     analyse(func, below_start).0
 }
 
-/// A counter of a counted loop, as the JIT's analysis knows it
-/// ([`counters_below_start`]): `lo <= i < hi` in every block `body`
-/// dominates, `hi` defined in a block that strictly dominates `header`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Counter {
-    /// The bound of `icmp lt i, hi`.
-    pub hi: Value,
-    /// The loop's header, whose parameter the counter is.
-    pub header: Block,
-    /// The header's true side.
-    pub body: Block,
-    /// The least value the counter is entered with.
-    pub lo: i64,
-}
-
 /// [`safe_accesses_below_start`], and the counters of `func`'s counted
 /// loops it found: `vectorize` asks which values are outer counters, as
 /// the JIT will, to write a guard the JIT reads back.
 pub fn counters_below_start(func: &Function) -> (EntitySet<Inst>, HashMap<Value, Counter>) {
-    let (safe, ivs) = analyse(func, true);
-    let counters = ivs
-        .into_iter()
-        .map(|(v, iv)| {
-            (
-                v,
-                Counter {
-                    hi: iv.hi,
-                    header: iv.header,
-                    body: iv.body,
-                    lo: iv.lo,
-                },
-            )
-        })
-        .collect();
-    (safe, counters)
+    analyse(func, true)
 }
 
-fn analyse(func: &Function, below_start: bool) -> (EntitySet<Inst>, HashMap<Value, Induction>) {
+fn analyse(func: &Function, below_start: bool) -> (EntitySet<Inst>, HashMap<Value, Counter>) {
     let mut safe = EntitySet::new();
     let Some(entry) = func.entry_block() else {
         return (safe, HashMap::new());
@@ -442,12 +418,12 @@ fn analyse(func: &Function, below_start: bool) -> (EntitySet<Inst>, HashMap<Valu
             || zeros_before(&lens, &doms, n, h)
             || nonneg_fact(func, facts_at(h), n)
     };
-    let mut ivs: HashMap<Value, Induction> = cands
+    let mut ivs: HashMap<Value, Counter> = cands
         .iter()
         .map(|&(i, _, hi, body, header)| {
             (
                 i,
-                Induction {
+                Counter {
                     hi,
                     header,
                     body,
