@@ -669,16 +669,11 @@ fn analyse(func: &Function, below_start: bool) -> (EntitySet<Inst>, HashMap<Valu
                 }
                 cs
             };
-            // An outer counter `j` at this access (the JIT's analysis only):
-            // its bound and header.
+            // An outer counter `j` at this access (the JIT's analysis only).
             let outer = |j: Value| {
                 ivs.get(&j)
                     .filter(|iv| below_start && iv.lo >= 0 && doms.dominates(iv.body, b))
-                    .map(|iv| Outer {
-                        hi: iv.hi,
-                        header: iv.header,
-                        body: iv.body,
-                    })
+                    .copied()
             };
             let guarded = counters.into_iter().any(|i| {
                 ivs.get(&i).is_some_and(|iv| {
@@ -688,11 +683,8 @@ fn analyse(func: &Function, below_start: bool) -> (EntitySet<Inst>, HashMap<Valu
                             func,
                             &doms,
                             facts_at(iv.header),
-                            Inner {
-                                i,
-                                lo: iv.lo,
-                                hi: iv.hi,
-                            },
+                            i,
+                            iv,
                             idx,
                             width,
                             &same_length_as(arr, b, pos),
@@ -1051,14 +1043,15 @@ fn up_guard_proves(
     func: &Function,
     doms: &DominatorTree,
     facts: &[(CmpCond, Value, Value)],
-    inner: Inner,
+    i: Value,
+    iv: &Counter,
     idx: Value,
     width: i64,
     class: &[Value],
     x_nonneg: &dyn Fn(Value) -> bool,
-    outer: &dyn Fn(Value) -> Option<Outer>,
+    outer: &dyn Fn(Value) -> Option<Counter>,
 ) -> bool {
-    let Inner { i, lo, hi } = inner;
+    let Counter { lo, hi, .. } = *iv;
     let (x, k) = offset_form(func, hi);
     if k < 0 && !x_nonneg(x) {
         return false;
@@ -1133,25 +1126,6 @@ fn up_guard_proves(
     fits && base_ok
 }
 
-/// The inner loop of [`up_guard_proves`]: its counter `i >= lo` runs below
-/// `hi`.
-#[derive(Clone, Copy)]
-struct Inner {
-    i: Value,
-    lo: i64,
-    hi: Value,
-}
-
-/// An enclosing counter `j` at an access: `0 <= j < hi` there and in
-/// every block `body` dominates, `hi` defined in a block that strictly
-/// dominates `header`.
-#[derive(Clone, Copy)]
-struct Outer {
-    hi: Value,
-    header: Block,
-    body: Block,
-}
-
 /// The largest row stride and row count `row_major` accepts: their
 /// product, and `j * s + t` for `t < s`, stay below `2^62`.
 pub const ROW_MAJOR_MAX: i64 = 1 << 31;
@@ -1177,7 +1151,7 @@ fn row_major(
     facts: &[(CmpCond, Value, Value)],
     base: Value,
     is_length: &dyn Fn(Value) -> bool,
-    outer: &dyn Fn(Value) -> Option<Outer>,
+    outer: &dyn Fn(Value) -> Option<Counter>,
     extent: &dyn Fn(Value) -> bool,
 ) -> bool {
     let Some(&InstData::Binary {
