@@ -312,6 +312,12 @@ fn peel_odd_start(
     }
 }
 
+/// The `icmp` of `p`'s header, before its `brif` (`header_test`).
+fn header_test_inst(func: &Function, p: &Plan) -> Inst {
+    let insts = func.layout.block_insts(p.header);
+    insts[insts.len() - 2]
+}
+
 /// Two new blocks laid out after `after`, in the inlined regions that
 /// hold `p`'s loop: a test and the one iteration it guards.
 fn two_blocks_after(func: &mut Function, p: &Plan, after: Block) -> (Block, Block) {
@@ -1634,13 +1640,7 @@ fn rewrite(func: &mut Function, p: &Plan) {
     emit(func, ve, data, like);
 
     // The lanes' header: `vi < hi'`, or `vc > 1`.
-    let test = *func
-        .layout
-        .block_insts(p.header)
-        .iter()
-        .rev()
-        .nth(1)
-        .expect("a test");
+    let test = header_test_inst(func, p);
     let (cond, bound) = match hi2 {
         Some(h) => (CmpCond::Lt, h),
         None => (CmpCond::Gt, iconst(func, vh, 1)),
@@ -2004,13 +2004,7 @@ fn last_in_range(
     let mut args = rest.clone();
     args[counter] = i;
     // The header's test, on `i`.
-    let test = *func
-        .layout
-        .block_insts(p.header)
-        .iter()
-        .rev()
-        .nth(1)
-        .expect("a test");
+    let test = header_test_inst(func, p);
     let InstData::Cmp { args: [_, hi], .. } = *func.dfg.inst(test) else {
         unreachable!("a count-up loop's test")
     };
