@@ -1124,3 +1124,37 @@ fn seed73_third_order_nan_under_inlining() {
     let (x, y) = (-138.37556086754006, -321.7274695683099);
     assert_agree_at(source, "d3", (x, y), &[x, y]);
 }
+
+/// Seed 83092 (reverse over forward, found in session 22): `f3`'s reverse
+/// rule, linear in `dret` but with a coefficient `log(y)` that is NaN for
+/// `y <= 0`, ran with `dret = 0` when `topa` was inlined (`log(y) * 0`:
+/// NaN) and not at all when it was called (0). Nothing reads `f3`'s
+/// result or its `mut` array after the call; inlined, the array was
+/// shadowed anyway, for `topa`'s reads before the call, and a call that
+/// writes a shadowed array counted as differentiated. A call that applies
+/// a rule now counts only the arrays something reads after it
+/// (`Plan::call_writes_shadow`).
+#[test]
+fn a_rule_whose_outputs_nothing_reads_runs_nowhere() {
+    assert_agree(
+        "fn f3(x: f64, y: f64, a: mut [f64]) -> f64 { x }
+rule reverse f3(x: f64, y: f64, a: mut [f64], da: mut [f64], dret: f64) -> (f64, f64) {
+    (dret, log(y) * dret)
+}
+fn topa(x: f64, y: f64) -> (f64, [f64]) {
+    let r3 = zeros(3);
+    for i4 in 0..len(r3) { r3[i4] = x; }
+    (r3[2] * y, r3)
+}
+fn top(x: f64, y: f64) -> f64 {
+    let (s5, y4) = topa(x, y);
+    f3(1.0, y, y4);
+    s5
+}
+fn d1(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, top, active, active(x), active(y)); b }
+fn d2(x: f64, y: f64) -> f64 { let (p, t) = autodiff(forward, top, dual, const(x), dual(y, 1.0)); t }
+fn d3(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, d2, active, active(x), active(y)); b }
+",
+        &["d1", "d3"],
+    );
+}

@@ -944,6 +944,12 @@ pub(crate) fn derive_split(
     let collapse =
         crate::regions::collapse(&mut primal, |_| true).map_err(|e| unsupported(&primal, e))?;
     primal.regions.clear();
+    let mut rule_calls = cranelift_entity::EntitySet::new();
+    for (_, i) in primal.layout.insts() {
+        if call_rules(module, &primal, &collapse, i).is_some_and(|r| !r.is_empty()) {
+            rule_calls.insert(i);
+        }
+    }
     let mut plan = plan::Plan::new(
         &mut cx.cache,
         module,
@@ -953,6 +959,7 @@ pub(crate) fn derive_split(
         &req.ignored,
         &req.untaken,
         &req.dead,
+        rule_calls,
     )?;
     plan.adj_witnesses = req
         .witnessed(&primal.sig)
@@ -1302,10 +1309,7 @@ fn plan_calls(
                     format!("a call to @{} with a wrong argument count", g.name),
                 ));
             }
-            let rules = match collapse.rules(inst) {
-                Some(r) => *r,
-                None => g.meta.rules,
-            };
+            let rules = call_rules(module, primal, collapse, inst).unwrap_or_default();
             if !rules.is_empty() {
                 let t = rule_target(cx, module, callee, &rules, primal, plan, args, depth, tape)?;
                 calls[inst] = Some(t);
@@ -1391,6 +1395,25 @@ fn plan_calls(
         }
     }
     Ok(calls)
+}
+
+/// The rules a call applies: its rule region's, when it stands for one,
+/// else its callee's; `None` for anything but a call to a known function.
+fn call_rules(
+    module: &Module,
+    primal: &Function,
+    collapse: &crate::regions::Collapse,
+    inst: Inst,
+) -> Option<adze_ir::Rules> {
+    if let Some(r) = collapse.rules(inst) {
+        return Some(*r);
+    }
+    match primal.dfg.inst(inst) {
+        InstData::Call { func, .. } if module.is_valid(*func) => {
+            Some(module.func(*func).meta.rules)
+        }
+        _ => None,
+    }
 }
 
 /// The rule target of a call to `owner` (with `rules`).

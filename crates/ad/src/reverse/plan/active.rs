@@ -354,15 +354,35 @@ impl Plan {
         }
     }
 
-    /// Does the call `inst` pass a shadowed array to a `mut` parameter?
+    /// Does the call `inst` pass a shadowed array to a `mut` parameter
+    /// (for a call that applies a rule: one whose contents something
+    /// useful may read after the call, not [`Plan::dead_after`] it)?
+    ///
+    /// A rule takes every input, so a rule call that writes only arrays
+    /// nothing reads again has nothing to differentiate, however its
+    /// arguments got shadows: an array read only before the call is
+    /// shadowed when the code that reads it is inlined here, and not when
+    /// it is a callee's result that nothing here reads. Fuzzer seed 83092:
+    /// a rule adding `log(y)` to `y`'s adjoint whatever its cotangents ran
+    /// only inlined. Other calls keep every shadowed `mut` argument: their
+    /// stores count as the same stores inlined do (seed 7000197), and what
+    /// they would add from a dead array, usefulness already leaves out.
     fn call_writes_shadow(&self, module: &Module, func: &Function, inst: Inst) -> bool {
         let InstData::Call { func: callee, args } = func.dfg.inst(inst) else {
             return false;
         };
+        let dead: &[usize] = if self.rule_calls.contains(inst) {
+            self.dead_after(inst)
+        } else {
+            &[]
+        };
         module.is_valid(*callee)
-            && args
+            && (args
                 .iter()
                 .zip(&module.func(*callee).sig.params)
-                .any(|(&a, p)| p.ty == Type::Array && p.mutable && self.is_shadowed(a))
+                .enumerate())
+            .any(|(k, (&a, p))| {
+                p.ty == Type::Array && p.mutable && self.is_shadowed(a) && !dead.contains(&k)
+            })
     }
 }
