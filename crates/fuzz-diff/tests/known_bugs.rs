@@ -1131,9 +1131,10 @@ fn seed73_third_order_nan_under_inlining() {
 /// NaN) and not at all when it was called (0). Nothing reads `f3`'s
 /// result or its `mut` array after the call; inlined, the array was
 /// shadowed anyway, for `topa`'s reads before the call, and a call that
-/// writes a shadowed array counted as differentiated. A call that applies
-/// a rule now counts only the arrays something reads after it
-/// (`Plan::call_writes_shadow`).
+/// writes a shadowed array counted as differentiated. A call whose writes
+/// nothing reads after it now counts only if its usefulness summary finds
+/// an input useful, and a rule's summary finds none when nothing useful
+/// comes out (`Plan::call_writes_shadow`).
 #[test]
 fn a_rule_whose_outputs_nothing_reads_runs_nowhere() {
     assert_agree(
@@ -1157,4 +1158,19 @@ fn d3(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, d2, active, active
 ",
         &["d1", "d3"],
     );
+}
+
+/// Seed 85168 (`--ordered-percent 30`, reverse over forward over forward),
+/// found by the first fix of seed 83092, which exempted only calls that
+/// apply a rule from counting writes into arrays nothing reads after
+/// them: inlined late, `f1`'s rule call in `top` was skipped (its array
+/// `t6` is dead after it); called, the forward derivative of `f1`'s
+/// forward rule around it still counted, and the zero it passed back met
+/// an infinite partial of `cbrt` at `y` (NaN). The test is now the same
+/// for every call: what its summary finds useful.
+#[test]
+fn seed85168_a_dead_array_counts_alike_for_every_call() {
+    let source = include_str!("data/inline_seed85168.adz");
+    let (x, y) = (-0.9228571428571428, -1.39);
+    assert_agree_at(source, "d3", (x, y), &[x, y]);
 }

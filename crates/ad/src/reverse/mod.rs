@@ -944,12 +944,6 @@ pub(crate) fn derive_split(
     let collapse =
         crate::regions::collapse(&mut primal, |_| true).map_err(|e| unsupported(&primal, e))?;
     primal.regions.clear();
-    let mut rule_calls = cranelift_entity::EntitySet::new();
-    for (_, i) in primal.layout.insts() {
-        if call_rules(module, &primal, &collapse, i).is_some_and(|r| !r.is_empty()) {
-            rule_calls.insert(i);
-        }
-    }
     let mut plan = plan::Plan::new(
         &mut cx.cache,
         module,
@@ -959,7 +953,6 @@ pub(crate) fn derive_split(
         &req.ignored,
         &req.untaken,
         &req.dead,
-        rule_calls,
     )?;
     plan.adj_witnesses = req
         .witnessed(&primal.sig)

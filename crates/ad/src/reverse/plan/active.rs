@@ -354,35 +354,40 @@ impl Plan {
         }
     }
 
-    /// Does the call `inst` pass a shadowed array to a `mut` parameter
-    /// (for a call that applies a rule: one whose contents something
-    /// useful may read after the call, not [`Plan::dead_after`] it)?
+    /// Does the call `inst` write a shadowed array: pass one to a `mut`
+    /// parameter whose contents something useful may read after the call,
+    /// or pass one to a `mut` parameter at all when its usefulness summary
+    /// found an input useful ([`Usefulness::feeding`])?
     ///
-    /// A rule takes every input, so a rule call that writes only arrays
-    /// nothing reads again has nothing to differentiate, however its
-    /// arguments got shadows: an array read only before the call is
-    /// shadowed when the code that reads it is inlined here, and not when
-    /// it is a callee's result that nothing here reads. Fuzzer seed 83092:
-    /// a rule adding `log(y)` to `y`'s adjoint whatever its cotangents ran
-    /// only inlined. Other calls keep every shadowed `mut` argument: their
-    /// stores count as the same stores inlined do (seed 7000197), and what
-    /// they would add from a dead array, usefulness already leaves out.
+    /// Writes into an array that nothing reads again give the call nothing
+    /// to differentiate unless the callee reads what it wrote: an array
+    /// read only before the call is shadowed when the code that reads it
+    /// is this function's, inlined or not, and not when it is a callee's
+    /// result that nothing here reads, so the shadow alone cannot decide.
+    /// Fuzzer seed 83092: a rule with coefficient `log(y)` ran with `dret
+    /// = 0` (`NaN · 0`) only where the function making its array was
+    /// inlined; a rule's summary now marks nothing when nothing useful
+    /// comes out (`useful.rs`). A callee that stores into the dead array
+    /// and reads it back still counts, as its stores inlined do (seed
+    /// 7000197).
+    ///
+    /// [`Usefulness::feeding`]: super::useful::Usefulness::feeding
     fn call_writes_shadow(&self, module: &Module, func: &Function, inst: Inst) -> bool {
         let InstData::Call { func: callee, args } = func.dfg.inst(inst) else {
             return false;
         };
-        let dead: &[usize] = if self.rule_calls.contains(inst) {
-            self.dead_after(inst)
-        } else {
-            &[]
-        };
+        let dead = self.dead_after(inst);
+        let feeding = self.feeding.contains(inst);
         module.is_valid(*callee)
             && (args
                 .iter()
                 .zip(&module.func(*callee).sig.params)
                 .enumerate())
             .any(|(k, (&a, p))| {
-                p.ty == Type::Array && p.mutable && self.is_shadowed(a) && !dead.contains(&k)
+                p.ty == Type::Array
+                    && p.mutable
+                    && self.is_shadowed(a)
+                    && (feeding || !dead.contains(&k))
             })
     }
 }

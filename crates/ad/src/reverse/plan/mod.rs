@@ -150,10 +150,10 @@ pub(crate) struct Plan {
     /// reads after the call (`useful.rs`, `Useful::read_after`): the callee
     /// is requested with them `dead` ([`Plan::dead_after`]).
     dead_after: std::collections::HashMap<Inst, Vec<usize>>,
-    /// The calls that apply a rule (a collapsed rule region, or a call to
-    /// a function with rules): differentiated only when something useful
-    /// comes out ([`Plan::differentiates_call`]).
-    rule_calls: EntitySet<Inst>,
+    /// The calls whose usefulness summary found an input useful for what
+    /// they write other than `mut` arrays nothing reads after them
+    /// (`useful.rs`, `Usefulness::feeding`).
+    feeding: EntitySet<Inst>,
     /// The tape plan may obtain a block parameter from the one argument
     /// its block receives ([`tape::Recipe::Arg`]): only where no reverse
     /// derivative of this one is taken (`ReverseRequest::no_reverse_over`).
@@ -284,8 +284,7 @@ impl Plan {
     /// to know what the calls become). `untaken`: the parameters the adjoint
     /// does not receive although it could (see [`adj_takes`]); `ignored`:
     /// the results whose cotangent is not differentiated; `dead`: the `mut`
-    /// array parameters the caller does not read after the call;
-    /// `rule_calls`: the calls that apply a rule.
+    /// array parameters the caller does not read after the call.
     #[allow(clippy::too_many_arguments)] // the request's parts, as `usefulness` takes them
     pub fn new(
         cache: &mut Cache,
@@ -296,7 +295,6 @@ impl Plan {
         ignored: &[usize],
         untaken: &[usize],
         dead: &[usize],
-        rule_calls: EntitySet<Inst>,
     ) -> Result<Plan, AdError> {
         let entry = func.entry_block().ok_or_else(|| AdError::NoBody {
             func: func.name.clone(),
@@ -321,6 +319,7 @@ impl Plan {
         let Usefulness {
             values: useful,
             dead_after,
+            feeding,
         } = usefulness(
             cache,
             module,
@@ -355,7 +354,7 @@ impl Plan {
             varied,
             useful,
             dead_after,
-            rule_calls,
+            feeding,
             shadowed: EntitySet::new(),
             reached: EntitySet::new(),
             slot: SecondaryMap::new(),

@@ -58,6 +58,7 @@ pub(super) fn usefulness(
         reads: SecondaryMap::new(),
         after: HashMap::new(),
         param_reads: ParamReads::default(),
+        feeding: EntitySet::new(),
     };
     for (num, &p) in func.params().iter().enumerate() {
         if args.get(num) == Some(&ArgActivity::Dup) && func.array_is_writable(p) {
@@ -73,6 +74,7 @@ pub(super) fn usefulness(
     Usefulness {
         values: state.useful,
         dead_after,
+        feeding: state.feeding,
     }
 }
 
@@ -105,6 +107,8 @@ struct Useful<'a> {
     dead: &'a [usize],
     /// Which array parameters callees may read.
     param_reads: ParamReads,
+    /// See [`Usefulness::feeding`].
+    feeding: EntitySet<Inst>,
 }
 
 /// `f` as its split derivative is built from: its applied rule regions
@@ -229,6 +233,13 @@ impl ParamReads {
 pub(crate) struct Usefulness {
     pub values: EntitySet<Value>,
     pub dead_after: HashMap<Inst, Vec<usize>>,
+    /// The calls whose last summary marked an argument other than a `mut`
+    /// array that nothing reads after the call (such an array is useful in
+    /// the callee by seeding alone). A call that writes only such arrays
+    /// and has no result anything adds to is differentiated only if it is
+    /// one of these: otherwise nothing that goes in can get an adjoint, as
+    /// nothing in its body inlined would (`Plan::call_writes_shadow`).
+    pub feeding: EntitySet<Inst>,
 }
 
 impl Useful<'_> {
@@ -550,6 +561,9 @@ impl Useful<'_> {
             for (k, &a) in args.iter().enumerate() {
                 if which.as_ref().is_none_or(|w| w.get(k) != Some(&false)) {
                     self.mark(a);
+                    if !mutable_array(params, k) || read[k] {
+                        self.feeding.insert(inst);
+                    }
                 }
             }
         }
@@ -631,11 +645,16 @@ impl UsefulSummaries {
             self.unsettled += 1;
             return None;
         }
-        if !f.meta.rules.is_empty()
-            || f.params().len() != arrays.len()
-            || f.sig.results.len() != results.len()
-        {
+        if f.params().len() != arrays.len() || f.sig.results.len() != results.len() {
             return None;
+        }
+        // A rule takes every input, and runs only when something useful
+        // comes out: a useful result, or a `mut` array read after the call
+        // (`Plan::call_writes_shadow`).
+        if !f.meta.rules.is_empty() {
+            let n = f.sig.params.len();
+            let out = results.contains(&true) || read[..n.min(read.len())].contains(&true);
+            return if out { None } else { Some(vec![false; n]) };
         }
         let f = as_differentiated(f)?;
         let f = f.as_ref();
