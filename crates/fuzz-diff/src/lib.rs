@@ -19,6 +19,7 @@
 #![forbid(unsafe_code)]
 
 pub mod gen;
+pub mod linear;
 pub mod reduce;
 pub mod run;
 
@@ -624,7 +625,7 @@ pub fn check_array_top(
                 stats.fd_checked += 1;
                 let reduced = (config.reduce && !fd_reduced).then(|| {
                     fd_reduced = true;
-                    reduce::reduce(
+                    reduce_linear(
                         source,
                         |s| array_fd_still_mismatches(s, top, point, config.limits),
                         config.max_reduce_tests,
@@ -648,7 +649,7 @@ pub fn check_array_top(
                 stats.dot_checked += 1;
                 let reduced = (config.reduce && !dot_reduced).then(|| {
                     dot_reduced = true;
-                    reduce::reduce(
+                    reduce_linear(
                         source,
                         |s| dot_still_mismatches(s, top, point, config.limits),
                         config.max_reduce_tests,
@@ -962,9 +963,22 @@ pub fn still_shows(
     }
 }
 
+/// [`reduce::reduce`], keeping the candidates' rules linear when
+/// `source`'s are ([`linear::rules_look_linear`]): a reduction that makes
+/// a rule non-linear may show another disagreement than the finding, one
+/// that docs/rules.md allows.
+fn reduce_linear(source: &str, mut still: impl FnMut(&str) -> bool, max_tests: usize) -> String {
+    let linear = |s: &str| run::compile(s).is_ok_and(|m| linear::rules_look_linear(&m));
+    if linear(source) {
+        reduce::reduce(source, |s| linear(s) && still(s), max_tests)
+    } else {
+        reduce::reduce(source, still, max_tests)
+    }
+}
+
 /// Shrinks the program of a finding.
 pub fn reduce_finding(finding: &Finding, args: &[adze::adze_ir::Val], config: &Config) -> String {
-    reduce::reduce(
+    reduce_linear(
         &finding.source,
         |s| still_shows(s, finding, args, config),
         config.max_reduce_tests,
@@ -1000,7 +1014,7 @@ fn finite_differences(
                     stats.fd_checked += 1;
                     let reduced = (config.reduce && !reduced_one).then(|| {
                         reduced_one = true;
-                        reduce::reduce(
+                        reduce_linear(
                             &prog.source,
                             |s| fd_still_mismatches(s, d, (point.x, point.y), config.limits),
                             config.max_reduce_tests,

@@ -538,6 +538,18 @@ pub fn eval_vals(module: &Module, func: &str, limits: Limits, args: &[Val]) -> O
     Some(o.results.to_vec())
 }
 
+/// Runs `func` of a module on `args` on the interpreter (default limits
+/// but a low call depth): its results and final arguments, or `None` on
+/// any error.
+pub fn eval_outcome(module: &Module, func: &str, args: &[Val]) -> Option<adze_ir::Outcome> {
+    let id = module.get(func)?;
+    catch_unwind(AssertUnwindSafe(|| {
+        adze::adze_interp::Interpreter::with_limits(module, fuzz_limits()).call(id, args)
+    }))
+    .ok()?
+    .ok()
+}
+
 /// Every f64 of a list of values, in order (scalars, array elements).
 pub fn flatten(vals: &[Val]) -> Vec<f64> {
     let mut out = Vec::new();
