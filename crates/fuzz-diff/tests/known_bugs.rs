@@ -1174,3 +1174,51 @@ fn seed85168_a_dead_array_counts_alike_for_every_call() {
     let (x, y) = (-0.9228571428571428, -1.39);
     assert_agree_at(source, "d3", (x, y), &[x, y]);
 }
+
+/// Open since session 16 (docs/ad-reverse.md, "Left to do", first shape),
+/// fixed in session 23: a local array that only a rule call reads, where
+/// that rule call is never differentiated (its results do not vary: `f0`'s
+/// body reads only `t`). Usefulness took every input of a rule call as
+/// useful, so inlined, `a` got a shadow and the store of `cbrt(y - y)` into
+/// it counted (`0 · inf` at the third order: NaN); called, `f2`'s caller
+/// knew its result was never reached and asked for none (0). A rule call
+/// now makes its arguments useful only when a varied value goes in and a
+/// useful, varied one comes out, in the function and in callees' summaries
+/// (which now know which arguments vary).
+#[test]
+fn a_local_array_only_an_undifferentiated_rule_call_reads() {
+    assert_agree(
+        "fn f0(x: f64, y: f64, a: [f64]) -> ([f64], [f64]) { let r = zeros(len(a)); r[0] = a[0]; (r, r) }
+rule reverse f0(x: f64, y: f64, a: [f64], da: mut [f64], dr0: [f64], dr1: [f64]) -> (f64, f64) { (0.0, 0.0) }
+#[inline(always)] fn f2(x: f64, a: mut [f64]) -> f64 { let (y1, y2) = f0(x, x, a); y1[0] }
+#[inline(always)] fn topa(x: f64, y: f64) -> [f64] {
+    let a = zeros(3); a[1] = x; a[2] = cbrt(y - y); let t = zeros(3);
+    let (y5, y6) = f0(f2(x, a), 1.0, t); y5 }
+fn top(x: f64, y: f64) -> f64 { let y8 = topa(x, y); y8[0] }
+fn d1(x: f64, y: f64) -> f64 { autodiff(reverse, top, active, active(x), const(y)) }
+fn d2(x: f64, y: f64) -> f64 { let (p, t) = autodiff(forward, d1, dual, dual(x, 1.0), const(y)); t }
+fn d3(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, d2, active, active(x), active(y)); b }
+",
+        &["d3"],
+    );
+}
+
+/// The second shape of the same bug (review of session 16): an f64
+/// argument that the callee passes only to a rule call that is never
+/// differentiated. Called, `h`'s every active argument got an adjoint (0
+/// from `h`, times `cbrt`'s infinite partial at 0: NaN); inlined, `w` got
+/// none (0).
+#[test]
+fn an_argument_only_an_undifferentiated_rule_call_takes() {
+    assert_agree(
+        "fn f0(x: f64, a: [f64]) -> f64 { a[0] }
+rule reverse f0(x: f64, a: [f64], da: mut [f64], d: f64) -> f64 { 2.0 * d }
+fn h(x: f64, w: f64) -> f64 { let t = zeros(1); x * x + f0(w, t) }
+fn top(x: f64, y: f64) -> f64 { h(x, cbrt(y - y)) }
+fn d1(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, top, active, active(x), active(y)); b }
+fn d2(x: f64, y: f64) -> f64 { let (p, t) = autodiff(forward, d1, dual, dual(x, 1.0), dual(y, 1.0)); t }
+fn d3(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, d2, active, active(x), active(y)); b }
+",
+        &["d1", "d2", "d3"],
+    );
+}

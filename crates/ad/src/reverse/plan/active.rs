@@ -209,7 +209,9 @@ impl Plan {
     /// reads; but a call marks all its arguments when it counts, while
     /// inlined code marks only what its body reaches, so that made inlined
     /// code more precise than a call (NaN called, 0 inlined). It was taken
-    /// back; docs/ad-reverse.md, "Left to do", has the bug it was for.
+    /// back; the bug it was for was fixed in usefulness in session 23 (a
+    /// rule call that is never differentiated makes nothing useful,
+    /// `useful.rs`, `Useful::call`).
     pub(super) fn find_reached(
         &mut self,
         cache: &mut Cache,

@@ -186,6 +186,17 @@ pub(crate) fn adj_witnesses(
     for_forward && !untaken.contains(&k) && param.ty == Type::Array && param.mutable
 }
 
+/// The forward activities that find what a reverse request's arguments
+/// vary: `active` scalars as `dual`.
+fn forward_args(args: &[ArgActivity]) -> Vec<ArgActivity> {
+    args.iter()
+        .map(|a| match a {
+            ArgActivity::Active => ArgActivity::Dual,
+            other => *other,
+        })
+        .collect()
+}
+
 /// The values of `func` that can influence what a reverse derivative with
 /// these activities differentiates (see `useful.rs`): for
 /// `adze dump --annotate activity`.
@@ -198,11 +209,14 @@ pub(crate) fn useful_values(
 ) -> Option<cranelift_entity::EntitySet<Value>> {
     let entry = func.entry_block()?;
     let order = adze_ir::cfg::reverse_postorder(func, entry);
+    let mut cache = Cache::default();
+    let varied = activity::analyze_cached(&mut cache, module, func, &forward_args(args), &[]);
     Some(
         usefulness(
-            &mut Cache::default(),
+            &mut cache,
             module,
             func,
+            &varied,
             &order,
             args,
             ret,
@@ -307,14 +321,7 @@ impl Plan {
         } = Cfg::new(func, entry);
 
         // Varied: forward activity with `active` scalars as `dual`.
-        let fwd_args: Vec<ArgActivity> = args
-            .iter()
-            .map(|a| match a {
-                ArgActivity::Active => ArgActivity::Dual,
-                other => *other,
-            })
-            .collect();
-        let varied = activity::analyze_cached(cache, module, func, &fwd_args, &[]);
+        let varied = activity::analyze_cached(cache, module, func, &forward_args(args), &[]);
 
         let Usefulness {
             values: useful,
@@ -324,6 +331,7 @@ impl Plan {
             cache,
             module,
             func,
+            &varied,
             &order,
             args,
             ret,

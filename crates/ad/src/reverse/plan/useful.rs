@@ -28,7 +28,8 @@ use std::collections::HashMap;
 /// only feeds a result nobody uses, or a scratch array nobody reads, gets
 /// no adjoint — as it gets none when the inliner has put the body here.
 /// Calls to functions with rules (a rule takes every input) stay
-/// conservative: every argument is useful. A callee that uses the tape is
+/// conservative: every argument is useful, when the call can be
+/// differentiated at all (a varied argument, a useful output that varies). A callee that uses the tape is
 /// summarised too: what it pushes is useful, as in its inlined body. A call
 /// is summarised again each time one of its results or `mut` array
 /// arguments becomes useful (summaries grow with what is useful, so the
@@ -38,6 +39,7 @@ pub(super) fn usefulness(
     cache: &mut Cache,
     module: &Module,
     func: &Function,
+    varied: &activity::Activity,
     order: &[Block],
     args: &[ArgActivity],
     ret: RetActivity,
@@ -49,6 +51,7 @@ pub(super) fn usefulness(
         dead,
         module,
         func,
+        varied,
         useful: EntitySet::new(),
         work: Vec::new(),
         incoming: SecondaryMap::new(),
@@ -82,6 +85,10 @@ pub(super) fn usefulness(
 struct Useful<'a> {
     module: &'a Module,
     func: &'a Function,
+    /// The values that depend on the derivative's inputs (forward
+    /// activity): a rule call with no varied input, or whose useful
+    /// outputs none varies, is never differentiated ([`Useful::call`]).
+    varied: &'a activity::Activity,
     useful: EntitySet<Value>,
     /// Values found useful whose definition and uses are still to visit.
     work: Vec<Value>,
@@ -552,12 +559,39 @@ impl Useful<'_> {
         }
         let results = func.dfg.inst_results(inst);
         let results_useful: Vec<bool> = results.iter().map(|&r| self.useful.contains(r)).collect();
+        let varied_args: Vec<bool> = args.iter().map(|&a| self.varied.is_active(a)).collect();
         // A callee that uses the tape may push values of its arguments for
         // code elsewhere to pop: its own usefulness marks what it pushes
         // (as inlined code does), whatever the call's results.
         let tape = self.tape_use.uses(cache, module, *callee);
+        // A call that applies a rule (which takes every input) is
+        // differentiated only when a varied value goes in and a useful
+        // one that varies comes out (`Plan::differentiates_call`): else
+        // none of its arguments is useful through it. The rule call a
+        // region collapses into and the same call in a callee's summary
+        // (which knows which arguments vary) then decide alike
+        // (docs/ad-reverse.md, "Rule calls that are never differentiated").
+        let rules = module.is_valid(*callee) && !module.func(*callee).meta.rules.is_empty();
+        if rules && !tape {
+            let varies_in = varied_args.contains(&true);
+            let varies_out = (results.iter().zip(&results_useful))
+                .any(|(&r, &u)| u && self.varied.is_active(r))
+                || (args.iter().enumerate())
+                    .any(|(k, &a)| read.get(k) == Some(&true) && self.varied.is_active(a));
+            if !(varies_in && varies_out) {
+                return;
+            }
+        }
         if tape || arrays.contains(&true) || results_useful.contains(&true) {
-            let which = summaries.params(cache, module, *callee, &results_useful, &arrays, &read);
+            let which = summaries.params(
+                cache,
+                module,
+                *callee,
+                &results_useful,
+                &arrays,
+                &read,
+                &varied_args,
+            );
             for (k, &a) in args.iter().enumerate() {
                 if which.as_ref().is_none_or(|w| w.get(k) != Some(&false)) {
                     self.mark(a);
@@ -590,7 +624,8 @@ pub(crate) struct UsefulSummaries {
 /// A callee, its useful results, its useful `mut` array arguments, and
 /// which of those and of its results a read may follow the call (after
 /// the arguments, one per result).
-pub(crate) type UsefulKey = (FuncId, Vec<bool>, Vec<bool>, Vec<bool>);
+/// Last, which arguments vary (forward activity at the call).
+pub(crate) type UsefulKey = (FuncId, Vec<bool>, Vec<bool>, Vec<bool>, Vec<bool>);
 
 impl UsefulSummaries {
     fn params(
@@ -601,6 +636,7 @@ impl UsefulSummaries {
         results: &[bool],
         arrays: &[bool],
         read: &[bool],
+        varied: &[bool],
     ) -> Option<Vec<bool>> {
         if !module.is_valid(callee) {
             return None;
@@ -609,7 +645,13 @@ impl UsefulSummaries {
             self.unsettled += 1;
             return None;
         }
-        let key = (callee, results.to_vec(), arrays.to_vec(), read.to_vec());
+        let key = (
+            callee,
+            results.to_vec(),
+            arrays.to_vec(),
+            read.to_vec(),
+            varied.to_vec(),
+        );
         if let Some(s) = self.memo.get(&key) {
             return s.clone();
         }
@@ -618,7 +660,7 @@ impl UsefulSummaries {
         }
         let before = self.unsettled;
         self.stack.push(callee);
-        let out = self.compute(cache, module, callee, results, arrays, read);
+        let out = self.compute(cache, module, callee, results, arrays, read, varied);
         self.stack.pop();
         if cache.is_active() && self.unsettled == before {
             cache.useful.insert(key.clone(), out.clone());
@@ -627,6 +669,7 @@ impl UsefulSummaries {
         out
     }
 
+    #[allow(clippy::too_many_arguments)]
     fn compute(
         &mut self,
         cache: &mut Cache,
@@ -635,6 +678,7 @@ impl UsefulSummaries {
         results: &[bool],
         arrays: &[bool],
         read: &[bool],
+        varied: &[bool],
     ) -> Option<Vec<bool>> {
         let f = module.func(callee);
         if f.is_declaration()
@@ -687,7 +731,27 @@ impl UsefulSummaries {
             .collect();
         // And the results no read follows: its `return` does not read them.
         dead.extend((n..read.len()).filter(|&k| !read[k]));
-        let useful = usefulness(cache, module, f, &order, &args, ret, &ignored, &dead, self);
+        // The callee's varied values, from the arguments that vary here.
+        let fwd_args: Vec<ArgActivity> = (f.sig.params.iter().enumerate())
+            .map(|(k, p)| match (p.ty, varied.get(k) == Some(&true)) {
+                (Type::F64, true) => ArgActivity::Dual,
+                (Type::Array, true) => ArgActivity::Dup,
+                _ => ArgActivity::Const,
+            })
+            .collect();
+        let callee_varied = activity::analyze_cached(cache, module, f, &fwd_args, &[]);
+        let useful = usefulness(
+            cache,
+            module,
+            f,
+            &callee_varied,
+            &order,
+            &args,
+            ret,
+            &ignored,
+            &dead,
+            self,
+        );
         Some(
             f.params()
                 .iter()
