@@ -583,15 +583,8 @@ impl Useful<'_> {
             }
         }
         if tape || arrays.contains(&true) || results_useful.contains(&true) {
-            let which = summaries.params(
-                cache,
-                module,
-                *callee,
-                &results_useful,
-                &arrays,
-                &read,
-                &varied_args,
-            );
+            let key = (*callee, results_useful, arrays, read.clone(), varied_args);
+            let which = summaries.params(cache, module, key);
             for (k, &a) in args.iter().enumerate() {
                 if which.as_ref().is_none_or(|w| w.get(k) != Some(&false)) {
                     self.mark(a);
@@ -621,23 +614,16 @@ pub(crate) struct UsefulSummaries {
     unsettled: usize,
 }
 
-/// A callee, its useful results, its useful `mut` array arguments, and
-/// which of those and of its results a read may follow the call (after
-/// the arguments, one per result).
-/// Last, which arguments vary (forward activity at the call).
+/// A callee, its useful results, its useful `mut` array arguments, which
+/// of those and of its results a read may follow the call (after the
+/// arguments, one per result), and which arguments vary (forward activity
+/// at the call).
 pub(crate) type UsefulKey = (FuncId, Vec<bool>, Vec<bool>, Vec<bool>, Vec<bool>);
 
 impl UsefulSummaries {
-    fn params(
-        &mut self,
-        cache: &mut Cache,
-        module: &Module,
-        callee: FuncId,
-        results: &[bool],
-        arrays: &[bool],
-        read: &[bool],
-        varied: &[bool],
-    ) -> Option<Vec<bool>> {
+    /// The callee's useful parameters for the call pattern `key`.
+    fn params(&mut self, cache: &mut Cache, module: &Module, key: UsefulKey) -> Option<Vec<bool>> {
+        let callee = key.0;
         if !module.is_valid(callee) {
             return None;
         }
@@ -645,13 +631,6 @@ impl UsefulSummaries {
             self.unsettled += 1;
             return None;
         }
-        let key = (
-            callee,
-            results.to_vec(),
-            arrays.to_vec(),
-            read.to_vec(),
-            varied.to_vec(),
-        );
         if let Some(s) = self.memo.get(&key) {
             return s.clone();
         }
@@ -660,7 +639,7 @@ impl UsefulSummaries {
         }
         let before = self.unsettled;
         self.stack.push(callee);
-        let out = self.compute(cache, module, callee, results, arrays, read, varied);
+        let out = self.compute(cache, module, &key);
         self.stack.pop();
         if cache.is_active() && self.unsettled == before {
             cache.useful.insert(key.clone(), out.clone());
@@ -669,18 +648,14 @@ impl UsefulSummaries {
         out
     }
 
-    #[allow(clippy::too_many_arguments)]
     fn compute(
         &mut self,
         cache: &mut Cache,
         module: &Module,
-        callee: FuncId,
-        results: &[bool],
-        arrays: &[bool],
-        read: &[bool],
-        varied: &[bool],
+        key: &UsefulKey,
     ) -> Option<Vec<bool>> {
-        let f = module.func(callee);
+        let (callee, results, arrays, read, varied) = key;
+        let f = module.func(*callee);
         if f.is_declaration()
             || f.layout
                 .insts()
