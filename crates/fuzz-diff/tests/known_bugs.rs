@@ -1222,3 +1222,69 @@ fn d3(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, d2, active, active
         &["d1", "d2", "d3"],
     );
 }
+
+/// The review of session 23 (all present before it; helper programs,
+/// `d1` differing between `--inline none`/`late` and `early`/`all` at the
+/// first order, `d2`/`d3` added): whether an array has a shadow depended
+/// on where the reads *before* a write sat (this function or a callee),
+/// so the write had to count only if a *useful* read follows it. Each
+/// file says its shape; docs/ad-reverse.md, "Useful reads".
+fn assert_review23(source: &str) {
+    assert_agree(source, &["d1", "d2", "d3"]);
+    assert_agree_at(source, "d1", (0.5, 0.0), &[0.5, 0.0]);
+    assert_agree_at(source, "d3", (0.5, 0.0), &[0.5, 0.0]);
+}
+
+/// `a[0] = sqrt(y - y)` after `mk` made `a`, read afterwards only by
+/// `if a[1] > 1.0`: a read whose value nothing useful takes.
+#[test]
+fn review23_a_read_after_only_by_a_branch() {
+    assert_review23(include_str!(
+        "data/review23_a_read_after_only_by_a_branch.adz"
+    ));
+}
+
+/// The same with a rule call writing the array (seed 83092's shape).
+#[test]
+fn review23_a_rule_and_a_read_after_only_by_a_branch() {
+    assert_review23(include_str!(
+        "data/review23_a_rule_and_a_read_after_only_by_a_branch.adz"
+    ));
+}
+
+/// A rule call given two views of one array, which nothing reads after:
+/// the aliasing of two `mut` arguments no longer makes them live for a
+/// callee that is not analysed (a rule's).
+#[test]
+fn review23_a_rule_given_two_views_of_one_array() {
+    assert_review23(include_str!(
+        "data/review23_a_rule_given_two_views_of_one_array.adz"
+    ));
+}
+
+/// A callee that only writes through two views of one array: not live
+/// after the call unless it may read one of them.
+#[test]
+fn review23_two_views_of_one_array_only_written() {
+    assert_review23(include_str!(
+        "data/review23_two_views_of_one_array_only_written.adz"
+    ));
+}
+
+/// A `const` array the callee reads then overwrites: not useful in the
+/// caller, it is `dead` for the callee's summary too (its store's value,
+/// `sqrt(0)`, was marked useful and stayed so).
+#[test]
+fn review23_a_const_array_read_then_overwritten() {
+    assert_review23(include_str!(
+        "data/review23_a_const_array_read_then_overwritten.adz"
+    ));
+}
+
+/// A callee that writes, reads back and rewrites a dead array.
+#[test]
+fn review23_a_dead_array_written_read_back_and_rewritten() {
+    assert_review23(include_str!(
+        "data/review23_a_dead_array_written_read_back_and_rewritten.adz"
+    ));
+}

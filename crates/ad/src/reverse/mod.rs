@@ -123,7 +123,7 @@ pub struct ReverseRequest {
     /// call is as precise as its callee inlined. Empty for a top-level
     /// request; for a callee, the results its caller never uses.
     pub ignored: Vec<usize>,
-    /// `mut` array parameters (by number, `dup`) whose contents the caller
+    /// `mut` array parameters (by number, `dup` or not) whose contents the caller
     /// does not read after the call, and array results (numbered after the
     /// parameters) it does not read: a store into one of them that no read
     /// of the callee follows gets no adjoint (the callee's `return` does
@@ -1370,9 +1370,7 @@ fn plan_calls(
                 .collect();
             let mut req = ReverseRequest::new(callee, acts.clone(), ret);
             req.untaken = untaken;
-            req.dead = (plan.dead_after(inst).iter().copied())
-                .filter(|&k| acts.get(k).is_none_or(|&a| a == ArgActivity::Dup))
-                .collect();
+            req.dead = plan.dead_after(inst).to_vec();
             if ret == RetActivity::Active {
                 req.ignored = ignored;
             }

@@ -32,8 +32,9 @@ use std::collections::HashMap;
 /// differentiated at all (a varied argument, a useful output that varies). A callee that uses the tape is
 /// summarised too: what it pushes is useful, as in its inlined body. A call
 /// is summarised again each time one of its results or `mut` array
-/// arguments becomes useful (summaries grow with what is useful, so the
-/// arguments marked are those of the last summary).
+/// arguments becomes useful, or a useful read comes to follow it; the
+/// arguments marked are those of every summary (marks are not taken
+/// back).
 #[allow(clippy::too_many_arguments)]
 pub(super) fn usefulness(
     cache: &mut Cache,
@@ -59,6 +60,9 @@ pub(super) fn usefulness(
         reachable: EntitySet::new(),
         tape_use: activity::TapeUse::default(),
         reads: SecondaryMap::new(),
+        may_read: SecondaryMap::new(),
+        pending: SecondaryMap::new(),
+        retry: Vec::new(),
         after: HashMap::new(),
         param_reads: ParamReads::default(),
         feeding: EntitySet::new(),
@@ -100,10 +104,20 @@ struct Useful<'a> {
     feeds: SecondaryMap<Value, Vec<Inst>>,
     reachable: EntitySet<Block>,
     tape_use: activity::TapeUse,
-    /// The instructions that may read the elements of each array, by its
-    /// root (`Function::array_root`): loads, calls and returns taking it or
-    /// a view of it (see [`Useful::read_after`]).
+    /// The instructions that read the elements of each array usefully, by
+    /// its root (`Function::array_root`): a load whose value is useful, a
+    /// call whose summary found the array useful, a `return` of it when
+    /// the results are differentiated (see [`Useful::read_after`]).
     reads: SecondaryMap<Value, Vec<Inst>>,
+    /// The instructions that may read the elements of each array (by its
+    /// root): the candidates for `reads`.
+    may_read: SecondaryMap<Value, Vec<Inst>>,
+    /// Per root, the writes into it (`store`, `fill`, a call taking it as a
+    /// `mut` array) that no useful read followed when they were visited:
+    /// visited again when the root gets a useful read.
+    pending: SecondaryMap<Value, Vec<Inst>>,
+    /// Writes to visit again (from `pending`).
+    retry: Vec<Inst>,
     /// The blocks reachable from a block's successors without entering a
     /// barrier block (the block that makes the array asked about, if it
     /// is made by an instruction), computed on use.
@@ -240,7 +254,7 @@ impl ParamReads {
 pub(crate) struct Usefulness {
     pub values: EntitySet<Value>,
     pub dead_after: HashMap<Inst, Vec<usize>>,
-    /// The calls whose last summary marked an argument other than a `mut`
+    /// The calls whose summaries marked an argument other than a `mut`
     /// array that nothing reads after the call (such an array is useful in
     /// the callee by seeding alone). A call that writes only such arrays
     /// and has no result anything adds to is differentiated only if it is
@@ -346,20 +360,39 @@ impl Useful<'_> {
     /// Of call `inst` (its callee's parameters `params`): per argument,
     /// whether it goes to a `mut` array parameter and its contents are
     /// live after the call — useful and a read of it may follow, or passed
-    /// to two `mut` parameters (one shadow for `dot(x, x)`'s arguments:
-    /// the callee would not see a read through the other parameter as a
-    /// read of it); then per result, whether a read of it may follow (an
-    /// f64 always). The others are `dead` for the callee.
+    /// to two `mut` parameters one of which the callee may read (one
+    /// shadow for `dot(x, x)`'s arguments: the callee would not see a read
+    /// through the other parameter as a read of it; a callee that only
+    /// writes through both reads nothing, as inlined: review of session
+    /// 23); then per result, whether a read of it may follow (an f64
+    /// always). The others are `dead` for the callee.
     fn live_after(&mut self, inst: Inst, params: &[Param]) -> Vec<bool> {
-        let func = self.func;
+        let (func, module) = (self.func, self.module);
         let args = func.dfg.inst(inst).args().to_vec();
+        // A rule's callee is not analysed (the rule takes every input):
+        // nothing in it needs the aliasing, and the rule runs when a
+        // useful read follows the call, whatever its arguments share.
+        let (callee_reads, rules) = match func.dfg.inst(inst) {
+            InstData::Call { func: callee, .. } if module.is_valid(*callee) => (
+                self.param_reads.reads(module, *callee),
+                !module.func(*callee).meta.rules.is_empty(),
+            ),
+            _ => (None, false),
+        };
+        let may_read = |k: usize| {
+            !rules
+                && callee_reads
+                    .as_ref()
+                    .is_none_or(|r| r.get(k) != Some(&false))
+        };
         let shared = |a: Value| {
-            (args.iter().enumerate())
+            let sharing: Vec<usize> = (args.iter().enumerate())
                 .filter(|&(k, &b)| {
                     mutable_array(params, k) && func.array_root(b) == func.array_root(a)
                 })
-                .count()
-                > 1
+                .map(|(k, _)| k)
+                .collect();
+            sharing.len() > 1 && sharing.iter().any(|&k| may_read(k))
         };
         let mut live: Vec<bool> = (args.iter().enumerate())
             .map(|(k, &a)| {
@@ -401,17 +434,33 @@ impl Useful<'_> {
                 // writes); anything else but a write or a view reads them.
                 // A `return` reads the arrays of the results the caller
                 // may read after the call (not `dead`).
-                let returned = |k: usize| !self.dead.contains(&(func.params().len() + k));
-                let read: Vec<Value> = match func.dfg.inst(inst) {
-                    InstData::Return { args } => (args.iter().enumerate())
-                        .filter(|&(k, a)| func.dfg.value_type(*a).is_array() && returned(k))
-                        .map(|(_, &a)| a)
-                        .collect(),
-                    _ => self.param_reads.arrays_read(module, func, inst),
+                let returned = |k: usize| {
+                    !self.dead.contains(&(func.params().len() + k)) && !ignored.contains(&k)
+                };
+                let differentiated = matches!(ret, RetActivity::Active | RetActivity::Dup);
+                let (read, useful_now): (Vec<Value>, bool) = match func.dfg.inst(inst) {
+                    InstData::Return { args } => (
+                        (args.iter().enumerate())
+                            .filter(|&(k, a)| func.dfg.value_type(*a).is_array() && returned(k))
+                            .map(|(_, &a)| a)
+                            .collect(),
+                        differentiated,
+                    ),
+                    // A load reads usefully once its value is useful, a
+                    // call once its summary finds the array useful
+                    // (`Useful::add_read`); anything else that reads
+                    // arrays counts from the start.
+                    data => (
+                        self.param_reads.arrays_read(module, func, inst),
+                        !matches!(data, InstData::Call { .. }) && data.opcode() != Opcode::Load,
+                    ),
                 };
                 for v in read {
                     let root = func.array_root(v);
-                    if self.reads[root].last() != Some(&inst) {
+                    if self.may_read[root].last() != Some(&inst) {
+                        self.may_read[root].push(inst);
+                    }
+                    if useful_now && self.reads[root].last() != Some(&inst) {
                         self.reads[root].push(inst);
                     }
                 }
@@ -473,7 +522,14 @@ impl Useful<'_> {
     /// Visits the values found useful until there are none left.
     fn propagate(&mut self, cache: &mut Cache, summaries: &mut UsefulSummaries) {
         let func = self.func;
-        while let Some(v) = self.work.pop() {
+        loop {
+            if let Some(inst) = self.retry.pop() {
+                self.visit_write(cache, summaries, inst);
+                continue;
+            }
+            let Some(v) = self.work.pop() else {
+                break;
+            };
             // What the definition of `v` reads.
             match *func.dfg.value_def(v) {
                 ValueDef::Result { inst, .. } => {
@@ -485,7 +541,10 @@ impl Useful<'_> {
                         InstData::Binary {
                             op: Opcode::Load,
                             args: [a, _],
-                        } => self.mark(*a),
+                        } => {
+                            self.mark(*a);
+                            self.add_read(inst, *a);
+                        }
                         InstData::Ternary {
                             op: Opcode::Slice | Opcode::View,
                             args: [a, _, _],
@@ -521,17 +580,50 @@ impl Useful<'_> {
                         op: Opcode::Slice | Opcode::View,
                         ..
                     } => self.mark(func.dfg.first_result(inst)),
-                    data => match data.array_write() {
-                        Some((a, x)) => {
-                            if self.read_after(inst, a) {
-                                self.mark(x);
-                            }
-                        }
-                        None => self.call(cache, summaries, inst),
-                    },
+                    _ => self.visit_write(cache, summaries, inst),
                 }
             }
         }
+    }
+
+    /// A write into a useful array: a `store` or `fill` marks its value
+    /// when a useful read may follow it, a call is summarised. A store no
+    /// useful read follows yet waits in `pending` for one.
+    fn visit_write(&mut self, cache: &mut Cache, summaries: &mut UsefulSummaries, inst: Inst) {
+        let func = self.func;
+        match func.dfg.inst(inst).array_write() {
+            Some((a, x)) => {
+                if self.useful.contains(x) {
+                    return;
+                }
+                if self.read_after(inst, a) {
+                    self.mark(x);
+                } else {
+                    let root = func.array_root(a);
+                    if !self.pending[root].contains(&inst) {
+                        self.pending[root].push(inst);
+                    }
+                }
+            }
+            None => self.call(cache, summaries, inst),
+        }
+    }
+
+    /// `inst` reads the elements of `a` usefully: if it may read them (a
+    /// candidate), the writes into `a`'s root that waited for a useful
+    /// read are visited again (a read that follows them now makes them
+    /// count). A read whose value nothing useful takes does not count:
+    /// `if a[1] > 1.0` after a store of `sqrt(0)` into `a[0]` made the
+    /// store count where another function's read had given `a` a shadow,
+    /// and not where it had not (review of session 23).
+    fn add_read(&mut self, inst: Inst, a: Value) {
+        let root = self.func.array_root(a);
+        if !self.may_read[root].contains(&inst) || self.reads[root].contains(&inst) {
+            return;
+        }
+        self.reads[root].push(inst);
+        let pending = std::mem::take(&mut self.pending[root]);
+        self.retry.extend(pending);
     }
 
     /// Summarises the call `inst` with what is useful of its results and
@@ -583,13 +675,32 @@ impl Useful<'_> {
             }
         }
         if tape || arrays.contains(&true) || results_useful.contains(&true) {
-            let key = (*callee, results_useful, arrays, read.clone(), varied_args);
+            let key = (
+                *callee,
+                results_useful,
+                arrays.clone(),
+                read.clone(),
+                varied_args,
+            );
             let which = summaries.params(cache, module, key);
             for (k, &a) in args.iter().enumerate() {
                 if which.as_ref().is_none_or(|w| w.get(k) != Some(&false)) {
                     self.mark(a);
+                    if func.dfg.value_type(a).is_array() {
+                        self.add_read(inst, a);
+                    }
                     if !mutable_array(params, k) || read[k] {
                         self.feeding.insert(inst);
+                    }
+                }
+            }
+            // A useful `mut` array no useful read follows yet: summarised
+            // again when one does.
+            for (k, &a) in args.iter().enumerate() {
+                if arrays[k] && !read[k] {
+                    let root = func.array_root(a);
+                    if !self.pending[root].contains(&inst) {
+                        self.pending[root].push(inst);
                     }
                 }
             }
@@ -695,13 +806,17 @@ impl UsefulSummaries {
             RetActivity::Const
         };
         let ignored: Vec<usize> = (0..results.len()).filter(|&k| !results[k]).collect();
-        // The useful `mut` arrays that no read follows the call (their
+        // The `mut` arrays that no useful read follows the call (their
         // contents are dead after it, `Useful::read_after`), as the body
-        // inlined would see them: seeded as useful (their stores feed the
-        // callee's own reads), without the caller's reads.
+        // inlined would see them: the useful ones seeded as useful (their
+        // stores feed the callee's own reads), without the caller's reads.
+        // One not useful here is dead too: a `const` parameter the callee
+        // took as read after the call made its stores count, and the marks
+        // stayed when the array became useful (review of session 23: `g`
+        // storing `x` into `b` after reading it, `sqrt(0)` passed as `x`).
         let n = f.sig.params.len();
         let mut dead: Vec<usize> = (f.sig.params.iter().enumerate())
-            .filter(|(k, p)| p.ty == Type::Array && p.mutable && arrays[*k] && !read[*k])
+            .filter(|(k, p)| p.ty == Type::Array && p.mutable && !read[*k])
             .map(|(k, _)| k)
             .collect();
         // And the results no read follows: its `return` does not read them.
