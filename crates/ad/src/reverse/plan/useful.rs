@@ -9,7 +9,7 @@ use adze_ir::{
     Value, ValueDef,
 };
 use cranelift_entity::{EntitySet, SecondaryMap};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 /// Backward analysis: which values can influence what the derivative
 /// differentiates — the f64 results (for `ret active`, except the results
@@ -60,8 +60,10 @@ pub(super) fn usefulness(
         reachable: EntitySet::new(),
         tape_use: activity::TapeUse::default(),
         reads: SecondaryMap::new(),
-        may_read: SecondaryMap::new(),
+        may_read: HashSet::new(),
+        counted: HashSet::new(),
         pending: SecondaryMap::new(),
+        waiting: HashSet::new(),
         retry: Vec::new(),
         after: HashMap::new(),
         param_reads: ParamReads::default(),
@@ -111,11 +113,15 @@ struct Useful<'a> {
     reads: SecondaryMap<Value, Vec<Inst>>,
     /// The instructions that may read the elements of each array (by its
     /// root): the candidates for `reads`.
-    may_read: SecondaryMap<Value, Vec<Inst>>,
+    may_read: HashSet<(Value, Inst)>,
+    /// The pairs of `reads`, for membership.
+    counted: HashSet<(Value, Inst)>,
     /// Per root, the writes into it (`store`, `fill`, a call taking it as a
     /// `mut` array) that no useful read followed when they were visited:
     /// visited again when the root gets a useful read.
     pending: SecondaryMap<Value, Vec<Inst>>,
+    /// The pairs of `pending`, for membership.
+    waiting: HashSet<(Value, Inst)>,
     /// Writes to visit again (from `pending`).
     retry: Vec<Inst>,
     /// The blocks reachable from a block's successors without entering a
@@ -457,10 +463,8 @@ impl Useful<'_> {
                 };
                 for v in read {
                     let root = func.array_root(v);
-                    if self.may_read[root].last() != Some(&inst) {
-                        self.may_read[root].push(inst);
-                    }
-                    if useful_now && self.reads[root].last() != Some(&inst) {
+                    self.may_read.insert((root, inst));
+                    if useful_now && self.counted.insert((root, inst)) {
                         self.reads[root].push(inst);
                     }
                 }
@@ -600,9 +604,7 @@ impl Useful<'_> {
                     self.mark(x);
                 } else {
                     let root = func.array_root(a);
-                    if !self.pending[root].contains(&inst) {
-                        self.pending[root].push(inst);
-                    }
+                    self.wait(root, inst);
                 }
             }
             None => self.call(cache, summaries, inst),
@@ -618,12 +620,22 @@ impl Useful<'_> {
     /// and not where it had not (review of session 23).
     fn add_read(&mut self, inst: Inst, a: Value) {
         let root = self.func.array_root(a);
-        if !self.may_read[root].contains(&inst) || self.reads[root].contains(&inst) {
+        if !self.may_read.contains(&(root, inst)) || !self.counted.insert((root, inst)) {
             return;
         }
         self.reads[root].push(inst);
         let pending = std::mem::take(&mut self.pending[root]);
+        for &w in &pending {
+            self.waiting.remove(&(root, w));
+        }
         self.retry.extend(pending);
+    }
+
+    /// The write `inst` into `root` waits for a useful read.
+    fn wait(&mut self, root: Value, inst: Inst) {
+        if self.waiting.insert((root, inst)) {
+            self.pending[root].push(inst);
+        }
     }
 
     /// Summarises the call `inst` with what is useful of its results and
@@ -699,9 +711,7 @@ impl Useful<'_> {
             for (k, &a) in args.iter().enumerate() {
                 if arrays[k] && !read[k] {
                     let root = func.array_root(a);
-                    if !self.pending[root].contains(&inst) {
-                        self.pending[root].push(inst);
-                    }
+                    self.wait(root, inst);
                 }
             }
         }
