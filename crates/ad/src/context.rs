@@ -157,7 +157,7 @@ pub(crate) struct Cache {
     pub activity: HashMap<activity::SummaryKey, activity::Summary>,
     /// Final usefulness summaries (`reverse::plan::useful::UsefulSummaries`), once
     /// per callee and pattern.
-    pub useful: HashMap<reverse::plan::UsefulKey, Option<Vec<bool>>>,
+    pub useful: HashMap<reverse::plan::UsefulKey, Option<reverse::plan::ParamUse>>,
 }
 
 impl Cache {

@@ -1288,3 +1288,36 @@ fn review23_a_dead_array_written_read_back_and_rewritten() {
         "data/review23_a_dead_array_written_read_back_and_rewritten.adz"
     ));
 }
+
+/// Seed 96268 (reverse over forward), found after the useful reads of
+/// session 23: a call counted as a useful read of every `mut` array its
+/// summary found useful, and a `mut` array is useful in the callee by
+/// seeding alone. The second `f3` call, whose only read of `a` (`a[1]`)
+/// nothing uses, kept the first call's store of a NaN tangent
+/// (`sqrt(y - y)`) alive when called (NaN), not inlined (0). A summary
+/// now says which parameters the callee reads usefully (`ParamUse`).
+#[test]
+fn a_call_that_reads_an_array_for_nothing_is_no_useful_read() {
+    assert_agree_at(
+        "fn f1(x: f64, y: f64, a: [f64]) -> [f64] { a }
+fn f3(x: f64, y: f64, a: mut [f64]) -> f64 {
+    a[0] = sqrt(y - y);
+    let y1 = a[1];
+    x
+}
+fn top(x: f64, y: f64) -> f64 {
+    let t1 = zeros(3);
+    let y2 = f1(x, x, t1);
+    var s3 = 0.0;
+    for i4 in 0..len(y2) { s3 = s3 + y2[i4] * x; }
+    f3(f3(1.0, 2.0 * s3, t1), 0.25, t1);
+    s3
+}
+fn d1(x: f64, y: f64) -> f64 { let (p, t) = autodiff(forward, top, dual, dual(x, -0.5), dual(y, 1.0)); t }
+fn d2(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, d1, active, active(x), active(y)); a }
+",
+        "d2",
+        (1.34, 1.06),
+        &[1.34, 1.06],
+    );
+}

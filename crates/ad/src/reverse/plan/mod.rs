@@ -32,7 +32,7 @@ mod useful;
 
 pub(crate) use cfg::Edge;
 pub(crate) use tape::{Recipe, TapeItem};
-pub(crate) use useful::UsefulKey;
+pub(crate) use useful::{ParamUse, UsefulKey};
 
 use active::ZerosSite;
 use cfg::{chains, Cfg, Loop};
@@ -327,6 +327,7 @@ impl Plan {
             values: useful,
             dead_after,
             feeding,
+            ..
         } = usefulness(
             cache,
             module,

@@ -80,10 +80,14 @@ pub(super) fn usefulness(
     }
     state.propagate(cache, summaries);
     let dead_after = state.dead_after(order);
+    let params_read = (func.params().iter())
+        .map(|&p| func.dfg.value_type(p).is_array() && !state.reads[p].is_empty())
+        .collect();
     Usefulness {
         values: state.useful,
         dead_after,
         feeding: state.feeding,
+        params_read,
     }
 }
 
@@ -267,6 +271,8 @@ pub(crate) struct Usefulness {
     /// one of these: otherwise nothing that goes in can get an adjoint, as
     /// nothing in its body inlined would (`Plan::call_writes_shadow`).
     pub feeding: EntitySet<Inst>,
+    /// Per parameter: an array with a useful read (see [`ParamUse`]).
+    pub params_read: Vec<bool>,
 }
 
 impl Useful<'_> {
@@ -696,14 +702,23 @@ impl Useful<'_> {
             );
             let which = summaries.params(cache, module, key);
             for (k, &a) in args.iter().enumerate() {
-                if which.as_ref().is_none_or(|w| w.get(k) != Some(&false)) {
+                if which
+                    .as_ref()
+                    .is_none_or(|w| w.useful.get(k) != Some(&false))
+                {
                     self.mark(a);
-                    if func.dfg.value_type(a).is_array() {
-                        self.add_read(inst, a);
-                    }
                     if !mutable_array(params, k) || read[k] {
                         self.feeding.insert(inst);
                     }
+                }
+                // A useful read of `a` only if the callee reads it usefully
+                // (a `mut` array is useful in it by seeding alone): a
+                // callee's `let y1 = a[1]` that nothing uses made the call
+                // a read that kept a store before it (seed 96268).
+                if func.dfg.value_type(a).is_array()
+                    && which.as_ref().is_none_or(|w| w.read.get(k) != Some(&false))
+                {
+                    self.add_read(inst, a);
                 }
             }
             // A useful `mut` array no useful read follows yet: summarised
@@ -718,6 +733,16 @@ impl Useful<'_> {
     }
 }
 
+/// A callee's summary: per parameter, whether it is useful, and whether
+/// the callee reads its elements usefully (an array; a `mut` array is
+/// useful in the callee by seeding alone, so only this says whether the
+/// call is a useful read of its argument, `Useful::add_read`).
+#[derive(Clone, Debug)]
+pub(crate) struct ParamUse {
+    pub useful: Vec<bool>,
+    pub read: Vec<bool>,
+}
+
 /// Usefulness across calls: for a callee, which results are useful at the
 /// call and which `mut` array arguments are useful there (their contents
 /// after the call may be read), the callee's parameters that are useful —
@@ -728,7 +753,7 @@ impl Useful<'_> {
 #[derive(Default)]
 pub(crate) struct UsefulSummaries {
     stack: Vec<FuncId>,
-    memo: HashMap<UsefulKey, Option<Vec<bool>>>,
+    memo: HashMap<UsefulKey, Option<ParamUse>>,
     /// Answers so far that depended on what may change (a call into the
     /// stack, a declaration, a request not lowered yet); a summary computed
     /// without any is final for the lowering and is kept for it.
@@ -743,7 +768,7 @@ pub(crate) type UsefulKey = (FuncId, Vec<bool>, Vec<bool>, Vec<bool>, Vec<bool>)
 
 impl UsefulSummaries {
     /// The callee's useful parameters for the call pattern `key`.
-    fn params(&mut self, cache: &mut Cache, module: &Module, key: UsefulKey) -> Option<Vec<bool>> {
+    fn params(&mut self, cache: &mut Cache, module: &Module, key: UsefulKey) -> Option<ParamUse> {
         let callee = key.0;
         if !module.is_valid(callee) {
             return None;
@@ -769,12 +794,7 @@ impl UsefulSummaries {
         out
     }
 
-    fn compute(
-        &mut self,
-        cache: &mut Cache,
-        module: &Module,
-        key: &UsefulKey,
-    ) -> Option<Vec<bool>> {
+    fn compute(&mut self, cache: &mut Cache, module: &Module, key: &UsefulKey) -> Option<ParamUse> {
         let (callee, results, arrays, read, varied) = key;
         let f = module.func(*callee);
         if f.is_declaration()
@@ -794,7 +814,14 @@ impl UsefulSummaries {
         if !f.meta.rules.is_empty() {
             let n = f.sig.params.len();
             let out = results.contains(&true) || read[..n.min(read.len())].contains(&true);
-            return if out { None } else { Some(vec![false; n]) };
+            return if out {
+                None
+            } else {
+                Some(ParamUse {
+                    useful: vec![false; n],
+                    read: vec![false; n],
+                })
+            };
         }
         let f = as_differentiated(f)?;
         let f = f.as_ref();
@@ -852,11 +879,11 @@ impl UsefulSummaries {
             &dead,
             self,
         );
-        Some(
-            f.params()
-                .iter()
+        Some(ParamUse {
+            useful: (f.params().iter())
                 .map(|&p| useful.values.contains(p))
                 .collect(),
-        )
+            read: useful.params_read,
+        })
     }
 }
