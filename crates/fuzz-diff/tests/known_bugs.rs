@@ -1321,3 +1321,129 @@ fn d2(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, d1, active, active
         &[1.34, 1.06],
     );
 }
+
+/// Seed 95208 (first order, older than session 23): `f0`'s rule call
+/// returns a view of a constant array, but `top` stores `-x` into the
+/// result afterwards, and an array is one value: the result "varied", so
+/// inlined the rule call counted and `x ^ 0.5`'s NaN partial met its zero
+/// adjoint (NaN); called, `f2` saw a constant result (0). Whether a rule
+/// call's outputs vary is now the callee's own answer (its body under the
+/// arguments that vary).
+#[test]
+fn a_store_after_a_rule_call_does_not_make_its_result_vary() {
+    assert_agree_at(
+        "fn f0(x: f64, y: f64, a: [f64]) -> [f64] { let w5 = a[0..1]; w5 }
+rule reverse f0(x: f64, y: f64, a: [f64], da: mut [f64], dret: [f64]) -> (f64, f64) { (0.0, 0.0) }
+fn f2(x: f64, y: f64, a: [f64]) -> [f64] { let y4 = f0(x, x ^ 0.5, a); y4 }
+fn top(x: f64, y: f64) -> f64 {
+    let t1 = zeros(2);
+    let y2 = f2(x, x, t1);
+    var s3 = 0.0;
+    for i4 in 0..len(y2) { s3 = s3 + y2[i4] * y; }
+    y2[0] = -x;
+    s3
+}
+fn d1(x: f64, y: f64) -> f64 { autodiff(reverse, top, active, active(x), const(y)) }
+",
+        "d1",
+        (-0.78, 0.74),
+        &[-0.78, 0.74],
+    );
+}
+
+/// `d1`'s value under every inline setting and both optimizer settings, on
+/// the interpreter.
+fn values_of_d1(source: &str, x: f64, y: f64) -> Vec<f64> {
+    let module = run::compile(source).unwrap_or_else(|e| panic!("{e}\n{source}"));
+    let limits = run::fuzz_limits();
+    let mut out = Vec::new();
+    for inline in [
+        adze::InlineSetting::None,
+        adze::InlineSetting::Early,
+        adze::InlineSetting::Late,
+        adze::InlineSetting::All,
+    ] {
+        for optimize in [false, true] {
+            let m = run::prepare(&module, "d1", inline, optimize, limits)
+                .unwrap_or_else(|_| panic!("prepares under {inline:?}"));
+            out.push(run::eval_scalar(&m, "d1", limits, x, y).expect("runs"));
+        }
+    }
+    out
+}
+
+/// Found by the second review of session 23, in a version of that
+/// session's useful reads: a rule call visited before the read that
+/// follows it was found returned early, unqueued, and its inputs got no
+/// adjoint in every setting: d/dy of `y²` at 0.3 was 0 (no setting
+/// disagreed; only the value is wrong). Checked against the exact value,
+/// with a reverse rule and with only a forward rule.
+#[test]
+fn a_rule_call_whose_read_after_is_found_late_still_differentiates() {
+    for rule in [
+        "rule reverse f3(y: f64, a: mut [f64], da: mut [f64]) -> f64 {
+    a[1] = y * y; let c = da[1]; da[1] = 0.0; 2.0 * y * c
+}",
+        "rule forward f3(y: f64, ty: f64, a: mut [f64], ta: mut [f64]) {
+    a[1] = y * y; ta[1] = 2.0 * y * ty;
+}",
+    ] {
+        let source = format!(
+            "fn f3(y: f64, a: mut [f64]) {{ a[1] = y * y; }}
+{rule}
+fn top(x: f64, y: f64) -> f64 {{
+    let a = zeros(2);
+    let u = a[0] * x;
+    f3(y, a);
+    a[1] + u
+}}
+fn d1(x: f64, y: f64) -> f64 {{ let (a, b) = autodiff(reverse, top, active, active(x), active(y)); b }}
+"
+        );
+        for v in values_of_d1(&source, 0.7, 0.3) {
+            assert!((v - 0.6).abs() < 1e-15, "{v} for 0.6:\n{source}");
+        }
+    }
+}
+
+/// Seed 97512 (reverse over forward, `--ordered-percent 30`): the same
+/// cause as above showing as NaN under `none`/`early` and 0 under
+/// `late`/`all`, depending on the order of the worklist.
+#[test]
+fn seed97512_a_forward_rule_call_whose_read_after_is_found_late() {
+    assert_agree(
+        "fn f2(x: f64, a: mut [f64]) -> f64 { a[0] = log(x - x); x }
+rule forward f2(x: f64, tx: f64, a: mut [f64], ta: mut [f64]) -> (f64, f64) { let r = f2(x, a); (r, x * tx) }
+fn top(x: f64, y: f64) -> f64 {
+    let t2 = zeros(3);
+    let s5 = t2[0] * x;
+    f2(x, t2);
+    (t2[1] ^ -1) - s5
+}
+fn d1(x: f64, y: f64) -> f64 { let (p, t) = autodiff(forward, top, dual, dual(x, 1.0), dual(y, 1.0)); t }
+fn d2(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, d1, active, active(x), active(y)); a }
+",
+        &["d1", "d2"],
+    );
+}
+
+/// The second review of session 23: a callee whose only read of its `mut`
+/// array feeds nothing useful (`a[0] = a[1]`, nothing reads `a` after)
+/// counted as a useful read when called (NaN from the `sqrt(0)` stored
+/// before it), not inlined (0).
+#[test]
+fn a_callee_that_reads_its_mut_array_for_nothing() {
+    assert_agree(
+        "fn g(a: mut [f64]) { a[0] = a[1]; }
+fn top(x: f64, y: f64) -> f64 {
+    let a = zeros(2);
+    let s = a[0] + x;
+    a[1] = sqrt(y - y);
+    g(a);
+    s
+}
+fn d1(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, top, active, active(x), active(y)); b }
+",
+        &["d1"],
+    );
+}

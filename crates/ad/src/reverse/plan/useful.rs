@@ -617,6 +617,46 @@ impl Useful<'_> {
         }
     }
 
+    /// Which results of `callee` and which of its (array) parameters vary
+    /// when the arguments `varied` do: forward activity of its body.
+    fn callee_varies(
+        &self,
+        cache: &mut Cache,
+        callee: FuncId,
+        varied: &[bool],
+    ) -> (Vec<bool>, Vec<bool>) {
+        let f = self.module.func(callee);
+        let fwd_args: Vec<ArgActivity> = (f.sig.params.iter().enumerate())
+            .map(|(k, p)| match (p.ty, varied.get(k) == Some(&true)) {
+                (Type::F64, true) => ArgActivity::Dual,
+                (Type::Array, true) => ArgActivity::Dup,
+                _ => ArgActivity::Const,
+            })
+            .collect();
+        let everything = || {
+            (
+                vec![true; f.sig.results.len()],
+                vec![true; f.sig.params.len()],
+            )
+        };
+        if f.is_declaration() {
+            return everything();
+        }
+        let act = activity::analyze_cached(cache, self.module, f, &fwd_args, &[]);
+        let mut results = vec![false; f.sig.results.len()];
+        for (_, inst) in f.layout.insts() {
+            if let InstData::Return { args } = f.dfg.inst(inst) {
+                for (k, &a) in args.iter().enumerate() {
+                    if act.is_active(a) {
+                        results[k] = true;
+                    }
+                }
+            }
+        }
+        let params = f.params().iter().map(|&p| act.is_active(p)).collect();
+        (results, params)
+    }
+
     /// `inst` reads the elements of `a` usefully: if it may read them (a
     /// candidate), the writes into `a`'s root that waited for a useful
     /// read are visited again (a read that follows them now makes them
@@ -681,13 +721,29 @@ impl Useful<'_> {
         // region collapses into and the same call in a callee's summary
         // (which knows which arguments vary) then decide alike
         // (docs/ad-reverse.md, "Rule calls that are never differentiated").
+        // A useful `mut` array no useful read follows yet: the call is
+        // summarised again when one does. Before any early return: a rule
+        // call left out here because nothing read its array yet, and not
+        // queued, never saw the read found later, and its inputs got no
+        // adjoint in every setting (review of session 23: d/dy 0 for 0.6).
+        for (k, &a) in args.iter().enumerate() {
+            if arrays[k] && !read[k] {
+                let root = func.array_root(a);
+                self.wait(root, inst);
+            }
+        }
         let rules = module.is_valid(*callee) && !module.func(*callee).meta.rules.is_empty();
         if rules && !tape {
+            // What varies is the callee's own answer (its body under the
+            // arguments that vary here), not the caller's: an array is one
+            // value, varied by any store into it, so a store after the
+            // call (`y2[0] = -x`) made the call's array result "vary" where
+            // the callee, called, saw a view of a constant array (seed
+            // 95208: NaN inlined, a number called).
             let varies_in = varied_args.contains(&true);
-            let varies_out = (results.iter().zip(&results_useful))
-                .any(|(&r, &u)| u && self.varied.is_active(r))
-                || (args.iter().enumerate())
-                    .any(|(k, &a)| read.get(k) == Some(&true) && self.varied.is_active(a));
+            let (results_vary, params_vary) = self.callee_varies(cache, *callee, &varied_args);
+            let varies_out = (results_useful.iter().zip(&results_vary)).any(|(&u, &v)| u && v)
+                || (read.iter().zip(&params_vary)).any(|(&r, &v)| r && v);
             if !(varies_in && varies_out) {
                 return;
             }
@@ -719,14 +775,6 @@ impl Useful<'_> {
                     && which.as_ref().is_none_or(|w| w.read.get(k) != Some(&false))
                 {
                     self.add_read(inst, a);
-                }
-            }
-            // A useful `mut` array no useful read follows yet: summarised
-            // again when one does.
-            for (k, &a) in args.iter().enumerate() {
-                if arrays[k] && !read[k] {
-                    let root = func.array_root(a);
-                    self.wait(root, inst);
                 }
             }
         }
