@@ -1447,3 +1447,34 @@ fn d1(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, top, active, activ
         &["d1"],
     );
 }
+
+/// Found by the third review of session 23, in a version of that
+/// session's rule-call test: whether a rule call's outputs vary was read
+/// from its body, but a function with a forward rule varies as its rule
+/// says (`activity::summarize`), and a straight-through estimator's body
+/// (`f64(i64(x))`, a branch on `x`) does not depend on `x` by data flow:
+/// its reverse rule was dropped in every setting (d/dx 0 for `y`, directly
+/// and through a callee). Checked against the exact values.
+#[test]
+fn a_straight_through_estimator_keeps_its_reverse_rule() {
+    let direct = "fn q(x: f64) -> f64 { f64(i64(x)) }
+rule forward q(x: f64, tx: f64) -> (f64, f64) { (q(x), tx) }
+rule reverse q(x: f64, dret: f64) -> f64 { dret }
+fn top(x: f64, y: f64) -> f64 { q(x) * y }
+fn d1(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, top, active, active(x), active(y)); a }
+";
+    for v in values_of_d1(direct, 2.7, 0.3) {
+        assert!((v - 0.3).abs() < 1e-15, "{v} for 0.3");
+    }
+    // d/dx (sgn(x) y + sgn(y) x) by the rules: y + sgn(y) = 1.3.
+    let callee = "fn sgn(x: f64) -> f64 { if x > 0.0 { 1.0 } else { -1.0 } }
+rule forward sgn(x: f64, tx: f64) -> (f64, f64) { (sgn(x), tx) }
+rule reverse sgn(x: f64, dret: f64) -> f64 { dret }
+fn h(x: f64, y: f64) -> f64 { sgn(x) * y }
+fn top(x: f64, y: f64) -> f64 { h(x, y) + h(y, x) }
+fn d1(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, top, active, active(x), active(y)); a }
+";
+    for v in values_of_d1(callee, 0.7, 0.3) {
+        assert!((v - 1.3).abs() < 1e-15, "{v} for 1.3");
+    }
+}

@@ -639,7 +639,12 @@ impl Useful<'_> {
                 vec![true; f.sig.params.len()],
             )
         };
-        if f.is_declaration() {
+        // As the function's own forward activity (`activity::summarize`)
+        // answers: a forward rule, not the body, gives the tangents, so
+        // everything varies (a straight-through estimator's body
+        // `f64(i64(x))` does not depend on `x` by data flow; reading it
+        // dropped its reverse rule: review of session 23).
+        if f.is_declaration() || f.meta.rules.forward.is_some() {
             return everything();
         }
         let act = activity::analyze_cached(cache, self.module, f, &fwd_args, &[]);
