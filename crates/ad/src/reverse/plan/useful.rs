@@ -155,6 +155,18 @@ fn as_differentiated(f: &Function) -> Option<std::borrow::Cow<'_, Function>> {
     Some(std::borrow::Cow::Owned(copy))
 }
 
+/// The forward activities of parameters `params` when the arguments
+/// marked in `varied` vary: `dual` scalars, `dup` arrays.
+fn forward_activities(params: &[Param], varied: &[bool]) -> Vec<ArgActivity> {
+    (params.iter().enumerate())
+        .map(|(k, p)| match (p.ty, varied.get(k) == Some(&true)) {
+            (Type::F64, true) => ArgActivity::Dual,
+            (Type::Array, true) => ArgActivity::Dup,
+            _ => ArgActivity::Const,
+        })
+        .collect()
+}
+
 /// Is parameter `k` of `params` a `mut` array?
 fn mutable_array(params: &[Param], k: usize) -> bool {
     params
@@ -626,13 +638,7 @@ impl Useful<'_> {
         varied: &[bool],
     ) -> (Vec<bool>, Vec<bool>) {
         let f = self.module.func(callee);
-        let fwd_args: Vec<ArgActivity> = (f.sig.params.iter().enumerate())
-            .map(|(k, p)| match (p.ty, varied.get(k) == Some(&true)) {
-                (Type::F64, true) => ArgActivity::Dual,
-                (Type::Array, true) => ArgActivity::Dup,
-                _ => ArgActivity::Const,
-            })
-            .collect();
+        let fwd_args = forward_activities(&f.sig.params, varied);
         let everything = || {
             (
                 vec![true; f.sig.results.len()],
@@ -912,13 +918,7 @@ impl UsefulSummaries {
         // And the results no read follows: its `return` does not read them.
         dead.extend((n..read.len()).filter(|&k| !read[k]));
         // The callee's varied values, from the arguments that vary here.
-        let fwd_args: Vec<ArgActivity> = (f.sig.params.iter().enumerate())
-            .map(|(k, p)| match (p.ty, varied.get(k) == Some(&true)) {
-                (Type::F64, true) => ArgActivity::Dual,
-                (Type::Array, true) => ArgActivity::Dup,
-                _ => ArgActivity::Const,
-            })
-            .collect();
+        let fwd_args = forward_activities(&f.sig.params, varied);
         let callee_varied = activity::analyze_cached(cache, module, f, &fwd_args, &[]);
         let useful = usefulness(
             cache,
