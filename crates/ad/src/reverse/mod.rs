@@ -1302,7 +1302,10 @@ fn plan_calls(
                     format!("a call to @{} with a wrong argument count", g.name),
                 ));
             }
-            let rules = call_rules(module, primal, collapse, inst).unwrap_or_default();
+            let rules = match collapse.rules(inst) {
+                Some(r) => *r,
+                None => g.meta.rules,
+            };
             if !rules.is_empty() {
                 let t = rule_target(cx, module, callee, &rules, primal, plan, args, depth, tape)?;
                 calls[inst] = Some(t);
@@ -1386,25 +1389,6 @@ fn plan_calls(
         }
     }
     Ok(calls)
-}
-
-/// The rules a call applies: its rule region's, when it stands for one,
-/// else its callee's; `None` for anything but a call to a known function.
-fn call_rules(
-    module: &Module,
-    primal: &Function,
-    collapse: &crate::regions::Collapse,
-    inst: Inst,
-) -> Option<adze_ir::Rules> {
-    if let Some(r) = collapse.rules(inst) {
-        return Some(*r);
-    }
-    match primal.dfg.inst(inst) {
-        InstData::Call { func, .. } if module.is_valid(*func) => {
-            Some(module.func(*func).meta.rules)
-        }
-        _ => None,
-    }
 }
 
 /// The rule target of a call to `owner` (with `rules`).

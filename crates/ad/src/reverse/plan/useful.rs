@@ -29,8 +29,8 @@ use std::collections::{HashMap, HashSet};
 /// no adjoint — as it gets none when the inliner has put the body here.
 /// Calls to functions with rules (a rule takes every input) stay
 /// conservative: every argument is useful, when the call can be
-/// differentiated at all (a varied argument, a useful output that varies). A callee that uses the tape is
-/// summarised too: what it pushes is useful, as in its inlined body. A call
+/// differentiated at all (a varied argument, a useful output that
+/// varies). A callee that uses the tape is summarised too: what it pushes is useful, as in its inlined body. A call
 /// is summarised again each time one of its results or `mut` array
 /// arguments becomes useful, or a useful read comes to follow it; the
 /// arguments marked are those of every summary (marks are not taken
@@ -112,8 +112,9 @@ struct Useful<'a> {
     tape_use: activity::TapeUse,
     /// The instructions that read the elements of each array usefully, by
     /// its root (`Function::array_root`): a load whose value is useful, a
-    /// call whose summary found the array useful, a `return` of it when
-    /// the results are differentiated (see [`Useful::read_after`]).
+    /// call whose callee reads that parameter usefully ([`ParamUse`]), a
+    /// `return` of it when the results are differentiated, anything else
+    /// that reads arrays (see [`Useful::read_after`]).
     reads: SecondaryMap<Value, Vec<Inst>>,
     /// The instructions that may read the elements of each array (by its
     /// root): the candidates for `reads`.
@@ -725,13 +726,6 @@ impl Useful<'_> {
         // code elsewhere to pop: its own usefulness marks what it pushes
         // (as inlined code does), whatever the call's results.
         let tape = self.tape_use.uses(cache, module, *callee);
-        // A call that applies a rule (which takes every input) is
-        // differentiated only when a varied value goes in and a useful
-        // one that varies comes out (`Plan::differentiates_call`): else
-        // none of its arguments is useful through it. The rule call a
-        // region collapses into and the same call in a callee's summary
-        // (which knows which arguments vary) then decide alike
-        // (docs/ad-reverse.md, "Rule calls that are never differentiated").
         // A useful `mut` array no useful read follows yet: the call is
         // summarised again when one does. Before any early return: a rule
         // call left out here because nothing read its array yet, and not
@@ -743,6 +737,13 @@ impl Useful<'_> {
                 self.wait(root, inst);
             }
         }
+        // A call that applies a rule (which takes every input) is
+        // differentiated only when a varied value goes in and a useful
+        // one that varies comes out (`Plan::differentiates_call`): else
+        // none of its arguments is useful through it. The rule call a
+        // region collapses into and the same call in a callee's summary
+        // (which knows which arguments vary) then decide alike
+        // (docs/ad-reverse.md, "Rule calls that are never differentiated").
         let rules = module.is_valid(*callee) && !module.func(*callee).meta.rules.is_empty();
         if rules && !tape {
             // What varies is the callee's own answer (its body under the
