@@ -53,7 +53,7 @@ fn rule_looks_linear(
     let name = module.func(rule).name.clone();
     let run = |scale: f64| -> Option<Vec<f64>> {
         let (args, derivative_arrays) = rule_args(owner, mode, scale);
-        let out = run::eval_outcome(module, &name, &args)?;
+        let out = run::eval_outcome(module, &name, run::fuzz_limits(), &args)?;
         let mut flat: Vec<f64> = match mode {
             // The tangents follow the primal results.
             Mode::Forward => run::flatten(out.results.get(owner.sig.results.len()..)?),

@@ -529,22 +529,20 @@ pub fn eval_scalar(module: &Module, func: &str, limits: Limits, x: f64, y: f64) 
 /// Runs `func` of a prepared module on `args` on the interpreter: its
 /// results, or `None` on any error (finite differences, cotangent lengths).
 pub fn eval_vals(module: &Module, func: &str, limits: Limits, args: &[Val]) -> Option<Vec<Val>> {
-    let id = module.get(func)?;
-    let o = catch_unwind(AssertUnwindSafe(|| {
-        adze::adze_interp::Interpreter::with_limits(module, limits).call(id, args)
-    }))
-    .ok()?
-    .ok()?;
-    Some(o.results.to_vec())
+    Some(eval_outcome(module, func, limits, args)?.results)
 }
 
-/// Runs `func` of a module on `args` on the interpreter (default limits
-/// but a low call depth): its results and final arguments, or `None` on
-/// any error.
-pub fn eval_outcome(module: &Module, func: &str, args: &[Val]) -> Option<adze_ir::Outcome> {
+/// Runs `func` of a module on `args` on the interpreter: its results and
+/// final arguments, or `None` on any error.
+pub fn eval_outcome(
+    module: &Module,
+    func: &str,
+    limits: Limits,
+    args: &[Val],
+) -> Option<adze_ir::Outcome> {
     let id = module.get(func)?;
     catch_unwind(AssertUnwindSafe(|| {
-        adze::adze_interp::Interpreter::with_limits(module, fuzz_limits()).call(id, args)
+        adze::adze_interp::Interpreter::with_limits(module, limits).call(id, args)
     }))
     .ok()?
     .ok()
