@@ -39,7 +39,11 @@
 //! - the tape (`push`/`pop`, used by reverse-mode code) follows one
 //!   convention in every forward derivative: each f64 `push` also pushes its
 //!   tangents (zero when the value is inactive) and each f64 `pop` pops
-//!   them, so every f64 `pop` is active. A value pushed by one function
+//!   them. An f64 `pop` is active unless it says what it varies with
+//!   (`pop T, f64 varies(..)`, which adjoints say of what their augmented
+//!   primal pushed): then it is active when one of those is, so that a
+//!   value pushed without a tangent is popped without one, as the same
+//!   value recomputed would be. A value pushed by one function
 //!   (an augmented primal) is often popped by another (its adjoint), so the
 //!   decision cannot be local to a function; for the same reason a call to a
 //!   function that uses the tape, directly or through its callees, is always
@@ -343,8 +347,18 @@ fn analyze_from(
                     }
                 }
                 InstData::Autodiff { .. } => {}
-                InstData::Pop { ty: Type::F64, .. } => {
-                    changed |= act.mark(results[0]);
+                InstData::Pop {
+                    ty: Type::F64,
+                    varies,
+                    ..
+                } => {
+                    let active = match varies {
+                        None => true,
+                        Some(vs) => vs.iter().any(|&v| act.is_active(v)),
+                    };
+                    if active {
+                        changed |= act.mark(results[0]);
+                    }
                 }
                 InstData::Jump { .. } | InstData::Brif { .. } => {
                     for dest in data.destinations() {

@@ -959,11 +959,30 @@ impl Transform<'_, '_> {
             InstData::Pop {
                 tape,
                 ty: Type::F64,
+                varies,
             } => {
-                // Last in, first out: the tangents were pushed after the value.
-                let mut lanes: Vec<Value> = (0..w)
-                    .map(|_| self.builder(block).pop(*tape, Type::F64))
-                    .collect();
+                // Last in, first out: the tangents were pushed after the
+                // value. Each varies with what the value varies with and
+                // their tangents in its lane (a forward derivative of this
+                // one gives it a tangent exactly when the push's has one).
+                // (Not known when an active one has no tangent yet.)
+                let lane_varies = |t: &Self, lane: usize| -> Option<Vec<Value>> {
+                    let vs = varies.as_ref()?;
+                    let mut out = vs.clone();
+                    for &v in vs {
+                        match tangents(&t.tan, v).and_then(|ls| ls.get(lane)) {
+                            Some(&tv) => out.push(tv),
+                            None if t.act.is_active(v) => return None,
+                            None => {}
+                        }
+                    }
+                    Some(out)
+                };
+                let mut lanes = Vec::with_capacity(w);
+                for lane in (0..w).rev() {
+                    let vs = lane_varies(self, lane);
+                    lanes.push(self.builder(block).pop_varying(*tape, Type::F64, vs));
+                }
                 lanes.reverse();
                 self.copy(block, inst, data.clone(), &[]);
                 // Inactive only in a checkpoint runner, for a value the

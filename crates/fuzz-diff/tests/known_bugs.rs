@@ -1478,3 +1478,66 @@ fn d1(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, top, active, activ
         assert!((v - 1.3).abs() < 1e-15, "{v} for 1.3");
     }
 }
+
+/// Seed 104143 (open since session 22), forward over reverse: `top(x, y) =
+/// asin(1 / f2(y, y))` with `f2` passing `y` through. Called, `f2`'s result
+/// was pushed and the forward derivative of the adjoint popped it with a
+/// zero tangent (every popped value was active), and `asin''` of a value
+/// out of its domain made that zero NaN; inlined, `1 / y` is recomputed
+/// from `y`, which is `const`, and nothing varies. The adjoint now says
+/// what a popped value varies with (docs/ad-reverse.md, "What a popped
+/// value varies with"). `rv` does not depend on `x`, so its derivative,
+/// and the derivative of that, are exactly 0.
+#[test]
+fn forward_over_reverse_of_a_pass_through_call() {
+    let base = "fn f1(x: f64, y: f64) -> (f64, f64) { (x, asin(x)) }
+fn f2(x: f64, y: f64) -> f64 { x }
+fn top(x: f64, y: f64) -> f64 { let s3 = f2(y, y); let (s6, s7) = f1(1.0 / s3, x); s7 }
+fn rv(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, top, active, active(x), active(y)); b }
+";
+    let second = format!(
+        "{base}fn d1(x: f64, y: f64) -> f64 {{ let (p, t) = autodiff(forward, rv, dual, dual(x, 1.0), const(y)); t }}\n"
+    );
+    for v in values_of_d1(&second, 0.75, 0.11) {
+        assert_eq!(v.to_bits(), 0.0f64.to_bits(), "{v} for 0");
+    }
+    let third = format!(
+        "{base}fn fw(x: f64, y: f64) -> f64 {{ let (p, t) = autodiff(forward, rv, dual, dual(x, 1.0), const(y)); t }}
+fn d1(x: f64, y: f64) -> f64 {{ let (p, t) = autodiff(forward, fw, dual, dual(x, 0.86), dual(y, -1.08)); t }}\n"
+    );
+    for v in values_of_d1(&third, 6.684305567737991, -0.5326226030589267) {
+        assert_eq!(v.to_bits(), 0.0f64.to_bits(), "{v} for 0");
+    }
+}
+
+/// Seed 109037 (forward over forward over reverse, a generated program):
+/// NaN called, 0 inlined, by the same popped zero tangent as seed 104143.
+/// (Its reduction still differs: a second-order tangent of a popped value
+/// varies with what the value varies with, where the same code inlined
+/// may not; docs/ad-reverse.md, "Left to do".)
+#[test]
+fn forward_over_forward_over_reverse_seed_109037() {
+    let source = include_str!("data/inline_seed109037.adz");
+    assert_agree_at(
+        source,
+        "d3",
+        (0.022857142857142857, 0.37),
+        &[0.022857142857142857, 0.37],
+    );
+    assert_agree(source, &["d2", "d3"]);
+}
+
+/// Found writing session 24's fix for seed 104143: a callee's adjoint does
+/// not take an array its caller made, so a value the callee reads from it
+/// and pushes cannot say what it varies with; the same code inlined must
+/// not either, or forward over reverse is NaN called (`0 · ∞` from `^ 1.5`
+/// at 0) and a number inlined. Every setting gives NaN (as before the fix).
+#[test]
+fn a_local_array_read_by_a_callee_is_unknown_both_ways() {
+    let source = "fn f(a: [f64], y: f64) -> f64 { (a[0] * y) ^ 1.5 }
+fn g(x: f64, y: f64) -> f64 { let t = zeros(1); t[0] = 0.0; f(t, y) * x }
+fn rv(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, g, active, active(x), active(y)); b }
+fn d1(x: f64, y: f64) -> f64 { let (p, t) = autodiff(forward, rv, dual, dual(x, 1.0), const(y)); t }
+";
+    assert_agree_at(source, "d1", (0.5, 0.3), &[0.5, 0.3]);
+}

@@ -668,7 +668,7 @@ impl<'m> Machine<'m> {
                     }
                     InstData::Zeros { len, .. } => self.zeros(frame, inst, *len)?,
                     InstData::Push { tape, arg } => self.push(frame, *tape, *arg)?,
-                    InstData::Pop { tape, ty } => {
+                    InstData::Pop { tape, ty, .. } => {
                         let x = self
                             .tapes
                             .get_mut(usize::from(*tape))

@@ -423,7 +423,13 @@ impl<'f> FuncBuilder<'f> {
 
     /// Pops a scalar of type `ty` from tape number `tape`.
     pub fn pop(&mut self, tape: u8, ty: Type) -> Value {
-        self.build1(InstData::Pop { tape, ty }, ty)
+        self.pop_varying(tape, ty, None)
+    }
+
+    /// Pops a scalar of type `ty` from tape number `tape` that varies only
+    /// with `varies` (see [`InstData::Pop`]; `None`: with anything).
+    pub fn pop_varying(&mut self, tape: u8, ty: Type, varies: Option<Vec<Value>>) -> Value {
+        self.build1(InstData::Pop { tape, ty, varies }, ty)
     }
 
     /// `tapelen tape`: the entries on the tape, a mark.

@@ -304,6 +304,10 @@ macro_rules! for_each_opcode {
             /// `v = pop T, f64`: pops the value pushed last on tape `T`; its type is
             /// an immediate and must be the type that was pushed. Popping an empty
             /// tape, or a value of another type, traps with `TapeMismatch`.
+            /// `v = pop T, f64 varies(a, b)`: the same, and the value popped varies
+            /// (for forward activity) only as `a` or `b` do (reverse mode's adjoints
+            /// say so of the values their augmented primal pushed; `varies()`: a
+            /// constant). The operands are read by no engine.
             Pop      = "pop",        Pop,      []                 -> poly,   [read write trap],         -,     -,        -;
             /// `m = tapelen T`: the number of entries on tape `T`, a mark for
             /// `tapecut` and `tapeover` (checkpointed loops, docs/ad-reverse.md).
@@ -892,12 +896,20 @@ pub enum InstData {
         /// The scalar pushed.
         arg: Value,
     },
-    /// `v = pop tape, ty`
+    /// `v = pop tape, ty`, `v = pop tape, ty varies(..)`
     Pop {
         /// The tape number, below [`MAX_TAPES`].
         tape: u8,
         /// The type of the value popped, which is the result's.
         ty: Type,
+        /// The values the popped value varies with, for forward activity
+        /// analysis: `None` when not known (it may vary with anything). An
+        /// adjoint says so of each f64 value its augmented primal pushed, in
+        /// terms of its own values, so that a forward derivative of it gives
+        /// the popped value a tangent exactly when the pushed one had one,
+        /// and the inliner, which maps operands, keeps it true. Engines do
+        /// not read these operands.
+        varies: Option<Vec<Value>>,
     },
     /// `tapelen T`, `tapecut T, m`, `tapeover T, m`.
     Tape {
@@ -1003,8 +1015,11 @@ impl InstData {
             InstData::FConst { .. }
             | InstData::IConst { .. }
             | InstData::BConst { .. }
-            | InstData::Pop { .. }
+            | InstData::Pop { varies: None, .. }
             | InstData::Jump { .. } => &[],
+            InstData::Pop {
+                varies: Some(vs), ..
+            } => vs,
             InstData::Unary { arg, .. } | InstData::Powi { arg, .. } => std::slice::from_ref(arg),
             InstData::Binary { args, .. } | InstData::Cmp { args, .. } => args,
             InstData::Ternary { args, .. } => args,
@@ -1024,8 +1039,11 @@ impl InstData {
             InstData::FConst { .. }
             | InstData::IConst { .. }
             | InstData::BConst { .. }
-            | InstData::Pop { .. }
+            | InstData::Pop { varies: None, .. }
             | InstData::Jump { .. } => &mut [],
+            InstData::Pop {
+                varies: Some(vs), ..
+            } => vs,
             InstData::Unary { arg, .. } | InstData::Powi { arg, .. } => std::slice::from_mut(arg),
             InstData::Binary { args, .. } | InstData::Cmp { args, .. } => args,
             InstData::Ternary { args, .. } => args,

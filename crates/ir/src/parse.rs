@@ -1097,7 +1097,14 @@ impl<'m> Body<'m> {
                 let ty = Type::from_name(w)
                     .filter(|t| t.is_scalar())
                     .ok_or_else(|| err(pos, format!("`pop` needs a scalar type, found `{w}`")))?;
-                (InstData::Pop { tape, ty }, Known(vec![ty]))
+                let varies = if c.is_word("varies") {
+                    c.keyword("varies")?;
+                    c.expect('(')?;
+                    Some(self.value_list(c)?)
+                } else {
+                    None
+                };
+                (InstData::Pop { tape, ty, varies }, Known(vec![ty]))
             }
             Opcode::Tapelen | Opcode::Tapecut | Opcode::Tapeover => {
                 let tape = tape_number(c)?;

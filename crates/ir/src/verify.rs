@@ -769,7 +769,17 @@ impl Verifier<'_> {
                 }
                 self.expect_results(inst, &[]);
             }
-            InstData::Pop { ty, tape } => {
+            InstData::Pop { ty, tape, varies } => {
+                if varies
+                    .iter()
+                    .flatten()
+                    .any(|&v| !matches!(self.ty(v), Some(Type::F64 | Type::Array) | None))
+                {
+                    self.report(
+                        at,
+                        "a `pop` varies only with f64 values and arrays".to_string(),
+                    );
+                }
                 if *tape >= crate::MAX_TAPES {
                     self.report(at, format!("tape {tape} does not exist"));
                 }

@@ -238,7 +238,15 @@ pub fn write_inst(
         InstData::Cmp { cond, args, .. } => write!(w, "{op} {cond} {}, {}", args[0], args[1]),
         InstData::Zeros { len, name, .. } => write!(w, "{op} {len}, {name:?}"),
         InstData::Push { tape, arg } => write!(w, "{op} {tape}, {arg}"),
-        InstData::Pop { tape, ty } => write!(w, "{op} {tape}, {ty}"),
+        InstData::Pop { tape, ty, varies } => {
+            write!(w, "{op} {tape}, {ty}")?;
+            if let Some(vs) = varies {
+                w.write_str(" varies(")?;
+                write_list(w, vs)?;
+                w.write_str(")")?;
+            }
+            Ok(())
+        }
         InstData::Tape { tape, arg, .. } => match arg {
             Some(m) => write!(w, "{op} {tape}, {m}"),
             None => write!(w, "{op} {tape}"),

@@ -74,7 +74,7 @@ pub use vectorize::{vectorize_loops, VectorizeStats};
 pub use version::{version_loops, VersionStats};
 
 use adze_ir::verify::{verify_function, VerifierErrors};
-use adze_ir::{FuncId, Module};
+use adze_ir::{FuncId, Function, Inst, InstData, Module};
 use std::ops::AddAssign;
 
 /// One pass of the optimizer.
@@ -259,12 +259,36 @@ pub fn optimize_with(
             continue;
         }
         stats.insts_before += module.func(id).num_placed_insts();
+        drop_pop_varies(module.func_mut(id));
         for &pass in pipeline {
             stats += run(module, id, pass, &callees)?;
         }
         stats.insts_after += module.func(id).num_placed_insts();
     }
     Ok(stats)
+}
+
+/// Forgets what each `pop` varies with (`pop T, f64 varies(..)`): it is
+/// for the AD passes' activity analysis, which is over when the optimizer
+/// runs, and as operands it would keep values alive.
+fn drop_pop_varies(func: &mut Function) {
+    let pops: Vec<Inst> = (func.layout.insts())
+        .map(|(_, i)| i)
+        .filter(|&i| {
+            matches!(
+                func.dfg.inst(i),
+                InstData::Pop {
+                    varies: Some(_),
+                    ..
+                }
+            )
+        })
+        .collect();
+    for inst in pops {
+        if let InstData::Pop { varies, .. } = func.dfg.inst_mut(inst) {
+            *varies = None;
+        }
+    }
 }
 
 /// Runs one pass on one function, verifying it afterwards in debug builds.

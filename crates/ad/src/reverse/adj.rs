@@ -391,8 +391,9 @@ impl Adj<'_> {
                     .invariant_slot(v, l)
                     .ok_or_else(|| self.internal("an invariant without a slot"))?;
                 let ty = self.primal.dfg.value_type(v);
+                let varies = self.pop_varies(v);
                 let mut b = self.b();
-                let x = b.pop(tape, ty);
+                let x = b.pop_varying(tape, ty, varies);
                 let x = if ty == Type::F64 { x } else { b.frombits(x) };
                 let i = b.iconst(slot as i64);
                 b.store(trips, i, x);
@@ -524,6 +525,18 @@ impl Adj<'_> {
         Ok(Some(x))
     }
 
+    /// What the f64 value `v` of the primal, popped, varies with, as the
+    /// adjoint's values (the parameters it takes): `None` when not known or
+    /// when one of them is not taken ([`Plan::pushed_varies`]). Not a
+    /// `.ckptf` witness: a callee's adjoint is never given one for the
+    /// `mut` array its caller passes, so the same code inlined must not
+    /// use one either.
+    fn pop_varies(&self, v: Value) -> Option<Vec<Value>> {
+        (self.plan.pushed_varies.get(&v)?.iter())
+            .map(|&p| self.params[p])
+            .collect()
+    }
+
     /// The popped (or re-materialised) primal value `v` in this R(B).
     fn primal_value(&self, v: Value) -> Result<Value, AdError> {
         self.map
@@ -544,7 +557,8 @@ impl Adj<'_> {
             let (p, what) = match item {
                 TapeItem::Value(v) => {
                     let ty = self.primal.dfg.value_type(v);
-                    let p = self.b().pop(tape, ty);
+                    let varies = self.pop_varies(v);
+                    let p = self.b().pop_varying(tape, ty, varies);
                     self.map.insert(v, p);
                     (p, super::aug::describe(self.primal, v))
                 }
@@ -1152,6 +1166,7 @@ impl Adj<'_> {
             InstData::Pop {
                 ty: Type::F64,
                 tape,
+                ..
             } => {
                 let r = results[0];
                 let g = if self.active(r) { self.take(r)? } else { None };

@@ -1164,7 +1164,11 @@ fn pop_snapshot(
     for &v in captured.scalars.iter().rev() {
         let ty = b.func.dfg.value_type(v);
         if define {
-            let data = InstData::Pop { tape, ty };
+            let data = InstData::Pop {
+                tape,
+                ty,
+                varies: None,
+            };
             let inst = b.func.dfg.make_inst_with_results(data, &[(v, ty)]);
             b.func.layout.append_inst(inst, block);
         } else {

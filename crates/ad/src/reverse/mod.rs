@@ -975,6 +975,13 @@ pub(crate) fn derive_split(
         }
     }
     plan.plan_tape(&primal, &call_args)?;
+    // Only where callees take their scalars (`plan_calls`): elsewhere a
+    // callee's adjoint could not say what its pops vary with, and the same
+    // code inlined could (docs/ad-reverse.md, "What a popped value varies
+    // with").
+    if req.no_reverse_over {
+        plan.plan_varies(&mut cx.cache, module, &primal);
+    }
     let mut refused = Vec::new();
     if req.checkpoint {
         let all = cx.limits().checkpoint;

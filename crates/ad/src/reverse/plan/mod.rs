@@ -29,6 +29,7 @@ mod slots;
 mod snapshot;
 mod tape;
 mod useful;
+mod varies;
 
 pub(crate) use cfg::Edge;
 pub(crate) use tape::{Recipe, TapeItem};
@@ -161,6 +162,10 @@ pub(crate) struct Plan {
     /// Local arrays pushed whole where the primal returns and popped into
     /// arrays of the adjoint's own at its entry ([`Plan::snapshot_arrays`]).
     pub snapshots: Vec<Value>,
+    /// Per f64 value on the tape whose variation is known: the primal
+    /// parameters it varies with (`varies.rs`, [`Plan::plan_varies`]); the
+    /// adjoint's `pop` says so in its own values.
+    pub pushed_varies: HashMap<Value, Vec<Value>>,
 }
 
 /// Does the adjoint of a function take its parameter number `k` too? Each
@@ -371,6 +376,7 @@ impl Plan {
             carry: EntitySet::new(),
             args_recomputed: false,
             snapshots: Vec::new(),
+            pushed_varies: HashMap::new(),
             hand_on: Default::default(),
             tape: SecondaryMap::new(),
             recipes: SecondaryMap::new(),
