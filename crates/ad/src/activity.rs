@@ -150,6 +150,10 @@ struct Summaries {
     /// not lowered yet. A summary computed without any is final for the
     /// lowering and goes into the context's cache (`Cache::activity`).
     unsettled: usize,
+    /// Every local array (`zeros`) is active from the start, in callees
+    /// too ([`analyze_with_locals`]); nothing is read from or written to
+    /// the context's cache.
+    locals: bool,
 }
 
 /// A callee, the activities of its arguments at a call, and its array
@@ -191,6 +195,26 @@ pub(crate) fn analyze_fixed(
         &[],
         &mut Summaries::default(),
     )
+}
+
+/// [`analyze_cached`] as if every array a function makes (`zeros`) held
+/// active values, in `func` and in every callee it reaches: what varies
+/// with the contents of local arrays (and the arguments `args`). Reverse
+/// mode's `plan/varies.rs` reads a value that varies with a local array's
+/// contents as unknown, called or inlined alike: the local array of an
+/// inlined callee is the caller's own, and a call's result that a callee
+/// computes from its own local array varies here as the inlined code does.
+pub(crate) fn analyze_with_locals(
+    cache: &mut Cache,
+    module: &Module,
+    func: &Function,
+    args: &[ArgActivity],
+) -> Activity {
+    let mut summaries = Summaries {
+        locals: true,
+        ..Summaries::default()
+    };
+    analyze_in(cache, module, func, args, &[], &mut summaries)
 }
 
 fn analyze_in(
@@ -238,6 +262,16 @@ fn analyze_from(
             }
         }
     }
+    if summaries.locals {
+        for (_, inst) in func.layout.insts() {
+            if let InstData::Zeros {
+                op: Opcode::Zeros, ..
+            } = func.dfg.inst(inst)
+            {
+                act.mark(func.dfg.first_result(inst));
+            }
+        }
+    }
     let is_f64 = |v: Value| func.dfg.value_type(v) == Type::F64;
     let mut tape = TapeUse::default();
     // Local arrays used only by loads and stores at constant indices (the
@@ -260,6 +294,7 @@ fn analyze_from(
             // Or an array result this function makes active (as for a
             // call, `seeded_results`).
             if rd.args.iter().any(|&v| act.is_active(v))
+                || summaries.locals
                 || tape.uses(cache, module, rd.callee)
                 || !seeded_results(func, &act, &rd.results).is_empty()
             {
@@ -326,6 +361,7 @@ fn analyze_from(
                     // the callee, analysed with it active, may make more
                     // of its results active.
                     if args.iter().any(|&v| act.is_active(v))
+                        || summaries.locals
                         || tape.uses(cache, module, *callee)
                         || !seeded_results(func, &act, results).is_empty()
                     {
@@ -394,6 +430,13 @@ fn analyze_from(
 /// The name reverse mode gives its adjoint-slot arrays (`reverse/adj.rs`).
 pub(crate) const ADJOINT_SLOTS: &str = "adj";
 
+/// The name reverse mode gives an adjoint's trip array (`reverse/adj.rs`):
+/// trip counts and the loop invariants it popped, each at a constant
+/// index, tracked per element as the adjoint slots are (an invariant that
+/// does not vary must not be read back with a tangent because another
+/// one does, where the same code called takes it as a parameter).
+pub(crate) const TRIP_SLOTS: &str = "trips";
+
 /// The adjoint-slot arrays of `func` that only `load`, `store` (as the
 /// array), `len` and `fill` use, every `load` and `store` at an `iconst` index: the
 /// arrays whose activity can be tracked per element.
@@ -406,7 +449,7 @@ fn constant_index_arrays(func: &Function) -> EntitySet<Value> {
         // whose summary is per array: tracking its elements inlined only
         // would differ from the call (long-run seed 100732).
         if let InstData::Zeros { name, .. } = func.dfg.inst(inst) {
-            if name.as_str() == ADJOINT_SLOTS {
+            if name.as_str() == ADJOINT_SLOTS || name.as_str() == TRIP_SLOTS {
                 candidates.insert(func.dfg.first_result(inst));
             }
         }
@@ -612,7 +655,7 @@ fn summarize(
     if let Some(s) = summaries.memo.get(&key) {
         return Some(s.clone());
     }
-    if let Some(s) = cache.activity.get(&key) {
+    if let Some(s) = cache.activity.get(&key).filter(|_| !summaries.locals) {
         return Some(s.clone());
     }
     let before = summaries.unsettled;
@@ -638,7 +681,7 @@ fn summarize(
     }
     let params = f.params().iter().map(|&p| a.is_active(p)).collect();
     let s = Summary { results, params };
-    if settled && cache.is_active() {
+    if settled && cache.is_active() && !summaries.locals {
         cache.activity.insert(key.clone(), s.clone());
     }
     summaries.memo.insert(key, s.clone());

@@ -1354,6 +1354,12 @@ fn d1(x: f64, y: f64) -> f64 { autodiff(reverse, top, active, active(x), const(y
 /// `d1`'s value under every inline setting and both optimizer settings, on
 /// the interpreter.
 fn values_of_d1(source: &str, x: f64, y: f64) -> Vec<f64> {
+    values_of(source, "d1", x, y)
+}
+
+/// `func(x, y)` of `source` under the 4 inline settings, the optimizer off
+/// and on.
+fn values_of(source: &str, func: &str, x: f64, y: f64) -> Vec<f64> {
     let module = run::compile(source).unwrap_or_else(|e| panic!("{e}\n{source}"));
     let limits = run::fuzz_limits();
     let mut out = Vec::new();
@@ -1364,9 +1370,9 @@ fn values_of_d1(source: &str, x: f64, y: f64) -> Vec<f64> {
         adze::InlineSetting::All,
     ] {
         for optimize in [false, true] {
-            let m = run::prepare(&module, "d1", inline, optimize, limits)
+            let m = run::prepare(&module, func, inline, optimize, limits)
                 .unwrap_or_else(|_| panic!("prepares under {inline:?}"));
-            out.push(run::eval_scalar(&m, "d1", limits, x, y).expect("runs"));
+            out.push(run::eval_scalar(&m, func, limits, x, y).expect("runs"));
         }
     }
     out
@@ -1540,4 +1546,55 @@ fn rv(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, g, active, active(
 fn d1(x: f64, y: f64) -> f64 { let (p, t) = autodiff(forward, rv, dual, dual(x, 1.0), const(y)); t }
 ";
     assert_agree_at(source, "d1", (0.5, 0.3), &[0.5, 0.3]);
+}
+
+/// From the review of session 24's fix for seed 104143: loop invariants
+/// that reverse mode pops once and keeps in the adjoint's trip array. The
+/// pops said what they vary with, but the trip array was active as a whole
+/// once one of them was: `sqrt(c)` with `c = 0` constant read back with a
+/// zero tangent (NaN) inlined, where called `c` is a parameter that does
+/// not vary (0). The trip array is tracked per element now, as the adjoint
+/// slots are. `d2` is exactly 0: `d1 = 6 x sqrt(0)`.
+#[test]
+fn loop_invariants_on_the_trip_array_vary_one_by_one() {
+    let called = "#[inline(never)]
+fn p(x: f64) -> f64 { x }
+fn g(c: f64, d: f64) -> f64 { var s = 0.0; for i in 0..3 { s = s + sqrt(c) * d * d; } s }
+fn top(x: f64, y: f64) -> f64 { g(p(y - y), p(x)) }
+fn d1(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, top, active, active(x), active(y)); a }
+fn d2(x: f64, y: f64) -> f64 { let (p, t) = autodiff(forward, d1, dual, dual(x, 1.0), const(y)); t }
+";
+    let direct = "fn p(x: f64) -> f64 { x }
+fn top(x: f64, y: f64) -> f64 {
+    let c = p(y - y);
+    let d = p(x);
+    var s = 0.0;
+    for i in 0..3 { s = s + sqrt(c) * d * d; }
+    s
+}
+fn d1(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, top, active, active(x), active(y)); a }
+fn d2(x: f64, y: f64) -> f64 { let (p, t) = autodiff(forward, d1, dual, dual(x, 1.0), const(y)); t }
+";
+    for source in [called, direct] {
+        for v in values_of(source, "d2", 0.7, 0.3) {
+            assert_eq!(v.to_bits(), 0.0f64.to_bits(), "{v} for 0\n{source}");
+        }
+    }
+}
+
+/// From the same review: a callee that returns what it read from its own
+/// local array. Inlined, the value is read from a local array, which the
+/// adjoint cannot say anything of (a callee given the array would not
+/// take it); called, the first version of the fix read the callee's
+/// summary and said the value varies with `y` only. A call's result now
+/// varies with the callee's local arrays as the inlined code does: NaN in
+/// every setting (the exact value is 0; a zero tangent meets `sqrt'(0)`).
+#[test]
+fn a_callee_reading_its_own_local_array_is_unknown_both_ways() {
+    let source = "fn f(c: f64) -> f64 { let t = zeros(1); t[0] = c; t[0] }
+fn top(x: f64, y: f64) -> f64 { let r = f(y - y); sqrt(r) * x * x }
+fn d1(x: f64, y: f64) -> f64 { let (a, b) = autodiff(reverse, top, active, active(x), active(y)); a }
+fn d2(x: f64, y: f64) -> f64 { let (p, t) = autodiff(forward, d1, dual, dual(x, 1.0), const(y)); t }
+";
+    assert_agree_at(source, "d2", (0.7, 0.3), &[0.7, 0.3]);
 }

@@ -223,7 +223,7 @@ impl Adj<'_> {
             let k = self.plan.trip_slots() as i64;
             let mut b = self.b();
             let n = b.iconst(k);
-            self.trips = Some(b.zeros(n, "trips"));
+            self.trips = Some(b.zeros(n, crate::activity::TRIP_SLOTS));
         }
         for arr in self.plan.length_items().into_iter().rev() {
             let name = format!("{}.d", self.primal.array_name(arr));

@@ -25,7 +25,7 @@
 use super::{Plan, TapeItem};
 use crate::activity;
 use crate::context::Cache;
-use adze_ir::{ArgActivity, Function, InstData, Module, Opcode, Type, Value};
+use adze_ir::{ArgActivity, Function, Module, Type, Value};
 use std::collections::HashMap;
 
 impl Plan {
@@ -55,25 +55,13 @@ impl Plan {
             _ => ArgActivity::Dup,
         };
         let none = vec![ArgActivity::Const; params.len()];
-        // What varies with no parameter varying, but with every array the
-        // function makes or is handed by a call (as if it varied): unknown.
-        // A value read from a local array is then unknown here as it is in
-        // a callee the array is passed to, whose adjoint does not take it.
-        let local_arrays: Vec<(Value, bool)> = (primal.layout.insts())
-            .flat_map(|(_, i)| {
-                let made = matches!(
-                    primal.dfg.inst(i),
-                    InstData::Zeros {
-                        op: Opcode::Zeros,
-                        ..
-                    } | InstData::Call { .. }
-                );
-                (primal.dfg.inst_results(i).iter())
-                    .filter(move |&&r| made && primal.dfg.value_type(r) == Type::Array)
-                    .map(|&r| (r, true))
-            })
-            .collect();
-        let constant = activity::analyze_fixed(cache, module, primal, &none, &local_arrays);
+        // What varies with no parameter varying, but with the contents of
+        // every array the function or a callee makes (as if they varied):
+        // unknown. A value read from a local array is then unknown here as
+        // it is in a callee the array is passed to, whose adjoint does not
+        // take it, and a call's result a callee reads from its own local
+        // array is unknown as the same code inlined is.
+        let constant = activity::analyze_with_locals(cache, module, primal, &none);
         let mut all = none.clone();
         for &k in &sources {
             all[k] = active(k);
