@@ -108,13 +108,16 @@ type Fault = Box<RunError>;
 #[cold]
 #[inline(never)]
 fn unsupported(func: &Function, msg: impl Into<String>) -> Fault {
-    Box::new(RunError::new(&func.name, TrapKind::Unsupported(msg.into())))
+    Box::new(RunError::new(
+        func.error_name(),
+        TrapKind::Unsupported(msg.into()),
+    ))
 }
 
 #[cold]
 #[inline(never)]
 fn trap(func: &Function, kind: TrapKind) -> Fault {
-    Box::new(RunError::new(&func.name, kind))
+    Box::new(RunError::new(func.error_name(), kind))
 }
 
 /// The slots of one frame, by value. Reading a value the table does not
@@ -391,7 +394,7 @@ impl<'m> Machine<'m> {
                 // A fault of an instruction names where that code came from
                 // in the source and, for inlined code, the functions it was
                 // inlined from (the JIT records the same per trap site).
-                if e.kind.is_at_instruction() && e.func == frame.func.name {
+                if e.kind.is_at_instruction() && e.func == frame.func.error_name() {
                     e.inlined = frame.func.inlined_chain(frame.block);
                     e.loc = self.location(&frame).map(Box::new);
                 }

@@ -264,6 +264,12 @@ pub struct Function {
     /// AD pass reads it to follow a value of a checkpoint runner's forward
     /// derivative to its counterpart in the augmented primal's.
     pub tangents: Vec<(Value, Vec<Value>)>,
+    /// For a copy a pass made of another function to specialize it (the
+    /// optimizer's `touch`): the name run-time errors give it, the
+    /// original's, so that an error reads the same whether the copy runs or
+    /// the original does ([`Function::error_name`]). Provenance, like
+    /// `inlined`: never printed.
+    pub reports_as: Option<String>,
 }
 
 impl Function {
@@ -274,6 +280,12 @@ impl Function {
             sig,
             ..Function::default()
         }
+    }
+
+    /// The name run-time errors in this function's code give it: its own,
+    /// or the original's for a specialized copy (`reports_as`).
+    pub fn error_name(&self) -> &str {
+        self.reports_as.as_deref().unwrap_or(&self.name)
     }
 
     /// A declared function has no body yet.

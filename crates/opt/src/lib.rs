@@ -54,6 +54,7 @@ pub mod loopdel;
 pub mod mem;
 mod phis;
 pub mod promote;
+pub mod touch;
 pub mod unroll;
 pub mod vectorize;
 pub mod version;
@@ -69,12 +70,14 @@ pub use inline::{
 pub use licm::{licm, LicmStats};
 pub use loopdel::{delete_loops, LoopDelStats};
 pub use mem::{forward_memory, Callees, MemStats};
+pub use touch::{first_touch, specialize_filled_calls, EntryFill};
 pub use unroll::{unroll_loops, UnrollStats};
 pub use vectorize::{vectorize_loops, VectorizeStats};
 pub use version::{version_loops, VersionStats};
 
 use adze_ir::verify::{verify_function, VerifierErrors};
 use adze_ir::{FuncId, Function, Inst, InstData, Module};
+use std::collections::HashMap;
 use std::ops::AddAssign;
 
 /// One pass of the optimizer.
@@ -98,6 +101,10 @@ pub enum Pass {
     /// [`delete_loops`]: counted loops without effects whose results
     /// nothing reads (but the final index, computed in closed form).
     LoopDel,
+    /// [`touch::first_touch`]: a load in a loop of an element no iteration
+    /// has written yet, of an array filled before the loop (or by every
+    /// caller, [`touch::specialize_filled_calls`]), reads the fill's value.
+    Touch,
     /// [`carry_loads`]: an element read (and written) at a loop-invariant
     /// index is carried in a block parameter (first iteration peeled).
     Carry,
@@ -124,6 +131,7 @@ impl Pass {
             Pass::Promote => "opt-promote",
             Pass::Indvars => "opt-indvars",
             Pass::LoopDel => "opt-loopdel",
+            Pass::Touch => "opt-touch",
             Pass::Carry => "opt-carry",
             Pass::Version => "opt-version",
             Pass::Vectorize => "opt-vectorize",
@@ -154,22 +162,28 @@ impl Pass {
 ///    that the element is carried in a register;
 /// 10. `version` gives count-down loops (reverse mode's) whose indices no
 ///     analysis bounds a copy behind one guard on their whole range;
-/// 11. `gvn` merges the hoisted code with the preheader's;
-/// 12. `dce` sweeps once more;
-/// 13. `vectorize` runs two iterations at a time, in the lanes of `f64x2`
+/// 11. `touch` replaces the loads in loops of elements no iteration has
+///     written yet, of arrays filled before the loop, or by the callers of
+///     a copy [`touch::specialize_filled_calls`] made (the adjoint's first
+///     `x.d[i] += ..` reads the caller's `fill(dx, 0.0)`), by the fill's
+///     value; after `version`, whose guarded copy is what proves a
+///     count-down loop's loads in bounds;
+/// 12. `gvn` merges the hoisted code with the preheader's;
+/// 13. `dce` sweeps once more;
+/// 14. `vectorize` runs two iterations at a time, in the lanes of `f64x2`
 ///     values, of the innermost counting loops whose iterations are
 ///     independent but for a split sum's partial sums (the loop finishes
 ///     what is left);
-/// 14. `licm` again: the lanes' guard of an inner loop tests ranges whose
+/// 15. `licm` again: the lanes' guard of an inner loop tests ranges whose
 ///     atoms mostly depend on the outer loops only (kmeans' `i * d <=
 ///     len(points)` inside the loop over `j`); they move out, and the
 ///     guard keeps its `select` chain (`adze_ir::bounds` reads atoms
 ///     through it wherever they are defined);
-/// 15. `unroll` runs two iterations per trip of the innermost counting
+/// 16. `unroll` runs two iterations per trip of the innermost counting
 ///     loops whose back edge rotates values (a split sum's partial sums,
 ///     or the lanes' two vectors of them), last, so that no pass before it
 ///     sees a loop twice.
-pub const PIPELINE: [Pass; 15] = [
+pub const PIPELINE: [Pass; 16] = [
     Pass::Gvn,
     Pass::Promote,
     Pass::Mem,
@@ -180,6 +194,7 @@ pub const PIPELINE: [Pass; 15] = [
     Pass::Licm,
     Pass::Carry,
     Pass::Version,
+    Pass::Touch,
     Pass::Gvn,
     Pass::Dce,
     Pass::Vectorize,
@@ -201,6 +216,10 @@ pub struct OptStats {
     pub promoted: usize,
     pub indvars: IndvarsStats,
     pub loopdel: LoopDelStats,
+    /// Loads [`touch::first_touch`] replaced.
+    pub touched: usize,
+    /// Copies [`touch::specialize_filled_calls`] made.
+    pub filled_copies: usize,
     pub carry: CarryStats,
     pub version: VersionStats,
     pub vectorize: VectorizeStats,
@@ -228,7 +247,7 @@ add_assign! {
     VersionStats { loops, ranges }
     UnrollStats { loops }
     VectorizeStats { loops, neighbours, ranged, hoisted }
-    OptStats { insts_before, insts_after, gvn, mem, dce, licm, promoted, indvars, loopdel, carry, version, vectorize, unroll }
+    OptStats { insts_before, insts_after, gvn, mem, dce, licm, promoted, indvars, loopdel, touched, filled_copies, carry, version, vectorize, unroll }
 }
 
 /// Optimizes every function of `module` with [`PIPELINE`]. In debug builds
@@ -252,16 +271,28 @@ pub fn optimize_with(
     ids: &[FuncId],
     pipeline: &[Pass],
 ) -> Result<OptStats, VerifierErrors> {
-    let callees = Callees::of(module);
     let mut stats = OptStats::default();
-    for &id in ids {
+    // Calls that pass a filled array to a copy of their callee that knows
+    // it, the copies optimized with the others.
+    let mut ids = ids.to_vec();
+    let mut entry: HashMap<FuncId, Vec<EntryFill>> = HashMap::new();
+    if pipeline.contains(&Pass::Touch) {
+        for (copy, fills) in specialize_filled_calls(module, &ids) {
+            ids.push(copy);
+            entry.insert(copy, fills);
+            stats.filled_copies += 1;
+        }
+    }
+    let callees = Callees::of(module);
+    for &id in &ids {
         if !module.is_valid(id) {
             continue;
         }
         stats.insts_before += module.func(id).num_placed_insts();
         drop_pop_varies(module.func_mut(id));
+        let fills = entry.get(&id).map_or(&[][..], Vec::as_slice);
         for &pass in pipeline {
-            stats += run(module, id, pass, &callees)?;
+            stats += run(module, id, pass, &callees, fills)?;
         }
         stats.insts_after += module.func(id).num_placed_insts();
     }
@@ -295,7 +326,7 @@ fn drop_pop_varies(func: &mut Function) {
 /// The instruction counts of the result are left at zero.
 pub fn run_pass(module: &mut Module, id: FuncId, pass: Pass) -> Result<OptStats, VerifierErrors> {
     let callees = Callees::of(module);
-    run(module, id, pass, &callees)
+    run(module, id, pass, &callees, &[])
 }
 
 fn run(
@@ -303,6 +334,7 @@ fn run(
     id: FuncId,
     pass: Pass,
     callees: &Callees,
+    fills: &[EntryFill],
 ) -> Result<OptStats, VerifierErrors> {
     let mut stats = OptStats::default();
     let func = module.func_mut(id);
@@ -317,6 +349,7 @@ fn run(
         Pass::Promote => stats.promoted = promote::promote_arrays(func),
         Pass::Indvars => stats.indvars = indvars(func),
         Pass::LoopDel => stats.loopdel = delete_loops(func),
+        Pass::Touch => stats.touched = first_touch(func, callees, fills),
         Pass::Carry => stats.carry = carry_loads(func),
         Pass::Version => stats.version = version_loops(func),
         Pass::Vectorize => stats.vectorize = vectorize_loops(func),

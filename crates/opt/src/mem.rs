@@ -107,7 +107,7 @@ impl Callees {
 
     /// For each parameter of `f`, may `f` write an array passed there?
     /// `None` for a function this table does not know.
-    fn writes(&self, f: FuncId) -> Option<&[bool]> {
+    pub(crate) fn writes(&self, f: FuncId) -> Option<&[bool]> {
         self.writes.get(f).map(Vec::as_slice)
     }
 }

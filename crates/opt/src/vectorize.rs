@@ -1080,7 +1080,9 @@ fn memory_plan(
         }
         match ends[..] {
             [_] => {}
-            [(o, Some(_), Some(sl)), (o1, Some(lh), Some(sh))] if down && o1 == o + 1 => {
+            // The low element need not be read: `touch` may have found
+            // that its load reads what a `fill` left (a first touch).
+            [(o, _, Some(sl)), (o1, Some(lh), Some(sh))] if down && o1 == o + 1 => {
                 memory.neighbours.push(Neighbour {
                     array: s,
                     base,

@@ -207,7 +207,7 @@ impl Translator<'_, '_> {
             .cur
             .and_then(|i| self.env.module.location(self.func.dfg.srcloc(i)));
         self.sites.push(TrapSite {
-            func: self.func.name.clone(),
+            func: self.func.error_name().to_string(),
             inlined,
             loc,
             kind,

@@ -74,3 +74,62 @@ proptest::proptest! {
         check_generated(seed)?;
     }
 }
+
+/// A callee whose loop reads each element of an array its caller filled
+/// before writing it (an adjoint's `x.d[i] += ..` after `fill(dx, 0.0)`)
+/// is called as a copy that knows the fill, and its loop loads nothing of
+/// the array (`touch`). A call after another that wrote the array keeps
+/// the callee. Every function computes the same bits before and after.
+#[test]
+fn a_callee_of_a_filled_array_reads_the_fill() {
+    let src = "fn acc(x: [f64], dx: mut [f64], s: f64) { for i in 0..len(dx) { dx[i] = dx[i] + s * x[i]; } }
+fn grad(x: [f64], dx: mut [f64]) { fill(dx, 0.5); acc(x, dx, 2.0); }
+fn twice(x: [f64], dx: mut [f64]) { fill(dx, 0.5); acc(x, dx, 2.0); acc(x, dx, 3.0); }";
+    let before = compile(src);
+    let mut after = before.clone();
+    let stats = optimize_module(&mut after).unwrap();
+    check_well_formed(&after).unwrap();
+    assert_eq!(stats.filled_copies, 1, "{after}");
+    let copy = after.get("acc.filled1").expect("the copy");
+    let acc = after.get("acc").unwrap();
+    let loads_of_dx = |f: &adze_ir::Function| {
+        let dx = f.params()[1];
+        f.layout
+            .insts()
+            .filter(|&(_, i)| {
+                matches!(f.dfg.inst(i), adze_ir::InstData::Binary { op, args }
+                    if matches!(op, adze_ir::Opcode::Load | adze_ir::Opcode::Vload) && args[0] == dx)
+            })
+            .count()
+    };
+    assert_eq!(loads_of_dx(after.func(copy)), 0, "{after}");
+    assert!(loads_of_dx(after.func(acc)) > 0, "{after}");
+    let calls = |name: &str| -> Vec<adze_ir::FuncId> {
+        let f = after.func(after.get(name).unwrap());
+        f.layout
+            .insts()
+            .filter_map(|(_, i)| match f.dfg.inst(i) {
+                adze_ir::InstData::Call { func, .. } => Some(*func),
+                _ => None,
+            })
+            .collect()
+    };
+    assert_eq!(calls("grad"), vec![copy]);
+    assert_eq!(calls("twice"), vec![copy, acc]);
+    compare(&before, &after).unwrap();
+    // And by hand: dx = 0.5 + 2 x, then + 3 x.
+    let twice = after.get("twice").unwrap();
+    let out = Interpreter::new(&after)
+        .call(
+            twice,
+            &[
+                adze_ir::Val::Array(vec![1.0, -2.0]),
+                adze_ir::Val::Array(vec![7.0, 7.0]),
+            ],
+        )
+        .unwrap();
+    assert!(
+        matches!(&out.args[1], adze_ir::Val::Array(a) if *a == vec![5.5, -9.5]),
+        "{out:?}"
+    );
+}
