@@ -393,7 +393,8 @@ pub fn specialize_filled_calls(
                         fills
                             .iter()
                             .map(|e| e.param.to_string())
-                            .collect::<String>()
+                            .collect::<Vec<_>>()
+                            .join("_")
                     );
                     let mut name = base.clone();
                     let mut n = 1;
