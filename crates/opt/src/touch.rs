@@ -24,7 +24,7 @@
 //!
 //! **When.** In a loop (innermost, outside rule regions, one latch, entered
 //! from one preheader by a `jump`) whose header parameter `i` is `i + s` on
-//! the back edge, `s` = 1 or -1:
+//! every edge back to the header, `s` = 1 or -1:
 //! - a `load a, i + k` (any constant `k`) that the bounds analysis proves in
 //!   bounds (`adze_ir::bounds::safe_accesses`: removing it removes no trap);
 //! - `a` is *uniform* where the loop is entered: every path from the
@@ -195,24 +195,39 @@ fn uniform_at(
     found
 }
 
-/// The header parameter `i` of a loop and its step `s` (±1): the latch's
-/// jump passes `i + s`.
+/// The header parameters `i` of a loop with their step `s` (±1): every
+/// edge from the latch to the header passes `i + s` (a `brif` with both
+/// edges to the header counts twice: one that passes `i` would let an
+/// iteration read what the one before wrote).
 fn counters(func: &Function, header: Block, latch: Block) -> Vec<(Value, i64)> {
     let Some(last) = func.layout.last_inst(latch) else {
         return Vec::new();
     };
     let params = func.dfg.block_params(header);
+    let data = func.dfg.inst(last);
+    let edges: Vec<_> = data
+        .destinations()
+        .into_iter()
+        .filter(|d| d.block == header)
+        .collect();
+    if edges.is_empty() {
+        return Vec::new();
+    }
     let mut out = Vec::new();
-    for dest in func.dfg.inst(last).destinations() {
-        if dest.block != header {
+    for (k, &p) in params.iter().enumerate() {
+        if func.dfg.value_type(p) != Type::I64 {
             continue;
         }
-        for (&arg, &p) in dest.args.iter().zip(params) {
-            if func.dfg.value_type(p) == Type::I64 {
-                match offset_form(func, arg) {
-                    (x, s @ (1 | -1)) if x == p => out.push((p, s)),
-                    _ => {}
-                }
+        let steps: Vec<Option<i64>> = edges
+            .iter()
+            .map(|d| match offset_form(func, *d.args.get(k)?) {
+                (x, s @ (1 | -1)) if x == p => Some(s),
+                _ => None,
+            })
+            .collect();
+        if let Some(Some(s)) = steps.first() {
+            if steps.iter().all(|&t| t == Some(*s)) {
+                out.push((p, *s));
             }
         }
     }
