@@ -277,10 +277,14 @@ pub fn optimize_with(
     let mut ids = ids.to_vec();
     let mut entry: HashMap<FuncId, Vec<EntryFill>> = HashMap::new();
     if pipeline.contains(&Pass::Touch) {
+        let called_before = called_by(module, &ids);
         for (copy, fills) in specialize_filled_calls(module, &ids) {
             ids.push(copy);
             entry.insert(copy, fills);
             stats.filled_copies += 1;
+        }
+        if !entry.is_empty() {
+            ids = without_lost_callees(module, ids, &called_before);
         }
     }
     let callees = Callees::of(module);
@@ -297,6 +301,46 @@ pub fn optimize_with(
         stats.insts_after += module.func(id).num_placed_insts();
     }
     Ok(stats)
+}
+
+/// How many calls (and other references) each function gets from the
+/// functions `ids`.
+fn called_by(module: &Module, ids: &[FuncId]) -> HashMap<FuncId, usize> {
+    let mut count: HashMap<FuncId, usize> = HashMap::new();
+    for &id in ids {
+        if module.is_valid(id) {
+            for f in module.func(id).referenced_functions() {
+                *count.entry(f).or_default() += 1;
+            }
+        }
+    }
+    count
+}
+
+/// `ids` without the derivatives (functions the AD passes made, which no
+/// one calls by name) that something among them called before `touch`
+/// redirected calls to copies and that nothing left among them calls now
+/// (to a fixed point: a derivative only such a one called goes too). They
+/// are not run from where `ids` were chosen, so optimizing them would only
+/// cost time (the forward derivatives of GMM's adjoint, twice). A
+/// function of the source is always optimized: it may be called by name.
+fn without_lost_callees(
+    module: &Module,
+    mut ids: Vec<FuncId>,
+    called_before: &HashMap<FuncId, usize>,
+) -> Vec<FuncId> {
+    loop {
+        let now = called_by(module, &ids);
+        let before = ids.len();
+        ids.retain(|&id| {
+            module.derivation(id).is_none()
+                || called_before.get(&id).copied().unwrap_or(0) == 0
+                || now.get(&id).copied().unwrap_or(0) > 0
+        });
+        if ids.len() == before {
+            return ids;
+        }
+    }
 }
 
 /// Forgets what each `pop` varies with (`pop T, f64 varies(..)`): it is
