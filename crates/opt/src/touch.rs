@@ -195,6 +195,13 @@ fn uniform_at(
     found
 }
 
+/// Can [`uniform_at`] find anything in `func`: has it a `fill`, or does
+/// its entry know one (`entry`)? Without, the analyses are not run.
+fn knows_a_fill(func: &Function, entry: &[EntryFill]) -> bool {
+    !entry.is_empty()
+        || (func.layout.insts()).any(|(_, i)| func.dfg.inst(i).opcode() == Opcode::Fill)
+}
+
 /// The header parameters `i` of a loop with their step `s` (±1): every
 /// edge from the latch to the header passes `i + s` (a `brif` with both
 /// edges to the header counts twice: one that passes `i` would let an
@@ -238,7 +245,10 @@ fn counters(func: &Function, header: Block, latch: Block) -> Vec<(Value, i64)> {
 /// by the value the array was filled with; `entry` says what the caller
 /// filled. Returns how many.
 pub fn first_touch(func: &mut Function, callees: &Callees, entry: &[EntryFill]) -> usize {
-    if func.num_placed_insts() > MAX_FUNCTION_INSTS || func.entry_block().is_none() {
+    if func.num_placed_insts() > MAX_FUNCTION_INSTS
+        || func.entry_block().is_none()
+        || !knows_a_fill(func, entry)
+    {
         return 0;
     }
     let cfg = Cfg::new(func);
@@ -362,7 +372,10 @@ pub fn specialize_filled_calls(
             continue;
         }
         let func = module.func(id);
-        if func.is_declaration() || func.num_placed_insts() > MAX_FUNCTION_INSTS {
+        if func.is_declaration()
+            || func.num_placed_insts() > MAX_FUNCTION_INSTS
+            || !knows_a_fill(func, &entry)
+        {
             continue;
         }
         let cfg = Cfg::new(func);
