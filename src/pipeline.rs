@@ -285,17 +285,19 @@ impl Session {
         last: Stage,
         record: impl FnMut(Stage, &Module),
     ) -> Result<Module, Error> {
-        let final_derivatives = self.final_derivatives(root, false);
-        self.run_stages_with(root, last, final_derivatives, record)
+        let promises = AdPromises {
+            final_derivatives: self.final_derivatives(root, false),
+            forward_next: false,
+        };
+        self.run_stages_with(root, last, promises, record)
     }
 
-    /// [`Session::run_stages_here`], the AD passes promising final
-    /// derivatives or not ([`Session::final_derivatives`]).
+    /// [`Session::run_stages_here`], the AD passes told `promises`.
     fn run_stages_with(
         &self,
         root: Option<&str>,
         last: Stage,
-        final_derivatives: bool,
+        promises: AdPromises,
         mut record: impl FnMut(Stage, &Module),
     ) -> Result<Module, Error> {
         let mut module = self.module.clone();
@@ -315,7 +317,7 @@ impl Session {
                     }
                 }
                 Stage::Ad => {
-                    module = self.lowered(module, root, final_derivatives)?;
+                    module = self.lowered(module, root, promises)?;
                     if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
                         let ids = scope(&module, root);
                         self.inline(&mut module, &ids, "inline (late)")?;
@@ -335,9 +337,9 @@ impl Session {
         &self,
         mut module: Module,
         root: Option<&str>,
-        final_derivatives: bool,
+        promises: AdPromises,
     ) -> Result<Module, Error> {
-        self.with_ad_context(final_derivatives, |cx| -> Result<(), Error> {
+        self.with_ad_context(promises, |cx| -> Result<(), Error> {
             match root {
                 Some(name) => {
                     let id = function_by_name(&module, name)?;
@@ -357,15 +359,18 @@ impl Session {
     /// outer pass differentiates the code that calls them).
     fn with_ad_context<R>(
         &self,
-        final_derivatives: bool,
+        promises: AdPromises,
         f: impl FnOnce(&mut adze_ad::AdContext<'_>) -> R,
     ) -> R {
         let mut late_inliner = |m: &mut Module, created: &[FuncId]| {
             adze_opt::inline_functions(m, created, &adze_opt::DefaultPolicy::default());
         };
         let mut cx = adze_ad::AdContext::new(self.ad_limits);
-        if final_derivatives {
+        if promises.final_derivatives {
             cx = cx.with_final_derivatives();
+        }
+        if promises.forward_next {
+            cx = cx.under_forward_derivative();
         }
         if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
             cx = cx.with_between(&mut late_inliner);
@@ -466,12 +471,15 @@ impl Session {
             (Mode::Reverse, true) if arrays => RetActivity::Dup,
             (Mode::Reverse, true) => RetActivity::Active,
         };
-        let derived = self.with_ad_context(final_derivatives, |cx| -> Result<FuncId, Error> {
-            Ok(match mode {
-                Mode::Forward => cx.derive_forward(&mut module, name, &args, ret, width)?,
-                Mode::Reverse => cx.derive_reverse(&mut module, name, &args, ret)?,
-            })
-        })?;
+        let derived = self.with_ad_context(
+            AdPromises::derivative(final_derivatives),
+            |cx| -> Result<FuncId, Error> {
+                Ok(match mode {
+                    Mode::Forward => cx.derive_forward(&mut module, name, &args, ret, width)?,
+                    Mode::Reverse => cx.derive_reverse(&mut module, name, &args, ret)?,
+                })
+            },
+        )?;
         let derived_name = self.finish_derivative(&mut module, derived)?;
         Ok((module, derived_name))
     }
@@ -497,14 +505,19 @@ impl Session {
         // What a reverse derivative differentiates is lowered without
         // checkpoints (reverse mode over a checkpointed loop is not exact;
         // see docs/ad-reverse.md, "Checkpointing"); what a forward one
-        // differentiates is lowered as asked, and becomes `.ckptf` when
-        // differentiated. The derivative itself is checkpointed as asked.
+        // differentiates is lowered checkpointed for forward mode
+        // (`.ckptf`), as the forward pass lowers it itself. The derivative
+        // itself is checkpointed as asked.
+        let promises = AdPromises {
+            final_derivatives,
+            forward_next: mode == Mode::Forward,
+        };
         let module = if self.ad_limits.checkpoint && mode == Mode::Reverse {
             let mut taped = self.clone();
             taped.ad_limits.checkpoint = false;
-            taped.run_stages_with(Some(name), Stage::Ad, final_derivatives, |_, _| {})?
+            taped.run_stages_with(Some(name), Stage::Ad, promises, |_, _| {})?
         } else {
-            self.run_stages_with(Some(name), Stage::Ad, final_derivatives, |_, _| {})?
+            self.run_stages_with(Some(name), Stage::Ad, promises, |_, _| {})?
         };
         let id = function_by_name(&module, name)?;
         let sig = module.func(id).sig.clone();
@@ -603,16 +616,19 @@ impl Session {
             let width = if mode == Mode::Forward { width } else { 1 };
             roles.extend(std::iter::repeat_n(lanes, width));
         }
-        let derived = self.with_ad_context(final_derivatives, |cx| -> Result<FuncId, Error> {
-            Ok(match mode {
-                Mode::Forward => cx.derive_forward(&mut module, name, &args, ret, width)?,
-                Mode::Reverse => {
-                    let func = function_by_name(&module, name)?;
-                    let request = adze_ad::ReverseRequest::new(func, args.clone(), ret);
-                    cx.vjp_derivative(&mut module, &request)?
-                }
-            })
-        })?;
+        let derived = self.with_ad_context(
+            AdPromises::derivative(final_derivatives),
+            |cx| -> Result<FuncId, Error> {
+                Ok(match mode {
+                    Mode::Forward => cx.derive_forward(&mut module, name, &args, ret, width)?,
+                    Mode::Reverse => {
+                        let func = function_by_name(&module, name)?;
+                        let request = adze_ad::ReverseRequest::new(func, args.clone(), ret);
+                        cx.vjp_derivative(&mut module, &request)?
+                    }
+                })
+            },
+        )?;
         let adjoints = match mode {
             Mode::Forward => Vec::new(),
             Mode::Reverse => {
@@ -766,6 +782,26 @@ pub struct Derivative {
     /// Reverse mode: the parameters (by number) whose adjoints follow the
     /// primal results, in order.
     pub adjoints: Vec<usize>,
+}
+
+/// What the AD passes are told of the derivatives a lowering builds.
+#[derive(Copy, Clone, Debug)]
+struct AdPromises {
+    /// No reverse derivative is taken of them ([`Session::final_derivatives`]).
+    final_derivatives: bool,
+    /// What is lowered is the primal of a forward derivative built next
+    /// ([`adze_ad::AdContext::under_forward_derivative`]).
+    forward_next: bool,
+}
+
+impl AdPromises {
+    /// For building a derivative itself (nothing differentiates it next).
+    fn derivative(final_derivatives: bool) -> AdPromises {
+        AdPromises {
+            final_derivatives,
+            forward_next: false,
+        }
+    }
 }
 
 /// The error for a derivative with nothing to differentiate (see

@@ -761,3 +761,56 @@ fn d(x: f64, lo: i64, hi: i64) -> f64 {
         }
     }
 }
+
+/// `Session::derive` in forward mode lowers the requests its function
+/// reaches before differentiating it: checkpointed for forward mode
+/// (`.ckptf`), as the forward pass lowers them itself. Lowered `.ckpt`, the
+/// late inliner put `f3`'s augmented primal into `topa` while its adjoint
+/// stayed a call, which the forward pass then replaced by its taped twin:
+/// the two halves' tapes out of step ("index 3 is out of bounds for array
+/// `a.d`" under `--inline late --checkpoint`; fuzzer seed 90768, reduced).
+#[test]
+fn a_forward_derivative_keeps_a_checkpointed_pair_together_inlined_late() {
+    let src = "fn f2(a: [f64]) -> [f64] {
+    let r = zeros(3);
+    for i in 0..3 { r[i] = a[i % len(a)]; }
+    r
+}
+fn f3(x: f64, a: mut [f64]) -> f64 {
+    let y = f2(a);
+    var s = 0.0;
+    for i in 0..3 { s = s + y[i]; }
+    s
+}
+fn f4(x: f64) -> f64 {
+    let t3 = zeros(3);
+    let t4 = zeros(3);
+    let g = autodiff(reverse, f3, active, active(x), dup(t3, t4));
+    x * g
+}
+fn topa(x: f64, y: f64) -> f64 { let a = zeros(2); let t = f4(x); f3(x, a) + t }
+";
+    let args = [
+        Val::F64(-0.78),
+        Val::F64(1.0),
+        Val::F64(-0.2),
+        Val::F64(1.0),
+    ];
+    let taped = Session::from_source("t.adz", src).unwrap();
+    let want = run_derived(&taped, "topa", adze::adze_ir::Mode::Forward, &[], &args).unwrap();
+    // `f3` does not read `x`: its gradient `g`, the value and the
+    // tangent are all zero.
+    assert_bits(&want, &[Val::F64(0.0), Val::F64(0.0)], "taped");
+    for inline in InlineSetting::ALL {
+        for segment in [Some(1), Some(3)] {
+            let mut s = Session::from_source("t.adz", src).unwrap();
+            s.inline = inline;
+            s.ad_limits.checkpoint = true;
+            s.limits.checkpoint_segment = segment;
+            let what = format!("{inline:?} {segment:?}");
+            let got = run_derived(&s, "topa", adze::adze_ir::Mode::Forward, &[], &args)
+                .unwrap_or_else(|e| panic!("{what}: {e}"));
+            assert_bits(&got, &want, what);
+        }
+    }
+}

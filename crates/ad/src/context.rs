@@ -227,6 +227,20 @@ impl<'h> AdContext<'h> {
         self
     }
 
+    /// The same context, promising that what it lowers is the primal of
+    /// a forward derivative built next (`Session::derive` lowers the
+    /// requests its function reaches before differentiating it): reverse
+    /// derivatives are then checkpointed for forward mode (`.ckptf`), as
+    /// they are when the forward pass lowers them itself
+    /// ([`AdContext::checkpoint_scope`]). Lowered `.ckpt` and inlined late
+    /// before the forward pass, an augmented primal could no longer be
+    /// replaced by its twin while its adjoint, still called, was: the two
+    /// halves' tapes out of step (fuzzer seed 90768).
+    pub fn under_forward_derivative(mut self) -> Self {
+        self.under_derivation += 1;
+        self
+    }
+
     /// See [`AdContext::with_final_derivatives`].
     pub fn final_derivatives(&self) -> bool {
         self.final_derivatives
