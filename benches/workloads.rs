@@ -820,6 +820,10 @@ fn gradbench(c: &mut Criterion, rec: &Record) {
         let mut g = group(c, label);
         for (column, fname) in columns {
             let f = prog.function(fname).unwrap();
+            if let Some(pass) = ab_pass() {
+                ab(rec, label, column, &prog, fname, pass, &f, &args);
+                continue;
+            }
             let mut a = args.clone();
             let mut slots = borrowed(&mut a);
             measure(&mut g, rec, label, column, || {

@@ -44,13 +44,21 @@
 //! the load's uses read `x`. **Exact:** the same bits (a `fill` stores
 //! them, a `load` returns them), no trap removed, no effect moved.
 //!
+//! **Anywhere.** A load proven in bounds, at any index and in any block,
+//! of an array uniform at the load (the same walk, from the load) reads
+//! the fill too: the array is not written after its fill at all (kmeans'
+//! tangent `ones`, read at `j * d + l`).
+//!
 //! **Callers' fills** ([`specialize_filled_calls`]). The fill is usually in
 //! the caller and the loop in the adjoint it calls. Where a call passes an
-//! array to a `mut` parameter and the array is uniform (as above) with an
-//! `fconst` at the call, the call is redirected to a copy of the callee
-//! (`f.filled1`, one per callee, parameters and values) whose entry knows
-//! it; the copy is then optimized like any function, and its own calls are
-//! specialized in turn. The caller keeps its `fill`.
+//! array to a parameter the callee writes or reads and the array is
+//! uniform (as above) with an `fconst` at the call, the call is redirected
+//! to a copy of the callee (`f.filled1`, one per callee, parameters, values
+//! and whether each is *alone*: apart from every other array the call
+//! passes, which a write through another parameter of the copy then cannot
+//! reach) whose entry knows it; the copy is then optimized like any
+//! function, and its own calls are specialized in turn. The caller keeps
+//! its `fill`.
 
 use crate::analysis::{fconst_of, Cfg, Replacements, Scopes};
 use crate::copy::entered_once;
@@ -70,11 +78,14 @@ const MAX_FUNCTION_INSTS: usize = 20_000;
 const MAX_WALK: usize = 4096;
 
 /// Every element of the array passed as parameter `param` holds the f64
-/// with bits `bits` when the function is entered.
+/// with bits `bits` when the function is entered; `alone`: no other
+/// parameter's array shares an element with it (the caller passed arrays
+/// it knows apart).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct EntryFill {
     pub param: usize,
     pub bits: u64,
+    pub alone: bool,
 }
 
 /// What every element of an array holds at a point.
@@ -86,11 +97,35 @@ enum Uniform {
     Bits(u64),
 }
 
+/// May `a` and `b` share an element, knowing what the entry knows: a
+/// parameter passed `alone` shares none with another parameter's array.
+fn may_alias_here(func: &Function, entry: &[EntryFill], a: Value, b: Value) -> bool {
+    if !may_alias(func, a, b) {
+        return false;
+    }
+    let (ra, rb) = (func.array_root(a), func.array_root(b));
+    let params = func.params();
+    let alone = |r: Value| {
+        entry
+            .iter()
+            .any(|e| e.alone && params.get(e.param) == Some(&r))
+    };
+    let param = |r: Value| params.contains(&r);
+    !(ra != rb && param(ra) && param(rb) && (alone(ra) || alone(rb)))
+}
+
 /// May `inst` write an element of an array that may alias `a`? (`fill a`
 /// itself counts: the walks look for it first.)
-fn may_write(func: &Function, callees: &Callees, inst: Inst, a: Value) -> bool {
+fn may_write(
+    func: &Function,
+    callees: &Callees,
+    entry: &[EntryFill],
+    inst: Inst,
+    a: Value,
+) -> bool {
     let data = func.dfg.inst(inst);
-    let hits = |v: Value| func.dfg.value_type(v) == Type::Array && may_alias(func, v, a);
+    let hits =
+        |v: Value| func.dfg.value_type(v) == Type::Array && may_alias_here(func, entry, v, a);
     match data {
         InstData::Binary {
             op: Opcode::Fill, ..
@@ -157,7 +192,7 @@ fn uniform_at(
                     return Some(agree(Uniform::Value(*x)));
                 }
             }
-            if may_write(func, callees, inst, a) {
+            if may_write(func, callees, entry, inst, a) {
                 return Some(false);
             }
         }
@@ -290,7 +325,7 @@ pub fn first_touch(func: &mut Function, callees: &Callees, entry: &[EntryFill]) 
                 let mut stores: Vec<(Inst, Block, i64)> = Vec::new();
                 for &b in &lp.blocks {
                     for &inst in func.layout.block_insts(b) {
-                        if !may_write(func, callees, inst, a) {
+                        if !may_write(func, callees, entry, inst, a) {
                             continue;
                         }
                         match func.dfg.inst(inst) {
@@ -333,6 +368,45 @@ pub fn first_touch(func: &mut Function, callees: &Callees, entry: &[EntryFill]) 
             }
         }
     }
+    // Anywhere: a load of an array that nothing may write between the fill
+    // and the load, on any path.
+    let mut filled: HashSet<Value> = entry
+        .iter()
+        .filter_map(|e| func.params().get(e.param).copied())
+        .collect();
+    for (_, inst) in func.layout.insts() {
+        if let InstData::Binary {
+            op: Opcode::Fill,
+            args: [a, _],
+        } = func.dfg.inst(inst)
+        {
+            filled.insert(*a);
+        }
+    }
+    let taken: HashSet<Inst> = found.iter().map(|&(load, _, _)| load).collect();
+    for (block, inst) in func.layout.insts() {
+        let InstData::Binary {
+            op: Opcode::Load,
+            args: [a, _],
+        } = func.dfg.inst(inst)
+        else {
+            continue;
+        };
+        if !filled.contains(a) || !safe.contains(inst) || taken.contains(&inst) {
+            continue;
+        }
+        let Some(u) = uniform_at(func, &cfg, callees, entry, *a, block, Some(inst)) else {
+            continue;
+        };
+        let v = func.dfg.first_result(inst);
+        let allowed = match u {
+            Uniform::Value(x) => scopes.can_replace(func, v, x),
+            Uniform::Bits(_) => !scopes.is_pinned(v),
+        };
+        if allowed {
+            found.push((inst, v, u));
+        }
+    }
     if found.is_empty() {
         return 0;
     }
@@ -355,8 +429,24 @@ pub fn first_touch(func: &mut Function, callees: &Callees, entry: &[EntryFill]) 
     found.len()
 }
 
-/// Redirects calls that pass an array filled with a constant to a `mut`
-/// parameter to copies of their callees that know it (see the module
+/// Does `func` read its parameter `k`: a `load` of it, or a call it is
+/// passed to? (A read-only array no load reads gains nothing from a copy.)
+fn reads_param(func: &Function, k: usize) -> bool {
+    let Some(&p) = func.params().get(k) else {
+        return false;
+    };
+    func.layout.insts().any(|(_, i)| match func.dfg.inst(i) {
+        InstData::Binary {
+            op: Opcode::Load | Opcode::Vload,
+            args: [a, _],
+        } => *a == p,
+        InstData::Call { args, .. } => args.contains(&p),
+        _ => false,
+    })
+}
+
+/// Redirects calls that pass an array filled with a constant to a
+/// parameter the callee writes or reads to copies of their callees that know it (see the module
 /// documentation), starting from the functions `ids` and going on into
 /// the copies. Returns the copies made, each with what its entry knows.
 pub fn specialize_filled_calls(
@@ -392,7 +482,9 @@ pub fn specialize_filled_calls(
             }
             let mut fills: Vec<EntryFill> = Vec::new();
             for (k, (&a, &w)) in args.iter().zip(writes).enumerate() {
-                if !w || func.dfg.value_type(a) != Type::Array {
+                if func.dfg.value_type(a) != Type::Array
+                    || !(w || reads_param(module.func(*callee), k))
+                {
                     continue;
                 }
                 let u = uniform_at(func, &cfg, &callees, &entry, a, block, Some(inst));
@@ -402,7 +494,17 @@ pub fn specialize_filled_calls(
                     None => None,
                 };
                 if let Some(bits) = bits {
-                    fills.push(EntryFill { param: k, bits });
+                    // Apart from every other array the call passes.
+                    let alone = args.iter().enumerate().all(|(j, &b)| {
+                        j == k
+                            || func.dfg.value_type(b) != Type::Array
+                            || !may_alias_here(func, &entry, a, b)
+                    });
+                    fills.push(EntryFill {
+                        param: k,
+                        bits,
+                        alone,
+                    });
                 }
             }
             if !fills.is_empty() {
