@@ -388,6 +388,9 @@ pub fn compile(
     let entry_id = defs.define_trampolines(&env, jm, root)?;
 
     jm.finalize_definitions().map_err(link_error)?;
+    if std::env::var_os("ADZE_PERF_MAP").is_some() {
+        write_perf_map(jm, &defs.placed);
+    }
     let code_ptr = jm.get_finalized_function(entry_id);
     // SAFETY: `code_ptr` is the finalized (executable) code of the trampoline
     // defined just above with the signature `(ptr, ptr, ptr) -> i32` in the
@@ -513,6 +516,33 @@ fn declare_functions(
 }
 
 /// The definitions of one compilation's functions, and what they add up to.
+/// With `ADZE_PERF_MAP` set, appends the compiled functions to
+/// `/tmp/perf-PID.map`, the file `perf report` reads to name JIT'd code,
+/// and with `ADZE_PERF_MAP=code` also writes each function's machine code
+/// to `/tmp/adze-PID-ADDR.bin`, for `objdump` (docs/performance.md,
+/// *Profiling JIT'd code*). A profiling aid: a failure to write is ignored.
+fn write_perf_map(jm: &JITModule, placed: &[(cranelift_module::FuncId, String, Vec<u8>)]) {
+    use std::io::Write;
+    let pid = std::process::id();
+    let code = std::env::var_os("ADZE_PERF_MAP").is_some_and(|v| v == "code");
+    let Ok(mut file) = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(format!("/tmp/perf-{pid}.map"))
+    else {
+        return;
+    };
+    let mut text = String::new();
+    for (cid, name, bytes) in placed {
+        let addr = jm.get_finalized_function(*cid) as usize;
+        text.push_str(&format!("{addr:x} {:x} {name}\n", bytes.len()));
+        if code {
+            let _ = std::fs::write(format!("/tmp/adze-{pid}-{addr:x}.bin"), bytes);
+        }
+    }
+    let _ = file.write_all(text.as_bytes());
+}
+
 struct Definitions<'o> {
     options: &'o JitOptions,
     ctx: cranelift_codegen::Context,
@@ -522,6 +552,10 @@ struct Definitions<'o> {
     stack_bound: usize,
     code_bytes: usize,
     disassembly: String,
+    /// With `ADZE_PERF_MAP`, each function defined: its id in the JIT
+    /// module, its name and its machine code before relocation (for
+    /// [`write_perf_map`]).
+    placed: Vec<(cranelift_module::FuncId, String, Vec<u8>)>,
 }
 
 impl<'o> Definitions<'o> {
@@ -534,6 +568,7 @@ impl<'o> Definitions<'o> {
             stack_bound: FRAME_OVERHEAD,
             code_bytes: 0,
             disassembly: String::new(),
+            placed: Vec::new(),
         }
     }
 
@@ -618,6 +653,9 @@ impl<'o> Definitions<'o> {
                 message: e.to_string(),
             })?;
         self.code_bytes += m.bytes.len();
+        if std::env::var_os("ADZE_PERF_MAP").is_some() {
+            self.placed.push((p.cid, p.name.clone(), m.bytes.clone()));
+        }
         if let Some(code) = m.vcode {
             self.disassembly.push_str(&format!(
                 "; {} ({} Cranelift instructions, opt {}, {} allocator)\n{}\n",
