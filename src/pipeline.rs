@@ -287,7 +287,7 @@ impl Session {
     ) -> Result<Module, Error> {
         let promises = AdPromises {
             final_derivatives: self.final_derivatives(root, false),
-            forward_next: false,
+            next: None,
         };
         self.run_stages_with(root, last, promises, record)
     }
@@ -369,8 +369,8 @@ impl Session {
         if promises.final_derivatives {
             cx = cx.with_final_derivatives();
         }
-        if promises.forward_next {
-            cx = cx.under_forward_derivative();
+        if let Some(mode) = promises.next {
+            cx = cx.under_derivative(mode);
         }
         if matches!(self.inline, InlineSetting::Late | InlineSetting::All) {
             cx = cx.with_between(&mut late_inliner);
@@ -502,15 +502,15 @@ impl Session {
                 "vector mode (`--width`) is for forward derivatives".to_string(),
             ));
         }
-        // What a reverse derivative differentiates is lowered without
-        // checkpoints (reverse mode over a checkpointed loop is not exact;
-        // see docs/ad-reverse.md, "Checkpointing"); what a forward one
-        // differentiates is lowered checkpointed for forward mode
-        // (`.ckptf`), as the forward pass lowers it itself. The derivative
-        // itself is checkpointed as asked.
+        // What the derivative differentiates is lowered as its pass lowers
+        // the requests inside its primal itself: under a reverse one
+        // taped, `#[checkpoint]` hints included (reverse mode over a
+        // checkpointed loop is not exact; see docs/ad-reverse.md,
+        // "Checkpointing"); under a forward one checkpointed for forward
+        // mode (`.ckptf`). The derivative itself is checkpointed as asked.
         let promises = AdPromises {
             final_derivatives,
-            forward_next: mode == Mode::Forward,
+            next: Some(mode),
         };
         let module = if self.ad_limits.checkpoint && mode == Mode::Reverse {
             let mut taped = self.clone();
@@ -789,9 +789,9 @@ pub struct Derivative {
 struct AdPromises {
     /// No reverse derivative is taken of them ([`Session::final_derivatives`]).
     final_derivatives: bool,
-    /// What is lowered is the primal of a forward derivative built next
-    /// ([`adze_ad::AdContext::under_forward_derivative`]).
-    forward_next: bool,
+    /// What is lowered is the primal of a derivative in this mode built
+    /// next ([`adze_ad::AdContext::under_derivative`]).
+    next: Option<adze_ir::Mode>,
 }
 
 impl AdPromises {
@@ -799,7 +799,7 @@ impl AdPromises {
     fn derivative(final_derivatives: bool) -> AdPromises {
         AdPromises {
             final_derivatives,
-            forward_next: false,
+            next: None,
         }
     }
 }

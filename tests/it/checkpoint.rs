@@ -814,3 +814,52 @@ fn topa(x: f64, y: f64) -> f64 { let a = zeros(2); let t = f4(x); f3(x, a) + t }
         }
     }
 }
+
+/// The same in reverse mode, with a `#[checkpoint]` hint on `f3`'s loop
+/// (found in the review of session 25): `Session::derive` lowered the
+/// hinted request `.ckpt` before the reverse pass, which tapes what it
+/// differentiates; inlined late, the augmented primal stayed while the
+/// adjoint's call was replaced by its taped twin ("index 3 is out of
+/// bounds for array `a.d`" under `--inline late`, no `--checkpoint`
+/// needed). Lowered taped from the start, as the reverse pass lowers the
+/// requests inside its primal, every setting agrees.
+#[test]
+fn a_reverse_derivative_tapes_a_hinted_pair_inlined_late() {
+    let src = "fn f2(a: [f64]) -> [f64] {
+    let r = zeros(3);
+    for i in 0..3 { r[i] = a[i % len(a)]; }
+    r
+}
+fn f3(x: f64, a: mut [f64]) -> f64 {
+    let y = f2(a);
+    var s = 0.0;
+    #[checkpoint]
+    for i in 0..3 { s = s + y[i]; }
+    s
+}
+fn f4(x: f64) -> f64 {
+    let t3 = zeros(3);
+    let t4 = zeros(3);
+    let g = autodiff(reverse, f3, active, active(x), dup(t3, t4));
+    x * g
+}
+fn topa(x: f64, y: f64) -> f64 { let a = zeros(2); let t = f4(x); f3(x, a) + t }
+";
+    let args = [Val::F64(-0.78), Val::F64(1.0)];
+    let reverse = adze::adze_ir::Mode::Reverse;
+    let none = {
+        let mut s = Session::from_source("t.adz", src).unwrap();
+        s.inline = InlineSetting::None;
+        run_derived(&s, "topa", reverse, &[], &args).unwrap()
+    };
+    // `f3` does not read `x`: both derivatives are zero.
+    assert_bits(&none, &[Val::F64(0.0), Val::F64(0.0)], "none");
+    for inline in InlineSetting::ALL {
+        let mut s = Session::from_source("t.adz", src).unwrap();
+        s.inline = inline;
+        let what = format!("{inline:?}");
+        let got =
+            run_derived(&s, "topa", reverse, &[], &args).unwrap_or_else(|e| panic!("{what}: {e}"));
+        assert_bits(&got, &none, what);
+    }
+}

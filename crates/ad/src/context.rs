@@ -228,16 +228,21 @@ impl<'h> AdContext<'h> {
     }
 
     /// The same context, promising that what it lowers is the primal of
-    /// a forward derivative built next (`Session::derive` lowers the
-    /// requests its function reaches before differentiating it): reverse
-    /// derivatives are then checkpointed for forward mode (`.ckptf`), as
-    /// they are when the forward pass lowers them itself
-    /// ([`AdContext::checkpoint_scope`]). Lowered `.ckpt` and inlined late
-    /// before the forward pass, an augmented primal could no longer be
+    /// a derivative in mode `mode` built next (`Session::derive` lowers the
+    /// requests its function reaches before differentiating it): they are
+    /// lowered as that derivation lowers the requests inside its primal
+    /// itself ([`AdContext::checkpoint_scope`]): checkpointed for forward
+    /// mode (`.ckptf`) under a forward derivative, taped under a reverse
+    /// one (`#[checkpoint]` hints included). Lowered `.ckpt` and inlined
+    /// late before the derivation, an augmented primal could no longer be
     /// replaced by its twin while its adjoint, still called, was: the two
-    /// halves' tapes out of step (fuzzer seed 90768).
-    pub fn under_forward_derivative(mut self) -> Self {
+    /// halves' tapes out of step (fuzzer seed 90768; the reverse case with
+    /// a hint, found in the review of session 25).
+    pub fn under_derivative(mut self, mode: adze_ir::Mode) -> Self {
         self.under_derivation += 1;
+        if mode == adze_ir::Mode::Reverse {
+            self.under_reverse += 1;
+        }
         self
     }
 

@@ -388,8 +388,8 @@ pub fn compile(
     let entry_id = defs.define_trampolines(&env, jm, root)?;
 
     jm.finalize_definitions().map_err(link_error)?;
-    if std::env::var_os("ADZE_PERF_MAP").is_some() {
-        write_perf_map(jm, &defs.placed);
+    if let Some(placed) = &defs.placed {
+        write_perf_map(jm, placed);
     }
     let code_ptr = jm.get_finalized_function(entry_id);
     // SAFETY: `code_ptr` is the finalized (executable) code of the trampoline
@@ -515,12 +515,13 @@ fn declare_functions(
     Ok(funcs)
 }
 
-/// The definitions of one compilation's functions, and what they add up to.
 /// With `ADZE_PERF_MAP` set, appends the compiled functions to
 /// `/tmp/perf-PID.map`, the file `perf report` reads to name JIT'd code,
 /// and with `ADZE_PERF_MAP=code` also writes each function's machine code
 /// to `/tmp/adze-PID-ADDR.bin`, for `objdump` (docs/performance.md,
-/// *Profiling JIT'd code*). A profiling aid: a failure to write is ignored.
+/// *Profiling JIT'd code*). A profiling aid: a failure to write is ignored,
+/// and the map only grows (a process that compiles many modules lists
+/// every one; perf takes the first entry at an address).
 fn write_perf_map(jm: &JITModule, placed: &[(cranelift_module::FuncId, String, Vec<u8>)]) {
     use std::io::Write;
     let pid = std::process::id();
@@ -543,6 +544,7 @@ fn write_perf_map(jm: &JITModule, placed: &[(cranelift_module::FuncId, String, V
     let _ = file.write_all(text.as_bytes());
 }
 
+/// The definitions of one compilation's functions, and what they add up to.
 struct Definitions<'o> {
     options: &'o JitOptions,
     ctx: cranelift_codegen::Context,
@@ -552,10 +554,10 @@ struct Definitions<'o> {
     stack_bound: usize,
     code_bytes: usize,
     disassembly: String,
-    /// With `ADZE_PERF_MAP`, each function defined: its id in the JIT
-    /// module, its name and its machine code before relocation (for
-    /// [`write_perf_map`]).
-    placed: Vec<(cranelift_module::FuncId, String, Vec<u8>)>,
+    /// With `ADZE_PERF_MAP` (read once, in `new`), each function defined:
+    /// its id in the JIT module, its name and its machine code before
+    /// relocation (for [`write_perf_map`]); `None` without.
+    placed: Option<Vec<(cranelift_module::FuncId, String, Vec<u8>)>>,
 }
 
 impl<'o> Definitions<'o> {
@@ -568,7 +570,7 @@ impl<'o> Definitions<'o> {
             stack_bound: FRAME_OVERHEAD,
             code_bytes: 0,
             disassembly: String::new(),
-            placed: Vec::new(),
+            placed: std::env::var_os("ADZE_PERF_MAP").map(|_| Vec::new()),
         }
     }
 
@@ -653,8 +655,8 @@ impl<'o> Definitions<'o> {
                 message: e.to_string(),
             })?;
         self.code_bytes += m.bytes.len();
-        if std::env::var_os("ADZE_PERF_MAP").is_some() {
-            self.placed.push((p.cid, p.name.clone(), m.bytes.clone()));
+        if let Some(placed) = &mut self.placed {
+            placed.push((p.cid, p.name.clone(), m.bytes.clone()));
         }
         if let Some(code) = m.vcode {
             self.disassembly.push_str(&format!(

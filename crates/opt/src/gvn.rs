@@ -531,10 +531,10 @@ fn simplify_f64(
     // signaling NaN, and adding +0.0 to anything else gives it back.
     // Forward over reverse makes these chains of an adjoint's tangent.
     if op == Fadd {
-        if cb == Some(POS_ZERO) && plus_zero(func, a) {
+        if cb == Some(POS_ZERO) && zero_plus_keeps(func, a) {
             return Simplified::Value(a);
         }
-        if ca == Some(POS_ZERO) && plus_zero(func, b) {
+        if ca == Some(POS_ZERO) && zero_plus_keeps(func, b) {
             return Simplified::Value(b);
         }
     }
@@ -544,6 +544,14 @@ fn simplify_f64(
 /// Is `v` an `fadd` with a +0.0 operand?
 pub(crate) fn plus_zero(func: &Function, v: Value) -> bool {
     plus_zero_of(func, v).is_some()
+}
+
+/// Is `0.0 + v` bit for bit `v`: `v` is itself `0.0 + w`, or a constant
+/// that is neither -0.0 (`0.0 + -0.0` is +0.0) nor a signaling NaN (which
+/// the addition quiets)?
+pub(crate) fn zero_plus_keeps(func: &Function, v: Value) -> bool {
+    plus_zero(func, v)
+        || fconst_of(func, v).is_some_and(|bits| bits != NEG_ZERO && !is_signaling_nan(bits))
 }
 
 /// `w` when `v` is `0.0 + w` or `w + 0.0` (+0.0).

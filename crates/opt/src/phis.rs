@@ -211,8 +211,13 @@ fn webs(
         }
     }
     // The one outside value of each web: None before any, Some(None) once
-    // two differ.
+    // two differ. Two equal constants count as one (`gvn` places a copy of
+    // a constant in each block that reads it): the web then holds that
+    // constant.
     let mut outside: Vec<Option<Option<Value>>> = vec![None; cands.len()];
+    let same = |x: Value, a: Value| {
+        x == a || constant(func, x).is_some_and(|c| constant(func, a) == Some(c))
+    };
     let mut size = vec![0usize; cands.len()];
     let mut normalized = vec![false; cands.len()];
     for (i, &(p, _)) in cands.iter().enumerate() {
@@ -227,7 +232,7 @@ fn webs(
             }
             outside[r] = match outside[r] {
                 None => Some(Some(a)),
-                Some(Some(x)) if x == a => Some(Some(x)),
+                Some(Some(x)) if same(x, a) => Some(Some(x)),
                 _ => Some(None),
             };
         }
@@ -238,14 +243,21 @@ fn webs(
         let r = root(&mut parent, i as u32) as usize;
         if let Some(Some(x)) = outside[r] {
             ok[r] &= scopes.can_replace(func, p, x);
-            ok[r] &= !normalized[r] || crate::gvn::plus_zero(func, x);
+            ok[r] &= !normalized[r] || crate::gvn::zero_plus_keeps(func, x);
         }
     }
     for (i, &(p, b)) in cands.iter().enumerate() {
         let r = root(&mut parent, i as u32) as usize;
         // Single parameters are the trivial ones, found above.
         if let (Some(Some(x)), true, true) = (outside[r], ok[r], size[r] > 1) {
-            fates.push((p, b, Fate::Is(x)));
+            // A constant is placed in each member's block (the web's
+            // constants need not dominate it); any other value dominates
+            // every member's block.
+            let fate = match constant(func, x) {
+                Some(c) => Fate::Constant(c, func.dfg.value_type(p)),
+                None => Fate::Is(x),
+            };
+            fates.push((p, b, fate));
         }
     }
     fates

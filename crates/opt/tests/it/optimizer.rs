@@ -90,7 +90,8 @@ fn twice(x: [f64], dx: mut [f64]) { fill(dx, 0.5); acc(x, dx, 2.0); acc(x, dx, 3
     let stats = optimize_module(&mut after).unwrap();
     check_well_formed(&after).unwrap();
     assert_eq!(stats.filled_copies, 1, "{after}");
-    let copy = after.get("acc.filled1").expect("the copy");
+    // The copy knows `s = 2.0` too (`.k2`: the constant f64 argument).
+    let copy = after.get("acc.filled1.k2").expect("the copy");
     let acc = after.get("acc").unwrap();
     let loads_of_dx = |f: &adze_ir::Function| {
         let dx = f.params()[1];
@@ -209,4 +210,45 @@ block0(v0: arr):
         matches!(&out.args[0], adze_ir::Val::Array(a) if *a == vec![3.75; 3]),
         "{out:?}"
     );
+}
+
+/// A load of a filled array inside a rule region of the copy keeps its
+/// load: the caller's constant would be placed in the entry block, and a
+/// region's body computes from its arguments only (found in the review
+/// of session 25: `sumw`'s loop inlined into `acc`, with a forward rule).
+#[test]
+fn a_filled_array_read_in_a_rule_region_keeps_its_load() {
+    let src = "fn sumw(w: [f64]) -> f64 { var s = 0.0; for i in 0..len(w) { s = s + w[i]; } s }
+rule forward sumw(w: [f64], tw: [f64]) -> (f64, f64) {
+    var s = 0.0;
+    var t = 0.0;
+    for i in 0..len(w) { s = s + w[i]; t = t + tw[i]; }
+    (s, t)
+}
+#[inline(never)]
+fn acc(w: [f64], dx: mut [f64]) { dx[0] = sumw(w) + dx[0]; }
+fn top(x: mut [f64]) { let w = zeros(len(x)); fill(w, 1.5); acc(w, x); }";
+    let mut before = compile(src);
+    adze_opt::inline_module(&mut before, &adze_opt::DefaultPolicy::default());
+    let mut after = before.clone();
+    optimize_module(&mut after).unwrap();
+    check_well_formed(&after).unwrap();
+    let copy = after.func(after.get("acc.filled0").expect("the copy"));
+    assert!(!copy.regions.is_empty(), "{after}");
+    for (_, region) in copy.regions.iter() {
+        let inside: std::collections::HashSet<adze_ir::Block> =
+            region.blocks.iter().copied().collect();
+        for &b in &region.blocks {
+            for &i in copy.layout.block_insts(b) {
+                copy.dfg.inst(i).for_each_use(|v| {
+                    let here = copy.def_block(v).is_some_and(|d| inside.contains(&d));
+                    assert!(
+                        here || region.args.contains(&v),
+                        "{v} used in the region, defined outside it\n{after}"
+                    );
+                });
+            }
+        }
+    }
+    compare(&before, &after).unwrap();
 }
