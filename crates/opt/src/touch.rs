@@ -58,10 +58,8 @@
 //! passes, which a write through another parameter of the copy then cannot
 //! reach) whose entry knows it; the copy is then optimized like any
 //! function, and its own calls are specialized in turn. The caller keeps
-//! its `fill`. The copy also reads the call's constant f64 arguments as
-//! constants (an adjoint's `dret = 1.0`), and a load in one of its rule
-//! regions keeps its load (the constant would be placed outside the
-//! region).
+//! its `fill`. A load in one of the copy's rule regions keeps its load
+//! (the constant would be placed outside the region).
 
 use crate::analysis::{fconst_of, Cfg, Replacements, Scopes};
 use crate::copy::entered_once;
@@ -435,29 +433,6 @@ pub fn first_touch(func: &mut Function, callees: &Callees, entry: &[EntryFill]) 
     found.len()
 }
 
-/// Replaces the uses of the f64 parameters `consts` (position, bits) by
-/// constants defined at the entry: the copy is only called with them.
-/// A parameter a rule region names keeps its uses.
-fn with_constants(func: &mut Function, consts: &[(usize, u64)]) {
-    let Some(entry) = func.entry_block() else {
-        return;
-    };
-    let scopes = Scopes::new(func);
-    let mut reps = Replacements::new(func);
-    for &(k, bits) in consts {
-        let Some(&p) = func.params().get(k) else {
-            continue;
-        };
-        if scopes.is_pinned(p) {
-            continue;
-        }
-        let inst = func.dfg.make_inst(InstData::FConst { bits }, &[Type::F64]);
-        func.layout.insert_inst(inst, entry, 0);
-        reps.replace(p, func.dfg.first_result(inst));
-    }
-    reps.apply(func);
-}
-
 /// Does `func` read its parameter `k`: a `load` of it, or a call it is
 /// passed to? (A read-only array no load reads gains nothing from a copy.)
 fn reads_param(func: &Function, k: usize) -> bool {
@@ -483,9 +458,7 @@ pub fn specialize_filled_calls(
     ids: &[FuncId],
 ) -> Vec<(FuncId, Vec<EntryFill>)> {
     let mut made: Vec<(FuncId, Vec<EntryFill>)> = Vec::new();
-    // (callee, fills, constant f64 arguments) → its copy.
-    type Key = (FuncId, Vec<EntryFill>, Vec<(usize, u64)>);
-    let mut copies: HashMap<Key, FuncId> = HashMap::new();
+    let mut copies: HashMap<(FuncId, Vec<EntryFill>), FuncId> = HashMap::new();
     let mut work: Vec<(FuncId, Vec<EntryFill>)> = ids.iter().map(|&id| (id, Vec::new())).collect();
     let mut callees = Callees::of(module);
     while let Some((id, entry)) = work.pop() {
@@ -500,7 +473,7 @@ pub fn specialize_filled_calls(
             continue;
         }
         let cfg = Cfg::new(func);
-        let mut redirect: Vec<(Inst, Key)> = Vec::new();
+        let mut redirect: Vec<(Inst, FuncId, Vec<EntryFill>)> = Vec::new();
         for (block, inst) in func.layout.insts() {
             let InstData::Call { func: callee, args } = func.dfg.inst(inst) else {
                 continue;
@@ -537,35 +510,24 @@ pub fn specialize_filled_calls(
                 }
             }
             if !fills.is_empty() {
-                // The copy knows the call's constant f64 arguments too (an
-                // adjoint's `dret = 1.0`: `x * dret` is `x`).
-                let consts: Vec<(usize, u64)> = args
-                    .iter()
-                    .enumerate()
-                    .filter(|&(_, &a)| func.dfg.value_type(a) == Type::F64)
-                    .filter_map(|(k, &a)| Some((k, fconst_of(func, a)?)))
-                    .collect();
-                redirect.push((inst, (*callee, fills, consts)));
+                redirect.push((inst, *callee, fills));
             }
         }
-        for (inst, key) in redirect {
-            let (callee, fills, consts) = key.clone();
+        for (inst, callee, fills) in redirect {
+            let key = (callee, fills.clone());
             let copy = match copies.get(&key) {
                 Some(&c) => c,
                 None => {
                     let mut f = module.func(callee).clone();
-                    let list = |ks: &mut dyn Iterator<Item = usize>| {
-                        ks.map(|k| k.to_string()).collect::<Vec<_>>().join("_")
-                    };
-                    let mut base = format!(
+                    let base = format!(
                         "{}.filled{}",
                         f.name,
-                        list(&mut fills.iter().map(|e| e.param))
+                        fills
+                            .iter()
+                            .map(|e| e.param.to_string())
+                            .collect::<Vec<_>>()
+                            .join("_")
                     );
-                    if !consts.is_empty() {
-                        base.push_str(&format!(".k{}", list(&mut consts.iter().map(|c| c.0))));
-                    }
-                    with_constants(&mut f, &consts);
                     let mut name = base.clone();
                     let mut n = 1;
                     while module.get(&name).is_some() {

@@ -90,8 +90,7 @@ fn twice(x: [f64], dx: mut [f64]) { fill(dx, 0.5); acc(x, dx, 2.0); acc(x, dx, 3
     let stats = optimize_module(&mut after).unwrap();
     check_well_formed(&after).unwrap();
     assert_eq!(stats.filled_copies, 1, "{after}");
-    // The copy knows `s = 2.0` too (`.k2`: the constant f64 argument).
-    let copy = after.get("acc.filled1.k2").expect("the copy");
+    let copy = after.get("acc.filled1").expect("the copy");
     let acc = after.get("acc").unwrap();
     let loads_of_dx = |f: &adze_ir::Function| {
         let dx = f.params()[1];
