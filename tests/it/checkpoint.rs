@@ -762,6 +762,34 @@ fn d(x: f64, lo: i64, hi: i64) -> f64 {
     }
 }
 
+/// The reduction of fuzzer seed 90768: `f4` takes the gradient of `f3`,
+/// whose loop (`hint` written before it) reads what `f2` copied; `topa`
+/// calls both.
+fn late_pair(hint: &str) -> String {
+    format!(
+        "fn f2(a: [f64]) -> [f64] {{
+    let r = zeros(3);
+    for i in 0..3 {{ r[i] = a[i % len(a)]; }}
+    r
+}}
+fn f3(x: f64, a: mut [f64]) -> f64 {{
+    let y = f2(a);
+    var s = 0.0;
+    {hint}
+    for i in 0..3 {{ s = s + y[i]; }}
+    s
+}}
+fn f4(x: f64) -> f64 {{
+    let t3 = zeros(3);
+    let t4 = zeros(3);
+    let g = autodiff(reverse, f3, active, active(x), dup(t3, t4));
+    x * g
+}}
+fn topa(x: f64, y: f64) -> f64 {{ let a = zeros(2); let t = f4(x); f3(x, a) + t }}
+"
+    )
+}
+
 /// `Session::derive` in forward mode lowers the requests its function
 /// reaches before differentiating it: checkpointed for forward mode
 /// (`.ckptf`), as the forward pass lowers them itself. Lowered `.ckpt`, the
@@ -771,25 +799,7 @@ fn d(x: f64, lo: i64, hi: i64) -> f64 {
 /// `a.d`" under `--inline late --checkpoint`; fuzzer seed 90768, reduced).
 #[test]
 fn a_forward_derivative_keeps_a_checkpointed_pair_together_inlined_late() {
-    let src = "fn f2(a: [f64]) -> [f64] {
-    let r = zeros(3);
-    for i in 0..3 { r[i] = a[i % len(a)]; }
-    r
-}
-fn f3(x: f64, a: mut [f64]) -> f64 {
-    let y = f2(a);
-    var s = 0.0;
-    for i in 0..3 { s = s + y[i]; }
-    s
-}
-fn f4(x: f64) -> f64 {
-    let t3 = zeros(3);
-    let t4 = zeros(3);
-    let g = autodiff(reverse, f3, active, active(x), dup(t3, t4));
-    x * g
-}
-fn topa(x: f64, y: f64) -> f64 { let a = zeros(2); let t = f4(x); f3(x, a) + t }
-";
+    let src = &late_pair("");
     let args = [
         Val::F64(-0.78),
         Val::F64(1.0),
@@ -825,26 +835,7 @@ fn topa(x: f64, y: f64) -> f64 { let a = zeros(2); let t = f4(x); f3(x, a) + t }
 /// requests inside its primal, every setting agrees.
 #[test]
 fn a_reverse_derivative_tapes_a_hinted_pair_inlined_late() {
-    let src = "fn f2(a: [f64]) -> [f64] {
-    let r = zeros(3);
-    for i in 0..3 { r[i] = a[i % len(a)]; }
-    r
-}
-fn f3(x: f64, a: mut [f64]) -> f64 {
-    let y = f2(a);
-    var s = 0.0;
-    #[checkpoint]
-    for i in 0..3 { s = s + y[i]; }
-    s
-}
-fn f4(x: f64) -> f64 {
-    let t3 = zeros(3);
-    let t4 = zeros(3);
-    let g = autodiff(reverse, f3, active, active(x), dup(t3, t4));
-    x * g
-}
-fn topa(x: f64, y: f64) -> f64 { let a = zeros(2); let t = f4(x); f3(x, a) + t }
-";
+    let src = &late_pair("#[checkpoint]");
     let args = [Val::F64(-0.78), Val::F64(1.0)];
     let reverse = adze::adze_ir::Mode::Reverse;
     let none = {

@@ -75,6 +75,18 @@ proptest::proptest! {
     }
 }
 
+/// The `load`s and `vload`s of `f`'s parameter `k`.
+fn loads_of(f: &adze_ir::Function, k: usize) -> usize {
+    let a = f.params()[k];
+    f.layout
+        .insts()
+        .filter(|&(_, i)| {
+            matches!(f.dfg.inst(i), adze_ir::InstData::Binary { op, args }
+                if matches!(op, adze_ir::Opcode::Load | adze_ir::Opcode::Vload) && args[0] == a)
+        })
+        .count()
+}
+
 /// A callee whose loop reads each element of an array its caller filled
 /// before writing it (an adjoint's `x.d[i] += ..` after `fill(dx, 0.0)`)
 /// is called as a copy that knows the fill, and its loop loads nothing of
@@ -92,16 +104,7 @@ fn twice(x: [f64], dx: mut [f64]) { fill(dx, 0.5); acc(x, dx, 2.0); acc(x, dx, 3
     assert_eq!(stats.filled_copies, 1, "{after}");
     let copy = after.get("acc.filled1").expect("the copy");
     let acc = after.get("acc").unwrap();
-    let loads_of_dx = |f: &adze_ir::Function| {
-        let dx = f.params()[1];
-        f.layout
-            .insts()
-            .filter(|&(_, i)| {
-                matches!(f.dfg.inst(i), adze_ir::InstData::Binary { op, args }
-                    if matches!(op, adze_ir::Opcode::Load | adze_ir::Opcode::Vload) && args[0] == dx)
-            })
-            .count()
-    };
+    let loads_of_dx = |f: &adze_ir::Function| loads_of(f, 1);
     assert_eq!(loads_of_dx(after.func(copy)), 0, "{after}");
     assert!(loads_of_dx(after.func(acc)) > 0, "{after}");
     let calls = |name: &str| -> Vec<adze_ir::FuncId> {
@@ -162,16 +165,7 @@ block0(v0: arr):
     let mut after = before.clone();
     optimize_module(&mut after).unwrap();
     check_well_formed(&after).unwrap();
-    let loads_of_w = |f: &adze_ir::Function| {
-        let a = f.params()[0];
-        f.layout
-            .insts()
-            .filter(|&(_, i)| {
-                matches!(f.dfg.inst(i), adze_ir::InstData::Binary { op, args }
-                    if matches!(op, adze_ir::Opcode::Load | adze_ir::Opcode::Vload) && args[0] == a)
-            })
-            .count()
-    };
+    let loads_of_w = |f: &adze_ir::Function| loads_of(f, 0);
     let called = |name: &str| -> &adze_ir::Function {
         let f = after.func(after.get(name).unwrap());
         let id = f
