@@ -175,6 +175,53 @@ fn mutable_array(params: &[Param], k: usize) -> bool {
         .is_some_and(|p| p.ty == Type::Array && p.mutable)
 }
 
+/// Do the array arguments `a` and `b` of call `call` provably share no
+/// element: `slice`s or `view`s of one array with constant bounds whose
+/// ranges do not meet, or a `disjoint a, b` check (which traps when they
+/// meet) earlier in the call's block. (The front end makes these for two
+/// views passed beside a `mut` one: `g(a[0..2], a[2..4])`.)
+fn apart(func: &Function, call: Inst, a: Value, b: Value) -> bool {
+    let range = |v: Value| -> Option<(Value, i64, i64)> {
+        let ValueDef::Result { inst, .. } = *func.dfg.value_def(v) else {
+            return None;
+        };
+        let InstData::Ternary {
+            op: Opcode::Slice | Opcode::View,
+            args: [base, lo, hi],
+        } = func.dfg.inst(inst)
+        else {
+            return None;
+        };
+        let konst = |x: Value| match *func.dfg.value_def(x) {
+            ValueDef::Result { inst, .. } => match func.dfg.inst(inst) {
+                InstData::IConst { imm } => Some(*imm),
+                _ => None,
+            },
+            _ => None,
+        };
+        Some((*base, konst(*lo)?, konst(*hi)?))
+    };
+    if let (Some((ra, la, ha)), Some((rb, lb, hb))) = (range(a), range(b)) {
+        if ra == rb && (ha <= lb || hb <= la || la >= ha || lb >= hb) {
+            return true;
+        }
+    }
+    let Some(block) = func.layout.inst_block(call) else {
+        return false;
+    };
+    func.layout
+        .block_insts(block)
+        .iter()
+        .take_while(|&&i| i != call)
+        .any(|&i| match func.dfg.inst(i) {
+            InstData::Binary {
+                op: Opcode::Disjoint,
+                args: [x, y],
+            } => (*x, *y) == (a, b) || (*x, *y) == (b, a),
+            _ => false,
+        })
+}
+
 /// Does an instruction of this opcode (not a call) read the elements of
 /// the arrays it takes? All but writes, lengths and views do.
 fn reads_arrays(op: Opcode) -> bool {
@@ -410,10 +457,16 @@ impl Useful<'_> {
                     .as_ref()
                     .is_none_or(|r| r.get(k) != Some(&false))
         };
+        // Views the caller proves apart share nothing for the callee to
+        // miss: a read through one never sees a write through the other
+        // (two views of one array, the callee reading one only for a
+        // branch: NaN called, 0 inlined; docs/ad-reverse.md).
         let shared = |a: Value| {
             let sharing: Vec<usize> = (args.iter().enumerate())
                 .filter(|&(k, &b)| {
-                    mutable_array(params, k) && func.array_root(b) == func.array_root(a)
+                    mutable_array(params, k)
+                        && func.array_root(b) == func.array_root(a)
+                        && (b == a || !apart(func, inst, a, b))
                 })
                 .map(|(k, _)| k)
                 .collect();
