@@ -176,33 +176,62 @@ fn mutable_array(params: &[Param], k: usize) -> bool {
 }
 
 /// Do the array arguments `a` and `b` of call `call` provably share no
-/// element: `slice`s or `view`s of one array with constant bounds whose
-/// ranges do not meet, or a `disjoint a, b` check (which traps when they
-/// meet) earlier in the call's block. (The front end makes these for two
-/// views passed beside a `mut` one: `g(a[0..2], a[2..4])`.)
+/// element? The front end makes such pairs for two views passed beside a
+/// `mut` one (`g(a[0..2], a[2..4])`), and forward mode their tangents:
+/// - views whose constant bounds, added up down to one root array, give
+///   ranges that do not meet (`v[0..2]` of `v = a[0..4]` beside `a[2..4]`);
+/// - two views of one array where the end of one is the start of the
+///   other, the same value (`a[0..n]`, `a[n..4]`; their tangents `view
+///   a.t, 0, n` and `view a.t, n, 4`);
+/// - a `disjoint a, b` check (which traps when they meet) earlier in the
+///   call's block.
+///
+/// Sound for any bounds that reach the call: a `slice` out of range traps
+/// first, and a `view` out of range is empty (it reaches no element).
 fn apart(func: &Function, call: Inst, a: Value, b: Value) -> bool {
-    let range = |v: Value| -> Option<(Value, i64, i64)> {
+    // `(base, lo, hi)` of a `slice` or `view`.
+    let view = |v: Value| -> Option<(Value, Value, Value)> {
         let ValueDef::Result { inst, .. } = *func.dfg.value_def(v) else {
             return None;
         };
-        let InstData::Ternary {
-            op: Opcode::Slice | Opcode::View,
-            args: [base, lo, hi],
-        } = func.dfg.inst(inst)
-        else {
-            return None;
-        };
-        let konst = |x: Value| match *func.dfg.value_def(x) {
-            ValueDef::Result { inst, .. } => match func.dfg.inst(inst) {
-                InstData::IConst { imm } => Some(*imm),
-                _ => None,
-            },
+        match func.dfg.inst(inst) {
+            InstData::Ternary {
+                op: Opcode::Slice | Opcode::View,
+                args: [base, lo, hi],
+            } => Some((*base, *lo, *hi)),
             _ => None,
-        };
-        Some((*base, konst(*lo)?, konst(*hi)?))
+        }
     };
-    if let (Some((ra, la, ha)), Some((rb, lb, hb))) = (range(a), range(b)) {
+    let konst = |x: Value| match *func.dfg.value_def(x) {
+        ValueDef::Result { inst, .. } => match func.dfg.inst(inst) {
+            InstData::IConst { imm } => Some(*imm),
+            _ => None,
+        },
+        _ => None,
+    };
+    // The elements `v` may reach, as a range of its root array (a view of
+    // a view adds its start), when every bound on the way is a constant.
+    let absolute = |mut v: Value| -> Option<(Value, i64, i64)> {
+        let (mut lo, mut hi) = (0i64, i64::MAX);
+        for _ in 0..16 {
+            let Some((base, l, h)) = view(v) else {
+                return Some((v, lo, hi));
+            };
+            let (l, h) = (konst(l)?, konst(h)?);
+            // `v` is elements `l .. h` of `base`: the range so far, within
+            // `v`, moves by `l` and stays within `h`.
+            let (nl, nh) = (l.checked_add(lo)?, l.saturating_add(hi).min(h));
+            (lo, hi, v) = (nl, nh, base);
+        }
+        None
+    };
+    if let (Some((ra, la, ha)), Some((rb, lb, hb))) = (absolute(a), absolute(b)) {
         if ra == rb && (ha <= lb || hb <= la || la >= ha || lb >= hb) {
+            return true;
+        }
+    }
+    if let (Some((ba, la, ha)), Some((bb, lb, hb))) = (view(a), view(b)) {
+        if ba == bb && (ha == lb || hb == la) {
             return true;
         }
     }
