@@ -197,34 +197,6 @@ pub(crate) fn analyze_fixed(
     )
 }
 
-/// The local arrays (`zeros` results) of `func` that something may write:
-/// an instruction other than a read (`load`, `vload`, `len`) or a view
-/// (`slice`, `view`) takes the array or a view of it (a store, a `fill`,
-/// a call or an `autodiff` that may write it, a `return` that hands it
-/// on).
-fn written_locals(func: &Function) -> HashSet<Value> {
-    let mut written = HashSet::new();
-    for (_, inst) in func.layout.insts() {
-        let data = func.dfg.inst(inst);
-        let reads_only = matches!(
-            data.opcode(),
-            Opcode::Load | Opcode::Vload | Opcode::Len | Opcode::Slice | Opcode::View
-        );
-        for (k, &v) in data.args().iter().enumerate() {
-            if func.dfg.value_type(v) != Type::Array {
-                continue;
-            }
-            // A load's index and a view's bounds are not arrays; its first
-            // operand is the array read.
-            if reads_only && k == 0 {
-                continue;
-            }
-            written.insert(func.array_root(v));
-        }
-    }
-    written
-}
-
 /// [`analyze_cached`] as if every array a function makes (`zeros`) held
 /// active values, in `func` and in every callee it reaches: what varies
 /// with the contents of local arrays (and the arguments `args`). Reverse
@@ -291,19 +263,12 @@ fn analyze_from(
         }
     }
     if summaries.locals {
-        // Every local array that may be written (one never written holds
-        // its zeros: a read of it varies with nothing, called or inlined;
-        // fuzzer seed 146137).
-        let written = written_locals(func);
         for (_, inst) in func.layout.insts() {
             if let InstData::Zeros {
                 op: Opcode::Zeros, ..
             } = func.dfg.inst(inst)
             {
-                let a = func.dfg.first_result(inst);
-                if written.contains(&a) {
-                    act.mark(a);
-                }
+                act.mark(func.dfg.first_result(inst));
             }
         }
     }
