@@ -1635,3 +1635,12 @@ fn open_forward_over_reverse_through_a_local_array_read_seed_146137() {
     assert_agree(src, &["d1", "d2"]);
     assert_eq!(value(src, "d2", &[0.0, 0.0]), 2.0);
 }
+
+/// A guard for the fix seed 146137 still needs (found in session 25): a
+/// first fix (a local array that nothing writes counted as constant for
+/// what a popped value varies with) made this program's third derivative
+/// NaN called and 0.0 inlined, and was reverted. It agrees today.
+#[test]
+fn forward_over_forward_over_reverse_of_a_local_array_argument_seed_147083() {
+    assert_agree(include_str!("data/seed147083.adz"), &["d1", "d2", "d3"]);
+}
