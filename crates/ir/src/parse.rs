@@ -1008,10 +1008,19 @@ impl<'m> Body<'m> {
         Ok(match op {
             Opcode::Fconst => {
                 let (w, pos) = c.word("a float")?;
-                let x: f64 = w
-                    .parse()
-                    .map_err(|_| err(pos, format!("invalid float `{w}`")))?;
-                (InstData::fconst(x), Known(vec![Type::F64]))
+                // `0x..`: the bits themselves (how a NaN other than the
+                // default one prints).
+                let data = match w.strip_prefix("0x") {
+                    Some(hex) => InstData::FConst {
+                        bits: u64::from_str_radix(hex, 16)
+                            .map_err(|_| err(pos, format!("invalid float bits `{w}`")))?,
+                    },
+                    None => InstData::fconst(
+                        w.parse()
+                            .map_err(|_| err(pos, format!("invalid float `{w}`")))?,
+                    ),
+                };
+                (data, Known(vec![Type::F64]))
             }
             Opcode::Iconst => {
                 let (w, pos) = c.word("an integer")?;

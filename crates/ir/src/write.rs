@@ -226,6 +226,13 @@ pub fn write_inst(
     let data = func.dfg.inst(inst);
     let op = data.opcode();
     match data {
+        // A NaN other than the default one (its sign, quiet bit or
+        // payload) prints as its bits, which the parser reads back.
+        InstData::FConst { bits }
+            if f64::from_bits(*bits).is_nan() && *bits != f64::NAN.to_bits() =>
+        {
+            write!(w, "{op} 0x{bits:016x}")
+        }
         InstData::FConst { bits } => write!(w, "{op} {:?}", f64::from_bits(*bits)),
         InstData::IConst { imm } => write!(w, "{op} {imm}"),
         InstData::BConst { imm } => write!(w, "{op} {imm}"),

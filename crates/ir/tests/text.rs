@@ -440,6 +440,21 @@ fn fconst_spellings() {
         panic!()
     };
     assert!(f64::from_bits(*bits).is_nan());
+    // Any other NaN (sign, quiet bit, payload) prints as its bits and
+    // reads back bit for bit.
+    for bits in [
+        0xfff8_0000_0000_0000u64,
+        0x7ff8_0000_0000_0001,
+        0x7ff0_0000_0000_0001,
+    ] {
+        let src = format!(
+            "function @f() -> f64 {{\nblock0:\n    v0 = fconst 0x{bits:016x}\n    return v0\n}}\n"
+        );
+        let m = roundtrip(&src);
+        let f = m.func(FuncId::from_u32(0));
+        let inst = f.layout.insts().next().unwrap().1;
+        assert_eq!(f.dfg.inst(inst), &InstData::FConst { bits }, "{src}");
+    }
 }
 
 #[test]
