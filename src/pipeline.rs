@@ -512,13 +512,7 @@ impl Session {
             final_derivatives,
             next: Some(mode),
         };
-        let module = if self.ad_limits.checkpoint && mode == Mode::Reverse {
-            let mut taped = self.clone();
-            taped.ad_limits.checkpoint = false;
-            taped.run_stages_with(Some(name), Stage::Ad, promises, |_, _| {})?
-        } else {
-            self.run_stages_with(Some(name), Stage::Ad, promises, |_, _| {})?
-        };
+        let module = self.run_stages_with(Some(name), Stage::Ad, promises, |_, _| {})?;
         let id = function_by_name(&module, name)?;
         let sig = module.func(id).sig.clone();
         if let Some(c) = consts

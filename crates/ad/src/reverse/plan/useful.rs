@@ -190,23 +190,11 @@ fn mutable_array(params: &[Param], k: usize) -> bool {
 /// first, and a `view` out of range is empty (it reaches no element).
 fn apart(func: &Function, call: Inst, a: Value, b: Value) -> bool {
     // `(base, lo, hi)` of a `slice` or `view`.
-    let view = |v: Value| -> Option<(Value, Value, Value)> {
-        let ValueDef::Result { inst, .. } = *func.dfg.value_def(v) else {
-            return None;
-        };
-        match func.dfg.inst(inst) {
-            InstData::Ternary {
-                op: Opcode::Slice | Opcode::View,
-                args: [base, lo, hi],
-            } => Some((*base, *lo, *hi)),
-            _ => None,
-        }
-    };
-    let konst = |x: Value| match *func.dfg.value_def(x) {
-        ValueDef::Result { inst, .. } => match func.dfg.inst(inst) {
-            InstData::IConst { imm } => Some(*imm),
-            _ => None,
-        },
+    let view = |v: Value| match func.def_inst(v)? {
+        InstData::Ternary {
+            op: Opcode::Slice | Opcode::View,
+            args: [base, lo, hi],
+        } => Some((*base, *lo, *hi)),
         _ => None,
     };
     // The elements `v` may reach, as a range of its root array (a view of
@@ -217,7 +205,7 @@ fn apart(func: &Function, call: Inst, a: Value, b: Value) -> bool {
             let Some((base, l, h)) = view(v) else {
                 return Some((v, lo, hi));
             };
-            let (l, h) = (konst(l)?, konst(h)?);
+            let (l, h) = (func.iconst_value(l)?, func.iconst_value(h)?);
             // `v` is elements `l .. h` of `base`: the range so far, within
             // `v`, moves by `l` and stays within `h`.
             let (nl, nh) = (l.checked_add(lo)?, l.saturating_add(hi).min(h));
