@@ -450,9 +450,10 @@ fn reads_param(func: &Function, k: usize) -> bool {
 }
 
 /// Redirects calls that pass an array filled with a constant to a
-/// parameter the callee writes or reads to copies of their callees that know it (see the module
-/// documentation), starting from the functions `ids` and going on into
-/// the copies. Returns the copies made, each with what its entry knows.
+/// parameter the callee writes or reads to copies of their callees that
+/// know it (see the module documentation), starting from the functions
+/// `ids` and going on into the copies. Returns the copies made, each with
+/// what its entry knows.
 pub fn specialize_filled_calls(
     module: &mut Module,
     ids: &[FuncId],
